@@ -1,0 +1,3 @@
+module github.com/proxgen/proxgen
+
+go 1.24
