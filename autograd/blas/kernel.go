@@ -1,0 +1,82 @@
+package blas
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+)
+
+// microKernel describes one register-blocked micro-kernel and the cache
+// blocking that suits it.
+type microKernel struct {
+	name   string
+	mr, nr int // register block: rows of A and columns of B per call
+	mc, kc int // cache block sizes; mc is a multiple of mr
+	nc     int // column block; a multiple of nr
+	// run computes C = alpha·Ap·Bp + beta·C for a full mr×nr tile of C at
+	// c with row stride ldc, where Ap holds kc groups of mr values of A and
+	// Bp kc groups of nr values of B. beta == 0 overwrites C without
+	// reading it. kc >= 1.
+	run func(kc int, ap, bp, c []float32, ldc int, alpha, beta float32)
+}
+
+// generic is the pure-Go kernel, available on every platform.
+var generic = &microKernel{
+	name: "generic",
+	mr:   goMR, nr: goNR,
+	mc: 128, kc: 256, nc: 2048,
+	run: goKernel,
+}
+
+// kernels lists the available kernels, best last.
+var kernels = append([]*microKernel{generic}, archKernels()...)
+
+var active atomic.Pointer[microKernel]
+
+func init() {
+	best := kernels[len(kernels)-1]
+	if env := strings.TrimSpace(os.Getenv("PROXGEN_GEMM")); env != "" {
+		if k := lookup(env); k != nil {
+			best = k
+		} else {
+			fmt.Fprintf(os.Stderr, "blas: PROXGEN_GEMM=%q is not available on this machine (have %s); using %s\n",
+				env, strings.Join(Kernels(), ", "), best.name)
+		}
+	}
+	active.Store(best)
+}
+
+func lookup(name string) *microKernel {
+	for _, k := range kernels {
+		if k.name == name {
+			return k
+		}
+	}
+	return nil
+}
+
+// Kernel names the micro-kernel in use: "generic", "avx2" or "avx512".
+func Kernel() string { return active.Load().name }
+
+// Kernels lists the names of the micro-kernels this machine can run, the
+// default (fastest) last.
+func Kernels() []string {
+	names := make([]string, len(kernels))
+	for i, k := range kernels {
+		names[i] = k.name
+	}
+	return names
+}
+
+// SetKernel selects the micro-kernel named name for later calls and
+// returns the name of the previous one. It reports an error, and changes
+// nothing, if the kernel is unknown or the CPU cannot run it. It is meant for
+// tests and benchmarks; calls running concurrently may use either kernel.
+func SetKernel(name string) (prev string, err error) {
+	k := lookup(name)
+	if k == nil {
+		return Kernel(), fmt.Errorf("blas: kernel %q is not available (have %s)", name, strings.Join(Kernels(), ", "))
+	}
+	return active.Swap(k).name, nil
+}

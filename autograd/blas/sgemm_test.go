@@ -1,0 +1,278 @@
+package blas
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/proxgen/proxgen/autograd/parallel"
+)
+
+// refGemm computes alpha·op(A)·op(B) + beta·C in float64, returning the
+// result and, per element, the sum of |terms| used to bound rounding error.
+func refGemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) (want, mag []float64) {
+	want = make([]float64, m*n)
+	mag = make([]float64, m*n)
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			var s, sa float64
+			for p := 0; p < k; p++ {
+				var x, y float32
+				if transA {
+					x = a[p*lda+i]
+				} else {
+					x = a[i*lda+p]
+				}
+				if transB {
+					y = b[j*ldb+p]
+				} else {
+					y = b[p*ldb+j]
+				}
+				s += float64(x) * float64(y)
+				sa += math.Abs(float64(x) * float64(y))
+			}
+			v := float64(alpha) * s
+			ma := math.Abs(float64(alpha)) * sa
+			if beta != 0 {
+				v += float64(beta) * float64(c[i*ldc+j])
+				ma += math.Abs(float64(beta) * float64(c[i*ldc+j]))
+			}
+			want[i*n+j] = v
+			mag[i*n+j] = ma
+		}
+	}
+	return want, mag
+}
+
+func randSlice(rng *rand.Rand, n int) []float32 {
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = float32(rng.NormFloat64())
+	}
+	return s
+}
+
+type gemmCase struct {
+	transA, transB bool
+	m, n, k        int
+	alpha, beta    float32
+	pad            int // extra leading-dimension padding
+}
+
+func (g gemmCase) String() string {
+	return fmt.Sprintf("tA=%v,tB=%v,m=%d,n=%d,k=%d,alpha=%g,beta=%g,pad=%d", g.transA, g.transB, g.m, g.n, g.k, g.alpha, g.beta, g.pad)
+}
+
+// operands builds random A, B and C for g; C's padding holds NaN sentinels
+// that must survive, and with beta == 0 C itself starts as NaN.
+func (g gemmCase) operands(rng *rand.Rand) (a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	ar, ac := g.m, g.k
+	if g.transA {
+		ar, ac = g.k, g.m
+	}
+	br, bc := g.k, g.n
+	if g.transB {
+		br, bc = g.n, g.k
+	}
+	lda, ldb, ldc = ac+g.pad, bc+g.pad, g.n+g.pad
+	a = randSlice(rng, max(0, (ar-1)*lda+ac))
+	b = randSlice(rng, max(0, (br-1)*ldb+bc))
+	c = randSlice(rng, max(0, (g.m-1)*ldc+g.n))
+	for i := 0; i < g.m; i++ {
+		for j := g.n; j < ldc && i*ldc+j < len(c); j++ {
+			c[i*ldc+j] = float32(math.NaN())
+		}
+		if g.beta == 0 {
+			for j := 0; j < g.n; j++ {
+				c[i*ldc+j] = float32(math.NaN())
+			}
+		}
+	}
+	return
+}
+
+// checkCase runs g through gemm with the active kernel and compares with
+// the float64 reference.
+func checkCase(t *testing.T, rng *rand.Rand, g gemmCase, par bool) {
+	t.Helper()
+	a, lda, b, ldb, c, ldc := g.operands(rng)
+	want, mag := refGemm(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, c, ldc)
+	if par {
+		Sgemm(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, c, ldc)
+	} else {
+		SgemmSerial(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, c, ldc)
+	}
+	bad := 0
+	for i := 0; i < g.m; i++ {
+		for j := 0; j < ldc && i*ldc+j < len(c); j++ {
+			got := c[i*ldc+j]
+			if j >= g.n {
+				if !math.IsNaN(float64(got)) {
+					t.Fatalf("%s [%s]: padding C[%d][%d] overwritten with %g", g, Kernel(), i, j, got)
+				}
+				continue
+			}
+			w := want[i*g.n+j]
+			tol := 1e-5 + 4e-6*float64(g.k+2)*mag[i*g.n+j]
+			if d := math.Abs(float64(got) - w); !(d <= tol) {
+				if bad++; bad <= 3 {
+					t.Errorf("%s [%s]: C[%d][%d] = %g, want %g (tol %g)", g, Kernel(), i, j, got, w, tol)
+				}
+			}
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%s [%s]: %d wrong elements", g, Kernel(), bad)
+	}
+}
+
+// forEachKernel runs f once with every kernel this machine supports.
+func forEachKernel(t *testing.T, f func(t *testing.T)) {
+	for _, name := range Kernels() {
+		t.Run(name, func(t *testing.T) {
+			prev, err := SetKernel(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer SetKernel(prev)
+			f(t)
+		})
+	}
+}
+
+func TestSgemmSmallShapes(t *testing.T) {
+	forEachKernel(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(1, 2))
+		dims := []int{1, 2, 3, 5, 7, 11, 13, 16, 17, 31, 32, 33, 47, 64, 70}
+		for trial := 0; trial < 160; trial++ {
+			g := gemmCase{
+				transA: trial&1 != 0, transB: trial&2 != 0,
+				m: dims[rng.IntN(len(dims))], n: dims[rng.IntN(len(dims))], k: dims[rng.IntN(len(dims))],
+				alpha: 1, beta: 0, pad: rng.IntN(3),
+			}
+			if trial%5 == 1 {
+				g.m = 1 + rng.IntN(70)
+				g.n = 1 + rng.IntN(70)
+				g.k = 1 + rng.IntN(70)
+			}
+			switch trial % 4 {
+			case 1:
+				g.beta = 1
+			case 2:
+				g.alpha, g.beta = -0.5, 2
+			case 3:
+				g.alpha, g.beta = 1.5, 0
+			}
+			checkCase(t, rng, g, trial%2 == 0)
+		}
+	})
+}
+
+func TestSgemmDegenerate(t *testing.T) {
+	forEachKernel(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(3, 4))
+		for _, tr := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
+			for _, s := range [][3]int{{1, 1, 1}, {1, 70, 33}, {70, 1, 33}, {33, 45, 1}, {1, 1, 300}, {1, 513, 9}, {200, 1, 150}} {
+				checkCase(t, rng, gemmCase{transA: tr[0], transB: tr[1], m: s[0], n: s[1], k: s[2], alpha: 1, beta: 0.5}, true)
+			}
+		}
+	})
+}
+
+func TestSgemmLarge(t *testing.T) {
+	forEachKernel(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(5, 6))
+		for i, s := range [][3]int{{131, 257, 389}, {16, 1031, 144}, {509, 67, 800}, {64, 4100, 27}} {
+			g := gemmCase{transA: i&1 != 0, transB: i&2 != 0, m: s[0], n: s[1], k: s[2], alpha: 0.75, beta: float32(i % 2), pad: 3}
+			checkCase(t, rng, g, true)
+		}
+	})
+}
+
+func TestSgemmZeroAlphaAndK(t *testing.T) {
+	c := []float32{float32(math.NaN()), 2, 3, 4}
+	Sgemm(false, false, 2, 2, 0, 1, nil, 0, nil, 2, 0, c, 2)
+	for i, v := range c {
+		if v != 0 {
+			t.Fatalf("k=0, beta=0: c[%d] = %g, want 0", i, v)
+		}
+	}
+	c = []float32{1, 2, 3, 4}
+	nan := float32(math.NaN())
+	a := []float32{nan, nan, nan, nan}
+	Sgemm(false, false, 2, 2, 2, 0, a, 2, a, 2, 3, c, 2)
+	for i, v := range c {
+		if v != float32(3*(i+1)) {
+			t.Fatalf("alpha=0: c[%d] = %g, want %d", i, v, 3*(i+1))
+		}
+	}
+	Sgemm(false, false, 0, 5, 5, 1, nil, 5, make([]float32, 25), 5, 0, nil, 5)
+}
+
+// TestSgemmWorkersDeterministic checks that results are bit-identical for
+// any number of workers and between Sgemm and SgemmSerial.
+func TestSgemmWorkersDeterministic(t *testing.T) {
+	defer parallel.SetWorkers(parallel.SetWorkers(1))
+	forEachKernel(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(7, 8))
+		for _, g := range []gemmCase{
+			{m: 300, n: 517, k: 700, alpha: 1, beta: 0.5},
+			{transA: true, m: 16, n: 3000, k: 144, alpha: 1, beta: 0},
+			{transB: true, m: 1000, n: 40, k: 300, alpha: 2, beta: 1},
+		} {
+			a, lda, b, ldb, c0, ldc := g.operands(rng)
+			var ref []float32
+			for _, w := range []int{1, 2, 3, 8} {
+				parallel.SetWorkers(w)
+				for _, serial := range []bool{false, true} {
+					c := append([]float32(nil), c0...)
+					if serial {
+						SgemmSerial(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, c, ldc)
+					} else {
+						Sgemm(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, c, ldc)
+					}
+					if ref == nil {
+						ref = c
+						continue
+					}
+					for i := range c {
+						if math.Float32bits(c[i]) != math.Float32bits(ref[i]) {
+							t.Fatalf("%s: workers=%d serial=%v: c[%d] = %g, differs from %g", g, w, serial, i, c[i], ref[i])
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+func TestSgemmPanics(t *testing.T) {
+	s := make([]float32, 12)
+	for _, tc := range []struct {
+		name string
+		f    func()
+		want string
+	}{
+		{"negative", func() { Sgemm(false, false, -1, 2, 2, 1, s, 2, s, 2, 0, s, 2) }, "negative dimension"},
+		{"lda", func() { Sgemm(false, false, 2, 2, 3, 1, s, 2, s, 2, 0, s, 2) }, "lda=2"},
+		{"ldaTrans", func() { Sgemm(true, false, 4, 2, 2, 1, s, 3, s, 2, 0, s, 4) }, "lda=3"},
+		{"ldb", func() { Sgemm(false, true, 2, 2, 3, 1, s, 3, s, 2, 0, s, 2) }, "ldb=2"},
+		{"ldc", func() { Sgemm(false, false, 2, 3, 2, 1, s, 2, s, 3, 0, s, 2) }, "ldc=2"},
+		{"shortA", func() { Sgemm(false, false, 4, 2, 4, 1, s, 4, s, 2, 0, s, 2) }, "len(a)=12"},
+		{"shortB", func() { Sgemm(false, false, 2, 5, 3, 1, s, 3, s, 5, 0, s, 5) }, "len(b)=12"},
+		{"shortC", func() { Sgemm(false, false, 5, 3, 1, 1, s, 1, s, 3, 0, s, 3) }, "len(c)=12"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				msg, _ := r.(string)
+				if r == nil || !strings.Contains(msg, tc.want) || !strings.Contains(msg, "blas.Sgemm") {
+					t.Fatalf("panic %v, want a blas.Sgemm message containing %q", r, tc.want)
+				}
+			}()
+			tc.f()
+		})
+	}
+}
