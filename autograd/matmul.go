@@ -1,0 +1,89 @@
+package autograd
+
+import (
+	"fmt"
+
+	"github.com/proxgen/proxgen/autograd/blas"
+)
+
+// matDims returns the rows and columns of op(t) for a rank-2 tensor.
+func matDims(op, name string, t *Tensor, trans bool) (rows, cols int) {
+	mustRank(op, name, t, 2)
+	if trans {
+		return t.shape[1], t.shape[0]
+	}
+	return t.shape[0], t.shape[1]
+}
+
+// MatMul returns op(a)·op(b) for rank-2 tensors, where op(x) is x or its
+// transpose xᵀ as transA and transB select.
+func MatMul(a, b *Tensor, transA, transB bool) *Tensor {
+	m, k := matDims("MatMul", "a", a, transA)
+	k2, n := matDims("MatMul", "b", b, transB)
+	if k != k2 {
+		panic(fmt.Sprintf("autograd.MatMul: inner dimensions differ: op(a) %dx%d vs op(b) %dx%d (shapes %v, %v, transA=%v, transB=%v)",
+			m, k, k2, n, a.shape, b.shape, transA, transB))
+	}
+	out := New(m, n)
+	blas.Sgemm(transA, transB, m, n, k, 1, a.Data, a.shape[1], b.Data, b.shape[1], 0, out.Data, n)
+	return record("MatMul", out, func(g []float32) {
+		matMulBackward(a, b, transA, transB, m, n, k, g)
+	}, a, b)
+}
+
+// matMulBackward accumulates the gradients of C = op(A)·op(B) given dC.
+func matMulBackward(a, b *Tensor, transA, transB bool, m, n, k int, g []float32) {
+	if a.requiresGrad {
+		// dA = dC·op(B)ᵀ, or its transpose op(B)·dCᵀ when A was transposed.
+		if transA {
+			blas.Sgemm(transB, true, k, m, n, 1, b.Data, b.shape[1], g, n, 1, a.grad(), a.shape[1])
+		} else {
+			blas.Sgemm(false, !transB, m, k, n, 1, g, n, b.Data, b.shape[1], 1, a.grad(), a.shape[1])
+		}
+	}
+	if b.requiresGrad {
+		// dB = op(A)ᵀ·dC, or dCᵀ·op(A) when B was transposed.
+		if transB {
+			blas.Sgemm(true, transA, n, k, m, 1, g, n, a.Data, a.shape[1], 1, b.grad(), b.shape[1])
+		} else {
+			blas.Sgemm(!transA, false, k, n, m, 1, a.Data, a.shape[1], g, n, 1, b.grad(), b.shape[1])
+		}
+	}
+}
+
+// Linear returns x·wᵀ + b for x of shape (N, in), w of shape (out, in) and
+// an optional bias b of shape (out), as torch.nn.functional.linear does.
+func Linear(x, w, b *Tensor) *Tensor {
+	mustRank("Linear", "x", x, 2)
+	mustRank("Linear", "weight", w, 2)
+	if x.shape[1] != w.shape[1] {
+		panic(fmt.Sprintf("autograd.Linear: input features differ: x %v vs weight %v", x.shape, w.shape))
+	}
+	nOut := w.shape[0]
+	if b != nil && (b.Rank() != 1 || b.shape[0] != nOut) {
+		panic(fmt.Sprintf("autograd.Linear: bias shape %v does not match weight %v", b.shape, w.shape))
+	}
+	batch := x.shape[0]
+	out := New(batch, nOut)
+	if b != nil {
+		for i := 0; i < batch; i++ {
+			copy(out.Data[i*nOut:(i+1)*nOut], b.Data)
+		}
+	}
+	beta := float32(0)
+	if b != nil {
+		beta = 1
+	}
+	blas.Sgemm(false, true, batch, nOut, x.shape[1], 1, x.Data, x.shape[1], w.Data, w.shape[1], beta, out.Data, nOut)
+	return record("Linear", out, func(g []float32) {
+		matMulBackward(x, w, false, true, batch, nOut, x.shape[1], g)
+		if b != nil && b.requiresGrad {
+			gb := b.grad()
+			for i := 0; i < batch; i++ {
+				for j, v := range g[i*nOut : (i+1)*nOut] {
+					gb[j] += v
+				}
+			}
+		}
+	}, x, w, b)
+}

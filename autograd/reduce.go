@@ -1,0 +1,97 @@
+package autograd
+
+import (
+	"fmt"
+
+	"github.com/proxgen/proxgen/autograd/parallel"
+)
+
+// reduceGrain is the fixed chunk size of full reductions: partial sums of
+// each chunk are combined in chunk order, so the result does not depend on
+// the number of workers.
+const reduceGrain = 1 << 14
+
+// sum64 returns Σ data in float64 with a worker-count-independent order.
+func sum64(data []float32) float64 {
+	partial := make([]float64, parallel.Chunks(len(data), reduceGrain))
+	parallel.For(len(data), reduceGrain, func(lo, hi int) {
+		s := 0.0
+		for _, v := range data[lo:hi] {
+			s += float64(v)
+		}
+		partial[lo/reduceGrain] = s
+	})
+	total := 0.0
+	for _, s := range partial {
+		total += s
+	}
+	return total
+}
+
+// Sum returns the sum of all elements as a one-element tensor.
+func Sum(x *Tensor) *Tensor {
+	out := FromSlice([]float32{float32(sum64(x.Data))})
+	return record("Sum", out, func(g []float32) {
+		gx := x.grad()
+		forEach(len(gx), func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				gx[i] += g[0]
+			}
+		})
+	}, x)
+}
+
+// Mean returns the mean of all elements as a one-element tensor.
+func Mean(x *Tensor) *Tensor {
+	n := float32(len(x.Data))
+	out := FromSlice([]float32{float32(sum64(x.Data) / float64(len(x.Data)))})
+	return record("Mean", out, func(g []float32) {
+		gx := x.grad()
+		d := g[0] / n
+		forEach(len(gx), func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				gx[i] += d
+			}
+		})
+	}, x)
+}
+
+// Reshape returns a tensor with the same elements in a new shape. One
+// dimension may be −1 and is then inferred. The result shares x's data.
+func Reshape(x *Tensor, shape ...int) *Tensor {
+	shape = cloneInts(shape)
+	infer, known := -1, 1
+	for i, d := range shape {
+		switch {
+		case d == -1 && infer < 0:
+			infer = i
+		case d < 0:
+			panic(fmt.Sprintf("autograd.Reshape: invalid target shape %v for input %v", shape, x.shape))
+		default:
+			known *= d
+		}
+	}
+	if infer >= 0 && known > 0 {
+		shape[infer] = len(x.Data) / known
+	}
+	if infer >= 0 && known == 0 || numel("Reshape", shape) != len(x.Data) {
+		panic(fmt.Sprintf("autograd.Reshape: cannot reshape %v (%d elements) to %v", x.shape, len(x.Data), shape))
+	}
+	out := &Tensor{Data: x.Data, shape: shape}
+	return record("Reshape", out, func(g []float32) {
+		gx := x.grad()
+		forEach(len(gx), func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				gx[i] += g[i]
+			}
+		})
+	}, x)
+}
+
+// Flatten reshapes x to (N, rest), keeping the first dimension.
+func Flatten(x *Tensor) *Tensor {
+	if len(x.shape) == 0 {
+		panic("autograd.Flatten: needs rank >= 1, got a scalar")
+	}
+	return Reshape(x, x.shape[0], -1)
+}
