@@ -84,7 +84,7 @@ func (bc broadcast) offsets(f func(i, ia, ib int)) {
 // (x, y).
 func binary(op string, a, b *Tensor, fwd func(x, y float32) float32, da, db func(x, y float32) float32) *Tensor {
 	if sameShape(a.shape, b.shape) {
-		out := New(a.shape...)
+		out := empty(a.shape...)
 		forEach(len(out.Data), func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				out.Data[i] = fwd(a.Data[i], b.Data[i])
@@ -110,7 +110,7 @@ func binary(op string, a, b *Tensor, fwd func(x, y float32) float32, da, db func
 		}, a, b)
 	}
 	bc := broadcastShapes(op, a.shape, b.shape)
-	out := New(bc.out...)
+	out := empty(bc.out...)
 	bc.offsets(func(i, ia, ib int) { out.Data[i] = fwd(a.Data[ia], b.Data[ib]) })
 	return record(op, out, func(g []float32) {
 		var ga, gb []float32
@@ -155,7 +155,7 @@ func Mul(a, b *Tensor) *Tensor {
 // unary implements an element-wise op y = f(x) whose derivative deriv is
 // expressed through the input x and the output y.
 func unary(op string, x *Tensor, f func(float32) float32, deriv func(x, y float32) float32) *Tensor {
-	out := New(x.shape...)
+	out := empty(x.shape...)
 	forEach(len(out.Data), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			out.Data[i] = f(x.Data[i])

@@ -24,7 +24,7 @@ func MatMul(a, b *Tensor, transA, transB bool) *Tensor {
 		panic(fmt.Sprintf("autograd.MatMul: inner dimensions differ: op(a) %dx%d vs op(b) %dx%d (shapes %v, %v, transA=%v, transB=%v)",
 			m, k, k2, n, a.shape, b.shape, transA, transB))
 	}
-	out := New(m, n)
+	out := empty(m, n)
 	blas.Sgemm(transA, transB, m, n, k, 1, a.Data, a.shape[1], b.Data, b.shape[1], 0, out.Data, n)
 	return record("MatMul", out, func(g []float32) {
 		matMulBackward(a, b, transA, transB, m, n, k, g)
@@ -64,7 +64,7 @@ func Linear(x, w, b *Tensor) *Tensor {
 		panic(fmt.Sprintf("autograd.Linear: bias shape %v does not match weight %v", b.shape, w.shape))
 	}
 	batch := x.shape[0]
-	out := New(batch, nOut)
+	out := empty(batch, nOut)
 	if b != nil {
 		for i := 0; i < batch; i++ {
 			copy(out.Data[i*nOut:(i+1)*nOut], b.Data)

@@ -38,9 +38,10 @@ type Tensor struct {
 	node         *node // the op that produced this tensor; nil for leaves
 }
 
-// New returns a zero-filled tensor of the given shape.
+// New returns a zero-filled tensor of the given shape. Inside Arena.Use its
+// storage comes from the arena.
 func New(shape ...int) *Tensor {
-	return &Tensor{Data: make([]float32, numel("New", shape)), shape: cloneInts(shape)}
+	return &Tensor{Data: alloc(numel("New", shape), true), shape: cloneInts(shape)}
 }
 
 // FromSlice returns a tensor of the given shape that uses data as its
@@ -161,10 +162,15 @@ func (t *Tensor) String() string {
 	return b.String()
 }
 
-// grad returns t.Grad, allocating it zero-filled on first use.
+// grad returns t.Grad, allocating it zero-filled on first use. Leaf
+// gradients outlive a training step and never come from an arena.
 func (t *Tensor) grad() []float32 {
 	if t.Grad == nil {
-		t.Grad = make([]float32, len(t.Data))
+		if t.node == nil {
+			t.Grad = make([]float32, len(t.Data))
+		} else {
+			t.Grad = alloc(len(t.Data), true)
+		}
 	}
 	return t.Grad
 }
