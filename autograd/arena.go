@@ -95,4 +95,3 @@ func alloc(n int, zero bool) []float32 {
 func empty(shape ...int) *Tensor {
 	return &Tensor{Data: alloc(numel("New", shape), false), shape: cloneInts(shape)}
 }
-
