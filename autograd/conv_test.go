@@ -1,0 +1,364 @@
+package autograd_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/autograd/gradcheck"
+	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/autograd/safetensors"
+)
+
+// convCfg builds a ConvConfig from (height, width) pairs.
+func convCfg(sh, sw, ph, pw, dh, dw int) autograd.ConvConfig {
+	return autograd.ConvConfig{Stride: [2]int{sh, sw}, Padding: [2]int{ph, pw}, Dilation: [2]int{dh, dw}}
+}
+
+// loadFixture reads testdata/conv_pool/name.safetensors.
+func loadFixture(t *testing.T, name string) *safetensors.File {
+	t.Helper()
+	f, err := safetensors.ReadFile(filepath.Join("..", "testdata", "conv_pool", name+".safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// fixtureTensor returns the fixture tensor called name, or nil if absent
+// and optional.
+func fixtureTensor(t *testing.T, f *safetensors.File, name string, optional bool) *autograd.Tensor {
+	t.Helper()
+	if _, ok := f.Tensors[name]; !ok && optional {
+		return nil
+	}
+	data, shape, err := f.Float32(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return autograd.FromSlice(data, shape...)
+}
+
+// closeTo fails the test if got and want (same length) differ by more than
+// atol + rtol·|want| anywhere.
+func closeTo(t *testing.T, what string, got, want []float32, rtol, atol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d elements, want %d", what, len(got), len(want))
+	}
+	bad := 0
+	for i := range got {
+		g, w := float64(got[i]), float64(want[i])
+		if math.IsNaN(g) || math.Abs(g-w) > atol+rtol*math.Abs(w) {
+			if bad < 5 {
+				t.Errorf("%s[%d] = %.7g, want %.7g", what, i, g, w)
+			}
+			bad++
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%s: %d of %d elements differ", what, bad, len(got))
+	}
+}
+
+func TestConv2dMatchesPyTorch(t *testing.T) {
+	// The same table as CONV_CASES in testdata/gen_conv_pool.py.
+	cases := []struct {
+		name string
+		cfg  autograd.ConvConfig
+	}{
+		{"conv_3x3_s1_p1", convCfg(1, 1, 1, 1, 1, 1)},
+		{"conv_3x3_s2_p0_odd", convCfg(2, 2, 0, 0, 1, 1)},
+		{"conv_3x3_dil2", convCfg(1, 1, 2, 2, 2, 2)},
+		{"conv_1x1", convCfg(1, 1, 0, 0, 1, 1)},
+		{"conv_1x1_s2_nobias", convCfg(2, 2, 0, 0, 1, 1)},
+		{"conv_2x5_mixed_nobias", convCfg(2, 1, 1, 2, 1, 2)},
+		{"conv_5x5_s3_p2", convCfg(3, 3, 2, 2, 1, 1)},
+		{"conv_resnet_16ch", convCfg(1, 1, 1, 1, 1, 1)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := loadFixture(t, c.name)
+			want := fmt.Sprintf("%d,%d", c.cfg.Stride[0], c.cfg.Stride[1])
+			if got := f.Metadata["stride"]; got != want {
+				t.Fatalf("fixture stride %q, table says %q", got, want)
+			}
+			x := fixtureTensor(t, f, "x", false).RequireGrad()
+			w := fixtureTensor(t, f, "w", false).RequireGrad()
+			b := fixtureTensor(t, f, "b", true)
+			if b != nil {
+				b.RequireGrad()
+			}
+			out := autograd.Conv2dWith(x, w, b, c.cfg)
+			wantOut := fixtureTensor(t, f, "out", false)
+			if !slices.Equal(out.Shape(), wantOut.Shape()) {
+				t.Fatalf("output shape %v, want %v", out.Shape(), wantOut.Shape())
+			}
+			closeTo(t, "out", out.Data, wantOut.Data, 1e-5, 1e-5)
+			out.BackwardWith(fixtureTensor(t, f, "p", false).Data)
+			closeTo(t, "grad x", x.Grad, fixtureTensor(t, f, "gx", false).Data, 1e-5, 1e-5)
+			closeTo(t, "grad w", w.Grad, fixtureTensor(t, f, "gw", false).Data, 1e-5, 1e-5)
+			if b != nil {
+				closeTo(t, "grad b", b.Grad, fixtureTensor(t, f, "gb", false).Data, 1e-5, 1e-5)
+			}
+		})
+	}
+}
+
+// refConv computes the convolution and the gradients of Σ p·out directly
+// from the definition, in float64.
+func refConv(x, w, b *autograd.Tensor, cfg autograd.ConvConfig, p []float32) (out, gx, gw, gb []float64) {
+	n, cin, h, wd := x.Dim(0), x.Dim(1), x.Dim(2), x.Dim(3)
+	cout, kh, kw := w.Dim(0), w.Dim(2), w.Dim(3)
+	sh, sw := max(cfg.Stride[0], 1), max(cfg.Stride[1], 1)
+	dh, dw := max(cfg.Dilation[0], 1), max(cfg.Dilation[1], 1)
+	ph, pw := cfg.Padding[0], cfg.Padding[1]
+	ho := (h+2*ph-dh*(kh-1)-1)/sh + 1
+	wo := (wd+2*pw-dw*(kw-1)-1)/sw + 1
+	out = make([]float64, n*cout*ho*wo)
+	gx = make([]float64, len(x.Data))
+	gw = make([]float64, len(w.Data))
+	gb = make([]float64, cout)
+	for i := 0; i < n; i++ {
+		for o := 0; o < cout; o++ {
+			for oh := 0; oh < ho; oh++ {
+				for ow := 0; ow < wo; ow++ {
+					oi := ((i*cout+o)*ho+oh)*wo + ow
+					s := 0.0
+					if b != nil {
+						s = float64(b.Data[o])
+					}
+					g := float64(p[oi])
+					gb[o] += g
+					for c := 0; c < cin; c++ {
+						for ki := 0; ki < kh; ki++ {
+							ih := oh*sh - ph + ki*dh
+							if ih < 0 || ih >= h {
+								continue
+							}
+							for kj := 0; kj < kw; kj++ {
+								iw := ow*sw - pw + kj*dw
+								if iw < 0 || iw >= wd {
+									continue
+								}
+								xi := ((i*cin+c)*h+ih)*wd + iw
+								wi := ((o*cin+c)*kh+ki)*kw + kj
+								s += float64(x.Data[xi]) * float64(w.Data[wi])
+								gx[xi] += g * float64(w.Data[wi])
+								gw[wi] += g * float64(x.Data[xi])
+							}
+						}
+					}
+					out[oi] = s
+				}
+			}
+		}
+	}
+	return out, gx, gw, gb
+}
+
+func toF32(v []float64) []float32 {
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(x)
+	}
+	return out
+}
+
+// TestConv2dMatchesDirect compares many random configurations, forward and
+// backward, with the direct definition.
+func TestConv2dMatchesDirect(t *testing.T) {
+	rng := newRNG(7)
+	for trial := 0; trial < 40; trial++ {
+		kh, kw := 1+rng.IntN(4), 1+rng.IntN(4)
+		cfg := convCfg(1+rng.IntN(3), 1+rng.IntN(3), rng.IntN(3), rng.IntN(3), 1+rng.IntN(2), 1+rng.IntN(2))
+		if trial%5 == 0 { // exercise the direct 1×1 path
+			kh, kw, cfg = 1, 1, convCfg(1, 1, 0, 0, 1+rng.IntN(2), 1)
+		}
+		n, cin, cout := 1+rng.IntN(4), 1+rng.IntN(5), 1+rng.IntN(6)
+		h := cfg.Dilation[0]*(kh-1) + 1 + rng.IntN(9)
+		wd := cfg.Dilation[1]*(kw-1) + 1 + rng.IntN(9)
+		x := param(rng, n, cin, h, wd)
+		w := param(rng, cout, cin, kh, kw)
+		var b *autograd.Tensor
+		if rng.IntN(2) == 0 {
+			b = param(rng, cout)
+		}
+		name := fmt.Sprintf("trial %d: x %v w %v cfg %+v bias %v", trial, x.Shape(), w.Shape(), cfg, b != nil)
+		out := autograd.Conv2dWith(x, w, b, cfg)
+		p := autograd.RandN(rng, out.Shape()...).Data
+		refOut, refGx, refGw, refGb := refConv(x, w, b, cfg, p)
+		closeTo(t, name+" out", out.Data, toF32(refOut), 1e-4, 1e-4)
+		out.BackwardWith(p)
+		closeTo(t, name+" grad x", x.Grad, toF32(refGx), 1e-4, 1e-4)
+		closeTo(t, name+" grad w", w.Grad, toF32(refGw), 1e-4, 1e-4)
+		if b != nil {
+			closeTo(t, name+" grad b", b.Grad, toF32(refGb), 1e-4, 1e-4)
+		}
+	}
+}
+
+func TestConv2dGradients(t *testing.T) {
+	cases := []struct {
+		name    string
+		x, w    []int
+		bias    bool
+		cfg     autograd.ConvConfig
+		frozenX bool // x does not require a gradient
+		frozenW bool // w does not require a gradient
+	}{
+		{"3x3 s1 p1", []int{2, 3, 6, 6}, []int{4, 3, 3, 3}, true, convCfg(1, 1, 1, 1, 1, 1), false, false},
+		{"3x3 s2 p0 odd", []int{2, 2, 7, 9}, []int{3, 2, 3, 3}, true, convCfg(2, 2, 0, 0, 1, 1), false, false},
+		{"dilation 2", []int{1, 2, 8, 7}, []int{3, 2, 3, 3}, true, convCfg(1, 1, 2, 2, 2, 2), false, false},
+		{"1x1", []int{3, 4, 4, 5}, []int{5, 4, 1, 1}, true, convCfg(1, 1, 0, 0, 1, 1), false, false},
+		{"1x1 s2", []int{2, 4, 5, 5}, []int{3, 4, 1, 1}, false, convCfg(2, 2, 0, 0, 1, 1), false, false},
+		{"no bias", []int{2, 3, 5, 5}, []int{2, 3, 3, 3}, false, convCfg(1, 1, 1, 1, 1, 1), false, false},
+		{"non-square mixed", []int{2, 2, 7, 8}, []int{3, 2, 2, 4}, true, convCfg(2, 1, 1, 2, 1, 2), false, false},
+		{"frozen input", []int{2, 3, 5, 5}, []int{2, 3, 3, 3}, true, convCfg(1, 1, 1, 1, 1, 1), true, false},
+		{"frozen weight", []int{2, 3, 5, 5}, []int{2, 3, 3, 3}, false, convCfg(2, 2, 1, 1, 1, 1), false, true},
+		{"frozen weight 1x1", []int{2, 3, 4, 4}, []int{2, 3, 1, 1}, false, convCfg(1, 1, 0, 0, 1, 1), false, true},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rng := newRNG(uint64(100 + i))
+			x := autograd.RandN(rng, c.x...)
+			w := autograd.RandN(rng, c.w...)
+			var inputs []*autograd.Tensor
+			if !c.frozenX {
+				inputs = append(inputs, x.RequireGrad())
+			}
+			if !c.frozenW {
+				inputs = append(inputs, w.RequireGrad())
+			}
+			var b *autograd.Tensor
+			if c.bias {
+				b = param(rng, c.w[0])
+				inputs = append(inputs, b)
+			}
+			f := func() *autograd.Tensor { return autograd.Conv2dWith(x, w, b, c.cfg) }
+			if err := gradcheck.Check(f, inputs, gradcheck.Options{Seed: uint64(i + 1)}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestConv2dScalarArguments(t *testing.T) {
+	rng := newRNG(3)
+	x := autograd.RandN(rng, 2, 3, 9, 9)
+	w := autograd.RandN(rng, 4, 3, 3, 3)
+	a := autograd.Conv2d(x, w, nil, 2, 1, 2)
+	b := autograd.Conv2dWith(x, w, nil, convCfg(2, 2, 1, 1, 2, 2))
+	if !slices.Equal(a.Shape(), []int{2, 4, 4, 4}) || !slices.Equal(a.Data, b.Data) {
+		t.Fatalf("Conv2d(stride 2, pad 1, dil 2) = %v, Conv2dWith = %v", a, b)
+	}
+	// Zero stride and dilation mean 1.
+	c := autograd.Conv2d(x, w, nil, 0, 1, 0)
+	d := autograd.Conv2d(x, w, nil, 1, 1, 1)
+	if !slices.Equal(c.Data, d.Data) {
+		t.Fatal("Conv2d with zero stride and dilation differs from stride 1, dilation 1")
+	}
+}
+
+// runConv runs a forward and backward pass with the given number of
+// workers and returns the output and the gradients.
+func runConv(workers int, x, w, b *autograd.Tensor, cfg autograd.ConvConfig, p []float32) [][]float32 {
+	prev := parallel.SetWorkers(workers)
+	defer parallel.SetWorkers(prev)
+	for _, t := range []*autograd.Tensor{x, w, b} {
+		t.Grad = nil
+	}
+	out := autograd.Conv2dWith(x, w, b, cfg)
+	out.BackwardWith(p)
+	return [][]float32{out.Data, x.Grad, w.Grad, b.Grad}
+}
+
+func TestConv2dDeterministicAcrossWorkers(t *testing.T) {
+	cases := []struct {
+		x, w []int
+		cfg  autograd.ConvConfig
+	}{
+		{[]int{11, 8, 12, 12}, []int{8, 8, 3, 3}, convCfg(1, 1, 1, 1, 1, 1)},  // one image per chunk
+		{[]int{21, 6, 6, 6}, []int{7, 6, 3, 3}, convCfg(1, 1, 1, 1, 1, 1)},    // several images per chunk
+		{[]int{13, 16, 5, 5}, []int{12, 16, 1, 1}, convCfg(1, 1, 0, 0, 1, 1)}, // direct 1×1 path
+	}
+	for i, c := range cases {
+		rng := newRNG(uint64(50 + i))
+		x, w, b := param(rng, c.x...), param(rng, c.w...), param(rng, c.w[0])
+		outShape := autograd.Conv2dWith(x.Detach(), w.Detach(), nil, c.cfg).Shape()
+		p := autograd.RandN(rng, outShape...).Data
+		want := runConv(1, x, w, b, c.cfg, p)
+		for _, workers := range []int{2, 3, 8} {
+			got := runConv(workers, x, w, b, c.cfg, p)
+			for j, name := range []string{"output", "grad x", "grad w", "grad b"} {
+				if !slices.Equal(got[j], want[j]) {
+					t.Errorf("case %d: %s with %d workers differs from 1 worker", i, name, workers)
+				}
+			}
+		}
+	}
+}
+
+func TestConv2dAccumulatesGradients(t *testing.T) {
+	rng := newRNG(9)
+	x, w, b := param(rng, 2, 3, 5, 5), param(rng, 4, 3, 3, 3), param(rng, 4)
+	once := func() {
+		autograd.Sum(autograd.Conv2d(x, w, b, 1, 1, 1)).Backward()
+	}
+	once()
+	gx, gw, gb := slices.Clone(x.Grad), slices.Clone(w.Grad), slices.Clone(b.Grad)
+	once()
+	for _, c := range []struct {
+		name      string
+		got, half []float32
+	}{{"x", x.Grad, gx}, {"w", w.Grad, gw}, {"b", b.Grad, gb}} {
+		for i := range c.got {
+			if math.Abs(float64(c.got[i]-2*c.half[i])) > 1e-4*math.Abs(float64(c.half[i]))+1e-5 {
+				t.Fatalf("grad %s[%d] after two passes = %g, want 2·%g", c.name, i, c.got[i], c.half[i])
+			}
+		}
+	}
+}
+
+func TestConv2dShapeErrors(t *testing.T) {
+	x := autograd.New(2, 3, 8, 8)
+	mustPanic(t, func() { autograd.Conv2d(x, autograd.New(4, 5, 3, 3), nil, 1, 1, 1) },
+		"autograd.Conv2d", "[2 3 8 8]", "[4 5 3 3]")
+	mustPanic(t, func() { autograd.Conv2d(autograd.New(3, 8, 8), autograd.New(4, 3, 3, 3), nil, 1, 1, 1) },
+		"autograd.Conv2d", "[3 8 8]", "[4 3 3 3]")
+	mustPanic(t, func() { autograd.Conv2d(x, autograd.New(4, 3, 3, 3), autograd.New(5), 1, 1, 1) },
+		"autograd.Conv2d", "[5]", "[4 3 3 3]")
+	mustPanic(t, func() { autograd.Conv2d(x, autograd.New(4, 3, 5, 5), nil, 1, 0, 3) },
+		"autograd.Conv2d", "too small", "[2 3 8 8]", "[4 3 5 5]")
+	mustPanic(t, func() { autograd.Conv2d(x, autograd.New(4, 3, 3, 3), nil, -1, 0, 1) },
+		"autograd.Conv2d", "stride")
+}
+
+// benchConv times a forward and backward pass of one convolution layer
+// with 3×3 kernels, padding 1 and stride 1.
+func benchConv(b *testing.B, n, c, hw int) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	x := autograd.RandN(rng, n, c, hw, hw).RequireGrad()
+	w := autograd.RandN(rng, c, c, 3, 3).RequireGrad()
+	seed := autograd.RandN(rng, n, c, hw, hw).Data
+	flops := 3 * 2 * float64(n) * float64(c*hw*hw) * float64(c*9) // forward, dX, dW
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		out := autograd.Conv2d(x, w, nil, 1, 1, 1)
+		out.BackwardWith(seed)
+	}
+	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+// BenchmarkConv2dResNet20 times the convolution layers of a ResNet-20
+// training step at batch size 128 (forward and backward).
+func BenchmarkConv2dResNet20(b *testing.B) {
+	b.Run("16ch_32x32", func(b *testing.B) { benchConv(b, 128, 16, 32) })
+	b.Run("32ch_16x16", func(b *testing.B) { benchConv(b, 128, 32, 16) })
+	b.Run("64ch_8x8", func(b *testing.B) { benchConv(b, 128, 64, 8) })
+}

@@ -1,0 +1,193 @@
+package autograd
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/proxgen/proxgen/autograd/parallel"
+)
+
+// poolGeometry validates the operands of a square 2-D pooling op and
+// returns the per-plane geometry (with c = 1). A zero stride means kernel,
+// as in PyTorch. It panics naming op and the shape on invalid arguments.
+func poolGeometry(op string, x *Tensor, kernel, stride, padding int) *convGeom {
+	if x.Rank() != 4 {
+		panic(fmt.Sprintf("autograd.%s: input must have rank 4 (N,C,H,W), got shape %v", op, x.shape))
+	}
+	if stride == 0 {
+		stride = kernel
+	}
+	if kernel < 1 || stride < 1 || padding < 0 {
+		panic(fmt.Sprintf("autograd.%s: invalid kernel %d, stride %d or padding %d for input %v", op, kernel, stride, padding, x.shape))
+	}
+	if 2*padding > kernel {
+		panic(fmt.Sprintf("autograd.%s: padding %d must be at most half the kernel size %d (input %v)", op, padding, kernel, x.shape))
+	}
+	g := &convGeom{
+		c: 1, h: x.shape[2], w: x.shape[3],
+		kh: kernel, kw: kernel, sh: stride, sw: stride,
+		ph: padding, pw: padding, dh: 1, dw: 1,
+	}
+	g.ho = outSize(g.h, kernel, stride, padding, 1)
+	g.wo = outSize(g.w, kernel, stride, padding, 1)
+	if g.ho < 1 || g.wo < 1 {
+		panic(fmt.Sprintf("autograd.%s: input %v is too small for kernel %d with stride %d and padding %d", op, x.shape, kernel, stride, padding))
+	}
+	g.rows = kernel * kernel
+	g.cols = g.ho * g.wo
+	return g
+}
+
+// window returns the input rows [h0, h1) and columns [w0, w1) covered by
+// output position (oh, ow), clipped to the image.
+func (g *convGeom) window(oh, ow int) (h0, h1, w0, w1 int) {
+	h0, w0 = oh*g.sh-g.ph, ow*g.sw-g.pw
+	h1, w1 = min(h0+g.kh, g.h), min(w0+g.kw, g.w)
+	return max(h0, 0), h1, max(w0, 0), w1
+}
+
+// poolGrain returns how many planes of hw elements one parallel chunk
+// handles. Planes are independent, so the split never affects results.
+func poolGrain(hw int) int {
+	return max(1, (1<<14)/max(hw, 1))
+}
+
+// MaxPool2d returns the maximum over kernel×kernel windows of every plane of
+// x (N, C, H, W), as torch.nn.functional.max_pool2d does with floor
+// rounding: padding adds implicit −∞ borders (at most kernel/2 wide), and a
+// zero stride means kernel. The gradient flows to the first maximum of each
+// window in row-major scan order, as on PyTorch's CPU; NaN counts as the
+// maximum.
+func MaxPool2d(x *Tensor, kernel, stride, padding int) *Tensor {
+	g := poolGeometry("MaxPool2d", x, kernel, stride, padding)
+	planes, hw, p := x.shape[0]*x.shape[1], g.h*g.w, g.cols
+	out := New(x.shape[0], x.shape[1], g.ho, g.wo)
+	var arg []int32 // index within its plane of each output's maximum
+	if needsGrad(x) {
+		arg = make([]int32, len(out.Data))
+	}
+	parallel.For(planes, poolGrain(hw), func(lo, hi int) {
+		for pl := lo; pl < hi; pl++ {
+			src := x.Data[pl*hw : (pl+1)*hw]
+			dst := out.Data[pl*p : (pl+1)*p]
+			for oh := 0; oh < g.ho; oh++ {
+				for ow := 0; ow < g.wo; ow++ {
+					h0, h1, w0, w1 := g.window(oh, ow)
+					best, m := h0*g.w+w0, float32(math.Inf(-1))
+					for ih := h0; ih < h1; ih++ {
+						for iw := w0; iw < w1; iw++ {
+							if v := src[ih*g.w+iw]; v > m || v != v {
+								m, best = v, ih*g.w+iw
+							}
+						}
+					}
+					o := oh*g.wo + ow
+					dst[o] = m
+					if arg != nil {
+						arg[pl*p+o] = int32(best)
+					}
+				}
+			}
+		}
+	})
+	return record("MaxPool2d", out, func(gy []float32) {
+		gx := x.grad()
+		parallel.For(planes, poolGrain(hw), func(lo, hi int) {
+			for pl := lo; pl < hi; pl++ {
+				gxp := gx[pl*hw : (pl+1)*hw]
+				for o, v := range gy[pl*p : (pl+1)*p] {
+					gxp[arg[pl*p+o]] += v
+				}
+			}
+		})
+	}, x)
+}
+
+// AvgPool2d returns the mean over kernel×kernel windows of every plane of x
+// (N, C, H, W), as torch.nn.functional.avg_pool2d does by default: floor
+// rounding, zero padding (at most kernel/2 wide) that counts towards the
+// divisor (count_include_pad), and a zero stride meaning kernel.
+func AvgPool2d(x *Tensor, kernel, stride, padding int) *Tensor {
+	g := poolGeometry("AvgPool2d", x, kernel, stride, padding)
+	planes, hw, p := x.shape[0]*x.shape[1], g.h*g.w, g.cols
+	out := New(x.shape[0], x.shape[1], g.ho, g.wo)
+	// PyTorch's count_include_pad divisor is the window size clipped to the
+	// padded input; with floor rounding and padding <= kernel/2 every window
+	// lies inside the padded input, so it is always kernel².
+	div := float32(kernel * kernel)
+	parallel.For(planes, poolGrain(hw), func(lo, hi int) {
+		for pl := lo; pl < hi; pl++ {
+			src := x.Data[pl*hw : (pl+1)*hw]
+			dst := out.Data[pl*p : (pl+1)*p]
+			for oh := 0; oh < g.ho; oh++ {
+				for ow := 0; ow < g.wo; ow++ {
+					h0, h1, w0, w1 := g.window(oh, ow)
+					var s float32
+					for ih := h0; ih < h1; ih++ {
+						for _, v := range src[ih*g.w+w0 : ih*g.w+w1] {
+							s += v
+						}
+					}
+					dst[oh*g.wo+ow] = s / div
+				}
+			}
+		}
+	})
+	return record("AvgPool2d", out, func(gy []float32) {
+		gx := x.grad()
+		parallel.For(planes, poolGrain(hw), func(lo, hi int) {
+			for pl := lo; pl < hi; pl++ {
+				gxp := gx[pl*hw : (pl+1)*hw]
+				gyp := gy[pl*p : (pl+1)*p]
+				for oh := 0; oh < g.ho; oh++ {
+					for ow := 0; ow < g.wo; ow++ {
+						h0, h1, w0, w1 := g.window(oh, ow)
+						d := gyp[oh*g.wo+ow] / div
+						for ih := h0; ih < h1; ih++ {
+							row := gxp[ih*g.w+w0 : ih*g.w+w1]
+							for i := range row {
+								row[i] += d
+							}
+						}
+					}
+				}
+			}
+		})
+	}, x)
+}
+
+// GlobalAvgPool2d returns the mean of every H×W plane of x (N, C, H, W) as a
+// tensor of shape (N, C, 1, 1), as torch.nn.functional.adaptive_avg_pool2d(x, 1)
+// does.
+func GlobalAvgPool2d(x *Tensor) *Tensor {
+	if x.Rank() != 4 {
+		panic(fmt.Sprintf("autograd.GlobalAvgPool2d: input must have rank 4 (N,C,H,W), got shape %v", x.shape))
+	}
+	hw := x.shape[2] * x.shape[3]
+	if hw == 0 {
+		panic(fmt.Sprintf("autograd.GlobalAvgPool2d: input %v has empty planes", x.shape))
+	}
+	planes := x.shape[0] * x.shape[1]
+	out := New(x.shape[0], x.shape[1], 1, 1)
+	parallel.For(planes, poolGrain(hw), func(lo, hi int) {
+		for pl := lo; pl < hi; pl++ {
+			s := 0.0
+			for _, v := range x.Data[pl*hw : (pl+1)*hw] {
+				s += float64(v)
+			}
+			out.Data[pl] = float32(s / float64(hw))
+		}
+	})
+	return record("GlobalAvgPool2d", out, func(gy []float32) {
+		gx := x.grad()
+		parallel.For(planes, poolGrain(hw), func(lo, hi int) {
+			for pl := lo; pl < hi; pl++ {
+				d := gy[pl] / float32(hw)
+				row := gx[pl*hw : (pl+1)*hw]
+				for i := range row {
+					row[i] += d
+				}
+			}
+		})
+	}, x)
+}
