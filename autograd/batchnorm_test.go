@@ -1,0 +1,212 @@
+package autograd_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/autograd/gradcheck"
+	"github.com/proxgen/proxgen/autograd/parallel"
+)
+
+// refChannelStats returns the float64 mean and biased variance of every
+// channel of an (N, C, ...) tensor.
+func refChannelStats(x *autograd.Tensor) (mean, variance []float64) {
+	n, c := x.Dim(0), x.Dim(1)
+	sp := x.Numel() / (n * c)
+	mean, variance = make([]float64, c), make([]float64, c)
+	cnt := float64(n * sp)
+	for ch := 0; ch < c; ch++ {
+		for b := 0; b < n; b++ {
+			for _, v := range x.Data[(b*c+ch)*sp : (b*c+ch+1)*sp] {
+				mean[ch] += float64(v)
+			}
+		}
+		mean[ch] /= cnt
+		for b := 0; b < n; b++ {
+			for _, v := range x.Data[(b*c+ch)*sp : (b*c+ch+1)*sp] {
+				d := float64(v) - mean[ch]
+				variance[ch] += d * d
+			}
+		}
+		variance[ch] /= cnt
+	}
+	return mean, variance
+}
+
+// checkNormalised compares y with (x−mean)/sqrt(var+eps)·gamma+beta.
+func checkNormalised(t *testing.T, x, y, gamma, beta *autograd.Tensor, mean, variance []float64, eps float64, tol float64) {
+	t.Helper()
+	n, c := x.Dim(0), x.Dim(1)
+	sp := x.Numel() / (n * c)
+	for i, v := range x.Data {
+		ch := i / sp % c
+		want := (float64(v) - mean[ch]) / math.Sqrt(variance[ch]+eps)
+		if gamma != nil {
+			want = want*float64(gamma.Data[ch]) + float64(beta.Data[ch])
+		}
+		if math.Abs(float64(y.Data[i])-want) > tol*math.Max(1, math.Abs(want)) {
+			t.Fatalf("element %d (channel %d) = %v, want %v", i, ch, y.Data[i], want)
+		}
+	}
+}
+
+func TestBatchNormTrainValuesAndRunningStats(t *testing.T) {
+	rng := newRNG(50)
+	x := autograd.RandN(rng, 4, 3, 5, 6)
+	for i := range x.Data {
+		x.Data[i] = 3*x.Data[i] + 2
+	}
+	gamma, beta := autograd.RandN(rng, 3), autograd.RandN(rng, 3)
+	runMean, runVar := autograd.RandN(rng, 3), autograd.RandU(rng, 0.5, 2, 3)
+	m0, v0 := runMean.Clone(), runVar.Clone()
+	const momentum, eps = 0.1, 1e-5
+	y := autograd.BatchNorm2d(x, gamma, beta, runMean, runVar, true, momentum, eps)
+	mean, variance := refChannelStats(x)
+	checkNormalised(t, x, y, gamma, beta, mean, variance, eps, 1e-5)
+	cnt := float64(4 * 5 * 6)
+	for c := 0; c < 3; c++ {
+		wantM := (1-momentum)*float64(m0.Data[c]) + momentum*mean[c]
+		wantV := (1-momentum)*float64(v0.Data[c]) + momentum*variance[c]*cnt/(cnt-1)
+		if math.Abs(float64(runMean.Data[c])-wantM) > 1e-5 || math.Abs(float64(runVar.Data[c])-wantV) > 1e-5*wantV {
+			t.Errorf("channel %d running stats (%v, %v), want (%v, %v)", c, runMean.Data[c], runVar.Data[c], wantM, wantV)
+		}
+	}
+	// Without affine parameters or running statistics.
+	y = autograd.BatchNorm2d(x, nil, nil, nil, nil, true, momentum, eps)
+	checkNormalised(t, x, y, nil, nil, mean, variance, eps, 1e-5)
+}
+
+func TestBatchNormLargeMean(t *testing.T) {
+	// A large mean with a small spread must not lose the variance to
+	// cancellation.
+	rng := newRNG(51)
+	x := autograd.RandN(rng, 8, 2, 4, 4)
+	for i := range x.Data {
+		x.Data[i] = 1000 + 0.01*x.Data[i]
+	}
+	y := autograd.BatchNorm2d(x, nil, nil, nil, nil, true, 0.1, 1e-8)
+	mean, variance := refChannelStats(x)
+	checkNormalised(t, x, y, nil, nil, mean, variance, 1e-8, 2e-3)
+}
+
+func TestBatchNormEvalValues(t *testing.T) {
+	rng := newRNG(52)
+	x := autograd.RandN(rng, 3, 4, 2, 5)
+	gamma, beta := autograd.RandN(rng, 4), autograd.RandN(rng, 4)
+	runMean, runVar := autograd.RandN(rng, 4), autograd.RandU(rng, 0.5, 2, 4)
+	m0, v0 := runMean.Clone(), runVar.Clone()
+	y := autograd.BatchNorm2d(x, gamma, beta, runMean, runVar, false, 0.1, 1e-5)
+	mean, variance := make([]float64, 4), make([]float64, 4)
+	for c := range mean {
+		mean[c], variance[c] = float64(runMean.Data[c]), float64(runVar.Data[c])
+	}
+	checkNormalised(t, x, y, gamma, beta, mean, variance, 1e-5, 1e-5)
+	if !equal(runMean.Data, m0.Data) || !equal(runVar.Data, v0.Data) {
+		t.Error("eval mode changed the running statistics")
+	}
+}
+
+func TestBatchNormGradients(t *testing.T) {
+	rng := newRNG(53)
+	x := param(rng, 4, 3, 5, 5)
+	gamma, beta := param(rng, 3), param(rng, 3)
+	runMean, runVar := autograd.New(3), autograd.Full(1, 3)
+	train := func() *autograd.Tensor {
+		return autograd.BatchNorm2d(x, gamma, beta, runMean, runVar, true, 0.1, 1e-5)
+	}
+	if err := gradcheck.Check(train, []*autograd.Tensor{x, gamma, beta}, gradcheck.Options{}); err != nil {
+		t.Errorf("train: %v", err)
+	}
+	noAffine := func() *autograd.Tensor {
+		return autograd.BatchNorm2d(x, nil, nil, nil, nil, true, 0.1, 1e-5)
+	}
+	if err := gradcheck.Check(noAffine, []*autograd.Tensor{x}, gradcheck.Options{}); err != nil {
+		t.Errorf("train without affine: %v", err)
+	}
+	runMean, runVar = autograd.RandN(rng, 3), autograd.RandU(rng, 0.5, 2, 3)
+	eval := func() *autograd.Tensor {
+		return autograd.BatchNorm2d(x, gamma, beta, runMean, runVar, false, 0.1, 1e-5)
+	}
+	if err := gradcheck.Check(eval, []*autograd.Tensor{x, gamma, beta}, gradcheck.Options{}); err != nil {
+		t.Errorf("eval: %v", err)
+	}
+	// Only the affine parameters require a gradient.
+	xc := x.Detach()
+	onlyAffine := func() *autograd.Tensor {
+		return autograd.BatchNorm2d(xc, gamma, beta, nil, nil, true, 0.1, 1e-5)
+	}
+	if err := gradcheck.Check(onlyAffine, []*autograd.Tensor{gamma, beta}, gradcheck.Options{}); err != nil {
+		t.Errorf("affine only: %v", err)
+	}
+}
+
+func TestBatchNorm1dGradients(t *testing.T) {
+	rng := newRNG(54)
+	for _, shape := range [][]int{{6, 4}, {3, 4, 5}} {
+		x := param(rng, shape...)
+		gamma, beta := param(rng, 4), param(rng, 4)
+		f := func() *autograd.Tensor {
+			return autograd.BatchNorm1d(x, gamma, beta, autograd.New(4), autograd.Full(1, 4), true, 0.1, 1e-5)
+		}
+		if err := gradcheck.Check(f, []*autograd.Tensor{x, gamma, beta}, gradcheck.Options{}); err != nil {
+			t.Errorf("shape %v: %v", shape, err)
+		}
+		mean, variance := refChannelStats(x)
+		autograd.NoGrad(func() {
+			checkNormalised(t, x, f(), gamma, beta, mean, variance, 1e-5, 1e-5)
+		})
+	}
+}
+
+// TestBatchNormWorkerIndependent checks bit-identical outputs, gradients
+// and running statistics for different worker counts.
+func TestBatchNormWorkerIndependent(t *testing.T) {
+	rng := newRNG(55)
+	x := param(rng, 8, 5, 12, 12)
+	gamma, beta := param(rng, 5), param(rng, 5)
+	dy := autograd.RandN(rng, 8, 5, 12, 12).Data
+	run := func(workers int) [][]float32 {
+		defer parallel.SetWorkers(parallel.SetWorkers(workers))
+		x.Grad, gamma.Grad, beta.Grad = nil, nil, nil
+		rm, rv := autograd.New(5), autograd.Full(1, 5)
+		y := autograd.BatchNorm2d(x, gamma, beta, rm, rv, true, 0.1, 1e-5)
+		out := append([]float32(nil), y.Data...)
+		y.BackwardWith(dy)
+		return [][]float32{out, x.Grad, gamma.Grad, beta.Grad, rm.Data, rv.Data}
+	}
+	a, b := run(1), run(3)
+	for i := range a {
+		if !equal(a[i], b[i]) {
+			t.Errorf("result %d differs between 1 and 3 workers", i)
+		}
+	}
+}
+
+func TestBatchNormPanics(t *testing.T) {
+	x := autograd.New(2, 3, 4, 4)
+	mustPanic(t, func() { autograd.BatchNorm2d(x, autograd.New(4), nil, nil, nil, true, 0.1, 1e-5) },
+		"autograd.BatchNorm2d", "gamma", "[4]", "[2 3 4 4]")
+	mustPanic(t, func() { autograd.BatchNorm2d(x, nil, nil, autograd.New(3), nil, true, 0.1, 1e-5) },
+		"autograd.BatchNorm2d", "running_mean and running_var")
+	mustPanic(t, func() { autograd.BatchNorm2d(autograd.New(2, 3), nil, nil, nil, nil, true, 0.1, 1e-5) },
+		"autograd.BatchNorm2d", "rank 4", "[2 3]")
+	mustPanic(t, func() { autograd.BatchNorm1d(autograd.New(1, 3), nil, nil, nil, nil, true, 0.1, 1e-5) },
+		"autograd.BatchNorm1d", "more than 1 value", "[1 3]")
+}
+
+// BenchmarkBatchNorm2d measures a training-mode forward and backward pass
+// at (128, 16, 32, 32).
+func BenchmarkBatchNorm2d(b *testing.B) {
+	rng := newRNG(56)
+	x := param(rng, 128, 16, 32, 32)
+	gamma, beta := param(rng, 16), param(rng, 16)
+	rm, rv := autograd.New(16), autograd.Full(1, 16)
+	dy := autograd.RandN(rng, 128, 16, 32, 32).Data
+	b.ReportAllocs()
+	b.SetBytes(int64(4 * x.Numel()))
+	for b.Loop() {
+		x.Grad = nil
+		autograd.BatchNorm2d(x, gamma, beta, rm, rv, true, 0.1, 1e-5).BackwardWith(dy)
+	}
+}
