@@ -202,7 +202,9 @@ func fetch(ctx context.Context, opt DownloadOptions, archive string) error {
 // permanentError marks a download failure that retrying will not fix.
 type permanentError struct{ err error }
 
+// Error returns the wrapped error's message.
 func (e *permanentError) Error() string { return e.err.Error() }
+// Unwrap returns the wrapped error.
 func (e *permanentError) Unwrap() error { return e.err }
 
 // fetchOnce makes one request for the rest of the file, appending to part.
@@ -235,6 +237,8 @@ func fetchOnce(ctx context.Context, opt DownloadOptions, part string, bar *progr
 	case http.StatusPartialContent:
 		start, total, ok := parseContentRange(resp.Header.Get("Content-Range"))
 		if !ok || start != have {
+			// Cannot append safely: start over on the next attempt.
+			os.Remove(part)
 			return fmt.Errorf("cifar10: download %s: asked for bytes from %d, server sent Content-Range %q",
 				opt.URL, have, resp.Header.Get("Content-Range"))
 		}
@@ -309,6 +313,7 @@ type countingReader struct {
 	onRead func(int64)
 }
 
+// Read reads from the underlying reader and reports the count.
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	if n > 0 {
@@ -340,8 +345,8 @@ func (p *progressBar) update(cur int64) {
 		return
 	}
 	now := time.Now()
-	if p.start.IsZero() {
-		p.start, p.startAt = now, cur
+	if p.start.IsZero() || cur < p.startAt {
+		p.start, p.startAt = now, cur // first update, or restarted from scratch
 	}
 	p.cur = cur
 	if p.drawn && now.Sub(p.last) < 100*time.Millisecond && (p.total <= 0 || cur < p.total) {

@@ -372,3 +372,29 @@ func TestParseContentRange(t *testing.T) {
 		}
 	}
 }
+
+func TestDownloadBadContentRangeRestarts(t *testing.T) {
+	body := fixtureTarball(t)
+	srv := newArchiveServer(t, body, func(s *archiveServer, w http.ResponseWriter, r *http.Request) bool {
+		if s.requests > 1 {
+			return false
+		}
+		// Answer the resume request with the wrong range.
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes 0-9/%d", len(body)))
+		w.WriteHeader(http.StatusPartialContent)
+		w.Write(body[:10])
+		return true
+	})
+	cache := t.TempDir()
+	if err := os.WriteFile(filepath.Join(cache, ArchiveName+".part"), body[:50], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := DownloadWith(context.Background(), DownloadOptions{CacheDir: cache, URL: srv.URL, MD5: md5hex(body)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDownloaded(t, dir, cache)
+	if srv.requests != 2 || srv.ranges[0] != "bytes=50-" || srv.ranges[1] != "" {
+		t.Fatalf("requests %d with ranges %q, want a resume then a fresh start", srv.requests, srv.ranges)
+	}
+}
