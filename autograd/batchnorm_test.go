@@ -210,3 +210,24 @@ func BenchmarkBatchNorm2d(b *testing.B) {
 		autograd.BatchNorm2d(x, gamma, beta, rm, rv, true, 0.1, 1e-5).BackwardWith(dy)
 	}
 }
+
+func TestBatchNormMatchesPyTorch(t *testing.T) {
+	for _, name := range []string{"batchnorm2d_train", "batchnorm2d_train_m03", "batchnorm2d_eval", "batchnorm1d_train"} {
+		fx := loadOpsFixture(t, name)
+		x, gamma, beta := fx.param("x"), fx.param("gamma"), fx.param("beta")
+		rm, rv := fx.tensor("running_mean"), fx.tensor("running_var")
+		training := fx.f.Metadata["training"] == "true"
+		bn := autograd.BatchNorm2d
+		if x.Rank() != 4 {
+			bn = autograd.BatchNorm1d
+		}
+		y := bn(x, gamma, beta, rm, rv, training, fx.float("momentum"), fx.float("eps"))
+		y.BackwardWith(fx.tensor("p").Data)
+		fx.check("out", y.Data, y.Shape(), 1e-5, 1e-5)
+		fx.check("gx", x.Grad, x.Shape(), 1e-4, 1e-5)
+		fx.check("ggamma", gamma.Grad, gamma.Shape(), 1e-4, 1e-5)
+		fx.check("gbeta", beta.Grad, beta.Shape(), 1e-4, 1e-5)
+		fx.check("running_mean_after", rm.Data, rm.Shape(), 1e-6, 1e-6)
+		fx.check("running_var_after", rv.Data, rv.Shape(), 1e-6, 1e-6)
+	}
+}

@@ -72,3 +72,12 @@ func TestEmbeddingPanics(t *testing.T) {
 	mustPanic(t, func() { autograd.Embedding(w, []int{-1}) }, "autograd.Embedding", "id -1")
 	mustPanic(t, func() { autograd.Embedding(autograd.New(12), []int{0}) }, "autograd.Embedding", "[12]")
 }
+
+func TestEmbeddingMatchesPyTorch(t *testing.T) {
+	fx := loadOpsFixture(t, "embedding")
+	w := fx.param("weight")
+	y := autograd.Embedding(w, fx.ints("ids"))
+	y.BackwardWith(fx.tensor("p").Data)
+	fx.check("out", y.Data, y.Shape(), 0, 0)
+	fx.check("gweight", w.Grad, w.Shape(), 1e-6, 1e-6)
+}

@@ -3,11 +3,14 @@ package autograd_test
 import (
 	"math"
 	"math/rand/v2"
+	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/autograd/gradcheck"
 	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/autograd/safetensors"
 )
 
 // refLogSoftmax computes log-softmax of each row in float64.
@@ -198,4 +201,102 @@ func benchmarkCrossEntropy(b *testing.B, n, k int) {
 func BenchmarkCrossEntropy(b *testing.B) {
 	b.Run("128x10", func(b *testing.B) { benchmarkCrossEntropy(b, 128, 10) })
 	b.Run("700x10000", func(b *testing.B) { benchmarkCrossEntropy(b, 700, 10000) })
+}
+
+// opsFix is a PyTorch fixture from testdata/ops, written by
+// testdata/gen_ops.py.
+type opsFix struct {
+	t    *testing.T
+	name string
+	f    *safetensors.File
+}
+
+func loadOpsFixture(t *testing.T, name string) opsFix {
+	t.Helper()
+	f, err := safetensors.ReadFile(filepath.Join("..", "testdata", "ops", name+".safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opsFix{t, name, f}
+}
+
+// tensor returns the fixture tensor called name.
+func (o opsFix) tensor(name string) *autograd.Tensor {
+	o.t.Helper()
+	data, shape, err := o.f.Float32(name)
+	if err != nil {
+		o.t.Fatalf("%s: %v", o.name, err)
+	}
+	return autograd.FromSlice(data, shape...)
+}
+
+// param returns the fixture tensor called name as a leaf requiring a
+// gradient.
+func (o opsFix) param(name string) *autograd.Tensor {
+	o.t.Helper()
+	return o.tensor(name).RequireGrad()
+}
+
+// ints returns the integer fixture tensor called name.
+func (o opsFix) ints(name string) []int {
+	o.t.Helper()
+	v, err := o.f.Tensors[name].Int64()
+	if err != nil {
+		o.t.Fatalf("%s: tensor %q: %v", o.name, name, err)
+	}
+	out := make([]int, len(v))
+	for i, x := range v {
+		out[i] = int(x)
+	}
+	return out
+}
+
+// float returns the metadata entry key as a number.
+func (o opsFix) float(key string) float32 {
+	o.t.Helper()
+	v, err := strconv.ParseFloat(o.f.Metadata[key], 64)
+	if err != nil {
+		o.t.Fatalf("%s: metadata %q: %v", o.name, key, err)
+	}
+	return float32(v)
+}
+
+// check compares got (of the given shape) with the fixture tensor want
+// within atol + rtol·|want|.
+func (o opsFix) check(want string, got []float32, shape []int, rtol, atol float64) {
+	o.t.Helper()
+	w := o.tensor(want)
+	if !equal(w.Shape(), shape) {
+		o.t.Errorf("%s: %s has shape %v, want %v", o.name, want, shape, w.Shape())
+		return
+	}
+	for i, v := range w.Data {
+		if d := math.Abs(float64(got[i]) - float64(v)); !(d <= atol+rtol*math.Abs(float64(v))) {
+			o.t.Errorf("%s: %s[%d] = %v, PyTorch %v", o.name, want, i, got[i], v)
+			return
+		}
+	}
+}
+
+func TestLossesMatchPyTorch(t *testing.T) {
+	for _, name := range []string{"cross_entropy", "cross_entropy_large"} {
+		fx := loadOpsFixture(t, name)
+		x, labels := fx.param("logits"), fx.ints("labels")
+		loss := autograd.CrossEntropy(x, labels)
+		loss.Backward()
+		fx.check("loss", loss.Data, loss.Shape(), 1e-5, 1e-6)
+		fx.check("glogits", x.Grad, x.Shape(), 1e-4, 1e-6)
+
+		x.Grad = nil
+		loss = autograd.CrossEntropySum(x, labels)
+		loss.Backward()
+		fx.check("loss_sum", loss.Data, loss.Shape(), 1e-5, 1e-6)
+		fx.check("glogits_sum", x.Grad, x.Shape(), 1e-4, 1e-6)
+
+		x.Grad = nil
+		lsm := autograd.LogSoftmax(x)
+		lsm.BackwardWith(fx.tensor("p").Data)
+		fx.check("log_softmax", lsm.Data, lsm.Shape(), 1e-5, 1e-5)
+		fx.check("glog_softmax", x.Grad, x.Shape(), 1e-4, 1e-5)
+	}
 }

@@ -163,3 +163,31 @@ func BenchmarkLSTMCell(b *testing.B) {
 		autograd.Sum(autograd.Add(hn, cn)).Backward()
 	}
 }
+
+// TestLSTMMatchesPyTorch runs the cell over the sequence of a one-layer
+// torch.nn.LSTM and compares outputs, final state and all gradients.
+func TestLSTMMatchesPyTorch(t *testing.T) {
+	for _, name := range []string{"lstm_4steps", "lstm_6steps_wide"} {
+		fx := loadOpsFixture(t, name)
+		x, h0, c0 := fx.param("x"), fx.param("h0"), fx.param("c0")
+		p := lstmParams{fx.param("weight_ih_l0"), fx.param("weight_hh_l0"), fx.param("bias_ih_l0"), fx.param("bias_hh_l0")}
+		steps, batch, in := x.Dim(0), x.Dim(1), x.Dim(2)
+		var xs []*autograd.Tensor
+		for s := range steps {
+			xs = append(xs, autograd.Reshape(autograd.Slice(x, 0, s, s+1), batch, in))
+		}
+		hs, c := unrollLSTM(xs, h0, c0, p)
+		out := autograd.Reshape(autograd.Concat(0, hs...), steps, batch, -1)
+		loss := autograd.Add(autograd.Sum(autograd.Mul(out, fx.tensor("p"))), autograd.Sum(autograd.Mul(c, fx.tensor("pc"))))
+		fx.check("out", out.Data, out.Shape(), 1e-5, 1e-5)
+		fx.check("h_n", hs[steps-1].Data, hs[steps-1].Shape(), 1e-5, 1e-5)
+		fx.check("c_n", c.Data, c.Shape(), 1e-5, 1e-5)
+		loss.Backward()
+		for _, g := range []struct {
+			name string
+			t    *autograd.Tensor
+		}{{"gx", x}, {"gh0", h0}, {"gc0", c0}, {"gweight_ih_l0", p.wIH}, {"gweight_hh_l0", p.wHH}, {"gbias_ih_l0", p.bIH}, {"gbias_hh_l0", p.bHH}} {
+			fx.check(g.name, g.t.Grad, g.t.Shape(), 1e-4, 1e-5)
+		}
+	}
+}
