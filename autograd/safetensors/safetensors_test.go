@@ -738,3 +738,56 @@ func TestF8(t *testing.T) {
 		t.Errorf("E5M2 tensor = %v, %v", got, err)
 	}
 }
+
+// benchFile is a 4M-parameter F32 checkpoint of 8 tensors (16 MB).
+func benchFile() *File {
+	f := &File{}
+	for i := 0; i < 8; i++ {
+		f.Set(string(rune('a'+i)), FromFloat32([]int{512, 1024}, make([]float32, 512*1024)))
+	}
+	return f
+}
+
+func BenchmarkMarshal(b *testing.B) {
+	f := benchFile()
+	b.SetBytes(16 << 20)
+	for b.Loop() {
+		if _, err := Marshal(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkParse(b *testing.B) {
+	raw, err := Marshal(benchFile())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		if _, err := Parse(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkFloat32(b *testing.B) {
+	vals := make([]float32, 1<<20)
+	for i := range vals {
+		vals[i] = float32(i) * 1e-3
+	}
+	for _, dt := range []DType{F32, F16, BF16} {
+		t, err := FromFloat32As(dt, []int{len(vals)}, vals)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(string(dt), func(b *testing.B) {
+			b.SetBytes(int64(4 * len(vals)))
+			for b.Loop() {
+				if _, err := t.Float32(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
