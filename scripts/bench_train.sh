@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Training throughput of proxgen against PyTorch (CPU), side by side.
+#
+# For every model it runs `bench train` (Go) and scripts/bench_torch.py
+# (PyTorch) one after the other at the same thread count and batch, REPEAT
+# times alternating, keeps the best rate of each (the machine is shared, so
+# the best of several runs is the least disturbed), and prints a table with
+# the ratio Go/PyTorch.
+#
+# Usage: scripts/bench_train.sh [model ...]      (default: all five)
+# Environment: THREADS (2), BATCH (128; the LSTM always uses 35x20),
+#   WARMUP (1), STEPS (3), MIN_TIME (5, seconds), REPEAT (1),
+#   PYTHON (/usr/bin/python3), OUT (directory for the JSON lines; default a
+#   temporary directory), PROFILE=1 (also write Go CPU profiles to $OUT).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+THREADS=${THREADS:-2}
+BATCH=${BATCH:-128}
+WARMUP=${WARMUP:-1}
+STEPS=${STEPS:-3}
+MIN_TIME=${MIN_TIME:-5}
+REPEAT=${REPEAT:-1}
+PYTHON=${PYTHON:-/usr/bin/python3}
+PROFILE=${PROFILE:-0}
+models=("$@")
+if [ ${#models[@]} -eq 0 ]; then
+	models=(resnet20 resnet56 vgg16 resnet34 lstm)
+fi
+OUT=${OUT:-$(mktemp -d)}
+mkdir -p "$OUT"
+
+# PyTorch is only needed here, never to build or test proxgen.
+if ! "$PYTHON" -c 'import torch' 2>/dev/null; then
+	echo "bench_train.sh: installing python3-torch with apt" >&2
+	if [ "$(id -u)" -eq 0 ]; then sudo=; else sudo=sudo; fi
+	$sudo apt-get update -qq
+	$sudo apt-get install -y -qq python3-torch python3-numpy
+fi
+
+go build -o "$OUT/bench" ./cmd/bench
+
+for m in "${models[@]}"; do
+	batch=$BATCH
+	if [ "$m" = lstm ]; then batch=20; fi
+	for r in $(seq 1 "$REPEAT"); do
+		prof=()
+		if [ "$PROFILE" = 1 ]; then prof=(-cpuprofile "$OUT/go-$m-$r.prof"); fi
+		echo "== $m run $r: go" >&2
+		"$OUT/bench" train -model "$m" -batch "$batch" -threads "$THREADS" -warmup "$WARMUP" \
+			-steps "$STEPS" -min-time "${MIN_TIME}s" "${prof[@]}" -json | tail -n 1 >>"$OUT/go-$m.jsonl"
+		echo "== $m run $r: torch" >&2
+		"$PYTHON" -W ignore scripts/bench_torch.py --model "$m" --batch "$batch" --threads "$THREADS" \
+			--warmup "$WARMUP" --steps "$STEPS" --min-time "$MIN_TIME" --json | tail -n 1 >>"$OUT/torch-$m.jsonl"
+	done
+done
+
+"$PYTHON" - "$OUT" "${models[@]}" <<'EOF'
+import json, sys
+out, models = sys.argv[1], sys.argv[2:]
+# PyTorch's numbers on the project machine when the bars were set.
+bars = {"resnet20": 586, "resnet56": 170, "vgg16": 103, "resnet34": 34, "lstm": 1557}
+def best(path):
+    rows = [json.loads(l) for l in open(path) if l.strip()]
+    key = "tok_per_s" if "tok_per_s" in rows[0] else "img_per_s"
+    return max(rows, key=lambda r: r[key]), key
+print(f"{'model':<10} {'unit':<6} {'go':>9} {'torch':>9} {'go/torch':>9} {'go ms':>9} {'torch ms':>9}  {'bar':>6}  kernel")
+for m in models:
+    g, key = best(f"{out}/go-{m}.jsonl")
+    t, _ = best(f"{out}/torch-{m}.jsonl")
+    unit = "tok/s" if key == "tok_per_s" else "img/s"
+    print(f"{m:<10} {unit:<6} {g[key]:>9.1f} {t[key]:>9.1f} {g[key]/t[key]:>8.2f}x "
+          f"{g['ms_per_step']:>9.1f} {t['ms_per_step']:>9.1f}  {bars.get(m, 0):>6}  {g['kernel']}")
+print(f"\nthreads {g['threads']}, best of the runs in {out}; target go/torch >= 1.25x")
+EOF
