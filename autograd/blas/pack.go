@@ -20,15 +20,27 @@ func packA(transA bool, a []float32, lda, i0, mcb, pc, kcb, mr int, dst []float3
 			}
 			continue
 		}
-		for r := 0; r < rows; r++ {
+		if rows < mr {
+			clear(panel)
+		}
+		// Copy four rows at a time so that each pass reads four
+		// sequential streams and writes the panel once.
+		r := 0
+		for ; r+4 <= rows; r += 4 {
+			s0 := a[(base+r)*lda+pc : (base+r)*lda+pc+kcb]
+			s1 := a[(base+r+1)*lda+pc : (base+r+1)*lda+pc+kcb]
+			s2 := a[(base+r+2)*lda+pc : (base+r+2)*lda+pc+kcb]
+			s3 := a[(base+r+3)*lda+pc : (base+r+3)*lda+pc+kcb]
+			d := panel[r:]
+			for p := range s0 {
+				q := d[p*mr : p*mr+4 : p*mr+4]
+				q[0], q[1], q[2], q[3] = s0[p], s1[p], s2[p], s3[p]
+			}
+		}
+		for ; r < rows; r++ {
 			s := a[(base+r)*lda+pc : (base+r)*lda+pc+kcb]
 			for p, v := range s {
 				panel[p*mr+r] = v
-			}
-		}
-		if rows < mr {
-			for p := 0; p < kcb; p++ {
-				clear(panel[p*mr+rows : p*mr+mr])
 			}
 		}
 	}

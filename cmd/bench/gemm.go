@@ -1,0 +1,135 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/proxgen/proxgen/autograd/blas"
+	"github.com/proxgen/proxgen/autograd/parallel"
+)
+
+// gemmResult is what bench gemm reports; with -json it is printed as one
+// JSON object.
+type gemmResult struct {
+	Op      string `json:"op"`
+	M       int    `json:"m"`
+	N       int    `json:"n"`
+	K       int    `json:"k"`
+	TransA  bool   `json:"transa"`
+	TransB  bool   `json:"transb"`
+	Threads int    `json:"threads"`
+	Kernel  string `json:"kernel"`
+	Reps    int    `json:"reps"`
+	// Stat says which repetition Seconds and GFLOPS describe: "best".
+	Stat          string  `json:"stat"`
+	Seconds       float64 `json:"seconds"`
+	GFLOPS        float64 `json:"gflops"`
+	MedianSeconds float64 `json:"median_seconds"`
+	MedianGFLOPS  float64 `json:"median_gflops"`
+}
+
+// runGemm runs the gemm subcommand with the given arguments (without the
+// subcommand name), printing the result to stdout and usage to stderr.
+func runGemm(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench gemm", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	m := fs.Int("m", 1024, "rows of op(A) and C")
+	n := fs.Int("n", 1024, "columns of op(B) and C")
+	k := fs.Int("k", 1024, "columns of op(A), rows of op(B)")
+	transA := fs.Bool("transa", false, "store A transposed (k×m)")
+	transB := fs.Bool("transb", false, "store B transposed (n×k)")
+	threads := fs.Int("threads", 1, "worker goroutines (autograd/parallel)")
+	kernel := fs.String("kernel", "", "micro-kernel: generic, avx2 or avx512 (default: the fastest available)")
+	reps := fs.Int("reps", 10, "timed repetitions")
+	warmup := fs.Int("warmup", 2, "untimed repetitions before timing")
+	asJSON := fs.Bool("json", false, "print the result as a JSON object on the last line")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: bench gemm [flags]\n\nTimes C = op(A)·op(B) for random row-major float32 matrices and reports\nthe best and the median of -reps repetitions.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	switch {
+	case *m < 1 || *n < 1 || *k < 1:
+		return fmt.Errorf("-m, -n and -k must be positive, got m=%d n=%d k=%d", *m, *n, *k)
+	case *threads < 1:
+		return fmt.Errorf("-threads must be at least 1, got %d", *threads)
+	case *reps < 1:
+		return fmt.Errorf("-reps must be at least 1, got %d", *reps)
+	case *warmup < 0:
+		return fmt.Errorf("-warmup must not be negative, got %d", *warmup)
+	case float64(*m)*float64(*k)+float64(*k)*float64(*n)+float64(*m)*float64(*n) > 1<<31:
+		return fmt.Errorf("matrices of m=%d n=%d k=%d need more than 8 GiB", *m, *n, *k)
+	}
+	if *kernel != "" {
+		prev, err := blas.SetKernel(*kernel)
+		if err != nil {
+			return err
+		}
+		defer blas.SetKernel(prev)
+	}
+	defer parallel.SetWorkers(parallel.SetWorkers(*threads))
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	fill := func(n int) []float32 {
+		s := make([]float32, n)
+		for i := range s {
+			s[i] = float32(rng.Float64()*2 - 1)
+		}
+		return s
+	}
+	a, b, c := fill(*m**k), fill(*k**n), make([]float32, *m**n)
+	lda, ldb := *k, *n
+	if *transA {
+		lda = *m
+	}
+	if *transB {
+		ldb = *k
+	}
+	gemm := func() {
+		blas.Sgemm(*transA, *transB, *m, *n, *k, 1, a, lda, b, ldb, 0, c, *n)
+	}
+	for i := 0; i < *warmup; i++ {
+		gemm()
+	}
+	times := make([]float64, *reps)
+	for i := range times {
+		t0 := time.Now()
+		gemm()
+		times[i] = time.Since(t0).Seconds()
+	}
+	slices.Sort(times)
+	median := times[len(times)/2]
+	if len(times)%2 == 0 {
+		median = (times[len(times)/2-1] + times[len(times)/2]) / 2
+	}
+	flops := 2 * float64(*m) * float64(*n) * float64(*k)
+	r := gemmResult{
+		Op: "sgemm", M: *m, N: *n, K: *k, TransA: *transA, TransB: *transB,
+		Threads: *threads, Kernel: blas.Kernel(), Reps: *reps, Stat: "best",
+		Seconds: times[0], GFLOPS: flops / times[0] / 1e9,
+		MedianSeconds: median, MedianGFLOPS: flops / median / 1e9,
+	}
+	if *asJSON {
+		out, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", out)
+		return err
+	}
+	fmt.Fprintf(stdout, "%-7s %6s %6s %6s %6s %6s %7s %12s %10s %12s %10s\n",
+		"kernel", "m", "n", "k", "transA", "transB", "threads", "best_s", "best_GF/s", "median_s", "median_GF/s")
+	_, err := fmt.Fprintf(stdout, "%-7s %6d %6d %6d %6v %6v %7d %12.6f %10.1f %12.6f %10.1f\n",
+		r.Kernel, r.M, r.N, r.K, r.TransA, r.TransB, r.Threads, r.Seconds, r.GFLOPS, r.MedianSeconds, r.MedianGFLOPS)
+	return err
+}

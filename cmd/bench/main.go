@@ -1,0 +1,93 @@
+// Command bench runs proxgen's benchmarks.
+//
+// Usage:
+//
+//	bench <command> [flags]
+//
+// The commands are:
+//
+//	gemm    time single-precision matrix multiplication (blas.Sgemm)
+//	train   time training steps of a model on random data
+//
+// Run "bench <command> -h" for a command's flags. Each command prints a
+// readable table, or with -json a JSON object as the last line of standard
+// output for scripts to parse. Bad flags print an error to standard error
+// and exit with status 1 (2 for an unknown command).
+//
+// Examples:
+//
+//	go run ./cmd/bench gemm -m 1024 -n 1024 -k 1024 -threads 1 -json
+//	go run ./cmd/bench train -model resnet20 -batch 128 -threads 2 -json
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+)
+
+// command is one subcommand of bench.
+type command struct {
+	name    string
+	summary string
+	// run parses args (the arguments after the command name), does the
+	// work and prints results to stdout; usage and flag errors go to
+	// stderr. It returns flag.ErrHelp after printing usage for -h.
+	run func(args []string, stdout, stderr io.Writer) error
+}
+
+// commands lists the subcommands; each one's run function lives in the
+// file named after it.
+var commands = []command{
+	{"gemm", "time blas.Sgemm, C = op(A)·op(B), and report GFLOP/s", runGemm},
+	{"train", "time training steps of a model on random data", runTrain},
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: bench <command> [flags]")
+	fmt.Fprintln(w, "\ncommands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun 'bench <command> -h' for the flags of a command.")
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes the command line args and returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage(stdout)
+		return 0
+	}
+	i := slices.IndexFunc(commands, func(c command) bool { return c.name == args[0] })
+	if i < 0 {
+		fmt.Fprintf(stderr, "bench: unknown command %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	cmd := commands[i]
+	if err := cmd.run(args[1:], stdout, stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		msg := err.Error()
+		if prefix := "bench " + cmd.name + ": "; !strings.HasPrefix(msg, prefix) {
+			msg = prefix + msg
+		}
+		fmt.Fprintln(stderr, msg)
+		return 1
+	}
+	return 0
+}
