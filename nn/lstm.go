@@ -14,6 +14,8 @@ import (
 // weight_ih_l<l> (4H, In or H), weight_hh_l<l> (4H, H), bias_ih_l<l> (4H)
 // and bias_hh_l<l> (4H), gates in PyTorch's order i, f, g, o.
 type LSTM struct {
+	// InputSize and HiddenSize are the feature sizes of the input and of
+	// each layer's state; NumLayers is the number of stacked layers.
 	InputSize, HiddenSize, NumLayers int
 	// WeightIH, WeightHH, BiasIH and BiasHH hold one tensor per layer.
 	WeightIH, WeightHH, BiasIH, BiasHH []*autograd.Tensor

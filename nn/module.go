@@ -12,6 +12,10 @@
 // before evaluation (it switches batch normalisation to its running
 // statistics and turns dropout off).
 //
+// A model made of sub-modules implements Container: Children lists them
+// under their PyTorch attribute names, and ChildParams, ChildBuffers and
+// SetChildrenTraining implement the rest of Module from that list.
+//
 // Constructors take a *rand.Rand (math/rand/v2) and draw every initial value
 // from it in a fixed order, so the same seed always gives the same network.
 package nn
