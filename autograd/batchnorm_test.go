@@ -203,11 +203,16 @@ func BenchmarkBatchNorm2d(b *testing.B) {
 	gamma, beta := param(rng, 16), param(rng, 16)
 	rm, rv := autograd.New(16), autograd.Full(1, 16)
 	dy := autograd.RandN(rng, 128, 16, 32, 32).Data
+	// Steady state of a training loop: op buffers come from an arena.
+	arena := autograd.NewArena()
 	b.ReportAllocs()
 	b.SetBytes(int64(4 * x.Numel()))
 	for b.Loop() {
-		x.Grad = nil
-		autograd.BatchNorm2d(x, gamma, beta, rm, rv, true, 0.1, 1e-5).BackwardWith(dy)
+		arena.Reset()
+		x.ZeroGrad()
+		arena.Use(func() {
+			autograd.BatchNorm2d(x, gamma, beta, rm, rv, true, 0.1, 1e-5).BackwardWith(dy)
+		})
 	}
 }
 

@@ -14,12 +14,36 @@ func rowGrain(width int) int {
 	return max(1, (1<<13)/max(width, 1))
 }
 
+// rowMax returns the largest element of row (−Inf for an empty row). NaNs
+// are skipped here; they still propagate through the exponentials.
+func rowMax(row []float32) float32 {
+	m0, m1, m2, m3 := float32(math.Inf(-1)), float32(math.Inf(-1)), float32(math.Inf(-1)), float32(math.Inf(-1))
+	i := 0
+	for ; i+4 <= len(row); i += 4 {
+		if row[i] > m0 {
+			m0 = row[i]
+		}
+		if row[i+1] > m1 {
+			m1 = row[i+1]
+		}
+		if row[i+2] > m2 {
+			m2 = row[i+2]
+		}
+		if row[i+3] > m3 {
+			m3 = row[i+3]
+		}
+	}
+	for ; i < len(row); i++ {
+		if row[i] > m0 {
+			m0 = row[i]
+		}
+	}
+	return max(m0, m1, m2, m3)
+}
+
 // logSumExp returns log Σ exp(row) computed stably in float64.
 func logSumExp(row []float32) float64 {
-	m := float32(math.Inf(-1))
-	for _, v := range row {
-		m = max(m, v)
-	}
+	m := rowMax(row)
 	if math.IsInf(float64(m), 0) {
 		// All -Inf gives -Inf; any +Inf gives +Inf.
 		return float64(m)
@@ -94,17 +118,28 @@ func crossEntropy(op string, logits *Tensor, labels []int, mean bool) *Tensor {
 			panic(fmt.Sprintf("autograd.%s: label %d at index %d out of range [0, %d)", op, l, i, cols))
 		}
 	}
+	// e holds exp(x − max) per element and inv 1/Σexp per row: the
+	// backward pass needs softmax = e·inv and so computes no exponentials.
 	grain := rowGrain(cols)
-	lse := make([]float64, rows)
+	e := alloc(rows*cols, false)
+	inv := make([]float64, rows)
 	partial := make([]float64, parallel.Chunks(rows, grain))
 	parallel.For(rows, grain, func(lo, hi int) {
-		s := 0.0
+		loss := 0.0
 		for i := lo; i < hi; i++ {
 			row := logits.Data[i*cols : (i+1)*cols]
-			lse[i] = logSumExp(row)
-			s += lse[i] - float64(row[labels[i]])
+			mf := float64(rowMax(row))
+			er := e[i*cols : (i+1)*cols]
+			s := 0.0
+			for j, v := range row {
+				ev := math.Exp(float64(v) - mf)
+				er[j] = float32(ev)
+				s += ev
+			}
+			inv[i] = 1 / s
+			loss += mf + math.Log(s) - float64(row[labels[i]])
 		}
-		partial[lo/grain] = s
+		partial[lo/grain] = loss
 	})
 	total := 0.0
 	for _, s := range partial {
@@ -121,16 +156,16 @@ func crossEntropy(op string, logits *Tensor, labels []int, mean bool) *Tensor {
 		gs := float64(g[0]) * scale
 		parallel.For(rows, grain, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
-				row := logits.Data[i*cols : (i+1)*cols]
+				er := e[i*cols : (i+1)*cols]
 				d := gx[i*cols : (i+1)*cols]
-				l, lab := lse[i], labels[i]
-				for j, v := range row {
-					p := math.Exp(float64(v) - l)
-					if j == lab {
-						p--
-					}
-					d[j] += float32(gs * p)
+				lab := labels[i]
+				dl := d[lab]
+				k := float32(gs * inv[i])
+				for j, v := range er {
+					d[j] += k * v
 				}
+				// softmax − 1 at the label, in float64.
+				d[lab] = dl + float32(gs*(float64(er[lab])*inv[i]-1))
 			}
 		})
 	}, logits)

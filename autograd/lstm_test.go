@@ -6,6 +6,7 @@ import (
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/autograd/gradcheck"
+	"github.com/proxgen/proxgen/autograd/parallel"
 )
 
 // refLSTMStep computes one LSTM cell step in float64.
@@ -189,5 +190,82 @@ func TestLSTMMatchesPyTorch(t *testing.T) {
 		}{{"gx", x}, {"gh0", h0}, {"gc0", c0}, {"gweight_ih_l0", p.wIH}, {"gweight_hh_l0", p.wHH}, {"gbias_ih_l0", p.bIH}, {"gbias_hh_l0", p.bHH}} {
 			fx.check(g.name, g.t.Grad, g.t.Shape(), 1e-4, 1e-5)
 		}
+	}
+}
+
+// opsStep runs one small training step through LSTMCell, Embedding,
+// Dropout, Concat, Slice, BatchNorm2d, CrossEntropy and LogSoftmax and
+// returns the loss followed by every parameter gradient.
+func opsStep(seed uint64) []float32 {
+	rng := newRNG(seed)
+	emb := autograd.RandN(rng, 7, 4).RequireGrad()
+	p := newLSTMParams(seed+1, 4, 5)
+	gamma, beta := autograd.RandN(rng, 2).RequireGrad(), autograd.RandN(rng, 2).RequireGrad()
+	h, c := autograd.New(3, 5), autograd.New(3, 5)
+	var hs []*autograd.Tensor
+	for s := range 3 {
+		x := autograd.Embedding(emb, []int{s, 2 * s, 6 - s})
+		h, c = autograd.LSTMCell(x, h, c, p.wIH, p.wHH, p.bIH, p.bHH)
+		hs = append(hs, h)
+	}
+	all := autograd.Dropout(autograd.Concat(0, hs...), 0.3, newRNG(seed+2), true) // (9, 5)
+	img := autograd.Reshape(autograd.Slice(all, 1, 0, 4), 9, 2, 2, 1)
+	img = autograd.BatchNorm2d(img, gamma, beta, autograd.New(2), autograd.Full(1, 2), true, 0.1, 1e-5)
+	logits := autograd.Concat(1, autograd.Reshape(img, 9, 4), autograd.Slice(all, 1, 4, 5)) // (9, 5)
+	loss := autograd.Add(autograd.CrossEntropy(logits, []int{0, 1, 2, 3, 4, 0, 1, 2, 3}), autograd.Sum(autograd.LogSoftmax(c)))
+	loss.Backward()
+	out := append([]float32(nil), loss.Data...)
+	for _, t := range []*autograd.Tensor{emb, p.wIH, p.wHH, p.bIH, p.bHH, gamma, beta} {
+		out = append(out, t.Grad...)
+	}
+	return out
+}
+
+// TestOpsArenaAndWorkers checks that a step gives bit-identical results
+// with recycled arena buffers and with different worker counts.
+func TestOpsArenaAndWorkers(t *testing.T) {
+	want := opsStep(70)
+	arena := autograd.NewArena()
+	for i := range 3 {
+		arena.Reset()
+		var got []float32
+		arena.Use(func() { got = opsStep(70) })
+		if !equal(got, want) {
+			t.Fatalf("arena step %d differs from a plain step", i)
+		}
+	}
+	defer parallel.SetWorkers(parallel.SetWorkers(1))
+	if got := opsStep(70); !equal(got, want) {
+		t.Error("one worker differs from the default worker count")
+	}
+	parallel.SetWorkers(4)
+	if got := opsStep(70); !equal(got, want) {
+		t.Error("four workers differ from the default worker count")
+	}
+}
+
+// TestLSTMCellWorkerIndependent checks bit-identical results at a size
+// where the GEMMs and the element-wise passes split into several chunks.
+func TestLSTMCellWorkerIndependent(t *testing.T) {
+	rng := newRNG(71)
+	p := newLSTMParams(72, 48, 64)
+	x, h, c := param(rng, 40, 48), param(rng, 40, 64), param(rng, 40, 64)
+	run := func(workers int) []float32 {
+		defer parallel.SetWorkers(parallel.SetWorkers(workers))
+		for _, v := range []*autograd.Tensor{x, h, c, p.wIH, p.wHH, p.bIH, p.bHH} {
+			v.Grad = nil
+		}
+		hn, cn := autograd.LSTMCell(x, h, c, p.wIH, p.wHH, p.bIH, p.bHH)
+		loss := autograd.Sum(autograd.Mul(hn, cn))
+		loss.Backward()
+		out := append([]float32(nil), hn.Data...)
+		out = append(out, cn.Data...)
+		for _, v := range []*autograd.Tensor{x, h, c, p.wIH, p.wHH, p.bIH, p.bHH} {
+			out = append(out, v.Grad...)
+		}
+		return out
+	}
+	if !equal(run(1), run(4)) {
+		t.Error("results differ between 1 and 4 workers")
 	}
 }
