@@ -120,9 +120,35 @@ func batchNorm(op string, x, gamma, beta, runMean, runVar *Tensor, training bool
 		panic(fmt.Sprintf("autograd.%s: expected more than 1 value per channel when using batch statistics, got input %v", op, x.shape))
 	}
 
+	// Per-channel constants: y = (x − mean)·scale + shift with
+	// scale = gamma·invStd and shift = beta.
 	mean := make([]float64, ch)
 	invStd := make([]float64, ch)
+	meanF := make([]float32, ch)
+	scale := make([]float32, ch)
+	shift := make([]float32, ch)
+	setChannel := func(c int, m, is float64) {
+		mean[c], invStd[c], meanF[c] = m, is, float32(m)
+		if gamma != nil {
+			is *= float64(gamma.Data[c])
+		}
+		scale[c] = float32(is)
+		if beta != nil {
+			shift[c] = beta.Data[c]
+		}
+	}
+	out := empty(x.shape...)
+	normPlane := func(p int) { // p = n·C + c
+		c := p % ch
+		m, a, b := meanF[c], scale[c], shift[c]
+		dst := out.Data[p*sp : (p+1)*sp]
+		for i, v := range x.Data[p*sp : (p+1)*sp] {
+			dst[i] = (v-m)*a + b
+		}
+	}
 	if useBatch {
+		// One task per channel: its statistics in a fixed order, then
+		// its planes while they are still in cache.
 		parallel.For(ch, 1, func(lo, hi int) {
 			for c := lo; c < hi; c++ {
 				k := float64(x.Data[c*sp]) // shift against cancellation
@@ -135,112 +161,90 @@ func batchNorm(op string, x, gamma, beta, runMean, runVar *Tensor, training bool
 				}
 				m := s1 / float64(cnt)
 				v := max((s2-s1*m)/float64(cnt), 0)
-				mean[c] = k + m
-				invStd[c] = 1 / math.Sqrt(v+float64(eps))
+				setChannel(c, k+m, 1/math.Sqrt(v+float64(eps)))
 				if training && runMean != nil {
 					unbiased := v * float64(cnt) / float64(cnt-1)
 					runMean.Data[c] = (1-momentum)*runMean.Data[c] + momentum*float32(mean[c])
 					runVar.Data[c] = (1-momentum)*runVar.Data[c] + momentum*float32(unbiased)
 				}
+				for n := 0; n < batch; n++ {
+					normPlane(n*ch + c)
+				}
 			}
 		})
 	} else {
 		for c := range ch {
-			mean[c] = float64(runMean.Data[c])
-			invStd[c] = 1 / math.Sqrt(float64(runVar.Data[c])+float64(eps))
+			setChannel(c, float64(runMean.Data[c]), 1/math.Sqrt(float64(runVar.Data[c])+float64(eps)))
 		}
-	}
-
-	// y = (x − mean)·a + beta with a = gamma·invStd.
-	meanF := make([]float32, ch)
-	scale := make([]float32, ch)
-	shift := make([]float32, ch)
-	for c := range ch {
-		meanF[c] = float32(mean[c])
-		a := invStd[c]
-		if gamma != nil {
-			a *= float64(gamma.Data[c])
-		}
-		scale[c] = float32(a)
-		if beta != nil {
-			shift[c] = beta.Data[c]
-		}
-	}
-	out := empty(x.shape...)
-	parallel.For(batch*ch, planeGrain(sp), func(lo, hi int) {
-		for p := lo; p < hi; p++ {
-			c := p % ch
-			m, a, b := meanF[c], scale[c], shift[c]
-			src := x.Data[p*sp : (p+1)*sp]
-			dst := out.Data[p*sp : (p+1)*sp]
-			for i, v := range src {
-				dst[i] = (v-m)*a + b
-			}
-		}
-	})
-
-	return record(op, out, func(g []float32) {
-		// Per-channel Σdy and Σdy·(x−mean), in a fixed order.
-		sdy := make([]float64, ch)
-		sdyx := make([]float64, ch)
-		if useBatch && x.requiresGrad || gamma != nil && gamma.requiresGrad || beta != nil && beta.requiresGrad {
-			parallel.For(ch, 1, func(lo, hi int) {
-				for c := lo; c < hi; c++ {
-					var a, b float64
-					for n := 0; n < batch; n++ {
-						o := (n*ch + c) * sp
-						da, db := bnGradSums(g[o:o+sp], x.Data[o:o+sp], mean[c])
-						a += da
-						b += db
-					}
-					sdy[c], sdyx[c] = a, b
-				}
-			})
-		}
-		if gamma != nil && gamma.requiresGrad {
-			gg := gamma.grad()
-			for c := range ch {
-				gg[c] += float32(sdyx[c] * invStd[c])
-			}
-		}
-		if beta != nil && beta.requiresGrad {
-			gb := beta.grad()
-			for c := range ch {
-				gb[c] += float32(sdy[c])
-			}
-		}
-		if !x.requiresGrad {
-			return
-		}
-		// dx = k1·dy + k2·(x − mean) + k3 per channel. With batch
-		// statistics k2 and k3 carry the gradient through mean and var:
-		// dx = gamma·invStd·(dy − Σdy/n − x̂·Σ(dy·x̂)/n).
-		k1 := make([]float32, ch)
-		k2 := make([]float32, ch)
-		k3 := make([]float32, ch)
-		for c := range ch {
-			a := invStd[c]
-			if gamma != nil {
-				a *= float64(gamma.Data[c])
-			}
-			k1[c] = float32(a)
-			if useBatch {
-				n := float64(cnt)
-				k2[c] = float32(-a * invStd[c] * invStd[c] * sdyx[c] / n)
-				k3[c] = float32(-a * sdy[c] / n)
-			}
-		}
-		gx := x.grad()
 		parallel.For(batch*ch, planeGrain(sp), func(lo, hi int) {
 			for p := lo; p < hi; p++ {
-				c := p % ch
-				m, a, b, d := meanF[c], k1[c], k2[c], k3[c]
-				o := p * sp
-				dy := g[o : o+sp]
-				xs := x.Data[o : o+sp]
-				dst := gx[o : o+sp]
-				for i, v := range dy {
-					dst[i] += a*v + b*(xs[i]-m) + d
+				normPlane(p)
+			}
+		})
+	}
+
+	return record(op, out, func(g []float32) {
+		var gx, gg, gb []float32
+		if x.requiresGrad {
+			gx = x.grad()
+		}
+		if gamma != nil && gamma.requiresGrad {
+			gg = gamma.grad()
+		}
+		if beta != nil && beta.requiresGrad {
+			gb = beta.grad()
+		}
+		// gradPlane adds k1·dy + k2·(x − mean) + k3 to plane p of gx.
+		gradPlane := func(p int, k1, k2, k3 float32) {
+			m := meanF[p%ch]
+			o := p * sp
+			xs := x.Data[o : o+sp]
+			dst := gx[o : o+sp]
+			for i, v := range g[o : o+sp] {
+				dst[i] += k1*v + k2*(xs[i]-m) + k3
+			}
+		}
+		if !useBatch && gg == nil && gb == nil {
+			// Fixed statistics and no parameter gradients: dx = scale·dy.
+			parallel.For(batch*ch, planeGrain(sp), func(lo, hi int) {
+				for p := lo; p < hi; p++ {
+					gradPlane(p, scale[p%ch], 0, 0)
+				}
+			})
+			return
+		}
+		// One task per channel: Σdy and Σdy·(x − mean) in a fixed order,
+		// then the channel's planes of dx. With batch statistics
+		// dx = gamma·invStd·(dy − Σdy/n − x̂·Σ(dy·x̂)/n), x̂ = (x − mean)·invStd.
+		parallel.For(ch, 1, func(lo, hi int) {
+			for c := lo; c < hi; c++ {
+				var sdy, sdyx float64
+				for n := 0; n < batch; n++ {
+					o := (n*ch + c) * sp
+					a, b := bnGradSums(g[o:o+sp], x.Data[o:o+sp], mean[c])
+					sdy += a
+					sdyx += b
+				}
+				if gg != nil {
+					gg[c] += float32(sdyx * invStd[c])
+				}
+				if gb != nil {
+					gb[c] += float32(sdy)
+				}
+				if gx == nil {
+					continue
+				}
+				a := invStd[c]
+				if gamma != nil {
+					a *= float64(gamma.Data[c])
+				}
+				var k2, k3 float32
+				if useBatch {
+					k2 = float32(-a * invStd[c] * invStd[c] * sdyx / float64(cnt))
+					k3 = float32(-a * sdy / float64(cnt))
+				}
+				for n := 0; n < batch; n++ {
+					gradPlane(n*ch+c, float32(a), k2, k3)
 				}
 			}
 		})
