@@ -79,39 +79,93 @@ func (bc broadcast) offsets(f func(i, ia, ib int)) {
 	}
 }
 
-// binary implements an element-wise op of two broadcastable tensors. fwd
-// computes the output element; da and db return ∂out/∂a and ∂out/∂b at
-// (x, y).
-func binary(op string, a, b *Tensor, fwd func(x, y float32) float32, da, db func(x, y float32) float32) *Tensor {
+// binaryKind selects the arithmetic of binary.
+type binaryKind int
+
+const (
+	kindAdd binaryKind = iota
+	kindSub
+	kindMul
+)
+
+// apply returns x ∘ y.
+func (k binaryKind) apply(x, y float32) float32 {
+	switch k {
+	case kindAdd:
+		return x + y
+	case kindSub:
+		return x - y
+	}
+	return x * y
+}
+
+// partials returns ∂(x ∘ y)/∂x and ∂(x ∘ y)/∂y.
+func (k binaryKind) partials(x, y float32) (float32, float32) {
+	switch k {
+	case kindAdd:
+		return 1, 1
+	case kindSub:
+		return 1, -1
+	}
+	return y, x
+}
+
+// binary implements an element-wise op of two broadcastable tensors. Equal
+// shapes take tight loops; other shapes go through broadcast offsets.
+func binary(op string, kind binaryKind, a, b *Tensor) *Tensor {
 	if sameShape(a.shape, b.shape) {
 		out := empty(a.shape...)
 		forEach(len(out.Data), func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				out.Data[i] = fwd(a.Data[i], b.Data[i])
+			o, x, y := out.Data[lo:hi], a.Data[lo:hi], b.Data[lo:hi]
+			switch kind {
+			case kindAdd:
+				for i := range o {
+					o[i] = x[i] + y[i]
+				}
+			case kindSub:
+				for i := range o {
+					o[i] = x[i] - y[i]
+				}
+			case kindMul:
+				for i := range o {
+					o[i] = x[i] * y[i]
+				}
 			}
 		})
 		return record(op, out, func(g []float32) {
+			var ga, gb []float32
 			if a.requiresGrad {
-				ga := a.grad()
-				forEach(len(g), func(lo, hi int) {
-					for i := lo; i < hi; i++ {
-						ga[i] += g[i] * da(a.Data[i], b.Data[i])
-					}
-				})
+				ga = a.grad()
 			}
 			if b.requiresGrad {
-				gb := b.grad()
-				forEach(len(g), func(lo, hi int) {
-					for i := lo; i < hi; i++ {
-						gb[i] += g[i] * db(a.Data[i], b.Data[i])
-					}
-				})
+				gb = b.grad()
 			}
+			forEach(len(g), func(lo, hi int) {
+				gs := g[lo:hi]
+				switch {
+				case kind == kindMul:
+					if ga != nil {
+						mulAddTo(ga[lo:hi], gs, b.Data[lo:hi])
+					}
+					if gb != nil {
+						mulAddTo(gb[lo:hi], gs, a.Data[lo:hi])
+					}
+				default:
+					if ga != nil {
+						addTo(ga[lo:hi], gs)
+					}
+					if gb != nil && kind == kindSub {
+						subFrom(gb[lo:hi], gs)
+					} else if gb != nil {
+						addTo(gb[lo:hi], gs)
+					}
+				}
+			})
 		}, a, b)
 	}
 	bc := broadcastShapes(op, a.shape, b.shape)
 	out := empty(bc.out...)
-	bc.offsets(func(i, ia, ib int) { out.Data[i] = fwd(a.Data[ia], b.Data[ib]) })
+	bc.offsets(func(i, ia, ib int) { out.Data[i] = kind.apply(a.Data[ia], b.Data[ib]) })
 	return record(op, out, func(g []float32) {
 		var ga, gb []float32
 		if a.requiresGrad {
@@ -122,35 +176,49 @@ func binary(op string, a, b *Tensor, fwd func(x, y float32) float32, da, db func
 		}
 		// Serial accumulation keeps the reduction order fixed.
 		bc.offsets(func(i, ia, ib int) {
-			x, y := a.Data[ia], b.Data[ib]
+			da, db := kind.partials(a.Data[ia], b.Data[ib])
 			if ga != nil {
-				ga[ia] += g[i] * da(x, y)
+				ga[ia] += g[i] * da
 			}
 			if gb != nil {
-				gb[ib] += g[i] * db(x, y)
+				gb[ib] += g[i] * db
 			}
 		})
 	}, a, b)
 }
 
-func one(_, _ float32) float32      { return 1 }
-func minusOne(_, _ float32) float32 { return -1 }
+// addTo sets dst += src.
+func addTo(dst, src []float32) {
+	src = src[:len(dst)]
+	for i := range dst {
+		dst[i] += src[i]
+	}
+}
+
+// subFrom sets dst −= src.
+func subFrom(dst, src []float32) {
+	src = src[:len(dst)]
+	for i := range dst {
+		dst[i] -= src[i]
+	}
+}
+
+// mulAddTo sets dst += x ⊙ y.
+func mulAddTo(dst, x, y []float32) {
+	x, y = x[:len(dst)], y[:len(dst)]
+	for i := range dst {
+		dst[i] += x[i] * y[i]
+	}
+}
 
 // Add returns a + b with NumPy broadcasting.
-func Add(a, b *Tensor) *Tensor {
-	return binary("Add", a, b, func(x, y float32) float32 { return x + y }, one, one)
-}
+func Add(a, b *Tensor) *Tensor { return binary("Add", kindAdd, a, b) }
 
 // Sub returns a − b with NumPy broadcasting.
-func Sub(a, b *Tensor) *Tensor {
-	return binary("Sub", a, b, func(x, y float32) float32 { return x - y }, one, minusOne)
-}
+func Sub(a, b *Tensor) *Tensor { return binary("Sub", kindSub, a, b) }
 
 // Mul returns the element-wise product a ⊙ b with NumPy broadcasting.
-func Mul(a, b *Tensor) *Tensor {
-	return binary("Mul", a, b, func(x, y float32) float32 { return x * y },
-		func(_, y float32) float32 { return y }, func(x, _ float32) float32 { return x })
-}
+func Mul(a, b *Tensor) *Tensor { return binary("Mul", kindMul, a, b) }
 
 // unary implements an element-wise op y = f(x) whose derivative deriv is
 // expressed through the input x and the output y.
@@ -183,12 +251,24 @@ func AddScalar(x *Tensor, s float32) *Tensor {
 
 // ReLU returns max(x, 0) element-wise; its gradient at 0 is 0, as in PyTorch.
 func ReLU(x *Tensor) *Tensor {
-	return unary("ReLU", x, func(v float32) float32 { return max(v, 0) }, func(v, _ float32) float32 {
-		if v > 0 {
-			return 1
+	out := empty(x.shape...)
+	forEach(len(out.Data), func(lo, hi int) {
+		o := out.Data[lo:hi]
+		for i, v := range x.Data[lo:hi] {
+			o[i] = max(v, 0)
 		}
-		return 0
 	})
+	return record("ReLU", out, func(g []float32) {
+		gx := x.grad()
+		forEach(len(g), func(lo, hi int) {
+			o, d := out.Data[lo:hi], gx[lo:hi]
+			for i, v := range g[lo:hi] {
+				if o[i] > 0 {
+					d[i] += v
+				}
+			}
+		})
+	}, x)
 }
 
 // Sigmoid returns 1/(1+e^−x) element-wise.
