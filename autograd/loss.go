@@ -120,8 +120,12 @@ func crossEntropy(op string, logits *Tensor, labels []int, mean bool) *Tensor {
 	}
 	// e holds exp(x − max) per element and inv 1/Σexp per row: the
 	// backward pass needs softmax = e·inv and so computes no exponentials.
+	// Without a backward pass (evaluation) nothing is stored.
 	grain := rowGrain(cols)
-	e := alloc(rows*cols, false)
+	var e []float32
+	if needsGrad(logits) {
+		e = alloc(rows*cols, false)
+	}
 	inv := make([]float64, rows)
 	partial := make([]float64, parallel.Chunks(rows, grain))
 	parallel.For(rows, grain, func(lo, hi int) {
@@ -129,12 +133,18 @@ func crossEntropy(op string, logits *Tensor, labels []int, mean bool) *Tensor {
 		for i := lo; i < hi; i++ {
 			row := logits.Data[i*cols : (i+1)*cols]
 			mf := float64(rowMax(row))
-			er := e[i*cols : (i+1)*cols]
 			s := 0.0
-			for j, v := range row {
-				ev := math.Exp(float64(v) - mf)
-				er[j] = float32(ev)
-				s += ev
+			if e != nil {
+				er := e[i*cols : (i+1)*cols]
+				for j, v := range row {
+					ev := math.Exp(float64(v) - mf)
+					er[j] = float32(ev)
+					s += ev
+				}
+			} else {
+				for _, v := range row {
+					s += math.Exp(float64(v) - mf)
+				}
 			}
 			inv[i] = 1 / s
 			loss += mf + math.Log(s) - float64(row[labels[i]])
