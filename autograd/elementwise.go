@@ -263,9 +263,10 @@ func ReLU(x *Tensor) *Tensor {
 		forEach(len(g), func(lo, hi int) {
 			o, d := out.Data[lo:hi], gx[lo:hi]
 			for i, v := range g[lo:hi] {
-				if o[i] > 0 {
-					d[i] += v
+				if o[i] <= 0 {
+					v = 0 // a conditional move, not a branch: signs are random
 				}
+				d[i] += v
 			}
 		})
 	}, x)
