@@ -1,0 +1,360 @@
+package main
+
+// The train subcommand measures training throughput: full training steps
+// (forward, cross-entropy, backward, Adam step) of one of the paper's
+// models on a fixed batch of random data, after a few warm-up steps.
+//
+//	go run ./cmd/bench train -model resnet20 -batch 128 -threads 2 -json
+//
+// scripts/bench_torch.py runs the same models in PyTorch and prints the
+// same JSON keys; scripts/bench_train.sh runs both side by side.
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/autograd/blas"
+	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/nn"
+	"github.com/proxgen/proxgen/nn/models"
+	"github.com/proxgen/proxgen/optim"
+)
+
+// trainModels lists the models the train subcommand accepts.
+var trainModels = []string{"resnet20", "resnet56", "vgg16", "resnet34", "lstm"}
+
+// Shape of the word-level language model: the paper's PTB LSTM.
+const (
+	lmVocab   = 10000
+	lmEmb     = 300
+	lmHidden  = 300
+	lmLayers  = 1
+	lmDropout = 0.2
+	lmBPTT    = 35
+	lmBatch   = 20
+	cnnBatch  = 128
+	cnnImage  = 32 // CIFAR-10 images are 3×32×32
+	cnnLabels = 10
+)
+
+// trainConfig holds the flags of the train subcommand.
+type trainConfig struct {
+	model      string
+	batch      int
+	bptt       int
+	vocab      int
+	emb        int
+	hidden     int
+	width      float64
+	threads    int
+	warmup     int
+	steps      int
+	minTime    time.Duration
+	seed       uint64
+	lr         float64
+	arena      bool
+	json       bool
+	cpuprofile string
+}
+
+// trainResult is the JSON object the train subcommand prints; the keys
+// match those of scripts/bench_torch.py.
+type trainResult struct {
+	Impl       string   `json:"impl"`
+	Model      string   `json:"model"`
+	Threads    int      `json:"threads"`
+	Batch      int      `json:"batch"`
+	BPTT       int      `json:"bptt,omitempty"`
+	Kernel     string   `json:"kernel"`
+	Params     int      `json:"params"`
+	Arena      bool     `json:"arena"`
+	Warmup     int      `json:"warmup"`
+	Steps      int      `json:"steps"`
+	Seconds    float64  `json:"seconds"`
+	MsPerStep  float64  `json:"ms_per_step"`
+	MsMin      float64  `json:"ms_per_step_min"`
+	ImgPerS    *float64 `json:"img_per_s,omitempty"`
+	TokPerS    *float64 `json:"tok_per_s,omitempty"`
+	AllocMB    float64  `json:"alloc_mb_per_step"`
+	GCPerStep  float64  `json:"gc_per_step"`
+	Loss       float64  `json:"loss"`
+	GoVersion  string   `json:"go_version"`
+	GOMAXPROCS int      `json:"gomaxprocs"`
+}
+
+// parseTrainFlags parses the arguments of the train subcommand. Usage and
+// flag errors go to stderr.
+func parseTrainFlags(args []string, stderr io.Writer) (*trainConfig, error) {
+	c := &trainConfig{}
+	fs := flag.NewFlagSet("bench train", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.model, "model", "resnet20", "model: "+strings.Join(trainModels, ", "))
+	fs.IntVar(&c.batch, "batch", 0, fmt.Sprintf("batch size (0: %d images; %d columns for lstm)", cnnBatch, lmBatch))
+	fs.IntVar(&c.bptt, "bptt", lmBPTT, "lstm: time steps per batch")
+	fs.IntVar(&c.vocab, "vocab", lmVocab, "lstm: vocabulary size")
+	fs.IntVar(&c.emb, "emb", lmEmb, "lstm: embedding size")
+	fs.IntVar(&c.hidden, "hidden", lmHidden, "lstm: hidden size")
+	fs.Float64Var(&c.width, "width", 1, "CNNs: channel width multiplier (for quick tests)")
+	fs.IntVar(&c.threads, "threads", 0, "GOMAXPROCS and worker-pool size (0: keep GOMAXPROCS)")
+	fs.IntVar(&c.warmup, "warmup", 2, "untimed warm-up steps")
+	fs.IntVar(&c.steps, "steps", 10, "timed steps (at least)")
+	fs.DurationVar(&c.minTime, "min-time", 0, "keep timing steps until this much time has passed")
+	fs.Uint64Var(&c.seed, "seed", 1, "random seed for weights and data")
+	fs.Float64Var(&c.lr, "lr", 1e-3, "Adam learning rate")
+	fs.BoolVar(&c.arena, "arena", true, "recycle op buffers between steps with autograd.Arena")
+	fs.BoolVar(&c.json, "json", false, "print the result as one JSON line")
+	fs.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the timed steps to `file`")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: bench train [flags]\n\nTrain steps per second of a model on random data.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("bench train: unexpected argument %q", fs.Arg(0))
+	}
+	if !slices.Contains(trainModels, c.model) {
+		return nil, fmt.Errorf("bench train: unknown model %q (known: %s)", c.model, strings.Join(trainModels, ", "))
+	}
+	if c.batch == 0 {
+		c.batch = cnnBatch
+		if c.model == "lstm" {
+			c.batch = lmBatch
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"batch", c.batch}, {"bptt", c.bptt}, {"vocab", c.vocab}, {"emb", c.emb}, {"hidden", c.hidden}, {"steps", c.steps}} {
+		if f.v < 1 {
+			return nil, fmt.Errorf("bench train: -%s must be at least 1, got %d", f.name, f.v)
+		}
+	}
+	if c.threads < 0 || c.warmup < 0 || c.minTime < 0 {
+		return nil, fmt.Errorf("bench train: -threads, -warmup and -min-time must not be negative")
+	}
+	if !(c.width > 0) || math.IsInf(c.width, 0) {
+		return nil, fmt.Errorf("bench train: -width must be positive, got %g", c.width)
+	}
+	if !(c.lr > 0) {
+		return nil, fmt.Errorf("bench train: -lr must be positive, got %g", c.lr)
+	}
+	return c, nil
+}
+
+// runTrain runs the train subcommand with the given arguments (without the
+// subcommand name), printing the result to stdout.
+func runTrain(args []string, stdout, stderr io.Writer) error {
+	c, err := parseTrainFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	if c.threads > 0 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(c.threads))
+		defer parallel.SetWorkers(parallel.SetWorkers(c.threads))
+	}
+	step, samples, params, err := newTrainStep(c)
+	if err != nil {
+		return err
+	}
+	res, err := timeSteps(c, step)
+	if err != nil {
+		return err
+	}
+	res.Params = params
+	rate := float64(samples) * float64(res.Steps) / res.Seconds
+	rate = math.Round(rate*100) / 100
+	if c.model == "lstm" {
+		res.BPTT = c.bptt
+		res.TokPerS = &rate
+	} else {
+		res.ImgPerS = &rate
+	}
+	if c.json {
+		b, err := json.Marshal(res)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", b)
+		return err
+	}
+	return writeTrainTable(stdout, res)
+}
+
+// writeTrainTable prints res as a readable table.
+func writeTrainTable(w io.Writer, r *trainResult) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "model\t%s\n", r.Model)
+	if r.TokPerS != nil {
+		fmt.Fprintf(tw, "tokens/s\t%.1f\n", *r.TokPerS)
+		fmt.Fprintf(tw, "batch\t%d columns × %d steps\n", r.Batch, r.BPTT)
+	} else {
+		fmt.Fprintf(tw, "images/s\t%.1f\n", *r.ImgPerS)
+		fmt.Fprintf(tw, "batch\t%d\n", r.Batch)
+	}
+	fmt.Fprintf(tw, "ms/step\t%.1f (min %.1f)\n", r.MsPerStep, r.MsMin)
+	fmt.Fprintf(tw, "timed steps\t%d in %.2f s after %d warm-up\n", r.Steps, r.Seconds, r.Warmup)
+	fmt.Fprintf(tw, "threads\t%d (GOMAXPROCS %d)\n", r.Threads, r.GOMAXPROCS)
+	fmt.Fprintf(tw, "GEMM kernel\t%s\n", r.Kernel)
+	fmt.Fprintf(tw, "parameters\t%d\n", r.Params)
+	fmt.Fprintf(tw, "arena\t%v\n", r.Arena)
+	fmt.Fprintf(tw, "allocated/step\t%.1f MB, %.2f GCs\n", r.AllocMB, r.GCPerStep)
+	fmt.Fprintf(tw, "last loss\t%.4f\n", r.Loss)
+	return tw.Flush()
+}
+
+// timeSteps runs the warm-up steps, then timed steps until both c.steps
+// steps and c.minTime have passed, profiling the timed ones if asked.
+func timeSteps(c *trainConfig, step func() float32) (*trainResult, error) {
+	for range c.warmup {
+		step()
+	}
+	if c.cpuprofile != "" {
+		f, err := os.Create(c.cpuprofile)
+		if err != nil {
+			return nil, fmt.Errorf("bench train: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("bench train: starting CPU profile: %w", err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var (
+		loss    float32
+		n       int
+		fastest = time.Duration(math.MaxInt64)
+	)
+	start := time.Now()
+	for {
+		t := time.Now()
+		loss = step()
+		d := time.Since(t)
+		fastest = min(fastest, d)
+		n++
+		if n >= c.steps && time.Since(start) >= c.minTime {
+			break
+		}
+	}
+	elapsed := time.Since(start)
+	runtime.ReadMemStats(&after)
+	if math.IsNaN(float64(loss)) || math.IsInf(float64(loss), 0) {
+		return nil, errors.New("bench train: loss is not finite; the step is broken")
+	}
+	ms := func(d time.Duration) float64 { return math.Round(float64(d.Microseconds())) / 1000 }
+	return &trainResult{
+		Impl:       "go",
+		Model:      c.model,
+		Threads:    parallel.Workers(),
+		Batch:      c.batch,
+		Kernel:     blas.Kernel(),
+		Arena:      c.arena,
+		Warmup:     c.warmup,
+		Steps:      n,
+		Seconds:    math.Round(elapsed.Seconds()*1e4) / 1e4,
+		MsPerStep:  ms(elapsed / time.Duration(n)),
+		MsMin:      ms(fastest),
+		AllocMB:    math.Round(float64(after.TotalAlloc-before.TotalAlloc)/float64(n)/1e4) / 100,
+		GCPerStep:  math.Round(float64(after.NumGC-before.NumGC)/float64(n)*100) / 100,
+		Loss:       float64(loss),
+		GoVersion:  runtime.Version(),
+		GOMAXPROCS: runtime.GOMAXPROCS(0),
+	}, nil
+}
+
+// newTrainStep builds the model, its Adam optimizer and a fixed batch of
+// random data, and returns a function that runs one training step and
+// reports its loss, the number of samples (images or tokens) one step
+// processes and the model's parameter count.
+func newTrainStep(c *trainConfig) (step func() float32, samples, params int, err error) {
+	rng := rand.New(rand.NewPCG(c.seed, 0x70726f7867656e)) // "proxgen"
+	var (
+		model   nn.Module
+		forward func() *autograd.Tensor // loss of one step, recorded
+		after   func()                  // runs after Backward, before the arena is reset
+	)
+	if c.model == "lstm" {
+		lm := models.NewLanguageModel(c.vocab, c.emb, c.hidden, lmLayers, lmDropout, rng)
+		model = lm
+		ids := make([]int, (c.bptt+1)*c.batch)
+		for i := range ids {
+			ids[i] = rng.IntN(c.vocab)
+		}
+		// Column b of the (bptt+1, batch) block is a stream of words; the
+		// target of word t is word t+1 of the same column.
+		in, targets := ids[:c.bptt*c.batch], ids[c.batch:]
+		var state, next nn.LSTMState
+		forward = func() *autograd.Tensor {
+			var logits *autograd.Tensor
+			logits, next = lm.Run(in, c.bptt, c.batch, state)
+			return autograd.CrossEntropy(logits, targets)
+		}
+		// Truncated backpropagation through time: the next window starts
+		// from this window's final state, cut off from the graph.
+		after = func() { state = next.Detach() }
+		samples = c.bptt * c.batch
+	} else {
+		m, err := models.New(c.model, cnnLabels, rng, models.WithWidth(c.width))
+		if err != nil {
+			return nil, 0, 0, fmt.Errorf("bench train: %w", err)
+		}
+		model = m
+		x := autograd.RandN(rng, c.batch, 3, cnnImage, cnnImage)
+		labels := make([]int, c.batch)
+		for i := range labels {
+			labels[i] = rng.IntN(cnnLabels)
+		}
+		forward = func() *autograd.Tensor { return autograd.CrossEntropy(model.Forward(x), labels) }
+		samples = c.batch
+	}
+	model.SetTraining(true)
+	// torch.optim.Adam(model.parameters(), lr) with its defaults.
+	all := &optim.Group{LR: c.lr}
+	for _, p := range model.Params() {
+		all.Params = append(all.Params, p.T)
+		all.Names = append(all.Names, p.Name)
+	}
+	opt := optim.New([]*optim.Group{all}, optim.AdamConfig(0.9, 0.999, 1e-8))
+
+	arena := autograd.NewArena()
+	step = func() float32 {
+		var loss float32
+		run := func() {
+			opt.ZeroGrad()
+			l := forward()
+			l.Backward()
+			loss = l.Item()
+			if after != nil {
+				after()
+			}
+		}
+		if c.arena {
+			arena.Reset()
+			arena.Use(run)
+		} else {
+			run()
+		}
+		opt.Step()
+		return loss
+	}
+	return step, samples, nn.NumParams(model), nil
+}
