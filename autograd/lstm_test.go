@@ -158,10 +158,15 @@ func BenchmarkLSTMCell(b *testing.B) {
 	rng := newRNG(65)
 	p := newLSTMParams(66, hid, hid)
 	x, h, c := param(rng, batch, hid), param(rng, batch, hid), param(rng, batch, hid)
+	// Steady state of a training loop: op buffers come from an arena.
+	arena := autograd.NewArena()
 	b.ReportAllocs()
 	for b.Loop() {
-		hn, cn := autograd.LSTMCell(x, h, c, p.wIH, p.wHH, p.bIH, p.bHH)
-		autograd.Sum(autograd.Add(hn, cn)).Backward()
+		arena.Reset()
+		arena.Use(func() {
+			hn, cn := autograd.LSTMCell(x, h, c, p.wIH, p.wHH, p.bIH, p.bHH)
+			autograd.Sum(autograd.Add(hn, cn)).Backward()
+		})
 	}
 }
 
