@@ -9,7 +9,7 @@
 #
 # Usage: scripts/bench_train.sh [model ...]      (default: all five)
 # Environment: THREADS (2), BATCH (128; the LSTM always uses 35x20),
-#   WARMUP (1), STEPS (3), MIN_TIME (5, seconds), REPEAT (1),
+#   WARMUP (2), STEPS (3), MIN_TIME (5, seconds), REPEAT (1),
 #   PYTHON (/usr/bin/python3), OUT (directory for the JSON lines; default a
 #   temporary directory), PROFILE=1 (also write Go CPU profiles to $OUT).
 set -euo pipefail
@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 THREADS=${THREADS:-2}
 BATCH=${BATCH:-128}
-WARMUP=${WARMUP:-1}
+WARMUP=${WARMUP:-2}
 STEPS=${STEPS:-3}
 MIN_TIME=${MIN_TIME:-5}
 REPEAT=${REPEAT:-1}

@@ -10,6 +10,7 @@ package main
 // same JSON keys; scripts/bench_train.sh runs both side by side.
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -68,6 +69,7 @@ type trainConfig struct {
 	arena      bool
 	json       bool
 	cpuprofile string
+	memprofile string
 }
 
 // trainResult is the JSON object the train subcommand prints; the keys
@@ -117,6 +119,7 @@ func parseTrainFlags(args []string, stderr io.Writer) (*trainConfig, error) {
 	fs.BoolVar(&c.arena, "arena", true, "recycle op buffers between steps with autograd.Arena")
 	fs.BoolVar(&c.json, "json", false, "print the result as one JSON line")
 	fs.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the timed steps to `file`")
+	fs.StringVar(&c.memprofile, "memprofile", "", "write an allocation profile (alloc_space: the timed steps minus what was allocated before) to `file`")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: bench train [flags]\n\nTrain steps per second of a model on random data.\n\n")
 		fs.PrintDefaults()
@@ -237,6 +240,16 @@ func timeSteps(c *trainConfig, step func() float32) (*trainResult, error) {
 			f.Close()
 		}()
 	}
+	var memBase *bytes.Buffer
+	if c.memprofile != "" {
+		// The heap profile is cumulative; write the baseline now so that
+		// "go tool pprof -base" can subtract the set-up and warm-up.
+		runtime.GC()
+		memBase = new(bytes.Buffer)
+		if err := pprof.Lookup("allocs").WriteTo(memBase, 0); err != nil {
+			return nil, fmt.Errorf("bench train: memory profile: %w", err)
+		}
+	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	var (
@@ -257,6 +270,11 @@ func timeSteps(c *trainConfig, step func() float32) (*trainResult, error) {
 	}
 	elapsed := time.Since(start)
 	runtime.ReadMemStats(&after)
+	if c.memprofile != "" {
+		if err := writeMemProfile(c.memprofile, memBase.Bytes()); err != nil {
+			return nil, err
+		}
+	}
 	if math.IsNaN(float64(loss)) || math.IsInf(float64(loss), 0) {
 		return nil, errors.New("bench train: loss is not finite; the step is broken")
 	}
@@ -279,6 +297,28 @@ func timeSteps(c *trainConfig, step func() float32) (*trainResult, error) {
 		GoVersion:  runtime.Version(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
 	}, nil
+}
+
+// writeMemProfile writes the cumulative allocation profile to path and
+// the baseline taken before the timed steps to path+".base", for
+// "go tool pprof -sample_index=alloc_space -base path.base path".
+func writeMemProfile(path string, base []byte) error {
+	runtime.GC()
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("bench train: %w", err)
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("bench train: memory profile: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("bench train: %w", err)
+	}
+	if err := os.WriteFile(path+".base", base, 0o644); err != nil {
+		return fmt.Errorf("bench train: %w", err)
+	}
+	return nil
 }
 
 // newTrainStep builds the model, its Adam optimizer and a fixed batch of

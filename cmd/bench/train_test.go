@@ -116,9 +116,10 @@ func TestTrainSameSeedSameLoss(t *testing.T) {
 }
 
 func TestTrainTableAndProfile(t *testing.T) {
-	prof := filepath.Join(t.TempDir(), "cpu.prof")
+	dir := t.TempDir()
+	prof, mem := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "mem.prof")
 	out, err := runTrainForTest(t, "-model", "lstm", "-batch", "2", "-bptt", "3", "-vocab", "20", "-emb", "4", "-hidden", "4",
-		"-warmup", "0", "-steps", "1", "-cpuprofile", prof)
+		"-warmup", "0", "-steps", "1", "-cpuprofile", prof, "-memprofile", mem)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,8 +128,10 @@ func TestTrainTableAndProfile(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
-	if fi, err := os.Stat(prof); err != nil || fi.Size() == 0 {
-		t.Errorf("CPU profile not written: %v", err)
+	for _, f := range []string{prof, mem, mem + ".base"} {
+		if fi, err := os.Stat(f); err != nil || fi.Size() == 0 {
+			t.Errorf("profile %s not written: %v", filepath.Base(f), err)
+		}
 	}
 }
 
