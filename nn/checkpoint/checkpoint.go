@@ -1,0 +1,361 @@
+// Package checkpoint saves and restores models and training runs as
+// safetensors files that PyTorch can read.
+//
+// # Model files
+//
+// SaveModel writes the state dict of an nn.Module: every parameter and
+// buffer under its PyTorch state_dict name (nn.StateDict), float tensors
+// as F32 and the batch-norm counters num_batches_tracked as I64 scalars
+// (shape []), exactly as torch stores them. Such a file loads into the
+// reference PyTorch model with
+//
+//	model.load_state_dict(tensors, strict=True)
+//
+// where tensors is the dict read by safetensors.torch.load_file (or by
+// testdata/fixturelib.py's load). The model file holds nothing else except
+// string metadata, which PyTorch's loader never sees.
+//
+// LoadModel and LoadStateDict read such files, and also files written by
+// PyTorch: float tensors may be F32, F64, F16 or BF16 (converted to
+// float32), counters any integer type, and a rank-0 tensor may also be
+// given with shape [1], as PyTorch's loader accepts. Loading is strict by
+// default (every key of the model present, no extra keys, equal shapes)
+// and all-or-nothing: the model is changed only when every tensor passed
+// the checks.
+//
+// # Training-state files
+//
+// SaveTrainState writes everything a run needs to continue exactly into a
+// single file, so one atomic write is one consistent checkpoint:
+//
+//	model/<state_dict name>   the model, as in a model file
+//	optim/<key>               F32: every tensor of the optimizer's optim.State
+//	optim_int/<key>           I64 scalar: every integer of the optim.State
+//	__metadata__              "format": TrainStateFormat, plus the caller's
+//	                          strings (epoch, step, RNG state, flags, ...)
+//
+// PyTorch code that wants only the model from a training-state file keeps
+// the keys that start with "model/" and strips that prefix. All writes
+// go through safetensors.WriteFileAtomic (temporary file, fsync, rename),
+// so a crash leaves either the old file or the new one.
+package checkpoint
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/proxgen/proxgen/autograd/safetensors"
+	"github.com/proxgen/proxgen/nn"
+	"github.com/proxgen/proxgen/optim"
+)
+
+// File names and key prefixes of checkpoints.
+const (
+	// ModelFileName is the conventional name of a model file in a run
+	// folder.
+	ModelFileName = "model.safetensors"
+	// TrainStateFileName is the conventional name of a training-state
+	// file in a run folder.
+	TrainStateFileName = "train_state.safetensors"
+	// TrainStateFormat is the value of the "format" metadata entry of a
+	// training-state file.
+	TrainStateFormat = "proxgen-train-state-v1"
+	// FormatKey is the metadata entry naming the file's format.
+	FormatKey = "format"
+
+	// ModelPrefix, OptimPrefix and OptimIntPrefix start the names of the
+	// model tensors, optimizer tensors and optimizer integers in a
+	// training-state file.
+	ModelPrefix    = "model/"
+	OptimPrefix    = "optim/"
+	OptimIntPrefix = "optim_int/"
+)
+
+// StateDict returns the parameters and buffers of m as a safetensors
+// file: float32 tensors as F32 with their shapes, counters (nn.Param.Int64)
+// as I64 with their shapes, all under their state_dict names, which prefix
+// precedes. It panics if m has two tensors of the same name (a bug in the
+// module).
+func StateDict(m nn.Module, prefix string) *safetensors.File {
+	f := &safetensors.File{Tensors: map[string]safetensors.Tensor{}}
+	addState(f, m, prefix)
+	return f
+}
+
+func addState(f *safetensors.File, m nn.Module, prefix string) {
+	for _, p := range nn.StateDict(m) {
+		name := prefix + p.Name
+		if _, dup := f.Tensors[name]; dup {
+			panic(fmt.Sprintf("checkpoint: the model has two tensors named %q", p.Name))
+		}
+		shape := slices.Clone(p.T.Shape())
+		if p.Int64 {
+			v := make([]int64, len(p.T.Data))
+			for i, x := range p.T.Data {
+				v[i] = int64(x)
+			}
+			f.Set(name, safetensors.FromInt64(shape, v))
+			continue
+		}
+		f.Set(name, safetensors.FromFloat32(shape, p.T.Data))
+	}
+}
+
+// SaveModel writes the state dict of m to path atomically, with metadata
+// (which may be nil) in the file's "__metadata__" entry.
+func SaveModel(path string, m nn.Module, metadata map[string]string) error {
+	f := StateDict(m, "")
+	if len(metadata) > 0 {
+		f.Metadata = maps.Clone(metadata)
+	}
+	if err := safetensors.WriteFileAtomic(path, f); err != nil {
+		return fmt.Errorf("checkpoint: saving model: %w", err)
+	}
+	return nil
+}
+
+// LoadModel reads the model file at path into m strictly and returns the
+// file's metadata (nil when it has none).
+func LoadModel(path string, m nn.Module) (map[string]string, error) {
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := LoadStateDict(f, m, LoadOptions{}); err != nil {
+		return nil, fmt.Errorf("checkpoint: loading %s: %w", path, err)
+	}
+	return f.Metadata, nil
+}
+
+// LoadOptions controls LoadStateDict.
+type LoadOptions struct {
+	// Prefix selects the tensors whose names start with it and strips it
+	// (ModelPrefix for a training-state file, "module." for a model saved
+	// from torch.nn.DataParallel). Other tensors are ignored.
+	Prefix string
+	// NonStrict ignores keys of the file the model does not have and
+	// leaves model tensors the file does not have unchanged, as
+	// load_state_dict(strict=False). Shapes must still match.
+	NonStrict bool
+}
+
+// LoadStateDict copies the tensors of f into the parameters and buffers of
+// m with the same state_dict names (see LoadOptions). It first checks every
+// tensor — names, shapes, dtypes and, for counters, whole non-negative
+// values — and changes m only when all pass, so on error m is untouched.
+// The error lists the missing and unexpected keys or names the first bad
+// tensor with both shapes.
+func LoadStateDict(f *safetensors.File, m nn.Module, opt LoadOptions) error {
+	have := map[string]safetensors.Tensor{}
+	for name, t := range f.Tensors {
+		if rest, ok := strings.CutPrefix(name, opt.Prefix); ok {
+			have[rest] = t
+		}
+	}
+	state := nn.StateDict(m)
+	var missing []string
+	want := map[string]bool{}
+	for _, p := range state {
+		want[p.Name] = true
+		if _, ok := have[p.Name]; !ok {
+			missing = append(missing, p.Name)
+		}
+	}
+	var unexpected []string
+	for name := range have {
+		if !want[name] {
+			unexpected = append(unexpected, opt.Prefix+name)
+		}
+	}
+	slices.Sort(unexpected)
+	if !opt.NonStrict && (len(missing) > 0 || len(unexpected) > 0) {
+		return fmt.Errorf("state dict does not match the model: %s", keyReport(missing, unexpected))
+	}
+
+	values := make([][]float32, len(state))
+	for i, p := range state {
+		t, ok := have[p.Name]
+		if !ok {
+			continue
+		}
+		v, err := convert(p, t)
+		if err != nil {
+			return fmt.Errorf("tensor %q: %w", opt.Prefix+p.Name, err)
+		}
+		values[i] = v
+	}
+	for i, p := range state {
+		if values[i] != nil {
+			copy(p.T.Data, values[i])
+		}
+	}
+	return nil
+}
+
+// keyReport formats missing and unexpected keys, at most eight of each.
+func keyReport(missing, unexpected []string) string {
+	list := func(keys []string) string {
+		const most = 8
+		if len(keys) <= most {
+			return strings.Join(keys, ", ")
+		}
+		return strings.Join(keys[:most], ", ") + fmt.Sprintf(" and %d more", len(keys)-most)
+	}
+	var parts []string
+	if len(missing) > 0 {
+		parts = append(parts, fmt.Sprintf("%d missing keys (%s)", len(missing), list(missing)))
+	}
+	if len(unexpected) > 0 {
+		parts = append(parts, fmt.Sprintf("%d unexpected keys (%s)", len(unexpected), list(unexpected)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// convert checks t against the model tensor p and returns its elements as
+// float32.
+func convert(p nn.Param, t safetensors.Tensor) ([]float32, error) {
+	shape := p.T.Shape()
+	if !slices.Equal(shape, t.Shape) && !(len(shape) == 0 && slices.Equal(t.Shape, []int{1})) {
+		return nil, fmt.Errorf("shape %v in the file, the model has %v", t.Shape, shape)
+	}
+	if p.Int64 {
+		var v []int64
+		var err error
+		if isFloat(t.DType) {
+			v, err = integral(t)
+		} else {
+			v, err = t.Int64()
+		}
+		if err != nil {
+			return nil, err
+		}
+		out := make([]float32, len(v))
+		for i, x := range v {
+			if x < 0 {
+				return nil, fmt.Errorf("counter value %d is negative", x)
+			}
+			out[i] = float32(x)
+		}
+		return out, nil
+	}
+	if !isFloat(t.DType) {
+		return nil, fmt.Errorf("dtype %s: a floating-point tensor (F32, F64, F16 or BF16) is needed", t.DType)
+	}
+	return t.Float32()
+}
+
+func isFloat(d safetensors.DType) bool {
+	switch d {
+	case safetensors.F32, safetensors.F64, safetensors.F16, safetensors.BF16:
+		return true
+	}
+	return false
+}
+
+// integral returns the elements of the floating-point tensor t as integers,
+// failing if one is not a whole number.
+func integral(t safetensors.Tensor) ([]int64, error) {
+	f, err := t.Float64()
+	if err != nil {
+		return nil, err
+	}
+	v := make([]int64, len(f))
+	for i, x := range f {
+		if x != math.Trunc(x) || math.Abs(x) > 1<<53 {
+			return nil, fmt.Errorf("counter element %d is %v, not a whole number", i, x)
+		}
+		v[i] = int64(x)
+	}
+	return v, nil
+}
+
+// SaveTrainState writes the model m, the optimizer state st (nil for none)
+// and metadata to the training-state file at path, atomically, in the
+// layout described in the package documentation. metadata must not use the
+// key FormatKey.
+func SaveTrainState(path string, m nn.Module, st *optim.State, metadata map[string]string) error {
+	if _, ok := metadata[FormatKey]; ok {
+		return fmt.Errorf("checkpoint: metadata key %q is reserved", FormatKey)
+	}
+	f := StateDict(m, ModelPrefix)
+	f.Metadata = maps.Clone(metadata)
+	if f.Metadata == nil {
+		f.Metadata = map[string]string{}
+	}
+	f.Metadata[FormatKey] = TrainStateFormat
+	if st != nil {
+		for _, k := range st.Keys() {
+			v := st.Tensors[k]
+			f.Set(OptimPrefix+k, safetensors.FromFloat32([]int{len(v)}, v))
+		}
+		for k, v := range st.Ints {
+			f.Set(OptimIntPrefix+k, safetensors.FromInt64(nil, []int64{v}))
+		}
+	}
+	if err := safetensors.WriteFileAtomic(path, f); err != nil {
+		return fmt.Errorf("checkpoint: saving training state: %w", err)
+	}
+	return nil
+}
+
+// LoadTrainState reads the training-state file at path, loads its model
+// tensors into m strictly, and returns the optimizer state and the
+// metadata (without the format entry). On error m is unchanged.
+func LoadTrainState(path string, m nn.Module) (*optim.State, map[string]string, error) {
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	st, meta, err := decodeTrainState(f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("checkpoint: %s: %w", path, err)
+	}
+	if err := LoadStateDict(f, m, LoadOptions{Prefix: ModelPrefix}); err != nil {
+		return nil, nil, fmt.Errorf("checkpoint: loading the model from %s: %w", path, err)
+	}
+	return st, meta, nil
+}
+
+// decodeTrainState checks the format of f and extracts its optimizer state
+// and metadata.
+func decodeTrainState(f *safetensors.File) (*optim.State, map[string]string, error) {
+	if got := f.Metadata[FormatKey]; got != TrainStateFormat {
+		if got == "" {
+			return nil, nil, fmt.Errorf("not a training-state file (no %q metadata; a model file?)", FormatKey)
+		}
+		return nil, nil, fmt.Errorf("format %q, want %q", got, TrainStateFormat)
+	}
+	st := optim.NewState()
+	for _, name := range f.Names() {
+		t := f.Tensors[name]
+		switch {
+		case strings.HasPrefix(name, ModelPrefix):
+		case strings.HasPrefix(name, OptimPrefix):
+			if t.DType != safetensors.F32 || len(t.Shape) != 1 {
+				return nil, nil, fmt.Errorf("optimizer tensor %q: %s%v, want a rank-1 F32 tensor", name, t.DType, t.Shape)
+			}
+			v, err := t.Float32()
+			if err != nil {
+				return nil, nil, fmt.Errorf("optimizer tensor %q: %w", name, err)
+			}
+			st.Tensors[strings.TrimPrefix(name, OptimPrefix)] = v
+		case strings.HasPrefix(name, OptimIntPrefix):
+			if t.DType != safetensors.I64 || len(t.Shape) != 0 {
+				return nil, nil, fmt.Errorf("optimizer integer %q: %s%v, want an I64 scalar", name, t.DType, t.Shape)
+			}
+			v, err := t.Int64()
+			if err != nil {
+				return nil, nil, fmt.Errorf("optimizer integer %q: %w", name, err)
+			}
+			st.Ints[strings.TrimPrefix(name, OptimIntPrefix)] = v[0]
+		default:
+			return nil, nil, fmt.Errorf("unexpected tensor %q (names start with %q, %q or %q)", name, ModelPrefix, OptimPrefix, OptimIntPrefix)
+		}
+	}
+	meta := maps.Clone(f.Metadata)
+	delete(meta, FormatKey)
+	return st, meta, nil
+}
