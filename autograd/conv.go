@@ -34,44 +34,40 @@ func Conv2d(x, w, b *Tensor, stride, padding, dilation int) *Tensor {
 // Conv2dWith is Conv2d with separate stride, padding and dilation for the
 // height and width axes.
 //
-// Each image is unrolled with im2col into a (Cin·kh·kw) × (Ho·Wo) matrix
-// and multiplied by the (Cout) × (Cin·kh·kw) filter matrix in one GEMM that
-// writes the image's output directly; 1×1 convolutions with stride 1 and no
-// padding use the input image as that matrix. Images run in parallel. The
-// weight gradient sums per-chunk partial products in chunk order, so the
-// results are bit-identical for every number of workers.
+// Images are unrolled with im2col into (Cin·kh·kw) × (Ho·Wo) matrices and
+// multiplied by the Cout × (Cin·kh·kw) filter matrix with one GEMM per
+// image, or per group of images when the images are small. 1×1
+// convolutions with stride 1 and no padding use the input image itself as
+// that matrix. For stride 1 the matrix is built from the zero-padded image
+// with each output row widened to the padded width, which makes every
+// matrix row a single contiguous copy; the extra columns are dropped when
+// the product is copied to the output. Groups run in parallel. The weight
+// gradient sums per-group partial products in group order, so the results
+// are bit-identical for every number of workers.
 func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 	g := convGeometry(x, w, b, cfg)
 	n, cout := x.shape[0], w.shape[0]
-	k, p := g.rows, g.cols
-	xSize := g.c * g.h * g.w
-	ySize := cout * p
-	direct := g.direct()
+	p := g.cols
+	xSize, ySize := g.c*g.h*g.w, cout*p
 
 	out := New(n, cout, g.ho, g.wo)
-	gemm := gemmFor(n)
-	parallel.For(n, 1, func(lo, hi int) {
-		var col []float32
-		if !direct {
-			col = colScratch.get(k * p)
-			defer colScratch.put(col)
-		}
-		for i := lo; i < hi; i++ {
-			src := x.Data[i*xSize : (i+1)*xSize]
-			if !direct {
-				im2col(g, src, col)
-				src = col
-			}
-			y := out.Data[i*ySize : (i+1)*ySize]
-			beta := float32(0)
-			if b != nil {
+	// The GEMMs read the filters as op(A) = (Wᵀ)ᵀ: packing a transposed
+	// operand is a plain copy, and the transpose is made once per call
+	// instead of once per image.
+	wT := partialScratch.get(len(w.Data))
+	defer partialScratch.put(wT)
+	transpose(cout, g.rows, w.Data, wT)
+	gs := groupSize(p)
+	gemm := gemmFor(parallel.Chunks(n, gs))
+	parallel.For(n, gs, func(lo, hi int) {
+		if b != nil {
+			for i := lo; i < hi; i++ {
 				for c, v := range b.Data {
-					fill(y[c*p:(c+1)*p], v)
+					fill(out.Data[i*ySize+c*p:i*ySize+(c+1)*p], v)
 				}
-				beta = 1
 			}
-			gemm(false, false, cout, p, k, 1, w.Data, k, src, p, beta, y, p)
 		}
+		convGroup(gemm, g, cout, wT, x.Data, xSize, out.Data, ySize, lo, hi, b != nil)
 	})
 
 	return record("Conv2d", out, func(gy []float32) {
@@ -89,62 +85,216 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 				}
 			})
 		}
-		needW, needX := w.requiresGrad, x.requiresGrad
-		if !needW && !needX {
+		if w.requiresGrad || x.requiresGrad {
+			convBackward(g, x, w, gy)
+		}
+	}, x, w, b)
+}
+
+// gemmFunc is the signature of blas.Sgemm and blas.SgemmSerial.
+type gemmFunc func(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
+
+// groupSize returns how many images share one GEMM when each has p output
+// positions: enough to give the GEMM about 512 columns, at most 8. It
+// depends only on p, so chunk boundaries never depend on the worker count.
+func groupSize(p int) int {
+	return max(1, min((512+p-1)/p, 8))
+}
+
+// convGroup computes out_i = aᵀᵀ·im2col(src_i) for the images i in [lo, hi)
+// (adding to out_i if accumulate), where the filter matrix is given
+// transposed as aT (g.rows × m), src holds images of srcSize elements and
+// dst outputs of dstSize = m·g.cols elements. A single image without
+// padding or stride is multiplied straight into its output; otherwise the
+// group shares one GEMM into a scratch matrix whose rows are then copied
+// out, using the wide im2col matrix for stride 1.
+func convGroup(gemm gemmFunc, g *convGeom, m int, aT, src []float32, srcSize int, dst []float32, dstSize int, lo, hi int, accumulate bool) {
+	k, p, cnt := g.rows, g.cols, hi-lo
+	beta := float32(0)
+	if accumulate {
+		beta = 1
+	}
+	if cnt == 1 && g.direct() {
+		gemm(true, false, m, p, k, 1, aT, m, src[lo*srcSize:(lo+1)*srcSize], p, beta, dst[lo*dstSize:(lo+1)*dstSize], p)
+		return
+	}
+	wide := g.wide()
+	pitch := g.wo // output columns per output row in the product
+	if wide {
+		pitch = g.widePitch()
+	}
+	pp := g.ho * pitch // product columns per image
+	ld := cnt * pp
+	col, tmp := colScratch.get(k*ld), colScratch.get(m*ld)
+	defer colScratch.put(col)
+	defer colScratch.put(tmp)
+	var pad []float32
+	if wide {
+		pad = colScratch.get(g.padSize())
+		defer colScratch.put(pad)
+	}
+	for j := 0; j < cnt; j++ {
+		s := src[(lo+j)*srcSize : (lo+j+1)*srcSize]
+		if wide {
+			im2colWide(g, s, pad, col[j*pp:], ld)
+		} else {
+			im2col(g, s, col[j*pp:], ld)
+		}
+	}
+	gemm(true, false, m, ld, k, 1, aT, m, col, ld, 0, tmp, ld)
+	for j := 0; j < cnt; j++ {
+		for o := 0; o < m; o++ {
+			for oh := 0; oh < g.ho; oh++ {
+				d := dst[(lo+j)*dstSize+o*p+oh*g.wo : (lo+j)*dstSize+o*p+(oh+1)*g.wo]
+				t := tmp[o*ld+j*pp+oh*pitch : o*ld+j*pp+oh*pitch+g.wo]
+				if !accumulate {
+					copy(d, t)
+					continue
+				}
+				for i, v := range t {
+					d[i] += v
+				}
+			}
+		}
+	}
+}
+
+// convBackward accumulates the input and weight gradients of a convolution
+// with geometry g given the output gradient gy.
+//
+// The weight gradient of a group of images is dY · colT, where dY holds
+// the images' output gradients side by side and colT stacks their
+// transposed im2col matrices, built from each image in channels-last order
+// so that neither GEMM operand needs transposing while it is packed. Its
+// columns are in (ki, kj, ci) order; the per-group partial sums are
+// reordered into the weight layout as they are added to w.Grad in group
+// order.
+//
+// For stride 1 the input gradient is itself a convolution: of dY, padded by
+// dilation·(k−1) − padding, with the filters flipped in space and with
+// input and output channels swapped. Larger strides fold Wᵀ·dY back onto
+// each image with col2im.
+func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
+	n, cout := x.shape[0], w.shape[0]
+	k, p, hw := g.rows, g.cols, g.h*g.w
+	xSize, ySize := g.c*hw, cout*p
+	needW, needX := w.requiresGrad, x.requiresGrad
+	strideOne := g.sh == 1 && g.sw == 1
+	gs := groupSize(p)
+	chunks := parallel.Chunks(n, gs)
+	gemm := gemmFor(chunks)
+
+	var gx, wf []float32
+	var gd *convGeom // geometry of the input-gradient convolution
+	if needX {
+		gx = x.grad()
+		if strideOne {
+			gd = &convGeom{
+				c: cout, h: g.ho, w: g.wo, kh: g.kh, kw: g.kw, sh: 1, sw: 1,
+				ph: g.dh*(g.kh-1) - g.ph, pw: g.dw*(g.kw-1) - g.pw,
+				dh: g.dh, dw: g.dw, ho: g.h, wo: g.w,
+				rows: cout * g.kh * g.kw, cols: hw,
+			}
+			wf = partialScratch.get(len(w.Data))
+			defer partialScratch.put(wf)
+			flipFilters(g, cout, w.Data, wf)
+		}
+	}
+	var merge *orderedSum
+	if needW {
+		merge = &orderedSum{
+			pending: make([][]float32, chunks),
+			add: func(part []float32) {
+				addFilterGrad(g, cout, w.grad(), part)
+			},
+		}
+	}
+	parallel.For(n, gs, func(lo, hi int) {
+		if needW {
+			merge.done(lo/gs, weightGradGroup(gemm, g, cout, x.Data, gy, lo, hi))
+		}
+		if !needX {
 			return
 		}
-		var gx []float32
-		if needX {
-			gx = x.grad()
+		if strideOne {
+			convGroup(gemm, gd, g.c, wf, gy, ySize, gx, xSize, lo, hi, true)
+			return
 		}
-		grain := 1
-		var merge *orderedSum
-		if needW {
-			grain = weightGradGrain(n, p)
-			merge = newOrderedSum(w.grad(), parallel.Chunks(n, grain))
+		dcol := colScratch.get(k * p)
+		defer colScratch.put(dcol)
+		for i := lo; i < hi; i++ {
+			gemm(true, false, k, p, cout, 1, w.Data, k, gy[i*ySize:(i+1)*ySize], p, 0, dcol, p)
+			col2im(g, dcol, gx[i*xSize:(i+1)*xSize])
 		}
-		gemm := gemmFor(parallel.Chunks(n, grain))
-		parallel.For(n, grain, func(lo, hi int) {
-			var col, part []float32
-			if !direct {
-				col = colScratch.get(k * p)
-				defer colScratch.put(col)
+	})
+}
+
+// weightGradGroup returns, in a buffer from partialScratch, the weight
+// gradient Σ dY_i·colT_i over the images i in [lo, hi) with its columns in
+// (ki, kj, ci) order.
+func weightGradGroup(gemm gemmFunc, g *convGeom, cout int, x, gy []float32, lo, hi int) []float32 {
+	k, p, hw, cnt := g.rows, g.cols, g.h*g.w, hi-lo
+	xSize, ySize := g.c*hw, cout*p
+	kk := cnt * p // GEMM depth: the output positions of all images
+	a := gy[lo*ySize : hi*ySize]
+	if cnt > 1 {
+		// Lay the images' output gradients side by side: cout × kk.
+		a = colScratch.get(cout * kk)
+		defer colScratch.put(a)
+		for j := 0; j < cnt; j++ {
+			for o := 0; o < cout; o++ {
+				copy(a[o*kk+j*p:o*kk+(j+1)*p], gy[(lo+j)*ySize+o*p:(lo+j)*ySize+(o+1)*p])
 			}
-			if needW {
-				part = partialScratch.get(cout * k)
+		}
+	}
+	colT := colScratch.get(kk * k)
+	defer colScratch.put(colT)
+	var xT []float32
+	if !g.direct() {
+		xT = colScratch.get(xSize)
+		defer colScratch.put(xT)
+	}
+	for j := 0; j < cnt; j++ {
+		xi := x[(lo+j)*xSize : (lo+j+1)*xSize]
+		block := colT[j*p*k : (j+1)*p*k]
+		if g.direct() {
+			transpose(g.c, hw, xi, block)
+			continue
+		}
+		transpose(g.c, hw, xi, xT)
+		im2colT(g, xT, block)
+	}
+	part := partialScratch.get(cout * k)
+	gemm(false, false, cout, k, kk, 1, a, kk, colT, k, 0, part, k)
+	return part
+}
+
+// flipFilters writes the transposed filter matrix of the input-gradient
+// convolution: wf has shape (Cout, kh, kw, Cin) with
+// wf[o][a][b][c] = w[o][c][kh−1−a][kw−1−b].
+func flipFilters(g *convGeom, cout int, w, wf []float32) {
+	khw := g.kh * g.kw
+	for o := 0; o < cout; o++ {
+		for c := 0; c < g.c; c++ {
+			for t, v := range w[(o*g.c+c)*khw : (o*g.c+c+1)*khw] {
+				wf[(o*khw+khw-1-t)*g.c+c] = v
 			}
-			for i := lo; i < hi; i++ {
-				xi := x.Data[i*xSize : (i+1)*xSize]
-				gyi := gy[i*ySize : (i+1)*ySize]
-				if needW {
-					// dW += dY_i · col_iᵀ
-					src := xi
-					if !direct {
-						im2col(g, xi, col)
-						src = col
-					}
-					beta := float32(1)
-					if i == lo {
-						beta = 0 // part holds stale data; beta 0 never reads it
-					}
-					gemm(false, true, cout, k, p, 1, gyi, p, src, p, beta, part, k)
-				}
-				if needX {
-					// dcol = Wᵀ · dY_i, folded back onto the image.
-					gxi := gx[i*xSize : (i+1)*xSize]
-					if direct {
-						gemm(true, false, k, p, cout, 1, w.Data, k, gyi, p, 1, gxi, p)
-						continue
-					}
-					gemm(true, false, k, p, cout, 1, w.Data, k, gyi, p, 0, col, p)
-					col2im(g, col, gxi)
-				}
+		}
+	}
+}
+
+// addFilterGrad adds a weight-gradient partial sum in (Cout, kh, kw, Cin)
+// order to dw in the (Cout, Cin, kh, kw) order of the weights.
+func addFilterGrad(g *convGeom, cout int, dw, part []float32) {
+	khw := g.kh * g.kw
+	for o := 0; o < cout; o++ {
+		for t := 0; t < khw; t++ {
+			src := part[(o*khw+t)*g.c : (o*khw+t+1)*g.c]
+			for c, v := range src {
+				dw[(o*g.c+c)*khw+t] += v
 			}
-			if needW {
-				merge.add(lo/grain, part)
-			}
-		})
-	}, x, w, b)
+		}
+	}
 }
 
 // convGeometry validates the operands of Conv2dWith and returns the
@@ -201,18 +351,10 @@ func (g *convGeom) direct() bool {
 	return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0
 }
 
-// weightGradGrain returns how many images share one partial weight
-// gradient. It depends only on the batch size and the output plane size
-// p, never on the worker count, and keeps each chunk's GEMM at least 512
-// output positions deep so that merging partials stays cheap.
-func weightGradGrain(n, p int) int {
-	return max(1, min((512+p-1)/p, 8, n))
-}
-
 // gemmFor returns the GEMM to call inside a parallel loop of the given
 // number of chunks: the serial one when the chunks alone keep every worker
 // busy, the parallel one otherwise. Both give identical results.
-func gemmFor(chunks int) func(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+func gemmFor(chunks int) gemmFunc {
 	if chunks >= parallel.Workers() {
 		return blas.SgemmSerial
 	}
@@ -226,32 +368,25 @@ func fill(s []float32, v float32) {
 	}
 }
 
-// orderedSum adds per-chunk partial sums into dst in chunk order as chunks
+// orderedSum combines per-chunk partial sums in chunk order as chunks
 // finish, so the result is independent of which worker ran which chunk and
 // at most a few partial buffers are alive at once.
 type orderedSum struct {
 	mu      sync.Mutex
-	dst     []float32
 	next    int
 	pending [][]float32
+	add     func(part []float32) // adds one partial sum to the total
 }
 
-func newOrderedSum(dst []float32, chunks int) *orderedSum {
-	return &orderedSum{dst: dst, pending: make([][]float32, chunks)}
-}
-
-// add hands over the partial sum of chunk c, which must come from
-// partialScratch; add returns it there once it has been merged.
-func (s *orderedSum) add(c int, part []float32) {
+// done hands over the partial sum of chunk c, which must come from
+// partialScratch; it is returned there once it has been added.
+func (s *orderedSum) done(c int, part []float32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pending[c] = part
 	for s.next < len(s.pending) && s.pending[s.next] != nil {
-		p := s.pending[s.next]
-		for i, v := range p {
-			s.dst[i] += v
-		}
-		partialScratch.put(p)
+		s.add(s.pending[s.next])
+		partialScratch.put(s.pending[s.next])
 		s.pending[s.next] = nil
 		s.next++
 	}

@@ -173,7 +173,17 @@ func toF32(v []float64) []float32 {
 // backward, with the direct definition.
 func TestConv2dMatchesDirect(t *testing.T) {
 	rng := newRNG(7)
-	for trial := 0; trial < 40; trial++ {
+	// Large images are multiplied one at a time, small ones in groups.
+	large := []struct {
+		n, cin, cout, h, w, kh, kw int
+		cfg                        autograd.ConvConfig
+	}{
+		{3, 2, 3, 24, 24, 3, 3, convCfg(1, 1, 1, 1, 1, 1)},
+		{2, 3, 2, 25, 23, 1, 1, convCfg(1, 1, 0, 0, 1, 1)},
+		{3, 2, 2, 48, 40, 3, 3, convCfg(2, 2, 1, 1, 1, 1)},
+		{2, 2, 3, 26, 24, 3, 2, convCfg(1, 1, 2, 0, 2, 1)},
+	}
+	for trial := 0; trial < 40+len(large); trial++ {
 		kh, kw := 1+rng.IntN(4), 1+rng.IntN(4)
 		cfg := convCfg(1+rng.IntN(3), 1+rng.IntN(3), rng.IntN(3), rng.IntN(3), 1+rng.IntN(2), 1+rng.IntN(2))
 		if trial%5 == 0 { // exercise the direct 1×1 path
@@ -182,6 +192,10 @@ func TestConv2dMatchesDirect(t *testing.T) {
 		n, cin, cout := 1+rng.IntN(4), 1+rng.IntN(5), 1+rng.IntN(6)
 		h := cfg.Dilation[0]*(kh-1) + 1 + rng.IntN(9)
 		wd := cfg.Dilation[1]*(kw-1) + 1 + rng.IntN(9)
+		if trial >= 40 {
+			l := large[trial-40]
+			n, cin, cout, h, wd, kh, kw, cfg = l.n, l.cin, l.cout, l.h, l.w, l.kh, l.kw, l.cfg
+		}
 		x := param(rng, n, cin, h, wd)
 		w := param(rng, cout, cin, kh, kw)
 		var b *autograd.Tensor
@@ -285,6 +299,8 @@ func TestConv2dDeterministicAcrossWorkers(t *testing.T) {
 		{[]int{11, 8, 12, 12}, []int{8, 8, 3, 3}, convCfg(1, 1, 1, 1, 1, 1)},  // one image per chunk
 		{[]int{21, 6, 6, 6}, []int{7, 6, 3, 3}, convCfg(1, 1, 1, 1, 1, 1)},    // several images per chunk
 		{[]int{13, 16, 5, 5}, []int{12, 16, 1, 1}, convCfg(1, 1, 0, 0, 1, 1)}, // direct 1×1 path
+		{[]int{9, 4, 24, 24}, []int{5, 4, 3, 3}, convCfg(1, 1, 1, 1, 1, 1)},   // one image per GEMM
+		{[]int{7, 3, 24, 24}, []int{4, 3, 3, 3}, convCfg(2, 2, 1, 1, 1, 1)},   // stride 2
 	}
 	for i, c := range cases {
 		rng := newRNG(uint64(50 + i))

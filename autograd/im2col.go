@@ -38,17 +38,18 @@ func validRange(off, stride, n, outN int) (lo, hi int) {
 	return lo, hi
 }
 
-// im2col unrolls the image x (c×h×w) into col, a g.rows × g.cols matrix
-// whose row (ci, ki, kj) holds, for every output position, the input
-// element under kernel tap (ki, kj) of channel ci, or 0 in the padding.
-func im2col(g *convGeom, x, col []float32) {
-	hw, p := g.h*g.w, g.cols
+// im2col unrolls the image x (c×h×w) into a g.rows × g.cols matrix stored
+// in col with row stride ld: row (ci, ki, kj) holds, for every output
+// position, the input element under kernel tap (ki, kj) of channel ci, or 0
+// in the padding.
+func im2col(g *convGeom, x, col []float32, ld int) {
+	hw := g.h * g.w
 	r := 0
 	for ci := 0; ci < g.c; ci++ {
 		img := x[ci*hw : (ci+1)*hw]
 		for ki := 0; ki < g.kh; ki++ {
 			for kj := 0; kj < g.kw; kj++ {
-				row := col[r*p : (r+1)*p]
+				row := col[r*ld : r*ld+g.cols]
 				r++
 				off := kj*g.dw - g.pw
 				lo, hi := validRange(off, g.sw, g.w, g.wo)
@@ -70,6 +71,50 @@ func im2col(g *convGeom, x, col []float32) {
 						dst[ow] = src[ow*g.sw+off]
 					}
 				}
+			}
+		}
+	}
+}
+
+// wide reports whether im2colWide applies: stride 1 and no negative
+// padding.
+func (g *convGeom) wide() bool {
+	return g.sh == 1 && g.sw == 1 && g.ph >= 0 && g.pw >= 0
+}
+
+// widePitch returns the row length of the padded image used by
+// im2colWide, which is also the number of columns per output row of the
+// wide im2col matrix.
+func (g *convGeom) widePitch() int { return g.w + 2*g.pw }
+
+// padSize returns the length of the padded-image buffer of im2colWide.
+func (g *convGeom) padSize() int {
+	return g.c*(g.h+2*g.ph)*g.widePitch() + (g.kw-1)*g.dw
+}
+
+// im2colWide is im2col for stride 1 computed on the output grid widened to
+// the padded width wp = g.widePitch(): output (oh, ow) for ow in [0, wp)
+// reads the padded image at (oh + ki·dh, ow + kj·dw), so that every row of
+// the matrix is one contiguous slice of the padded image. Columns ow >=
+// g.wo are garbage and must be dropped from the product. col is a g.rows ×
+// g.ho·wp matrix with row stride ld; pad is scratch of g.padSize() elements.
+func im2colWide(g *convGeom, x, pad, col []float32, ld int) {
+	wp, hp := g.widePitch(), g.h+2*g.ph
+	plane := hp * wp
+	clear(pad)
+	for ci := 0; ci < g.c; ci++ {
+		for ih := 0; ih < g.h; ih++ {
+			copy(pad[ci*plane+(ih+g.ph)*wp+g.pw:], x[(ci*g.h+ih)*g.w:(ci*g.h+ih+1)*g.w])
+		}
+	}
+	n := g.ho * wp
+	r := 0
+	for ci := 0; ci < g.c; ci++ {
+		for ki := 0; ki < g.kh; ki++ {
+			for kj := 0; kj < g.kw; kj++ {
+				start := ci*plane + ki*g.dh*wp + kj*g.dw
+				copy(col[r*ld:r*ld+n], pad[start:start+n])
+				r++
 			}
 		}
 	}
@@ -109,6 +154,61 @@ func col2im(g *convGeom, col, dx []float32) {
 					for i, v := range src {
 						dst[(lo+i)*g.sw+off] += v
 					}
+				}
+			}
+		}
+	}
+}
+
+// im2colT writes the transposed im2col matrix of one image: xT holds the
+// image in h×w×c (channels-last) order, and row (oh, ow) of colT, a g.cols ×
+// g.rows matrix, lists the inputs under the kernel at that output position
+// in (ki, kj, ci) order, with 0 in the padding. Because xT keeps the
+// channels of a pixel together, each kernel row is one or a few contiguous
+// copies.
+func im2colT(g *convGeom, xT, colT []float32) {
+	c, k := g.c, g.rows
+	run := g.kw * c
+	for oh := 0; oh < g.ho; oh++ {
+		for ow := 0; ow < g.wo; ow++ {
+			row := colT[(oh*g.wo+ow)*k : (oh*g.wo+ow+1)*k]
+			iw0 := ow*g.sw - g.pw
+			for ki := 0; ki < g.kh; ki++ {
+				seg := row[ki*run : (ki+1)*run]
+				ih := oh*g.sh - g.ph + ki*g.dh
+				if ih < 0 || ih >= g.h {
+					clear(seg)
+					continue
+				}
+				pix := xT[ih*g.w*c : (ih+1)*g.w*c]
+				if g.dw == 1 && iw0 >= 0 && iw0+g.kw <= g.w {
+					copy(seg, pix[iw0*c:(iw0+g.kw)*c])
+					continue
+				}
+				for kj := 0; kj < g.kw; kj++ {
+					d := seg[kj*c : (kj+1)*c]
+					if iw := iw0 + kj*g.dw; iw >= 0 && iw < g.w {
+						copy(d, pix[iw*c:(iw+1)*c])
+					} else {
+						clear(d)
+					}
+				}
+			}
+		}
+	}
+}
+
+// transpose writes the transpose of the rows×cols matrix src into dst
+// (cols×rows), working in small blocks to stay in cache.
+func transpose(rows, cols int, src, dst []float32) {
+	const bs = 8
+	for i0 := 0; i0 < rows; i0 += bs {
+		i1 := min(i0+bs, rows)
+		for j0 := 0; j0 < cols; j0 += bs {
+			j1 := min(j0+bs, cols)
+			for i := i0; i < i1; i++ {
+				for j, v := range src[i*cols+j0 : i*cols+j1] {
+					dst[(j0+j)*rows+i] = v
 				}
 			}
 		}
