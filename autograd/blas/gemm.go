@@ -7,27 +7,28 @@ import (
 )
 
 // parallelWork is the smallest m·n·k worth spreading over several workers.
-const parallelWork = 96 * 96 * 96
-
-// minChunkPanels is the fewest B panels a worker's column chunk gets.
-const minChunkPanels = 4
+const parallelWork = 64 * 64 * 64
 
 // workspace holds one worker's packing buffers; they are reused through
 // wsPool so that a call allocates nothing in the steady state.
 type workspace struct {
 	a   []float32 // packed block of A
-	tmp []float32 // one mr×nr tile for partial tiles at the edges
+	b   []float32 // one packed panel of B (in-place mode, right edge)
+	tmp []float32 // one mr×nr tile for edge tiles the kernel cannot do
 }
 
 var wsPool, bPool sync.Pool
 
-func getWS(na, nt int) *workspace {
+func getWS(na, nb, nt int) *workspace {
 	w, _ := wsPool.Get().(*workspace)
 	if w == nil {
 		w = new(workspace)
 	}
 	if cap(w.a) < na {
 		w.a = alignedFloats(na)
+	}
+	if cap(w.b) < nb {
+		w.b = alignedFloats(nb)
 	}
 	if cap(w.tmp) < nt {
 		w.tmp = alignedFloats(nt)
@@ -46,8 +47,39 @@ func getB(n int) *[]float32 {
 	return p
 }
 
+// split divides items into parts near-equal consecutive ranges and returns
+// the bounds of range i.
+func split(items, parts, i int) (lo, hi int) {
+	q, r := items/parts, items%parts
+	lo = i*q + min(i, r)
+	hi = lo + q
+	if i < r {
+		hi++
+	}
+	return lo, hi
+}
+
+// grid chooses how many parts to split the row tiles and the column
+// panels of C into for w workers: wm·wn == w unless there are too few tiles.
+func grid(w, tilesM, panels int) (wm, wn int) {
+	switch {
+	case w <= 1:
+		return 1, 1
+	case tilesM >= 4*w || tilesM >= 2*w && tilesM >= panels:
+		return w, 1
+	case panels >= w:
+		return 1, w
+	}
+	return min(w, tilesM), 1
+}
+
 // gemm is the blocked driver behind Sgemm; the arguments are already
 // checked. par allows using the worker pool.
+//
+// The tiles of C lie on a fixed grid of mr×nr tiles from the top-left
+// corner and the K dimension is split into blocks of kc whatever the
+// number of workers, and every tile is computed by the same kernel code in
+// the same order, so results do not depend on how work is shared.
 func gemm(par, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if m == 0 || n == 0 {
 		return
@@ -57,25 +89,25 @@ func gemm(par, transA, transB bool, m, n, k int, alpha float32, a []float32, lda
 		return
 	}
 	kern := active.Load()
-	mr, nr := kern.mr, kern.nr
 	workers := 1
 	if par && m*n*k >= parallelWork {
 		workers = parallel.Workers()
 	}
-	kc := kern.kc
-	nc := min(kern.nc, roundUp(n, nr))
-
-	// Split the rows of C into blocks of at most kern.mc rows (a multiple of
-	// mr) and, when there are too few blocks for the workers, the columns
-	// of each nc block into chunks of whole panels. Tile boundaries stay on
-	// the global mr×nr grid, so the split never changes the results.
-	rowBlocks := ceilDiv(m, kern.mc)
-	if workers > 1 && rowBlocks < workers {
-		rowBlocks = min(workers, ceilDiv(m, mr))
+	// With few rows of C each panel of B is used by few tiles, so packing
+	// B costs more than it saves: the kernel reads op(B) in place.
+	if kern.strided && !transB && m <= kern.mc && n >= kern.nr {
+		gemmInPlaceB(kern, workers, transA, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
 	}
-	mcb := roundUp(ceilDiv(m, rowBlocks), mr)
-	rowBlocks = ceilDiv(m, mcb)
+	gemmPacked(kern, workers, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
 
+// gemmPacked packs op(B) into a buffer shared by the workers, block by
+// block, and each worker packs its own blocks of op(A).
+func gemmPacked(kern *microKernel, workers int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	mr, nr, kc := kern.mr, kern.nr, kern.kc
+	nc := min(kern.nc, roundUp(n, nr))
+	tilesM := ceilDiv(m, mr)
 	bp := getB(roundUp(nc, nr) * kc)
 	defer bPool.Put(bp)
 	bbuf := *bp
@@ -83,84 +115,116 @@ func gemm(par, transA, transB bool, m, n, k int, alpha float32, a []float32, lda
 	for jc := 0; jc < n; jc += nc {
 		ncb := min(nc, n-jc)
 		panels := ceilDiv(ncb, nr)
-		colChunks := 1
-		if workers > 1 && rowBlocks < 2*workers {
-			colChunks = max(1, min(ceilDiv(2*workers, rowBlocks), panels/minChunkPanels))
-		}
-		chunkPanels := ceilDiv(panels, colChunks)
-		colChunks = ceilDiv(panels, chunkPanels)
-		units := rowBlocks * colChunks
-
+		wm, wn := grid(workers, tilesM, panels)
 		for pc := 0; pc < k; pc += kc {
 			kcb := min(kc, k-pc)
 			betaEff := beta
 			if pc > 0 {
 				betaEff = 1
 			}
-			if workers > 1 && panels >= 2*minChunkPanels {
-				g := ceilDiv(panels, 2*workers)
-				parallel.For(panels, g, func(lo, hi int) {
+			if workers > 1 && panels >= 2 {
+				parallel.For(panels, ceilDiv(panels, workers), func(lo, hi int) {
 					packB(transB, b, ldb, jc, ncb, pc, kcb, nr, lo, hi, bbuf)
 				})
 			} else {
 				packB(transB, b, ldb, jc, ncb, pc, kcb, nr, 0, panels, bbuf)
 			}
-
-			body := func(lo, hi int) {
-				ws := getWS(mcb*kcb, mr*nr)
-				packed := -1
+			region := func(lo, hi int) {
+				ws := getWS(min(kern.mc, roundUp(m, mr))*kcb, 0, mr*nr)
 				for u := lo; u < hi; u++ {
-					rb, cb := u/colChunks, u%colChunks
-					i0 := rb * mcb
-					rows := min(mcb, m-i0)
-					if rb != packed {
+					t0, t1 := split(tilesM, wm, u/wn)
+					p0, p1 := split(panels, wn, u%wn)
+					for i0 := t0 * mr; i0 < min(t1*mr, m); i0 += kern.mc {
+						rows := min(kern.mc, t1*mr-i0, m-i0)
 						packA(transA, a, lda, i0, rows, pc, kcb, mr, ws.a)
-						packed = rb
+						for t := p0; t < p1; t++ {
+							cols := min(nr, ncb-t*nr)
+							macroKernel(kern, ws, kcb, rows, cols, bbuf[t*kcb*nr:(t+1)*kcb*nr], nr, c[i0*ldc+jc+t*nr:], ldc, alpha, betaEff)
+						}
 					}
-					t0 := cb * chunkPanels
-					t1 := min(t0+chunkPanels, panels)
-					macroKernel(kern, ws, kcb, rows, ncb, t0, t1, bbuf, c[i0*ldc+jc:], ldc, alpha, betaEff)
 				}
 				wsPool.Put(ws)
 			}
-			if workers > 1 && units > 1 {
-				parallel.For(units, 1, body)
+			if wm*wn > 1 {
+				parallel.For(wm*wn, 1, region)
 			} else {
-				body(0, units)
+				region(0, 1)
 			}
 		}
 	}
 }
 
-// macroKernel multiplies the packed rows×kcb block of A in ws.a with B
-// panels [t0, t1) of bp, updating the rows×ncb block of C at c.
-func macroKernel(kern *microKernel, ws *workspace, kcb, rows, ncb, t0, t1 int, bp, c []float32, ldc int, alpha, beta float32) {
+// gemmInPlaceB handles m <= kern.mc with op(B) = B: the workers split the
+// columns of C, and the kernel reads each panel of B where it lies, except
+// a partial panel at the right edge, which is packed.
+func gemmInPlaceB(kern *microKernel, workers int, transA bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	mr, nr, kc := kern.mr, kern.nr, kern.kc
+	panels := ceilDiv(n, nr)
+	tilesM := ceilDiv(m, mr)
+	wm, wn := grid(workers, tilesM, panels)
+	if wn < workers && panels >= workers {
+		wm, wn = 1, workers
+	}
+	region := func(lo, hi int) {
+		ws := getWS(roundUp(m, mr)*min(kc, k), min(kc, k)*nr, mr*nr)
+		for u := lo; u < hi; u++ {
+			t0, t1 := split(tilesM, wm, u/wn)
+			p0, p1 := split(panels, wn, u%wn)
+			i0 := t0 * mr
+			rows := min(t1*mr, m) - i0
+			for pc := 0; pc < k; pc += kc {
+				kcb := min(kc, k-pc)
+				betaEff := beta
+				if pc > 0 {
+					betaEff = 1
+				}
+				packA(transA, a, lda, i0, rows, pc, kcb, mr, ws.a)
+				for t := p0; t < p1; t++ {
+					j := t * nr
+					cols := min(nr, n-j)
+					panel, ld := b[pc*ldb+j:], ldb
+					if cols < nr {
+						packB(false, b, ldb, j, cols, pc, kcb, nr, 0, 1, ws.b)
+						panel, ld = ws.b, nr
+					}
+					macroKernel(kern, ws, kcb, rows, cols, panel, ld, c[i0*ldc+j:], ldc, alpha, betaEff)
+				}
+			}
+		}
+		wsPool.Put(ws)
+	}
+	if wm*wn > 1 {
+		parallel.For(wm*wn, 1, region)
+	} else {
+		region(0, 1)
+	}
+}
+
+// macroKernel multiplies the packed rows×kcb block of A in ws.a with one
+// kcb×cols panel of B (row stride ldb), updating the rows×cols block of C
+// at c.
+func macroKernel(kern *microKernel, ws *workspace, kcb, rows, cols int, bpanel []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
 	mr, nr := kern.mr, kern.nr
 	ap := ws.a
-	for t := t0; t < t1; t++ {
-		j := t * nr
-		cols := min(nr, ncb-j)
-		bpanel := bp[t*kcb*nr : (t+1)*kcb*nr]
-		for i := 0; i < rows; i += mr {
-			rr := min(mr, rows-i)
-			apanel := ap[(i/mr)*kcb*mr : (i/mr+1)*kcb*mr]
-			if rr == mr && cols == nr {
-				kern.run(kcb, apanel, bpanel, c[i*ldc+j:], ldc, alpha, beta)
-				continue
-			}
-			tmp := ws.tmp[:mr*nr]
-			kern.run(kcb, apanel, bpanel, tmp, nr, 1, 0)
-			for r := 0; r < rr; r++ {
-				dst := c[(i+r)*ldc+j : (i+r)*ldc+j+cols]
-				src := tmp[r*nr : r*nr+cols]
-				if beta == 0 {
-					for x, v := range src {
-						dst[x] = alpha * v
-					}
-				} else {
-					for x, v := range src {
-						dst[x] = alpha*v + beta*dst[x]
-					}
+	for i := 0; i < rows; i += mr {
+		rr := min(mr, rows-i)
+		apanel := ap[(i/mr)*kcb*mr : (i/mr+1)*kcb*mr]
+		if (rr == mr || kern.partialRows) && (cols == nr || kern.partialCols) {
+			kern.run(rr, cols, kcb, apanel, bpanel, ldb, c[i*ldc:], ldc, alpha, beta)
+			continue
+		}
+		tmp := ws.tmp[:mr*nr]
+		kern.run(mr, nr, kcb, apanel, bpanel, ldb, tmp, nr, 1, 0)
+		for r := 0; r < rr; r++ {
+			dst := c[(i+r)*ldc : (i+r)*ldc+cols]
+			src := tmp[r*nr : r*nr+cols]
+			if beta == 0 {
+				for x, v := range src {
+					dst[x] = alpha * v
+				}
+			} else {
+				for x, v := range src {
+					dst[x] = alpha*v + beta*dst[x]
 				}
 			}
 		}

@@ -14,11 +14,16 @@ type microKernel struct {
 	mr, nr int // register block: rows of A and columns of B per call
 	mc, kc int // cache block sizes; mc is a multiple of mr
 	nc     int // column block; a multiple of nr
-	// run computes C = alpha·Ap·Bp + beta·C for a full mr×nr tile of C at
-	// c with row stride ldc, where Ap holds kc groups of mr values of A and
-	// Bp kc groups of nr values of B. beta == 0 overwrites C without
-	// reading it. kc >= 1.
-	run func(kc int, ap, bp, c []float32, ldc int, alpha, beta float32)
+	// run computes C = alpha·Ap·B + beta·C for the top-left rows×cols
+	// corner of an mr×nr tile of C at c with row stride ldc. Ap holds kc
+	// groups of mr values of A; B holds kc rows of nr values, ldb apart.
+	// beta == 0 overwrites C without reading it. kc >= 1. Unless the
+	// flags below say otherwise, rows == mr, cols == nr and ldb == nr.
+	run func(rows, cols, kc int, ap, b []float32, ldb int, c []float32, ldc int, alpha, beta float32)
+	// partialRows, partialCols: run accepts rows < mr, cols < nr.
+	partialRows, partialCols bool
+	// strided: run accepts any ldb >= nr, so B can be read in place.
+	strided bool
 }
 
 // generic is the pure-Go kernel, available on every platform.

@@ -12,16 +12,6 @@ func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
 // CPUID reports OSXSAVE.
 func xgetbv() (eax, edx uint32)
 
-// kernelAVX512 is the 12×32 AVX-512 micro-kernel in kernel_amd64.s.
-//
-//go:noescape
-func kernelAVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32)
-
-// kernelAVX2 is the 6×16 AVX2+FMA micro-kernel in kernel_amd64.s.
-//
-//go:noescape
-func kernelAVX2(kc int, a, b, c *float32, ldc int, alpha, beta float32)
-
 // cpuFeatures reports whether the CPU and operating system support the
 // AVX2+FMA and AVX-512F kernels.
 func cpuFeatures() (avx2, avx512 bool) {
@@ -65,7 +55,8 @@ func archKernels() []*microKernel {
 			name: "avx2",
 			mr:   6, nr: 16,
 			mc: 144, kc: 256, nc: 3072,
-			run: runAVX2,
+			run:         runAVX2,
+			partialRows: true, strided: true,
 		})
 	}
 	if avx512 {
@@ -73,22 +64,39 @@ func archKernels() []*microKernel {
 			name: "avx512",
 			mr:   12, nr: 32,
 			mc: 480, kc: 256, nc: 3072,
-			run: runAVX512,
+			run:         runAVX512,
+			partialRows: true, partialCols: true, strided: true,
 		})
 	}
 	return ks
 }
 
-func runAVX512(kc int, ap, bp, c []float32, ldc int, alpha, beta float32) {
-	_ = ap[kc*12-1]
-	_ = bp[kc*32-1]
-	_ = c[11*ldc+31]
-	kernelAVX512(kc, &ap[0], &bp[0], &c[0], ldc, alpha, beta)
+// avx512Kernels[r-1] is the AVX-512 kernel for r rows (kernel_amd64.s).
+var avx512Kernels = [12]func(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32){
+	kernelAVX512x1, kernelAVX512x2, kernelAVX512x3, kernelAVX512x4,
+	kernelAVX512x5, kernelAVX512x6, kernelAVX512x7, kernelAVX512x8,
+	kernelAVX512x9, kernelAVX512x10, kernelAVX512x11, kernelAVX512x12,
 }
 
-func runAVX2(kc int, ap, bp, c []float32, ldc int, alpha, beta float32) {
+// avx2Kernels[r-1] is the AVX2 kernel for r rows (kernel_amd64.s).
+var avx2Kernels = [6]func(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32){
+	kernelAVX2x1, kernelAVX2x2, kernelAVX2x3, kernelAVX2x4, kernelAVX2x5, kernelAVX2x6,
+}
+
+// runAVX512 implements microKernel.run for the 12×32 AVX-512 kernels. The
+// slice expressions check that every element the kernel touches exists.
+func runAVX512(rows, cols, kc int, ap, b []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
+	_ = ap[kc*12-1]
+	_ = b[(kc-1)*ldb+31]
+	_ = c[(rows-1)*ldc+cols-1]
+	mask := uint32(1)<<cols - 1 // cols == 32 gives all ones
+	avx512Kernels[rows-1](kc, &ap[0], &b[0], ldb, &c[0], ldc, alpha, beta, mask)
+}
+
+// runAVX2 implements microKernel.run for the 6×16 AVX2 kernels.
+func runAVX2(rows, _, kc int, ap, b []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
 	_ = ap[kc*6-1]
-	_ = bp[kc*16-1]
-	_ = c[5*ldc+15]
-	kernelAVX2(kc, &ap[0], &bp[0], &c[0], ldc, alpha, beta)
+	_ = b[(kc-1)*ldb+15]
+	_ = c[(rows-1)*ldc+15]
+	avx2Kernels[rows-1](kc, &ap[0], &b[0], ldb, &c[0], ldc, alpha, beta)
 }

@@ -11,37 +11,10 @@ func packA(transA bool, a []float32, lda, i0, mcb, pc, kcb, mr int, dst []float3
 		panel := dst[t*kcb*mr : (t+1)*kcb*mr]
 		base := i0 + t*mr
 		if transA {
-			// op(A)[i][p] = a[p*lda+i]: each p gives mr contiguous values.
-			for p := 0; p < kcb; p++ {
-				d := panel[p*mr : p*mr+mr]
-				s := a[(pc+p)*lda+base:]
-				copy(d[:rows], s[:rows])
-				clear(d[rows:])
-			}
-			continue
-		}
-		if rows < mr {
-			clear(panel)
-		}
-		// Copy four rows at a time so that each pass reads four
-		// sequential streams and writes the panel once.
-		r := 0
-		for ; r+4 <= rows; r += 4 {
-			s0 := a[(base+r)*lda+pc : (base+r)*lda+pc+kcb]
-			s1 := a[(base+r+1)*lda+pc : (base+r+1)*lda+pc+kcb]
-			s2 := a[(base+r+2)*lda+pc : (base+r+2)*lda+pc+kcb]
-			s3 := a[(base+r+3)*lda+pc : (base+r+3)*lda+pc+kcb]
-			d := panel[r:]
-			for p := range s0 {
-				q := d[p*mr : p*mr+4 : p*mr+4]
-				q[0], q[1], q[2], q[3] = s0[p], s1[p], s2[p], s3[p]
-			}
-		}
-		for ; r < rows; r++ {
-			s := a[(base+r)*lda+pc : (base+r)*lda+pc+kcb]
-			for p, v := range s {
-				panel[p*mr+r] = v
-			}
+			// op(A)[i][p] = a[p*lda+i]: each p gives rows contiguous values.
+			packContiguous(a[pc*lda+base:], lda, kcb, rows, mr, panel)
+		} else {
+			packStrided(a[base*lda+pc:], lda, kcb, rows, mr, panel)
 		}
 	}
 }
@@ -55,26 +28,74 @@ func packB(transB bool, b []float32, ldb, j0, ncb, pc, kcb, nr, t0, t1 int, dst 
 		cols := min(nr, ncb-t*nr)
 		panel := dst[t*kcb*nr : (t+1)*kcb*nr]
 		base := j0 + t*nr
-		if !transB {
-			for p := 0; p < kcb; p++ {
-				d := panel[p*nr : p*nr+nr]
-				s := b[(pc+p)*ldb+base:]
-				copy(d[:cols], s[:cols])
-				clear(d[cols:])
-			}
-			continue
+		if transB {
+			// op(B)[p][j] = b[j*ldb+p]: each column is a row of b.
+			packStrided(b[base*ldb+pc:], ldb, kcb, cols, nr, panel)
+		} else {
+			packContiguous(b[pc*ldb+base:], ldb, kcb, cols, nr, panel)
 		}
-		// op(B)[p][j] = b[j*ldb+p]: each column is a contiguous row of b.
-		for cc := 0; cc < cols; cc++ {
-			s := b[(base+cc)*ldb+pc : (base+cc)*ldb+pc+kcb]
-			for p, v := range s {
-				panel[p*nr+cc] = v
-			}
-		}
-		if cols < nr {
+	}
+}
+
+// packContiguous copies kcb groups of w <= width values, src[p*ld:][:w]
+// for each p, into dst[p*width:], zeroing the rest of each group.
+func packContiguous(src []float32, ld, kcb, w, width int, dst []float32) {
+	if w == width {
+		switch width {
+		case 32:
 			for p := 0; p < kcb; p++ {
-				clear(panel[p*nr+cols : p*nr+nr])
+				*(*[32]float32)(dst[p*32:]) = *(*[32]float32)(src[p*ld:])
 			}
+			return
+		case 16:
+			for p := 0; p < kcb; p++ {
+				*(*[16]float32)(dst[p*16:]) = *(*[16]float32)(src[p*ld:])
+			}
+			return
+		case 12:
+			for p := 0; p < kcb; p++ {
+				*(*[12]float32)(dst[p*12:]) = *(*[12]float32)(src[p*ld:])
+			}
+			return
+		case 6:
+			for p := 0; p < kcb; p++ {
+				*(*[6]float32)(dst[p*6:]) = *(*[6]float32)(src[p*ld:])
+			}
+			return
+		}
+	}
+	for p := 0; p < kcb; p++ {
+		d := dst[p*width : p*width+width]
+		copy(d[:w], src[p*ld:p*ld+w])
+		clear(d[w:])
+	}
+}
+
+// packStrided transposes: for each of w <= width rows r of src (ld apart,
+// kcb values each) it writes src[r*ld+p] to dst[p*width+r], zeroing
+// positions r >= w.
+func packStrided(src []float32, ld, kcb, w, width int, dst []float32) {
+	dst = dst[:kcb*width]
+	if w < width {
+		clear(dst)
+	}
+	// Four rows at a time: four sequential read streams, and each group of
+	// dst is written in runs of four.
+	r := 0
+	for ; r+4 <= w; r += 4 {
+		s0 := src[r*ld : r*ld+kcb]
+		s1 := src[(r+1)*ld : (r+1)*ld+kcb]
+		s2 := src[(r+2)*ld : (r+2)*ld+kcb]
+		s3 := src[(r+3)*ld : (r+3)*ld+kcb]
+		d := dst[r:]
+		for p := range s0 {
+			q := (*[4]float32)(d[p*width:])
+			q[0], q[1], q[2], q[3] = s0[p], s1[p], s2[p], s3[p]
+		}
+	}
+	for ; r < w; r++ {
+		for p, v := range src[r*ld : r*ld+kcb] {
+			dst[p*width+r] = v
 		}
 	}
 }
