@@ -93,6 +93,12 @@ func gemm(par, transA, transB bool, m, n, k int, alpha float32, a []float32, lda
 	if par && m*n*k >= parallelWork {
 		workers = parallel.Workers()
 	}
+	// C = A·Bᵀ with few rows: transposing B to pack it would cost more than
+	// the product, so take dot products of the rows of A and B instead.
+	if kern.dot != nil && !transA && transB && m <= dotMaxM {
+		gemmDot(kern, workers, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
 	// With few rows of C each panel of B is used by few tiles, so packing
 	// B costs more than it saves: the kernel reads op(B) in place.
 	if kern.strided && !transB && m <= kern.mc && n >= kern.nr {
@@ -192,6 +198,71 @@ func gemmInPlaceB(kern *microKernel, workers int, transA bool, m, n, k int, alph
 			}
 		}
 		wsPool.Put(ws)
+	}
+	if wm*wn > 1 {
+		parallel.For(wm*wn, 1, region)
+	} else {
+		region(0, 1)
+	}
+}
+
+// dotMaxM is the most rows of C for which gemmDot computes C = A·Bᵀ.
+const dotMaxM = 64
+
+// dotKC is the length of the blocks of K in gemmDot: six rows of B of
+// this length fit in the L1 cache while they meet every row of A.
+const dotKC = 1024
+
+// gemmDot computes C = alpha·A·Bᵀ + beta·C with A (m×k) and B (n×k) both
+// stored with k contiguous, as 4×6 blocks of dot products, without packing.
+// The workers split the blocks of C; K is taken in blocks of dotKC.
+func gemmDot(kern *microKernel, workers int, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	gm, gn := ceilDiv(m, 4), ceilDiv(n, 6)
+	wm, wn := grid(workers, gm, gn)
+	region := func(lo, hi int) {
+		var rows [10]*float32
+		var out [24]float32
+		for u := lo; u < hi; u++ {
+			g0, g1 := split(gm, wm, u/wn)
+			h0, h1 := split(gn, wn, u%wn)
+			for pc := 0; pc < k; pc += dotKC {
+				kcb := min(dotKC, k-pc)
+				betaEff := beta
+				if pc > 0 {
+					betaEff = 1
+				}
+				for h := h0; h < h1; h++ {
+					j0 := h * 6
+					nj := min(6, n-j0)
+					// Rows past the edge repeat the last one; their
+					// results are dropped.
+					for j := range 6 {
+						rows[4+j] = &b[(j0+min(j, nj-1))*ldb+pc]
+					}
+					for g := g0; g < g1; g++ {
+						i0 := g * 4
+						ni := min(4, m-i0)
+						for i := range 4 {
+							rows[i] = &a[(i0+min(i, ni-1))*lda+pc]
+						}
+						kern.dot(kcb, &rows, &out)
+						for i := 0; i < ni; i++ {
+							crow := c[(i0+i)*ldc+j0 : (i0+i)*ldc+j0+nj]
+							res := out[i*6 : i*6+nj]
+							if betaEff == 0 {
+								for j, v := range res {
+									crow[j] = alpha * v
+								}
+							} else {
+								for j, v := range res {
+									crow[j] = alpha*v + betaEff*crow[j]
+								}
+							}
+						}
+					}
+				}
+			}
+		}
 	}
 	if wm*wn > 1 {
 		parallel.For(wm*wn, 1, region)

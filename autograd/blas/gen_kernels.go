@@ -57,6 +57,7 @@ func main() {
 	for r := 1; r <= avx2.mr; r++ {
 		gen(avx2, r)
 	}
+	genDot()
 	if err := os.WriteFile("kernel_amd64.s", out.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
 	}
@@ -259,4 +260,92 @@ func log2(n int) int {
 		log.Fatalf("unroll %d is not a power of two", n)
 	}
 	return l
+}
+
+// genDot emits dotAVX512, which computes the 4×6 dot products of four rows
+// of A with six rows of B, each k values long, for C = A·Bᵀ when both are
+// stored with k contiguous. Every accumulator holds 16 partial sums (lane
+// l sums the elements p ≡ l mod 16), which are added up in a fixed tree at
+// the end.
+func genDot() {
+	const name = "dotAVX512"
+	d("")
+	d("// %s stores in out[i*6+j] the dot product of the k values at rows[i]", name)
+	d("// (rows of A, i < 4) and rows[4+j] (rows of B, j < 6).")
+	d("//")
+	d("//go:noescape")
+	d("func %s(k int, rows *[10]*float32, out *[24]float32)", name)
+	ptr := []string{"AX", "BX", "DX", "SI", "DI", "R8", "R9", "R10", "R11", "R12"}
+	acc := func(i, j int) string { return fmt.Sprintf("Z%d", i*6+j) }
+	step := func(masked bool) {
+		ld := func(r int, dst string) {
+			if masked {
+				p("\tVMOVUPS.Z (%s)(R13*1), K1, %s", ptr[r], dst)
+			} else {
+				p("\tVMOVUPS (%s)(R13*1), %s", ptr[r], dst)
+			}
+		}
+		for i := 0; i < 4; i++ {
+			ld(i, fmt.Sprintf("Z%d", 24+i))
+		}
+		for j := 0; j < 6; j++ {
+			bz := fmt.Sprintf("Z%d", 28+j%2)
+			ld(4+j, bz)
+			for i := 0; i < 4; i++ {
+				p("\tVFMADD231PS Z%d, %s, %s", 24+i, bz, acc(i, j))
+			}
+		}
+		p("\tADDQ $64, R13")
+	}
+	p("")
+	p("// func %s(k int, rows *[10]*float32, out *[24]float32)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-24", name)
+	// K1 masks the k mod 16 values of the last, partial step.
+	p("\tMOVQ k+0(FP), CX")
+	p("\tANDQ $15, CX")
+	p("\tMOVL $1, R13")
+	p("\tSHLL CX, R13")
+	p("\tDECL R13")
+	p("\tKMOVW R13, K1")
+	p("\tMOVQ rows+8(FP), CX")
+	for r, reg := range ptr {
+		p("\tMOVQ %d(CX), %s", 8*r, reg)
+	}
+	for i := 0; i < 24; i++ {
+		p("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
+	}
+	p("\tXORQ R13, R13") // byte offset into every row
+	p("\tMOVQ k+0(FP), CX")
+	p("\tSHRQ $5, CX")
+	p("\tJZ %s_one", name)
+	p("%s_loop:", name)
+	step(false)
+	step(false)
+	p("\tDECQ CX")
+	p("\tJNZ %s_loop", name)
+	p("%s_one:", name)
+	p("\tMOVQ k+0(FP), CX")
+	p("\tTESTQ $16, CX")
+	p("\tJZ %s_tail", name)
+	step(false)
+	p("%s_tail:", name)
+	p("\tTESTQ $15, CX")
+	p("\tJZ %s_reduce", name)
+	step(true)
+	p("%s_reduce:", name)
+	p("\tMOVQ out+16(FP), R13")
+	for i := 0; i < 24; i++ {
+		z := fmt.Sprintf("Z%d", i)
+		p("\tVSHUFF32X4 $0x4E, %s, %s, Z30", z, z)
+		p("\tVADDPS Z30, %s, %s", z, z)
+		p("\tVSHUFF32X4 $0xB1, %s, %s, Z30", z, z)
+		p("\tVADDPS Z30, %s, %s", z, z)
+		p("\tVPERMILPS $0x4E, %s, Z30", z)
+		p("\tVADDPS Z30, %s, %s", z, z)
+		p("\tVPERMILPS $0xB1, %s, Z30", z)
+		p("\tVADDPS Z30, %s, %s", z, z)
+		p("\tVMOVSS X%d, %d(R13)", i, 4*i)
+	}
+	p("\tVZEROUPPER")
+	p("\tRET")
 }

@@ -24,6 +24,9 @@ type microKernel struct {
 	partialRows, partialCols bool
 	// strided: run accepts any ldb >= nr, so B can be read in place.
 	strided bool
+	// dot, if set, stores in out[i*6+j] the dot products of the k values
+	// at rows[i] (i < 4) and rows[4+j] (j < 6); see gemmDot.
+	dot func(k int, rows *[10]*float32, out *[24]float32)
 }
 
 // generic is the pure-Go kernel, available on every platform.

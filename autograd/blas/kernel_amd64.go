@@ -66,6 +66,7 @@ func archKernels() []*microKernel {
 			mc: 480, kc: 256, nc: 3072,
 			run:         runAVX512,
 			partialRows: true, partialCols: true, strided: true,
+			dot: dotAVX512,
 		})
 	}
 	return ks

@@ -105,3 +105,9 @@ func kernelAVX2x5(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, be
 //
 //go:noescape
 func kernelAVX2x6(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32)
+
+// dotAVX512 stores in out[i*6+j] the dot product of the k values at rows[i]
+// (rows of A, i < 4) and rows[4+j] (rows of B, j < 6).
+//
+//go:noescape
+func dotAVX512(k int, rows *[10]*float32, out *[24]float32)
