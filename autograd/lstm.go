@@ -187,3 +187,241 @@ func lstmBackward(x, h, c, wIH, wHH, bIH, bHH *Tensor, gates, tc, g []float32) {
 		addInto(bHH.grad(), db)
 	}
 }
+
+// LSTM runs one LSTM layer over a whole sequence, as a one-layer
+// torch.nn.LSTM does, and returns the same values as LSTMCell applied step
+// by step. x is (T, B, In), h0 and c0 are (B, H) and the weights and biases
+// are shaped as for LSTMCell (biases may be nil). It returns out, the
+// hidden state of every step, shape (T, B, H), and the final states hN
+// (equal to the last step of out) and cN, shape (B, H).
+//
+// The op is organised for speed at small batches: the input projection
+// x·wIHᵀ + biases of all T steps is one GEMM before the recurrence, so only
+// the (B, H)×(H, 4H) product with wHH remains per step (read from a
+// transposed copy that the GEMM uses in place). The backward pass likewise
+// runs only dh = dGates·wHH per step and afterwards computes the gradients
+// of x, wIH and wHH with one GEMM each over all T·B rows. With T = 0, out is
+// empty and hN, cN are h0 and c0 themselves.
+func LSTM(x, h0, c0, wIH, wHH, bIH, bHH *Tensor) (out, hN, cN *Tensor) {
+	const op = "LSTM"
+	mustRank(op, "x", x, 3)
+	mustRank(op, "h0", h0, 2)
+	mustRank(op, "weight_ih", wIH, 2)
+	mustRank(op, "weight_hh", wHH, 2)
+	steps, b, in, hid := x.shape[0], x.shape[1], x.shape[2], h0.shape[1]
+	if h0.shape[0] != b {
+		panic(fmt.Sprintf("autograd.LSTM: batch sizes differ: x %v vs h0 %v", x.shape, h0.shape))
+	}
+	if !sameShape(c0.shape, h0.shape) {
+		panic(fmt.Sprintf("autograd.LSTM: c0 shape %v does not match h0 %v", c0.shape, h0.shape))
+	}
+	g4 := 4 * hid
+	if wIH.shape[0] != g4 || wIH.shape[1] != in {
+		panic(fmt.Sprintf("autograd.LSTM: weight_ih shape %v does not match x %v and h0 %v (want [%d %d])", wIH.shape, x.shape, h0.shape, g4, in))
+	}
+	if wHH.shape[0] != g4 || wHH.shape[1] != hid {
+		panic(fmt.Sprintf("autograd.LSTM: weight_hh shape %v does not match h0 %v (want [%d %d])", wHH.shape, h0.shape, g4, hid))
+	}
+	for _, bias := range []struct {
+		name string
+		t    *Tensor
+	}{{"bias_ih", bIH}, {"bias_hh", bHH}} {
+		if bias.t != nil && (len(bias.t.shape) != 1 || bias.t.shape[0] != g4) {
+			panic(fmt.Sprintf("autograd.LSTM: %s shape %v does not match h0 %v (want [%d])", bias.name, bias.t.shape, h0.shape, g4))
+		}
+	}
+	if steps == 0 {
+		return New(0, b, hid), h0, c0
+	}
+
+	rows, bh := steps*b, b*hid
+	// Input projections of every step plus both biases.
+	gates := alloc(rows*g4, false)
+	beta := float32(0)
+	if rows > 0 && (bIH != nil || bHH != nil) {
+		beta = 1
+		bsum := gates[:g4]
+		clear(bsum)
+		if bIH != nil {
+			copy(bsum, bIH.Data)
+		}
+		if bHH != nil {
+			for j, v := range bHH.Data {
+				bsum[j] += v
+			}
+		}
+		for r := 1; r < rows; r++ {
+			copy(gates[r*g4:(r+1)*g4], bsum)
+		}
+	}
+	if g4 > 0 {
+		blas.Sgemm(false, true, rows, g4, in, 1, x.Data, in, wIH.Data, in, beta, gates, g4)
+	}
+	// wHHᵀ, (H, 4H): the per-step GEMM reads it in place without packing.
+	whhT := alloc(hid*g4, false)
+	transposeRows(whhT, wHH.Data, g4, hid)
+
+	// state holds [h0, h_1, …, h_T, c0, c_1, …, c_T], each (B, H): the
+	// hidden states double as the stacked previous states of the backward
+	// GEMM for wHH, and the cell states as c_{t−1} of the gate gradients.
+	// The gate buffer is overwritten with the activated gates and tc with
+	// tanh(c_t), for backward.
+	n1 := (steps + 1) * bh
+	state := empty(2 * n1)
+	hs, cs := state.Data[:n1], state.Data[n1:]
+	copy(hs[:bh], h0.Data)
+	copy(cs[:bh], c0.Data)
+	tc := alloc(rows*hid, false)
+	for t := range steps {
+		gt := gates[t*b*g4 : (t+1)*b*g4]
+		if b > 0 && g4 > 0 && hid > 0 {
+			blas.Sgemm(false, false, b, g4, hid, 1, hs[t*bh:(t+1)*bh], hid, whhT, g4, 1, gt, g4)
+		}
+		cPrev, cNext := cs[t*bh:(t+1)*bh], cs[(t+1)*bh:(t+2)*bh]
+		hNext, tct := hs[(t+1)*bh:(t+2)*bh], tc[t*bh:(t+1)*bh]
+		parallel.For(b, rowGrain(g4), func(lo, hi int) {
+			for r := lo; r < hi; r++ {
+				gr := gt[r*g4 : (r+1)*g4]
+				for j := 0; j < hid; j++ {
+					ig := sigmoid(gr[j])
+					fg := sigmoid(gr[hid+j])
+					gg := tanh(gr[2*hid+j])
+					og := sigmoid(gr[3*hid+j])
+					gr[j], gr[hid+j], gr[2*hid+j], gr[3*hid+j] = ig, fg, gg, og
+					k := r*hid + j
+					cn := fg*cPrev[k] + ig*gg
+					th := tanh(cn)
+					tct[k] = th
+					cNext[k] = cn
+					hNext[k] = og * th
+				}
+			}
+		})
+	}
+
+	record(op, state, func(g []float32) {
+		lstmSeqBackward(x, h0, c0, wIH, wHH, bIH, bHH, gates, tc, state.Data, g)
+	}, x, h0, c0, wIH, wHH, bIH, bHH)
+
+	out = &Tensor{Data: hs[bh:n1:n1], shape: []int{steps, b, hid}}
+	hN = &Tensor{Data: hs[n1-bh : n1 : n1], shape: []int{b, hid}}
+	cN = &Tensor{Data: cs[n1-bh:], shape: []int{b, hid}}
+	record("LSTM.out", out, func(g []float32) { addInto(state.grad()[bh:n1], g) }, state)
+	record("LSTM.h", hN, func(g []float32) { addInto(state.grad()[n1-bh:n1], g) }, state)
+	record("LSTM.c", cN, func(g []float32) { addInto(state.grad()[2*n1-bh:], g) }, state)
+	return out, hN, cN
+}
+
+// transposeRows writes the (cols, rows) transpose of the row-major (rows, cols)
+// matrix src into dst, in cache-sized blocks.
+func transposeRows(dst, src []float32, rows, cols int) {
+	const blk = 32
+	parallel.For(rows, 64, func(lo, hi int) {
+		for i0 := lo; i0 < hi; i0 += blk {
+			i1 := min(i0+blk, hi)
+			for j0 := 0; j0 < cols; j0 += blk {
+				j1 := min(j0+blk, cols)
+				for i := i0; i < i1; i++ {
+					s := src[i*cols : (i+1)*cols]
+					for j := j0; j < j1; j++ {
+						dst[j*rows+i] = s[j]
+					}
+				}
+			}
+		}
+	})
+}
+
+// lstmSeqBackward accumulates the gradients of LSTM given g, the gradient
+// of its state buffer [h0, h_1..h_T, c0, c_1..c_T] (only h_1..h_T and c_T
+// receive gradients from outside). gates holds the activated gates of every
+// step and tc holds tanh(c_t).
+func lstmSeqBackward(x, h0, c0, wIH, wHH, bIH, bHH *Tensor, gates, tc, state, g []float32) {
+	steps, b, in, hid := x.shape[0], x.shape[1], x.shape[2], h0.shape[1]
+	g4, bh, rows := 4*hid, b*hid, steps*b
+	n1 := (steps + 1) * bh
+	hs, cs := state[:n1], state[n1:]
+	dOut := g[bh:n1]
+	// dh and dc carry ∂loss/∂h_t and ∂loss/∂c_t from step t+1 back to
+	// step t; dG is the gradient of the gate pre-activations of all steps.
+	dh := alloc(bh, true)
+	dc := alloc(bh, false)
+	copy(dc, g[2*n1-bh:])
+	dG := alloc(rows*g4, false)
+	for t := steps - 1; t >= 0; t-- {
+		gt := gates[t*b*g4 : (t+1)*b*g4]
+		dt := dG[t*b*g4 : (t+1)*b*g4]
+		cPrev := cs[t*bh : (t+1)*bh]
+		tct := tc[t*bh : (t+1)*bh]
+		dOutT := dOut[t*bh : (t+1)*bh]
+		parallel.For(b, rowGrain(g4), func(lo, hi int) {
+			for r := lo; r < hi; r++ {
+				gr := gt[r*g4 : (r+1)*g4]
+				dr := dt[r*g4 : (r+1)*g4]
+				for j := 0; j < hid; j++ {
+					k := r*hid + j
+					ig, fg, gg, og := gr[j], gr[hid+j], gr[2*hid+j], gr[3*hid+j]
+					th := tct[k]
+					dhv := dOutT[k] + dh[k]
+					dct := dc[k] + dhv*og*(1-th*th)
+					dr[j] = dct * gg * ig * (1 - ig)
+					dr[hid+j] = dct * cPrev[k] * fg * (1 - fg)
+					dr[2*hid+j] = dct * ig * (1 - gg*gg)
+					dr[3*hid+j] = dhv * th * og * (1 - og)
+					dc[k] = dct * fg
+				}
+			}
+		})
+		if t > 0 || h0.requiresGrad {
+			// dh = dGates·wHH, the gradient reaching h_{t−1}.
+			if b > 0 && hid > 0 && g4 > 0 {
+				blas.Sgemm(false, false, b, hid, g4, 1, dt, g4, wHH.Data, hid, 0, dh, hid)
+			}
+		}
+	}
+	if h0.requiresGrad {
+		addInto(h0.grad(), dh)
+	}
+	if c0.requiresGrad {
+		addInto(c0.grad(), dc)
+	}
+	if rows == 0 || g4 == 0 {
+		return
+	}
+	if x.requiresGrad && in > 0 {
+		blas.Sgemm(false, false, rows, in, g4, 1, dG, g4, wIH.Data, in, 1, x.grad(), in)
+	}
+	if wIH.requiresGrad && in > 0 {
+		blas.Sgemm(true, false, g4, in, rows, 1, dG, g4, x.Data, in, 1, wIH.grad(), in)
+	}
+	if wHH.requiresGrad {
+		// Σ_t dGates_tᵀ·h_{t−1} over the stacked previous states h0..h_{T−1}.
+		blas.Sgemm(true, false, g4, hid, rows, 1, dG, g4, hs[:rows*hid], hid, 1, wHH.grad(), hid)
+	}
+	ihNeeds := bIH != nil && bIH.requiresGrad
+	hhNeeds := bHH != nil && bHH.requiresGrad
+	if !ihNeeds && !hhNeeds {
+		return
+	}
+	db := columnSums(dG, rows, g4)
+	if ihNeeds {
+		addInto(bIH.grad(), db)
+	}
+	if hhNeeds {
+		addInto(bHH.grad(), db)
+	}
+}
+
+// columnSums returns the column sums of the row-major (rows, cols) matrix
+// m, each column summed over the rows in order.
+func columnSums(m []float32, rows, cols int) []float32 {
+	s := alloc(cols, true)
+	parallel.For(cols, 256, func(lo, hi int) {
+		for r := 0; r < rows; r++ {
+			for j, v := range m[r*cols+lo : r*cols+hi] {
+				s[lo+j] += v
+			}
+		}
+	})
+	return s
+}

@@ -274,3 +274,285 @@ func TestLSTMCellWorkerIndependent(t *testing.T) {
 		t.Error("results differ between 1 and 4 workers")
 	}
 }
+
+// seqInputs returns the per-step (B, In) slices of the (T, B, In) tensor x
+// as graph ops, so gradients flow back to x.
+func seqInputs(x *autograd.Tensor) []*autograd.Tensor {
+	steps, batch, in := x.Dim(0), x.Dim(1), x.Dim(2)
+	flat := autograd.Reshape(x, steps*batch, in)
+	xs := make([]*autograd.Tensor, steps)
+	for s := range steps {
+		xs[s] = autograd.Slice(flat, 0, s*batch, (s+1)*batch)
+	}
+	return xs
+}
+
+// TestLSTMSequenceMatchesCell checks the fused sequence op against
+// LSTMCell unrolled step by step: outputs, final states and every
+// gradient, for several shapes and with or without biases.
+func TestLSTMSequenceMatchesCell(t *testing.T) {
+	cases := []struct {
+		steps, batch, in, hid int
+		bias                  bool
+	}{
+		{1, 1, 1, 1, true},
+		{5, 3, 4, 6, true},
+		{7, 2, 9, 5, false},
+		{3, 21, 17, 33, true}, // several row chunks and GEMM tiles
+	}
+	for ci, c := range cases {
+		rng := newRNG(80 + uint64(ci))
+		p := newLSTMParams(90+uint64(ci), c.in, c.hid)
+		if !c.bias {
+			p.bIH, p.bHH = nil, nil
+		}
+		x := param(rng, c.steps, c.batch, c.in)
+		h0, c0 := param(rng, c.batch, c.hid), param(rng, c.batch, c.hid)
+		w := autograd.RandN(rng, c.steps, c.batch, c.hid)
+		wc := autograd.RandN(rng, c.batch, c.hid)
+		wh := autograd.RandN(rng, c.batch, c.hid)
+		leaves := []*autograd.Tensor{x, h0, c0, p.wIH, p.wHH, p.bIH, p.bHH}
+		run := func(fused bool) (vals [][]float32) {
+			for _, v := range leaves {
+				if v != nil {
+					v.Grad = nil
+				}
+			}
+			var out, hN, cN *autograd.Tensor
+			if fused {
+				out, hN, cN = autograd.LSTM(x, h0, c0, p.wIH, p.wHH, p.bIH, p.bHH)
+			} else {
+				h, cc := h0, c0
+				var hs []*autograd.Tensor
+				for _, xt := range seqInputs(x) {
+					h, cc = autograd.LSTMCell(xt, h, cc, p.wIH, p.wHH, p.bIH, p.bHH)
+					hs = append(hs, h)
+				}
+				out = autograd.Reshape(autograd.Concat(0, hs...), c.steps, c.batch, c.hid)
+				hN, cN = h, cc
+			}
+			loss := autograd.Add(autograd.Sum(autograd.Mul(out, w)),
+				autograd.Add(autograd.Sum(autograd.Mul(cN, wc)), autograd.Sum(autograd.Mul(hN, wh))))
+			loss.Backward()
+			vals = [][]float32{out.Data, hN.Data, cN.Data}
+			for _, v := range leaves {
+				if v != nil {
+					vals = append(vals, v.Grad)
+				}
+			}
+			return vals
+		}
+		want, got := run(false), run(true)
+		names := []string{"out", "hN", "cN", "gx", "gh0", "gc0", "gweight_ih", "gweight_hh", "gbias_ih", "gbias_hh"}
+		for i := range want {
+			if len(got[i]) != len(want[i]) {
+				t.Fatalf("case %d: %s has %d elements, want %d", ci, names[i], len(got[i]), len(want[i]))
+			}
+			for k := range want[i] {
+				if d := math.Abs(float64(got[i][k] - want[i][k])); d > 1e-5*math.Max(1, math.Abs(float64(want[i][k]))) {
+					t.Fatalf("case %d: %s[%d] = %v, LSTMCell gives %v", ci, names[i], k, got[i][k], want[i][k])
+				}
+			}
+		}
+	}
+}
+
+func TestLSTMSequenceGradients(t *testing.T) {
+	rng := newRNG(100)
+	const steps, b, in, hid = 4, 2, 3, 4
+	p := newLSTMParams(101, in, hid)
+	x := param(rng, steps, b, in)
+	h0, c0 := param(rng, b, hid), param(rng, b, hid)
+	inputs := []*autograd.Tensor{x, h0, c0, p.wIH, p.wHH, p.bIH, p.bHH}
+	outputs := map[string]func() *autograd.Tensor{
+		"out and final states": func() *autograd.Tensor {
+			out, hN, cN := autograd.LSTM(x, h0, c0, p.wIH, p.wHH, p.bIH, p.bHH)
+			return autograd.Concat(0, autograd.Reshape(out, steps*b, hid), hN, cN)
+		},
+		"out": func() *autograd.Tensor {
+			out, _, _ := autograd.LSTM(x, h0, c0, p.wIH, p.wHH, p.bIH, p.bHH)
+			return out
+		},
+		"final h": func() *autograd.Tensor {
+			_, hN, _ := autograd.LSTM(x, h0, c0, p.wIH, p.wHH, p.bIH, p.bHH)
+			return hN
+		},
+		"final c": func() *autograd.Tensor {
+			_, _, cN := autograd.LSTM(x, h0, c0, p.wIH, p.wHH, p.bIH, p.bHH)
+			return cN
+		},
+		"two stacked layers": func() *autograd.Tensor {
+			out, _, _ := autograd.LSTM(x, h0, c0, p.wIH, p.wHH, p.bIH, p.bHH)
+			out, _, cN := autograd.LSTM(autograd.Tanh(out), c0, h0, p.wHH, p.wHH, nil, p.bIH)
+			return autograd.Concat(0, autograd.Reshape(out, steps*b, hid), cN)
+		},
+	}
+	for name, f := range outputs {
+		if err := gradcheck.Check(f, inputs, gradcheck.Options{}); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// Without biases; only some inputs require a gradient (h0 and c0 are
+	// constants, so the recurrence must not write their gradients).
+	h, c := autograd.RandN(rng, b, hid), autograd.RandN(rng, b, hid)
+	noBias := func() *autograd.Tensor {
+		out, _, cN := autograd.LSTM(x, h, c, p.wIH, p.wHH, nil, nil)
+		return autograd.Concat(0, autograd.Reshape(out, steps*b, hid), cN)
+	}
+	if err := gradcheck.Check(noBias, []*autograd.Tensor{x, p.wHH}, gradcheck.Options{}); err != nil {
+		t.Errorf("no bias: %v", err)
+	}
+	if h.Grad != nil || c.Grad != nil {
+		t.Error("constant initial states received gradients")
+	}
+}
+
+func TestLSTMSequenceEdgeCases(t *testing.T) {
+	rng := newRNG(102)
+	p := newLSTMParams(103, 3, 4)
+	h0, c0 := param(rng, 2, 4), param(rng, 2, 4)
+	out, hN, cN := autograd.LSTM(autograd.New(0, 2, 3), h0, c0, p.wIH, p.wHH, p.bIH, p.bHH)
+	if !equal(out.Shape(), []int{0, 2, 4}) || hN != h0 || cN != c0 {
+		t.Errorf("zero steps: out %v, hN is h0 %v, cN is c0 %v", out.Shape(), hN == h0, cN == c0)
+	}
+	// Batch of zero sequences.
+	out, hN, cN = autograd.LSTM(param(rng, 3, 0, 3), autograd.New(0, 4), autograd.New(0, 4), p.wIH, p.wHH, p.bIH, p.bHH)
+	if !equal(out.Shape(), []int{3, 0, 4}) || !equal(hN.Shape(), []int{0, 4}) || !equal(cN.Shape(), []int{0, 4}) {
+		t.Errorf("empty batch: shapes %v %v %v", out.Shape(), hN.Shape(), cN.Shape())
+	}
+	autograd.Sum(out).Backward()
+	// Under NoGrad nothing is recorded.
+	autograd.NoGrad(func() {
+		out, _, _ = autograd.LSTM(param(rng, 2, 2, 3), h0, c0, p.wIH, p.wHH, p.bIH, p.bHH)
+	})
+	if out.RequiresGrad() {
+		t.Error("LSTM under NoGrad requires a gradient")
+	}
+}
+
+func TestLSTMSequencePanics(t *testing.T) {
+	p := newLSTMParams(104, 3, 4)
+	x, h := autograd.New(5, 2, 3), autograd.New(2, 4)
+	mustPanic(t, func() { autograd.LSTM(autograd.New(10, 3), h, h, p.wIH, p.wHH, nil, nil) },
+		"autograd.LSTM", "x", "rank 3", "[10 3]")
+	mustPanic(t, func() { autograd.LSTM(autograd.New(5, 2, 5), h, h, p.wIH, p.wHH, nil, nil) },
+		"autograd.LSTM", "weight_ih", "[16 3]", "[5 2 5]")
+	mustPanic(t, func() { autograd.LSTM(x, h, autograd.New(2, 3), p.wIH, p.wHH, nil, nil) },
+		"autograd.LSTM", "[2 3]", "[2 4]")
+	mustPanic(t, func() { autograd.LSTM(x, autograd.New(3, 4), autograd.New(3, 4), p.wIH, p.wHH, nil, nil) },
+		"autograd.LSTM", "[5 2 3]", "[3 4]")
+	mustPanic(t, func() { autograd.LSTM(x, h, h, p.wIH, p.wIH, nil, nil) },
+		"autograd.LSTM", "weight_hh", "[16 3]")
+	mustPanic(t, func() { autograd.LSTM(x, h, h, p.wIH, p.wHH, nil, autograd.New(12)) },
+		"autograd.LSTM", "bias_hh", "[12]")
+}
+
+// TestLSTMSequenceMatchesPyTorch runs the fused op on the one-layer
+// torch.nn.LSTM fixtures and compares outputs, final state and gradients.
+func TestLSTMSequenceMatchesPyTorch(t *testing.T) {
+	for _, name := range []string{"lstm_4steps", "lstm_6steps_wide"} {
+		fx := loadOpsFixture(t, name)
+		x, h0, c0 := fx.param("x"), fx.param("h0"), fx.param("c0")
+		p := lstmParams{fx.param("weight_ih_l0"), fx.param("weight_hh_l0"), fx.param("bias_ih_l0"), fx.param("bias_hh_l0")}
+		out, hN, cN := autograd.LSTM(x, h0, c0, p.wIH, p.wHH, p.bIH, p.bHH)
+		loss := autograd.Add(autograd.Sum(autograd.Mul(out, fx.tensor("p"))), autograd.Sum(autograd.Mul(cN, fx.tensor("pc"))))
+		fx.check("out", out.Data, out.Shape(), 1e-5, 1e-5)
+		fx.check("h_n", hN.Data, hN.Shape(), 1e-5, 1e-5)
+		fx.check("c_n", cN.Data, cN.Shape(), 1e-5, 1e-5)
+		loss.Backward()
+		for _, g := range []struct {
+			name string
+			t    *autograd.Tensor
+		}{{"gx", x}, {"gh0", h0}, {"gc0", c0}, {"gweight_ih_l0", p.wIH}, {"gweight_hh_l0", p.wHH}, {"gbias_ih_l0", p.bIH}, {"gbias_hh_l0", p.bHH}} {
+			fx.check(g.name, g.t.Grad, g.t.Shape(), 1e-4, 1e-5)
+		}
+	}
+}
+
+// TestLSTMSequenceWorkersAndArena checks bit-identical results for 1, 2
+// and 4 workers and with recycled arena buffers, at a size where the GEMMs
+// and the element-wise passes split into several chunks.
+func TestLSTMSequenceWorkersAndArena(t *testing.T) {
+	rng := newRNG(105)
+	p := newLSTMParams(106, 40, 72)
+	x := param(rng, 6, 30, 40)
+	h0, c0 := param(rng, 30, 72), param(rng, 30, 72)
+	leaves := []*autograd.Tensor{x, h0, c0, p.wIH, p.wHH, p.bIH, p.bHH}
+	run := func() []float32 {
+		for _, v := range leaves {
+			v.Grad = nil
+		}
+		out, hN, cN := autograd.LSTM(x, h0, c0, p.wIH, p.wHH, p.bIH, p.bHH)
+		loss := autograd.Add(autograd.Sum(autograd.Mul(out, out)), autograd.Sum(autograd.Mul(hN, cN)))
+		loss.Backward()
+		res := append([]float32(nil), out.Data...)
+		res = append(res, cN.Data...)
+		for _, v := range leaves {
+			res = append(res, v.Grad...)
+		}
+		return res
+	}
+	want := run()
+	for _, w := range []int{1, 2, 4} {
+		prev := parallel.SetWorkers(w)
+		got := run()
+		parallel.SetWorkers(prev)
+		if !equal(got, want) {
+			t.Errorf("%d workers differ from the default worker count", w)
+		}
+	}
+	arena := autograd.NewArena()
+	for i := range 3 {
+		arena.Reset()
+		var got []float32
+		arena.Use(func() { got = run() })
+		if !equal(got, want) {
+			t.Fatalf("arena step %d differs from a plain step", i)
+		}
+	}
+}
+
+// BenchmarkLSTMSequence measures the forward and backward pass of one
+// window of the paper's PTB model: 35 steps, batch 20, 300 units.
+func BenchmarkLSTMSequence(b *testing.B) {
+	const steps, batch, hid = 35, 20, 300
+	rng := newRNG(107)
+	p := newLSTMParams(108, hid, hid)
+	x := param(rng, steps, batch, hid)
+	h0, c0 := autograd.New(batch, hid), autograd.New(batch, hid)
+	arena := autograd.NewArena()
+	b.ReportAllocs()
+	for b.Loop() {
+		arena.Reset()
+		arena.Use(func() {
+			out, _, cN := autograd.LSTM(x, h0, c0, p.wIH, p.wHH, p.bIH, p.bHH)
+			autograd.Add(autograd.Sum(out), autograd.Sum(cN)).Backward()
+		})
+	}
+	b.ReportMetric(float64(b.Elapsed().Seconds())*1e3/float64(b.N), "ms/window")
+}
+
+// BenchmarkLSTMCellWindow is BenchmarkLSTMSequence done with LSTMCell step
+// by step, for comparison.
+func BenchmarkLSTMCellWindow(b *testing.B) {
+	const steps, batch, hid = 35, 20, 300
+	rng := newRNG(107)
+	p := newLSTMParams(108, hid, hid)
+	x := param(rng, steps, batch, hid)
+	h0, c0 := autograd.New(batch, hid), autograd.New(batch, hid)
+	arena := autograd.NewArena()
+	b.ReportAllocs()
+	for b.Loop() {
+		arena.Reset()
+		arena.Use(func() {
+			h, c := h0, c0
+			hs := make([]*autograd.Tensor, 0, steps)
+			for _, xt := range seqInputs(x) {
+				h, c = autograd.LSTMCell(xt, h, c, p.wIH, p.wHH, p.bIH, p.bHH)
+				hs = append(hs, h)
+			}
+			autograd.Add(autograd.Sum(autograd.Concat(0, hs...)), autograd.Sum(c)).Backward()
+		})
+	}
+	b.ReportMetric(float64(b.Elapsed().Seconds())*1e3/float64(b.N), "ms/window")
+}

@@ -97,7 +97,7 @@ func (l *LSTM) Run(x *autograd.Tensor, state LSTMState) (*autograd.Tensor, LSTMS
 	if x.Rank() != 3 || x.Dim(2) != l.InputSize {
 		panic(fmt.Sprintf("nn.LSTM: input must have shape (T, B, %d), got %v", l.InputSize, x.Shape()))
 	}
-	steps, batch := x.Dim(0), x.Dim(1)
+	batch := x.Dim(1)
 	if state.H == nil && state.C == nil {
 		state = l.ZeroState(batch)
 	}
@@ -112,27 +112,16 @@ func (l *LSTM) Run(x *autograd.Tensor, state LSTMState) (*autograd.Tensor, LSTMS
 		}
 	}
 	final := LSTMState{H: make([]*autograd.Tensor, l.NumLayers), C: make([]*autograd.Tensor, l.NumLayers)}
-	// Work on (T·B, features) so that step t is the row block [tB, (t+1)B).
-	seq := autograd.Reshape(x, steps*batch, l.InputSize)
+	seq := x
 	for i := range l.NumLayers {
 		if i > 0 && l.Dropout > 0 {
 			seq = autograd.Dropout(seq, l.Dropout, l.Rng, l.training)
 		}
-		h, c := state.H[i], state.C[i]
-		outs := make([]*autograd.Tensor, steps)
-		for t := range steps {
-			xt := autograd.Slice(seq, 0, t*batch, (t+1)*batch)
-			h, c = autograd.LSTMCell(xt, h, c, l.WeightIH[i], l.WeightHH[i], l.BiasIH[i], l.BiasHH[i])
-			outs[t] = h
-		}
-		final.H[i], final.C[i] = h, c
-		if steps == 1 {
-			seq = outs[0]
-		} else {
-			seq = autograd.Concat(0, outs...)
-		}
+		// One fused op per layer: the input projections of all steps
+		// are one GEMM and the recurrence runs inside the op.
+		seq, final.H[i], final.C[i] = autograd.LSTM(seq, state.H[i], state.C[i], l.WeightIH[i], l.WeightHH[i], l.BiasIH[i], l.BiasHH[i])
 	}
-	return autograd.Reshape(seq, steps, batch, l.HiddenSize), final
+	return seq, final
 }
 
 // Forward runs the LSTM over x of shape (T, B, In) from zero states and
