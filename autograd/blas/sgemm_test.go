@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -115,7 +118,7 @@ func checkCase(t *testing.T, rng *rand.Rand, g gemmCase, par bool) {
 				continue
 			}
 			w := want[i*g.n+j]
-			tol := 1e-5 + 4e-6*float64(g.k+2)*mag[i*g.n+j]
+			tol := 1e-30 + 1.2e-7*float64(g.k+4)*mag[i*g.n+j]
 			if d := math.Abs(float64(got) - w); !(d <= tol) {
 				if bad++; bad <= 3 {
 					t.Errorf("%s [%s]: C[%d][%d] = %g, want %g (tol %g)", g, Kernel(), i, j, got, w, tol)
@@ -181,14 +184,139 @@ func TestSgemmDegenerate(t *testing.T) {
 	})
 }
 
-func TestSgemmLarge(t *testing.T) {
+// pathCases hit every code path of the driver for every kernel: the
+// packed path (more rows than any kernel's mc), B read in place (few rows)
+// and dot products (few rows, transB), with edges in every dimension and
+// K longer than the K blocks.
+var pathCases = []gemmCase{
+	{m: 509, n: 131, k: 600, alpha: 0.75, beta: 0, pad: 3},
+	{transA: true, m: 501, n: 70, k: 270, alpha: 1, beta: 1, pad: 1},
+	{transB: true, m: 490, n: 45, k: 300, alpha: -1, beta: 0.5},
+	{transA: true, transB: true, m: 485, n: 33, k: 280, alpha: 1, beta: 0},
+	{m: 131, n: 257, k: 389, alpha: 0.75, beta: 1, pad: 3},
+	{transA: true, m: 16, n: 1031, k: 144, alpha: 1, beta: 0, pad: 2},
+	{transB: true, m: 61, n: 67, k: 1100, alpha: 2, beta: 1, pad: 5},
+	{transB: true, m: 13, n: 150, k: 2100, alpha: 1, beta: 0},
+	{transA: true, transB: true, m: 64, n: 4100, k: 27, alpha: 1, beta: 0.25},
+}
+
+func TestSgemmPaths(t *testing.T) {
 	forEachKernel(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(5, 6))
-		for i, s := range [][3]int{{131, 257, 389}, {16, 1031, 144}, {509, 67, 800}, {64, 4100, 27}} {
-			g := gemmCase{transA: i&1 != 0, transB: i&2 != 0, m: s[0], n: s[1], k: s[2], alpha: 0.75, beta: float32(i % 2), pad: 3}
-			checkCase(t, rng, g, true)
+		for i, g := range pathCases {
+			checkCase(t, rng, g, i%2 == 0)
 		}
 	})
+}
+
+// TestKernelsAgree checks the assembly kernels against the pure-Go one on
+// the same operands, element by element.
+func TestKernelsAgree(t *testing.T) {
+	names := Kernels()
+	if len(names) < 2 {
+		t.Skip("only the generic kernel is available")
+	}
+	defer SetKernel(Kernel())
+	rng := rand.New(rand.NewPCG(9, 10))
+	cases := append([]gemmCase{
+		{m: 37, n: 45, k: 61, alpha: 1, beta: 0},
+		{transA: true, transB: true, m: 7, n: 3, k: 2, alpha: 1, beta: 1},
+	}, pathCases...)
+	for _, g := range cases {
+		a, lda, b, ldb, c0, ldc := g.operands(rng)
+		results := make([][]float32, len(names))
+		for i, name := range names {
+			if _, err := SetKernel(name); err != nil {
+				t.Fatal(err)
+			}
+			results[i] = append([]float32(nil), c0...)
+			Sgemm(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, results[i], ldc)
+		}
+		_, mag := refGemm(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, c0, ldc)
+		for i := 1; i < len(names); i++ {
+			for r := 0; r < g.m; r++ {
+				for j := 0; j < g.n; j++ {
+					x, y := results[0][r*ldc+j], results[i][r*ldc+j]
+					tol := 1e-30 + 2.4e-7*float64(g.k+4)*mag[r*g.n+j]
+					if d := math.Abs(float64(x) - float64(y)); !(d <= tol) {
+						t.Fatalf("%s: C[%d][%d] is %g with %s but %g with %s", g, r, j, x, names[0], y, names[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestSgemmAllocs checks that the packing buffers are reused: a call
+// allocates at most a little bookkeeping, never a buffer.
+func TestSgemmAllocs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, g := range pathCases {
+		a, lda, b, ldb, c, ldc := g.operands(rng)
+		f := func() { Sgemm(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, 0, c, ldc) }
+		f()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		const calls = 20
+		for range calls {
+			f()
+		}
+		runtime.ReadMemStats(&after)
+		if perCall := (after.TotalAlloc - before.TotalAlloc) / calls; perCall > 4096 {
+			t.Errorf("%s: %d bytes allocated per call", g, perCall)
+		}
+	}
+}
+
+func TestKernelSelection(t *testing.T) {
+	names := Kernels()
+	if names[0] != "generic" {
+		t.Errorf("Kernels() = %v, want generic first", names)
+	}
+	if _, err := SetKernel("nosuch"); err == nil {
+		t.Error("SetKernel(nosuch) succeeded")
+	}
+	for _, name := range names {
+		prev, err := SetKernel(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if Kernel() != name {
+			t.Errorf("after SetKernel(%q), Kernel() = %q", name, Kernel())
+		}
+		SetKernel(prev)
+	}
+}
+
+// TestEnvSelectsKernel runs this test binary again with PROXGEN_GEMM set
+// and checks the kernel it starts with.
+func TestEnvSelectsKernel(t *testing.T) {
+	if os.Getenv("PROXGEN_GEMM_CHILD") != "" {
+		fmt.Printf("kernel=%s\n", Kernel())
+		return
+	}
+	if testing.Short() {
+		t.Skip("starts subprocesses")
+	}
+	names := Kernels()
+	for _, env := range append(names, "bogus") {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestEnvSelectsKernel$")
+		cmd.Env = append(os.Environ(), "PROXGEN_GEMM_CHILD=1", "PROXGEN_GEMM="+env)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("PROXGEN_GEMM=%s: %v\n%s", env, err, out)
+		}
+		want := env
+		if env == "bogus" {
+			want = names[len(names)-1]
+			if !strings.Contains(string(out), "not available") {
+				t.Errorf("PROXGEN_GEMM=bogus: no warning in %q", out)
+			}
+		}
+		if !strings.Contains(string(out), "kernel="+want+"\n") {
+			t.Errorf("PROXGEN_GEMM=%s: output %q, want kernel=%s", env, out, want)
+		}
+	}
 }
 
 func TestSgemmZeroAlphaAndK(t *testing.T) {
@@ -219,8 +347,10 @@ func TestSgemmWorkersDeterministic(t *testing.T) {
 		rng := rand.New(rand.NewPCG(7, 8))
 		for _, g := range []gemmCase{
 			{m: 300, n: 517, k: 700, alpha: 1, beta: 0.5},
+			{m: 600, n: 300, k: 300, alpha: 1, beta: 0},
 			{transA: true, m: 16, n: 3000, k: 144, alpha: 1, beta: 0},
 			{transB: true, m: 1000, n: 40, k: 300, alpha: 2, beta: 1},
+			{transB: true, m: 40, n: 500, k: 2000, alpha: 1, beta: 0},
 		} {
 			a, lda, b, ldb, c0, ldc := g.operands(rng)
 			var ref []float32
