@@ -1,0 +1,34 @@
+// Package optim implements the ProxGen family of stochastic proximal
+// gradient methods (Yun, Lozano and Yang, "A General Family of Stochastic
+// Proximal Gradient Methods for Deep Learning") together with the baselines
+// the paper compares against.
+//
+// A ProxGen update composes three independent parts, exactly as the paper
+// writes it:
+//
+//	m_t     = ρ_t m_{t−1} + (1 − ρ_t) g_t                       (Momentum)
+//	C_t     = diagonal preconditioner built from g_1..g_t       (Preconditioner)
+//	θ̄_t     = (1 − α_t ζ) θ_t                                   (decoupled weight decay, ProxGenW)
+//	θ_{t+1} = prox^{C_t+δI}_{α_t λ R}(θ̄_t − α_t (C_t+δI)^{-1} m_t)  (Regularizer)
+//
+// Because C_t is diagonal, the proximal step separates into one-dimensional
+// problems, argmin_x (x − z)²/(2η) + λ r(x) with a per-coordinate step
+// η = α_t/(C_t,i + δ). Every Regularizer implements that map. Closed forms
+// are used for ℓ0, ℓ1/2, ℓ2/3 and ℓ1 and for the W-shaped binary
+// regularizers; any other ℓq with 0 < q < 1 uses a safeguarded numerical
+// solve that returns the global minimiser.
+//
+// Optimizers work directly on *autograd.Tensor parameters (their Data and
+// Grad slices), organised in Groups that each carry their own regularizer,
+// λ, weight decay and learning rate. The update runs over the worker pool of
+// autograd/parallel on fixed-size chunks, so results do not depend on the
+// number of workers. State (moment estimates, step counter, schedule state)
+// can be exported as named float32 vectors plus integers and restored
+// exactly, so a resumed run continues bit-identically.
+//
+// Baselines with the same Optimizer interface: SGD (heavy-ball momentum,
+// Nesterov, weight decay), Adam, AdamW, AdaGrad and RMSprop (all as ProxGen
+// configurations without a regularizer), subgradient methods (RegMode
+// Subgradient), Prox-SGD (Yang et al. 2020, two-stage update), the original
+// ProxQuant (Euclidean prox metric plus clipping) and BinaryConnect.
+package optim

@@ -1,0 +1,81 @@
+package optim
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// State is an optimizer's complete mutable state as named float32 vectors
+// and named integers, so checkpoint code can store it as safetensors (one
+// F32 tensor per entry of Tensors, the integers as I64 scalars or metadata).
+// Float64 scalars (for example a schedule's best metric) are stored
+// bit-exactly as their IEEE-754 bits in Ints; use SetFloat64 and Float64.
+//
+// Tensor entries are named "<param>.<slot>", where <param> is the
+// parameter's name in its Group (or "group<i>.<j>" when the group has no
+// names) and <slot> is for example "m" or "v"; the update counter is
+// Ints["step"].
+type State struct {
+	Tensors map[string][]float32
+	Ints    map[string]int64
+}
+
+// NewState returns an empty State.
+func NewState() *State {
+	return &State{Tensors: map[string][]float32{}, Ints: map[string]int64{}}
+}
+
+// SetFloat64 stores v bit-exactly under key in Ints.
+func (s *State) SetFloat64(key string, v float64) {
+	s.Ints[key] = int64(math.Float64bits(v))
+}
+
+// Float64 returns the float64 stored with SetFloat64.
+func (s *State) Float64(key string) (float64, error) {
+	v, ok := s.Ints[key]
+	if !ok {
+		return 0, fmt.Errorf("optim: state has no scalar %q", key)
+	}
+	return math.Float64frombits(uint64(v)), nil
+}
+
+// Int returns the integer stored under key.
+func (s *State) Int(key string) (int64, error) {
+	v, ok := s.Ints[key]
+	if !ok {
+		return 0, fmt.Errorf("optim: state has no integer %q", key)
+	}
+	return v, nil
+}
+
+// Keys returns the tensor names in sorted order.
+func (s *State) Keys() []string {
+	keys := make([]string, 0, len(s.Tensors))
+	for k := range s.Tensors {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// loadInto copies the tensor named key into dst, checking its length.
+func (s *State) loadInto(dst []float32, key string) error {
+	v, ok := s.Tensors[key]
+	if !ok {
+		return fmt.Errorf("optim: state has no tensor %q", key)
+	}
+	if len(v) != len(dst) {
+		return fmt.Errorf("optim: state tensor %q has %d elements, parameter needs %d", key, len(v), len(dst))
+	}
+	copy(dst, v)
+	return nil
+}
+
+// Stateful is implemented by schedules and other components whose state
+// must survive a checkpoint. SaveState writes entries whose names start
+// with prefix; LoadState reads them back.
+type Stateful interface {
+	SaveState(s *State, prefix string)
+	LoadState(s *State, prefix string) error
+}
