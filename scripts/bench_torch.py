@@ -340,6 +340,7 @@ def main(argv=None):
         step()
     n = 0
     fastest = float("inf")
+    cpu0 = time.process_time()
     t0 = time.perf_counter()
     while True:
         t = time.perf_counter()
@@ -349,6 +350,7 @@ def main(argv=None):
         elapsed = time.perf_counter() - t0
         if n >= args.steps and elapsed >= args.min_time:
             break
+    cpu = time.process_time() - cpu0
     loss = float(loss)
 
     rate = samples * n / elapsed
@@ -364,6 +366,7 @@ def main(argv=None):
         "seconds": round(elapsed, 4),
         "ms_per_step": round(1000 * elapsed / n, 3),
         "ms_per_step_min": round(1000 * fastest, 3),
+        "cpu_ms_per_step": round(1000 * cpu / n, 3),
         "loss": loss,
     }
     if args.model == "lstm":

@@ -64,12 +64,20 @@ def best(path):
     rows = [json.loads(l) for l in open(path) if l.strip()]
     key = "tok_per_s" if "tok_per_s" in rows[0] else "img_per_s"
     return max(rows, key=lambda r: r[key]), key
-print(f"{'model':<10} {'unit':<6} {'go':>9} {'torch':>9} {'go/torch':>9} {'go ms':>9} {'torch ms':>9}  {'bar':>6}  kernel")
+print(f"{'model':<9} {'unit':<5} {'go':>8} {'torch':>8} {'ratio':>6} {'go ms':>8} {'torch ms':>8}"
+      f" {'best-step':>9} {'cpu-time':>8} {'bar':>6}  kernel")
 for m in models:
     g, key = best(f"{out}/go-{m}.jsonl")
     t, _ = best(f"{out}/torch-{m}.jsonl")
-    unit = "tok/s" if key == "tok_per_s" else "img/s"
-    print(f"{m:<10} {unit:<6} {g[key]:>9.1f} {t[key]:>9.1f} {g[key]/t[key]:>8.2f}x "
-          f"{g['ms_per_step']:>9.1f} {t['ms_per_step']:>9.1f}  {bars.get(m, 0):>6}  {g['kernel']}")
-print(f"\nthreads {g['threads']}, best of the runs in {out}; target go/torch >= 1.25x")
+    unit = key.split("_")[0] + "/s"
+    # Ratios > 1 mean Go is faster: by throughput, by the fastest single
+    # step of each, and by process CPU time per step (less sensitive to
+    # other load; PyTorch's includes OpenMP spin-waiting).
+    steps = t["ms_per_step_min"] / g["ms_per_step_min"]
+    cpu = t.get("cpu_ms_per_step", 0) / g["cpu_ms_per_step"] if g.get("cpu_ms_per_step") else float("nan")
+    print(f"{m:<9} {unit:<5} {g[key]:>8.1f} {t[key]:>8.1f} {g[key]/t[key]:>5.2f}x {g['ms_per_step']:>8.1f}"
+          f" {t['ms_per_step']:>8.1f} {steps:>8.2f}x {cpu:>7.2f}x {bars.get(m, 0):>6}  {g['kernel']}")
+print(f"\nthreads {g['threads']}; ratio = go/torch throughput (best run of each in {out});")
+print("best-step = torch/go fastest step time; cpu-time = torch/go process CPU time per step.")
+print("Target: ratio >= 1.25x. bar = PyTorch img/s or tok/s measured when the targets were set.")
 EOF

@@ -22,6 +22,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -88,6 +89,7 @@ type trainResult struct {
 	Seconds    float64  `json:"seconds"`
 	MsPerStep  float64  `json:"ms_per_step"`
 	MsMin      float64  `json:"ms_per_step_min"`
+	CPUMs      float64  `json:"cpu_ms_per_step,omitempty"`
 	ImgPerS    *float64 `json:"img_per_s,omitempty"`
 	TokPerS    *float64 `json:"tok_per_s,omitempty"`
 	AllocMB    float64  `json:"alloc_mb_per_step"`
@@ -210,6 +212,9 @@ func writeTrainTable(w io.Writer, r *trainResult) error {
 		fmt.Fprintf(tw, "batch\t%d\n", r.Batch)
 	}
 	fmt.Fprintf(tw, "ms/step\t%.1f (min %.1f)\n", r.MsPerStep, r.MsMin)
+	if r.CPUMs > 0 {
+		fmt.Fprintf(tw, "CPU ms/step\t%.1f (all threads)\n", r.CPUMs)
+	}
 	fmt.Fprintf(tw, "timed steps\t%d in %.2f s after %d warm-up\n", r.Steps, r.Seconds, r.Warmup)
 	fmt.Fprintf(tw, "threads\t%d (GOMAXPROCS %d)\n", r.Threads, r.GOMAXPROCS)
 	fmt.Fprintf(tw, "GEMM kernel\t%s\n", r.Kernel)
@@ -257,6 +262,7 @@ func timeSteps(c *trainConfig, step func() float32) (*trainResult, error) {
 		n       int
 		fastest = time.Duration(math.MaxInt64)
 	)
+	cpu0, cpuOK := processCPU()
 	start := time.Now()
 	for {
 		t := time.Now()
@@ -269,6 +275,7 @@ func timeSteps(c *trainConfig, step func() float32) (*trainResult, error) {
 		}
 	}
 	elapsed := time.Since(start)
+	cpu1, _ := processCPU()
 	runtime.ReadMemStats(&after)
 	if c.memprofile != "" {
 		if err := writeMemProfile(c.memprofile, memBase.Bytes()); err != nil {
@@ -279,6 +286,10 @@ func timeSteps(c *trainConfig, step func() float32) (*trainResult, error) {
 		return nil, errors.New("bench train: loss is not finite; the step is broken")
 	}
 	ms := func(d time.Duration) float64 { return math.Round(float64(d.Microseconds())) / 1000 }
+	var cpuMs float64
+	if cpuOK {
+		cpuMs = ms((cpu1 - cpu0) / time.Duration(n))
+	}
 	return &trainResult{
 		Impl:       "go",
 		Model:      c.model,
@@ -291,12 +302,42 @@ func timeSteps(c *trainConfig, step func() float32) (*trainResult, error) {
 		Seconds:    math.Round(elapsed.Seconds()*1e4) / 1e4,
 		MsPerStep:  ms(elapsed / time.Duration(n)),
 		MsMin:      ms(fastest),
+		CPUMs:      cpuMs,
 		AllocMB:    math.Round(float64(after.TotalAlloc-before.TotalAlloc)/float64(n)/1e4) / 100,
 		GCPerStep:  math.Round(float64(after.NumGC-before.NumGC)/float64(n)*100) / 100,
 		Loss:       float64(loss),
 		GoVersion:  runtime.Version(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
 	}, nil
+}
+
+// processCPU returns the CPU time (user and system, all threads) the
+// process has used so far, read from /proc/self/stat; ok is false where
+// that file does not exist. On a shared machine the CPU time per step
+// varies much less than the wall time.
+func processCPU() (d time.Duration, ok bool) {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The command name (field 2) is in parentheses and may hold spaces;
+	// fields from 3 on follow the last ')'. utime and stime are fields 14
+	// and 15, in clock ticks of 1/100 s (USER_HZ) on Linux.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	utime, err1 := strconv.ParseUint(f[11], 10, 64)
+	stime, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	const ticksPerSecond = 100
+	return time.Duration(utime+stime) * (time.Second / ticksPerSecond), true
 }
 
 // writeMemProfile writes the cumulative allocation profile to path and

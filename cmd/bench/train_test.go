@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/proxgen/proxgen/autograd/parallel"
 )
@@ -150,5 +151,26 @@ func TestTrainBadFlags(t *testing.T) {
 		if _, err := runTrainForTest(t, args...); err == nil {
 			t.Errorf("runTrain(%q) succeeded, want an error", args)
 		}
+	}
+}
+
+func TestProcessCPU(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc/self/stat")
+	}
+	before, ok := processCPU()
+	if !ok {
+		t.Fatal("processCPU failed although /proc/self/stat exists")
+	}
+	// Burn about 50 ms of CPU; the clock ticks are 10 ms.
+	x := 0.0
+	for start := time.Now(); time.Since(start) < 50*time.Millisecond; {
+		for i := range 1000 {
+			x += float64(i)
+		}
+	}
+	after, _ := processCPU()
+	if after <= before || x == 0 {
+		t.Errorf("CPU time did not advance: %v then %v", before, after)
 	}
 }
