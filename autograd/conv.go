@@ -50,7 +50,7 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 	p := g.cols
 	xSize, ySize := g.c*g.h*g.w, cout*p
 
-	out := New(n, cout, g.ho, g.wo)
+	out := empty(n, cout, g.ho, g.wo) // every element is written below
 	// The GEMMs read the filters as op(A) = (Wᵀ)ᵀ: packing a transposed
 	// operand is a plain copy, and the transpose is made once per call
 	// instead of once per image.
@@ -186,7 +186,14 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 
 	var gx, wf []float32
 	var gd *convGeom // geometry of the input-gradient convolution
+	overwrite := false // whether the stride-1 input gradient may be stored, not added
 	if needX {
+		if x.Grad == nil && strideOne {
+			overwrite = true
+			if x.node != nil {
+				x.Grad = alloc(len(x.Data), false)
+			}
+		}
 		gx = x.grad()
 		if strideOne {
 			gd = &convGeom{
@@ -217,7 +224,7 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 			return
 		}
 		if strideOne {
-			convGroup(gemm, gd, g.c, wf, gy, ySize, gx, xSize, lo, hi, true)
+			convGroup(gemm, gd, g.c, wf, gy, ySize, gx, xSize, lo, hi, !overwrite)
 			return
 		}
 		dcol := colScratch.get(k * p)

@@ -378,3 +378,46 @@ func BenchmarkConv2dResNet20(b *testing.B) {
 	b.Run("32ch_16x16", func(b *testing.B) { benchConv(b, 128, 32, 16) })
 	b.Run("64ch_8x8", func(b *testing.B) { benchConv(b, 128, 64, 8) })
 }
+
+// TestConvPoolUnderArena checks that convolutions and pools give identical
+// results when their outputs and gradients come from an arena whose
+// recycled buffers hold stale data.
+func TestConvPoolUnderArena(t *testing.T) {
+	rng := newRNG(11)
+	x := param(rng, 3, 4, 9, 9)
+	w1, b1 := param(rng, 5, 4, 3, 3), param(rng, 5)
+	w2 := param(rng, 6, 5, 1, 1)
+	w3 := param(rng, 6, 6, 3, 3)
+	r := autograd.RandN(rng, 3, 6, 2, 2)
+	params := []*autograd.Tensor{x, w1, b1, w2, w3}
+	step := func() [][]float32 {
+		for _, p := range params {
+			p.Grad = nil
+		}
+		h := autograd.ReLU(autograd.Conv2d(x, w1, b1, 1, 1, 1)) // 9×9
+		h = autograd.MaxPool2d(h, 3, 2, 1)                      // 5×5
+		h = autograd.Conv2d(h, w2, nil, 1, 0, 1)                // 1×1 direct
+		h = autograd.AvgPool2d(h, 2, 1, 0)                      // 4×4
+		g := autograd.GlobalAvgPool2d(h)                        // its backward runs last
+		h2 := autograd.Conv2d(h, w3, nil, 2, 1, 1)              // stride 2: 2×2
+		loss := autograd.Add(autograd.Sum(autograd.Mul(h2, r)), autograd.Sum(g))
+		loss.Backward()
+		out := [][]float32{slices.Clone(loss.Data)}
+		for _, p := range params {
+			out = append(out, slices.Clone(p.Grad))
+		}
+		return out
+	}
+	want := step()
+	arena := autograd.NewArena()
+	for i := 0; i < 3; i++ {
+		arena.Reset()
+		var got [][]float32
+		arena.Use(func() { got = step() })
+		for j := range want {
+			if !slices.Equal(got[j], want[j]) {
+				t.Fatalf("step %d under arena: result %d differs", i, j)
+			}
+		}
+	}
+}

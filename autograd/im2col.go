@@ -199,18 +199,28 @@ func im2colT(g *convGeom, xT, colT []float32) {
 }
 
 // transpose writes the transpose of the rows×cols matrix src into dst
-// (cols×rows), working in small blocks to stay in cache.
+// (cols×rows). It reads eight rows at a time so that each destination row
+// receives eight consecutive values per visit.
 func transpose(rows, cols int, src, dst []float32) {
-	const bs = 8
-	for i0 := 0; i0 < rows; i0 += bs {
-		i1 := min(i0+bs, rows)
-		for j0 := 0; j0 < cols; j0 += bs {
-			j1 := min(j0+bs, cols)
-			for i := i0; i < i1; i++ {
-				for j, v := range src[i*cols+j0 : i*cols+j1] {
-					dst[(j0+j)*rows+i] = v
-				}
-			}
+	i := 0
+	for ; i+8 <= rows; i += 8 {
+		s0 := src[i*cols : (i+1)*cols]
+		s1 := src[(i+1)*cols : (i+2)*cols][:len(s0)]
+		s2 := src[(i+2)*cols : (i+3)*cols][:len(s0)]
+		s3 := src[(i+3)*cols : (i+4)*cols][:len(s0)]
+		s4 := src[(i+4)*cols : (i+5)*cols][:len(s0)]
+		s5 := src[(i+5)*cols : (i+6)*cols][:len(s0)]
+		s6 := src[(i+6)*cols : (i+7)*cols][:len(s0)]
+		s7 := src[(i+7)*cols : (i+8)*cols][:len(s0)]
+		for j := range s0 {
+			d := dst[j*rows+i : j*rows+i+8 : j*rows+i+8]
+			d[0], d[1], d[2], d[3] = s0[j], s1[j], s2[j], s3[j]
+			d[4], d[5], d[6], d[7] = s4[j], s5[j], s6[j], s7[j]
+		}
+	}
+	for ; i < rows; i++ {
+		for j, v := range src[i*cols : (i+1)*cols] {
+			dst[j*rows+i] = v
 		}
 	}
 }

@@ -61,7 +61,7 @@ func poolGrain(hw int) int {
 func MaxPool2d(x *Tensor, kernel, stride, padding int) *Tensor {
 	g := poolGeometry("MaxPool2d", x, kernel, stride, padding)
 	planes, hw, p := x.shape[0]*x.shape[1], g.h*g.w, g.cols
-	out := New(x.shape[0], x.shape[1], g.ho, g.wo)
+	out := empty(x.shape[0], x.shape[1], g.ho, g.wo)
 	var arg []int32 // index within its plane of each output's maximum
 	if needsGrad(x) {
 		arg = make([]int32, len(out.Data))
@@ -110,7 +110,7 @@ func MaxPool2d(x *Tensor, kernel, stride, padding int) *Tensor {
 func AvgPool2d(x *Tensor, kernel, stride, padding int) *Tensor {
 	g := poolGeometry("AvgPool2d", x, kernel, stride, padding)
 	planes, hw, p := x.shape[0]*x.shape[1], g.h*g.w, g.cols
-	out := New(x.shape[0], x.shape[1], g.ho, g.wo)
+	out := empty(x.shape[0], x.shape[1], g.ho, g.wo)
 	// PyTorch's count_include_pad divisor is the window size clipped to the
 	// padded input; with floor rounding and padding <= kernel/2 every window
 	// lies inside the padded input, so it is always kernel².
@@ -168,7 +168,7 @@ func GlobalAvgPool2d(x *Tensor) *Tensor {
 		panic(fmt.Sprintf("autograd.GlobalAvgPool2d: input %v has empty planes", x.shape))
 	}
 	planes := x.shape[0] * x.shape[1]
-	out := New(x.shape[0], x.shape[1], 1, 1)
+	out := empty(x.shape[0], x.shape[1], 1, 1)
 	parallel.For(planes, poolGrain(hw), func(lo, hi int) {
 		for pl := lo; pl < hi; pl++ {
 			s := 0.0
