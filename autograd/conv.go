@@ -185,7 +185,7 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 	gemm := gemmFor(chunks)
 
 	var gx, wf []float32
-	var gd *convGeom // geometry of the input-gradient convolution
+	var gd *convGeom   // geometry of the input-gradient convolution
 	overwrite := false // whether the stride-1 input gradient may be stored, not added
 	if needX {
 		if x.Grad == nil && strideOne {
