@@ -166,9 +166,8 @@ func convGroup(gemm gemmFunc, g *convGeom, m int, aT, src []float32, srcSize int
 // the images' output gradients side by side and colT stacks their
 // transposed im2col matrices, built from each image in channels-last order
 // so that neither GEMM operand needs transposing while it is packed. Its
-// columns are in (ki, kj, ci) order; the per-group partial sums are
-// reordered into the weight layout as they are added to w.Grad in group
-// order.
+// columns are in (ki, kj, ci) order; the per-group partial sums are added
+// up in group order and then reordered into the weight layout of w.Grad.
 //
 // For stride 1 the input gradient is itself a convolution: of dY, padded by
 // dilation·(k−1) − padding, with the filters flipped in space and with
@@ -208,11 +207,17 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 		}
 	}
 	var merge *orderedSum
+	var acc []float32 // Σ of the partial sums, in (Cout, kh, kw, Cin) order
 	if needW {
+		acc = partialScratch.get(cout * k)
+		defer partialScratch.put(acc)
+		clear(acc)
 		merge = &orderedSum{
 			pending: make([][]float32, chunks),
 			add: func(part []float32) {
-				addFilterGrad(g, cout, w.grad(), part)
+				for i, v := range part {
+					acc[i] += v
+				}
 			},
 		}
 	}
@@ -234,6 +239,9 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 			col2im(g, dcol, gx[i*xSize:(i+1)*xSize])
 		}
 	})
+	if needW {
+		addFilterGrad(g, cout, w.grad(), acc)
+	}
 }
 
 // weightGradGroup returns, in a buffer from partialScratch, the weight
@@ -290,8 +298,8 @@ func flipFilters(g *convGeom, cout int, w, wf []float32) {
 	}
 }
 
-// addFilterGrad adds a weight-gradient partial sum in (Cout, kh, kw, Cin)
-// order to dw in the (Cout, Cin, kh, kw) order of the weights.
+// addFilterGrad adds a weight gradient in (Cout, kh, kw, Cin) order to dw in
+// the (Cout, Cin, kh, kw) order of the weights.
 func addFilterGrad(g *convGeom, cout int, dw, part []float32) {
 	khw := g.kh * g.kw
 	for o := 0; o < cout; o++ {
