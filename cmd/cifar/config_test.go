@@ -1,0 +1,166 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func mustParse(t *testing.T, args ...string) *config {
+	t.Helper()
+	c, err := parseConfig(args, io.Discard)
+	if err != nil {
+		t.Fatalf("parseConfig(%q): %v", args, err)
+	}
+	return c
+}
+
+func TestConfigDefaults(t *testing.T) {
+	c := mustParse(t)
+	want := config{
+		Model: "resnet20", Width: 1, Shortcut: "A", Optimizer: "proxgen", Reg: "l12",
+		Lambda: 0.1, LambdaScale: "n", LR: 1e-3, WD: 0, Momentum: 0.9, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8,
+		Schedule: "multistep:15,25", Homotopy: "off", HardQuantEpoch: 0,
+		Epochs: 30, Batch: 128, EvalBatch: 500, Seed: 1, Progress: "auto",
+		Out: "runs/resnet20-proxgen-l12-s1",
+	}
+	c.explicit = nil
+	if !reflect.DeepEqual(*c, want) {
+		t.Fatalf("defaults\n got %+v\nwant %+v", *c, want)
+	}
+	if got := perStepLambda(c, 50000); got != 0.1/50000 {
+		t.Fatalf("per-step λ %v, want 2e-6", got)
+	}
+}
+
+func TestConfigMethodDefaults(t *testing.T) {
+	cases := []struct {
+		args  []string
+		check func(c *config) bool
+	}{
+		{[]string{"-optimizer", "proxgenw"}, func(c *config) bool { return c.WD == 0.01 && c.Reg == "l12" }},
+		{[]string{"-optimizer", "adam"}, func(c *config) bool { return c.Reg == "none" && c.Lambda == 0 && c.WD == 0 && c.LR == 1e-3 }},
+		{[]string{"-optimizer", "adamw"}, func(c *config) bool { return c.WD == 0.01 }},
+		{[]string{"-optimizer", "sgd"}, func(c *config) bool { return c.LR == 0.1 && c.WD == 5e-4 && c.Reg == "none" }},
+		{[]string{"-optimizer", "subgrad", "-reg", "l1"}, func(c *config) bool { return c.Reg == "l1" && c.Lambda == 0.1 }},
+		{[]string{"-optimizer", "proxsgd"}, func(c *config) bool { return c.Reg == "l1" && c.LR == 0.06 }},
+		{[]string{"-optimizer", "proxquant", "-epochs", "300"}, func(c *config) bool {
+			return c.Reg == "binw:1" && c.Lambda == 1e-4 && c.LambdaScale == "1" && c.LR == 0.01 &&
+				c.Schedule == "const" && c.Homotopy == "on" && c.HardQuantEpoch == 200
+		}},
+		{[]string{"-reg", "binw:2/3", "-epochs", "9"}, func(c *config) bool {
+			return c.Lambda == 5e-8 && c.LambdaScale == "1" && c.Homotopy == "on" && c.HardQuantEpoch == 6 && c.Schedule == "multistep:4,7"
+		}},
+		{[]string{"-optimizer", "bc"}, func(c *config) bool { return c.Reg == "none" && c.LR == 0.01 && c.HardQuantEpoch == 0 && c.binary() }},
+		{[]string{"-reg", "lq:0.3", "-lambda", "2", "-lambda-scale", "1"}, func(c *config) bool { return c.Lambda == 2 && c.LambdaScale == "1" }},
+		{[]string{"-epochs", "3"}, func(c *config) bool { return c.Schedule == "const" }},
+		{[]string{"-shortcut", "b"}, func(c *config) bool { return c.Shortcut == "B" }},
+		{[]string{"-model", "resnet110"}, func(c *config) bool { return c.Model == "resnet110" }},
+		{[]string{"-eval-only", "-weights", "w.safetensors"}, func(c *config) bool { return c.EvalOnly }},
+	}
+	for _, tc := range cases {
+		c := mustParse(t, tc.args...)
+		if !tc.check(c) {
+			t.Errorf("%q resolved to %+v", tc.args, *c)
+		}
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-model", "resnet21"}, `-model "resnet21"`},
+		{[]string{"-model", "alexnet"}, "want one of vgg16"},
+		{[]string{"-width", "0"}, "-width 0"},
+		{[]string{"-shortcut", "C"}, "-shortcut"},
+		{[]string{"-optimizer", "lion"}, `-optimizer "lion"`},
+		{[]string{"-reg", "l3"}, `-reg "l3": unknown regularizer`},
+		{[]string{"-reg", "lq:1.5"}, "outside [0, 1]"},
+		{[]string{"-reg", "binw:x"}, "bad exponent"},
+		{[]string{"-optimizer", "adam", "-reg", "l1"}, "takes no regularizer"},
+		{[]string{"-optimizer", "adam", "-lambda", "0.1"}, "no effect without a regularizer"},
+		{[]string{"-optimizer", "proxquant", "-reg", "l1"}, "needs a binary regularizer"},
+		{[]string{"-optimizer", "subgrad", "-reg", "l0"}, "zero gradient"},
+		{[]string{"-optimizer", "proxsgd", "-reg", "l12"}, "supports -reg l1"},
+		{[]string{"-lambda", "-1"}, "must not be negative"},
+		{[]string{"-lambda", "x"}, "invalid value"},
+		{[]string{"-lambda", "NaN"}, "finite"},
+		{[]string{"-lambda-scale", "2"}, "-lambda-scale"},
+		{[]string{"-lr", "0"}, "-lr 0 must be positive"},
+		{[]string{"-wd", "-1", "-optimizer", "adamw"}, "-wd -1"},
+		{[]string{"-wd", "0.1"}, "use proxgenw"},
+		{[]string{"-optimizer", "proxquant", "-wd", "0.1"}, "no weight decay"},
+		{[]string{"-momentum", "1"}, "-momentum"},
+		{[]string{"-beta2", "1"}, "-beta2"},
+		{[]string{"-eps", "0"}, "-eps"},
+		{[]string{"-epochs", "0"}, "-epochs 0"},
+		{[]string{"-batch", "0"}, "-batch 0"},
+		{[]string{"-train-subset", "-5"}, "must not be negative"},
+		{[]string{"-train-subset", "100"}, "smaller than -batch 128"},
+		{[]string{"-threads", "-1"}, "-threads -1"},
+		{[]string{"-progress", "fancy"}, "-progress"},
+		{[]string{"-schedule", "cosine"}, "unknown schedule"},
+		{[]string{"-schedule", "multistep:5,3"}, "must increase"},
+		{[]string{"-schedule", "multistep:a"}, "not a positive epoch"},
+		{[]string{"-schedule", "multistep:5:2"}, "gamma"},
+		{[]string{"-schedule", "step:0:0.5"}, "EVERY"},
+		{[]string{"-schedule", "plateau:1.2"}, "factor"},
+		{[]string{"-schedule", "const:1"}, "takes no arguments"},
+		{[]string{"-homotopy", "yes"}, "-homotopy"},
+		{[]string{"-optimizer", "adam", "-homotopy", "on"}, "needs a regularizer"},
+		{[]string{"-hard-quant-epoch", "5"}, "needs a binary regularizer"},
+		{[]string{"-reg", "binw:1", "-hard-quant-epoch", "-3"}, "must not be negative"},
+		{[]string{"-eval-only"}, "needs -weights"},
+		{[]string{"-eval-only", "-weights", "w", "-resume"}, "exclude each other"},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"-nosuchflag"}, "not defined"},
+	}
+	for _, tc := range cases {
+		_, err := parseConfig(tc.args, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parseConfig(%q) = %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+	if _, err := parseConfig([]string{"-h"}, io.Discard); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-h: %v", err)
+	}
+}
+
+func TestParseSchedule(t *testing.T) {
+	sp, err := parseSchedule("multistep:150,250:0.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sp.schedule(10)
+	for _, c := range []struct {
+		t    int
+		want float64
+	}{{1, 1}, {1500, 1}, {1501, 0.2}, {2500, 0.2}, {2501, 0.2 * 0.2}} {
+		if got := s.Rate(1, c.t); abs(got-c.want) > 1e-12 {
+			t.Errorf("multistep rate at update %d = %v, want %v", c.t, got, c.want)
+		}
+	}
+	sp, _ = parseSchedule("step:2:0.5")
+	if got := sp.schedule(3).Rate(1, 7); got != 0.5 {
+		t.Errorf("step rate at update 7 (epoch 3) = %v, want 0.5", got)
+	}
+	if got := sp.schedule(3).Rate(1, 13); got != 0.25 {
+		t.Errorf("step rate at update 13 (epoch 5) = %v, want 0.25", got)
+	}
+	sp, _ = parseSchedule("invsqrt")
+	if got := sp.schedule(3).Rate(1, 4); got != 0.5 {
+		t.Errorf("invsqrt rate at update 4 = %v", got)
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

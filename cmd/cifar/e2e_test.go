@@ -1,0 +1,292 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/proxgen/proxgen/autograd/safetensors"
+	"github.com/proxgen/proxgen/datasets/cifar10"
+	"github.com/proxgen/proxgen/nn/checkpoint"
+)
+
+// writeFixture writes a tiny data set in the official binary layout:
+// perFile images in each of the five training files and test images in the
+// test file. Each image is noise plus a bright square whose position
+// depends on its label, so a network can learn something.
+func writeFixture(t *testing.T, perFile, test int) string {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, cifar10.FolderName)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	write := func(name string, n int) {
+		var b []byte
+		for range n {
+			label := rng.IntN(cifar10.NumClasses)
+			rec := make([]byte, cifar10.RecordSize)
+			rec[0] = byte(label)
+			for i := 1; i < len(rec); i++ {
+				rec[i] = byte(rng.IntN(128))
+			}
+			r0, c0 := 3*(label/4), 3*(label%4)*2
+			for ch := range cifar10.Channels {
+				for y := r0 * 2; y < r0*2+8; y++ {
+					for x := c0; x < c0+8; x++ {
+						rec[1+ch*1024+y*32+x] = 255
+					}
+				}
+			}
+			b = append(b, rec...)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range cifar10.TrainFiles {
+		write(f, perFile)
+	}
+	write(cifar10.TestFile, test)
+	return root
+}
+
+// runCmd runs the program and returns its exit status and outputs.
+func runCmd(ctx context.Context, args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := run(ctx, args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// tinyArgs are the flags of a small, fast run on the fixture.
+func tinyArgs(data, out string, extra ...string) []string {
+	return append([]string{"-data", data, "-out", out, "-no-download", "-model", "resnet20", "-width", "0.25",
+		"-batch", "8", "-eval-batch", "5", "-threads", "2", "-progress", "none", "-seed", "7"}, extra...)
+}
+
+func readMetrics(t *testing.T, dir string) []epochRecord {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, metricsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []epochRecord
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r epochRecord
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("bad metrics line %q: %v", line, err)
+		}
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+// sameTensors compares two safetensors files tensor by tensor.
+func sameTensors(t *testing.T, a, b string) {
+	t.Helper()
+	fa, err := safetensors.ReadFile(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := safetensors.ReadFile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(fa.Names(), fb.Names()) {
+		t.Fatalf("%s and %s hold different tensors", a, b)
+	}
+	for _, n := range fa.Names() {
+		if !bytes.Equal(fa.Tensors[n].Data, fb.Tensors[n].Data) {
+			t.Fatalf("tensor %s differs between %s and %s", n, a, b)
+		}
+	}
+}
+
+// sameHistory compares metrics without the timings.
+func sameHistory(t *testing.T, a, b []epochRecord) {
+	t.Helper()
+	if len(a) != len(b) {
+		t.Fatalf("%d and %d epochs", len(a), len(b))
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		x.Seconds, x.EvalSeconds, x.ImgPerS = 0, 0, 0
+		y.Seconds, y.EvalSeconds, y.ImgPerS = 0, 0, 0
+		jx, _ := json.Marshal(x)
+		jy, _ := json.Marshal(y)
+		if !bytes.Equal(jx, jy) {
+			t.Fatalf("epoch %d differs:\n%s\n%s", i+1, jx, jy)
+		}
+	}
+}
+
+// TestEndToEndResume trains 2 epochs without a break, then the same run
+// interrupted inside the first epoch and after the first epoch, resumed
+// each time; the checkpoints and metrics must be identical bit for bit.
+func TestEndToEndResume(t *testing.T) {
+	data := writeFixture(t, 4, 10) // 20 training images: 2 batches of 8
+	base := t.TempDir()
+	full := filepath.Join(base, "full")
+	code, stdout, stderr := runCmd(context.Background(), tinyArgs(data, full, "-epochs", "2")...)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, f := range []string{checkpoint.ModelFileName, checkpoint.TrainStateFileName, metricsFile, curvesFile, summaryFile} {
+		if _, err := os.Stat(filepath.Join(full, f)); err != nil {
+			t.Fatalf("missing output: %v", err)
+		}
+	}
+	if !strings.Contains(stdout, "epoch 2/2 loss") || !strings.Contains(stdout, "test accuracy") {
+		t.Fatalf("stdout:\n%s", stdout)
+	}
+	recs := readMetrics(t, full)
+	if len(recs) != 2 || recs[1].Step != 4 || len(recs[0].Layers) != 20 {
+		t.Fatalf("metrics %+v", recs)
+	}
+	if recs[0].Lambda != 0.1/20 || recs[0].LR != 1e-3 {
+		t.Fatalf("λ %v lr %v, want 0.1/20 and 1e-3", recs[0].Lambda, recs[0].LR)
+	}
+
+	// Interrupted after the first batch (the context is already
+	// cancelled), then resumed to the end of epoch 1 only, then to 2.
+	part := filepath.Join(base, "part")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	code, _, stderr = runCmd(ctx, tinyArgs(data, part, "-epochs", "2")...)
+	if code != exitInterrupted || !strings.Contains(stderr, "after batch 1/2") {
+		t.Fatalf("interrupted run: exit %d, stderr:\n%s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(part, metricsFile)); err != nil {
+		t.Fatal("no files after the interruption")
+	}
+	code, _, stderr = runCmd(context.Background(), "-out", part, "-resume", "-epochs", "1", "-progress", "none", "-threads", "1")
+	if code != 0 {
+		t.Fatalf("resume to epoch 1: exit %d\n%s", code, stderr)
+	}
+	if got := readMetrics(t, part); len(got) != 1 {
+		t.Fatalf("%d epochs after resuming to 1", len(got))
+	}
+	code, _, stderr = runCmd(context.Background(), "-out", part, "-resume", "-epochs", "2", "-data", data, "-progress", "none")
+	if code != 0 {
+		t.Fatalf("resume to epoch 2: exit %d\n%s", code, stderr)
+	}
+	sameTensors(t, filepath.Join(full, checkpoint.TrainStateFileName), filepath.Join(part, checkpoint.TrainStateFileName))
+	sameTensors(t, filepath.Join(full, checkpoint.ModelFileName), filepath.Join(part, checkpoint.ModelFileName))
+	sameHistory(t, recs, readMetrics(t, part))
+
+	// The model file evaluates to the accuracy the run reported.
+	code, stdout, stderr = runCmd(context.Background(), "-eval-only", "-weights", filepath.Join(full, checkpoint.ModelFileName),
+		"-data", data, "-json", "-threads", "1", "-eval-batch", "3")
+	if code != 0 {
+		t.Fatalf("eval-only: exit %d\n%s", code, stderr)
+	}
+	var ev evalResult
+	if err := json.Unmarshal([]byte(strings.TrimSpace(stdout)), &ev); err != nil {
+		t.Fatalf("eval-only output %q: %v", stdout, err)
+	}
+	if ev.TestAcc != recs[1].TestAcc || ev.Images != 10 || ev.Model != "resnet20" || ev.Weight.Zero != recs[1].Zero {
+		t.Fatalf("eval-only %+v, run reported test acc %v zeros %v", ev, recs[1].TestAcc, recs[1].Zero)
+	}
+	if d := ev.TestLoss - recs[1].TestLoss; d > 1e-6 || d < -1e-6 {
+		t.Fatalf("eval-only test loss %v, run reported %v", ev.TestLoss, recs[1].TestLoss)
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	data := writeFixture(t, 2, 4)
+	base := t.TempDir()
+	out := filepath.Join(base, "run")
+	if code, _, stderr := runCmd(context.Background(), tinyArgs(data, out, "-epochs", "1")...); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+
+	bad := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bad, "data_batch_1.bin"), []byte("short"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	corrupt := writeFixture(t, 2, 4)
+	f := filepath.Join(corrupt, cifar10.FolderName, "data_batch_3.bin")
+	b, _ := os.ReadFile(f)
+	b[cifar10.RecordSize] = 42 // label of the second record
+	os.WriteFile(f, b, 0o644)
+
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"bad flag", []string{"-lr", "-1"}, exitUsage, "-lr -1 must be positive"},
+		{"existing run", tinyArgs(data, out), exitError, "already holds a run"},
+		{"no checkpoint", []string{"-resume", "-out", filepath.Join(base, "none")}, exitUsage, "holds no checkpoint"},
+		{"changed flag", []string{"-resume", "-out", out, "-lr", "0.5"}, exitUsage, "-lr 0.5 (the run has 0.001)"},
+		{"missing data", tinyArgs(t.TempDir(), filepath.Join(base, "r1")), exitError, "-data"},
+		{"partial data", []string{"-data", bad, "-out", filepath.Join(base, "r2"), "-batch", "8"}, exitError, "-data"},
+		{"corrupt data", tinyArgs(corrupt, filepath.Join(base, "r3")), exitError, "label 42"},
+		{"eval missing weights", []string{"-eval-only", "-weights", filepath.Join(base, "nope.safetensors"), "-data", data}, exitError, "-weights"},
+		{"eval wrong model", []string{"-eval-only", "-weights", filepath.Join(out, checkpoint.ModelFileName), "-data", data, "-model", "resnet32"}, exitError, "missing keys"},
+		{"subset too small", tinyArgs(data, filepath.Join(base, "r4"), "-train-subset", "4"), exitUsage, "smaller than -batch"},
+	}
+	for _, c := range cases {
+		code, _, stderr := runCmd(context.Background(), c.args...)
+		if code != c.code || !strings.Contains(stderr, c.want) {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d and %q", c.name, code, stderr, c.code, c.want)
+		}
+	}
+	// The failed attempts left the saved run intact.
+	if got := readMetrics(t, out); len(got) != 1 {
+		t.Fatalf("saved run changed: %d epochs", len(got))
+	}
+}
+
+// TestBinaryRuns checks ProxQuant with hard quantisation and
+// BinaryConnect: the binarised weights end at exactly ±1 in the model file.
+func TestBinaryRuns(t *testing.T) {
+	data := writeFixture(t, 2, 4)
+	base := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"proxquant", []string{"-optimizer", "proxquant", "-epochs", "2", "-hard-quant-epoch", "1", "-shortcut", "B"}},
+		{"bc", []string{"-optimizer", "bc", "-epochs", "1"}},
+	} {
+		out := filepath.Join(base, tc.name)
+		code, _, stderr := runCmd(context.Background(), tinyArgs(data, out, tc.args...)...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s", tc.name, code, stderr)
+		}
+		recs := readMetrics(t, out)
+		last := recs[len(recs)-1]
+		if last.Binary == nil || *last.Binary != 1 {
+			t.Fatalf("%s: binary ratio %v, want 1", tc.name, last.Binary)
+		}
+		f, err := safetensors.ReadFile(filepath.Join(out, checkpoint.ModelFileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range f.Names() {
+			v, _, _ := f.Float32(n)
+			isWeight := len(f.Tensors[n].Shape) == 4 || len(f.Tensors[n].Shape) == 2
+			if !isWeight {
+				continue
+			}
+			pm1 := !strings.Contains(n, "shortcut")
+			for _, x := range v {
+				if pm1 != (x == 1 || x == -1) {
+					t.Fatalf("%s: %s holds %v", tc.name, n, x)
+				}
+			}
+		}
+		if tc.name == "proxquant" && (recs[0].Lambda != 0 || recs[1].Lambda != 1e-4) {
+			t.Fatalf("%s: homotopy λ %v, %v; want 0 and 1e-4", tc.name, recs[0].Lambda, recs[1].Lambda)
+		}
+	}
+}

@@ -1,0 +1,316 @@
+// Command cifar trains and evaluates CIFAR-10 classifiers with ProxGen and
+// the baselines of the ProxGen paper.
+//
+// Usage:
+//
+//	cifar [flags]
+//
+// With no flags it trains ResNet-20 with ProxGen (Adam preconditioner,
+// ℓ1/2 regularizer, λ = 0.1/N, step size 1e-3, batch 128) for 30 epochs on
+// the CIFAR-10 data in the download cache, downloading them if needed, and
+// writes its run folder (runs/resnet20-proxgen-l12-s1):
+//
+//	train_state.safetensors  model, optimizer and run state; -resume reads it
+//	model.safetensors        the model alone, loadable by PyTorch (strict)
+//	metrics.jsonl            one JSON line of metrics per epoch
+//	curves.svg               loss, accuracy, sparsity and step-size curves
+//	summary.json             the final summary (at the end of the run)
+//
+// Every file is replaced atomically at each epoch end, so an interrupted or
+// failed run loses at most the current epoch; Ctrl-C saves the current step
+// before exiting, and -resume continues bit-identically. Progress goes to
+// standard error (a bar on a terminal, plain lines otherwise), one line per
+// epoch and the summary to standard output (JSON lines with -json).
+//
+// Examples:
+//
+//	go run ./cmd/cifar -data /tmp/cifar10 -model resnet20 -epochs 1
+//	go run ./cmd/cifar -data /tmp/cifar10 -train-subset 2048 -epochs 2
+//	go run ./cmd/cifar -model vgg16 -optimizer proxgenw -reg l0 -lambda 0.5 -epochs 300
+//	go run ./cmd/cifar -optimizer proxquant -weights fp.safetensors -epochs 300
+//	go run ./cmd/cifar -out runs/x -resume
+//	go run ./cmd/cifar -eval-only -weights runs/x/model.safetensors
+//
+// Run "cifar -h" for all flags; docs/cifar.md explains them, the λ
+// scaling and the checkpoint layout.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/datasets/cifar10"
+	"github.com/proxgen/proxgen/nn"
+	"github.com/proxgen/proxgen/nn/checkpoint"
+	"github.com/proxgen/proxgen/nn/models"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit statuses of run.
+const (
+	exitOK          = 0
+	exitError       = 1 // the run failed (data, files, divergence)
+	exitUsage       = 2 // bad flags
+	exitInterrupted = 130
+)
+
+// run is the whole program: it parses args, trains or evaluates, and
+// returns the exit status. Errors are printed to stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c, err := parseConfig(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "cifar: %v\n", err)
+		return exitUsage
+	}
+	if c.Resume {
+		stored, err := readStoredRun(c.Out)
+		if err != nil {
+			fmt.Fprintf(stderr, "cifar: %v\n", err)
+			return exitUsage
+		}
+		if c, err = mergeResume(stored.cfg, c); err != nil {
+			fmt.Fprintf(stderr, "cifar: %v\n", err)
+			return exitUsage
+		}
+	}
+	threads := c.Threads
+	if threads == 0 {
+		threads = runtime.NumCPU()
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(threads))
+	defer parallel.SetWorkers(parallel.SetWorkers(threads))
+
+	if c.EvalOnly {
+		err = evalOnly(ctx, c, stdout, stderr)
+	} else {
+		err = train(ctx, c, stdout, stderr)
+	}
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errInterrupted):
+		return exitInterrupted
+	default:
+		fmt.Fprintf(stderr, "cifar: %v\n", err)
+		return exitError
+	}
+}
+
+// loadData returns the training and test splits of c, downloading the
+// data set when it is missing and allowed.
+func loadData(ctx context.Context, c *config, stderr io.Writer) (*cifar10.Dataset, error) {
+	dir := c.Data
+	if dir == "" {
+		d, err := cifar10.DefaultCacheDir()
+		if err != nil {
+			return nil, fmt.Errorf("no -data folder and no cache folder: %w", err)
+		}
+		dir = d
+	}
+	if _, err := cifar10.ResolveDir(dir); err != nil {
+		if c.NoDownload || partial(dir) {
+			return nil, fmt.Errorf("-data: %w", err)
+		}
+		fmt.Fprintf(stderr, "CIFAR-10 not found in %s; downloading %s\n", dir, cifar10.URL)
+		if _, err := cifar10.Download(ctx, dir, stderr); err != nil {
+			return nil, fmt.Errorf("downloading CIFAR-10: %w", err)
+		}
+	}
+	ds, err := cifar10.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("-data: %w", err)
+	}
+	if c.TrainSubset > 0 {
+		ds.Train = ds.Train.Subset(c.TrainSubset)
+	}
+	if c.TestSubset > 0 {
+		ds.Test = ds.Test.Subset(c.TestSubset)
+	}
+	return ds, nil
+}
+
+// partial reports whether dir holds some of the data set's files, so that
+// a failed ResolveDir means broken data rather than missing data (which
+// would be downloaded).
+func partial(dir string) bool {
+	for _, d := range []string{dir, filepath.Join(dir, cifar10.FolderName)} {
+		for _, f := range append([]string{cifar10.TestFile}, cifar10.TrainFiles...) {
+			if _, err := os.Stat(filepath.Join(d, f)); err == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// newModel builds the network of c with its initial weights drawn from
+// the seed.
+func newModel(c *config) (nn.Module, error) {
+	opts := []models.Option{models.WithWidth(c.Width)}
+	if c.Shortcut == "B" {
+		opts = append(opts, models.WithShortcut(models.ShortcutB))
+	}
+	return models.New(c.Model, cifar10.NumClasses, rand.New(rand.NewPCG(c.Seed, 0x6d6f64656c)), opts...)
+}
+
+// train runs (or resumes) the training described by c.
+func train(ctx context.Context, c *config, stdout, stderr io.Writer) error {
+	statePath := filepath.Join(c.Out, checkpoint.TrainStateFileName)
+	if !c.Resume {
+		if _, err := os.Stat(statePath); err == nil {
+			return fmt.Errorf("%s already holds a run (%s); continue it with -resume or choose another -out", c.Out, checkpoint.TrainStateFileName)
+		}
+	}
+	ds, err := loadData(ctx, c, stderr)
+	if err != nil {
+		return err
+	}
+	perEpoch := cifar10.NumBatches(ds.Train.Len(), c.Batch, true)
+	if perEpoch == 0 {
+		return fmt.Errorf("the training set has %d images, fewer than one batch of %d", ds.Train.Len(), c.Batch)
+	}
+	model, err := newModel(c)
+	if err != nil {
+		return err
+	}
+	if c.Weights != "" && !c.Resume {
+		if _, err := loadWeights(c.Weights, model); err != nil {
+			return err
+		}
+	}
+	meth, err := newMethod(c, model, ds.Train.Len(), perEpoch)
+	if err != nil {
+		return err
+	}
+	t := &trainer{
+		cfg: c, model: model, meth: meth, train: ds.Train, test: ds.Test, perEpoch: perEpoch,
+		prog: newProgress(stderr, c.Progress, c.LogEvery), stdout: stdout,
+		trainArena: autograd.NewArena(), evalArena: autograd.NewArena(),
+	}
+	t.save = func() error { return saveRun(t) }
+	if c.Resume {
+		stored, err := readStoredRun(c.Out)
+		if err != nil {
+			return err
+		}
+		st, _, err := checkpoint.LoadTrainState(statePath, model)
+		if err != nil {
+			return err
+		}
+		if err := meth.opt.LoadState(st); err != nil {
+			return fmt.Errorf("-resume: optimizer state: %w", err)
+		}
+		t.state = stored.state
+		if t.state.Frozen && meth.reg != nil {
+			meth.reg.Frozen = true
+		}
+		if t.state.Batch >= perEpoch {
+			return fmt.Errorf("-resume: the checkpoint is at batch %d of an epoch of %d batches", t.state.Batch, perEpoch)
+		}
+		t.prog.logf("resuming %s at epoch %d, batch %d (step %d)", c.Out, t.state.Epoch+1, t.state.Batch, meth.opt.Steps())
+	} else {
+		t.prog.logf("training %s (%d parameters) with %s, -reg %s, per-step λ %.3g, lr %g on %d images (%d batches of %d per epoch), %d threads; run folder %s",
+			c.Model, nn.NumParams(model), c.Optimizer, c.Reg, meth.lambda, c.LR, ds.Train.Len(), perEpoch, c.Batch, parallel.Workers(), c.Out)
+	}
+	if err := os.MkdirAll(c.Out, 0o755); err != nil {
+		return fmt.Errorf("creating the run folder: %w", err)
+	}
+
+	if err := t.runEpochs(ctx); err != nil {
+		return err
+	}
+	s := t.makeSummary()
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(c.Out, summaryFile), append(b, '\n')); err != nil {
+		return err
+	}
+	if c.JSON {
+		line, _ := json.Marshal(s)
+		fmt.Fprintf(stdout, "%s\n", line)
+		return nil
+	}
+	var files []string
+	for _, f := range []string{checkpoint.ModelFileName, checkpoint.TrainStateFileName, metricsFile, curvesFile, summaryFile} {
+		files = append(files, filepath.Join(c.Out, f))
+	}
+	printSummary(stdout, s, files)
+	return nil
+}
+
+// evalResult is the output of -eval-only.
+type evalResult struct {
+	Weights  string      `json:"weights"`
+	Model    string      `json:"model"`
+	Params   int         `json:"params"`
+	Images   int         `json:"images"`
+	TestLoss float64     `json:"test_loss"`
+	TestAcc  float64     `json:"test_acc"`
+	Seconds  float64     `json:"seconds"`
+	Weight   weightStats `json:"weights_stats"`
+}
+
+// evalOnly evaluates the weights file of c on the test set.
+func evalOnly(ctx context.Context, c *config, stdout, stderr io.Writer) error {
+	if err := weightsModel(c, c.Weights); err != nil {
+		return err
+	}
+	if err := c.resolve(); err != nil {
+		return err
+	}
+	model, err := newModel(c)
+	if err != nil {
+		return err
+	}
+	if _, err := loadWeights(c.Weights, model); err != nil {
+		return err
+	}
+	ds, err := loadData(ctx, c, stderr)
+	if err != nil {
+		return err
+	}
+	meth, err := newMethod(c, model, max(ds.Train.Len(), 1), 1)
+	if err != nil {
+		return err
+	}
+	meth.binaryConnect = false // the file holds the weights the network computes with
+	t := &trainer{cfg: c, model: model, meth: meth, evalArena: autograd.NewArena()}
+	start := time.Now()
+	loss, acc := t.evaluate(ds.Test)
+	r := evalResult{Weights: c.Weights, Model: c.Model, Params: nn.NumParams(model), Images: ds.Test.Len(),
+		TestLoss: loss, TestAcc: acc, Seconds: round3(time.Since(start).Seconds()), Weight: t.stats()}
+	if c.JSON {
+		line, _ := json.Marshal(r)
+		fmt.Fprintf(stdout, "%s\n", line)
+		return nil
+	}
+	fmt.Fprintf(stdout, "%s (%s, %d parameters) on %d test images: accuracy %.2f%%, loss %.4f (%.1f s)\n",
+		c.Weights, c.Model, r.Params, r.Images, 100*acc, loss, r.Seconds)
+	fmt.Fprintf(stdout, "weights: %.2f%% exactly zero, %.2f%% below 1e-3, %.2f%% below 1e-2, %.2f%% at ±1\n",
+		100*r.Weight.Zero, 100*r.Weight.Small, 100*r.Weight.Below1e2, 100*r.Weight.PM1)
+	return nil
+}

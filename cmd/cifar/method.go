@@ -1,0 +1,198 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/nn"
+	"github.com/proxgen/proxgen/optim"
+)
+
+// method is a training method: an optimizer over the model's parameters
+// plus what the method does around the forward and backward pass.
+type method struct {
+	opt   optim.Optimizer
+	sched optim.Schedule
+	// reg is the group of regularized (or binarised) weights; nil when the
+	// method has none.
+	reg *optim.Group
+	// lambda is the per-step λ before the homotopy.
+	lambda   float64
+	homotopy bool
+	// weights are the tensors whose statistics metrics report: the
+	// regularized set (conv and linear weights, without 1×1 shortcut
+	// convolutions in binary runs).
+	weights []namedTensor
+	// binaryConnect runs forward and backward with sign(w) for the
+	// weights (BinaryConnect).
+	binaryConnect bool
+	signed        [][]float32 // sign buffers for binaryConnect
+	saved         [][]float32 // the real weights while signed ones are in place
+}
+
+// regularized reports whether the parameter name/t is in the regularized
+// (or binarised) set: convolution and linear weights, except the 1×1
+// shortcut convolutions of binary runs, which the ProxQuant reference
+// keeps in full precision.
+func regularized(c *config, name string, t *autograd.Tensor) bool {
+	if !optim.IsWeight(t) {
+		return false
+	}
+	return !(c.binary() && strings.Contains(name, "shortcut"))
+}
+
+// perStepLambda returns the λ the optimizer uses for one update, from
+// -lambda and -lambda-scale.
+func perStepLambda(c *config, nTrain int) float64 {
+	if c.LambdaScale == "n" {
+		return c.Lambda / float64(nTrain)
+	}
+	return c.Lambda
+}
+
+// newMethod builds the method of c for model, training on nTrain images in
+// perEpoch updates per epoch.
+func newMethod(c *config, model nn.Module, nTrain, perEpoch int) (*method, error) {
+	sp, err := parseSchedule(c.Schedule)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := parseReg(c.Reg)
+	if err != nil {
+		return nil, err
+	}
+	m := &method{
+		sched:    sp.schedule(perEpoch),
+		lambda:   perStepLambda(c, nTrain),
+		homotopy: c.Homotopy == "on",
+	}
+	var names []string
+	var params []*autograd.Tensor
+	for _, p := range model.Params() {
+		names = append(names, p.Name)
+		params = append(params, p.T)
+		if regularized(c, p.Name, p.T) {
+			m.weights = append(m.weights, namedTensor{p.Name, p.T})
+		}
+	}
+	isReg := func(name string, t *autograd.Tensor) bool { return regularized(c, name, t) }
+	groups := optim.SplitGroups(names, params, isReg, reg, m.lambda, c.WD, c.LR)
+	var ocfg optim.Config
+	switch c.Optimizer {
+	case "proxgen", "proxgenw":
+		ocfg = optim.ProxGenAdam(c.Beta1, c.Beta2, c.Eps)
+	case "adam":
+		ocfg = optim.AdamConfig(c.Beta1, c.Beta2, c.Eps)
+	case "adamw":
+		ocfg = optim.AdamWConfig(c.Beta1, c.Beta2, c.Eps)
+	case "sgd":
+		ocfg = optim.SGDConfig(c.Momentum, false)
+	case "subgrad":
+		ocfg = optim.AdamWConfig(c.Beta1, c.Beta2, c.Eps)
+		ocfg.RegMode = optim.RegSubgradient
+	case "proxquant":
+		ocfg = optim.ProxGenAdam(c.Beta1, c.Beta2, c.Eps)
+		ocfg.Metric = optim.Euclidean
+	case "bc":
+		ocfg = optim.AdamConfig(c.Beta1, c.Beta2, c.Eps)
+		m.binaryConnect = true
+	default:
+		return nil, fmt.Errorf("-optimizer %s is not available in this build", c.Optimizer)
+	}
+	ocfg.Schedule = m.sched
+	for _, g := range groups {
+		if g.Reg != nil || (c.Optimizer == "bc" && len(g.Params) > 0 && isReg(g.Names[0], g.Params[0])) {
+			m.reg = g
+		}
+	}
+	if (c.Optimizer == "proxquant" || c.Optimizer == "bc") && m.reg != nil {
+		m.reg.Clip = 1
+	}
+	m.opt = optim.New(groups, ocfg)
+	return m, nil
+}
+
+// lambdaAt returns the per-step λ of epoch (counted from 0).
+func (m *method) lambdaAt(epoch int) float64 {
+	if m.homotopy {
+		return m.lambda * float64(epoch)
+	}
+	return m.lambda
+}
+
+// setEpoch sets the hyperparameters of epoch (counted from 0).
+func (m *method) setEpoch(epoch int) {
+	if m.reg != nil && m.reg.Reg != nil {
+		m.reg.Lambda = m.lambdaAt(epoch)
+	}
+}
+
+// lr returns the step size of the next update of the first group.
+func (m *method) lr() float64 {
+	var base float64
+	if gs := m.opt.Groups(); len(gs) > 0 {
+		base = gs[0].LR
+	}
+	return m.sched.Rate(base, m.opt.Steps()+1)
+}
+
+// penalty returns λ·R(θ) for the current weights.
+func (m *method) penalty() float64 { return optim.Penalty(m.opt.Groups()) }
+
+// hardQuantize sets the binarised weights to sign(w) (+1 for w = 0) and
+// freezes them, as ProxQuant does at its hard-quantisation epoch.
+func (m *method) hardQuantize() {
+	if m.reg == nil {
+		return
+	}
+	for _, p := range m.reg.Params {
+		for i, v := range p.Data {
+			p.Data[i] = sign(v)
+		}
+	}
+	m.reg.Frozen = true
+}
+
+func sign(v float32) float32 {
+	if v < 0 {
+		return -1
+	}
+	return 1
+}
+
+// useEffective replaces the binarised weights by the weights the network
+// computes with (sign(w) for BinaryConnect) until restore is called;
+// gradients computed meanwhile belong to the effective weights, which is
+// BinaryConnect's straight-through update of the real ones. It does
+// nothing for other methods.
+func (m *method) useEffective() {
+	if !m.binaryConnect || m.saved != nil {
+		return
+	}
+	if m.signed == nil {
+		m.signed = make([][]float32, len(m.reg.Params))
+		for i, p := range m.reg.Params {
+			m.signed[i] = make([]float32, len(p.Data))
+		}
+	}
+	m.saved = make([][]float32, len(m.reg.Params))
+	for i, p := range m.reg.Params {
+		for j, v := range p.Data {
+			m.signed[i][j] = sign(v)
+		}
+		m.saved[i] = p.Data
+		p.Data = m.signed[i]
+	}
+}
+
+// restore puts the real weights back after useEffective.
+func (m *method) restore() {
+	if m.saved == nil {
+		return
+	}
+	for i, p := range m.reg.Params {
+		p.Data = m.saved[i]
+	}
+	m.saved = nil
+}

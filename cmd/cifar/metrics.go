@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/proxgen/proxgen/autograd"
+)
+
+// layerStats describes the weights of one tensor.
+type layerStats struct {
+	Name  string  `json:"name"`
+	Numel int     `json:"numel"`
+	Zero  float64 `json:"zero"`          // fraction of exact zeros
+	Small float64 `json:"small"`         // fraction with |w| < 1e-3
+	PM1   float64 `json:"pm1,omitempty"` // fraction at exactly ±1 (binary runs)
+}
+
+// weightStats summarises a set of weight tensors.
+type weightStats struct {
+	Numel    int          `json:"numel"`
+	Zero     float64      `json:"zero_ratio"`      // exact zeros
+	Small    float64      `json:"small_ratio"`     // |w| < 1e-3
+	Below1e2 float64      `json:"below_1e2_ratio"` // |w| < 1e-2
+	PM1      float64      `json:"binary_ratio"`    // exactly ±1
+	Layers   []layerStats `json:"layers"`
+}
+
+// namedTensor is a tensor with its state_dict name.
+type namedTensor struct {
+	Name string
+	T    *autograd.Tensor
+}
+
+// computeWeightStats counts, over the tensors ws, the exact zeros, the
+// weights below 1e-3 and 1e-2 in magnitude and the weights at exactly ±1,
+// overall and per tensor.
+func computeWeightStats(ws []namedTensor) weightStats {
+	var s weightStats
+	var zero, small, below, pm1 int
+	for _, w := range ws {
+		var z, sm, b, p int
+		for _, v := range w.T.Data {
+			a := math.Abs(float64(v))
+			switch {
+			case a == 0:
+				z++
+			case a == 1:
+				p++
+			}
+			if a < 1e-3 {
+				sm++
+			}
+			if a < 1e-2 {
+				b++
+			}
+		}
+		n := len(w.T.Data)
+		s.Layers = append(s.Layers, layerStats{Name: w.Name, Numel: n, Zero: ratio(z, n), Small: ratio(sm, n), PM1: ratio(p, n)})
+		s.Numel += n
+		zero, small, below, pm1 = zero+z, small+sm, below+b, pm1+p
+	}
+	s.Zero, s.Small, s.Below1e2, s.PM1 = ratio(zero, s.Numel), ratio(small, s.Numel), ratio(below, s.Numel), ratio(pm1, s.Numel)
+	return s
+}
+
+func ratio(a, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(a) / float64(n)
+}
+
+// epochRecord is one line of metrics.jsonl.
+type epochRecord struct {
+	Epoch     int     `json:"epoch"` // epochs completed, 1-based
+	Step      int     `json:"step"`  // optimizer updates so far
+	Loss      float64 `json:"loss"`  // mean training cross-entropy over the epoch
+	Penalty   float64 `json:"penalty"`
+	Objective float64 `json:"objective"` // loss + penalty
+	TrainAcc  float64 `json:"train_acc"`
+	TestLoss  float64 `json:"test_loss"`
+	TestAcc   float64 `json:"test_acc"`
+	Zero      float64 `json:"zero_ratio"`
+	Small     float64 `json:"small_ratio"`
+	Below1e2  float64 `json:"below_1e2_ratio"`
+	// Binary is the fraction of the binarised weights at exactly ±1; only
+	// binary runs have it.
+	Binary      *float64     `json:"binary_ratio,omitempty"`
+	LR          float64      `json:"lr"`
+	Lambda      float64      `json:"lambda"` // per-step λ of the epoch
+	Seconds     float64      `json:"seconds"`
+	EvalSeconds float64      `json:"eval_seconds"`
+	ImgPerS     float64      `json:"img_per_s"`
+	Layers      []layerStats `json:"layers"`
+}
+
+// writeJSONL writes one JSON line per record.
+func writeJSONL(w io.Writer, recs []epochRecord) error {
+	enc := json.NewEncoder(w)
+	for i := range recs {
+		if err := enc.Encode(&recs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// jsonl returns the records as JSON lines.
+func jsonl(recs []epochRecord) []byte {
+	var b bytes.Buffer
+	if err := writeJSONL(&b, recs); err != nil {
+		panic(err) // the records hold only finite numbers and strings
+	}
+	return b.Bytes()
+}
+
+// curves returns the charts of curves.svg for the records.
+func curves(recs []epochRecord, title string, binary bool) []chart {
+	n := len(recs)
+	x := make([]float64, n)
+	col := func(f func(r *epochRecord) float64) []float64 {
+		v := make([]float64, n)
+		for i := range recs {
+			v[i] = f(&recs[i])
+		}
+		return v
+	}
+	for i := range recs {
+		x[i] = float64(recs[i].Epoch)
+	}
+	sparsity := []series{
+		{"exact zeros", x, col(func(r *epochRecord) float64 { return 100 * r.Zero })},
+		{"|w| < 1e-3", x, col(func(r *epochRecord) float64 { return 100 * r.Small })},
+		{"|w| < 1e-2", x, col(func(r *epochRecord) float64 { return 100 * r.Below1e2 })},
+	}
+	if binary {
+		sparsity = append(sparsity, series{"at ±1", x, col(func(r *epochRecord) float64 {
+			if r.Binary == nil {
+				return math.NaN()
+			}
+			return 100 * *r.Binary
+		})})
+	}
+	return []chart{
+		{Title: title + ": loss", XLabel: "epoch", YLabel: "cross-entropy", Series: []series{
+			{"train", x, col(func(r *epochRecord) float64 { return r.Loss })},
+			{"test", x, col(func(r *epochRecord) float64 { return r.TestLoss })},
+			{"train objective", x, col(func(r *epochRecord) float64 { return r.Objective })},
+		}},
+		{Title: "accuracy", XLabel: "epoch", YLabel: "%", Series: []series{
+			{"train", x, col(func(r *epochRecord) float64 { return 100 * r.TrainAcc })},
+			{"test", x, col(func(r *epochRecord) float64 { return 100 * r.TestAcc })},
+		}},
+		{Title: "weights", XLabel: "epoch", YLabel: "% of weights", YFixed: true, YMin: 0, YMax: 100, Series: sparsity},
+		{Title: "step size", XLabel: "epoch", YLabel: "lr", Series: []series{
+			{"lr", x, col(func(r *epochRecord) float64 { return r.LR })},
+		}},
+	}
+}
+
+// formatDuration writes d seconds as h:mm:ss or m:ss.
+func formatDuration(sec float64) string {
+	if !(sec >= 0) || math.IsInf(sec, 0) {
+		return "?"
+	}
+	s := int(sec + 0.5)
+	if s >= 3600 {
+		return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
+	}
+	return fmt.Sprintf("%d:%02d", s/60, s%60)
+}
