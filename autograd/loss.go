@@ -14,6 +14,50 @@ func rowGrain(width int) int {
 	return max(1, (1<<13)/max(width, 1))
 }
 
+// Constants of exp32: 2**(k/expN) comes from a table of expN entries.
+const (
+	expBits  = 5
+	expN     = 1 << expBits
+	expInvLn = 0x1.71547652b82fep+0 * expN // expN/ln 2
+	expShift = 0x1.8p+52                   // adding it rounds to an integer
+	expC0    = 0x1.c6af84b912394p-5 / expN / expN / expN
+	expC1    = 0x1.ebfce50fac4f3p-3 / expN / expN
+	expC2    = 0x1.62e42ff0c52d6p-1 / expN
+)
+
+// expTable[i] holds the bits of 2**(i/expN) minus i<<(52−expBits), so that
+// adding k<<(52−expBits) for k ≡ i (mod expN) gives the bits of 2**(k/expN).
+var expTable = func() (t [expN]uint64) {
+	for i := range t {
+		t[i] = math.Float64bits(math.Exp2(float64(i)/expN)) - uint64(i)<<(52-expBits)
+	}
+	return t
+}()
+
+// exp32 returns e**x rounded to float32 with a relative error below 1e-7
+// (the method of ARM's optimized-routines expf): in float64, x·expN/ln 2 =
+// k + r with |r| <= 1/2, e**x = 2**(k/expN)·2**(r/expN), the first factor
+// from a table and the exponent bits, the second a cubic polynomial. It is
+// about twice as fast as float64 math.Exp. Results underflow to zero (with
+// subnormals in between) and overflow to +Inf like math.Exp; NaN stays NaN.
+func exp32(x float32) float32 {
+	if !(x > -150 && x < 88.72) {
+		switch {
+		case x <= -150:
+			return 0
+		case x >= 88.72:
+			return float32(math.Exp(float64(x))) // +Inf beyond MaxFloat32
+		}
+		return x // NaN
+	}
+	z := expInvLn * float64(x)
+	kd := z + expShift
+	ki := math.Float64bits(kd)
+	r := z - (kd - expShift)
+	s := math.Float64frombits(expTable[ki%expN] + ki<<(52-expBits))
+	return float32(((expC0*r+expC1)*(r*r) + (expC2*r + 1)) * s)
+}
+
 // rowMax returns the largest element of row (−Inf for an empty row). NaNs
 // are skipped here; they still propagate through the exponentials.
 func rowMax(row []float32) float32 {
@@ -54,6 +98,42 @@ func logSumExp(row []float32) float64 {
 		s += math.Exp(float64(v) - mf)
 	}
 	return mf + math.Log(s)
+}
+
+// expShiftSum returns Σ_j exp(row[j] − m) accumulated in float64, and
+// stores the terms in dst unless dst is nil. The exponentials are exp32;
+// four accumulators, summed in a fixed order, keep the additions from
+// waiting on each other.
+func expShiftSum(dst, row []float32, m float32) float64 {
+	var s0, s1, s2, s3 float64
+	j := 0
+	if dst != nil {
+		dst = dst[:len(row)]
+		for ; j+4 <= len(row); j += 4 {
+			e0, e1, e2, e3 := exp32(row[j]-m), exp32(row[j+1]-m), exp32(row[j+2]-m), exp32(row[j+3]-m)
+			dst[j], dst[j+1], dst[j+2], dst[j+3] = e0, e1, e2, e3
+			s0 += float64(e0)
+			s1 += float64(e1)
+			s2 += float64(e2)
+			s3 += float64(e3)
+		}
+		for ; j < len(row); j++ {
+			e0 := exp32(row[j] - m)
+			dst[j] = e0
+			s0 += float64(e0)
+		}
+	} else {
+		for ; j+4 <= len(row); j += 4 {
+			s0 += float64(exp32(row[j] - m))
+			s1 += float64(exp32(row[j+1] - m))
+			s2 += float64(exp32(row[j+2] - m))
+			s3 += float64(exp32(row[j+3] - m))
+		}
+		for ; j < len(row); j++ {
+			s0 += float64(exp32(row[j] - m))
+		}
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 // LogSoftmax returns log softmax over the last dimension of the rank-2
@@ -132,22 +212,15 @@ func crossEntropy(op string, logits *Tensor, labels []int, mean bool) *Tensor {
 		loss := 0.0
 		for i := lo; i < hi; i++ {
 			row := logits.Data[i*cols : (i+1)*cols]
-			mf := float64(rowMax(row))
-			s := 0.0
+			m := rowMax(row)
+			var s float64
 			if e != nil {
-				er := e[i*cols : (i+1)*cols]
-				for j, v := range row {
-					ev := math.Exp(float64(v) - mf)
-					er[j] = float32(ev)
-					s += ev
-				}
+				s = expShiftSum(e[i*cols:(i+1)*cols], row, m)
 			} else {
-				for _, v := range row {
-					s += math.Exp(float64(v) - mf)
-				}
+				s = expShiftSum(nil, row, m)
 			}
 			inv[i] = 1 / s
-			loss += mf + math.Log(s) - float64(row[labels[i]])
+			loss += float64(m) + math.Log(s) - float64(row[labels[i]])
 		}
 		partial[lo/grain] = loss
 	})
@@ -162,20 +235,35 @@ func crossEntropy(op string, logits *Tensor, labels []int, mean bool) *Tensor {
 	out := FromSlice([]float32{float32(total * scale)})
 	labels = append([]int(nil), labels...) // keep the caller's slice out of the graph
 	return record(op, out, func(g []float32) {
-		gx := logits.grad()
 		gs := float64(g[0]) * scale
+		// When no gradient has reached the (non-leaf) logits yet, the
+		// exponentials become their gradient in place: that saves
+		// clearing, reading and writing a second rows×cols buffer.
+		inPlace := logits.Grad == nil && logits.node != nil
+		if inPlace {
+			logits.Grad = e
+		}
+		gx := logits.grad()
 		parallel.For(rows, grain, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				er := e[i*cols : (i+1)*cols]
 				d := gx[i*cols : (i+1)*cols]
 				lab := labels[i]
-				dl := d[lab]
+				el := float64(er[lab])
 				k := float32(gs * inv[i])
+				if inPlace {
+					for j, v := range er {
+						d[j] = k * v
+					}
+					d[lab] = float32(gs * (el*inv[i] - 1))
+					continue
+				}
+				dl := d[lab]
 				for j, v := range er {
 					d[j] += k * v
 				}
 				// softmax − 1 at the label, in float64.
-				d[lab] = dl + float32(gs*(float64(er[lab])*inv[i]-1))
+				d[lab] = dl + float32(gs*(el*inv[i]-1))
 			}
 		})
 	}, logits)

@@ -82,14 +82,14 @@ func LSTMCell(x, h, c, wIH, wHH, bIH, bHH *Tensor) (hNext, cNext *Tensor) {
 		for r := lo; r < hi; r++ {
 			gr := gates[r*g4 : (r+1)*g4]
 			for j := 0; j < hid; j++ {
-				ig := sigmoid(gr[j])
-				fg := sigmoid(gr[hid+j])
-				gg := tanh(gr[2*hid+j])
-				og := sigmoid(gr[3*hid+j])
+				ig := sigmoid32(gr[j])
+				fg := sigmoid32(gr[hid+j])
+				gg := tanh32(gr[2*hid+j])
+				og := sigmoid32(gr[3*hid+j])
 				gr[j], gr[hid+j], gr[2*hid+j], gr[3*hid+j] = ig, fg, gg, og
 				k := r*hid + j
 				cn := fg*c.Data[k] + ig*gg
-				t := tanh(cn)
+				t := tanh32(cn)
 				tc[k] = t
 				state.Data[bh+k] = cn
 				state.Data[k] = og * t
@@ -283,14 +283,14 @@ func LSTM(x, h0, c0, wIH, wHH, bIH, bHH *Tensor) (out, hN, cN *Tensor) {
 			for r := lo; r < hi; r++ {
 				gr := gt[r*g4 : (r+1)*g4]
 				for j := 0; j < hid; j++ {
-					ig := sigmoid(gr[j])
-					fg := sigmoid(gr[hid+j])
-					gg := tanh(gr[2*hid+j])
-					og := sigmoid(gr[3*hid+j])
+					ig := sigmoid32(gr[j])
+					fg := sigmoid32(gr[hid+j])
+					gg := tanh32(gr[2*hid+j])
+					og := sigmoid32(gr[3*hid+j])
 					gr[j], gr[hid+j], gr[2*hid+j], gr[3*hid+j] = ig, fg, gg, og
 					k := r*hid + j
 					cn := fg*cPrev[k] + ig*gg
-					th := tanh(cn)
+					th := tanh32(cn)
 					tct[k] = th
 					cNext[k] = cn
 					hNext[k] = og * th
@@ -424,4 +424,29 @@ func columnSums(m []float32, rows, cols int) []float32 {
 		}
 	})
 	return s
+}
+
+// sigmoid32 returns 1/(1 + e**−v) in float32 using exp32 (relative error
+// below 2.5e-7); it saturates to exactly 0 and 1 without overflow.
+func sigmoid32(v float32) float32 {
+	return 1 / (1 + exp32(-v))
+}
+
+// tanh32 returns tanh(v) in float32 (relative error below 2.5e-7), as
+// Cephes tanhf does: an odd polynomial for |v| < 0.625, where 1 − 2/(e**2v + 1)
+// would cancel, and exp32 elsewhere.
+func tanh32(v float32) float32 {
+	a := v
+	if a < 0 {
+		a = -a
+	}
+	if a < 0.625 {
+		z := v * v
+		return ((((-5.70498872745e-3*z+2.06390887954e-2)*z-5.37397155531e-2)*z+1.33314422036e-1)*z-3.33332819422e-1)*z*v + v
+	}
+	r := 1 - 2/(exp32(2*a)+1)
+	if v < 0 {
+		r = -r
+	}
+	return r
 }

@@ -556,3 +556,64 @@ func BenchmarkLSTMCellWindow(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Seconds())*1e3/float64(b.N), "ms/window")
 }
+
+// TestCrossEntropyGradientPaths checks CrossEntropy's backward pass on
+// logits produced by an op, where the softmax buffer becomes the gradient
+// in place, against the same logits as a leaf, and with a second consumer
+// of the logits whose gradient arrives before or after (both orders).
+func TestCrossEntropyGradientPaths(t *testing.T) {
+	rng := newRNG(110)
+	const n, k = 13, 37
+	base := param(rng, n, k)
+	for i := range base.Data {
+		base.Data[i] *= 4
+	}
+	labels := make([]int, n)
+	for i := range labels {
+		labels[i] = rng.IntN(k)
+	}
+	w := autograd.RandN(rng, n, k)
+	grads := func(f func(logits *autograd.Tensor) *autograd.Tensor) []float32 {
+		base.Grad = nil
+		f(autograd.Scale(base, 1.5)).Backward()
+		return append([]float32(nil), base.Grad...)
+	}
+	// Leaf logits take the accumulating path.
+	leaf := autograd.FromSlice(append([]float32(nil), base.Data...), n, k).RequireGrad()
+	for i := range leaf.Data {
+		leaf.Data[i] *= 1.5
+	}
+	autograd.CrossEntropy(leaf, labels).Backward()
+	inPlace := grads(func(l *autograd.Tensor) *autograd.Tensor { return autograd.CrossEntropy(l, labels) })
+	for i, v := range leaf.Grad {
+		if want := 1.5 * v; math.Abs(float64(inPlace[i]-want)) > 1e-6*math.Max(1, math.Abs(float64(want))) {
+			t.Fatalf("in-place gradient [%d] = %v, leaf path gives %v", i, inPlace[i], want)
+		}
+	}
+	// A second consumer of the logits whose backward pass runs after
+	// (created earlier) or before (created later) the cross-entropy's.
+	ceFirst := grads(func(l *autograd.Tensor) *autograd.Tensor {
+		other := autograd.Sum(autograd.Mul(l, w))
+		return autograd.Add(autograd.CrossEntropySum(l, labels), other)
+	})
+	otherFirst := grads(func(l *autograd.Tensor) *autograd.Tensor {
+		ce := autograd.CrossEntropySum(l, labels)
+		return autograd.Add(ce, autograd.Sum(autograd.Mul(l, w)))
+	})
+	sum := grads(func(l *autograd.Tensor) *autograd.Tensor { return autograd.CrossEntropySum(l, labels) })
+	for i := range sum {
+		want := sum[i] + 1.5*w.Data[i]
+		for name, got := range map[string][]float32{"cross-entropy backward first": ceFirst, "other backward first": otherFirst} {
+			if math.Abs(float64(got[i]-want)) > 1e-5*math.Max(1, math.Abs(float64(want))) {
+				t.Fatalf("%s: gradient [%d] = %v, want %v", name, i, got[i], want)
+			}
+		}
+	}
+	f := func() *autograd.Tensor {
+		l := autograd.Scale(base, 1.5)
+		return autograd.Add(autograd.CrossEntropy(l, labels), autograd.Mean(autograd.Mul(l, w)))
+	}
+	if err := gradcheck.Check(f, []*autograd.Tensor{base}, gradcheck.Options{}); err != nil {
+		t.Error(err)
+	}
+}
