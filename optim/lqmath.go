@@ -117,13 +117,33 @@ func proxL12f64(a, kappa float64) float64 {
 	return math.Copysign(t*(1-l12W(s)), a)
 }
 
-// proxL12Slice is the slice form of proxL12 with l12W inlined by hand (the
-// call would cost more than the arithmetic).
+// proxL12Slice is the slice form of proxL12. The common case,
+// 1e-12 < |z| < 1e12 and 1e-30 < κ < 1e30 with s < 0.03, runs in float32:
+// s = κ/(4|z|^1.5) cannot overflow or lose precision there, and the
+// float32 rounding of the series w(s) moves x = |z|(1 − w) by less than
+// 1e-8 relative. Every other element takes the float64 path of proxL12.
+// The code of both paths is inlined by hand (a call costs more than the
+// arithmetic).
 func proxL12Slice(dst, z, eta []float32, lam2 float64) {
 	z = z[:len(dst)]
 	eta = eta[:len(dst)]
+	l2 := float32(lam2)
+	fast := lam2 > 1e-30 && lam2 < 1e30
 	c := l12Poly
 	for i, zi := range z {
+		t32 := math.Float32frombits(math.Float32bits(zi) &^ (1 << 31))
+		if fast {
+			k32 := l2 * eta[i]
+			if t32 > 1e-12 && t32 < 1e12 && k32 > 1e-30 && k32 < 1e30 {
+				s := k32 / (4 * t32 * float32(math.Sqrt(float64(t32))))
+				if s < l12Small {
+					w := s * (1 + s*(0.5+s*(0.625+s*(1+s*(231.0/128)))))
+					x := t32 - t32*w
+					dst[i] = math.Float32frombits(math.Float32bits(x) | math.Float32bits(zi)&(1<<31))
+					continue
+				}
+			}
+		}
 		a := float64(zi)
 		kappa := lam2 * float64(eta[i])
 		t := math.Abs(a)

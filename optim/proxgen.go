@@ -151,11 +151,13 @@ type stepScalars struct {
 // the matching Config it is also the Adam, AdamW, SGD, AdaGrad and RMSprop
 // baselines.
 type ProxGen struct {
-	cfg    Config
-	groups []*Group
-	t      int
-	slots  []slot
-	segs   []segment
+	// generic disables the fused kernels (tests compare both paths).
+	generic bool
+	cfg     Config
+	groups  []*Group
+	t       int
+	slots   []slot
+	segs    []segment
 }
 
 // New returns a ProxGen optimizer over groups. It panics on an invalid
@@ -294,9 +296,37 @@ func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch) {
 	if sl.s != nil {
 		st = sl.s[lo:hi:hi]
 	}
-	o.cfg.Precond.Denom(d, st, g, o.t)
-
 	needEta := h.prox && o.cfg.Metric == Preconditioned
+	lr := h.lr
+	mo := o.cfg.Momentum
+	if ad, ok := o.cfg.Precond.(Adam); ok && sl.m != nil && !mo.HeavyBall && !o.generic {
+		// The paper's Adam instance in one pass over the chunk.
+		kind := fusedNone
+		if needEta {
+			kind = fusedEta
+		}
+		adamEMA(th, g, sl.m[lo:hi:hi], st, d, h, ad, o.t, kind)
+	} else {
+		o.cfg.Precond.Denom(d, st, g, o.t)
+		o.momentumStep(sl, lo, hi, th, g, d, h, needEta)
+	}
+	if h.prox {
+		if o.cfg.Metric == Euclidean {
+			for i := range d {
+				d[i] = lr
+			}
+		}
+		grp.Reg.Prox(th, th, d, h.lambda)
+	}
+	if grp.Clip > 0 {
+		clip(th, float32(grp.Clip))
+	}
+}
+
+// momentumStep is the generic update of one chunk once d = C_t + δI is
+// known: it updates the momentum, takes the step and, when needEta, leaves
+// η = α_t/d in d.
+func (o *ProxGen) momentumStep(sl *slot, lo, hi int, th, g, d []float32, h *stepScalars, needEta bool) {
 	lr, lrm, decay := h.lr, h.lrm, h.decay
 	mo := o.cfg.Momentum
 	switch {
@@ -347,17 +377,6 @@ func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch) {
 				th[i] = th[i]*decay - lrm*(mi/d[i])
 			}
 		}
-	}
-	if h.prox {
-		if o.cfg.Metric == Euclidean {
-			for i := range d {
-				d[i] = lr
-			}
-		}
-		grp.Reg.Prox(th, th, d, h.lambda)
-	}
-	if grp.Clip > 0 {
-		clip(th, float32(grp.Clip))
 	}
 }
 

@@ -465,7 +465,8 @@ func TestL12SliceMatchesScalar(t *testing.T) {
 	lam := float32(0.05)
 	Lq(0.5).Prox(dst, z, eta, lam)
 	for i := range z {
-		if want := proxL12(z[i], 2*float64(lam)*float64(eta[i])); dst[i] != want {
+		// The float32 fast path may differ from the float64 map by an ulp.
+		if want := proxL12(z[i], 2*float64(lam)*float64(eta[i])); math.Abs(float64(dst[i]-want)) > 2.5e-7*math.Abs(float64(want)) {
 			t.Fatalf("z=%g eta=%g: slice %g, scalar %g", z[i], eta[i], dst[i], want)
 		}
 	}
