@@ -9,21 +9,46 @@ import (
 // parallelWork is the smallest m·n·k worth spreading over several workers.
 const parallelWork = 64 * 64 * 64
 
-// workspace holds one worker's packing buffers; they are reused through
-// wsPool so that a call allocates nothing in the steady state.
+// workspace holds one worker's packing buffers.
 type workspace struct {
 	a   []float32 // packed block of A
 	b   []float32 // one packed panel of B (in-place mode, right edge)
 	tmp []float32 // one mr×nr tile for edge tiles the kernel cannot do
 }
 
-var wsPool, bPool sync.Pool
+// freeList keeps buffers for reuse by later calls. Unlike a sync.Pool it
+// is not emptied by the garbage collector, so a steady stream of calls
+// allocates nothing; the buffers are bounded by the cache block sizes, so
+// it holds at most a few MiB per worker.
+type freeList[T any] struct {
+	mu    sync.Mutex
+	items []*T
+}
+
+func (f *freeList[T]) get() *T {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n := len(f.items); n > 0 {
+		x := f.items[n-1]
+		f.items = f.items[:n-1]
+		return x
+	}
+	return new(T)
+}
+
+func (f *freeList[T]) put(x *T) {
+	f.mu.Lock()
+	f.items = append(f.items, x)
+	f.mu.Unlock()
+}
+
+var (
+	wsFree freeList[workspace]
+	bFree  freeList[[]float32] // packed blocks of B shared by the workers
+)
 
 func getWS(na, nb, nt int) *workspace {
-	w, _ := wsPool.Get().(*workspace)
-	if w == nil {
-		w = new(workspace)
-	}
+	w := wsFree.get()
 	if cap(w.a) < na {
 		w.a = alignedFloats(na)
 	}
@@ -37,10 +62,7 @@ func getWS(na, nb, nt int) *workspace {
 }
 
 func getB(n int) *[]float32 {
-	p, _ := bPool.Get().(*[]float32)
-	if p == nil {
-		p = new([]float32)
-	}
+	p := bFree.get()
 	if cap(*p) < n {
 		*p = alignedFloats(n)
 	}
@@ -101,7 +123,7 @@ func gemm(par, transA, transB bool, m, n, k int, alpha float32, a []float32, lda
 	}
 	// With few rows of C each panel of B is used by few tiles, so packing
 	// B costs more than it saves: the kernel reads op(B) in place.
-	if kern.strided && !transB && m <= kern.mc && n >= kern.nr {
+	if kern.strided && !transB && m <= kern.inPlaceM && n >= kern.nr {
 		gemmInPlaceB(kern, workers, transA, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
@@ -115,7 +137,7 @@ func gemmPacked(kern *microKernel, workers int, transA, transB bool, m, n, k int
 	nc := min(kern.nc, roundUp(n, nr))
 	tilesM := ceilDiv(m, mr)
 	bp := getB(roundUp(nc, nr) * kc)
-	defer bPool.Put(bp)
+	defer bFree.put(bp)
 	bbuf := *bp
 
 	for jc := 0; jc < n; jc += nc {
@@ -140,8 +162,11 @@ func gemmPacked(kern *microKernel, workers int, transA, transB bool, m, n, k int
 				for u := lo; u < hi; u++ {
 					t0, t1 := split(tilesM, wm, u/wn)
 					p0, p1 := split(panels, wn, u%wn)
-					for i0 := t0 * mr; i0 < min(t1*mr, m); i0 += kern.mc {
-						rows := min(kern.mc, t1*mr-i0, m-i0)
+					// Blocks of near-equal size, at most mc rows.
+					r0, r1 := t0*mr, min(t1*mr, m)
+					mcb := roundUp(ceilDiv(r1-r0, ceilDiv(r1-r0, kern.mc)), mr)
+					for i0 := r0; i0 < r1; i0 += mcb {
+						rows := min(mcb, r1-i0)
 						packA(transA, a, lda, i0, rows, pc, kcb, mr, ws.a)
 						for t := p0; t < p1; t++ {
 							cols := min(nr, ncb-t*nr)
@@ -149,7 +174,7 @@ func gemmPacked(kern *microKernel, workers int, transA, transB bool, m, n, k int
 						}
 					}
 				}
-				wsPool.Put(ws)
+				wsFree.put(ws)
 			}
 			if wm*wn > 1 {
 				parallel.For(wm*wn, 1, region)
@@ -160,11 +185,11 @@ func gemmPacked(kern *microKernel, workers int, transA, transB bool, m, n, k int
 	}
 }
 
-// gemmInPlaceB handles m <= kern.mc with op(B) = B: the workers split the
+// gemmInPlaceB handles m <= kern.inPlaceM with op(B) = B: the workers split the
 // columns of C, and the kernel reads each panel of B where it lies, except
 // a partial panel at the right edge, which is packed.
 func gemmInPlaceB(kern *microKernel, workers int, transA bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	mr, nr, kc := kern.mr, kern.nr, kern.kc
+	mr, nr, kc := kern.mr, kern.nr, kern.inPlaceKC
 	panels := ceilDiv(n, nr)
 	tilesM := ceilDiv(m, mr)
 	wm, wn := grid(workers, tilesM, panels)
@@ -197,7 +222,7 @@ func gemmInPlaceB(kern *microKernel, workers int, transA bool, m, n, k int, alph
 				}
 			}
 		}
-		wsPool.Put(ws)
+		wsFree.put(ws)
 	}
 	if wm*wn > 1 {
 		parallel.For(wm*wn, 1, region)

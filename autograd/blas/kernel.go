@@ -14,6 +14,9 @@ type microKernel struct {
 	mr, nr int // register block: rows of A and columns of B per call
 	mc, kc int // cache block sizes; mc is a multiple of mr
 	nc     int // column block; a multiple of nr
+	// inPlaceM and inPlaceKC: C with at most inPlaceM rows is computed
+	// reading B in place (if strided), in blocks of inPlaceKC rows of B.
+	inPlaceM, inPlaceKC int
 	// run computes C = alpha·Ap·B + beta·C for the top-left rows×cols
 	// corner of an mr×nr tile of C at c with row stride ldc. Ap holds kc
 	// groups of mr values of A; B holds kc rows of nr values, ldb apart.
@@ -34,6 +37,7 @@ var generic = &microKernel{
 	name: "generic",
 	mr:   goMR, nr: goNR,
 	mc: 128, kc: 256, nc: 2048,
+	inPlaceM: 128, inPlaceKC: 256,
 	run: goKernel,
 }
 

@@ -55,6 +55,7 @@ func archKernels() []*microKernel {
 			name: "avx2",
 			mr:   6, nr: 16,
 			mc: 144, kc: 256, nc: 3072,
+			inPlaceM: 144, inPlaceKC: 256,
 			run:         runAVX2,
 			partialRows: true, strided: true,
 		})
@@ -63,7 +64,8 @@ func archKernels() []*microKernel {
 		ks = append(ks, &microKernel{
 			name: "avx512",
 			mr:   12, nr: 32,
-			mc: 480, kc: 256, nc: 3072,
+			mc: 240, kc: 512, nc: 3072,
+			inPlaceM: 480, inPlaceKC: 256,
 			run:         runAVX512,
 			partialRows: true, partialCols: true, strided: true,
 			dot: dotAVX512,

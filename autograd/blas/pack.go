@@ -2,11 +2,25 @@ package blas
 
 import "unsafe"
 
+// gatherPack and copyPack, when not nil, are faster versions for this CPU
+// of packStrided and of packing whole panels with packContiguous; copyPack
+// packs np consecutive panels of w columns, walking each row of src once.
+// They report false, having done nothing, for arguments they cannot handle.
+var (
+	gatherPack func(src []float32, ld, kcb, w, width int, dst []float32) bool
+	copyPack   func(src []float32, ld, kcb, np, w int, dst []float32) bool
+)
+
 // packA packs rows [i0, i0+mcb) and columns [pc, pc+kcb) of op(A) into dst
 // as consecutive panels of mr rows: panel t holds, for each p in [0, kcb),
 // the mr values op(A)[i0+t·mr+r][pc+p], with rows past the end zero.
 func packA(transA bool, a []float32, lda, i0, mcb, pc, kcb, mr int, dst []float32) {
-	for t := 0; t*mr < mcb; t++ {
+	t := 0
+	if full := mcb / mr; transA && full > 0 && copyPack != nil &&
+		copyPack(a[pc*lda+i0:], lda, kcb, full, mr, dst) {
+		t = full
+	}
+	for ; t*mr < mcb; t++ {
 		rows := min(mr, mcb-t*mr)
 		panel := dst[t*kcb*mr : (t+1)*kcb*mr]
 		base := i0 + t*mr
@@ -24,6 +38,22 @@ func packA(transA bool, a []float32, lda, i0, mcb, pc, kcb, mr int, dst []float3
 // panel t holds, for each p in [0, kcb), the nr values op(B)[pc+p][j0+t·nr+c],
 // with columns past ncb zero.
 func packB(transB bool, b []float32, ldb, j0, ncb, pc, kcb, nr, t0, t1 int, dst []float32) {
+	if full := min(t1, ncb/nr) - t0; !transB && full > 0 {
+		src := b[pc*ldb+j0+t0*nr:]
+		out := dst[t0*kcb*nr:]
+		if copyPack == nil || !copyPack(src, ldb, kcb, full, nr, out) {
+			// Walk each row of B once, from left to right, which the
+			// hardware prefetchers follow, handing nr values to every
+			// panel.
+			for p := 0; p < kcb; p++ {
+				row := src[p*ldb : p*ldb+full*nr]
+				for t := 0; t < full; t++ {
+					copy(out[t*kcb*nr+p*nr:t*kcb*nr+p*nr+nr], row[t*nr:])
+				}
+			}
+		}
+		t0 += full
+	}
 	for t := t0; t < t1; t++ {
 		cols := min(nr, ncb-t*nr)
 		panel := dst[t*kcb*nr : (t+1)*kcb*nr]
@@ -75,9 +105,24 @@ func packContiguous(src []float32, ld, kcb, w, width int, dst []float32) {
 // kcb values each) it writes src[r*ld+p] to dst[p*width+r], zeroing
 // positions r >= w.
 func packStrided(src []float32, ld, kcb, w, width int, dst []float32) {
+	if gatherPack != nil && gatherPack(src, ld, kcb, w, width, dst) {
+		return
+	}
 	dst = dst[:kcb*width]
 	if w < width {
 		clear(dst)
+	}
+	if w == 12 && width == 12 {
+		s0, s1, s2, s3 := src[:kcb], src[ld:ld+kcb], src[2*ld:2*ld+kcb], src[3*ld:3*ld+kcb]
+		s4, s5, s6, s7 := src[4*ld:4*ld+kcb], src[5*ld:5*ld+kcb], src[6*ld:6*ld+kcb], src[7*ld:7*ld+kcb]
+		s8, s9, s10, s11 := src[8*ld:8*ld+kcb], src[9*ld:9*ld+kcb], src[10*ld:10*ld+kcb], src[11*ld:11*ld+kcb]
+		for p := range s0 {
+			q := (*[12]float32)(dst[p*12:])
+			q[0], q[1], q[2], q[3] = s0[p], s1[p], s2[p], s3[p]
+			q[4], q[5], q[6], q[7] = s4[p], s5[p], s6[p], s7[p]
+			q[8], q[9], q[10], q[11] = s8[p], s9[p], s10[p], s11[p]
+		}
+		return
 	}
 	// Four rows at a time: four sequential read streams, and each group of
 	// dst is written in runs of four.
