@@ -1,0 +1,343 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/proxgen/proxgen/autograd"
+)
+
+// tinyText returns sentences of a small grammar: a learnable language
+// over 12 words (plus <unk>), one sentence per line.
+func tinyText(seed uint64, lines int) string {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	subj := []string{"the cat", "a dog", "the bird", "<unk>"}
+	verb := []string{"sees", "likes", "chases"}
+	obj := []string{"the mouse", "a ball", "the tree"}
+	var b strings.Builder
+	for range lines {
+		b.WriteString(subj[rng.IntN(len(subj))])
+		b.WriteByte(' ')
+		b.WriteString(verb[rng.IntN(len(verb))])
+		b.WriteByte(' ')
+		b.WriteString(obj[rng.IntN(len(obj))])
+		if rng.IntN(3) == 0 {
+			b.WriteString(" today")
+		}
+		b.WriteString(" \n")
+	}
+	return b.String()
+}
+
+// tinyData writes a PTB-style folder with ptb.valid.txt and ptb.test.txt
+// (no training file, as in this project's data folder). The test text has
+// one word the training text lacks.
+func tinyData(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("ptb.valid.txt", tinyText(1, 300))
+	write("ptb.test.txt", tinyText(2, 60)+"the cat sees the zebra\n")
+	return dir
+}
+
+// quick are flags that make a run take a fraction of a second.
+var quick = []string{"-emb", "12", "-hidden", "16", "-batch", "4", "-bptt", "8", "-eval-batch", "2", "-lr", "0.01", "-log-every", "0"}
+
+// runPTB runs the program and returns its exit status and outputs.
+func runPTB(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// parseJSONLines decodes the epoch records and the summary of a -json run.
+func parseJSONLines(t *testing.T, out string) ([]epochRecord, summary) {
+	t.Helper()
+	var recs []epochRecord
+	var sum summary
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if strings.Contains(line, `"summary":true`) {
+			if err := json.Unmarshal([]byte(line), &sum); err != nil {
+				t.Fatalf("summary %q: %v", line, err)
+			}
+			continue
+		}
+		var r epochRecord
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("record %q: %v", line, err)
+		}
+		recs = append(recs, r)
+	}
+	if !sum.Summary {
+		t.Fatalf("no summary line in %q", out)
+	}
+	return recs, sum
+}
+
+func TestTrainTinyText(t *testing.T) {
+	dir := tinyData(t)
+	metrics := filepath.Join(t.TempDir(), "m.jsonl")
+	args := append([]string{"-data", dir, "-epochs", "4", "-dropout", "0.1", "-json", "-metrics", metrics, "-threads", "2"}, quick...)
+	code, out, errOut := runPTB(t, args...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(errOut, "training on ptb.valid.txt") {
+		t.Errorf("stderr does not say that it trains on ptb.valid.txt:\n%s", errOut)
+	}
+	recs, sum := parseJSONLines(t, out)
+	if len(recs) != 4 || sum.Epochs != 4 {
+		t.Fatalf("%d records, summary epochs %d; want 4", len(recs), sum.Epochs)
+	}
+	// 12 words, <unk> and <eos>: a uniform model has perplexity 14; the
+	// grammar allows far less.
+	if sum.Vocab != 14 || sum.TestOOV != 1 || sum.Note != noTrainNote {
+		t.Errorf("summary vocab %d, test OOV %d, note %q", sum.Vocab, sum.TestOOV, sum.Note)
+	}
+	first, last := recs[0], recs[len(recs)-1]
+	if !(last.TestPPL < first.TestPPL && last.TestPPL < 8 && last.TrainPPL < 8) {
+		t.Errorf("perplexity did not fall: test %v -> %v, train %v -> %v", first.TestPPL, last.TestPPL, first.TrainPPL, last.TrainPPL)
+	}
+	if sum.TestPPL != last.TestPPL || math.Abs(sum.TestLoss-math.Log(sum.TestPPL)) > 1e-9 {
+		t.Errorf("summary test ppl %v (loss %v), last epoch %v", sum.TestPPL, sum.TestLoss, last.TestPPL)
+	}
+	for i, r := range recs {
+		if r.Epoch != i+1 || r.ValidPPL != nil || r.Tokens <= 0 || r.Steps <= 0 || r.LR <= 0 || r.Lambda != 0 || r.GradNorm <= 0 {
+			t.Errorf("record %d: %+v", i, r)
+		}
+		if i > 0 && r.LR != recs[i-1].NextLR {
+			t.Errorf("epoch %d uses lr %v, the previous epoch announced %v", r.Epoch, r.LR, recs[i-1].NextLR)
+		}
+	}
+	// The metrics file holds the same records.
+	b, err := os.ReadFile(metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); len(lines) != 4 || !strings.HasPrefix(out, strings.Join(lines, "\n")) {
+		t.Errorf("metrics file:\n%s\nstdout:\n%s", b, out)
+	}
+	// Without -json, text lines and a final sentence.
+	code, out, errOut = runPTB(t, append([]string{"-data", dir, "-epochs", "1"}, quick...)...)
+	if code != exitOK || !strings.Contains(out, "epoch   1 | train ppl") || !strings.Contains(out, "test perplexity") {
+		t.Errorf("text output (exit %d):\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestTrainDeterministic checks that a run gives bit-identical results
+// for the same seed, whatever the number of threads, and different ones
+// for another seed.
+func TestTrainDeterministic(t *testing.T) {
+	dir := tinyData(t)
+	result := func(extra ...string) []float64 {
+		args := append(append([]string{"-data", dir, "-epochs", "2", "-json", "-dropout", "0.3"}, quick...), extra...)
+		code, out, errOut := runPTB(t, args...)
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		recs, _ := parseJSONLines(t, out)
+		var v []float64
+		for _, r := range recs {
+			v = append(v, r.TrainLoss, r.TestLoss, r.GradNorm)
+		}
+		return v
+	}
+	a := result("-threads", "1")
+	b := result("-threads", "2")
+	c := result("-threads", "2", "-seed", "9")
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("1 and 2 threads differ: %v vs %v", a, b)
+		}
+	}
+	if a[0] == c[0] {
+		t.Errorf("seeds 1 and 9 give the same training loss %v", a[0])
+	}
+}
+
+// TestProxQuant checks the regularized optimizers: ProxGen with the binary
+// ℓ0 regularizer moves LSTM weights to ±1, and ProxQuant with a hard
+// quantisation epoch ends with every LSTM weight at ±1, clipped before.
+func TestProxQuant(t *testing.T) {
+	dir := tinyData(t)
+	save := filepath.Join(t.TempDir(), "lm.safetensors")
+	code, out, errOut := runPTB(t, append([]string{"-data", dir, "-epochs", "2", "-json", "-optimizer", "proxgen", "-lambda", "0.02", "-homotopy", "-save", save}, quick...)...)
+	if code != exitOK {
+		t.Fatalf("proxgen: exit %d: %s", code, errOut)
+	}
+	recs, sum := parseJSONLines(t, out)
+	if sum.Reg != "bin-l0" || recs[0].Lambda != 0 || recs[1].Lambda != 0.02 {
+		t.Errorf("reg %q, λ per epoch %v, %v; want bin-l0 with homotopy 0, 0.02", sum.Reg, recs[0].Lambda, recs[1].Lambda)
+	}
+	if !(recs[1].Binary > 0.01) || recs[1].Penalty <= 0 {
+		t.Errorf("after 2 epochs of ProxGen bin-l0: %.4f of the LSTM weights at ±1, penalty %v", recs[1].Binary, recs[1].Penalty)
+	}
+	// The saved model initialises a ProxQuant run that binarises after
+	// epoch 2 and keeps training the rest in epoch 3.
+	code, out, errOut = runPTB(t, append([]string{"-data", dir, "-epochs", "3", "-json", "-optimizer", "proxquant", "-weights", save, "-hard-quant-epoch", "2"}, quick...)...)
+	if code != exitOK {
+		t.Fatalf("proxquant: exit %d: %s", code, errOut)
+	}
+	recs, sum = parseJSONLines(t, out)
+	if sum.Reg != "bin-l1" || recs[0].Binary == 1 || recs[1].Binary != 1 || recs[2].Binary != 1 || recs[2].ZeroRatio != 0 {
+		t.Errorf("proxquant: reg %q, binary ratio %v, %v, %v (zeros %v); want bin-l1, <1, 1, 1", sum.Reg, recs[0].Binary, recs[1].Binary, recs[2].Binary, recs[2].ZeroRatio)
+	}
+	if !(recs[2].TestPPL < 14) {
+		t.Errorf("binarised model test perplexity %v", recs[2].TestPPL)
+	}
+}
+
+// TestLRDecay checks that the step size is divided by -lr-decay after an
+// epoch whose validation loss did not improve, and kept otherwise.
+func TestLRDecay(t *testing.T) {
+	dir := tinyData(t)
+	// A step size this large makes the loss go up and down.
+	code, out, errOut := runPTB(t, append(quick, "-data", dir, "-epochs", "6", "-json", "-lr", "0.2", "-lr-decay", "2")...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	recs, _ := parseJSONLines(t, out)
+	best, reduced := math.Inf(1), 0
+	for _, r := range recs {
+		want := r.LR
+		if r.TestLoss < best {
+			best = r.TestLoss
+		} else {
+			want /= 2
+			reduced++
+		}
+		if math.Abs(r.NextLR-want) > 1e-12*want {
+			t.Errorf("epoch %d: test loss %v (best %v), lr %v -> %v, want %v", r.Epoch, r.TestLoss, best, r.LR, r.NextLR, want)
+		}
+	}
+	if reduced == 0 {
+		t.Errorf("the loss improved in every epoch, so the reduction was not exercised: %s", out)
+	}
+}
+
+func TestFlagErrors(t *testing.T) {
+	dir := tinyData(t)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{nil, "-data is required"},
+		{[]string{"-data", dir, "-dropout", "1"}, "-dropout"},
+		{[]string{"-data", dir, "-epochs", "0"}, "-epochs"},
+		{[]string{"-data", dir, "-hidden", "-3"}, "-hidden"},
+		{[]string{"-data", dir, "-optimizer", "rmsprop"}, `-optimizer "rmsprop"`},
+		{[]string{"-data", dir, "-lr", "-1"}, "-lr"},
+		{[]string{"-data", dir, "-reg", "l1"}, "needs -optimizer proxgen"},
+		{[]string{"-data", dir, "-optimizer", "proxgen", "-reg", "l7"}, "-reg"},
+		{[]string{"-data", dir, "-optimizer", "proxgen", "-reg", "l1", "-hard-quant-epoch", "2"}, "binary regularizer"},
+		{[]string{"-data", dir, "-reg-on", "all"}, "-reg-on"},
+		{[]string{"-data", dir, "-lr-decay", "0.5"}, "-lr-decay"},
+		{[]string{"-data", dir, "-momentum", "0.9"}, "-momentum"},
+		{[]string{"-data", dir, "extra"}, "unexpected argument"},
+		{[]string{"-data", dir, "-nosuchflag"}, "nosuchflag"},
+		{[]string{"-data", dir, "-epochs", "many"}, "-epochs"},
+	}
+	for _, c := range cases {
+		code, _, errOut := runPTB(t, c.args...)
+		if code != exitUsage || !strings.Contains(errOut, c.want) {
+			t.Errorf("%q: exit %d, stderr %q; want %d mentioning %q", c.args, code, errOut, exitUsage, c.want)
+		}
+	}
+	if code, out, _ := runPTB(t, "-h"); code != exitOK || out != "" {
+		t.Errorf("-h: exit %d, stdout %q", code, out)
+	}
+}
+
+func TestDataErrors(t *testing.T) {
+	dir := tinyData(t)
+	empty := t.TempDir()
+	noTest := t.TempDir()
+	if err := os.WriteFile(filepath.Join(noTest, "ptb.valid.txt"), []byte(tinyText(1, 10)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	short := t.TempDir()
+	for name, text := range map[string]string{"ptb.valid.txt": tinyText(1, 50), "ptb.test.txt": "the cat\n"} {
+		if err := os.WriteFile(filepath.Join(short, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := filepath.Join(dir, "ptb.test.txt")
+	bad := filepath.Join(t.TempDir(), "bad.safetensors")
+	if err := os.WriteFile(bad, []byte("not a model"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-data", filepath.Join(empty, "missing")}, "missing"},
+		{[]string{"-data", file}, "not a folder"},
+		{[]string{"-data", empty}, "ptb.test.txt"},
+		{[]string{"-data", noTest}, "ptb.test.txt"},
+		{[]string{"-data", short}, "too few"},
+		{[]string{"-data", dir, "-train", filepath.Join(dir, "nope.txt")}, "nope.txt"},
+		{[]string{"-data", dir, "-weights", bad}, "-weights"},
+		{[]string{"-data", dir, "-metrics", filepath.Join(empty, "no", "dir", "m.jsonl")}, "-metrics"},
+	}
+	for _, c := range cases {
+		code, _, errOut := runPTB(t, append(c.args, quick...)...)
+		if code != exitError || !strings.Contains(errOut, c.want) {
+			t.Errorf("%q: exit %d, stderr %q; want %d mentioning %q", c.args, code, errOut, exitError, c.want)
+		}
+	}
+}
+
+func TestInterrupt(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr bytes.Buffer
+	if code := run(ctx, append([]string{"-data", tinyData(t)}, quick...), &stdout, &stderr); code != exitInterrupted {
+		t.Errorf("exit %d, want %d; stderr %s", code, exitInterrupted, stderr.String())
+	}
+}
+
+func TestClipGradNorm(t *testing.T) {
+	a := autograd.FromSlice([]float32{3, 0}, 2)
+	b := autograd.FromSlice([]float32{0, 0, 4}, 3)
+	noGrad := autograd.New(4) // nil gradient: counts as zero
+	a.Grad = []float32{3, 0}
+	b.Grad = []float32{0, 0, 4}
+	if n := clipGradNorm([]*autograd.Tensor{a, b, noGrad}, 10); n != 5 || a.Grad[0] != 3 || b.Grad[2] != 4 {
+		t.Errorf("below the bound: norm %v, grads %v %v", n, a.Grad, b.Grad)
+	}
+	if n := clipGradNorm([]*autograd.Tensor{a, b, noGrad}, 0); n != 5 || a.Grad[0] != 3 {
+		t.Errorf("no clipping: norm %v, grads %v", n, a.Grad)
+	}
+	if n := clipGradNorm([]*autograd.Tensor{a, b, noGrad}, 0.25); n != 5 {
+		t.Errorf("norm %v, want 5", n)
+	}
+	k := 0.25 / (5 + 1e-6)
+	if math.Abs(float64(a.Grad[0])-3*k) > 1e-7 || math.Abs(float64(b.Grad[2])-4*k) > 1e-7 || a.Grad[1] != 0 {
+		t.Errorf("clipped grads %v %v, want 3k and 4k with k = %v", a.Grad, b.Grad, k)
+	}
+	if n := clipGradNorm([]*autograd.Tensor{a, b}, 0); math.Abs(n-0.25) > 1e-6 {
+		t.Errorf("norm after clipping %v, want 0.25", n)
+	}
+	// Large tensors split into several chunks.
+	big := autograd.New(3*clipGrain + 5)
+	big.Grad = make([]float32, big.Numel())
+	for i := range big.Grad {
+		big.Grad[i] = 1
+	}
+	if n := clipGradNorm([]*autograd.Tensor{big}, 0); n != math.Sqrt(float64(big.Numel())) {
+		t.Errorf("norm of ones: %v, want sqrt(%d)", n, big.Numel())
+	}
+}
