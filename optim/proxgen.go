@@ -181,7 +181,11 @@ func New(groups []*Group, cfg Config) *ProxGen {
 			panic(fmt.Sprintf("optim.New: group %d has %d names for %d parameters", gi, len(g.Names), len(g.Params)))
 		}
 		if cfg.RegMode == RegSubgradient && g.Reg != nil {
-			if _, ok := g.Reg.(Subdifferentiable); !ok {
+			sd, ok := g.Reg.(Subdifferentiable)
+			if h, isOurs := sd.(interface{ hasSubgradient() bool }); ok && isOurs && !h.hasSubgradient() {
+				ok = false
+			}
+			if !ok {
 				panic(fmt.Sprintf("optim.New: group %d regularizer %v has no subgradient", gi, g.Reg))
 			}
 		}
@@ -411,28 +415,36 @@ func (o *ProxGen) State() *State {
 	return st
 }
 
-// LoadState implements Optimizer.
+// LoadState implements Optimizer. It changes nothing when it returns an
+// error.
 func (o *ProxGen) LoadState(st *State) error {
 	t, err := st.Int("step")
 	if err != nil {
 		return err
 	}
+	var loads []func()
 	for _, sl := range o.slots {
-		if sl.m != nil {
-			if err := st.loadInto(sl.m, sl.name+".m"); err != nil {
+		for _, e := range []struct {
+			buf  []float32
+			name string
+		}{{sl.m, sl.name + ".m"}, {sl.s, sl.name + ".v"}} {
+			if e.buf == nil {
+				continue
+			}
+			f, err := st.checked(e.buf, e.name)
+			if err != nil {
 				return err
 			}
-		}
-		if sl.s != nil {
-			if err := st.loadInto(sl.s, sl.name+".v"); err != nil {
-				return err
-			}
+			loads = append(loads, f)
 		}
 	}
 	if s, ok := o.cfg.Schedule.(Stateful); ok {
 		if err := s.LoadState(st, "schedule."); err != nil {
 			return err
 		}
+	}
+	for _, f := range loads {
+		f()
 	}
 	o.t = int(t)
 	return nil

@@ -75,6 +75,9 @@ func Lq(q float64) Regularizer {
 // Q returns the exponent q.
 func (r *lq) Q() float64 { return r.q }
 
+// hasSubgradient reports whether AddSubgradient works (q > 0).
+func (r *lq) hasSubgradient() bool { return r.q > 0 }
+
 // String names the regularizer as ParseRegularizer accepts it.
 func (r *lq) String() string {
 	switch r.kind {
@@ -208,6 +211,9 @@ func BinaryW(q float64) Regularizer {
 
 // Q returns the exponent q.
 func (r *binaryW) Q() float64 { return r.base.q }
+
+// hasSubgradient reports whether AddSubgradient works (q > 0).
+func (r *binaryW) hasSubgradient() bool { return r.base.q > 0 }
 
 // String names the regularizer as ParseRegularizer accepts it.
 func (r *binaryW) String() string { return "bin-" + r.base.String() }

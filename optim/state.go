@@ -59,17 +59,18 @@ func (s *State) Keys() []string {
 	return keys
 }
 
-// loadInto copies the tensor named key into dst, checking its length.
-func (s *State) loadInto(dst []float32, key string) error {
+// checked verifies that the tensor named key exists with len(dst)
+// elements and returns a function that copies it into dst, so a load can
+// validate every entry before changing anything.
+func (s *State) checked(dst []float32, key string) (func(), error) {
 	v, ok := s.Tensors[key]
 	if !ok {
-		return fmt.Errorf("optim: state has no tensor %q", key)
+		return nil, fmt.Errorf("optim: state has no tensor %q", key)
 	}
 	if len(v) != len(dst) {
-		return fmt.Errorf("optim: state tensor %q has %d elements, parameter needs %d", key, len(v), len(dst))
+		return nil, fmt.Errorf("optim: state tensor %q has %d elements, parameter needs %d", key, len(v), len(dst))
 	}
-	copy(dst, v)
-	return nil
+	return func() { copy(dst, v) }, nil
 }
 
 // Stateful is implemented by schedules and other components whose state

@@ -1,0 +1,140 @@
+package optim
+
+import (
+	"fmt"
+
+	"github.com/proxgen/proxgen/autograd"
+)
+
+// ProxQuantConfig is the original ProxQuant update (Bai et al. 2019): an
+// Adam step, then the prox of the group's regularizer (BinaryW(1) in the
+// reference) with η = α_t for every coordinate, ignoring the
+// preconditioner. Set Clip = 1 on the binarised group for the reference's
+// clipping to [−1, 1], and use HardQuantize at the hard-quantisation epoch.
+// Revised ProxQuant is ProxGenAdam with the same regularizer.
+func ProxQuantConfig(beta1, beta2, eps float64) Config {
+	c := ProxGenAdam(beta1, beta2, eps)
+	c.Metric = Euclidean
+	return c
+}
+
+// Sign returns +1 for v >= 0 and −1 otherwise (binary weights have no
+// zero).
+func Sign(v float32) float32 {
+	if v < 0 {
+		return -1
+	}
+	return 1
+}
+
+// HardQuantize sets every parameter of g to Sign(w) and freezes the group,
+// as ProxQuant does at the end of its quantisation phase.
+func HardQuantize(g *Group) {
+	for _, p := range g.Params {
+		for i, v := range p.Data {
+			p.Data[i] = Sign(v)
+		}
+	}
+	g.Frozen = true
+}
+
+// BinaryConnect (Courbariaux et al. 2015) trains binary weights through
+// real-valued shadow weights: the network computes forward and backward
+// with Sign(w) in the parameters' Data, Step applies the inner optimizer
+// to the real weights with that gradient, clips them to [−1, 1] and writes
+// their signs back into Data.
+type BinaryConnect struct {
+	inner  Optimizer
+	params []*autograd.Tensor
+	names  []string
+	real   [][]float32
+}
+
+// NewBinaryConnect wraps inner, binarising the parameters of group g
+// (which must be one of inner's groups). It copies the current Data as the
+// real weights (clipped to [−1, 1]) and replaces Data with their signs.
+func NewBinaryConnect(inner Optimizer, g *Group) *BinaryConnect {
+	gi := -1
+	for i, h := range inner.Groups() {
+		if h == g {
+			gi = i
+		}
+	}
+	if gi < 0 {
+		panic("optim.NewBinaryConnect: group is not one of the inner optimizer's groups")
+	}
+	b := &BinaryConnect{inner: inner, params: g.Params}
+	for j, p := range g.Params {
+		r := append([]float32(nil), p.Data...)
+		clip(r, 1)
+		b.real = append(b.real, r)
+		b.names = append(b.names, g.name(gi, j))
+		for i, v := range r {
+			p.Data[i] = Sign(v)
+		}
+	}
+	return b
+}
+
+// Real returns the real-valued weights of the i-th binarised parameter.
+func (b *BinaryConnect) Real(i int) []float32 { return b.real[i] }
+
+// Step implements Optimizer.
+func (b *BinaryConnect) Step() {
+	for i, p := range b.params {
+		copy(p.Data, b.real[i])
+	}
+	b.inner.Step()
+	for i, p := range b.params {
+		r := b.real[i]
+		copy(r, p.Data)
+		clip(r, 1)
+		for j, v := range r {
+			p.Data[j] = Sign(v)
+		}
+	}
+}
+
+// ZeroGrad implements Optimizer.
+func (b *BinaryConnect) ZeroGrad() { b.inner.ZeroGrad() }
+
+// Groups implements Optimizer.
+func (b *BinaryConnect) Groups() []*Group { return b.inner.Groups() }
+
+// Steps implements Optimizer.
+func (b *BinaryConnect) Steps() int { return b.inner.Steps() }
+
+// State implements Optimizer: the inner state plus the real weights as
+// "<name>.real".
+func (b *BinaryConnect) State() *State {
+	st := b.inner.State()
+	for i, r := range b.real {
+		st.Tensors[b.names[i]+".real"] = append([]float32(nil), r...)
+	}
+	return st
+}
+
+// LoadState implements Optimizer. It restores the real weights and
+// rewrites the parameters' Data with their signs.
+func (b *BinaryConnect) LoadState(st *State) error {
+	var loads []func()
+	for i, r := range b.real {
+		f, err := st.checked(r, b.names[i]+".real")
+		if err != nil {
+			return fmt.Errorf("binary connect: %w", err)
+		}
+		loads = append(loads, f)
+	}
+	if err := b.inner.LoadState(st); err != nil {
+		return err
+	}
+	for _, f := range loads {
+		f()
+	}
+	for i, p := range b.params {
+		for j, v := range b.real[i] {
+			p.Data[j] = Sign(v)
+		}
+	}
+	return nil
+}
