@@ -231,7 +231,14 @@ func refCases() []refConfig {
 	add("proxquant-euclidean", func(c *refConfig) { c.precond = "adam"; c.rho = 0.9; c.bc = true; c.euclidean = true; c.reg = "l1" })
 	add("subgradient-l1", func(c *refConfig) { c.precond = "adam"; c.rho = 0.9; c.bc = true; c.subgrad = true; c.reg = "l1" })
 	add("sgd-heavyball", func(c *refConfig) { c.precond = "identity"; c.delta = 0; c.rho = 0.9; c.heavy = true; c.coupled = true })
-	add("sgd-nesterov", func(c *refConfig) { c.precond = "identity"; c.delta = 0; c.rho = 0.9; c.heavy = true; c.nesterov = true; c.coupled = true })
+	add("sgd-nesterov", func(c *refConfig) {
+		c.precond = "identity"
+		c.delta = 0
+		c.rho = 0.9
+		c.heavy = true
+		c.nesterov = true
+		c.coupled = true
+	})
 	add("sgd-heavyball-prox-l1", func(c *refConfig) { c.precond = "identity"; c.delta = 0; c.rho = 0.5; c.heavy = true; c.reg = "l1" })
 	return cs
 }
@@ -563,7 +570,9 @@ func TestGroupsAndFlags(t *testing.T) {
 
 	for _, f := range []func(){
 		func() { New([]*Group{{Params: []*autograd.Tensor{p, q}, Names: []string{"a", "a"}}}, Config{}) },
-		func() { New([]*Group{{Params: []*autograd.Tensor{p}, Reg: L0(), Lambda: 1}}, Config{RegMode: RegSubgradient}) },
+		func() {
+			New([]*Group{{Params: []*autograd.Tensor{p}, Reg: L0(), Lambda: 1}}, Config{RegMode: RegSubgradient})
+		},
 		func() { New(nil, Config{Momentum: Momentum{Rho: 1}}) },
 	} {
 		func() {
