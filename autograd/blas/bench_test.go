@@ -41,21 +41,98 @@ func BenchmarkSgemmSquare(b *testing.B) {
 }
 
 // BenchmarkSgemmConv times the GEMMs of ResNet-20's 3×3 convolutions on
-// CIFAR-10 with im2col over a chunk of images: forward Y = W·col
-// (Cout × K times K × HW·imgs), weight gradient dW = dY·colᵀ and input
-// gradient dcol = Wᵀ·dY.
+// CIFAR-10 (Cout = Cin = 16, 32, 64 at 32², 16², 8² pixels) as
+// autograd.Conv2d issues them over a chunk of images, with K = 9·Cin and
+// N = pixels·images: forward Y = W·col with the filter matrix stored
+// transposed (op(A) = Wᵀᵀ, m = Cout), weight gradient dW = dY·colᵀ with
+// colᵀ stored (N×K), and input gradient dcol = Wᵀ·dY.
 func BenchmarkSgemmConv(b *testing.B) {
-	for _, s := range []struct{ cout, cin, hw, imgs int }{
-		{16, 16, 32 * 32, 8},
-		{32, 32, 16 * 16, 16},
-		{64, 64, 8 * 8, 64},
+	for _, s := range []struct{ cout, hw, imgs int }{
+		{16, 32 * 32, 1}, {16, 32 * 32, 8},
+		{32, 16 * 16, 2}, {32, 16 * 16, 16},
+		{64, 8 * 8, 8}, {64, 8 * 8, 64},
 	} {
-		m, k, n := s.cout, 9*s.cin, s.hw*s.imgs
+		m, k, n := s.cout, 9*s.cout, s.hw*s.imgs
 		for _, th := range []int{1, 2} {
 			name := fmt.Sprintf("%s/cout=%d/k=%d/n=%d/threads=%d", Kernel(), m, k, n, th)
-			b.Run("fwd/"+name, func(b *testing.B) { benchGemm(b, false, false, m, n, k, th) })
-			b.Run("dW/"+name, func(b *testing.B) { benchGemm(b, false, true, m, k, n, th) })
+			b.Run("fwd/"+name, func(b *testing.B) { benchGemm(b, true, false, m, n, k, th) })
+			b.Run("dW/"+name, func(b *testing.B) { benchGemm(b, false, false, m, k, n, th) })
 			b.Run("dcol/"+name, func(b *testing.B) { benchGemm(b, true, false, k, n, m, th) })
 		}
 	}
+}
+
+// BenchmarkSgemmLinear times the products of a fully connected layer and
+// of the PTB LSTM's gate GEMMs: forward x·wᵀ and the two gradients.
+func BenchmarkSgemmLinear(b *testing.B) {
+	for _, s := range []struct{ batch, in, out int }{{20, 300, 1200}, {128, 512, 512}, {128, 64, 10}} {
+		name := fmt.Sprintf("%s/batch=%d/in=%d/out=%d", Kernel(), s.batch, s.in, s.out)
+		b.Run("fwd/"+name, func(b *testing.B) { benchGemm(b, false, true, s.batch, s.out, s.in, 1) })
+		b.Run("dx/"+name, func(b *testing.B) { benchGemm(b, false, false, s.batch, s.in, s.out, 1) })
+		b.Run("dw/"+name, func(b *testing.B) { benchGemm(b, true, false, s.out, s.in, s.batch, 1) })
+	}
+}
+
+// BenchmarkKernel times the micro-kernels alone on L1-resident panels:
+// the ceiling for the whole product.
+func BenchmarkKernel(b *testing.B) {
+	for _, name := range Kernels() {
+		kern := lookup(name)
+		b.Run(name, func(b *testing.B) {
+			const kc = 256
+			ap := alignedFloats(kc * kern.mr)
+			bp := alignedFloats(kc * kern.nr)
+			c := alignedFloats(kern.mr * kern.nr)
+			for i := 0; i < b.N; i++ {
+				kern.run(kern.mr, kern.nr, kc, ap, bp, kern.nr, c, kern.nr, 1, 1)
+			}
+			b.ReportMetric(2*float64(kern.mr*kern.nr*kc)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
+
+// BenchmarkPack times packing a 1024×1024 operand in the blocks the
+// AVX-512 path uses, per element, for the four layouts.
+func BenchmarkPack(b *testing.B) {
+	n := 1024
+	rng := rand.New(rand.NewPCG(1, 1))
+	src := randSlice(rng, n*n)
+	dst := alignedFloats(512 * 512)
+	b.ResetTimer()
+	b.Run("A-strided", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			for i0 := 0; i0 < n; i0 += 240 {
+				for pc := 0; pc < n; pc += 512 {
+					packA(false, src, n, i0, min(240, n-i0), pc, 512, 12, dst)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n*n), "ns/elem")
+	})
+	b.Run("A-contig", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			for i0 := 0; i0 < n; i0 += 240 {
+				for pc := 0; pc < n; pc += 512 {
+					packA(true, src, n, i0, min(240, n-i0), pc, 512, 12, dst)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n*n), "ns/elem")
+	})
+	b.Run("B-contig", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			for pc := 0; pc < n; pc += 256 {
+				packB(false, src, n, 0, n, pc, 256, 32, 0, n/32, dst)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n*n), "ns/elem")
+	})
+	b.Run("B-strided", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			for pc := 0; pc < n; pc += 256 {
+				packB(true, src, n, 0, n, pc, 256, 32, 0, n/32, dst)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n*n), "ns/elem")
+	})
 }

@@ -23,18 +23,27 @@ func init() {
 	}
 }
 
-// gatherPackAVX512 implements gatherPack with AVX-512 gathers.
+// gatherPackAVX512 implements gatherPack with AVX-512 gathers of up to 16
+// rows at a time.
 func gatherPackAVX512(src []float32, ld, kcb, w, width int, dst []float32) bool {
-	// Two gathers per group (w > 16) lose to the Go loop, which reads
-	// four rows sequentially at a time.
-	if w > 16 || width > 32 || int64(w)*int64(ld) > math.MaxInt32 {
+	if width > 32 || int64(w)*int64(ld) > math.MaxInt32 {
 		return false
 	}
 	_ = src[(w-1)*ld+kcb-1]
 	_ = dst[kcb*width-1]
-	gmask := uint32(1)<<w - 1
-	smask := uint32(1)<<width - 1
-	packGatherAVX512(&dst[0], &src[0], ld, kcb, width, gmask, smask)
+	if width <= 16 {
+		packGatherAVX512(&dst[0], &src[0], ld, kcb, width, uint32(1)<<w-1, uint32(1)<<width-1)
+		return true
+	}
+	// Lanes 0-15, then 16-width: one gather per group in each pass.
+	packGatherAVX512(&dst[0], &src[0], ld, kcb, width, uint32(1)<<min(w, 16)-1, 0xffff)
+	if w > 16 {
+		packGatherAVX512(&dst[16], &src[16*ld], ld, kcb, width, uint32(1)<<(w-16)-1, uint32(1)<<(width-16)-1)
+	} else {
+		for p := 0; p < kcb; p++ {
+			clear(dst[p*width+16 : p*width+width])
+		}
+	}
 	return true
 }
 

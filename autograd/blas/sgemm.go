@@ -1,20 +1,31 @@
 // Package blas implements single-precision general matrix multiplication
 // (SGEMM) for row-major matrices.
 //
-// Sgemm follows the BLIS design: op(B) is packed into zero-padded panels of
-// NR columns, op(A) into panels of MR rows, and a register-blocked
-// micro-kernel multiplies an MR×kc panel of A with a kc×NR panel of B. The
-// loops around the micro-kernel block for the caches, and the work on the
-// rows and columns of C is shared between the workers of package
-// autograd/parallel. The K dimension is never split between workers and its
-// blocking does not depend on the worker count, so results are bit-identical
-// for every number of workers.
+// Sgemm follows the BLIS design. op(B) is packed into zero-padded panels of
+// nr columns and op(A) into panels of mr rows, and a register-blocked
+// micro-kernel multiplies an mr×kc panel of A with a kc×nr panel of B,
+// keeping the mr×nr block of C in registers; the loops around it block for
+// the caches. Two shapes common in neural networks take other routes: when
+// C has few rows, the kernel reads B where it lies instead of packing it
+// (each panel of B would be used only a few times), and C = A·Bᵀ with few
+// rows is computed as blocks of dot products of rows of A and B, which
+// needs no packing at all (transposing B would cost more than the product).
 //
-// On amd64 the micro-kernel is written in assembly for AVX-512 (12×32) or
-// AVX2 with FMA (6×16), chosen at start-up from what the CPU and operating
-// system support; elsewhere, or when built with the purego tag, a pure-Go
-// kernel is used. The environment variable PROXGEN_GEMM=generic|avx2|avx512
-// forces a kernel, and SetKernel changes it at run time.
+// The rows and columns of C are split between the workers of package
+// autograd/parallel; products with m·n·k below about a million run on the
+// calling goroutine. The K dimension is never split between workers, its
+// blocking and the tile grid do not depend on the number of workers, and
+// every element of C is computed by the same instructions in the same
+// order whichever worker computes it, so results are bit-identical for
+// every number of workers.
+//
+// On amd64 the micro-kernels are written in assembly for AVX-512 (12×32,
+// plus the 4×6 dot-product kernel and the packing routines) or AVX2 with
+// FMA (6×16), chosen at start-up from what the CPU and the operating system
+// support (CPUID and XGETBV); elsewhere, or when built with the purego tag,
+// a pure-Go kernel is used. The environment variable
+// PROXGEN_GEMM=generic|avx2|avx512 forces a kernel, SetKernel changes it at
+// run time and Kernel names it. Kernels differ only in rounding.
 package blas
 
 import (
