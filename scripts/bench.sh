@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# proxgen against its peers, side by side.
+#
+#   scripts/bench.sh [gemm]     blas.Sgemm vs OpenBLAS sgemm (numpy)
+#   scripts/bench.sh train ...  training throughput vs PyTorch (bench_train.sh)
+#   scripts/bench.sh all        both
+#
+# The gemm part runs `bench gemm` (Go) and scripts/bench_gemm.py (numpy
+# linked to OpenBLAS, OPENBLAS_CORETYPE=SkylakeX) at the same sizes and
+# thread counts, alternating REPEAT times because the machine is shared, and
+# prints the best GFLOP/s of each and the ratio Go/OpenBLAS.
+#
+# Environment: THREADS ("1 2"), REPS (20 timed repetitions per run),
+#   REPEAT (3), SIZES (MxNxK[:tA][:tB] ...; default the square sizes and the
+#   GEMMs of ResNet-20's 3x3 convolutions), PYTHON (/usr/bin/python3),
+#   OUT (directory for the JSON lines; default a temporary directory).
+#
+# numpy is installed with apt if missing. If numpy is not linked to
+# OpenBLAS (Debian's default libblas3 is the slow reference BLAS), the
+# script uses /usr/lib/x86_64-linux-gnu/openblas-pthread when
+# libopenblas0-pthread is installed, and otherwise unpacks that package
+# (apt-get download) into ~/.cache/proxgen without installing it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+what=${1:-gemm}
+case $what in
+gemm) ;;
+train)
+	shift
+	exec scripts/bench_train.sh "$@"
+	;;
+all)
+	"$0" gemm
+	exec scripts/bench_train.sh
+	;;
+*)
+	echo "usage: scripts/bench.sh [gemm|train [model ...]|all]" >&2
+	exit 2
+	;;
+esac
+
+THREADS=${THREADS:-1 2}
+REPS=${REPS:-20}
+REPEAT=${REPEAT:-3}
+PYTHON=${PYTHON:-/usr/bin/python3}
+# Square sizes, then ResNet-20 conv GEMMs as autograd.Conv2d issues them:
+# forward W·col (transposed filter matrix), weight gradient dY·colT and
+# input gradient Wᵀ·dY, for 16, 32 and 64 channels at 32², 16² and 8².
+SIZES=${SIZES:-1024x1024x1024 2048x2048x2048
+16x1024x144:tA 32x512x288:tA 64x512x576:tA
+16x144x1024 32x288x512 64x576x512
+144x1024x16:tA 288x512x32:tA 576x512x64:tA
+16x8192x144 64x4096x576}
+OUT=${OUT:-$(mktemp -d)}
+mkdir -p "$OUT"
+
+if [ "$(id -u)" -eq 0 ]; then sudo=; else sudo=sudo; fi
+if ! "$PYTHON" -c 'import numpy' 2>/dev/null; then
+	echo "bench.sh: installing python3-numpy with apt" >&2
+	$sudo apt-get update -qq
+	$sudo apt-get install -y -qq python3-numpy
+fi
+
+# Which BLAS does numpy load?
+numpy_blas() {
+	"$PYTHON" -c '
+import os, numpy as np
+a = np.ones((64, 64), np.float32); a @ a
+libs = [l.split()[-1] for l in open("/proc/self/maps")]
+print(next((p for p in libs if "blas" in os.path.basename(p)), "none"))'
+}
+if ! numpy_blas | grep -q openblas; then
+	dir=/usr/lib/x86_64-linux-gnu/openblas-pthread
+	if [ ! -e "$dir/libblas.so.3" ]; then
+		cache=${XDG_CACHE_HOME:-$HOME/.cache}/proxgen/openblas
+		dir=$cache/usr/lib/x86_64-linux-gnu/openblas-pthread
+		if [ ! -e "$dir/libblas.so.3" ]; then
+			echo "bench.sh: numpy is not linked to OpenBLAS; unpacking libopenblas0-pthread into $cache" >&2
+			mkdir -p "$cache"
+			(cd "$cache" && apt-get download libopenblas0-pthread >/dev/null && dpkg-deb -x libopenblas0-pthread_*.deb .)
+		fi
+	fi
+	export LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+echo "bench.sh: numpy uses $(numpy_blas)" >&2
+
+go build -o "$OUT/bench" ./cmd/bench
+: >"$OUT/go.jsonl"
+: >"$OUT/openblas.jsonl"
+for r in $(seq 1 "$REPEAT"); do
+	for th in $THREADS; do
+		echo "== run $r, $th thread(s)" >&2
+		for s in $SIZES; do
+			IFS=x read -r m n rest <<<"${s%%:*}"
+			k=${rest}
+			flags=()
+			case $s in *:tA*) flags+=(-transa) ;; esac
+			case $s in *:tB*) flags+=(-transb) ;; esac
+			"$OUT/bench" gemm -m "$m" -n "$n" -k "$k" "${flags[@]}" -threads "$th" -reps "$REPS" -json |
+				tail -n 1 >>"$OUT/go.jsonl"
+			"$PYTHON" scripts/bench_gemm.py --threads "$th" --reps "$REPS" --json "$s" |
+				tail -n 1 >>"$OUT/openblas.jsonl"
+		done
+	done
+done
+
+"$PYTHON" - "$OUT" <<'PY'
+import json, sys
+out = sys.argv[1]
+def best(path):
+    rows = {}
+    for line in open(path):
+        r = json.loads(line)
+        key = (r["m"], r["n"], r["k"], r["transa"], r["transb"], r["threads"])
+        if key not in rows or r["gflops"] > rows[key]["gflops"]:
+            rows[key] = r
+    return rows
+go, ob = best(f"{out}/go.jsonl"), best(f"{out}/openblas.jsonl")
+print(f"{'m':>5} {'n':>5} {'k':>5} {'op':>5} {'thr':>3}  {'proxgen GF/s':>12} {'OpenBLAS GF/s':>13} {'ratio':>6}  kernel")
+for key in go:
+    m, n, k, ta, tb, th = key
+    g, o = go[key], ob.get(key)
+    op = ("T" if ta else "N") + ("T" if tb else "N")
+    ratio = f"{g['gflops'] / o['gflops']:6.2f}" if o else "   n/a"
+    ogf = f"{o['gflops']:13.1f}" if o else f"{'n/a':>13}"
+    print(f"{m:>5} {n:>5} {k:>5} {op:>5} {th:>3}  {g['gflops']:12.1f} {ogf} {ratio}  {g['kernel']}")
+print(f"\nbest of the runs in {out} (each run: best of its timed repetitions); ratio = proxgen / OpenBLAS")
+PY
