@@ -41,14 +41,15 @@ var expTable = func() (t [expN]uint64) {
 // about twice as fast as float64 math.Exp. Results underflow to zero (with
 // subnormals in between) and overflow to +Inf like math.Exp; NaN stays NaN.
 func exp32(x float32) float32 {
-	if !(x > -150 && x < 88.72) {
-		switch {
-		case x <= -150:
-			return 0
-		case x >= 88.72:
-			return float32(math.Exp(float64(x))) // +Inf beyond MaxFloat32
-		}
-		return x // NaN
+	// Clamping keeps the float64 computation finite; its conversion to
+	// float32 then gives 0 below −150 and +Inf above 89, and NaN passes
+	// through (both comparisons are false). The builtin min and max,
+	// with their NaN rules, would be slower.
+	if x < -150 {
+		x = -150
+	}
+	if x > 89 {
+		x = 89
 	}
 	z := expInvLn * float64(x)
 	kd := z + expShift
