@@ -30,7 +30,7 @@ func adamEMA(th, g, m, v, d []float32, h *stepScalars, ad Adam, t int, kind int)
 	b, omb, delta := ad.Beta, 1-ad.Beta, ad.Delta
 	isbc := float32(1)
 	if ad.BiasCorrection {
-		isbc = float32(1 / math.Sqrt(1-math.Pow(float64(ad.Beta), float64(t))))
+		isbc = float32(1 / math.Sqrt(1-math.Pow(float64(ad.Beta), float64(t+ad.StepOffset))))
 	}
 	rho, omr, lr, lrm, decay := h.rho, h.omr, h.lr, h.lrm, h.decay
 	n := len(th)

@@ -322,8 +322,8 @@ func TestSchedules(t *testing.T) {
 	if got := (InvSqrt{}).Rate(1, 4); got != 0.5 {
 		t.Errorf("InvSqrt: %g", got)
 	}
-	if got := (InvSqrt{Offset: 3}).Rate(0.06, 1); !near(got, 0.03, 1e-15, 0) {
-		t.Errorf("InvSqrt offset 3 at t=1: %g, want 0.06/sqrt(4)", got)
+	if got := (InvSqrt{Offset: 4}).Rate(0.06, 5); !near(got, 0.02, 1e-15, 0) {
+		t.Errorf("InvSqrt offset 4 at t=5: %g, want 0.06/sqrt(9)", got)
 	}
 	r := NewReduceOnPlateau(1/1.2, 0)
 	seq := []float64{5, 4, 4.5, 3, 3, 2.9}
@@ -603,13 +603,13 @@ func TestProxSGDReference(t *testing.T) {
 	r := make([]float64, len(th))
 	for k, g := range grads {
 		tt := float64(k + 1)
-		e := eps0 / math.Sqrt(tt+3)
-		rho := rho0 / math.Sqrt(tt+3)
+		e := eps0 / math.Sqrt(tt+4)
+		rho := rho0 / math.Sqrt(tt+4)
 		for i := range th {
 			th[i] *= 1 - e*wd
 			v[i] = (1-rho)*v[i] + rho*g[i]
 			r[i] = beta*r[i] + (1-beta)*g[i]*g[i]
-			tau := math.Sqrt(r[i]/(1-math.Pow(beta, tt))) + delta
+			tau := math.Sqrt(r[i]/(1-math.Pow(beta, tt+1))) + delta
 			x := th[i] - v[i]/tau
 			x = math.Copysign(math.Max(math.Abs(x)-lam/tau, 0), x)
 			th[i] += e * (x - th[i])

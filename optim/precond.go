@@ -80,10 +80,14 @@ func (p RMSprop) Denom(d, s, g []float32, _ int) {
 // as in torch.optim.Adam and the official ProxGen code (δ added after the
 // square root). Without BiasCorrection, d = sqrt(v) + Delta, which is the
 // paper's C_t = sqrt(β C_{t−1}² + (1 − β) g_t²) read as an EMA of g².
+//
+// StepOffset shifts the bias correction to 1 − Beta^(t+StepOffset): the
+// official Prox-SGD code corrects with β^(t+1).
 type Adam struct {
 	Beta           float32
 	Delta          float32
 	BiasCorrection bool
+	StepOffset     int
 }
 
 // NewAdamPrecond returns the Adam preconditioner with bias correction.
@@ -110,7 +114,7 @@ func (p Adam) Denom(d, s, g []float32, t int) {
 		}
 		return
 	}
-	sbc := float32(math.Sqrt(1 - math.Pow(float64(p.Beta), float64(t))))
+	sbc := float32(math.Sqrt(1 - math.Pow(float64(p.Beta), float64(t+p.StepOffset))))
 	for i, gi := range g {
 		v := b*s[i] + omb*gi*gi
 		s[i] = v

@@ -7,14 +7,15 @@ import (
 )
 
 // ProxSGDConfig configures Prox-SGD (Yang et al., ICLR 2020). The zero
-// value is the official method: ε_t = ε0/sqrt(t+3) with ε0 the group's LR,
-// ρ_t = 0.9/sqrt(t+3) (both ε0/(t'+4)^0.5 with t' = t−1 counted from 0),
-// and the Adam preconditioner τ_t = sqrt(r_t/(1−β^t)) + δ with β = 0.999,
-// δ = 1e-8.
+// value is the official code's method: ε_t = ε0/sqrt(t+4) with ε0 the
+// group's LR, ρ_t = 0.9/sqrt(t+4), and the Adam preconditioner
+// τ_t = sqrt(r_t/(1−β^(t+1))) + δ with β = 0.999, δ = 1e-8 (the official
+// code's bias correction is one step ahead), for t = 1, 2, ....
 type ProxSGDConfig struct {
-	// Precond builds τ_t; nil means NewAdamPrecond(0.999, 1e-8).
+	// Precond builds τ_t; nil means Adam{Beta: 0.999, Delta: 1e-8,
+	// BiasCorrection: true, StepOffset: 1}.
 	Precond Preconditioner
-	// Eps gives ε_t from each group's LR; nil means InvSqrt{Offset: 3}.
+	// Eps gives ε_t from each group's LR; nil means InvSqrt{Offset: 4}.
 	Eps Schedule
 	// Rho gives ρ_t, the weight of the new gradient in v_t, from Rho0;
 	// nil means InvSqrt{Offset: 3}. (Prox-SGD's ρ weights the new
@@ -33,8 +34,9 @@ type ProxSGDConfig struct {
 //	θ_{t+1} = θ_t + ε_t (x̂_t − θ_t),
 //
 // the paper's equation (12). A group's WeightDecay is applied first as
-// θ ← (1 − ε_t ζ) θ. Because θ_{t+1} is a convex combination, a
-// coordinate reaches exactly zero only if ε_t = 1 or it was zero already.
+// θ ← (1 − ε_t ζ) θ, and a group's Clip clamps x̂_t (the official code's
+// clip bounds). Because θ_{t+1} is a convex combination, a coordinate
+// reaches exactly zero only if ε_t = 1 or it was zero already.
 type ProxSGD struct {
 	cfg    ProxSGDConfig
 	groups []*Group
@@ -46,13 +48,13 @@ type ProxSGD struct {
 // NewProxSGD returns a Prox-SGD optimizer over groups.
 func NewProxSGD(groups []*Group, cfg ProxSGDConfig) *ProxSGD {
 	if cfg.Precond == nil {
-		cfg.Precond = NewAdamPrecond(0.999, 1e-8)
+		cfg.Precond = Adam{Beta: 0.999, Delta: 1e-8, BiasCorrection: true, StepOffset: 1}
 	}
 	if cfg.Eps == nil {
-		cfg.Eps = InvSqrt{Offset: 3}
+		cfg.Eps = InvSqrt{Offset: 4}
 	}
 	if cfg.Rho == nil {
-		cfg.Rho = InvSqrt{Offset: 3}
+		cfg.Rho = InvSqrt{Offset: 4}
 	}
 	if cfg.Rho0 == 0 {
 		cfg.Rho0 = 0.9
@@ -137,11 +139,11 @@ func (o *ProxSGD) Step() {
 			if grp.Reg != nil && grp.Lambda != 0 {
 				grp.Reg.Prox(xh, xh, d, float32(grp.Lambda))
 			}
+			if grp.Clip > 0 {
+				clip(xh, float32(grp.Clip))
+			}
 			for i, x := range xh {
 				th[i] += h.eps * (x - th[i])
-			}
-			if grp.Clip > 0 {
-				clip(th, float32(grp.Clip))
 			}
 		}
 	})

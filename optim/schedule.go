@@ -65,8 +65,8 @@ func (s StepDecay) Rate(base float64, t int) float64 {
 }
 
 // InvSqrt is α_t = base/sqrt(t + Offset): Offset 0 gives the classical
-// 1/√t decay, Offset 3 the per-iteration schedules of Prox-SGD,
-// eps0/(t'+4)^0.5 with t' = t − 1 counted from zero.
+// 1/√t decay, Offset 4 the per-iteration schedules of the official
+// Prox-SGD code, ε0/(t+4)^0.5.
 type InvSqrt struct {
 	Offset float64
 }
