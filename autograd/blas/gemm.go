@@ -172,7 +172,11 @@ func gemmPacked(kern *microKernel, workers int, transA, transB bool, m, n, k int
 						packA(transA, a, lda, i0, rows, pc, kcb, mr, ws.a)
 						for t := p0; t < p1; t++ {
 							cols := min(nr, ncb-t*nr)
-							macroKernel(kern, ws, kcb, rows, cols, bbuf[t*kcb*nr:(t+1)*kcb*nr], nr, c[i0*ldc+jc+t*nr:], ldc, alpha, betaEff)
+							var next []float32
+							if t+1 < p1 {
+								next = bbuf[(t+1)*kcb*nr : (t+2)*kcb*nr]
+							}
+							macroKernel(kern, ws, kcb, rows, cols, bbuf[t*kcb*nr:(t+1)*kcb*nr], nr, next, c[i0*ldc+jc+t*nr:], ldc, alpha, betaEff)
 						}
 					}
 				}
@@ -220,7 +224,7 @@ func gemmInPlaceB(kern *microKernel, workers int, transA bool, m, n, k int, alph
 						packB(false, b, ldb, j, cols, pc, kcb, nr, 0, 1, ws.b)
 						panel, ld = ws.b, nr
 					}
-					macroKernel(kern, ws, kcb, rows, cols, panel, ld, c[i0*ldc+j:], ldc, alpha, betaEff)
+					macroKernel(kern, ws, kcb, rows, cols, panel, ld, nil, c[i0*ldc+j:], ldc, alpha, betaEff)
 				}
 			}
 		}
@@ -300,19 +304,24 @@ func gemmDot(kern *microKernel, workers int, m, n, k int, alpha float32, a []flo
 
 // macroKernel multiplies the packed rows×kcb block of A in ws.a with one
 // kcb×cols panel of B (row stride ldb), updating the rows×cols block of C
-// at c.
-func macroKernel(kern *microKernel, ws *workspace, kcb, rows, cols int, bpanel []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
+// at c. next, if not nil, is the packed panel of B to be used next: the
+// kernels bring it into the L2 cache piece by piece, 4·kcb values a call.
+func macroKernel(kern *microKernel, ws *workspace, kcb, rows, cols int, bpanel []float32, ldb int, next, c []float32, ldc int, alpha, beta float32) {
 	mr, nr := kern.mr, kern.nr
 	ap := ws.a
 	for i := 0; i < rows; i += mr {
 		rr := min(mr, rows-i)
 		apanel := ap[(i/mr)*kcb*mr : (i/mr+1)*kcb*mr]
+		var pf *float32
+		if q := (i / mr) * 4 * kcb; q < len(next) {
+			pf = &next[q]
+		}
 		if (rr == mr || kern.partialRows) && (cols == nr || kern.partialCols) {
-			kern.run(rr, cols, kcb, apanel, bpanel, ldb, c[i*ldc:], ldc, alpha, beta)
+			kern.run(rr, cols, kcb, apanel, bpanel, ldb, c[i*ldc:], ldc, alpha, beta, pf)
 			continue
 		}
 		tmp := ws.tmp[:mr*nr]
-		kern.run(mr, nr, kcb, apanel, bpanel, ldb, tmp, nr, 1, 0)
+		kern.run(mr, nr, kcb, apanel, bpanel, ldb, tmp, nr, 1, 0, pf)
 		for r := 0; r < rr; r++ {
 			dst := c[(i+r)*ldc : (i+r)*ldc+cols]
 			src := tmp[r*nr : r*nr+cols]

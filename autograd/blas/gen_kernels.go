@@ -104,11 +104,13 @@ func gen(s spec, rows int) {
 	}
 
 	args := "kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32"
-	size := 56
+	size, pfOff := 64, 56
 	if s.masked {
 		args += ", mask uint32"
-		size = 60
+		pfOff = 64
+		size = 72
 	}
+	args += ", pf *float32"
 	d("")
 	d("// %s computes C = alpha·A·B + beta·C for the first %d rows of a %d×%d tile.", name, rows, s.mr, nr)
 	if s.masked {
@@ -128,6 +130,7 @@ func gen(s spec, rows int) {
 	p("\tMOVQ c+32(FP), DX")
 	p("\tMOVQ ldc+40(FP), R8")
 	p("\tSHLQ $2, R8")
+	p("\tMOVQ pf+%d(FP), R13", pfOff)
 	// Prefetch the C tile.
 	p("\tMOVQ DX, R9")
 	for r := 0; r < rows; r++ {
@@ -159,6 +162,9 @@ func gen(s spec, rows int) {
 	for u := 0; u < s.unroll; u++ {
 		step(u*s.mr*4, func(v int) string { return fmt.Sprintf("%d(BX)", u*nr*4+v*vbytes) })
 	}
+	// Bring one line of pf (the next panel of B) into L2 per iteration.
+	p("\tPREFETCHT1 (R13)")
+	p("\tADDQ $64, R13")
 	p("\tADDQ $%d, AX", s.unroll*s.mr*4)
 	p("\tADDQ $%d, BX", s.unroll*nr*4)
 	p("\tDECQ R10")

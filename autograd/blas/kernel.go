@@ -22,7 +22,10 @@ type microKernel struct {
 	// groups of mr values of A; B holds kc rows of nr values, ldb apart.
 	// beta == 0 overwrites C without reading it. kc >= 1. Unless the
 	// flags below say otherwise, rows == mr, cols == nr and ldb == nr.
-	run func(rows, cols, kc int, ap, b []float32, ldb int, c []float32, ldc int, alpha, beta float32)
+	//
+	// pf is where the next panel of B (or other data needed soon) lies;
+	// the kernel may prefetch up to 4·kc values from it into the L2 cache.
+	run func(rows, cols, kc int, ap, b []float32, ldb int, c []float32, ldc int, alpha, beta float32, pf *float32)
 	// partialRows, partialCols: run accepts rows < mr, cols < nr.
 	partialRows, partialCols bool
 	// strided: run accepts any ldb >= nr, so B can be read in place.

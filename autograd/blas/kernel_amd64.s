@@ -4,8 +4,8 @@
 
 #include "textflag.h"
 
-// func kernelAVX512x1(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·kernelAVX512x1(SB), NOSPLIT, $0-60
+// func kernelAVX512x1(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
+TEXT ·kernelAVX512x1(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -14,6 +14,7 @@ TEXT ·kernelAVX512x1(SB), NOSPLIT, $0-60
 	MOVQ c+32(FP), DX
 	MOVQ ldc+40(FP), R8
 	SHLQ $2, R8
+	MOVQ pf+64(FP), R13
 	MOVQ DX, R9
 	PREFETCHT0 0(R9)
 	PREFETCHT0 64(R9)
@@ -47,6 +48,8 @@ kernelAVX512x1_ploop:
 	VBROADCASTSS 144(AX), Z26
 	VFMADD231PS Z24, Z26, Z0
 	VFMADD231PS Z25, Z26, Z1
+	PREFETCHT1 (R13)
+	ADDQ $64, R13
 	ADDQ $192, AX
 	ADDQ $512, BX
 	DECQ R10
@@ -143,8 +146,8 @@ kernelAVX512x1_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512x2(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·kernelAVX512x2(SB), NOSPLIT, $0-60
+// func kernelAVX512x2(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
+TEXT ·kernelAVX512x2(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -153,6 +156,7 @@ TEXT ·kernelAVX512x2(SB), NOSPLIT, $0-60
 	MOVQ c+32(FP), DX
 	MOVQ ldc+40(FP), R8
 	SHLQ $2, R8
+	MOVQ pf+64(FP), R13
 	MOVQ DX, R9
 	PREFETCHT0 0(R9)
 	PREFETCHT0 64(R9)
@@ -203,6 +207,8 @@ kernelAVX512x2_ploop:
 	VBROADCASTSS 148(AX), Z27
 	VFMADD231PS Z24, Z27, Z2
 	VFMADD231PS Z25, Z27, Z3
+	PREFETCHT1 (R13)
+	ADDQ $64, R13
 	ADDQ $192, AX
 	ADDQ $512, BX
 	DECQ R10
@@ -329,8 +335,8 @@ kernelAVX512x2_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512x3(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·kernelAVX512x3(SB), NOSPLIT, $0-60
+// func kernelAVX512x3(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
+TEXT ·kernelAVX512x3(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -339,6 +345,7 @@ TEXT ·kernelAVX512x3(SB), NOSPLIT, $0-60
 	MOVQ c+32(FP), DX
 	MOVQ ldc+40(FP), R8
 	SHLQ $2, R8
+	MOVQ pf+64(FP), R13
 	MOVQ DX, R9
 	PREFETCHT0 0(R9)
 	PREFETCHT0 64(R9)
@@ -406,6 +413,8 @@ kernelAVX512x3_ploop:
 	VBROADCASTSS 152(AX), Z28
 	VFMADD231PS Z24, Z28, Z4
 	VFMADD231PS Z25, Z28, Z5
+	PREFETCHT1 (R13)
+	ADDQ $64, R13
 	ADDQ $192, AX
 	ADDQ $512, BX
 	DECQ R10
@@ -562,8 +571,8 @@ kernelAVX512x3_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512x4(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·kernelAVX512x4(SB), NOSPLIT, $0-60
+// func kernelAVX512x4(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
+TEXT ·kernelAVX512x4(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -572,6 +581,7 @@ TEXT ·kernelAVX512x4(SB), NOSPLIT, $0-60
 	MOVQ c+32(FP), DX
 	MOVQ ldc+40(FP), R8
 	SHLQ $2, R8
+	MOVQ pf+64(FP), R13
 	MOVQ DX, R9
 	PREFETCHT0 0(R9)
 	PREFETCHT0 64(R9)
@@ -656,6 +666,8 @@ kernelAVX512x4_ploop:
 	VBROADCASTSS 156(AX), Z29
 	VFMADD231PS Z24, Z29, Z6
 	VFMADD231PS Z25, Z29, Z7
+	PREFETCHT1 (R13)
+	ADDQ $64, R13
 	ADDQ $192, AX
 	ADDQ $512, BX
 	DECQ R10
@@ -842,8 +854,8 @@ kernelAVX512x4_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512x5(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·kernelAVX512x5(SB), NOSPLIT, $0-60
+// func kernelAVX512x5(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
+TEXT ·kernelAVX512x5(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -852,6 +864,7 @@ TEXT ·kernelAVX512x5(SB), NOSPLIT, $0-60
 	MOVQ c+32(FP), DX
 	MOVQ ldc+40(FP), R8
 	SHLQ $2, R8
+	MOVQ pf+64(FP), R13
 	MOVQ DX, R9
 	PREFETCHT0 0(R9)
 	PREFETCHT0 64(R9)
@@ -953,6 +966,8 @@ kernelAVX512x5_ploop:
 	VBROADCASTSS 160(AX), Z30
 	VFMADD231PS Z24, Z30, Z8
 	VFMADD231PS Z25, Z30, Z9
+	PREFETCHT1 (R13)
+	ADDQ $64, R13
 	ADDQ $192, AX
 	ADDQ $512, BX
 	DECQ R10
@@ -1169,8 +1184,8 @@ kernelAVX512x5_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512x6(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·kernelAVX512x6(SB), NOSPLIT, $0-60
+// func kernelAVX512x6(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
+TEXT ·kernelAVX512x6(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -1179,6 +1194,7 @@ TEXT ·kernelAVX512x6(SB), NOSPLIT, $0-60
 	MOVQ c+32(FP), DX
 	MOVQ ldc+40(FP), R8
 	SHLQ $2, R8
+	MOVQ pf+64(FP), R13
 	MOVQ DX, R9
 	PREFETCHT0 0(R9)
 	PREFETCHT0 64(R9)
@@ -1297,6 +1313,8 @@ kernelAVX512x6_ploop:
 	VBROADCASTSS 164(AX), Z31
 	VFMADD231PS Z24, Z31, Z10
 	VFMADD231PS Z25, Z31, Z11
+	PREFETCHT1 (R13)
+	ADDQ $64, R13
 	ADDQ $192, AX
 	ADDQ $512, BX
 	DECQ R10
@@ -1543,8 +1561,8 @@ kernelAVX512x6_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512x7(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·kernelAVX512x7(SB), NOSPLIT, $0-60
+// func kernelAVX512x7(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
+TEXT ·kernelAVX512x7(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -1553,6 +1571,7 @@ TEXT ·kernelAVX512x7(SB), NOSPLIT, $0-60
 	MOVQ c+32(FP), DX
 	MOVQ ldc+40(FP), R8
 	SHLQ $2, R8
+	MOVQ pf+64(FP), R13
 	MOVQ DX, R9
 	PREFETCHT0 0(R9)
 	PREFETCHT0 64(R9)
@@ -1688,6 +1707,8 @@ kernelAVX512x7_ploop:
 	VBROADCASTSS 168(AX), Z26
 	VFMADD231PS Z24, Z26, Z12
 	VFMADD231PS Z25, Z26, Z13
+	PREFETCHT1 (R13)
+	ADDQ $64, R13
 	ADDQ $192, AX
 	ADDQ $512, BX
 	DECQ R10
@@ -1964,8 +1985,8 @@ kernelAVX512x7_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512x8(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·kernelAVX512x8(SB), NOSPLIT, $0-60
+// func kernelAVX512x8(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
+TEXT ·kernelAVX512x8(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -1974,6 +1995,7 @@ TEXT ·kernelAVX512x8(SB), NOSPLIT, $0-60
 	MOVQ c+32(FP), DX
 	MOVQ ldc+40(FP), R8
 	SHLQ $2, R8
+	MOVQ pf+64(FP), R13
 	MOVQ DX, R9
 	PREFETCHT0 0(R9)
 	PREFETCHT0 64(R9)
@@ -2126,6 +2148,8 @@ kernelAVX512x8_ploop:
 	VBROADCASTSS 172(AX), Z27
 	VFMADD231PS Z24, Z27, Z14
 	VFMADD231PS Z25, Z27, Z15
+	PREFETCHT1 (R13)
+	ADDQ $64, R13
 	ADDQ $192, AX
 	ADDQ $512, BX
 	DECQ R10
@@ -2432,8 +2456,8 @@ kernelAVX512x8_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512x9(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·kernelAVX512x9(SB), NOSPLIT, $0-60
+// func kernelAVX512x9(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
+TEXT ·kernelAVX512x9(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -2442,6 +2466,7 @@ TEXT ·kernelAVX512x9(SB), NOSPLIT, $0-60
 	MOVQ c+32(FP), DX
 	MOVQ ldc+40(FP), R8
 	SHLQ $2, R8
+	MOVQ pf+64(FP), R13
 	MOVQ DX, R9
 	PREFETCHT0 0(R9)
 	PREFETCHT0 64(R9)
@@ -2611,6 +2636,8 @@ kernelAVX512x9_ploop:
 	VBROADCASTSS 176(AX), Z28
 	VFMADD231PS Z24, Z28, Z16
 	VFMADD231PS Z25, Z28, Z17
+	PREFETCHT1 (R13)
+	ADDQ $64, R13
 	ADDQ $192, AX
 	ADDQ $512, BX
 	DECQ R10
@@ -2947,8 +2974,8 @@ kernelAVX512x9_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512x10(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·kernelAVX512x10(SB), NOSPLIT, $0-60
+// func kernelAVX512x10(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
+TEXT ·kernelAVX512x10(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -2957,6 +2984,7 @@ TEXT ·kernelAVX512x10(SB), NOSPLIT, $0-60
 	MOVQ c+32(FP), DX
 	MOVQ ldc+40(FP), R8
 	SHLQ $2, R8
+	MOVQ pf+64(FP), R13
 	MOVQ DX, R9
 	PREFETCHT0 0(R9)
 	PREFETCHT0 64(R9)
@@ -3143,6 +3171,8 @@ kernelAVX512x10_ploop:
 	VBROADCASTSS 180(AX), Z29
 	VFMADD231PS Z24, Z29, Z18
 	VFMADD231PS Z25, Z29, Z19
+	PREFETCHT1 (R13)
+	ADDQ $64, R13
 	ADDQ $192, AX
 	ADDQ $512, BX
 	DECQ R10
@@ -3509,8 +3539,8 @@ kernelAVX512x10_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512x11(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·kernelAVX512x11(SB), NOSPLIT, $0-60
+// func kernelAVX512x11(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
+TEXT ·kernelAVX512x11(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -3519,6 +3549,7 @@ TEXT ·kernelAVX512x11(SB), NOSPLIT, $0-60
 	MOVQ c+32(FP), DX
 	MOVQ ldc+40(FP), R8
 	SHLQ $2, R8
+	MOVQ pf+64(FP), R13
 	MOVQ DX, R9
 	PREFETCHT0 0(R9)
 	PREFETCHT0 64(R9)
@@ -3722,6 +3753,8 @@ kernelAVX512x11_ploop:
 	VBROADCASTSS 184(AX), Z30
 	VFMADD231PS Z24, Z30, Z20
 	VFMADD231PS Z25, Z30, Z21
+	PREFETCHT1 (R13)
+	ADDQ $64, R13
 	ADDQ $192, AX
 	ADDQ $512, BX
 	DECQ R10
@@ -4118,8 +4151,8 @@ kernelAVX512x11_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512x12(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·kernelAVX512x12(SB), NOSPLIT, $0-60
+// func kernelAVX512x12(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
+TEXT ·kernelAVX512x12(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -4128,6 +4161,7 @@ TEXT ·kernelAVX512x12(SB), NOSPLIT, $0-60
 	MOVQ c+32(FP), DX
 	MOVQ ldc+40(FP), R8
 	SHLQ $2, R8
+	MOVQ pf+64(FP), R13
 	MOVQ DX, R9
 	PREFETCHT0 0(R9)
 	PREFETCHT0 64(R9)
@@ -4348,6 +4382,8 @@ kernelAVX512x12_ploop:
 	VBROADCASTSS 188(AX), Z31
 	VFMADD231PS Z24, Z31, Z22
 	VFMADD231PS Z25, Z31, Z23
+	PREFETCHT1 (R13)
+	ADDQ $64, R13
 	ADDQ $192, AX
 	ADDQ $512, BX
 	DECQ R10
@@ -4774,8 +4810,8 @@ kernelAVX512x12_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX2x1(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32)
-TEXT ·kernelAVX2x1(SB), NOSPLIT, $0-56
+// func kernelAVX2x1(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32)
+TEXT ·kernelAVX2x1(SB), NOSPLIT, $0-64
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -4784,6 +4820,7 @@ TEXT ·kernelAVX2x1(SB), NOSPLIT, $0-56
 	MOVQ c+32(FP), DX
 	MOVQ ldc+40(FP), R8
 	SHLQ $2, R8
+	MOVQ pf+56(FP), R13
 	MOVQ DX, R9
 	PREFETCHT0 0(R9)
 	VXORPS Y0, Y0, Y0
@@ -4816,6 +4853,8 @@ kernelAVX2x1_ploop:
 	VBROADCASTSS 72(AX), Y14
 	VFMADD231PS Y12, Y14, Y0
 	VFMADD231PS Y13, Y14, Y1
+	PREFETCHT1 (R13)
+	ADDQ $64, R13
 	ADDQ $96, AX
 	ADDQ $256, BX
 	DECQ R10
@@ -4906,8 +4945,8 @@ kernelAVX2x1_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX2x2(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32)
-TEXT ·kernelAVX2x2(SB), NOSPLIT, $0-56
+// func kernelAVX2x2(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32)
+TEXT ·kernelAVX2x2(SB), NOSPLIT, $0-64
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -4916,6 +4955,7 @@ TEXT ·kernelAVX2x2(SB), NOSPLIT, $0-56
 	MOVQ c+32(FP), DX
 	MOVQ ldc+40(FP), R8
 	SHLQ $2, R8
+	MOVQ pf+56(FP), R13
 	MOVQ DX, R9
 	PREFETCHT0 0(R9)
 	ADDQ R8, R9
@@ -4964,6 +5004,8 @@ kernelAVX2x2_ploop:
 	VBROADCASTSS 76(AX), Y15
 	VFMADD231PS Y12, Y15, Y2
 	VFMADD231PS Y13, Y15, Y3
+	PREFETCHT1 (R13)
+	ADDQ $64, R13
 	ADDQ $96, AX
 	ADDQ $256, BX
 	DECQ R10
@@ -5082,8 +5124,8 @@ kernelAVX2x2_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX2x3(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32)
-TEXT ·kernelAVX2x3(SB), NOSPLIT, $0-56
+// func kernelAVX2x3(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32)
+TEXT ·kernelAVX2x3(SB), NOSPLIT, $0-64
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -5092,6 +5134,7 @@ TEXT ·kernelAVX2x3(SB), NOSPLIT, $0-56
 	MOVQ c+32(FP), DX
 	MOVQ ldc+40(FP), R8
 	SHLQ $2, R8
+	MOVQ pf+56(FP), R13
 	MOVQ DX, R9
 	PREFETCHT0 0(R9)
 	ADDQ R8, R9
@@ -5156,6 +5199,8 @@ kernelAVX2x3_ploop:
 	VBROADCASTSS 80(AX), Y14
 	VFMADD231PS Y12, Y14, Y4
 	VFMADD231PS Y13, Y14, Y5
+	PREFETCHT1 (R13)
+	ADDQ $64, R13
 	ADDQ $96, AX
 	ADDQ $256, BX
 	DECQ R10
@@ -5302,8 +5347,8 @@ kernelAVX2x3_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX2x4(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32)
-TEXT ·kernelAVX2x4(SB), NOSPLIT, $0-56
+// func kernelAVX2x4(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32)
+TEXT ·kernelAVX2x4(SB), NOSPLIT, $0-64
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -5312,6 +5357,7 @@ TEXT ·kernelAVX2x4(SB), NOSPLIT, $0-56
 	MOVQ c+32(FP), DX
 	MOVQ ldc+40(FP), R8
 	SHLQ $2, R8
+	MOVQ pf+56(FP), R13
 	MOVQ DX, R9
 	PREFETCHT0 0(R9)
 	ADDQ R8, R9
@@ -5392,6 +5438,8 @@ kernelAVX2x4_ploop:
 	VBROADCASTSS 84(AX), Y15
 	VFMADD231PS Y12, Y15, Y6
 	VFMADD231PS Y13, Y15, Y7
+	PREFETCHT1 (R13)
+	ADDQ $64, R13
 	ADDQ $96, AX
 	ADDQ $256, BX
 	DECQ R10
@@ -5566,8 +5614,8 @@ kernelAVX2x4_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX2x5(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32)
-TEXT ·kernelAVX2x5(SB), NOSPLIT, $0-56
+// func kernelAVX2x5(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32)
+TEXT ·kernelAVX2x5(SB), NOSPLIT, $0-64
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -5576,6 +5624,7 @@ TEXT ·kernelAVX2x5(SB), NOSPLIT, $0-56
 	MOVQ c+32(FP), DX
 	MOVQ ldc+40(FP), R8
 	SHLQ $2, R8
+	MOVQ pf+56(FP), R13
 	MOVQ DX, R9
 	PREFETCHT0 0(R9)
 	ADDQ R8, R9
@@ -5672,6 +5721,8 @@ kernelAVX2x5_ploop:
 	VBROADCASTSS 88(AX), Y14
 	VFMADD231PS Y12, Y14, Y8
 	VFMADD231PS Y13, Y14, Y9
+	PREFETCHT1 (R13)
+	ADDQ $64, R13
 	ADDQ $96, AX
 	ADDQ $256, BX
 	DECQ R10
@@ -5874,8 +5925,8 @@ kernelAVX2x5_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX2x6(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32)
-TEXT ·kernelAVX2x6(SB), NOSPLIT, $0-56
+// func kernelAVX2x6(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32)
+TEXT ·kernelAVX2x6(SB), NOSPLIT, $0-64
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -5884,6 +5935,7 @@ TEXT ·kernelAVX2x6(SB), NOSPLIT, $0-56
 	MOVQ c+32(FP), DX
 	MOVQ ldc+40(FP), R8
 	SHLQ $2, R8
+	MOVQ pf+56(FP), R13
 	MOVQ DX, R9
 	PREFETCHT0 0(R9)
 	ADDQ R8, R9
@@ -5996,6 +6048,8 @@ kernelAVX2x6_ploop:
 	VBROADCASTSS 92(AX), Y15
 	VFMADD231PS Y12, Y15, Y10
 	VFMADD231PS Y13, Y15, Y11
+	PREFETCHT1 (R13)
+	ADDQ $64, R13
 	ADDQ $96, AX
 	ADDQ $256, BX
 	DECQ R10
