@@ -191,17 +191,15 @@ func gemmPacked(kern *microKernel, workers int, transA, transB bool, m, n, k int
 	}
 }
 
-// gemmInPlaceB handles m <= kern.inPlaceM with op(B) = B: the workers split the
-// columns of C, and the kernel reads each panel of B where it lies, except
-// a partial panel at the right edge, which is packed.
+// gemmInPlaceB handles m <= kern.inPlaceM with op(B) = B: the kernel reads
+// each panel of B where it lies, except a partial panel at the right edge,
+// which is packed. The workers split the rows of C if there are enough,
+// else its columns.
 func gemmInPlaceB(kern *microKernel, workers int, transA bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	mr, nr, kc := kern.mr, kern.nr, kern.inPlaceKC
 	panels := ceilDiv(n, nr)
 	tilesM := ceilDiv(m, mr)
 	wm, wn := grid(workers, tilesM, panels)
-	if wn < workers && panels >= workers {
-		wm, wn = 1, workers
-	}
 	region := func(lo, hi int) {
 		ws := getWS(roundUp(m, mr)*min(kc, k), min(kc, k)*nr, mr*nr)
 		for u := lo; u < hi; u++ {
