@@ -48,6 +48,9 @@ func saveRun(t *trainer) error {
 	if err != nil {
 		return fmt.Errorf("encoding the configuration: %w", err)
 	}
+	if t.state.RNG, err = t.meth.rngState(); err != nil {
+		return fmt.Errorf("saving the random state: %w", err)
+	}
 	sj, err := json.Marshal(&t.state)
 	if err != nil {
 		return fmt.Errorf("encoding the run state: %w", err)
@@ -55,7 +58,8 @@ func saveRun(t *trainer) error {
 	meta := modelMetadata(c)
 	meta["config"] = string(cj)
 	meta["run"] = string(sj)
-	if err := checkpoint.SaveTrainState(filepath.Join(c.Out, checkpoint.TrainStateFileName), t.model, t.meth.opt.State(), meta); err != nil {
+	ts := &checkpoint.TrainState{Model: t.model, Aux: t.meth.aux(), Optim: t.meth.opt.State(), Meta: meta}
+	if err := checkpoint.SaveTrainState(filepath.Join(c.Out, checkpoint.TrainStateFileName), ts); err != nil {
 		return err
 	}
 

@@ -131,10 +131,19 @@ func sameHistory(t *testing.T, a, b []epochRecord) {
 // interrupted inside the first epoch and after the first epoch, resumed
 // each time; the checkpoints and metrics must be identical bit for bit.
 func TestEndToEndResume(t *testing.T) {
+	t.Run("proxgen", func(t *testing.T) { checkResume(t, 0.1/20) })
+	t.Run("l0hc", func(t *testing.T) { checkResume(t, 0.1/20, "-optimizer", "l0hc") })
+	t.Run("proxgenw-l0-plateau", func(t *testing.T) {
+		checkResume(t, 0.5/20, "-optimizer", "proxgenw", "-reg", "l0", "-lambda", "0.5", "-schedule", "plateau:0.5")
+	})
+}
+
+func checkResume(t *testing.T, lambda float64, extra ...string) {
 	data := writeFixture(t, 4, 10) // 20 training images: 2 batches of 8
 	base := t.TempDir()
 	full := filepath.Join(base, "full")
-	code, stdout, stderr := runCmd(context.Background(), tinyArgs(data, full, "-epochs", "2")...)
+	args := func(out string, more ...string) []string { return tinyArgs(data, out, append(slices.Clone(extra), more...)...) }
+	code, stdout, stderr := runCmd(context.Background(), args(full, "-epochs", "2")...)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -150,8 +159,8 @@ func TestEndToEndResume(t *testing.T) {
 	if len(recs) != 2 || recs[1].Step != 4 || len(recs[0].Layers) != 20 {
 		t.Fatalf("metrics %+v", recs)
 	}
-	if recs[0].Lambda != 0.1/20 || recs[0].LR != 1e-3 {
-		t.Fatalf("λ %v lr %v, want 0.1/20 and 1e-3", recs[0].Lambda, recs[0].LR)
+	if recs[0].Lambda != lambda || recs[0].LR != 1e-3 {
+		t.Fatalf("λ %v lr %v, want %v and 1e-3", recs[0].Lambda, recs[0].LR, lambda)
 	}
 
 	// Interrupted after the first batch (the context is already
@@ -159,7 +168,7 @@ func TestEndToEndResume(t *testing.T) {
 	part := filepath.Join(base, "part")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	code, _, stderr = runCmd(ctx, tinyArgs(data, part, "-epochs", "2")...)
+	code, _, stderr = runCmd(ctx, args(part, "-epochs", "2")...)
 	if code != exitInterrupted || !strings.Contains(stderr, "after batch 1/2") {
 		t.Fatalf("interrupted run: exit %d, stderr:\n%s", code, stderr)
 	}

@@ -215,12 +215,15 @@ func train(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		st, _, err := checkpoint.LoadTrainState(statePath, model)
-		if err != nil {
+		ts := &checkpoint.TrainState{Model: model, Aux: meth.aux()}
+		if err := checkpoint.LoadTrainState(statePath, ts); err != nil {
 			return err
 		}
-		if err := meth.opt.LoadState(st); err != nil {
+		if err := meth.opt.LoadState(ts.Optim); err != nil {
 			return fmt.Errorf("-resume: optimizer state: %w", err)
+		}
+		if err := meth.setRNGState(stored.state.RNG); err != nil {
+			return fmt.Errorf("-resume: %w", err)
 		}
 		t.state = stored.state
 		if t.state.Frozen && meth.reg != nil {

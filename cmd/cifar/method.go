@@ -29,6 +29,8 @@ type method struct {
 	binaryConnect bool
 	signed        [][]float32 // sign buffers for binaryConnect
 	saved         [][]float32 // the real weights while signed ones are in place
+	// hc holds the gates of the ℓ0 hard-concrete baseline.
+	hc *hardConcrete
 }
 
 // regularized reports whether the parameter name/t is in the regularized
@@ -78,6 +80,17 @@ func newMethod(c *config, model nn.Module, nTrain, perEpoch int) (*method, error
 	}
 	isReg := func(name string, t *autograd.Tensor) bool { return regularized(c, name, t) }
 	groups := optim.SplitGroups(names, params, isReg, reg, m.lambda, c.WD, c.LR)
+	if c.Optimizer == "l0hc" {
+		if m.hc, err = newHardConcrete(model, isReg, m.lambda, c.Seed); err != nil {
+			return nil, err
+		}
+		g := &optim.Group{LR: c.LR}
+		for _, p := range m.hc.gates() {
+			g.Params = append(g.Params, p.T)
+			g.Names = append(g.Names, p.Name)
+		}
+		groups = append(groups, g)
+	}
 	var ocfg optim.Config
 	switch c.Optimizer {
 	case "proxgen", "proxgenw":
@@ -97,6 +110,8 @@ func newMethod(c *config, model nn.Module, nTrain, perEpoch int) (*method, error
 	case "bc":
 		ocfg = optim.AdamConfig(c.Beta1, c.Beta2, c.Eps)
 		m.binaryConnect = true
+	case "l0hc":
+		ocfg = optim.AdamConfig(c.Beta1, c.Beta2, c.Eps)
 	default:
 		return nil, fmt.Errorf("-optimizer %s is not available in this build", c.Optimizer)
 	}
@@ -137,8 +152,70 @@ func (m *method) lr() float64 {
 	return m.sched.Rate(base, m.opt.Steps()+1)
 }
 
-// penalty returns λ·R(θ) for the current weights.
-func (m *method) penalty() float64 { return optim.Penalty(m.opt.Groups()) }
+// penalty returns λ·R(θ) for the current weights (λ times the expected
+// number of open gates for ℓ0 hard-concrete).
+func (m *method) penalty() float64 {
+	if m.hc != nil {
+		return m.hc.penalty()
+	}
+	return optim.Penalty(m.opt.Groups())
+}
+
+// beginStep prepares the weights of a training step: sign(w) for
+// BinaryConnect.
+func (m *method) beginStep() {
+	if m.binaryConnect {
+		m.useEffective()
+	}
+}
+
+// graphTerms runs inside the step's arena before the forward pass: for ℓ0
+// hard-concrete it draws the gates, makes the layers compute with the
+// gated weights and returns the penalty to add to the loss; otherwise it
+// returns nil.
+func (m *method) graphTerms() *autograd.Tensor {
+	if m.hc != nil {
+		return m.hc.begin()
+	}
+	return nil
+}
+
+// endStep undoes beginStep and graphTerms after the backward pass.
+func (m *method) endStep() {
+	if m.hc != nil {
+		m.hc.end()
+	}
+	m.restore()
+}
+
+// aux returns the tensors of the method that the training state must keep
+// besides the model (the gates of ℓ0 hard-concrete).
+func (m *method) aux() []nn.Param {
+	if m.hc != nil {
+		return m.hc.gates()
+	}
+	return nil
+}
+
+// rngState returns the state of the method's random stream (nil when it
+// has none).
+func (m *method) rngState() ([]byte, error) {
+	if m.hc == nil {
+		return nil, nil
+	}
+	return m.hc.pcg.MarshalBinary()
+}
+
+// setRNGState restores a state returned by rngState.
+func (m *method) setRNGState(b []byte) error {
+	if m.hc == nil {
+		if len(b) > 0 {
+			return fmt.Errorf("the checkpoint has a random state, but the method uses none")
+		}
+		return nil
+	}
+	return m.hc.pcg.UnmarshalBinary(b)
+}
 
 // hardQuantize sets the binarised weights to sign(w) (+1 for w = 0) and
 // freezes them, as ProxQuant does at its hard-quantisation epoch.
@@ -161,12 +238,16 @@ func sign(v float32) float32 {
 	return 1
 }
 
-// useEffective replaces the binarised weights by the weights the network
-// computes with (sign(w) for BinaryConnect) until restore is called;
-// gradients computed meanwhile belong to the effective weights, which is
-// BinaryConnect's straight-through update of the real ones. It does
-// nothing for other methods.
+// useEffective replaces the weights by the weights the network computes
+// with at test time until restore is called: sign(w) for BinaryConnect
+// (gradients computed meanwhile belong to sign(w), which is
+// BinaryConnect's straight-through update of the real weights) and
+// w ⊙ z_test for ℓ0 hard-concrete. It does nothing for other methods.
 func (m *method) useEffective() {
+	if m.hc != nil {
+		m.hc.useEffective()
+		return
+	}
 	if !m.binaryConnect || m.saved != nil {
 		return
 	}
@@ -188,6 +269,10 @@ func (m *method) useEffective() {
 
 // restore puts the real weights back after useEffective.
 func (m *method) restore() {
+	if m.hc != nil {
+		m.hc.restore()
+		return
+	}
 	if m.saved == nil {
 		return
 	}

@@ -35,6 +35,8 @@ type runState struct {
 	Seconds float64 `json:"seconds"`
 	// History holds the metrics of the completed epochs.
 	History []epochRecord `json:"history"`
+	// RNG is the state of the method's random stream (ℓ0 gates).
+	RNG []byte `json:"rng,omitempty"`
 }
 
 // trainer trains one model with one method on CIFAR-10.
@@ -64,17 +66,22 @@ type stepResult struct {
 func (t *trainer) step(b cifar10.Batch) stepResult {
 	var r stepResult
 	t.meth.opt.ZeroGrad()
-	t.meth.useEffective()
+	t.meth.beginStep()
 	t.trainArena.Reset()
 	t.trainArena.Use(func() {
+		extra := t.meth.graphTerms()
 		x := autograd.FromSlice(b.X, b.N, cifar10.Channels, cifar10.Height, cifar10.Width)
 		logits := t.model.Forward(x)
 		loss := autograd.CrossEntropy(logits, b.Y)
-		loss.Backward()
+		total := loss
+		if extra != nil {
+			total = autograd.Add(loss, extra)
+		}
+		total.Backward()
 		r.loss = float64(loss.Item())
 		r.correct = countCorrect(logits, b.Y)
 	})
-	t.meth.restore()
+	t.meth.endStep()
 	t.meth.opt.Step()
 	return r
 }

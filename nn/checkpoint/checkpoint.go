@@ -29,6 +29,7 @@
 // single file, so one atomic write is one consistent checkpoint:
 //
 //	model/<state_dict name>   the model, as in a model file
+//	aux/<name>                F32: tensors of the run outside the model
 //	optim/<key>               F32: every tensor of the optimizer's optim.State
 //	optim_int/<key>           I64 scalar: every integer of the optim.State
 //	__metadata__              "format": TrainStateFormat, plus the caller's
@@ -66,10 +67,11 @@ const (
 	// FormatKey is the metadata entry naming the file's format.
 	FormatKey = "format"
 
-	// ModelPrefix, OptimPrefix and OptimIntPrefix start the names of the
-	// model tensors, optimizer tensors and optimizer integers in a
-	// training-state file.
+	// ModelPrefix, AuxPrefix, OptimPrefix and OptimIntPrefix start the
+	// names of the model tensors, auxiliary tensors, optimizer tensors and
+	// optimizer integers in a training-state file.
 	ModelPrefix    = "model/"
+	AuxPrefix      = "aux/"
 	OptimPrefix    = "optim/"
 	OptimIntPrefix = "optim_int/"
 )
@@ -272,21 +274,41 @@ func integral(t safetensors.Tensor) ([]int64, error) {
 	return v, nil
 }
 
-// SaveTrainState writes the model m, the optimizer state st (nil for none)
-// and metadata to the training-state file at path, atomically, in the
-// layout described in the package documentation. metadata must not use the
-// key FormatKey.
-func SaveTrainState(path string, m nn.Module, st *optim.State, metadata map[string]string) error {
-	if _, ok := metadata[FormatKey]; ok {
+// TrainState is the content of a training-state file.
+type TrainState struct {
+	// Model is the network; its state dict is stored under ModelPrefix.
+	Model nn.Module
+	// Aux are further named tensors of the run that are not part of the
+	// PyTorch model (for example the log α of ℓ0 hard-concrete gates),
+	// stored as F32 under AuxPrefix.
+	Aux []nn.Param
+	// Optim is the optimizer state; nil for none.
+	Optim *optim.State
+	// Meta holds the caller's metadata strings; the key FormatKey is
+	// reserved.
+	Meta map[string]string
+}
+
+// SaveTrainState writes s to the training-state file at path, atomically,
+// in the layout described in the package documentation.
+func SaveTrainState(path string, s *TrainState) error {
+	if _, ok := s.Meta[FormatKey]; ok {
 		return fmt.Errorf("checkpoint: metadata key %q is reserved", FormatKey)
 	}
-	f := StateDict(m, ModelPrefix)
-	f.Metadata = maps.Clone(metadata)
+	f := StateDict(s.Model, ModelPrefix)
+	f.Metadata = maps.Clone(s.Meta)
 	if f.Metadata == nil {
 		f.Metadata = map[string]string{}
 	}
 	f.Metadata[FormatKey] = TrainStateFormat
-	if st != nil {
+	for _, p := range s.Aux {
+		name := AuxPrefix + p.Name
+		if _, dup := f.Tensors[name]; dup {
+			return fmt.Errorf("checkpoint: two auxiliary tensors named %q", p.Name)
+		}
+		f.Set(name, safetensors.FromFloat32(slices.Clone(p.T.Shape()), p.T.Data))
+	}
+	if st := s.Optim; st != nil {
 		for _, k := range st.Keys() {
 			v := st.Tensors[k]
 			f.Set(OptimPrefix+k, safetensors.FromFloat32([]int{len(v)}, v))
@@ -301,61 +323,108 @@ func SaveTrainState(path string, m nn.Module, st *optim.State, metadata map[stri
 	return nil
 }
 
-// LoadTrainState reads the training-state file at path, loads its model
-// tensors into m strictly, and returns the optimizer state and the
-// metadata (without the format entry). On error m is unchanged.
-func LoadTrainState(path string, m nn.Module) (*optim.State, map[string]string, error) {
+// LoadTrainState reads the training-state file at path into s: it loads
+// the model tensors into s.Model and the auxiliary tensors into s.Aux
+// strictly (same names and shapes), and sets s.Optim and s.Meta (without
+// the format entry). On error nothing is changed.
+func LoadTrainState(path string, s *TrainState) error {
 	f, err := safetensors.ReadFile(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("checkpoint: %w", err)
+		return fmt.Errorf("checkpoint: %w", err)
 	}
-	st, meta, err := decodeTrainState(f)
+	st, meta, aux, err := decodeTrainState(f)
 	if err != nil {
-		return nil, nil, fmt.Errorf("checkpoint: %s: %w", path, err)
+		return fmt.Errorf("checkpoint: %s: %w", path, err)
 	}
-	if err := LoadStateDict(f, m, LoadOptions{Prefix: ModelPrefix}); err != nil {
-		return nil, nil, fmt.Errorf("checkpoint: loading the model from %s: %w", path, err)
+	auxValues, err := matchAux(aux, s.Aux)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %s: %w", path, err)
 	}
-	return st, meta, nil
+	if err := LoadStateDict(f, s.Model, LoadOptions{Prefix: ModelPrefix}); err != nil {
+		return fmt.Errorf("checkpoint: loading the model from %s: %w", path, err)
+	}
+	for i, p := range s.Aux {
+		copy(p.T.Data, auxValues[i])
+	}
+	s.Optim, s.Meta = st, meta
+	return nil
 }
 
-// decodeTrainState checks the format of f and extracts its optimizer state
-// and metadata.
-func decodeTrainState(f *safetensors.File) (*optim.State, map[string]string, error) {
+// matchAux checks the auxiliary tensors of a file against want and
+// returns their values in the order of want.
+func matchAux(have map[string]safetensors.Tensor, want []nn.Param) ([][]float32, error) {
+	var missing []string
+	out := make([][]float32, len(want))
+	seen := map[string]bool{}
+	for i, p := range want {
+		seen[p.Name] = true
+		t, ok := have[p.Name]
+		if !ok {
+			missing = append(missing, AuxPrefix+p.Name)
+			continue
+		}
+		if !slices.Equal(t.Shape, p.T.Shape()) || t.DType != safetensors.F32 {
+			return nil, fmt.Errorf("auxiliary tensor %q: %s%v in the file, want F32%v", p.Name, t.DType, t.Shape, p.T.Shape())
+		}
+		v, err := t.Float32()
+		if err != nil {
+			return nil, fmt.Errorf("auxiliary tensor %q: %w", p.Name, err)
+		}
+		out[i] = v
+	}
+	var unexpected []string
+	for name := range have {
+		if !seen[name] {
+			unexpected = append(unexpected, AuxPrefix+name)
+		}
+	}
+	slices.Sort(unexpected)
+	if len(missing) > 0 || len(unexpected) > 0 {
+		return nil, fmt.Errorf("auxiliary tensors do not match: %s", keyReport(missing, unexpected))
+	}
+	return out, nil
+}
+
+// decodeTrainState checks the format of f and extracts its optimizer
+// state, metadata and auxiliary tensors.
+func decodeTrainState(f *safetensors.File) (*optim.State, map[string]string, map[string]safetensors.Tensor, error) {
 	if got := f.Metadata[FormatKey]; got != TrainStateFormat {
 		if got == "" {
-			return nil, nil, fmt.Errorf("not a training-state file (no %q metadata; a model file?)", FormatKey)
+			return nil, nil, nil, fmt.Errorf("not a training-state file (no %q metadata; a model file?)", FormatKey)
 		}
-		return nil, nil, fmt.Errorf("format %q, want %q", got, TrainStateFormat)
+		return nil, nil, nil, fmt.Errorf("format %q, want %q", got, TrainStateFormat)
 	}
 	st := optim.NewState()
+	aux := map[string]safetensors.Tensor{}
 	for _, name := range f.Names() {
 		t := f.Tensors[name]
 		switch {
 		case strings.HasPrefix(name, ModelPrefix):
+		case strings.HasPrefix(name, AuxPrefix):
+			aux[strings.TrimPrefix(name, AuxPrefix)] = t
 		case strings.HasPrefix(name, OptimPrefix):
 			if t.DType != safetensors.F32 || len(t.Shape) != 1 {
-				return nil, nil, fmt.Errorf("optimizer tensor %q: %s%v, want a rank-1 F32 tensor", name, t.DType, t.Shape)
+				return nil, nil, nil, fmt.Errorf("optimizer tensor %q: %s%v, want a rank-1 F32 tensor", name, t.DType, t.Shape)
 			}
 			v, err := t.Float32()
 			if err != nil {
-				return nil, nil, fmt.Errorf("optimizer tensor %q: %w", name, err)
+				return nil, nil, nil, fmt.Errorf("optimizer tensor %q: %w", name, err)
 			}
 			st.Tensors[strings.TrimPrefix(name, OptimPrefix)] = v
 		case strings.HasPrefix(name, OptimIntPrefix):
 			if t.DType != safetensors.I64 || len(t.Shape) != 0 {
-				return nil, nil, fmt.Errorf("optimizer integer %q: %s%v, want an I64 scalar", name, t.DType, t.Shape)
+				return nil, nil, nil, fmt.Errorf("optimizer integer %q: %s%v, want an I64 scalar", name, t.DType, t.Shape)
 			}
 			v, err := t.Int64()
 			if err != nil {
-				return nil, nil, fmt.Errorf("optimizer integer %q: %w", name, err)
+				return nil, nil, nil, fmt.Errorf("optimizer integer %q: %w", name, err)
 			}
 			st.Ints[strings.TrimPrefix(name, OptimIntPrefix)] = v[0]
 		default:
-			return nil, nil, fmt.Errorf("unexpected tensor %q (names start with %q, %q or %q)", name, ModelPrefix, OptimPrefix, OptimIntPrefix)
+			return nil, nil, nil, fmt.Errorf("unexpected tensor %q (names start with %q, %q, %q or %q)", name, ModelPrefix, AuxPrefix, OptimPrefix, OptimIntPrefix)
 		}
 	}
 	meta := maps.Clone(f.Metadata)
 	delete(meta, FormatKey)
-	return st, meta, nil
+	return st, meta, aux, nil
 }

@@ -345,22 +345,29 @@ func TestTrainStateFormat(t *testing.T) {
 	st.Tensors["empty"] = []float32{}
 	st.Ints["step"] = 42
 	st.SetFloat64("schedule.best", math.Pi)
+	gate := autograd.FromSlice([]float32{0.5, -1, 2, 0}, 2, 2)
 	path := filepath.Join(t.TempDir(), TrainStateFileName)
-	if err := SaveTrainState(path, m, st, map[string]string{FormatKey: "x"}); err == nil {
+	if err := SaveTrainState(path, &TrainState{Model: m, Optim: st, Meta: map[string]string{FormatKey: "x"}}); err == nil {
 		t.Fatal("reserved metadata key accepted")
 	}
-	if err := SaveTrainState(path, m, st, map[string]string{"epoch": "3"}); err != nil {
+	save := &TrainState{Model: m, Aux: []nn.Param{{Name: "gates.log_alpha", T: gate}}, Optim: st, Meta: map[string]string{"epoch": "3"}}
+	if err := SaveTrainState(path, save); err != nil {
 		t.Fatal(err)
 	}
 	m2 := tiny(t, 2)
-	st2, meta, err := LoadTrainState(path, m2)
-	if err != nil {
+	gate2 := autograd.New(2, 2)
+	got := &TrainState{Model: m2, Aux: []nn.Param{{Name: "gates.log_alpha", T: gate2}}}
+	if err := LoadTrainState(path, got); err != nil {
 		t.Fatal(err)
 	}
 	sameState(t, m, m2)
-	if meta["epoch"] != "3" || len(meta) != 1 {
-		t.Fatalf("metadata %v", meta)
+	if !slices.Equal(gate2.Data, gate.Data) {
+		t.Fatalf("aux tensor %v, want %v", gate2.Data, gate.Data)
 	}
+	if got.Meta["epoch"] != "3" || len(got.Meta) != 1 {
+		t.Fatalf("metadata %v", got.Meta)
+	}
+	st2 := got.Optim
 	if !slices.Equal(st2.Tensors["conv1.weight.m"], []float32{1, 2, 3}) || len(st2.Tensors["empty"]) != 0 || len(st2.Tensors) != 2 {
 		t.Fatalf("tensors %v", st2.Tensors)
 	}
@@ -380,14 +387,25 @@ func TestTrainStateFormat(t *testing.T) {
 	if err := SaveModel(mp, m, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := LoadTrainState(mp, m3); err == nil || !strings.Contains(err.Error(), "not a training-state file") {
-		t.Fatalf("model file accepted as training state: %v", err)
-	}
-	if _, _, err := LoadTrainState(filepath.Join(t.TempDir(), "none"), m3); err == nil {
-		t.Fatal("missing file accepted")
+	for _, c := range []struct {
+		path string
+		s    *TrainState
+		want string
+	}{
+		{mp, &TrainState{Model: tiny(t, 3)}, "not a training-state file"},
+		{filepath.Join(t.TempDir(), "none"), &TrainState{Model: tiny(t, 3)}, "no such file"},
+		{path, &TrainState{Model: tiny(t, 3)}, "1 unexpected keys (aux/gates.log_alpha)"},
+		{path, &TrainState{Model: tiny(t, 3), Aux: []nn.Param{{Name: "gates.log_alpha", T: autograd.New(4)}}}, "want F32[4]"},
+		{path, &TrainState{Model: tiny(t, 3), Aux: []nn.Param{{Name: "gates.log_alpha", T: autograd.New(2, 2)}, {Name: "more", T: autograd.New(1)}}}, "1 missing keys (aux/more)"},
+	} {
+		before := tiny(t, 3)
+		if err := LoadTrainState(c.path, c.s); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("LoadTrainState: %v, want an error containing %q", err, c.want)
+		}
+		sameState(t, c.s.Model, before)
 	}
 	other, _ := models.New("resnet8", 10, newRng(1), models.WithWidth(0.5), models.WithShortcut(models.ShortcutB))
-	if _, _, err := LoadTrainState(path, other); err == nil || !strings.Contains(err.Error(), "shape") {
+	if err := LoadTrainState(path, &TrainState{Model: other, Aux: save.Aux}); err == nil || !strings.Contains(err.Error(), "shape") {
 		t.Fatalf("wrong model accepted: %v", err)
 	}
 }
@@ -439,17 +457,17 @@ func TestResumeBitIdentical(t *testing.T) {
 	optB := newOpt(b)
 	lossB := trainSteps(b, optB, 0, k)
 	path := filepath.Join(t.TempDir(), TrainStateFileName)
-	if err := SaveTrainState(path, b, optB.State(), map[string]string{"step": "3"}); err != nil {
+	if err := SaveTrainState(path, &TrainState{Model: b, Optim: optB.State(), Meta: map[string]string{"step": "3"}}); err != nil {
 		t.Fatal(err)
 	}
 
 	c := tiny(t, 77) // fresh objects with other weights
 	optC := newOpt(c)
-	st, _, err := LoadTrainState(path, c)
-	if err != nil {
+	loaded := &TrainState{Model: c}
+	if err := LoadTrainState(path, loaded); err != nil {
 		t.Fatal(err)
 	}
-	if err := optC.LoadState(st); err != nil {
+	if err := optC.LoadState(loaded.Optim); err != nil {
 		t.Fatal(err)
 	}
 	if optC.Steps() != k {
