@@ -142,7 +142,9 @@ func checkResume(t *testing.T, lambda float64, extra ...string) {
 	data := writeFixture(t, 4, 10) // 20 training images: 2 batches of 8
 	base := t.TempDir()
 	full := filepath.Join(base, "full")
-	args := func(out string, more ...string) []string { return tinyArgs(data, out, append(slices.Clone(extra), more...)...) }
+	args := func(out string, more ...string) []string {
+		return tinyArgs(data, out, append(slices.Clone(extra), more...)...)
+	}
 	code, stdout, stderr := runCmd(context.Background(), args(full, "-epochs", "2")...)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
