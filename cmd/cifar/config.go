@@ -130,7 +130,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.Float64Var(&c.Beta1, "beta1", c.Beta1, "first-moment decay ρ of the Adam family")
 	fs.Float64Var(&c.Beta2, "beta2", c.Beta2, "second-moment decay β of the Adam family")
 	fs.Float64Var(&c.Eps, "eps", c.Eps, "δ added to the preconditioner")
-	fs.StringVar(&c.Schedule, "schedule", c.Schedule, "step-size schedule: const, multistep:E1,E2[:GAMMA] (epochs), step:EVERY:GAMMA (epochs), invsqrt, plateau:FACTOR (test loss); auto: multistep at 1/2 and 5/6 of -epochs, const for proxquant/bc")
+	fs.StringVar(&c.Schedule, "schedule", c.Schedule, "step-size schedule: const, multistep:E1,E2[:GAMMA] (epochs), step:EVERY:GAMMA (epochs), invsqrt[:OFFSET] (lr/sqrt(t+OFFSET), t = update), plateau:FACTOR (on the test loss); auto: multistep at 1/2 and 5/6 of -epochs, const for proxquant/bc, invsqrt:4 (Prox-SGD's ε_t) for proxsgd")
 
 	fs.StringVar(&c.Homotopy, "homotopy", c.Homotopy, "on: ProxQuant homotopy λ_t = λ·epoch (epoch counted from 0); off; auto: on for binary regularizers")
 	fs.IntVar(&c.HardQuantEpoch, "hard-quant-epoch", c.HardQuantEpoch, "after this many epochs set binarised weights to sign(w) and freeze them (0: never; default: 2/3 of -epochs for binary runs, never otherwise)")
@@ -253,9 +253,6 @@ func (c *config) resolve() error {
 	if q, ok := reg.(interface{ Q() float64 }); ok && c.Optimizer == "subgrad" && q.Q() == 0 {
 		return fmt.Errorf("-optimizer subgrad: -reg %s has a zero gradient almost everywhere; use a proximal method", c.Reg)
 	}
-	if c.Optimizer == "proxsgd" && c.Reg != "l1" && c.Reg != "none" {
-		return fmt.Errorf("-optimizer proxsgd supports -reg l1 or none (its prox is soft thresholding), got %s", c.Reg)
-	}
 
 	// λ and its scaling.
 	if math.IsNaN(c.Lambda) {
@@ -316,9 +313,6 @@ func (c *config) resolve() error {
 	if c.WD < 0 {
 		return fmt.Errorf("-wd %v must not be negative", c.WD)
 	}
-	if c.WD > 0 && (c.Optimizer == "proxquant" || c.Optimizer == "proxsgd") {
-		return fmt.Errorf("-optimizer %s has no weight decay (got -wd %v)", c.Optimizer, c.WD)
-	}
 	if c.Optimizer == "proxgen" && c.WD > 0 {
 		return fmt.Errorf("-optimizer proxgen has no weight decay (Algorithm 1); use proxgenw for -wd %v", c.WD)
 	}
@@ -354,9 +348,12 @@ func (c *config) resolve() error {
 
 	// Schedule, homotopy and hard quantisation.
 	if c.Schedule == "auto" {
-		if c.Optimizer == "proxquant" || c.Optimizer == "bc" || c.Epochs < 4 {
+		switch {
+		case c.Optimizer == "proxsgd":
+			c.Schedule = "invsqrt:4"
+		case c.Optimizer == "proxquant" || c.Optimizer == "bc" || c.Epochs < 4:
 			c.Schedule = "const"
-		} else {
+		default:
 			c.Schedule = fmt.Sprintf("multistep:%d,%d", c.Epochs/2, c.Epochs*5/6)
 		}
 	}
@@ -468,20 +465,35 @@ type scheduleSpec struct {
 	every  int    // step: epochs between decays
 	gamma  float64
 	factor float64 // plateau
+	offset float64 // invsqrt: base/sqrt(t + offset)
 }
 
 // parseSchedule parses a -schedule value.
 func parseSchedule(s string) (scheduleSpec, error) {
 	bad := func(why string) (scheduleSpec, error) {
-		return scheduleSpec{}, fmt.Errorf("-schedule %q: %s (want const, multistep:E1,E2[:GAMMA], step:EVERY:GAMMA, invsqrt or plateau:FACTOR)", s, why)
+		return scheduleSpec{}, fmt.Errorf("-schedule %q: %s (want const, multistep:E1,E2[:GAMMA], step:EVERY:GAMMA, invsqrt[:OFFSET] or plateau:FACTOR)", s, why)
 	}
 	parts := strings.Split(s, ":")
 	switch parts[0] {
-	case "const", "invsqrt":
+	case "const":
 		if len(parts) != 1 {
 			return bad("takes no arguments")
 		}
 		return scheduleSpec{kind: parts[0]}, nil
+	case "invsqrt":
+		sp := scheduleSpec{kind: "invsqrt"}
+		switch len(parts) {
+		case 1:
+		case 2:
+			o, err := strconv.ParseFloat(parts[1], 64)
+			if err != nil || !(o >= 0) || math.IsInf(o, 0) {
+				return bad(fmt.Sprintf("offset %q is not a non-negative number", parts[1]))
+			}
+			sp.offset = o
+		default:
+			return bad("takes at most an offset")
+		}
+		return sp, nil
 	case "multistep":
 		if len(parts) < 2 || len(parts) > 3 {
 			return bad("needs milestones")
@@ -539,7 +551,7 @@ func (sp scheduleSpec) schedule(perEpoch int) optim.Schedule {
 	case "step":
 		return optim.StepDecay{Every: sp.every * perEpoch, Gamma: sp.gamma}
 	case "invsqrt":
-		return optim.InvSqrt{}
+		return optim.InvSqrt{Offset: sp.offset}
 	case "plateau":
 		return optim.NewReduceOnPlateau(sp.factor, 0)
 	}

@@ -46,7 +46,7 @@ func TestConfigMethodDefaults(t *testing.T) {
 		{[]string{"-optimizer", "adamw"}, func(c *config) bool { return c.WD == 0.01 }},
 		{[]string{"-optimizer", "sgd"}, func(c *config) bool { return c.LR == 0.1 && c.WD == 5e-4 && c.Reg == "none" }},
 		{[]string{"-optimizer", "subgrad", "-reg", "l1"}, func(c *config) bool { return c.Reg == "l1" && c.Lambda == 0.1 }},
-		{[]string{"-optimizer", "proxsgd"}, func(c *config) bool { return c.Reg == "l1" && c.LR == 0.06 }},
+		{[]string{"-optimizer", "proxsgd"}, func(c *config) bool { return c.Reg == "l1" && c.LR == 0.06 && c.Schedule == "invsqrt:4" }},
 		{[]string{"-optimizer", "proxquant", "-epochs", "300"}, func(c *config) bool {
 			return c.Reg == "binw:1" && c.Lambda == 1e-4 && c.LambdaScale == "1" && c.LR == 0.01 &&
 				c.Schedule == "const" && c.Homotopy == "on" && c.HardQuantEpoch == 200
@@ -86,7 +86,7 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"-optimizer", "adam", "-lambda", "0.1"}, "no effect without a regularizer"},
 		{[]string{"-optimizer", "proxquant", "-reg", "l1"}, "needs a binary regularizer"},
 		{[]string{"-optimizer", "subgrad", "-reg", "l0"}, "zero gradient"},
-		{[]string{"-optimizer", "proxsgd", "-reg", "l12"}, "supports -reg l1"},
+		{[]string{"-schedule", "invsqrt:-1"}, "offset"},
 		{[]string{"-lambda", "-1"}, "must not be negative"},
 		{[]string{"-lambda", "x"}, "invalid value"},
 		{[]string{"-lambda", "NaN"}, "finite"},
@@ -94,7 +94,6 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"-lr", "0"}, "-lr 0 must be positive"},
 		{[]string{"-wd", "-1", "-optimizer", "adamw"}, "-wd -1"},
 		{[]string{"-wd", "0.1"}, "use proxgenw"},
-		{[]string{"-optimizer", "proxquant", "-wd", "0.1"}, "no weight decay"},
 		{[]string{"-momentum", "1"}, "-momentum"},
 		{[]string{"-beta2", "1"}, "-beta2"},
 		{[]string{"-eps", "0"}, "-eps"},
@@ -155,6 +154,10 @@ func TestParseSchedule(t *testing.T) {
 	sp, _ = parseSchedule("invsqrt")
 	if got := sp.schedule(3).Rate(1, 4); got != 0.5 {
 		t.Errorf("invsqrt rate at update 4 = %v", got)
+	}
+	sp, _ = parseSchedule("invsqrt:5")
+	if got := sp.schedule(3).Rate(1, 4); got != 1.0/3 {
+		t.Errorf("invsqrt:5 rate at update 4 = %v, want 1/3", got)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -133,6 +134,8 @@ func sameHistory(t *testing.T, a, b []epochRecord) {
 func TestEndToEndResume(t *testing.T) {
 	t.Run("proxgen", func(t *testing.T) { checkResume(t, 0.1/20) })
 	t.Run("l0hc", func(t *testing.T) { checkResume(t, 0.1/20, "-optimizer", "l0hc") })
+	t.Run("bc", func(t *testing.T) { checkResume(t, 0, "-optimizer", "bc", "-lr", "1e-3") })
+	t.Run("proxsgd", func(t *testing.T) { checkResume(t, 0.1/20, "-optimizer", "proxsgd", "-lr", "1e-3", "-schedule", "const") })
 	t.Run("proxgenw-l0-plateau", func(t *testing.T) {
 		checkResume(t, 0.5/20, "-optimizer", "proxgenw", "-reg", "l0", "-lambda", "0.5", "-schedule", "plateau:0.5")
 	})
@@ -205,7 +208,7 @@ func checkResume(t *testing.T, lambda float64, extra ...string) {
 	if ev.TestAcc != recs[1].TestAcc || ev.Images != 10 || ev.Model != "resnet20" || ev.Weight.Zero != recs[1].Zero {
 		t.Fatalf("eval-only %+v, run reported test acc %v zeros %v", ev, recs[1].TestAcc, recs[1].Zero)
 	}
-	if d := ev.TestLoss - recs[1].TestLoss; d > 1e-6 || d < -1e-6 {
+	if d := math.Abs(ev.TestLoss - recs[1].TestLoss); d > 1e-6*max(1, math.Abs(ev.TestLoss)) {
 		t.Fatalf("eval-only test loss %v, run reported %v", ev.TestLoss, recs[1].TestLoss)
 	}
 }
@@ -298,6 +301,36 @@ func TestBinaryRuns(t *testing.T) {
 		}
 		if tc.name == "proxquant" && (recs[0].Lambda != 0 || recs[1].Lambda != 1e-4) {
 			t.Fatalf("%s: homotopy λ %v, %v; want 0 and 1e-4", tc.name, recs[0].Lambda, recs[1].Lambda)
+		}
+	}
+}
+
+// TestAllMethods runs one epoch of every optimizer and checks that the
+// metrics are finite and the method's regularizer acted.
+func TestAllMethods(t *testing.T) {
+	data := writeFixture(t, 2, 4)
+	base := t.TempDir()
+	for _, opt := range optimizers {
+		out := filepath.Join(base, opt)
+		code, _, stderr := runCmd(context.Background(), tinyArgs(data, out, "-optimizer", opt, "-epochs", "1", "-json")...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s", opt, code, stderr)
+		}
+		r := readMetrics(t, out)[0]
+		for name, v := range map[string]float64{"loss": r.Loss, "test_loss": r.TestLoss, "penalty": r.Penalty, "lr": r.LR} {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				t.Errorf("%s: %s = %v", opt, name, v)
+			}
+		}
+		switch opt {
+		case "proxgen", "proxgenw":
+			if r.Zero == 0 {
+				t.Errorf("%s: no exact zeros after an epoch of ℓ1/2 prox", opt)
+			}
+		case "adam", "adamw", "sgd", "subgrad", "proxsgd":
+			if r.Zero != 0 {
+				t.Errorf("%s: %v exact zeros without a proximal step to zero", opt, r.Zero)
+			}
 		}
 	}
 }

@@ -300,7 +300,9 @@ func evalOnly(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	meth.binaryConnect = false // the file holds the weights the network computes with
+	// The file holds the weights the network computes with: no gate
+	// transformation applies.
+	meth.hc = nil
 	t := &trainer{cfg: c, model: model, meth: meth, evalArena: autograd.NewArena()}
 	start := time.Now()
 	loss, acc := t.evaluate(ds.Test)

@@ -24,11 +24,6 @@ type method struct {
 	// regularized set (conv and linear weights, without 1×1 shortcut
 	// convolutions in binary runs).
 	weights []namedTensor
-	// binaryConnect runs forward and backward with sign(w) for the
-	// weights (BinaryConnect).
-	binaryConnect bool
-	signed        [][]float32 // sign buffers for binaryConnect
-	saved         [][]float32 // the real weights while signed ones are in place
 	// hc holds the gates of the ℓ0 hard-concrete baseline.
 	hc *hardConcrete
 }
@@ -95,7 +90,7 @@ func newMethod(c *config, model nn.Module, nTrain, perEpoch int) (*method, error
 	switch c.Optimizer {
 	case "proxgen", "proxgenw":
 		ocfg = optim.ProxGenAdam(c.Beta1, c.Beta2, c.Eps)
-	case "adam":
+	case "adam", "bc", "l0hc":
 		ocfg = optim.AdamConfig(c.Beta1, c.Beta2, c.Eps)
 	case "adamw":
 		ocfg = optim.AdamWConfig(c.Beta1, c.Beta2, c.Eps)
@@ -105,26 +100,34 @@ func newMethod(c *config, model nn.Module, nTrain, perEpoch int) (*method, error
 		ocfg = optim.AdamWConfig(c.Beta1, c.Beta2, c.Eps)
 		ocfg.RegMode = optim.RegSubgradient
 	case "proxquant":
-		ocfg = optim.ProxGenAdam(c.Beta1, c.Beta2, c.Eps)
-		ocfg.Metric = optim.Euclidean
-	case "bc":
-		ocfg = optim.AdamConfig(c.Beta1, c.Beta2, c.Eps)
-		m.binaryConnect = true
-	case "l0hc":
-		ocfg = optim.AdamConfig(c.Beta1, c.Beta2, c.Eps)
+		ocfg = optim.ProxQuantConfig(c.Beta1, c.Beta2, c.Eps)
+	case "proxsgd":
 	default:
 		return nil, fmt.Errorf("-optimizer %s is not available in this build", c.Optimizer)
 	}
 	ocfg.Schedule = m.sched
 	for _, g := range groups {
-		if g.Reg != nil || (c.Optimizer == "bc" && len(g.Params) > 0 && isReg(g.Names[0], g.Params[0])) {
-			m.reg = g
+		if len(g.Params) > 0 && isReg(g.Names[0], g.Params[0]) {
+			m.reg = g // the group of the regularized (binarised) weights
 		}
 	}
-	if (c.Optimizer == "proxquant" || c.Optimizer == "bc") && m.reg != nil {
+	if c.Optimizer == "proxquant" && m.reg != nil {
 		m.reg.Clip = 1
 	}
-	m.opt = optim.New(groups, ocfg)
+	switch c.Optimizer {
+	case "proxsgd":
+		m.opt = optim.NewProxSGD(groups, optim.ProxSGDConfig{Eps: m.sched})
+	case "bc":
+		if m.reg == nil {
+			return nil, fmt.Errorf("-optimizer bc: the model has no weights to binarise")
+		}
+		m.opt = optim.NewBinaryConnect(optim.New(groups, ocfg), m.reg)
+	default:
+		m.opt = optim.New(groups, ocfg)
+	}
+	if m.reg != nil && m.reg.Reg == nil && c.Optimizer != "bc" {
+		m.reg = nil // no regularizer: nothing to anneal or quantise
+	}
 	return m, nil
 }
 
@@ -161,14 +164,6 @@ func (m *method) penalty() float64 {
 	return optim.Penalty(m.opt.Groups())
 }
 
-// beginStep prepares the weights of a training step: sign(w) for
-// BinaryConnect.
-func (m *method) beginStep() {
-	if m.binaryConnect {
-		m.useEffective()
-	}
-}
-
 // graphTerms runs inside the step's arena before the forward pass: for ℓ0
 // hard-concrete it draws the gates, makes the layers compute with the
 // gated weights and returns the penalty to add to the loss; otherwise it
@@ -180,12 +175,11 @@ func (m *method) graphTerms() *autograd.Tensor {
 	return nil
 }
 
-// endStep undoes beginStep and graphTerms after the backward pass.
+// endStep undoes graphTerms after the backward pass.
 func (m *method) endStep() {
 	if m.hc != nil {
 		m.hc.end()
 	}
-	m.restore()
 }
 
 // aux returns the tensors of the method that the training state must keep
@@ -220,64 +214,25 @@ func (m *method) setRNGState(b []byte) error {
 // hardQuantize sets the binarised weights to sign(w) (+1 for w = 0) and
 // freezes them, as ProxQuant does at its hard-quantisation epoch.
 func (m *method) hardQuantize() {
-	if m.reg == nil {
-		return
+	if m.reg != nil {
+		optim.HardQuantize(m.reg)
 	}
-	for _, p := range m.reg.Params {
-		for i, v := range p.Data {
-			p.Data[i] = sign(v)
-		}
-	}
-	m.reg.Frozen = true
-}
-
-func sign(v float32) float32 {
-	if v < 0 {
-		return -1
-	}
-	return 1
 }
 
 // useEffective replaces the weights by the weights the network computes
-// with at test time until restore is called: sign(w) for BinaryConnect
-// (gradients computed meanwhile belong to sign(w), which is
-// BinaryConnect's straight-through update of the real weights) and
-// w ⊙ z_test for ℓ0 hard-concrete. It does nothing for other methods.
+// with at test time until restore is called: w ⊙ z_test for ℓ0
+// hard-concrete. (BinaryConnect keeps sign(w) in the parameters at all
+// times and its real weights in the optimizer state.) It does nothing for
+// other methods.
 func (m *method) useEffective() {
 	if m.hc != nil {
 		m.hc.useEffective()
-		return
-	}
-	if !m.binaryConnect || m.saved != nil {
-		return
-	}
-	if m.signed == nil {
-		m.signed = make([][]float32, len(m.reg.Params))
-		for i, p := range m.reg.Params {
-			m.signed[i] = make([]float32, len(p.Data))
-		}
-	}
-	m.saved = make([][]float32, len(m.reg.Params))
-	for i, p := range m.reg.Params {
-		for j, v := range p.Data {
-			m.signed[i][j] = sign(v)
-		}
-		m.saved[i] = p.Data
-		p.Data = m.signed[i]
 	}
 }
 
-// restore puts the real weights back after useEffective.
+// restore puts the trained weights back after useEffective.
 func (m *method) restore() {
 	if m.hc != nil {
 		m.hc.restore()
-		return
 	}
-	if m.saved == nil {
-		return
-	}
-	for i, p := range m.reg.Params {
-		p.Data = m.saved[i]
-	}
-	m.saved = nil
 }

@@ -66,7 +66,6 @@ type stepResult struct {
 func (t *trainer) step(b cifar10.Batch) stepResult {
 	var r stepResult
 	t.meth.opt.ZeroGrad()
-	t.meth.beginStep()
 	t.trainArena.Reset()
 	t.trainArena.Use(func() {
 		extra := t.meth.graphTerms()
