@@ -135,7 +135,9 @@ func TestEndToEndResume(t *testing.T) {
 	t.Run("proxgen", func(t *testing.T) { checkResume(t, 0.1/20) })
 	t.Run("l0hc", func(t *testing.T) { checkResume(t, 0.1/20, "-optimizer", "l0hc") })
 	t.Run("bc", func(t *testing.T) { checkResume(t, 0, "-optimizer", "bc", "-lr", "1e-3") })
-	t.Run("proxsgd", func(t *testing.T) { checkResume(t, 0.1/20, "-optimizer", "proxsgd", "-lr", "1e-3", "-schedule", "const") })
+	t.Run("proxsgd", func(t *testing.T) {
+		checkResume(t, 0.1/20, "-optimizer", "proxsgd", "-lr", "1e-3", "-schedule", "const")
+	})
 	t.Run("proxgenw-l0-plateau", func(t *testing.T) {
 		checkResume(t, 0.5/20, "-optimizer", "proxgenw", "-reg", "l0", "-lambda", "0.5", "-schedule", "plateau:0.5")
 	})
