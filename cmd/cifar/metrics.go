@@ -155,11 +155,25 @@ func curves(recs []epochRecord, title string, binary bool) []chart {
 			{"train", x, col(func(r *epochRecord) float64 { return 100 * r.TrainAcc })},
 			{"test", x, col(func(r *epochRecord) float64 { return 100 * r.TestAcc })},
 		}},
-		{Title: "weights", XLabel: "epoch", YLabel: "% of weights", YFixed: true, YMin: 0, YMax: 100, Series: sparsity},
+		{Title: "weights", XLabel: "epoch", YLabel: "% of weights", YFixed: true, YMin: 0, YMax: percentTop(sparsity), Series: sparsity},
 		{Title: "step size", XLabel: "epoch", YLabel: "lr", Series: []series{
 			{"lr", x, col(func(r *epochRecord) float64 { return r.LR })},
 		}},
 	}
+}
+
+// percentTop returns the top of a percentage axis that starts at 0: a
+// little above the largest finite value, at most 100.
+func percentTop(ss []series) float64 {
+	top := 1.0
+	for _, s := range ss {
+		for _, v := range s.Y {
+			if finite(v) {
+				top = math.Max(top, v*1.15)
+			}
+		}
+	}
+	return math.Min(top, 100)
 }
 
 // formatDuration writes d seconds as h:mm:ss or m:ss.

@@ -35,7 +35,7 @@ const (
 	panelW, panelH = 420, 280
 	marginL        = 58
 	marginR        = 14
-	marginT        = 30
+	marginT        = 44
 	marginB        = 44
 )
 
@@ -155,6 +155,7 @@ func drawChart(b *bufio.Writer, c chart, ox, oy float64) {
 
 	clipID := fmt.Sprintf("clip%d_%d", int(ox), int(oy))
 	fmt.Fprintf(b, `<clipPath id="%s"><rect x="%.1f" y="%.1f" width="%.1f" height="%.1f"/></clipPath>`+"\n", clipID, left, top, pw, ph)
+	lx := left
 	for i, s := range c.Series {
 		col := palette[i%len(palette)]
 		fmt.Fprintf(b, `<g clip-path="url(#%s)" stroke="%s" fill="%s">`+"\n", clipID, col, col)
@@ -179,9 +180,10 @@ func drawChart(b *bufio.Writer, c chart, ox, oy float64) {
 		}
 		flush()
 		b.WriteString("</g>\n")
-		// Legend entry.
-		ly := top + 12 + float64(i)*14
-		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"/>`+"\n", left+8, ly-4, left+24, ly-4, col)
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", left+28, ly, html.EscapeString(s.Name))
+		// Legend entry, in a row between the title and the plot.
+		ly := oy + 36
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"/>`+"\n", lx, ly-4, lx+16, ly-4, col)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", lx+20, ly, html.EscapeString(s.Name))
+		lx += 20 + 6.5*float64(len([]rune(s.Name))) + 14
 	}
 }
