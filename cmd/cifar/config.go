@@ -60,6 +60,8 @@ type config struct {
 
 	// explicit records the flags given on the command line.
 	explicit map[string]bool
+	// resumed is the run state read from the checkpoint for -resume.
+	resumed *runState
 }
 
 // Names of the optimizers and their defaults.

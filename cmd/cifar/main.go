@@ -94,6 +94,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "cifar: %v\n", err)
 			return exitUsage
 		}
+		c.resumed = &stored.state
 	}
 	threads := c.Threads
 	if threads == 0 {
@@ -211,10 +212,6 @@ func train(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	}
 	t.save = func() error { return saveRun(t) }
 	if c.Resume {
-		stored, err := readStoredRun(c.Out)
-		if err != nil {
-			return err
-		}
 		ts := &checkpoint.TrainState{Model: model, Aux: meth.aux()}
 		if err := checkpoint.LoadTrainState(statePath, ts); err != nil {
 			return err
@@ -222,10 +219,10 @@ func train(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 		if err := meth.opt.LoadState(ts.Optim); err != nil {
 			return fmt.Errorf("-resume: optimizer state: %w", err)
 		}
-		if err := meth.setRNGState(stored.state.RNG); err != nil {
+		if err := meth.setRNGState(c.resumed.RNG); err != nil {
 			return fmt.Errorf("-resume: %w", err)
 		}
-		t.state = stored.state
+		t.state = *c.resumed
 		if t.state.Frozen && meth.reg != nil {
 			meth.reg.Frozen = true
 		}
