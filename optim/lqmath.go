@@ -142,6 +142,10 @@ func proxL12Slice(dst, z, eta []float32, lam2 float64) {
 					dst[i] = math.Float32frombits(math.Float32bits(x) | math.Float32bits(zi)&(1<<31))
 					continue
 				}
+				if s > l12SMax*(1+1e-6) { // clearly below the threshold
+					dst[i] = 0
+					continue
+				}
 			}
 		}
 		a := float64(zi)
@@ -194,6 +198,52 @@ func proxL12Trig(a, kappa float64) float64 {
 // in variables normalised by t, only on the non-zero branch (where the
 // arccosh argument is at least 3√3/4 > 1, so it never produces the NaN of
 // the reference code), and polish the result with one Newton step.
+
+// l23Small bounds the float32 series path of proxL23Slice: with
+// s = c₃^(1/3), the series w = s(1 + s/3 + s²/3 + 35s³/81 + 154s⁴/243 + s⁵)
+// is within 1.5e-9 of the root for s < 0.05.
+const l23Small = 0.05
+
+// l23SZero is c₃^(1/3) at the threshold c₃ = 1/16.
+const l23SZero = 0.39685026299204984
+
+// proxL23Slice is the slice form of proxL23. For 1e-12 < |z| < 1e12 and
+// 1e-30 < κ < 1e30 it computes r = |z|^(−1/3) in float32 (bit-level
+// initial guess and three Newton steps r ← r(4 − |z|r³)/3, relative error
+// 2e-7) and s = (κ/3)·r⁴ = c₃^(1/3); below l23Small it uses the series of
+// w(s), above the threshold it returns 0. The rest, and everything outside
+// those ranges, uses the float64 closed form.
+func proxL23Slice(dst, z, eta []float32, lam2 float64) {
+	z = z[:len(dst)]
+	eta = eta[:len(dst)]
+	l2 := float32(lam2)
+	fast := lam2 > 1e-30 && lam2 < 1e30
+	for i, zi := range z {
+		t32 := math.Float32frombits(math.Float32bits(zi) &^ (1 << 31))
+		if fast {
+			k32 := l2 * eta[i]
+			if t32 > 1e-12 && t32 < 1e12 && k32 > 1e-30 && k32 < 1e30 {
+				r := math.Float32frombits(0x54a23400 - math.Float32bits(t32)/3)
+				r = r * (4 - t32*r*r*r) * (1.0 / 3)
+				r = r * (4 - t32*r*r*r) * (1.0 / 3)
+				r = r * (4 - t32*r*r*r) * (1.0 / 3)
+				r2 := r * r
+				s := k32 * (1.0 / 3) * r2 * r2
+				if s < l23Small {
+					w := s * (1 + s*(1.0/3+s*(1.0/3+s*(35.0/81+s*(154.0/243+s)))))
+					x := t32 - t32*w
+					dst[i] = math.Float32frombits(math.Float32bits(x) | math.Float32bits(zi)&(1<<31))
+					continue
+				}
+				if s > l23SZero*(1+1e-6) {
+					dst[i] = 0
+					continue
+				}
+			}
+		}
+		dst[i] = float32(proxL23f64(float64(zi), lam2*float64(eta[i])))
+	}
+}
 
 func proxL23(a float32, kappa float64) float32 {
 	return float32(proxL23f64(float64(a), kappa))

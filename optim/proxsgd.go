@@ -24,6 +24,13 @@ type ProxSGDConfig struct {
 	Rho Schedule
 	// Rho0 is the base of the Rho schedule; 0 means 0.9.
 	Rho0 float64
+	// ScaledGradient scales the gradient term of the subproblem by ε_t
+	// but not the regularizer: x̂_t = prox^{τ_t}_{λR}(θ_t − ε_t v_t/τ_t).
+	// This is not Prox-SGD as published; it is the reading under which
+	// the ProxGen paper's Lasso figures come out (a zero start stays at
+	// zero, because the threshold λ/τ_t lacks the step size while the
+	// gradient step has it). See docs/lasso.md.
+	ScaledGradient bool
 }
 
 // ProxSGD is the two-stage Prox-SGD update: the quadratic subproblem is
@@ -96,12 +103,15 @@ func (o *ProxSGD) ZeroGrad() { zeroGrads(o.groups) }
 // Step implements Optimizer.
 func (o *ProxSGD) Step() {
 	o.t++
-	type scal struct{ eps, rho, decay float32 }
+	type scal struct{ eps, rho, decay, gs float32 }
 	hs := make([]scal, len(o.groups))
 	rho := min(max(o.cfg.Rho.Rate(o.cfg.Rho0, o.t), 0), 1)
 	for i, g := range o.groups {
 		eps := o.cfg.Eps.Rate(g.LR, o.t)
-		hs[i] = scal{eps: float32(eps), rho: float32(rho), decay: float32(1 - eps*g.WeightDecay)}
+		hs[i] = scal{eps: float32(eps), rho: float32(rho), decay: float32(1 - eps*g.WeightDecay), gs: 1}
+		if o.cfg.ScaledGradient {
+			hs[i].gs = float32(eps)
+		}
 	}
 	parallel.For(len(o.segs), 1, func(lo, hi int) {
 		sc := scratchPool.Get().(*scratch)
@@ -133,7 +143,7 @@ func (o *ProxSGD) Step() {
 				vi := omr*v[i] + h.rho*gi
 				v[i] = vi
 				inv := 1 / d[i]
-				xh[i] = th[i] - vi*inv
+				xh[i] = th[i] - h.gs*(vi*inv)
 				d[i] = inv
 			}
 			if grp.Reg != nil && grp.Lambda != 0 {

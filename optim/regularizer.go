@@ -124,9 +124,7 @@ func (r *lq) Prox(dst, z, eta []float32, lambda float32) {
 	case kindL12:
 		proxL12Slice(dst, z, eta, lam2)
 	case kindL23:
-		for i, zi := range z {
-			dst[i] = proxL23(zi, lam2*float64(eta[i]))
-		}
+		proxL23Slice(dst, z, eta, lam2)
 	default:
 		for i, zi := range z {
 			dst[i] = float32(proxLqNumeric(float64(zi), lam2*float64(eta[i]), r.q))

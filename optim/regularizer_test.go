@@ -450,9 +450,9 @@ func TestParseRegularizer(t *testing.T) {
 	}
 }
 
-// TestL12SliceMatchesScalar checks the hand-inlined slice loop against the
-// scalar map it copies.
-func TestL12SliceMatchesScalar(t *testing.T) {
+// TestSliceMatchesScalar checks the float32 fast paths of the ℓ1/2 and
+// ℓ2/3 slice loops against the float64 scalar maps.
+func TestSliceMatchesScalar(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 9))
 	const n = 5000
 	z := make([]float32, n)
@@ -462,12 +462,25 @@ func TestL12SliceMatchesScalar(t *testing.T) {
 		eta[i] = float32(logU(rng, 1e-4, 1e2))
 	}
 	dst := make([]float32, n)
-	lam := float32(0.05)
-	Lq(0.5).Prox(dst, z, eta, lam)
-	for i := range z {
-		// The float32 fast path may differ from the float64 map by an ulp.
-		if want := proxL12(z[i], 2*float64(lam)*float64(eta[i])); math.Abs(float64(dst[i]-want)) > 2.5e-7*math.Abs(float64(want)) {
-			t.Fatalf("z=%g eta=%g: slice %g, scalar %g", z[i], eta[i], dst[i], want)
+	for _, lam := range []float32{1e-6, 1e-3, 0.05, 3} {
+		for _, q := range []float64{0.5, 2.0 / 3} {
+			Lq(q).Prox(dst, z, eta, lam)
+			for i := range z {
+				kappa := 2 * float64(lam) * float64(eta[i])
+				want := proxL12(z[i], kappa)
+				if q != 0.5 {
+					want = proxL23(z[i], kappa)
+				}
+				// The float32 fast path may differ from the float64 map by an
+				// ulp, and right at the threshold either minimiser is right.
+				th := thresholdOf(q, kappa)
+				if math.Abs(math.Abs(float64(z[i]))-th) < 1e-5*th {
+					continue
+				}
+				if math.Abs(float64(dst[i]-want)) > 2.5e-7*math.Abs(float64(want)) {
+					t.Fatalf("q=%g z=%g eta=%g lambda=%g: slice %g, scalar %g", q, z[i], eta[i], lam, dst[i], want)
+				}
+			}
 		}
 	}
 }
