@@ -4,8 +4,9 @@
 
 For each size it multiplies random float32 matrices with numpy.matmul,
 which calls cblas_sgemm of the BLAS numpy is linked against, after warm-up
-runs, and prints the best and the median of --reps repetitions, in the same
-JSON keys as `go run ./cmd/bench gemm -json` (one object per line).
+runs, and prints the best and the median wall time of --reps repetitions
+and the least process CPU time of one, in the same JSON keys as
+`go run ./cmd/bench gemm -json` (one object per line).
 
 OpenBLAS reads its environment when it is loaded, so the script sets
 OPENBLAS_NUM_THREADS (from --threads) and OPENBLAS_CORETYPE (default
@@ -55,7 +56,9 @@ def main():
     ap.add_argument("sizes", nargs="*", type=parse_size, default=[parse_size("1024x1024x1024")])
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--warmup", type=int, default=2, help="untimed repetitions (at least)")
+    ap.add_argument("--warmup-time", type=float, default=0.2,
+                    help="keep warming up for this many seconds, so the CPU clock settles")
     ap.add_argument("--coretype", default="SkylakeX")
     ap.add_argument("--json", action="store_true", help="print one JSON object per size")
     args = ap.parse_args()
@@ -70,20 +73,24 @@ def main():
     lib = None
     if not args.json:
         print(f"{'blas':<10} {'m':>6} {'n':>6} {'k':>6} {'transA':>6} {'transB':>6} {'threads':>7} "
-              f"{'best_s':>12} {'best_GF/s':>10} {'median_s':>12} {'median_GF/s':>11}")
+              f"{'best_s':>12} {'best_GF/s':>10} {'median_s':>12} {'median_GF/s':>11} {'cpu_GF/s':>9}")
     for m, n, k, ta, tb in args.sizes:
         # Stored shapes as in bench gemm: A is k×m when transposed, B n×k.
         a = rng.uniform(-1, 1, (k, m) if ta else (m, k)).astype(np.float32)
         b = rng.uniform(-1, 1, (n, k) if tb else (k, n)).astype(np.float32)
         opa, opb = (a.T if ta else a), (b.T if tb else b)
         c = np.empty((m, n), np.float32)
-        for _ in range(args.warmup):
+        i, t0 = 0, time.perf_counter()
+        while i < args.warmup or time.perf_counter() - t0 < args.warmup_time:
             np.matmul(opa, opb, out=c)
-        times = []
+            i += 1
+        times, cpu = [], []
         for _ in range(args.reps):
+            c0 = time.process_time()
             t0 = time.perf_counter()
             np.matmul(opa, opb, out=c)
             times.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
         times.sort()
         r = len(times)
         median = times[r // 2] if r % 2 else (times[r // 2 - 1] + times[r // 2]) / 2
@@ -95,12 +102,16 @@ def main():
             "coretype": os.environ["OPENBLAS_CORETYPE"], "reps": args.reps, "stat": "best",
             "seconds": times[0], "gflops": flops / times[0] / 1e9,
             "median_seconds": median, "median_gflops": flops / median / 1e9,
+            # Least process CPU time (all threads) of a repetition: steadier
+            # than wall time on a shared machine; with several threads it
+            # measures the work done, not the speed-up.
+            "cpu_seconds": min(cpu), "cpu_gflops": flops / min(cpu) / 1e9 if min(cpu) > 0 else 0.0,
         }
         if args.json:
             print(json.dumps(res), flush=True)
         else:
             print(f"{res['kernel'][:10]:<10} {m:>6} {n:>6} {k:>6} {str(ta):>6} {str(tb):>6} {args.threads:>7} "
-                  f"{times[0]:>12.6f} {res['gflops']:>10.1f} {median:>12.6f} {res['median_gflops']:>11.1f}", flush=True)
+                  f"{times[0]:>12.6f} {res['gflops']:>10.1f} {median:>12.6f} {res['median_gflops']:>11.1f} {res['cpu_gflops']:>9.1f}", flush=True)
     if lib and "openblas" not in lib:
         print(f"bench_gemm.py: warning: numpy uses {lib}, not OpenBLAS", file=sys.stderr)
 

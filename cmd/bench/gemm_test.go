@@ -9,7 +9,7 @@ import (
 
 func TestGemmJSON(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if err := runGemm([]string{"-m", "37", "-n", "29", "-k", "41", "-threads", "2", "-reps", "3", "-transb", "-json"}, &out, &errOut); err != nil {
+	if err := runGemm([]string{"-m", "37", "-n", "29", "-k", "41", "-threads", "2", "-reps", "3", "-warmup-time", "0", "-transb", "-json"}, &out, &errOut); err != nil {
 		t.Fatalf("runGemm: %v (stderr %q)", err, errOut.String())
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -27,7 +27,7 @@ func TestGemmJSON(t *testing.T) {
 
 func TestGemmTable(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if err := runGemm([]string{"-m", "8", "-n", "8", "-k", "8", "-reps", "1", "-kernel", "generic"}, &out, &errOut); err != nil {
+	if err := runGemm([]string{"-m", "8", "-n", "8", "-k", "8", "-reps", "1", "-warmup-time", "0", "-kernel", "generic"}, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
 	if s := out.String(); !strings.Contains(s, "best_GF/s") || !strings.Contains(s, "generic") {
@@ -42,6 +42,7 @@ func TestGemmBadFlags(t *testing.T) {
 		{"-threads", "0"},
 		{"-reps", "0"},
 		{"-warmup", "-1"},
+		{"-warmup-time", "-1s"},
 		{"-kernel", "nosuch"},
 		{"-nosuchflag"},
 		{"extra"},
