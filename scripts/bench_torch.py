@@ -28,6 +28,7 @@ Usage: /usr/bin/python3 scripts/bench_torch.py --model resnet20 --batch 128 --th
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -360,6 +361,7 @@ def main(argv=None):
         "threads": args.threads,
         "batch": args.batch,
         "kernel": f"torch-{torch.__version__}",
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default"),
         "params": sum(p.numel() for p in model.parameters()),
         "warmup": args.warmup,
         "steps": n,
