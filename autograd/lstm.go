@@ -20,7 +20,8 @@ import (
 // Both GEMMs write into one gate buffer and a single pass applies the
 // nonlinearities. hNext and cNext share one recorded node, so gradients
 // reaching either or both of them (for example over many unrolled time
-// steps) are combined before that node's backward pass runs.
+// steps) are combined before that node's backward pass runs. To run a
+// whole sequence, LSTM is much faster than calling LSTMCell per step.
 func LSTMCell(x, h, c, wIH, wHH, bIH, bHH *Tensor) (hNext, cNext *Tensor) {
 	const op = "LSTMCell"
 	mustRank(op, "x", x, 2)
