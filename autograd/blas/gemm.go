@@ -7,9 +7,10 @@ import (
 )
 
 // parallelWork is the smallest m·n·k worth spreading over several workers:
-// below it (about 12 µs of work on one core) handing work to another
-// goroutine costs more than it saves.
-const parallelWork = 1 << 20
+// below it (about 50 µs of work on one core) handing work to another
+// goroutine, which may have to wait for a busy core, risks more than it
+// saves.
+const parallelWork = 1 << 22
 
 // workspace holds one worker's packing buffers.
 type workspace struct {

@@ -12,8 +12,8 @@
 // needs no packing at all (transposing B would cost more than the product).
 //
 // The rows and columns of C are split between the workers of package
-// autograd/parallel; products with m·n·k below about a million run on the
-// calling goroutine. The K dimension is never split between workers, its
+// autograd/parallel; products with m·n·k below about four million run on
+// the calling goroutine. The K dimension is never split between workers, its
 // blocking and the tile grid do not depend on the number of workers, and
 // every element of C is computed by the same instructions in the same
 // order whichever worker computes it, so results are bit-identical for
