@@ -1,6 +1,9 @@
 package optim
 
-import "math"
+import (
+	"math"
+	"math/bits"
+)
 
 // Scalar proximal maps. Every function below returns
 //
@@ -18,6 +21,85 @@ import "math"
 //
 // whose relevant root lies in (0, 1/(2−q)]. The minimiser is that root when
 // its objective beats x = 0 and 0 otherwise.
+
+// proxL1Slice is soft thresholding in float32: |z| − λ·η rounded twice,
+// then max(·, 0) with the sign of z. (An overflowing λ·η gives 0, as it
+// should.)
+func proxL1Slice(dst, z, eta []float32, lambda float32) {
+	n8 := 0
+	if haveAVX2 && len(dst) >= 8 {
+		n8 = len(dst) &^ 7
+		proxL1AVX2(&dst[0], &z[0], &eta[0], n8, lambda)
+	}
+	z = z[:len(dst)]
+	eta = eta[:len(dst)]
+	for i := n8; i < len(dst); i++ {
+		zi := z[i]
+		t := math.Float32frombits(math.Float32bits(zi) &^ (1 << 31))
+		a := max(t-lambda*eta[i], 0)
+		dst[i] = math.Float32frombits(math.Float32bits(a) | math.Float32bits(zi)&(1<<31))
+	}
+}
+
+// proxL0Slice is hard thresholding: keep z iff z² > κ = 2λη. Where
+// 1e-18 < |z| < 1e18 and 1e-35 < κ < 1e35 the test runs in float32 (no
+// overflow or underflow possible); elsewhere in float64.
+func proxL0Slice(dst, z, eta []float32, lam2 float64) {
+	l2 := float32(lam2)
+	fast := lam2 > 1e-35 && lam2 < 1e35
+	slow := func(i int) {
+		v := float64(z[i])
+		if v*v > lam2*float64(eta[i]) {
+			dst[i] = z[i]
+		} else {
+			dst[i] = 0
+		}
+	}
+	start := 0
+	if fast && haveAVX2 {
+		start = runMasked(dst, z, eta, l2, proxL0AVX2, slow)
+	}
+	z = z[:len(dst)]
+	eta = eta[:len(dst)]
+	for i := start; i < len(dst); i++ {
+		zi := z[i]
+		t := math.Float32frombits(math.Float32bits(zi) &^ (1 << 31))
+		k := l2 * eta[i]
+		if fast && t > 1e-18 && t < 1e18 && k > 1e-35 && k < 1e35 {
+			if zi*zi > k {
+				dst[i] = zi
+			} else {
+				dst[i] = 0
+			}
+			continue
+		}
+		slow(i)
+	}
+}
+
+// runMasked runs an AVX2 kernel over the whole multiples of 8 of dst in
+// blocks of chunkSize and finishes the lanes it reports in its mask with
+// slow (which must read z[i] and eta[i], still unchanged there even when
+// dst aliases z). It returns the index where the scalar tail starts.
+func runMasked(dst, z, eta []float32, l2 float32, kernel func(dst, z, eta *float32, n int, l2 float32, mask *uint8), slow func(i int)) int {
+	n8 := len(dst) &^ 7
+	if len(z) < n8 || len(eta) < n8 {
+		panic("optim: prox slices of unequal length")
+	}
+	var mask [chunkSize / 8]uint8
+	for lo := 0; lo < n8; lo += chunkSize {
+		hi := min(lo+chunkSize, n8)
+		kernel(&dst[lo], &z[lo], &eta[lo], hi-lo, l2, &mask[0])
+		for b, m := range mask[:(hi-lo)/8] {
+			for m != 0 {
+				j := bits.TrailingZeros8(m)
+				m &^= 1 << j
+				slow(lo + 8*b + j)
+			}
+		}
+	}
+	return n8
+}
 
 // ℓ1/2. With q = 1/2, (*) squared reads w²(1 − w) = c₂ = κ²/(16 t³). The
 // paper's threshold |a| <= (54^(1/3)/4) κ^(2/3) is c₂ >= 2/27, where the
@@ -101,6 +183,72 @@ func l12W(s float64) float64 {
 	return s * (q0 + (q1+q2*y4)*y4)
 }
 
+// l12Mid is the float32 form of w(s)/s on [l12Small, sqrt(2/27)] used by
+// the float32 fast paths (Go loop and AVX2 kernel alike): entry 0 and 1
+// map s to y = s·A + B in [−1, 1], entries 2.. are the monomial
+// coefficients in y from the highest degree down, each repeated 8 times
+// so the AVX2 kernel can use them as 32-byte operands. Evaluated in
+// float32 it keeps x = t(1 − w) within 1.3 ulp.
+var l12Mid = func() (m [8 * l12MidLen]float32) {
+	const n = l12MidLen - 2 // Chebyshev nodes: degree n−1
+	lo, hi := l12Small, l12SMax
+	var f, a [n]float64
+	for k := 0; k < n; k++ {
+		y := math.Cos(math.Pi * (float64(k) + 0.5) / n)
+		s := (y+1)/2*(hi-lo) + lo
+		f[k] = solveW(0.5, math.Log(s)) / s
+	}
+	for j := 0; j < n; j++ {
+		var sum float64
+		for k := 0; k < n; k++ {
+			sum += f[k] * math.Cos(math.Pi*float64(j)*(float64(k)+0.5)/n)
+		}
+		a[j] = 2 * sum / n
+	}
+	a[0] /= 2
+	c := chebToMonomial(a[:])
+	put := func(i int, v float64) {
+		for l := 0; l < 8; l++ {
+			m[8*i+l] = float32(v)
+		}
+	}
+	put(0, 2/(hi-lo))
+	put(1, -(hi+lo)/(hi-lo))
+	for j := 0; j < n; j++ {
+		put(2+j, c[n-1-j])
+	}
+	return m
+}()
+
+// l12MidLen is the number of 8-wide entries of l12Mid.
+const l12MidLen = 13
+
+// chebToMonomial converts Σ a_j T_j(y) to monomial coefficients in y.
+func chebToMonomial(a []float64) []float64 {
+	n := len(a)
+	c := make([]float64, n)
+	tPrev := make([]float64, n)
+	tCur := make([]float64, n)
+	tPrev[0] = 1
+	c[0] += a[0]
+	if n > 1 {
+		tCur[1] = 1
+		c[1] += a[1]
+	}
+	for j := 2; j < n; j++ {
+		tNext := make([]float64, n)
+		for i := 0; i < n-1; i++ {
+			tNext[i+1] += 2 * tCur[i]
+		}
+		for i := range tNext {
+			tNext[i] -= tPrev[i]
+			c[i] += a[j] * tNext[i]
+		}
+		tPrev, tCur = tCur, tNext
+	}
+	return c
+}
+
 // proxL12 is the ℓ1/2 map for float32 input.
 func proxL12(a float32, kappa float64) float32 {
 	return float32(proxL12f64(float64(a), kappa))
@@ -117,14 +265,27 @@ func proxL12f64(a, kappa float64) float64 {
 	return math.Copysign(t*(1-l12W(s)), a)
 }
 
-// proxL12Slice is the slice form of proxL12. The common case,
-// 1e-12 < |z| < 1e12 and 1e-30 < κ < 1e30 with s < 0.03, runs in float32:
-// s = κ/(4|z|^1.5) cannot overflow or lose precision there, and the
-// float32 rounding of the series w(s) moves x = |z|(1 − w) by less than
-// 1e-8 relative. Every other element takes the float64 path of proxL12.
-// The code of both paths is inlined by hand (a call costs more than the
-// arithmetic).
+// proxL12Slice is the slice form of proxL12. Where 1e-12 < |z| < 1e12
+// and 1e-30 < κ < 1e30 it works in float32, where s = κ/(4|z|^1.5) can
+// neither overflow nor lose precision: s < 0.03 uses the series of w(s),
+// s above the threshold gives 0, and the rest the float32 interpolant
+// l12Mid, all within 1.3 ulp of the float64 map. Other elements take the
+// float64 path. On amd64 with AVX2 an assembly kernel computes the float32
+// lanes with the same operations in the same order, so results do not
+// depend on the CPU.
 func proxL12Slice(dst, z, eta []float32, lam2 float64) {
+	start := 0
+	if haveAVX2 && lam2 > 1e-30 && lam2 < 1e30 {
+		kernel := func(d, z, e *float32, n int, l2 float32, m *uint8) { proxL12AVX2(d, z, e, n, l2, m, &l12Mid[0]) }
+		start = runMasked(dst, z, eta, float32(lam2), kernel, func(i int) {
+			dst[i] = float32(proxL12f64(float64(z[i]), lam2*float64(eta[i])))
+		})
+	}
+	proxL12Loop(dst[start:], z[start:], eta[start:], lam2)
+}
+
+// proxL12Loop is the Go loop of proxL12Slice.
+func proxL12Loop(dst, z, eta []float32, lam2 float64) {
 	z = z[:len(dst)]
 	eta = eta[:len(dst)]
 	l2 := float32(lam2)
@@ -146,6 +307,17 @@ func proxL12Slice(dst, z, eta []float32, lam2 float64) {
 					dst[i] = 0
 					continue
 				}
+				// Middle range: the float32 interpolant of w(s)/s.
+				m := &l12Mid
+				y := s*m[0] + m[8]
+				p := m[16]
+				for j := 3; j < l12MidLen; j++ {
+					p = p*y + m[8*j]
+				}
+				w := s * p
+				x := t32 - t32*w
+				dst[i] = math.Float32frombits(math.Float32bits(x) | math.Float32bits(zi)&(1<<31))
+				continue
 			}
 		}
 		a := float64(zi)

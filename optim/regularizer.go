@@ -103,24 +103,9 @@ func (r *lq) Prox(dst, z, eta []float32, lambda float32) {
 	lam2 := 2 * float64(lambda)
 	switch r.kind {
 	case kindL0:
-		// Branch-free: the sign bit of κ − z² selects z or +0, because the
-		// outcome is data dependent and mispredicted branches cost more
-		// than the arithmetic.
-		eta = eta[:len(z)]
-		for i, zi := range z {
-			v := float64(zi)
-			keep := uint32(math.Float64bits(lam2*float64(eta[i])-v*v) >> 63)
-			dst[i] = math.Float32frombits(math.Float32bits(zi) & -keep)
-		}
+		proxL0Slice(dst, z, eta, lam2)
 	case kindL1:
-		lam := float64(lambda)
-		eta = eta[:len(z)]
-		for i, zi := range z {
-			v := float64(zi)
-			t := math.Abs(v) - lam*float64(eta[i])
-			t = (t + math.Abs(t)) * 0.5 // max(t, 0) without a branch
-			dst[i] = float32(math.Copysign(t, v))
-		}
+		proxL1Slice(dst, z, eta, lambda)
 	case kindL12:
 		proxL12Slice(dst, z, eta, lam2)
 	case kindL23:

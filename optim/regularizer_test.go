@@ -211,7 +211,11 @@ func TestProxMatchesBruteForce(t *testing.T) {
 				// The float32 rounding of the result perturbs F by about
 				// F''·(ulp)² plus the kink term λ·r'(x)·ulp.
 				ulp := math.Abs(x) * 1.2e-7
-				tol := 1e-9*scale + 4*ll*math.Max(rc.r(x+ulp)-rc.r(x), rc.r(x-ulp)-rc.r(x)) + ulp*ulp/ee + 1e-300
+				// Near-ties between x = 0 and the other local minimum are
+				// decided in float32 by the fast paths: allow a relative
+				// 3e-7 of the objective there.
+				tie := 3e-7 * math.Min(zz*zz/(2*ee), ll*rc.r(zz))
+				tol := 1e-9*scale + tie + 4*ll*math.Max(rc.r(x+ulp)-rc.r(x), rc.r(x-ulp)-rc.r(x)) + ulp*ulp/ee + 1e-300
 				if fx > fb+tol {
 					if fails++; fails <= 10 {
 						t.Errorf("z=%g eta=%g lambda=%g: prox = %.9g (F=%.12g), brute force %.9g (F=%.12g)", zz, ee, ll, x, fx, xb, fb)

@@ -1,0 +1,359 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// AVX2 kernels for the float32 fast paths of the proximal maps. They use
+// no fused multiply-add, so every lane computes exactly what the Go loops
+// in lqmath.go and regularizer.go compute, bit for bit; lanes that need the
+// float64 path are left unwritten and reported in mask (bit j of byte b
+// stands for element 8b+j).
+
+DATA cabs<>+0(SB)/4, $0x7fffffff
+DATA cabs<>+4(SB)/4, $0x7fffffff
+DATA cabs<>+8(SB)/4, $0x7fffffff
+DATA cabs<>+12(SB)/4, $0x7fffffff
+DATA cabs<>+16(SB)/4, $0x7fffffff
+DATA cabs<>+20(SB)/4, $0x7fffffff
+DATA cabs<>+24(SB)/4, $0x7fffffff
+DATA cabs<>+28(SB)/4, $0x7fffffff
+GLOBL cabs<>(SB), RODATA|NOPTR, $32
+
+DATA clo12<>+0(SB)/4, $0x2b8cbccc
+DATA clo12<>+4(SB)/4, $0x2b8cbccc
+DATA clo12<>+8(SB)/4, $0x2b8cbccc
+DATA clo12<>+12(SB)/4, $0x2b8cbccc
+DATA clo12<>+16(SB)/4, $0x2b8cbccc
+DATA clo12<>+20(SB)/4, $0x2b8cbccc
+DATA clo12<>+24(SB)/4, $0x2b8cbccc
+DATA clo12<>+28(SB)/4, $0x2b8cbccc
+GLOBL clo12<>(SB), RODATA|NOPTR, $32
+
+DATA chi12<>+0(SB)/4, $0x5368d4a5
+DATA chi12<>+4(SB)/4, $0x5368d4a5
+DATA chi12<>+8(SB)/4, $0x5368d4a5
+DATA chi12<>+12(SB)/4, $0x5368d4a5
+DATA chi12<>+16(SB)/4, $0x5368d4a5
+DATA chi12<>+20(SB)/4, $0x5368d4a5
+DATA chi12<>+24(SB)/4, $0x5368d4a5
+DATA chi12<>+28(SB)/4, $0x5368d4a5
+GLOBL chi12<>(SB), RODATA|NOPTR, $32
+
+DATA clo30<>+0(SB)/4, $0x0da24260
+DATA clo30<>+4(SB)/4, $0x0da24260
+DATA clo30<>+8(SB)/4, $0x0da24260
+DATA clo30<>+12(SB)/4, $0x0da24260
+DATA clo30<>+16(SB)/4, $0x0da24260
+DATA clo30<>+20(SB)/4, $0x0da24260
+DATA clo30<>+24(SB)/4, $0x0da24260
+DATA clo30<>+28(SB)/4, $0x0da24260
+GLOBL clo30<>(SB), RODATA|NOPTR, $32
+
+DATA chi30<>+0(SB)/4, $0x7149f2ca
+DATA chi30<>+4(SB)/4, $0x7149f2ca
+DATA chi30<>+8(SB)/4, $0x7149f2ca
+DATA chi30<>+12(SB)/4, $0x7149f2ca
+DATA chi30<>+16(SB)/4, $0x7149f2ca
+DATA chi30<>+20(SB)/4, $0x7149f2ca
+DATA chi30<>+24(SB)/4, $0x7149f2ca
+DATA chi30<>+28(SB)/4, $0x7149f2ca
+GLOBL chi30<>(SB), RODATA|NOPTR, $32
+
+DATA cfour<>+0(SB)/4, $0x40800000
+DATA cfour<>+4(SB)/4, $0x40800000
+DATA cfour<>+8(SB)/4, $0x40800000
+DATA cfour<>+12(SB)/4, $0x40800000
+DATA cfour<>+16(SB)/4, $0x40800000
+DATA cfour<>+20(SB)/4, $0x40800000
+DATA cfour<>+24(SB)/4, $0x40800000
+DATA cfour<>+28(SB)/4, $0x40800000
+GLOBL cfour<>(SB), RODATA|NOPTR, $32
+
+DATA cc231<>+0(SB)/4, $0x3fe70000
+DATA cc231<>+4(SB)/4, $0x3fe70000
+DATA cc231<>+8(SB)/4, $0x3fe70000
+DATA cc231<>+12(SB)/4, $0x3fe70000
+DATA cc231<>+16(SB)/4, $0x3fe70000
+DATA cc231<>+20(SB)/4, $0x3fe70000
+DATA cc231<>+24(SB)/4, $0x3fe70000
+DATA cc231<>+28(SB)/4, $0x3fe70000
+GLOBL cc231<>(SB), RODATA|NOPTR, $32
+
+DATA cone<>+0(SB)/4, $0x3f800000
+DATA cone<>+4(SB)/4, $0x3f800000
+DATA cone<>+8(SB)/4, $0x3f800000
+DATA cone<>+12(SB)/4, $0x3f800000
+DATA cone<>+16(SB)/4, $0x3f800000
+DATA cone<>+20(SB)/4, $0x3f800000
+DATA cone<>+24(SB)/4, $0x3f800000
+DATA cone<>+28(SB)/4, $0x3f800000
+GLOBL cone<>(SB), RODATA|NOPTR, $32
+
+DATA cc0625<>+0(SB)/4, $0x3f200000
+DATA cc0625<>+4(SB)/4, $0x3f200000
+DATA cc0625<>+8(SB)/4, $0x3f200000
+DATA cc0625<>+12(SB)/4, $0x3f200000
+DATA cc0625<>+16(SB)/4, $0x3f200000
+DATA cc0625<>+20(SB)/4, $0x3f200000
+DATA cc0625<>+24(SB)/4, $0x3f200000
+DATA cc0625<>+28(SB)/4, $0x3f200000
+GLOBL cc0625<>(SB), RODATA|NOPTR, $32
+
+DATA chalf<>+0(SB)/4, $0x3f000000
+DATA chalf<>+4(SB)/4, $0x3f000000
+DATA chalf<>+8(SB)/4, $0x3f000000
+DATA chalf<>+12(SB)/4, $0x3f000000
+DATA chalf<>+16(SB)/4, $0x3f000000
+DATA chalf<>+20(SB)/4, $0x3f000000
+DATA chalf<>+24(SB)/4, $0x3f000000
+DATA chalf<>+28(SB)/4, $0x3f000000
+GLOBL chalf<>(SB), RODATA|NOPTR, $32
+
+DATA csmall<>+0(SB)/4, $0x3cf5c28f
+DATA csmall<>+4(SB)/4, $0x3cf5c28f
+DATA csmall<>+8(SB)/4, $0x3cf5c28f
+DATA csmall<>+12(SB)/4, $0x3cf5c28f
+DATA csmall<>+16(SB)/4, $0x3cf5c28f
+DATA csmall<>+20(SB)/4, $0x3cf5c28f
+DATA csmall<>+24(SB)/4, $0x3cf5c28f
+DATA csmall<>+28(SB)/4, $0x3cf5c28f
+GLOBL csmall<>(SB), RODATA|NOPTR, $32
+
+DATA czero<>+0(SB)/4, $0x3e8b5951
+DATA czero<>+4(SB)/4, $0x3e8b5951
+DATA czero<>+8(SB)/4, $0x3e8b5951
+DATA czero<>+12(SB)/4, $0x3e8b5951
+DATA czero<>+16(SB)/4, $0x3e8b5951
+DATA czero<>+20(SB)/4, $0x3e8b5951
+DATA czero<>+24(SB)/4, $0x3e8b5951
+DATA czero<>+28(SB)/4, $0x3e8b5951
+GLOBL czero<>(SB), RODATA|NOPTR, $32
+
+DATA clo18<>+0(SB)/4, $0x219392ef
+DATA clo18<>+4(SB)/4, $0x219392ef
+DATA clo18<>+8(SB)/4, $0x219392ef
+DATA clo18<>+12(SB)/4, $0x219392ef
+DATA clo18<>+16(SB)/4, $0x219392ef
+DATA clo18<>+20(SB)/4, $0x219392ef
+DATA clo18<>+24(SB)/4, $0x219392ef
+DATA clo18<>+28(SB)/4, $0x219392ef
+GLOBL clo18<>(SB), RODATA|NOPTR, $32
+
+DATA chi18<>+0(SB)/4, $0x5d5e0b6b
+DATA chi18<>+4(SB)/4, $0x5d5e0b6b
+DATA chi18<>+8(SB)/4, $0x5d5e0b6b
+DATA chi18<>+12(SB)/4, $0x5d5e0b6b
+DATA chi18<>+16(SB)/4, $0x5d5e0b6b
+DATA chi18<>+20(SB)/4, $0x5d5e0b6b
+DATA chi18<>+24(SB)/4, $0x5d5e0b6b
+DATA chi18<>+28(SB)/4, $0x5d5e0b6b
+GLOBL chi18<>(SB), RODATA|NOPTR, $32
+
+DATA clo35<>+0(SB)/4, $0x0554ad2e
+DATA clo35<>+4(SB)/4, $0x0554ad2e
+DATA clo35<>+8(SB)/4, $0x0554ad2e
+DATA clo35<>+12(SB)/4, $0x0554ad2e
+DATA clo35<>+16(SB)/4, $0x0554ad2e
+DATA clo35<>+20(SB)/4, $0x0554ad2e
+DATA clo35<>+24(SB)/4, $0x0554ad2e
+DATA clo35<>+28(SB)/4, $0x0554ad2e
+GLOBL clo35<>(SB), RODATA|NOPTR, $32
+
+DATA chi35<>+0(SB)/4, $0x799a130c
+DATA chi35<>+4(SB)/4, $0x799a130c
+DATA chi35<>+8(SB)/4, $0x799a130c
+DATA chi35<>+12(SB)/4, $0x799a130c
+DATA chi35<>+16(SB)/4, $0x799a130c
+DATA chi35<>+20(SB)/4, $0x799a130c
+DATA chi35<>+24(SB)/4, $0x799a130c
+DATA chi35<>+28(SB)/4, $0x799a130c
+GLOBL chi35<>(SB), RODATA|NOPTR, $32
+
+// func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
+TEXT ·cpuid(SB), NOSPLIT, $0-24
+	MOVL eaxArg+0(FP), AX
+	MOVL ecxArg+4(FP), CX
+	CPUID
+	MOVL AX, eax+8(FP)
+	MOVL BX, ebx+12(FP)
+	MOVL CX, ecx+16(FP)
+	MOVL DX, edx+20(FP)
+	RET
+
+// func xgetbv() (eax, edx uint32)
+TEXT ·xgetbv(SB), NOSPLIT, $0-8
+	MOVL $0, CX
+	XGETBV
+	MOVL AX, eax+0(FP)
+	MOVL DX, edx+4(FP)
+	RET
+
+// func proxL1AVX2(dst, z, eta *float32, n int, l float32)
+// dst[i] = copysign(max(|z[i]| − l·eta[i], 0), z[i]) for n a multiple of 8.
+TEXT ·proxL1AVX2(SB), NOSPLIT, $0-36
+	MOVQ dst+0(FP), DI
+	MOVQ z+8(FP), SI
+	MOVQ eta+16(FP), DX
+	MOVQ n+24(FP), CX
+	VBROADCASTSS l+32(FP), Y14
+	VMOVUPS cabs<>(SB), Y15
+	VXORPS Y13, Y13, Y13
+	SHRQ $3, CX
+	JZ   l1done
+l1loop:
+	VMOVUPS (SI), Y0
+	VANDPS  Y15, Y0, Y1          // t = |z|
+	VANDNPS Y0, Y15, Y2          // sign bits of z
+	VMULPS  (DX), Y14, Y3        // thr = l·eta
+	VSUBPS  Y3, Y1, Y1           // t − thr
+	VMAXPS  Y13, Y1, Y1          // max(t − thr, 0)
+	VORPS   Y2, Y1, Y1
+	VMOVUPS Y1, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ  l1loop
+l1done:
+	VZEROUPPER
+	RET
+
+// func proxL0AVX2(dst, z, eta *float32, n int, l2 float32, mask *uint8)
+// Keeps z where z² > l2·eta, for 1e-18 < |z| < 1e18 and 1e-35 < l2·eta < 1e35.
+TEXT ·proxL0AVX2(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ z+8(FP), SI
+	MOVQ eta+16(FP), DX
+	MOVQ n+24(FP), CX
+	VBROADCASTSS l2+32(FP), Y14
+	MOVQ mask+40(FP), R8
+	VMOVUPS cabs<>(SB), Y15
+	SHRQ $3, CX
+	JZ   l0done
+l0loop:
+	VMOVUPS (SI), Y0
+	VANDPS  Y15, Y0, Y1          // t
+	VMULPS  (DX), Y14, Y2        // k = l2·eta
+	VCMPPS  $0x1e, clo18<>(SB), Y1, Y3
+	VCMPPS  $0x11, chi18<>(SB), Y1, Y4
+	VANDPS  Y4, Y3, Y3
+	VCMPPS  $0x1e, clo35<>(SB), Y2, Y4
+	VANDPS  Y4, Y3, Y3
+	VCMPPS  $0x11, chi35<>(SB), Y2, Y4
+	VANDPS  Y4, Y3, Y3           // fast lanes
+	VMULPS  Y0, Y0, Y5           // z²
+	VCMPPS  $0x1e, Y2, Y5, Y6    // z² > k
+	VANDPS  Y0, Y6, Y6           // z or +0
+	VMASKMOVPS Y6, Y3, (DI)
+	VMOVMSKPS Y3, AX
+	XORL $0xff, AX
+	MOVB AX, (R8)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $32, DX
+	INCQ R8
+	DECQ CX
+	JNZ  l0loop
+l0done:
+	VZEROUPPER
+	RET
+
+// func proxL12AVX2(dst, z, eta *float32, n int, l2 float32, mask *uint8, mid *float32)
+// The float32 fast path of proxL12Loop: for guarded lanes
+// s = k/((4t)·sqrt(t)) with k = l2·eta, t = |z|; s < 0.03 takes the series
+// of w(s), s above the threshold gives 0, the rest the interpolant in mid
+// (the layout of l12Mid); the result is t − t·w with the sign of z.
+TEXT ·proxL12AVX2(SB), NOSPLIT, $0-56
+	MOVQ dst+0(FP), DI
+	MOVQ z+8(FP), SI
+	MOVQ eta+16(FP), DX
+	MOVQ n+24(FP), CX
+	VBROADCASTSS l2+32(FP), Y14
+	MOVQ mask+40(FP), R8
+	MOVQ mid+48(FP), R9
+	VMOVUPS cabs<>(SB), Y15
+	SHRQ $3, CX
+	JZ   l12done
+l12loop:
+	VMOVUPS (SI), Y0
+	VANDPS  Y15, Y0, Y1          // t
+	VMULPS  (DX), Y14, Y2        // k
+	VCMPPS  $0x1e, clo12<>(SB), Y1, Y3
+	VCMPPS  $0x11, chi12<>(SB), Y1, Y4
+	VANDPS  Y4, Y3, Y3
+	VCMPPS  $0x1e, clo30<>(SB), Y2, Y4
+	VANDPS  Y4, Y3, Y3
+	VCMPPS  $0x11, chi30<>(SB), Y2, Y4
+	VANDPS  Y4, Y3, Y3           // fast lanes
+	VSQRTPS Y1, Y4
+	VMULPS  cfour<>(SB), Y1, Y5  // 4t
+	VMULPS  Y4, Y5, Y5           // (4t)·sqrt(t)
+	VDIVPS  Y5, Y2, Y4           // s
+	VCMPPS  $0x11, csmall<>(SB), Y4, Y7   // s < 0.03
+	VCMPPS  $0x1e, czero<>(SB), Y4, Y8    // s above the threshold
+	// Each of the two approximations is computed only when some lane
+	// needs it (typical data needs one of them for all lanes); lanes that
+	// need neither are zeroed or not stored, so leftover values there do
+	// not matter.
+	VMOVMSKPS Y7, AX
+	TESTL   AX, AX
+	JZ      l12noseries
+	// Series w = s(1 + s(0.5 + s(0.625 + s(1 + s·231/128)))).
+	VMULPS  cc231<>(SB), Y4, Y5
+	VADDPS  cone<>(SB), Y5, Y5
+	VMULPS  Y4, Y5, Y5
+	VADDPS  cc0625<>(SB), Y5, Y5
+	VMULPS  Y4, Y5, Y5
+	VADDPS  chalf<>(SB), Y5, Y5
+	VMULPS  Y4, Y5, Y5
+	VADDPS  cone<>(SB), Y5, Y5
+	VMULPS  Y4, Y5, Y5
+l12noseries:
+	VORPS   Y8, Y7, Y9
+	VMOVMSKPS Y9, AX
+	CMPL    AX, $0xff
+	JEQ     l12nomid
+	// Interpolant: y = s·A + B, Horner from the highest coefficient.
+	VMULPS  0(R9), Y4, Y9
+	VADDPS  32(R9), Y9, Y9
+	VMOVUPS 64(R9), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  96(R9), Y10, Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  128(R9), Y10, Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  160(R9), Y10, Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  192(R9), Y10, Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  224(R9), Y10, Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  256(R9), Y10, Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  288(R9), Y10, Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  320(R9), Y10, Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  352(R9), Y10, Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  384(R9), Y10, Y10
+	VMULPS  Y4, Y10, Y10
+	VBLENDVPS Y7, Y5, Y10, Y5    // w: series where s < 0.03, else interpolant
+l12nomid:
+	VMULPS  Y5, Y1, Y6           // t·w
+	VSUBPS  Y6, Y1, Y6           // t − t·w
+	VANDNPS Y0, Y15, Y7          // sign bits of z
+	VORPS   Y7, Y6, Y6
+	VANDNPS Y6, Y8, Y6           // 0 above the threshold
+	VMASKMOVPS Y6, Y3, (DI)
+	VMOVMSKPS Y3, AX
+	XORL $0xff, AX
+	MOVB AX, (R8)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $32, DX
+	INCQ R8
+	DECQ CX
+	JNZ  l12loop
+l12done:
+	VZEROUPPER
+	RET
