@@ -16,7 +16,7 @@ func TestAVX2MatchesGo(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(31, 32))
 	special := []float32{0, float32(math.Copysign(0, -1)), 1e-30, -1e-20, 1e-13, 1e13, -1e20, math.MaxFloat32, math.SmallestNonzeroFloat32}
-	for _, n := range []int{1, 7, 8, 9, 64, chunkSize + 13, 2*chunkSize + 8} {
+	for _, n := range []int{1, 7, 8, 9, 16, 24, 64, chunkSize + 13, chunkSize + 8, 2*chunkSize + 8} {
 		z := make([]float32, n)
 		eta := make([]float32, n)
 		for i := range z {
@@ -36,12 +36,12 @@ func TestAVX2MatchesGo(t *testing.T) {
 		}
 		for _, reg := range []Regularizer{L0(), L1(), Lq(0.5)} {
 			for _, lam := range []float32{1e-7, 1e-3, 0.3, 50} {
-				got := make([]float32, n)
 				want := make([]float32, n)
-				reg.Prox(got, z, eta, lam)
 				haveAVX2 = false
 				reg.Prox(want, z, eta, lam)
 				haveAVX2 = true
+				got := make([]float32, n)
+				reg.Prox(got, z, eta, lam)
 				alias := append([]float32(nil), z...)
 				reg.Prox(alias, alias, eta, lam)
 				for i := range got {

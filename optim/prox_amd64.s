@@ -357,3 +357,4 @@ l12nomid:
 l12done:
 	VZEROUPPER
 	RET
+
