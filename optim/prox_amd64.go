@@ -38,4 +38,3 @@ func proxL0AVX2(dst, z, eta *float32, n int, l2 float32, mask *uint8)
 
 //go:noescape
 func proxL12AVX2(dst, z, eta *float32, n int, l2 float32, mask *uint8, mid *float32)
-

@@ -14,4 +14,3 @@ func proxL0AVX2(dst, z, eta *float32, n int, l2 float32, mask *uint8) {
 func proxL12AVX2(dst, z, eta *float32, n int, l2 float32, mask *uint8, mid *float32) {
 	panic("optim: no AVX2 kernels")
 }
-
