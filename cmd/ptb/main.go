@@ -235,12 +235,8 @@ func (c *config) check() error {
 				c.Reg = "bin-l1"
 			}
 		}
-		r, err := optim.ParseRegularizer(c.Reg)
-		if err != nil {
+		if _, err := optim.ParseRegularizer(c.Reg); err != nil {
 			return usageError("-reg: %v", err)
-		}
-		if r == nil && c.HardQuant > 0 {
-			return usageError("-hard-quant-epoch needs a binary regularizer (-reg bin-...)")
 		}
 	default:
 		if c.Reg != "" && c.Reg != "none" {
@@ -275,12 +271,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ptb: %v\n", strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
 		return exitUsage
 	}
-	threads := c.Threads
-	if threads == 0 {
-		threads = runtime.NumCPU()
+	if c.Threads == 0 {
+		c.Threads = runtime.NumCPU()
 	}
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(threads))
-	defer parallel.SetWorkers(parallel.SetWorkers(threads))
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(c.Threads))
+	defer parallel.SetWorkers(parallel.SetWorkers(c.Threads))
 
 	err = train(ctx, c, stdout, stderr)
 	switch {

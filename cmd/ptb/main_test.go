@@ -104,8 +104,8 @@ func TestTrainTinyText(t *testing.T) {
 	}
 	// 12 words, <unk> and <eos>: a uniform model has perplexity 14; the
 	// grammar allows far less.
-	if sum.Vocab != 14 || sum.TestOOV != 1 || sum.Note != noTrainNote {
-		t.Errorf("summary vocab %d, test OOV %d, note %q", sum.Vocab, sum.TestOOV, sum.Note)
+	if sum.Vocab != 14 || sum.TestOOV != 1 || sum.Note != noTrainNote || sum.Threads != 2 || sum.Optimizer != "adam" || sum.Reg != "none" {
+		t.Errorf("summary vocab %d, test OOV %d, note %q, threads %d, optimizer %s, reg %s", sum.Vocab, sum.TestOOV, sum.Note, sum.Threads, sum.Optimizer, sum.Reg)
 	}
 	first, last := recs[0], recs[len(recs)-1]
 	if !(last.TestPPL < first.TestPPL && last.TestPPL < 8 && last.TrainPPL < 8) {
