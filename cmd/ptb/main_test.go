@@ -341,3 +341,33 @@ func TestClipGradNorm(t *testing.T) {
 		t.Errorf("norm of ones: %v, want sqrt(%d)", n, big.Numel())
 	}
 }
+
+// TestTrainWithAllSplits checks the standard layout: with ptb.train.txt
+// present it trains on it, reports validation perplexity and adds no note.
+func TestTrainWithAllSplits(t *testing.T) {
+	dir := tinyData(t)
+	if err := os.WriteFile(filepath.Join(dir, "ptb.train.txt"), []byte(tinyText(3, 200)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runPTB(t, append([]string{"-data", dir, "-epochs", "2", "-json"}, quick...)...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	recs, sum := parseJSONLines(t, out)
+	if sum.Note != "" || filepath.Base(sum.Train) != "ptb.train.txt" || filepath.Base(sum.Valid) != "ptb.valid.txt" || strings.Contains(errOut, "note") {
+		t.Errorf("summary train %q valid %q note %q; stderr %s", sum.Train, sum.Valid, sum.Note, errOut)
+	}
+	for _, r := range recs {
+		if r.ValidPPL == nil || r.ValidLoss == nil || math.Abs(*r.ValidPPL-math.Exp(*r.ValidLoss)) > 1e-9**r.ValidPPL {
+			t.Errorf("epoch %d: validation fields %v %v", r.Epoch, r.ValidLoss, r.ValidPPL)
+		}
+	}
+	// Explicit files without -data; no validation file.
+	code, out, errOut = runPTB(t, append([]string{"-train", filepath.Join(dir, "ptb.train.txt"), "-test", filepath.Join(dir, "ptb.test.txt"), "-epochs", "1", "-json"}, quick...)...)
+	if code != exitOK {
+		t.Fatalf("explicit files: exit %d: %s", code, errOut)
+	}
+	if recs, sum = parseJSONLines(t, out); recs[0].ValidPPL != nil || !strings.Contains(sum.Note, "no validation file") {
+		t.Errorf("explicit files: valid %v, note %q", recs[0].ValidPPL, sum.Note)
+	}
+}
