@@ -25,50 +25,13 @@ import (
 func LSTMCell(x, h, c, wIH, wHH, bIH, bHH *Tensor) (hNext, cNext *Tensor) {
 	const op = "LSTMCell"
 	mustRank(op, "x", x, 2)
-	mustRank(op, "h", h, 2)
-	mustRank(op, "weight_ih", wIH, 2)
-	mustRank(op, "weight_hh", wHH, 2)
-	b, in, hid := x.shape[0], x.shape[1], h.shape[1]
-	if h.shape[0] != b {
-		panic(fmt.Sprintf("autograd.LSTMCell: batch sizes differ: x %v vs h %v", x.shape, h.shape))
-	}
-	if !sameShape(c.shape, h.shape) {
-		panic(fmt.Sprintf("autograd.LSTMCell: c shape %v does not match h %v", c.shape, h.shape))
-	}
-	g4 := 4 * hid
-	if wIH.shape[0] != g4 || wIH.shape[1] != in {
-		panic(fmt.Sprintf("autograd.LSTMCell: weight_ih shape %v does not match x %v and h %v (want [%d %d])", wIH.shape, x.shape, h.shape, g4, in))
-	}
-	if wHH.shape[0] != g4 || wHH.shape[1] != hid {
-		panic(fmt.Sprintf("autograd.LSTMCell: weight_hh shape %v does not match h %v (want [%d %d])", wHH.shape, h.shape, g4, hid))
-	}
-	for _, bias := range []struct {
-		name string
-		t    *Tensor
-	}{{"bias_ih", bIH}, {"bias_hh", bHH}} {
-		if bias.t != nil && (len(bias.t.shape) != 1 || bias.t.shape[0] != g4) {
-			panic(fmt.Sprintf("autograd.LSTMCell: %s shape %v does not match h %v (want [%d])", bias.name, bias.t.shape, h.shape, g4))
-		}
-	}
+	b, in := x.shape[0], x.shape[1]
+	hid := checkLSTM(op, x.shape, b, in, "h", "c", h, c, wIH, wHH, bIH, bHH)
+	g4, bh := 4*hid, b*hid
 
 	// Gate pre-activations: broadcast biases, then accumulate both GEMMs.
 	gates := alloc(b*g4, false) // overwritten: beta is 0 without biases
-	beta := float32(0)
-	if bIH != nil || bHH != nil {
-		beta = 1
-		bsum := make([]float32, g4)
-		if bIH != nil {
-			copy(bsum, bIH.Data)
-		}
-		if bHH != nil {
-			for j, v := range bHH.Data {
-				bsum[j] += v
-			}
-		}
-		for r := 0; r < b; r++ {
-			copy(gates[r*g4:(r+1)*g4], bsum)
-		}
-	}
+	beta := fillGateBias(gates, b, g4, bIH, bHH)
 	if b > 0 && g4 > 0 {
 		blas.Sgemm(false, true, b, g4, in, 1, x.Data, in, wIH.Data, in, beta, gates, g4)
 		blas.Sgemm(false, true, b, g4, hid, 1, h.Data, hid, wHH.Data, hid, 1, gates, g4)
@@ -76,27 +39,9 @@ func LSTMCell(x, h, c, wIH, wHH, bIH, bHH *Tensor) (hNext, cNext *Tensor) {
 
 	// state holds hNext followed by cNext; the gate buffer is overwritten
 	// with the activated gates and tc with tanh(cNext), for backward.
-	bh := b * hid
 	state := empty(2, b, hid)
 	tc := alloc(bh, false)
-	parallel.For(b, rowGrain(g4), func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			gr := gates[r*g4 : (r+1)*g4]
-			for j := 0; j < hid; j++ {
-				ig := sigmoid32(gr[j])
-				fg := sigmoid32(gr[hid+j])
-				gg := tanh32(gr[2*hid+j])
-				og := sigmoid32(gr[3*hid+j])
-				gr[j], gr[hid+j], gr[2*hid+j], gr[3*hid+j] = ig, fg, gg, og
-				k := r*hid + j
-				cn := fg*c.Data[k] + ig*gg
-				t := tanh32(cn)
-				tc[k] = t
-				state.Data[bh+k] = cn
-				state.Data[k] = og * t
-			}
-		}
-	})
+	lstmPointwise(gates, c.Data, state.Data[bh:], state.Data[:bh], tc, b, hid)
 
 	record(op, state, func(g []float32) {
 		lstmBackward(x, h, c, wIH, wHH, bIH, bHH, gates, tc, g)
@@ -107,6 +52,124 @@ func LSTMCell(x, h, c, wIH, wHH, bIH, bHH *Tensor) (hNext, cNext *Tensor) {
 	record("LSTMCell.h", hNext, func(g []float32) { addInto(state.grad()[:bh], g) }, state)
 	record("LSTMCell.c", cNext, func(g []float32) { addInto(state.grad()[bh:], g) }, state)
 	return hNext, cNext
+}
+
+// checkLSTM panics unless the tensors of an LSTM step fit together: the
+// state h and c (B, H) with B the batch of x (shape xShape, b rows of in
+// features), wIH (4H, in), wHH (4H, H) and the biases (4H) or nil. hName
+// and cName name the state in messages. It returns H.
+func checkLSTM(op string, xShape []int, b, in int, hName, cName string, h, c, wIH, wHH, bIH, bHH *Tensor) int {
+	mustRank(op, hName, h, 2)
+	mustRank(op, "weight_ih", wIH, 2)
+	mustRank(op, "weight_hh", wHH, 2)
+	hid := h.shape[1]
+	if h.shape[0] != b {
+		panic(fmt.Sprintf("autograd.%s: batch sizes differ: x %v vs %s %v", op, xShape, hName, h.shape))
+	}
+	if !sameShape(c.shape, h.shape) {
+		panic(fmt.Sprintf("autograd.%s: %s shape %v does not match %s %v", op, cName, c.shape, hName, h.shape))
+	}
+	g4 := 4 * hid
+	if wIH.shape[0] != g4 || wIH.shape[1] != in {
+		panic(fmt.Sprintf("autograd.%s: weight_ih shape %v does not match x %v and %s %v (want [%d %d])", op, wIH.shape, xShape, hName, h.shape, g4, in))
+	}
+	if wHH.shape[0] != g4 || wHH.shape[1] != hid {
+		panic(fmt.Sprintf("autograd.%s: weight_hh shape %v does not match %s %v (want [%d %d])", op, wHH.shape, hName, h.shape, g4, hid))
+	}
+	for _, bias := range []struct {
+		name string
+		t    *Tensor
+	}{{"bias_ih", bIH}, {"bias_hh", bHH}} {
+		if bias.t != nil && (len(bias.t.shape) != 1 || bias.t.shape[0] != g4) {
+			panic(fmt.Sprintf("autograd.%s: %s shape %v does not match %s %v (want [%d])", op, bias.name, bias.t.shape, hName, h.shape, g4))
+		}
+	}
+	return hid
+}
+
+// fillGateBias writes bIH + bHH into each of the rows of the (rows, g4)
+// gate buffer and returns the beta with which the GEMMs must add to it: 1,
+// or 0 (buffer left as it is) when both biases are nil.
+func fillGateBias(gates []float32, rows, g4 int, bIH, bHH *Tensor) (beta float32) {
+	if rows == 0 || bIH == nil && bHH == nil {
+		return 0
+	}
+	bsum := gates[:g4]
+	clear(bsum)
+	if bIH != nil {
+		copy(bsum, bIH.Data)
+	}
+	if bHH != nil {
+		for j, v := range bHH.Data {
+			bsum[j] += v
+		}
+	}
+	for r := 1; r < rows; r++ {
+		copy(gates[r*g4:(r+1)*g4], bsum)
+	}
+	return 1
+}
+
+// lstmPointwise applies the gate nonlinearities to the (b, 4H) gate
+// pre-activations, overwriting them with the activated gates i, f, g, o,
+// and computes from the previous cell state cPrev the next states cNext
+// and hNext and tc = tanh(cNext), all (b, H).
+func lstmPointwise(gates, cPrev, cNext, hNext, tc []float32, b, hid int) {
+	g4 := 4 * hid
+	parallel.For(b, rowGrain(g4), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			gr := gates[r*g4 : (r+1)*g4]
+			for j := 0; j < hid; j++ {
+				ig := sigmoid32(gr[j])
+				fg := sigmoid32(gr[hid+j])
+				gg := tanh32(gr[2*hid+j])
+				og := sigmoid32(gr[3*hid+j])
+				gr[j], gr[hid+j], gr[2*hid+j], gr[3*hid+j] = ig, fg, gg, og
+				k := r*hid + j
+				cn := fg*cPrev[k] + ig*gg
+				t := tanh32(cn)
+				tc[k] = t
+				cNext[k] = cn
+				hNext[k] = og * t
+			}
+		}
+	})
+}
+
+// lstmPointwiseGrad is the backward pass of lstmPointwise: from the
+// activated gates, cPrev, tc and the gradients dh (plus dhExtra unless it
+// is nil) and dc of hNext and cNext it writes the gradient of the gate
+// pre-activations into dG and the gradient reaching cPrev into dcPrev,
+// added to it when accumulate is set; dcPrev may be nil or alias dc.
+func lstmPointwiseGrad(gates, dG, cPrev, tc, dh, dhExtra, dc, dcPrev []float32, accumulate bool, b, hid int) {
+	g4 := 4 * hid
+	parallel.For(b, rowGrain(g4), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			gr := gates[r*g4 : (r+1)*g4]
+			dr := dG[r*g4 : (r+1)*g4]
+			for j := 0; j < hid; j++ {
+				k := r*hid + j
+				ig, fg, gg, og := gr[j], gr[hid+j], gr[2*hid+j], gr[3*hid+j]
+				t := tc[k]
+				dhv := dh[k]
+				if dhExtra != nil {
+					dhv += dhExtra[k]
+				}
+				dct := dc[k] + dhv*og*(1-t*t)
+				dr[j] = dct * gg * ig * (1 - ig)
+				dr[hid+j] = dct * cPrev[k] * fg * (1 - fg)
+				dr[2*hid+j] = dct * ig * (1 - gg*gg)
+				dr[3*hid+j] = dhv * t * og * (1 - og)
+				switch {
+				case dcPrev == nil:
+				case accumulate:
+					dcPrev[k] += dct * fg
+				default:
+					dcPrev[k] = dct * fg
+				}
+			}
+		}
+	})
 }
 
 // addInto adds src into dst element-wise.
@@ -125,33 +188,13 @@ func addInto(dst, src []float32) {
 func lstmBackward(x, h, c, wIH, wHH, bIH, bHH *Tensor, gates, tc, g []float32) {
 	b, in, hid := x.shape[0], x.shape[1], h.shape[1]
 	g4, bh := 4*hid, b*hid
-	dh, dc := g[:bh], g[bh:]
 	var gc []float32
 	if c.requiresGrad {
 		gc = c.grad()
 	}
 	// dG is the gradient of the gate pre-activations.
 	dG := alloc(b*g4, false)
-	parallel.For(b, rowGrain(g4), func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			gr := gates[r*g4 : (r+1)*g4]
-			dr := dG[r*g4 : (r+1)*g4]
-			for j := 0; j < hid; j++ {
-				k := r*hid + j
-				ig, fg, gg, og := gr[j], gr[hid+j], gr[2*hid+j], gr[3*hid+j]
-				t := tc[k]
-				dhv := dh[k]
-				dct := dc[k] + dhv*og*(1-t*t)
-				dr[j] = dct * gg * ig * (1 - ig)
-				dr[hid+j] = dct * c.Data[k] * fg * (1 - fg)
-				dr[2*hid+j] = dct * ig * (1 - gg*gg)
-				dr[3*hid+j] = dhv * t * og * (1 - og)
-				if gc != nil {
-					gc[k] += dct * fg
-				}
-			}
-		}
-	})
+	lstmPointwiseGrad(gates, dG, c.Data, tc, g[:bh], nil, g[bh:], gc, true, b, hid)
 	if b == 0 || g4 == 0 {
 		return
 	}
@@ -167,20 +210,18 @@ func lstmBackward(x, h, c, wIH, wHH, bIH, bHH *Tensor, gates, tc, g []float32) {
 	if wHH.requiresGrad {
 		blas.Sgemm(true, false, g4, hid, b, 1, dG, g4, h.Data, hid, 1, wHH.grad(), hid)
 	}
+	addBiasGrads(bIH, bHH, dG, b, g4)
+}
+
+// addBiasGrads adds the column sums of the (rows, g4) gate gradient dG to
+// the gradients of the biases that require one.
+func addBiasGrads(bIH, bHH *Tensor, dG []float32, rows, g4 int) {
 	ihNeeds := bIH != nil && bIH.requiresGrad
 	hhNeeds := bHH != nil && bHH.requiresGrad
 	if !ihNeeds && !hhNeeds {
 		return
 	}
-	// Column sums of dG, each column summed over rows in order.
-	db := alloc(g4, true)
-	parallel.For(g4, 256, func(lo, hi int) {
-		for r := 0; r < b; r++ {
-			for j, v := range dG[r*g4+lo : r*g4+hi] {
-				db[lo+j] += v
-			}
-		}
-	})
+	db := columnSums(dG, rows, g4)
 	if ihNeeds {
 		addInto(bIH.grad(), db)
 	}
@@ -206,31 +247,9 @@ func lstmBackward(x, h, c, wIH, wHH, bIH, bHH *Tensor, gates, tc, g []float32) {
 func LSTM(x, h0, c0, wIH, wHH, bIH, bHH *Tensor) (out, hN, cN *Tensor) {
 	const op = "LSTM"
 	mustRank(op, "x", x, 3)
-	mustRank(op, "h0", h0, 2)
-	mustRank(op, "weight_ih", wIH, 2)
-	mustRank(op, "weight_hh", wHH, 2)
-	steps, b, in, hid := x.shape[0], x.shape[1], x.shape[2], h0.shape[1]
-	if h0.shape[0] != b {
-		panic(fmt.Sprintf("autograd.LSTM: batch sizes differ: x %v vs h0 %v", x.shape, h0.shape))
-	}
-	if !sameShape(c0.shape, h0.shape) {
-		panic(fmt.Sprintf("autograd.LSTM: c0 shape %v does not match h0 %v", c0.shape, h0.shape))
-	}
+	steps, b, in := x.shape[0], x.shape[1], x.shape[2]
+	hid := checkLSTM(op, x.shape, b, in, "h0", "c0", h0, c0, wIH, wHH, bIH, bHH)
 	g4 := 4 * hid
-	if wIH.shape[0] != g4 || wIH.shape[1] != in {
-		panic(fmt.Sprintf("autograd.LSTM: weight_ih shape %v does not match x %v and h0 %v (want [%d %d])", wIH.shape, x.shape, h0.shape, g4, in))
-	}
-	if wHH.shape[0] != g4 || wHH.shape[1] != hid {
-		panic(fmt.Sprintf("autograd.LSTM: weight_hh shape %v does not match h0 %v (want [%d %d])", wHH.shape, h0.shape, g4, hid))
-	}
-	for _, bias := range []struct {
-		name string
-		t    *Tensor
-	}{{"bias_ih", bIH}, {"bias_hh", bHH}} {
-		if bias.t != nil && (len(bias.t.shape) != 1 || bias.t.shape[0] != g4) {
-			panic(fmt.Sprintf("autograd.LSTM: %s shape %v does not match h0 %v (want [%d])", bias.name, bias.t.shape, h0.shape, g4))
-		}
-	}
 	if steps == 0 {
 		return New(0, b, hid), h0, c0
 	}
@@ -238,23 +257,7 @@ func LSTM(x, h0, c0, wIH, wHH, bIH, bHH *Tensor) (out, hN, cN *Tensor) {
 	rows, bh := steps*b, b*hid
 	// Input projections of every step plus both biases.
 	gates := alloc(rows*g4, false)
-	beta := float32(0)
-	if rows > 0 && (bIH != nil || bHH != nil) {
-		beta = 1
-		bsum := gates[:g4]
-		clear(bsum)
-		if bIH != nil {
-			copy(bsum, bIH.Data)
-		}
-		if bHH != nil {
-			for j, v := range bHH.Data {
-				bsum[j] += v
-			}
-		}
-		for r := 1; r < rows; r++ {
-			copy(gates[r*g4:(r+1)*g4], bsum)
-		}
-	}
+	beta := fillGateBias(gates, rows, g4, bIH, bHH)
 	if g4 > 0 {
 		blas.Sgemm(false, true, rows, g4, in, 1, x.Data, in, wIH.Data, in, beta, gates, g4)
 	}
@@ -278,26 +281,7 @@ func LSTM(x, h0, c0, wIH, wHH, bIH, bHH *Tensor) (out, hN, cN *Tensor) {
 		if b > 0 && g4 > 0 && hid > 0 {
 			blas.Sgemm(false, false, b, g4, hid, 1, hs[t*bh:(t+1)*bh], hid, whhT, g4, 1, gt, g4)
 		}
-		cPrev, cNext := cs[t*bh:(t+1)*bh], cs[(t+1)*bh:(t+2)*bh]
-		hNext, tct := hs[(t+1)*bh:(t+2)*bh], tc[t*bh:(t+1)*bh]
-		parallel.For(b, rowGrain(g4), func(lo, hi int) {
-			for r := lo; r < hi; r++ {
-				gr := gt[r*g4 : (r+1)*g4]
-				for j := 0; j < hid; j++ {
-					ig := sigmoid32(gr[j])
-					fg := sigmoid32(gr[hid+j])
-					gg := tanh32(gr[2*hid+j])
-					og := sigmoid32(gr[3*hid+j])
-					gr[j], gr[hid+j], gr[2*hid+j], gr[3*hid+j] = ig, fg, gg, og
-					k := r*hid + j
-					cn := fg*cPrev[k] + ig*gg
-					th := tanh32(cn)
-					tct[k] = th
-					cNext[k] = cn
-					hNext[k] = og * th
-				}
-			}
-		})
+		lstmPointwise(gt, cs[t*bh:(t+1)*bh], cs[(t+1)*bh:(t+2)*bh], hs[(t+1)*bh:(t+2)*bh], tc[t*bh:(t+1)*bh], b, hid)
 	}
 
 	record(op, state, func(g []float32) {
@@ -352,27 +336,9 @@ func lstmSeqBackward(x, h0, c0, wIH, wHH, bIH, bHH *Tensor, gates, tc, state, g 
 	for t := steps - 1; t >= 0; t-- {
 		gt := gates[t*b*g4 : (t+1)*b*g4]
 		dt := dG[t*b*g4 : (t+1)*b*g4]
-		cPrev := cs[t*bh : (t+1)*bh]
-		tct := tc[t*bh : (t+1)*bh]
-		dOutT := dOut[t*bh : (t+1)*bh]
-		parallel.For(b, rowGrain(g4), func(lo, hi int) {
-			for r := lo; r < hi; r++ {
-				gr := gt[r*g4 : (r+1)*g4]
-				dr := dt[r*g4 : (r+1)*g4]
-				for j := 0; j < hid; j++ {
-					k := r*hid + j
-					ig, fg, gg, og := gr[j], gr[hid+j], gr[2*hid+j], gr[3*hid+j]
-					th := tct[k]
-					dhv := dOutT[k] + dh[k]
-					dct := dc[k] + dhv*og*(1-th*th)
-					dr[j] = dct * gg * ig * (1 - ig)
-					dr[hid+j] = dct * cPrev[k] * fg * (1 - fg)
-					dr[2*hid+j] = dct * ig * (1 - gg*gg)
-					dr[3*hid+j] = dhv * th * og * (1 - og)
-					dc[k] = dct * fg
-				}
-			}
-		})
+		// dh holds the gradient reaching h_t through step t+1, and
+		// dc is overwritten with the gradient reaching c_{t−1}.
+		lstmPointwiseGrad(gt, dt, cs[t*bh:(t+1)*bh], tc[t*bh:(t+1)*bh], dh, dOut[t*bh:(t+1)*bh], dc, dc, false, b, hid)
 		if t > 0 || h0.requiresGrad {
 			// dh = dGates·wHH, the gradient reaching h_{t−1}.
 			if b > 0 && hid > 0 && g4 > 0 {
@@ -399,18 +365,7 @@ func lstmSeqBackward(x, h0, c0, wIH, wHH, bIH, bHH *Tensor, gates, tc, state, g 
 		// Σ_t dGates_tᵀ·h_{t−1} over the stacked previous states h0..h_{T−1}.
 		blas.Sgemm(true, false, g4, hid, rows, 1, dG, g4, hs[:rows*hid], hid, 1, wHH.grad(), hid)
 	}
-	ihNeeds := bIH != nil && bIH.requiresGrad
-	hhNeeds := bHH != nil && bHH.requiresGrad
-	if !ihNeeds && !hhNeeds {
-		return
-	}
-	db := columnSums(dG, rows, g4)
-	if ihNeeds {
-		addInto(bIH.grad(), db)
-	}
-	if hhNeeds {
-		addInto(bHH.grad(), db)
-	}
+	addBiasGrads(bIH, bHH, dG, rows, g4)
 }
 
 // columnSums returns the column sums of the row-major (rows, cols) matrix
