@@ -160,25 +160,34 @@ func TestBatchNorm1dGradients(t *testing.T) {
 }
 
 // TestBatchNormWorkerIndependent checks bit-identical outputs, gradients
-// and running statistics for different worker counts.
+// and running statistics for 1, 2, 3 and 8 workers, in training mode (one
+// task per channel) and in evaluation mode (chunks of planes: the 8×5
+// planes of 32×32 split into three chunks).
 func TestBatchNormWorkerIndependent(t *testing.T) {
 	rng := newRNG(55)
-	x := param(rng, 8, 5, 12, 12)
-	gamma, beta := param(rng, 5), param(rng, 5)
-	dy := autograd.RandN(rng, 8, 5, 12, 12).Data
-	run := func(workers int) [][]float32 {
-		defer parallel.SetWorkers(parallel.SetWorkers(workers))
-		x.Grad, gamma.Grad, beta.Grad = nil, nil, nil
-		rm, rv := autograd.New(5), autograd.Full(1, 5)
-		y := autograd.BatchNorm2d(x, gamma, beta, rm, rv, true, 0.1, 1e-5)
-		out := append([]float32(nil), y.Data...)
-		y.BackwardWith(dy)
-		return [][]float32{out, x.Grad, gamma.Grad, beta.Grad, rm.Data, rv.Data}
-	}
-	a, b := run(1), run(3)
-	for i := range a {
-		if !equal(a[i], b[i]) {
-			t.Errorf("result %d differs between 1 and 3 workers", i)
+	for _, shape := range [][]int{{8, 5, 12, 12}, {8, 5, 32, 32}} {
+		x := param(rng, shape...)
+		gamma, beta := param(rng, 5), param(rng, 5)
+		dy := autograd.RandN(rng, shape...).Data
+		for _, training := range []bool{true, false} {
+			run := func(workers int) [][]float32 {
+				defer parallel.SetWorkers(parallel.SetWorkers(workers))
+				x.Grad, gamma.Grad, beta.Grad = nil, nil, nil
+				rm, rv := autograd.FromSlice([]float32{0.1, -0.2, 0.3, 0, 1}, 5), autograd.FromSlice([]float32{1, 0.5, 2, 1.5, 0.8}, 5)
+				y := autograd.BatchNorm2d(x, gamma, beta, rm, rv, training, 0.1, 1e-5)
+				out := append([]float32(nil), y.Data...)
+				y.BackwardWith(dy)
+				return [][]float32{out, x.Grad, gamma.Grad, beta.Grad, rm.Data, rv.Data}
+			}
+			want := run(1)
+			for _, workers := range []int{2, 3, 8} {
+				got := run(workers)
+				for i, name := range []string{"output", "grad x", "grad gamma", "grad beta", "running_mean", "running_var"} {
+					if !equal(got[i], want[i]) {
+						t.Errorf("x %v training=%v: %s differs between 1 and %d workers", shape, training, name, workers)
+					}
+				}
+			}
 		}
 	}
 }

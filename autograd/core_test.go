@@ -2,11 +2,13 @@ package autograd_test
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/autograd/gradcheck"
+	"github.com/proxgen/proxgen/autograd/parallel"
 )
 
 func newRNG(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 42)) }
@@ -194,4 +196,42 @@ func TestGradientAccumulatesAndNoGrad(t *testing.T) {
 	if got, want := w.Grad, []float32{4, 8}; !equal(got, want) {
 		t.Fatalf("diamond grad = %v, want %v", got, want)
 	}
+}
+
+// TestElementwiseAndReduceWorkerIndependent checks bit-identical results
+// for 1, 2 and 8 workers at a size where the element-wise loops
+// (32768-element chunks) and the Sum/Mean reductions (16384-element
+// chunks) split into several chunks.
+func TestElementwiseAndReduceWorkerIndependent(t *testing.T) {
+	rng := newRNG(5)
+	const rows, cols = 9, 8192 // 73728 elements
+	a, b, bias := param(rng, rows, cols), param(rng, rows, cols), param(rng, cols)
+	run := func(workers int) [][]float32 {
+		defer parallel.SetWorkers(parallel.SetWorkers(workers))
+		a.Grad, b.Grad, bias.Grad = nil, nil, nil
+		h := autograd.Mul(autograd.Tanh(autograd.Add(a, b)), autograd.Sigmoid(autograd.Sub(b, bias)))
+		loss := autograd.Add(autograd.Sum(h), autograd.Mean(autograd.ReLU(autograd.Scale(a, 3))))
+		loss.Backward()
+		return [][]float32{slices.Clone(h.Data), slices.Clone(loss.Data), a.Grad, b.Grad, bias.Grad}
+	}
+	want := run(1)
+	for _, workers := range []int{2, 8} {
+		got := run(workers)
+		for i, name := range []string{"product", "loss", "grad a", "grad b", "grad bias"} {
+			if !slices.Equal(got[i], want[i]) {
+				t.Errorf("%s differs between 1 and %d workers", name, workers)
+			}
+		}
+	}
+}
+
+func TestReshapePanics(t *testing.T) {
+	x := autograd.New(3, 5)
+	mustPanic(t, func() { autograd.Reshape(x, 4, 4) }, "autograd.Reshape", "[3 5]", "[4 4]")
+	mustPanic(t, func() { autograd.Reshape(x, 2, -1) }, "autograd.Reshape", "[3 5]", "[2 7]")
+	mustPanic(t, func() { autograd.Reshape(x, -1, -1) }, "autograd.Reshape", "[3 5]", "[-1 -1]")
+	mustPanic(t, func() { autograd.Reshape(autograd.New(0, 5), 0, -1) }, "autograd.Reshape", "[0 5]")
+	mustPanic(t, func() { autograd.Flatten(autograd.New()) }, "autograd.Flatten", "scalar")
+	y := autograd.Reshape(param(newRNG(6), 3, 5), 15)
+	mustPanic(t, func() { y.BackwardWith(make([]float32, 14)) }, "autograd.BackwardWith", "14", "[15]")
 }
