@@ -2,9 +2,12 @@ package nn_test
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/autograd/parallel"
 	"github.com/proxgen/proxgen/nn"
 )
 
@@ -57,12 +60,10 @@ func (a *adam) step(lr float64) {
 	}
 }
 
-// TestTrainQuadrants trains a two-convolution network end to end with Adam
-// and requires the loss to fall at least 5× within 40 full-batch steps and
-// the trained network to classify fresh images.
-func TestTrainQuadrants(t *testing.T) {
-	rng := newRng(21)
-	net := nn.NewSequential(
+// quadrantNet is the two-convolution network of TestTrainQuadrants for
+// 1×8×8 images and 4 classes.
+func quadrantNet(rng *rand.Rand) *nn.Sequential {
+	return nn.NewSequential(
 		nn.NewConv2d(1, 4, 3, nn.ConvOpts{Padding: 1, Bias: true}, rng),
 		nn.NewBatchNorm2d(4),
 		nn.ReLU{},
@@ -73,6 +74,13 @@ func TestTrainQuadrants(t *testing.T) {
 		nn.Flatten{},
 		nn.NewLinear(32, 4, true, rng),
 	)
+}
+
+// TestTrainQuadrants trains a two-convolution network end to end with Adam
+// and requires the loss to fall at least 5× within 40 full-batch steps and
+// the trained network to classify fresh images.
+func TestTrainQuadrants(t *testing.T) {
+	net := quadrantNet(newRng(21))
 	x, labels := quadrants(64, 22)
 	opt := &adam{params: net.Params()}
 	const steps = 40
@@ -111,5 +119,38 @@ func TestTrainQuadrants(t *testing.T) {
 	}
 	if acc := float64(correct) / float64(len(lt)); acc < 0.95 {
 		t.Errorf("test accuracy %.3f, want >= 0.95", acc)
+	}
+}
+
+// TestTrainStepsWorkerIndependent trains the quadrant network for a few
+// steps with 1, 2 and 8 workers (what GOMAXPROCS=1, 2 and 8 give) and
+// requires bit-identical losses, parameters and batch-norm buffers.
+func TestTrainStepsWorkerIndependent(t *testing.T) {
+	x, labels := quadrants(96, 24)
+	run := func(workers int) [][]float32 {
+		defer parallel.SetWorkers(parallel.SetWorkers(workers))
+		net := quadrantNet(newRng(25))
+		opt := &adam{params: net.Params()}
+		var out [][]float32
+		for range 3 {
+			nn.ZeroGrad(net)
+			loss := autograd.CrossEntropy(net.Forward(x), labels)
+			loss.Backward()
+			opt.step(0.02)
+			out = append(out, slices.Clone(loss.Data))
+		}
+		for _, p := range nn.StateDict(net) {
+			out = append(out, slices.Clone(p.T.Data))
+		}
+		return out
+	}
+	want := run(1)
+	for _, workers := range []int{2, 8} {
+		got := run(workers)
+		for i := range want {
+			if !slices.Equal(got[i], want[i]) {
+				t.Errorf("result %d (3 losses, then the state dict) differs between 1 and %d workers", i, workers)
+			}
+		}
 	}
 }
