@@ -70,6 +70,76 @@ func TestCoupledWeightDecayHandStep(t *testing.T) {
 	}
 }
 
+// TestBaselineHandSteps checks the remaining update rules against steps
+// computed by hand on one or three coordinates.
+func TestBaselineHandSteps(t *testing.T) {
+	type step struct {
+		g    []float32
+		want []float64
+	}
+	cases := []struct {
+		name  string
+		cfg   Config
+		theta []float32
+		grp   Group
+		steps []step
+	}{
+		// SGD, momentum 0.9, coupled ζ = 0.1, α = 0.1: g' = 0.5 + 0.1 = 0.6,
+		// m = 0.6, θ = 0.94; g' = −0.25 + 0.094 = −0.156, m = 0.54 − 0.156 =
+		// 0.384, θ = 0.94 − 0.0384.
+		{"sgd-momentum", SGDConfig(0.9, false), []float32{1}, Group{WeightDecay: 0.1, LR: 0.1},
+			[]step{{[]float32{0.5}, []float64{0.94}}, {[]float32{-0.25}, []float64{0.9016}}}},
+		// Nesterov steps along g' + 0.9m: 0.6 + 0.54 = 1.14, θ = 0.886;
+		// g' = −0.25 + 0.0886 = −0.1614, m = 0.3786, u = −0.1614 + 0.34074.
+		{"sgd-nesterov", SGDConfig(0.9, true), []float32{1}, Group{WeightDecay: 0.1, LR: 0.1},
+			[]step{{[]float32{0.5}, []float64{0.886}}, {[]float32{-0.25}, []float64{0.886 - 0.017934}}}},
+		// AdaGrad: Σg² = 0.25, θ = 1 − 0.1·0.5/0.5; Σg² = 1.69, θ −= 0.1·1.2/1.3.
+		{"adagrad", AdaGradConfig(0), []float32{1}, Group{LR: 0.1},
+			[]step{{[]float32{0.5}, []float64{0.9}}, {[]float32{1.2}, []float64{0.9 - 0.12/1.3}}}},
+		// RMSprop, β = 0.75: v = 0.25, θ = 1 − 0.1·1/0.5; v = 0.1875 +
+		// 0.0625 = 0.25, θ = 0.8 + 0.1·0.5/0.5.
+		{"rmsprop", RMSpropConfig(0.75, 0), []float32{1}, Group{LR: 0.1},
+			[]step{{[]float32{1}, []float64{0.8}}, {[]float32{-0.5}, []float64{0.9}}}},
+		// EMA momentum and Adam preconditioner (β = 0.75) without bias
+		// correction: m = 0.05, v = 0.0625, θ = 1 − 0.1·0.05/0.25 = 0.98.
+		// (With bias correction the first step is 1 − 0.1·sign(g).)
+		{"adam-no-bias-correction", Config{Momentum: Momentum{Rho: 0.9}, Precond: Adam{Beta: 0.75}}, []float32{1}, Group{LR: 0.1},
+			[]step{{[]float32{0.5}, []float64{0.98}}}},
+		// ρ_t = 0.9·0.5^(t−1) with bias correction, identity metric: m =
+		// 0.05, m̂ = 0.05/0.1, θ = 0.95; ρ_2 = 0.45, m = 0.0225 − 0.1375 =
+		// −0.115, m̂ = −0.115/(1 − 0.9·0.45), θ = 0.95 − 0.1·m̂.
+		{"decaying-rho", Config{Momentum: Momentum{Rho: 0.9, Decay: 0.5, BiasCorrection: true}}, []float32{1}, Group{LR: 0.1},
+			[]step{{[]float32{0.5}, []float64{0.95}}, {[]float32{-0.25}, []float64{0.95 + 0.1*0.115/0.595}}}},
+		// Proximal SGD with ℓ0, δ = 0.25, λ = 5.5: z = 1 − 0.1·0.5/1.25 =
+		// 0.96, η = 0.1/1.25 = 0.08, 2ηλ = 0.88 < z² = 0.9216 keeps z; then
+		// z = 0.92, z² = 0.8464 < 0.88 gives 0.
+		{"prox-sgd-l0", Config{Precond: Identity{Delta: 0.25}}, []float32{1}, Group{Reg: L0(), Lambda: 5.5, LR: 0.1},
+			[]step{{[]float32{0.5}, []float64{0.96}}, {[]float32{0.5}, []float64{0}}}},
+		// Subgradient ℓ1/2 with plain SGD, λ = 0.1: g' = g + 0.1·0.5·|θ|^(−1/2)·sign(θ)
+		// = 0.3 + 0.1, 0 − 0.25 and 0.1 + 0 (no subgradient at θ = 0).
+		{"subgradient-l1/2", func() Config { c := SGDConfig(0, false); c.RegMode = RegSubgradient; return c }(),
+			[]float32{0.25, -0.04, 0}, Group{Reg: Lq(0.5), Lambda: 0.1, LR: 0.1},
+			[]step{{[]float32{0.3, 0, 0.1}, []float64{0.21, -0.015, -0.01}}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := param(c.theta...)
+			g := c.grp
+			g.Params = []*autograd.Tensor{p}
+			o := New([]*Group{&g}, c.cfg)
+			for k, s := range c.steps {
+				p.Grad = append([]float32(nil), s.g...)
+				o.Step()
+				for i, want := range s.want {
+					if !near(float64(p.Data[i]), want, 2e-6, 1e-7) {
+						t.Fatalf("step %d coordinate %d: θ = %.8g, want %.8g", k+1, i, p.Data[i], want)
+					}
+				}
+			}
+		})
+	}
+}
+
 // refConfig describes a ProxGen variant for the float64 reference.
 type refConfig struct {
 	name      string

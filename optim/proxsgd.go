@@ -18,7 +18,7 @@ type ProxSGDConfig struct {
 	// Eps gives ε_t from each group's LR; nil means InvSqrt{Offset: 4}.
 	Eps Schedule
 	// Rho gives ρ_t, the weight of the new gradient in v_t, from Rho0;
-	// nil means InvSqrt{Offset: 3}. (Prox-SGD's ρ weights the new
+	// nil means InvSqrt{Offset: 4}. (Prox-SGD's ρ weights the new
 	// gradient; ProxGen's momentum ρ weights the old estimate, so
 	// ProxGen's ρ = 0.9 is Prox-SGD's Constant ρ_t = 0.1.)
 	Rho Schedule

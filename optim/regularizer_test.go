@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -442,15 +443,18 @@ func TestParseRegularizer(t *testing.T) {
 			t.Errorf("ParseRegularizer(%q) accepted", s)
 		}
 	}
-	for _, q := range []float64{-0.1, 1.1, math.NaN()} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("Lq(%g) did not panic", q)
-				}
+	for _, q := range []float64{-0.1, 1.1, math.NaN(), math.Inf(1)} {
+		for name, f := range map[string]func(float64) Regularizer{"Lq": Lq, "BinaryW": BinaryW} {
+			func() {
+				defer func() {
+					msg := fmt.Sprint(recover())
+					if !strings.Contains(msg, "outside [0, 1]") {
+						t.Errorf("%s(%g): panic %q, want a message about q outside [0, 1]", name, q, msg)
+					}
+				}()
+				f(q)
 			}()
-			Lq(q)
-		}()
+		}
 	}
 }
 
