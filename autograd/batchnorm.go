@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/proxgen/proxgen/autograd/internal/vec"
 	"github.com/proxgen/proxgen/autograd/parallel"
 )
 
@@ -26,7 +27,26 @@ import (
 // fixed order, so results are bit-identical for any number of workers.
 func BatchNorm2d(x, gamma, beta, runMean, runVar *Tensor, training bool, momentum, eps float32) *Tensor {
 	mustRank("BatchNorm2d", "x", x, 4)
-	return batchNorm("BatchNorm2d", x, gamma, beta, runMean, runVar, training, momentum, eps)
+	return batchNorm("BatchNorm2d", x, nil, false, gamma, beta, runMean, runVar, training, momentum, eps)
+}
+
+// BatchNormReLU returns ReLU(BatchNorm2d(x, ...)) computed as one op: the
+// forward pass normalises and clamps in one sweep, and the backward pass
+// applies the ReLU mask while it accumulates the batch-norm gradient, so
+// neither the normalised batch nor its gradient is ever stored. Results
+// equal those of the two separate ops.
+func BatchNormReLU(x, gamma, beta, runMean, runVar *Tensor, training bool, momentum, eps float32) *Tensor {
+	mustRank("BatchNormReLU", "x", x, 4)
+	return batchNorm("BatchNormReLU", x, nil, true, gamma, beta, runMean, runVar, training, momentum, eps)
+}
+
+// BatchNormAddReLU returns ReLU(BatchNorm2d(x, ...) + residual) computed as
+// one op, the end of a residual block. residual must have the shape of x.
+// Results equal those of the three separate ops.
+func BatchNormAddReLU(x, residual, gamma, beta, runMean, runVar *Tensor, training bool, momentum, eps float32) *Tensor {
+	mustRank("BatchNormAddReLU", "x", x, 4)
+	mustSameShape("BatchNormAddReLU", x, residual)
+	return batchNorm("BatchNormAddReLU", x, residual, true, gamma, beta, runMean, runVar, training, momentum, eps)
 }
 
 // BatchNorm1d is BatchNorm2d for (N, C) or (N, C, L) inputs, normalising
@@ -36,7 +56,7 @@ func BatchNorm1d(x, gamma, beta, runMean, runVar *Tensor, training bool, momentu
 	if r := len(x.shape); r != 2 && r != 3 {
 		panic(fmt.Sprintf("autograd.BatchNorm1d: x must have rank 2 or 3, got shape %v", x.shape))
 	}
-	return batchNorm("BatchNorm1d", x, gamma, beta, runMean, runVar, training, momentum, eps)
+	return batchNorm("BatchNorm1d", x, nil, false, gamma, beta, runMean, runVar, training, momentum, eps)
 }
 
 // mustChannelVec panics unless t is nil or has shape (c).
@@ -46,62 +66,12 @@ func mustChannelVec(op, name string, t, x *Tensor, c int) {
 	}
 }
 
-// bnStats returns Σ(v−k) and Σ(v−k)² over blk in float64, with four
-// accumulators combined in a fixed order.
-func bnStats(blk []float32, k float64) (s1, s2 float64) {
-	var a0, a1, a2, a3, q0, q1, q2, q3 float64
-	i := 0
-	for ; i+4 <= len(blk); i += 4 {
-		d0 := float64(blk[i]) - k
-		d1 := float64(blk[i+1]) - k
-		d2 := float64(blk[i+2]) - k
-		d3 := float64(blk[i+3]) - k
-		a0 += d0
-		a1 += d1
-		a2 += d2
-		a3 += d3
-		q0 += d0 * d0
-		q1 += d1 * d1
-		q2 += d2 * d2
-		q3 += d3 * d3
-	}
-	for ; i < len(blk); i++ {
-		d := float64(blk[i]) - k
-		a0 += d
-		q0 += d * d
-	}
-	return (a0 + a1) + (a2 + a3), (q0 + q1) + (q2 + q3)
-}
-
-// bnGradSums returns Σdy and Σdy·(x−mean) over a block in float64, with
-// four accumulators combined in a fixed order.
-func bnGradSums(dy, x []float32, mean float64) (sdy, sdyx float64) {
-	x = x[:len(dy)]
-	var a0, a1, a2, a3, b0, b1, b2, b3 float64
-	i := 0
-	for ; i+4 <= len(dy); i += 4 {
-		g0, g1, g2, g3 := float64(dy[i]), float64(dy[i+1]), float64(dy[i+2]), float64(dy[i+3])
-		a0 += g0
-		a1 += g1
-		a2 += g2
-		a3 += g3
-		b0 += g0 * (float64(x[i]) - mean)
-		b1 += g1 * (float64(x[i+1]) - mean)
-		b2 += g2 * (float64(x[i+2]) - mean)
-		b3 += g3 * (float64(x[i+3]) - mean)
-	}
-	for ; i < len(dy); i++ {
-		g := float64(dy[i])
-		a0 += g
-		b0 += g * (float64(x[i]) - mean)
-	}
-	return (a0 + a1) + (a2 + a3), (b0 + b1) + (b2 + b3)
-}
-
 // planeGrain is the number of (n, c) planes of size s per parallel chunk.
 func planeGrain(s int) int { return max(1, (1<<14)/max(s, 1)) }
 
-func batchNorm(op string, x, gamma, beta, runMean, runVar *Tensor, training bool, momentum, eps float32) *Tensor {
+// batchNorm normalises x as BatchNorm2d does, then adds res when it is not
+// nil and clamps at zero when relu is set (res is only used with relu).
+func batchNorm(op string, x, res *Tensor, relu bool, gamma, beta, runMean, runVar *Tensor, training bool, momentum, eps float32) *Tensor {
 	batch, ch := x.shape[0], x.shape[1]
 	sp := 1 // elements per (n, c) plane
 	for _, d := range x.shape[2:] {
@@ -138,13 +108,21 @@ func batchNorm(op string, x, gamma, beta, runMean, runVar *Tensor, training bool
 		}
 	}
 	out := empty(x.shape...)
+	epi := vec.Plain
+	switch {
+	case res != nil:
+		epi = vec.AddReLU
+	case relu:
+		epi = vec.ReLU
+	}
 	normPlane := func(p int) { // p = n·C + c
 		c := p % ch
-		m, a, b := meanF[c], scale[c], shift[c]
-		dst := out.Data[p*sp : (p+1)*sp]
-		for i, v := range x.Data[p*sp : (p+1)*sp] {
-			dst[i] = (v-m)*a + b
+		o := p * sp
+		var r []float32
+		if res != nil {
+			r = res.Data[o : o+sp]
 		}
+		vec.Affine(out.Data[o:o+sp], x.Data[o:o+sp], r, meanF[c], scale[c], shift[c], epi)
 	}
 	if useBatch {
 		// One task per channel: its statistics in a fixed order, then
@@ -155,7 +133,7 @@ func batchNorm(op string, x, gamma, beta, runMean, runVar *Tensor, training bool
 				var s1, s2 float64
 				for n := 0; n < batch; n++ {
 					o := (n*ch + c) * sp
-					a, b := bnStats(x.Data[o:o+sp], k)
+					a, b := vec.Stats(x.Data[o:o+sp], k)
 					s1 += a
 					s2 += b
 				}
@@ -183,10 +161,20 @@ func batchNorm(op string, x, gamma, beta, runMean, runVar *Tensor, training bool
 		})
 	}
 
+	inputs := []*Tensor{x, gamma, beta}
+	if res != nil {
+		inputs = append(inputs, res)
+	}
 	return record(op, out, func(g []float32) {
-		var gx, gg, gb []float32
+		var gx, gg, gb, gr []float32
+		var xFresh, rFresh bool
+		// The residual's buffer first: when res is x, the residual
+		// gradient is stored and the input gradient added to it.
+		if res != nil && res.requiresGrad {
+			gr, rFresh = res.gradTarget()
+		}
 		if x.requiresGrad {
-			gx = x.grad()
+			gx, xFresh = x.gradTarget()
 		}
 		if gamma != nil && gamma.requiresGrad {
 			gg = gamma.grad()
@@ -194,36 +182,32 @@ func batchNorm(op string, x, gamma, beta, runMean, runVar *Tensor, training bool
 		if beta != nil && beta.requiresGrad {
 			gb = beta.grad()
 		}
-		// gradPlane adds k1·dy + k2·(x − mean) + k3 to plane p of gx.
-		gradPlane := func(p int, k1, k2, k3 float32) {
-			m := meanF[p%ch]
-			o := p * sp
-			xs := x.Data[o : o+sp]
-			dst := gx[o : o+sp]
-			for i, v := range g[o : o+sp] {
-				dst[i] += k1*v + k2*(xs[i]-m) + k3
-			}
+		var y []float32 // the ReLU output whose sign masks g
+		if relu {
+			y = out.Data
 		}
-		if !useBatch && gg == nil && gb == nil {
-			// Fixed statistics and no parameter gradients: dx = scale·dy.
-			parallel.For(batch*ch, planeGrain(sp), func(lo, hi int) {
-				for p := lo; p < hi; p++ {
-					gradPlane(p, scale[p%ch], 0, 0)
-				}
-			})
-			return
-		}
+		needSums := gg != nil || gb != nil || (gx != nil && useBatch)
 		// One task per channel: Σdy and Σdy·(x − mean) in a fixed order,
 		// then the channel's planes of dx. With batch statistics
-		// dx = gamma·invStd·(dy − Σdy/n − x̂·Σ(dy·x̂)/n), x̂ = (x − mean)·invStd.
+		// dx = gamma·invStd·(dy − Σdy/n − x̂·Σ(dy·x̂)/n), x̂ = (x − mean)·invStd,
+		// where dy is g masked by the ReLU.
 		parallel.For(ch, 1, func(lo, hi int) {
 			for c := lo; c < hi; c++ {
 				var sdy, sdyx float64
 				for n := 0; n < batch; n++ {
 					o := (n*ch + c) * sp
-					a, b := bnGradSums(g[o:o+sp], x.Data[o:o+sp], mean[c])
-					sdy += a
-					sdyx += b
+					if gr != nil {
+						vec.MaskedGrad(gr[o:o+sp], g[o:o+sp], y[o:o+sp], rFresh)
+					}
+					if needSums {
+						var ym []float32
+						if y != nil {
+							ym = y[o : o+sp]
+						}
+						a, b := vec.GradSums(g[o:o+sp], ym, x.Data[o:o+sp], mean[c])
+						sdy += a
+						sdyx += b
+					}
 				}
 				if gg != nil {
 					gg[c] += float32(sdyx * invStd[c])
@@ -244,9 +228,14 @@ func batchNorm(op string, x, gamma, beta, runMean, runVar *Tensor, training bool
 					k3 = float32(-a * sdy / float64(cnt))
 				}
 				for n := 0; n < batch; n++ {
-					gradPlane(n*ch+c, float32(a), k2, k3)
+					o := (n*ch + c) * sp
+					var ym []float32
+					if y != nil {
+						ym = y[o : o+sp]
+					}
+					vec.AffineGrad(gx[o:o+sp], g[o:o+sp], ym, x.Data[o:o+sp], meanF[c], float32(a), k2, k3, xFresh)
 				}
 			}
 		})
-	}, x, gamma, beta)
+	}, inputs...)
 }

@@ -245,3 +245,259 @@ func TestBatchNormMatchesPyTorch(t *testing.T) {
 		fx.check("running_var_after", rv.Data, rv.Shape(), 1e-6, 1e-6)
 	}
 }
+
+// unfusedBNReLU is the reference for the fused ops: BatchNorm2d, then the
+// residual added (when not nil), then ReLU, as three separate ops.
+func unfusedBNReLU(x, res, gamma, beta, rm, rv *autograd.Tensor, training bool) *autograd.Tensor {
+	y := autograd.BatchNorm2d(x, gamma, beta, rm, rv, training, 0.1, 1e-5)
+	if res != nil {
+		y = autograd.Add(y, res)
+	}
+	return autograd.ReLU(y)
+}
+
+// fusedBNReLU calls BatchNormReLU, or BatchNormAddReLU when res is set.
+func fusedBNReLU(x, res, gamma, beta, rm, rv *autograd.Tensor, training bool) *autograd.Tensor {
+	if res != nil {
+		return autograd.BatchNormAddReLU(x, res, gamma, beta, rm, rv, training, 0.1, 1e-5)
+	}
+	return autograd.BatchNormReLU(x, gamma, beta, rm, rv, training, 0.1, 1e-5)
+}
+
+// keepOffKink moves elements of x (and res) until no pre-activation
+// BN(x)+res of the training-mode op lies within 0.1 of the ReLU's kink, so
+// that finite differences with step 1e-2 never cross it.
+func keepOffKink(t *testing.T, x, res, gamma, beta *autograd.Tensor) {
+	t.Helper()
+	for range 50 {
+		var z *autograd.Tensor
+		autograd.NoGrad(func() {
+			z = autograd.BatchNorm2d(x, gamma, beta, nil, nil, true, 0.1, 1e-5)
+			if res != nil {
+				z = autograd.Add(z, res)
+			}
+		})
+		moved := false
+		for i, v := range z.Data {
+			if math.Abs(float64(v)) < 0.1 {
+				d := float32(0.3)
+				if v < 0 {
+					d = -d
+				}
+				if res != nil {
+					res.Data[i] += d
+				} else {
+					ch := i / (x.Dim(2) * x.Dim(3)) % x.Dim(1)
+					if gamma.Data[ch] < 0 {
+						d = -d
+					}
+					x.Data[i] += d
+				}
+				moved = true
+			}
+		}
+		if !moved {
+			return
+		}
+	}
+	t.Fatal("could not move the pre-activations away from 0")
+}
+
+// TestBatchNormReLUGradients checks the fused ops against finite
+// differences in training mode, with the pre-activations kept away from
+// the ReLU's kink.
+func TestBatchNormReLUGradients(t *testing.T) {
+	rng := newRNG(57)
+	for _, withRes := range []bool{false, true} {
+		x := param(rng, 4, 3, 5, 5)
+		gamma, beta := param(rng, 3), param(rng, 3)
+		var res *autograd.Tensor
+		inputs := []*autograd.Tensor{x, gamma, beta}
+		if withRes {
+			res = param(rng, 4, 3, 5, 5)
+			inputs = append(inputs, res)
+		}
+		keepOffKink(t, x, res, gamma, beta)
+		rm, rv := autograd.New(3), autograd.Full(1, 3)
+		f := func() *autograd.Tensor { return fusedBNReLU(x, res, gamma, beta, rm, rv, true) }
+		if err := gradcheck.Check(f, inputs, gradcheck.Options{}); err != nil {
+			t.Errorf("residual=%v: %v", withRes, err)
+		}
+	}
+}
+
+// TestBatchNormReLUMatchesUnfused compares the fused ops with BatchNorm2d,
+// Add and ReLU as separate ops: outputs, running statistics and every
+// gradient, in both modes, when only some inputs require a gradient, when
+// gradients accumulate onto existing ones, and when the residual is x.
+func TestBatchNormReLUMatchesUnfused(t *testing.T) {
+	rng := newRNG(58)
+	shape := []int{6, 5, 7, 9}
+	type setup struct {
+		name             string
+		res, training    bool
+		gradX, gradParam bool
+		resIsX, preGrad  bool
+	}
+	var cases []setup
+	for _, res := range []bool{false, true} {
+		for _, training := range []bool{true, false} {
+			cases = append(cases,
+				setup{name: "all", res: res, training: training, gradX: true, gradParam: true},
+				setup{name: "x only", res: res, training: training, gradX: true},
+				setup{name: "params only", res: res, training: training, gradParam: true},
+				setup{name: "accumulate", res: res, training: training, gradX: true, gradParam: true, preGrad: true})
+		}
+	}
+	cases = append(cases, setup{name: "residual is x", res: true, training: true, gradX: true, gradParam: true, resIsX: true})
+	for _, tc := range cases {
+		x0 := autograd.RandN(rng, shape...)
+		r0 := autograd.RandN(rng, shape...)
+		g0, b0 := autograd.RandN(rng, 5), autograd.RandN(rng, 5)
+		dy := autograd.RandN(rng, shape...).Data
+		pre := autograd.RandN(rng, shape...).Data
+		run := func(op func(x, res, gamma, beta, rm, rv *autograd.Tensor, training bool) *autograd.Tensor) [][]float32 {
+			// x and res are op results (scaled leaves), as inside a
+			// network, so that their gradients come from gradTarget.
+			xl, rl, gamma, beta := x0.Clone(), r0.Clone(), g0.Clone(), b0.Clone()
+			xl.SetRequiresGrad(tc.gradX)
+			rl.SetRequiresGrad(tc.gradX)
+			gamma.SetRequiresGrad(tc.gradParam)
+			beta.SetRequiresGrad(tc.gradParam)
+			rm, rv := autograd.FromSlice([]float32{0.1, -0.2, 0.3, 0, 1}, 5), autograd.FromSlice([]float32{1, 0.5, 2, 1.5, 0.8}, 5)
+			x := autograd.Scale(xl, 1.5)
+			var res *autograd.Tensor
+			if tc.res {
+				res = autograd.Scale(rl, -0.5)
+				if tc.resIsX {
+					res = x
+				}
+			}
+			y := op(x, res, gamma, beta, rm, rv, tc.training)
+			loss := autograd.Sum(autograd.Mul(y, autograd.FromSlice(dy, shape...)))
+			if tc.preGrad {
+				// Other consumers of x and res, recorded later, so their
+				// gradients arrive first and the fused op must add.
+				loss = autograd.Add(loss, autograd.Sum(autograd.Mul(x, autograd.FromSlice(pre, shape...))))
+				if res != nil {
+					loss = autograd.Add(loss, autograd.Sum(autograd.Mul(res, autograd.FromSlice(pre, shape...))))
+				}
+			}
+			out := append([]float32(nil), y.Data...)
+			if !tc.gradX && !tc.gradParam {
+				return [][]float32{out, rm.Data, rv.Data}
+			}
+			loss.Backward()
+			return [][]float32{out, rm.Data, rv.Data, xl.Grad, rl.Grad, gamma.Grad, beta.Grad}
+		}
+		want := run(unfusedBNReLU)
+		got := run(fusedBNReLU)
+		for i, name := range []string{"output", "running_mean", "running_var", "grad x", "grad residual", "grad gamma", "grad beta"} {
+			if i >= len(want) {
+				break
+			}
+			if len(got[i]) != len(want[i]) {
+				t.Errorf("%s (residual=%v training=%v): %s has %d elements, want %d", tc.name, tc.res, tc.training, name, len(got[i]), len(want[i]))
+				continue
+			}
+			for j := range want[i] {
+				if d := math.Abs(float64(got[i][j] - want[i][j])); d > 1e-5*math.Max(1, math.Abs(float64(want[i][j]))) {
+					t.Errorf("%s (residual=%v training=%v): %s[%d] = %v, want %v", tc.name, tc.res, tc.training, name, j, got[i][j], want[i][j])
+					break
+				}
+			}
+		}
+	}
+}
+
+// TestGradStoreOrAdd checks the ops that store their input gradient when
+// it is fresh instead of adding to it: when another consumer of the input
+// has already put its gradient there, the op must add.
+func TestGradStoreOrAdd(t *testing.T) {
+	rng := newRNG(59)
+	shape := []int{3, 4, 5, 6}
+	w := autograd.RandN(rng, 4, 4, 3, 3)
+	ops := map[string]func(x, r *autograd.Tensor) *autograd.Tensor{
+		"BatchNorm2d": func(x, _ *autograd.Tensor) *autograd.Tensor {
+			return autograd.BatchNorm2d(x, nil, nil, nil, nil, true, 0.1, 1e-5)
+		},
+		"BatchNormReLU": func(x, _ *autograd.Tensor) *autograd.Tensor {
+			return autograd.BatchNormReLU(x, nil, nil, nil, nil, true, 0.1, 1e-5)
+		},
+		"BatchNormAddReLU": func(x, r *autograd.Tensor) *autograd.Tensor {
+			return autograd.BatchNormAddReLU(x, r, nil, nil, nil, nil, true, 0.1, 1e-5)
+		},
+		"Conv2d": func(x, _ *autograd.Tensor) *autograd.Tensor { return autograd.Conv2d(x, w, nil, 1, 1, 1) },
+	}
+	x0, r0 := autograd.RandN(rng, shape...), autograd.RandN(rng, shape...)
+	dy := autograd.RandN(rng, shape...)
+	pre := autograd.RandN(rng, shape...)
+	for name, op := range ops {
+		// grads returns the gradients of x0 and r0 (through op results
+		// x = 2·x0 and r = 3·r0) of Σ dy·op(x, r), plus Σ pre·(x + r)
+		// recorded after op when other is set.
+		grads := func(other bool) (gx, gr []float32) {
+			xl, rl := x0.Clone().RequireGrad(), r0.Clone().RequireGrad()
+			x, r := autograd.Scale(xl, 2), autograd.Scale(rl, 3)
+			loss := autograd.Sum(autograd.Mul(op(x, r), dy))
+			if other {
+				loss = autograd.Add(loss, autograd.Sum(autograd.Mul(autograd.Add(x, r), pre)))
+			}
+			loss.Backward()
+			if rl.Grad == nil {
+				rl.Grad = make([]float32, len(rl.Data))
+			}
+			return xl.Grad, rl.Grad
+		}
+		gx, gr := grads(false)
+		bx, br := grads(true)
+		for i, p := range pre.Data {
+			if d := bx[i] - (gx[i] + 2*p); math.Abs(float64(d)) > 1e-4 {
+				t.Fatalf("%s: grad x[%d] = %v with another consumer, want %v + %v", name, i, bx[i], gx[i], 2*p)
+			}
+			if d := br[i] - (gr[i] + 3*p); math.Abs(float64(d)) > 1e-4 {
+				t.Fatalf("%s: grad residual[%d] = %v with another consumer, want %v + %v", name, i, br[i], gr[i], 3*p)
+			}
+		}
+	}
+}
+
+// BenchmarkBatchNormAddReLU compares the fused BatchNormAddReLU with
+// BatchNorm2d, Add and ReLU as separate ops, forward and backward at
+// (128, 16, 32, 32), the end of a ResNet-20 block.
+func BenchmarkBatchNormAddReLU(b *testing.B) {
+	rng := newRNG(60)
+	shape := []int{128, 16, 32, 32}
+	x0, r0 := param(rng, shape...), param(rng, shape...)
+	gamma, beta := param(rng, 16), param(rng, 16)
+	rm, rv := autograd.New(16), autograd.Full(1, 16)
+	dy := autograd.RandN(rng, shape...).Data
+	for _, fused := range []bool{false, true} {
+		name := "unfused"
+		if fused {
+			name = "fused"
+		}
+		b.Run(name, func(b *testing.B) {
+			arena := autograd.NewArena()
+			b.ReportAllocs()
+			b.SetBytes(int64(4 * x0.Numel()))
+			for b.Loop() {
+				arena.Reset()
+				x0.ZeroGrad()
+				r0.ZeroGrad()
+				arena.Use(func() {
+					// Op results, as in a network, so that their
+					// gradients come from the arena.
+					x, r := autograd.Reshape(x0, shape...), autograd.Reshape(r0, shape...)
+					var y *autograd.Tensor
+					if fused {
+						y = autograd.BatchNormAddReLU(x, r, gamma, beta, rm, rv, true, 0.1, 1e-5)
+					} else {
+						y = autograd.ReLU(autograd.Add(autograd.BatchNorm2d(x, gamma, beta, rm, rv, true, 0.1, 1e-5), r))
+					}
+					y.BackwardWith(dy)
+				})
+			}
+		})
+	}
+}

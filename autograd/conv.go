@@ -187,13 +187,11 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 	var gd *convGeom   // geometry of the input-gradient convolution
 	overwrite := false // whether the stride-1 input gradient may be stored, not added
 	if needX {
-		if x.Grad == nil && strideOne {
-			overwrite = true
-			if x.node != nil {
-				x.Grad = alloc(len(x.Data), false)
-			}
+		if strideOne {
+			gx, overwrite = x.gradTarget()
+		} else {
+			gx = x.grad()
 		}
-		gx = x.grad()
 		if strideOne {
 			gd = &convGeom{
 				c: cout, h: g.ho, w: g.wo, kh: g.kh, kw: g.kw, sh: 1, sw: 1,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/proxgen/proxgen/autograd/internal/vec"
 	"github.com/proxgen/proxgen/autograd/parallel"
 )
 
@@ -253,21 +254,12 @@ func AddScalar(x *Tensor, s float32) *Tensor {
 func ReLU(x *Tensor) *Tensor {
 	out := empty(x.shape...)
 	forEach(len(out.Data), func(lo, hi int) {
-		o := out.Data[lo:hi]
-		for i, v := range x.Data[lo:hi] {
-			o[i] = max(v, 0)
-		}
+		vec.ReLUForward(out.Data[lo:hi], x.Data[lo:hi])
 	})
 	return record("ReLU", out, func(g []float32) {
-		gx := x.grad()
+		gx, store := x.gradTarget()
 		forEach(len(g), func(lo, hi int) {
-			o, d := out.Data[lo:hi], gx[lo:hi]
-			for i, v := range g[lo:hi] {
-				if o[i] <= 0 {
-					v = 0 // a conditional move, not a branch: signs are random
-				}
-				d[i] += v
-			}
+			vec.MaskedGrad(gx[lo:hi], g[lo:hi], out.Data[lo:hi], store)
 		})
 	}, x)
 }

@@ -175,6 +175,23 @@ func (t *Tensor) grad() []float32 {
 	return t.Grad
 }
 
+// gradTarget returns the buffer an op's backward pass puts the gradient for
+// t into, and whether the op may store into it instead of adding. That is
+// the case when t has no gradient yet: the buffer is new (for op results an
+// arena buffer with unspecified contents), so the op must then write every
+// element.
+func (t *Tensor) gradTarget() (g []float32, store bool) {
+	if t.Grad != nil {
+		return t.Grad, false
+	}
+	if t.node == nil {
+		t.Grad = make([]float32, len(t.Data))
+	} else {
+		t.Grad = alloc(len(t.Data), false)
+	}
+	return t.Grad, true
+}
+
 // numel returns the product of shape, panicking on negative sizes.
 func numel(op string, shape []int) int {
 	n := 1

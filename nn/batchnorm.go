@@ -46,6 +46,24 @@ func (b *BatchNorm2d) Forward(x *autograd.Tensor) *autograd.Tensor {
 	return autograd.BatchNorm2d(x, b.Weight, b.Bias, b.RunningMean, b.RunningVar, b.training, b.Momentum, b.Eps)
 }
 
+// ForwardReLU returns ReLU(b.Forward(x)) computed by the fused
+// autograd.BatchNormReLU op.
+func (b *BatchNorm2d) ForwardReLU(x *autograd.Tensor) *autograd.Tensor {
+	if b.training {
+		b.NumBatchesTracked.Data[0]++
+	}
+	return autograd.BatchNormReLU(x, b.Weight, b.Bias, b.RunningMean, b.RunningVar, b.training, b.Momentum, b.Eps)
+}
+
+// ForwardAddReLU returns ReLU(b.Forward(x) + residual), the end of a
+// residual block, computed by the fused autograd.BatchNormAddReLU op.
+func (b *BatchNorm2d) ForwardAddReLU(x, residual *autograd.Tensor) *autograd.Tensor {
+	if b.training {
+		b.NumBatchesTracked.Data[0]++
+	}
+	return autograd.BatchNormAddReLU(x, residual, b.Weight, b.Bias, b.RunningMean, b.RunningVar, b.training, b.Momentum, b.Eps)
+}
+
 // BatchesTracked returns the number of training batches seen.
 func (b *BatchNorm2d) BatchesTracked() int64 { return int64(b.NumBatchesTracked.Data[0]) }
 

@@ -18,10 +18,18 @@ func NewSequential(layers ...Module) *Sequential {
 }
 
 // Forward feeds x through every layer in turn; an empty Sequential
-// returns x, like PyTorch's.
+// returns x, like PyTorch's. A BatchNorm2d directly followed by a ReLU runs
+// as one fused op (BatchNorm2d.ForwardReLU), with the same result.
 func (s *Sequential) Forward(x *autograd.Tensor) *autograd.Tensor {
-	for _, l := range s.Layers {
-		x = l.Forward(x)
+	for i := 0; i < len(s.Layers); i++ {
+		if bn, ok := s.Layers[i].(*BatchNorm2d); ok && i+1 < len(s.Layers) {
+			if _, ok := s.Layers[i+1].(ReLU); ok {
+				x = bn.ForwardReLU(x)
+				i++
+				continue
+			}
+		}
+		x = s.Layers[i].Forward(x)
 	}
 	return x
 }

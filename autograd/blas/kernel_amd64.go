@@ -2,48 +2,14 @@
 
 package blas
 
+import "github.com/proxgen/proxgen/autograd/internal/cpu"
+
 //go:generate go run gen_kernels.go
-
-// cpuid executes CPUID with the given EAX and ECX inputs.
-func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
-
-// xgetbv returns XCR0, the register in which the operating system reports
-// which register states it saves on context switches. Call it only when
-// CPUID reports OSXSAVE.
-func xgetbv() (eax, edx uint32)
 
 // cpuFeatures reports whether the CPU and operating system support the
 // AVX2+FMA and AVX-512F kernels.
 func cpuFeatures() (avx2, avx512 bool) {
-	maxLeaf, _, _, _ := cpuid(0, 0)
-	if maxLeaf < 7 {
-		return false, false
-	}
-	_, _, ecx1, _ := cpuid(1, 0)
-	const (
-		fma     = 1 << 12
-		osxsave = 1 << 27
-		avx     = 1 << 28
-	)
-	if ecx1&(fma|osxsave|avx) != fma|osxsave|avx {
-		return false, false
-	}
-	xcr0, _ := xgetbv()
-	const (
-		sseAVXState = 1<<1 | 1<<2        // XMM and upper YMM halves
-		avx512State = 1<<5 | 1<<6 | 1<<7 // opmask, upper ZMM halves, ZMM16-31
-	)
-	if xcr0&sseAVXState != sseAVXState {
-		return false, false
-	}
-	_, ebx7, _, _ := cpuid(7, 0)
-	const (
-		avx2Bit    = 1 << 5
-		avx512FBit = 1 << 16
-	)
-	avx2 = ebx7&avx2Bit != 0
-	avx512 = avx2 && ebx7&avx512FBit != 0 && xcr0&avx512State == avx512State
-	return avx2, avx512
+	return cpu.X86.AVX2 && cpu.X86.FMA, cpu.X86.AVX512F
 }
 
 // archKernels returns the assembly kernels this CPU can run, best last.

@@ -71,13 +71,13 @@ func newBasicBlock(in, planes, stride int, kind ShortcutKind, rng *rand.Rand) *B
 
 // Forward computes the block's output for x of shape (N, in, H, W).
 func (b *BasicBlock) Forward(x *autograd.Tensor) *autograd.Tensor {
-	out := autograd.ReLU(b.BN1.Forward(b.Conv1.Forward(x)))
-	out = b.BN2.Forward(b.Conv2.Forward(out))
+	out := b.BN1.ForwardReLU(b.Conv1.Forward(x))
+	out = b.Conv2.Forward(out)
 	sc := x
 	if b.Shortcut != nil {
 		sc = b.Shortcut.Forward(x)
 	}
-	return autograd.ReLU(autograd.Add(out, sc))
+	return b.BN2.ForwardAddReLU(out, sc)
 }
 
 // Children returns conv1, bn1, conv2, bn2 and, for option B, shortcut.
@@ -205,7 +205,7 @@ func newResNet(cfg resnetConfig, numClasses int, rng *rand.Rand) *ResNet {
 
 // Forward maps images of shape (N, 3, H, W) to logits (N, classes).
 func (r *ResNet) Forward(x *autograd.Tensor) *autograd.Tensor {
-	out := autograd.ReLU(r.BN1.Forward(r.Conv1.Forward(x)))
+	out := r.BN1.ForwardReLU(r.Conv1.Forward(x))
 	for _, s := range r.Stages {
 		out = s.Forward(out)
 	}
