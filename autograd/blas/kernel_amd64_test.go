@@ -8,7 +8,6 @@ import (
 	"testing"
 )
 
-
 // TestPackAsmMatchesGo packs the same blocks with and without the AVX-512
 // packing routines and requires identical panels.
 func TestPackAsmMatchesGo(t *testing.T) {
