@@ -94,11 +94,21 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 // gemmFunc is the signature of blas.Sgemm and blas.SgemmSerial.
 type gemmFunc func(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
 
-// groupSize returns how many images share one GEMM when each has p output
-// positions: enough to give the GEMM about 512 columns, at most 8. It
-// depends only on p, so chunk boundaries never depend on the worker count.
+// groupSize returns how many images share one GEMM of a convolution when
+// each has p output positions: enough to give the GEMM about 512 columns,
+// so that packing the filters is paid for. It depends only on p, so chunk
+// boundaries never depend on the worker count; with fewer chunks than
+// workers the GEMM itself runs in parallel.
 func groupSize(p int) int {
-	return max(1, min((512+p-1)/p, 8))
+	return max(1, (512+p-1)/p)
+}
+
+// weightGroupSize returns how many images share one GEMM of a weight
+// gradient when each has p output positions: enough for a GEMM depth of
+// about 2048, so that the partial products, each as large as the filters,
+// are written and added up rarely.
+func weightGroupSize(p int) int {
+	return max(1, (2048+p-1)/p)
 }
 
 // convGroup computes out_i = aᵀᵀ·im2col(src_i) for the images i in [lo, hi)
@@ -179,10 +189,6 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 	xSize, ySize := g.c*hw, cout*p
 	needW, needX := w.requiresGrad, x.requiresGrad
 	strideOne := g.sh == 1 && g.sw == 1
-	gs := groupSize(p)
-	chunks := parallel.Chunks(n, gs)
-	gemm := gemmFor(chunks)
-
 	var gx, wf []float32
 	var gd *convGeom   // geometry of the input-gradient convolution
 	overwrite := false // whether the stride-1 input gradient may be stored, not added
@@ -204,13 +210,14 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 			flipFilters(g, cout, w.Data, wf)
 		}
 	}
-	var merge *orderedSum
-	var acc []float32 // Σ of the partial sums, in (Cout, kh, kw, Cin) order
 	if needW {
-		acc = partialScratch.get(cout * k)
+		ws := weightGroupSize(p)
+		chunks := parallel.Chunks(n, ws)
+		gemm := gemmFor(chunks)
+		acc := partialScratch.get(cout * k) // Σ of the partial sums, in (Cout, kh, kw, Cin) order
 		defer partialScratch.put(acc)
 		clear(acc)
-		merge = &orderedSum{
+		merge := &orderedSum{
 			pending: make([][]float32, chunks),
 			add: func(part []float32) {
 				for i, v := range part {
@@ -218,14 +225,17 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 				}
 			},
 		}
+		parallel.For(n, ws, func(lo, hi int) {
+			merge.done(lo/ws, weightGradGroup(gemm, g, cout, x.Data, gy, lo, hi))
+		})
+		addFilterGrad(g, cout, w.grad(), acc)
 	}
+	if !needX {
+		return
+	}
+	gs := groupSize(p)
+	gemm := gemmFor(parallel.Chunks(n, gs))
 	parallel.For(n, gs, func(lo, hi int) {
-		if needW {
-			merge.done(lo/gs, weightGradGroup(gemm, g, cout, x.Data, gy, lo, hi))
-		}
-		if !needX {
-			return
-		}
 		if strideOne {
 			convGroup(gemm, gd, g.c, wf, gy, ySize, gx, xSize, lo, hi, !overwrite)
 			return
@@ -237,9 +247,6 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 			col2im(g, dcol, gx[i*xSize:(i+1)*xSize])
 		}
 	})
-	if needW {
-		addFilterGrad(g, cout, w.grad(), acc)
-	}
 }
 
 // weightGradGroup returns, in a buffer from partialScratch, the weight
