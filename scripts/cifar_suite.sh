@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# The CIFAR-10 experiment suite of docs/cifar-experiments.md, scaled down to
+# fit a 2-core machine: the paper's sparse-training comparison (Figs. 1-2)
+# and its binary ResNet-20 table (Table 3).
+#
+# Every run is an ordinary `cmd/cifar` run; each writes its own folder under
+# $RUNS (metrics.jsonl, summary.json, curves.svg, checkpoints). A run whose
+# summary.json exists is skipped, so an interrupted suite continues where it
+# stopped (and an interrupted run is resumed with -resume). At the end the
+# script prints the two result tables in Markdown (scripts/cifar_tables.py).
+#
+# Usage: scripts/cifar_suite.sh [sparse|binary|tables]...   (default: all)
+# Environment:
+#   DATA     CIFAR-10 folder (default: ../shared/data/cifar10/prepare's output,
+#            built on first use)
+#   RUNS     folder for the run folders (default runs/suite)
+#   THREADS  worker threads per run (default 1; results do not depend on it)
+#   WIDTH    channel-width multiplier of ResNet-20 (default 0.5)
+#   TRAIN    training images (default 10000, the first of the training set)
+#   TEST     test images (default 5000, the first of the test set)
+#   EPOCHS   epochs of each sparse and each quantized run (default 10)
+#   PRE      epochs of the full-precision pre-training (default 15)
+#   SEED     seed of every run (default 1)
+#   LAMBDA_L1, LAMBDA_L23, LAMBDA_L12, LAMBDA_L0, LAMBDA_L0HC
+#            -lambda of each regularizer (defaults 20, 4, 1.5, 0.1, 0.1;
+#            divided by TRAIN per step, see docs/cifar-experiments.md)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+RUNS=${RUNS:-runs/suite}
+THREADS=${THREADS:-1}
+WIDTH=${WIDTH:-0.5}
+TRAIN=${TRAIN:-10000}
+TEST=${TEST:-5000}
+EPOCHS=${EPOCHS:-10}
+PRE=${PRE:-15}
+SEED=${SEED:-1}
+LAMBDA_L1=${LAMBDA_L1:-20}
+LAMBDA_L23=${LAMBDA_L23:-4}
+LAMBDA_L12=${LAMBDA_L12:-1.5}
+LAMBDA_L0=${LAMBDA_L0:-0.1}
+LAMBDA_L0HC=${LAMBDA_L0HC:-0.1}
+if [ -z "${DATA:-}" ]; then
+	DATA=$(../shared/data/cifar10/prepare /tmp/cifar10 | tail -1)
+fi
+
+parts=("$@")
+if [ ${#parts[@]} -eq 0 ]; then
+	parts=(sparse binary tables)
+fi
+
+mkdir -p "$RUNS"
+bin="$RUNS/cifar"
+go build -o "$bin" ./cmd/cifar
+
+# run NAME FLAGS...: one cmd/cifar run into $RUNS/NAME, skipped when done.
+run() {
+	local name=$1
+	shift
+	local dir="$RUNS/$name"
+	if [ -f "$dir/summary.json" ]; then
+		echo "== $name: done"
+		return
+	fi
+	local common=(-data "$DATA" -out "$dir" -threads "$THREADS" -progress none -json)
+	if [ -f "$dir/train_state.safetensors" ]; then
+		echo "== $name: resuming"
+		"$bin" "${common[@]}" -resume >"$dir.log.resumed" 2>&1
+		return
+	fi
+	echo "== $name: $*"
+	local t0=$SECONDS
+	"$bin" "${common[@]}" -model resnet20 -width "$WIDTH" -seed "$SEED" \
+		-train-subset "$TRAIN" -test-subset "$TEST" "$@" >"$dir.log" 2>&1
+	echo "   $((SECONDS - t0)) s: $(tail -1 "$dir.log" | cut -c1-160)"
+}
+
+sparse() {
+	local e=(-epochs "$EPOCHS")
+	run adam "${e[@]}" -optimizer adam
+	run proxgen-l1 "${e[@]}" -optimizer proxgen -reg l1 -lambda "$LAMBDA_L1"
+	run subgrad-l1 "${e[@]}" -optimizer subgrad -reg l1 -lambda "$LAMBDA_L1"
+	run proxsgd-l1 "${e[@]}" -optimizer proxsgd -reg l1 -lambda "$LAMBDA_L1"
+	run proxgen-l23 "${e[@]}" -optimizer proxgen -reg l23 -lambda "$LAMBDA_L23"
+	run subgrad-l23 "${e[@]}" -optimizer subgrad -reg l23 -lambda "$LAMBDA_L23"
+	run proxgen-l12 "${e[@]}" -optimizer proxgen -reg l12 -lambda "$LAMBDA_L12"
+	run subgrad-l12 "${e[@]}" -optimizer subgrad -reg l12 -lambda "$LAMBDA_L12"
+	run proxgen-l0 "${e[@]}" -optimizer proxgen -reg l0 -lambda "$LAMBDA_L0"
+	run l0hc "${e[@]}" -optimizer l0hc -lambda "$LAMBDA_L0HC"
+}
+
+binary() {
+	# Full-precision pre-training as in the ProxQuant reference (SGD, momentum
+	# 0.9, wd 1e-4, lr 0.1 divided by 10 at 1/2 and 5/6 of the run), option-B
+	# shortcuts so that, as there, the 1x1 shortcut convolutions stay full
+	# precision.
+	run binary-pretrain -epochs "$PRE" -shortcut B -optimizer sgd -wd 1e-4
+	local pre=(-shortcut B -epochs "$EPOCHS" -weights "$RUNS/binary-pretrain/model.safetensors")
+	run binary-bc "${pre[@]}" -optimizer bc
+	run binary-proxquant "${pre[@]}" -optimizer proxquant -reg binw:1
+	run binary-proxgen-binw1 "${pre[@]}" -optimizer proxgen -reg binw:1
+	run binary-proxgen-binw23 "${pre[@]}" -optimizer proxgen -reg binw:2/3
+	run binary-proxgen-binw12 "${pre[@]}" -optimizer proxgen -reg binw:1/2
+}
+
+for p in "${parts[@]}"; do
+	case $p in
+	sparse) sparse ;;
+	binary) binary ;;
+	tables) /usr/bin/env python3 scripts/cifar_tables.py "$RUNS" ;;
+	*)
+		echo "cifar_suite.sh: unknown part $p (want sparse, binary or tables)" >&2
+		exit 2
+		;;
+	esac
+done
