@@ -225,10 +225,19 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 				}
 			},
 		}
+		wide := wideWeightGrad(g, cout)
 		parallel.For(n, ws, func(lo, hi int) {
+			if wide {
+				merge.done(lo/ws, weightGradWide(gemm, g, cout, x.Data, gy, lo, hi))
+				return
+			}
 			merge.done(lo/ws, weightGradGroup(gemm, g, cout, x.Data, gy, lo, hi))
 		})
-		addFilterGrad(g, cout, w.grad(), acc)
+		if wide {
+			addTo(w.grad(), acc)
+		} else {
+			addFilterGrad(g, cout, w.grad(), acc)
+		}
 	}
 	if !needX {
 		return
@@ -286,6 +295,52 @@ func weightGradGroup(gemm gemmFunc, g *convGeom, cout int, x, gy []float32, lo, 
 	}
 	part := partialScratch.get(cout * k)
 	gemm(false, false, cout, k, kk, 1, a, kk, colT, k, 0, part, k)
+	return part
+}
+
+// wideWeightGrad reports whether the weight gradient of a convolution with
+// geometry g and cout filters is computed by weightGradWide: for stride 1
+// and fewer than 32 filters. Measured on ResNet-20's layers, the dot
+// products of weightGradWide run the 16-filter GEMM 1.6 times as fast as
+// weightGradGroup's and its contiguous im2col copies are cheaper than the
+// transposed layout; from 32 filters on, the GEMMs are equally fast and
+// the extra columns of the wide grid make weightGradWide the slower.
+func wideWeightGrad(g *convGeom, cout int) bool {
+	return g.wide() && !g.direct() && cout < 32
+}
+
+// weightGradWide returns, in a buffer from partialScratch, the weight
+// gradient Σ dY_i·col_iᵀ over the images i in [lo, hi) in the (Cout, Cin,
+// kh, kw) layout of the weights, where col_i is the wide im2col matrix of
+// image i (see im2colWide) and dY_i is laid out on the same wide grid with
+// zeros in the extra columns. The product C = A·Bᵀ of two matrices with
+// contiguous rows needs no transposition.
+func weightGradWide(gemm gemmFunc, g *convGeom, cout int, x, gy []float32, lo, hi int) []float32 {
+	k, p, cnt := g.rows, g.cols, hi-lo
+	xSize, ySize := g.c*g.h*g.w, cout*p
+	pitch := g.widePitch()
+	pp := g.ho * pitch
+	kk := cnt * pp // GEMM depth: the wide output grids of all images
+	a := colScratch.get(cout * kk)
+	defer colScratch.put(a)
+	col := colScratch.get(k * kk)
+	defer colScratch.put(col)
+	pad := colScratch.get(g.padSize())
+	defer colScratch.put(pad)
+	for j := 0; j < cnt; j++ {
+		for o := 0; o < cout; o++ {
+			src := gy[(lo+j)*ySize+o*p : (lo+j)*ySize+(o+1)*p]
+			dst := a[o*kk+j*pp : o*kk+(j+1)*pp]
+			for oh := 0; oh < g.ho; oh++ {
+				row := dst[oh*pitch : (oh+1)*pitch]
+				copy(row, src[oh*g.wo:(oh+1)*g.wo])
+				clear(row[g.wo:])
+			}
+		}
+		im2colWide(g, x[(lo+j)*xSize:(lo+j+1)*xSize], pad, col[j*pp:], kk)
+	}
+	part := partialScratch.get(cout * k)
+	gemm(false, true, cout, k, kk, 1, a, kk, col, kk, 0, part, k)
 	return part
 }
 
