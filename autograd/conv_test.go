@@ -182,6 +182,9 @@ func TestConv2dMatchesDirect(t *testing.T) {
 		{2, 3, 2, 25, 23, 1, 1, convCfg(1, 1, 0, 0, 1, 1)},
 		{3, 2, 2, 48, 40, 3, 3, convCfg(2, 2, 1, 1, 1, 1)},
 		{2, 2, 3, 26, 24, 3, 2, convCfg(1, 1, 2, 0, 2, 1)},
+		// 32 filters and more: the weight gradient in the transposed layout.
+		{2, 3, 33, 10, 9, 3, 3, convCfg(1, 1, 1, 1, 1, 1)},
+		{3, 2, 40, 7, 8, 3, 2, convCfg(1, 1, 2, 0, 2, 1)},
 	}
 	for trial := 0; trial < 40+len(large); trial++ {
 		kh, kw := 1+rng.IntN(4), 1+rng.IntN(4)
