@@ -38,3 +38,9 @@ func proxL0AVX2(dst, z, eta *float32, n int, l2 float32, mask *uint8)
 
 //go:noescape
 func proxL12AVX2(dst, z, eta *float32, n int, l2 float32, mask *uint8, mid *float32)
+
+//go:noescape
+func adamAVX2(th, grad, m, v *float32, n int, c *float32)
+
+//go:noescape
+func adamEtaAVX2(th, grad, m, v, eta *float32, n int, c *float32)

@@ -362,3 +362,93 @@ l12done:
 	VZEROUPPER
 	RET
 
+// Adam update of 8 lanes, as adamEMA's Go loops compute it (the same
+// operations in the same order, no fused multiply-add): R11 points at the
+// scalars β, 1−β, ρ, 1−ρ, 1/sqrt(1−β^t), δ, lrm, decay, α, each repeated
+// 8 times (offsets 0, 32, ..., 256), and SI, DX, BX, DI at g, m, v, θ.
+// ADAM_D stores v and m and leaves m in Y3 and d = sqrt(v)·isbc + δ in Y2;
+// ADAM_ETA then leaves θ·decay − lrm·(m·(1/d)) in Y0 and α·(1/d) in Y4.
+#define ADAM_D \
+	VMOVUPS (SI), Y0; \
+	VMULPS  32(R11), Y0, Y1; \
+	VMULPS  Y0, Y1, Y1; \
+	VMOVUPS (BX), Y2; \
+	VMULPS  0(R11), Y2, Y2; \
+	VADDPS  Y1, Y2, Y2; \
+	VMOVUPS Y2, (BX); \
+	VMOVUPS (DX), Y3; \
+	VMULPS  64(R11), Y3, Y3; \
+	VMULPS  96(R11), Y0, Y4; \
+	VADDPS  Y4, Y3, Y3; \
+	VMOVUPS Y3, (DX); \
+	VSQRTPS Y2, Y2; \
+	VMULPS  128(R11), Y2, Y2; \
+	VADDPS  160(R11), Y2, Y2
+
+#define ADAM_ETA \
+	VDIVPS  Y2, Y13, Y4; \
+	VMULPS  Y4, Y3, Y5; \
+	VMULPS  192(R11), Y5, Y5; \
+	VMOVUPS (DI), Y0; \
+	VMULPS  224(R11), Y0, Y0; \
+	VSUBPS  Y5, Y0, Y0; \
+	VMULPS  256(R11), Y4, Y4
+
+// func adamAVX2(th, grad, m, v *float32, n int, c *float32)
+// θ ← θ·decay − lrm·(m/d) for n elements, n a multiple of 8.
+TEXT ·adamAVX2(SB), NOSPLIT, $0-48
+	MOVQ th+0(FP), DI
+	MOVQ grad+8(FP), SI
+	MOVQ m+16(FP), DX
+	MOVQ v+24(FP), BX
+	MOVQ n+32(FP), CX
+	MOVQ c+40(FP), R11
+	SHRQ $3, CX
+	JZ   adone
+aloop:
+	ADAM_D
+	VDIVPS  Y2, Y3, Y5           // m/d
+	VMULPS  192(R11), Y5, Y5     // lrm·(m/d)
+	VMOVUPS (DI), Y0
+	VMULPS  224(R11), Y0, Y0     // θ·decay
+	VSUBPS  Y5, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, BX
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  aloop
+adone:
+	VZEROUPPER
+	RET
+
+// func adamEtaAVX2(th, grad, m, v, eta *float32, n int, c *float32)
+// θ ← θ·decay − lrm·(m·(1/d)) and eta = α·(1/d) for n elements, n a
+// multiple of 8.
+TEXT ·adamEtaAVX2(SB), NOSPLIT, $0-56
+	MOVQ th+0(FP), DI
+	MOVQ grad+8(FP), SI
+	MOVQ m+16(FP), DX
+	MOVQ v+24(FP), BX
+	MOVQ eta+32(FP), R10
+	MOVQ n+40(FP), CX
+	MOVQ c+48(FP), R11
+	VMOVUPS cone<>(SB), Y13
+	SHRQ $3, CX
+	JZ   aedone
+aeloop:
+	ADAM_D
+	ADAM_ETA
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y4, (R10)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, BX
+	ADDQ $32, DI
+	ADDQ $32, R10
+	DECQ CX
+	JNZ  aeloop
+aedone:
+	VZEROUPPER
+	RET
