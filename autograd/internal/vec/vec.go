@@ -4,7 +4,9 @@
 //
 // Each kernel has an AVX2 implementation (vec_amd64.s) and a Go loop, and
 // both compute exactly the same values: the float32 arithmetic is the same
-// sequence of roundings (no fused multiply-add), and the float64 sums use
+// sequence of roundings (no fused multiply-add; the Go loops convert every
+// product explicitly, which keeps the compiler from fusing it with the
+// following addition, as it may with GOAMD64=v3), and the float64 sums use
 // eight lanes, lane j taking elements i ≡ j (mod 8) of each full block of
 // eight, combined in the fixed order of combine8, with the remaining
 // elements added one by one. Results therefore do not depend on the CPU.
@@ -45,7 +47,7 @@ func Stats(x []float32, k float64) (s1, s2 float64) {
 			for j, v := range x[i : i+lanes] {
 				d := float64(v) - k
 				a[j] += d
-				q[j] += d * d
+				q[j] += float64(d * d)
 			}
 		}
 		s1, s2 = combine8(&a), combine8(&q)
@@ -53,7 +55,7 @@ func Stats(x []float32, k float64) (s1, s2 float64) {
 	for _, v := range x[n:] {
 		d := float64(v) - k
 		s1 += d
-		s2 += d * d
+		s2 += float64(d * d)
 	}
 	return s1, s2
 }
@@ -81,7 +83,7 @@ func GradSums(g, y, x []float32, mean float64) (sdy, sdyx float64) {
 					d = 0
 				}
 				a[j] += float64(d)
-				b[j] += float64(d) * (float64(x[i+j]) - mean)
+				b[j] += float64(float64(d) * (float64(x[i+j]) - mean))
 			}
 		}
 		sdy, sdyx = combine8(&a), combine8(&b)
@@ -92,7 +94,7 @@ func GradSums(g, y, x []float32, mean float64) (sdy, sdyx float64) {
 			d = 0
 		}
 		sdy += float64(d)
-		sdyx += float64(d) * (float64(x[i]) - mean)
+		sdyx += float64(float64(d) * (float64(x[i]) - mean))
 	}
 	return sdy, sdyx
 }
@@ -128,7 +130,7 @@ func Affine(dst, x, r []float32, m, a, b float32, e Epilogue) {
 		n = 0
 	}
 	for i := n; i < len(dst); i++ {
-		v := (x[i]-m)*a + b
+		v := float32((x[i]-m)*a) + b
 		if e == AddReLU {
 			v += r[i]
 		}
@@ -167,7 +169,7 @@ func AffineGrad(dst, g, y, x []float32, m, k1, k2, k3 float32, store bool) {
 		if y != nil && !(y[i] > 0) {
 			d = 0
 		}
-		v := k1*d + k2*(x[i]-m) + k3
+		v := float32(k1*d) + float32(k2*(x[i]-m)) + k3
 		if !store {
 			v = dst[i] + v
 		}
