@@ -10,7 +10,9 @@ import (
 // step computes (up to float32 rounding: it multiplies by 1/sqrt(1−β^t)
 // and, when η is needed, by 1/d), in one pass over each chunk; on amd64
 // with AVX2 assembly kernels do the same arithmetic 8 lanes at a time (no
-// fused multiply-add, so the bits are those of the Go loops). The prox
+// fused multiply-add, so the bits are those of the Go loops, whose
+// products are converted to float32 explicitly so that no compiler fuses
+// them either). The prox
 // then runs as a second pass over the cached chunk: measured on this
 // project's CPUs, fusing the prox arithmetic into this loop as well was
 // slower in Go and no faster in the AVX2 kernel (an Adam+ℓ1/2 kernel took
@@ -65,20 +67,20 @@ func adamEMA(th, g, m, v, d []float32, h *stepScalars, ad Adam, t int, kind int)
 	switch kind {
 	case fusedNone:
 		for i, gi := range g {
-			vi := b*v[i] + omb*gi*gi
+			vi := float32(b*v[i]) + float32(float32(omb*gi)*gi)
 			v[i] = vi
-			mi := rho*m[i] + omr*gi
+			mi := float32(rho*m[i]) + float32(omr*gi)
 			m[i] = mi
-			th[i] = th[i]*decay - lrm*(mi/(float32(math.Sqrt(float64(vi)))*isbc+delta))
+			th[i] = float32(th[i]*decay) - float32(lrm*(mi/(float32(float32(math.Sqrt(float64(vi)))*isbc)+delta)))
 		}
 	case fusedEta:
 		for i, gi := range g {
-			vi := b*v[i] + omb*gi*gi
+			vi := float32(b*v[i]) + float32(float32(omb*gi)*gi)
 			v[i] = vi
-			mi := rho*m[i] + omr*gi
+			mi := float32(rho*m[i]) + float32(omr*gi)
 			m[i] = mi
-			inv := 1 / (float32(math.Sqrt(float64(vi)))*isbc + delta)
-			th[i] = th[i]*decay - lrm*(mi*inv)
+			inv := 1 / (float32(float32(math.Sqrt(float64(vi)))*isbc) + delta)
+			th[i] = float32(th[i]*decay) - float32(lrm*float32(mi*inv))
 			d[i] = lr * inv
 		}
 	default:

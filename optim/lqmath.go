@@ -36,7 +36,7 @@ func proxL1Slice(dst, z, eta []float32, lambda float32) {
 	for i := n8; i < len(dst); i++ {
 		zi := z[i]
 		t := math.Float32frombits(math.Float32bits(zi) &^ (1 << 31))
-		a := max(t-lambda*eta[i], 0)
+		a := max(t-float32(lambda*eta[i]), 0) // float32(): no fused multiply-add
 		dst[i] = math.Float32frombits(math.Float32bits(a) | math.Float32bits(zi)&(1<<31))
 	}
 }
@@ -110,9 +110,10 @@ func runMasked(dst, z, eta []float32, l2 float32, kernel func(dst, z, eta *float
 // is an analytic function of s = sqrt(c₂) on [0, sqrt(2/27)]. We evaluate
 // w(s) = s·g(s) with a degree-11 Chebyshev interpolant of g (built once at
 // start-up from the exact root; its error is below 5e-9, far under float32
-// resolution) or, for the common case of small s, its Taylor series. That
-// costs one sqrt, one division and a short polynomial instead of arccos,
-// cos and two fractional powers.
+// resolution) or, for the common case of small s, its Taylor series; the
+// float32 fast paths use a single degree-10 interpolant over the whole
+// range (l12Fast). That costs one sqrt, one division and a short
+// polynomial instead of arccos, cos and two fractional powers.
 
 const (
 	l12SMax  = 0.27216552697590868 // sqrt(2/27)
@@ -183,15 +184,19 @@ func l12W(s float64) float64 {
 	return s * (q0 + (q1+q2*y4)*y4)
 }
 
-// l12Mid is the float32 form of w(s)/s on [l12Small, sqrt(2/27)] used by
-// the float32 fast paths (Go loop and AVX2 kernel alike): entry 0 and 1
+// l12Fast is the float32 form of w(s)/s on all of [0, l12FastEnd] used by
+// the float32 fast paths (Go loop and AVX2 kernel alike): entries 0 and 1
 // map s to y = s·A + B in [−1, 1], entries 2.. are the monomial
-// coefficients in y from the highest degree down, each repeated 8 times
-// so the AVX2 kernel can use them as 32-byte operands. Evaluated in
-// float32 it keeps x = t(1 − w) within 1.3 ulp.
-var l12Mid = func() (m [8 * l12MidLen]float32) {
-	const n = l12MidLen - 2 // Chebyshev nodes: degree n−1
-	lo, hi := l12Small, l12SMax
+// coefficients c0..c10 of a degree-10 Chebyshev interpolant in y, each
+// repeated 8 times so the AVX2 kernel can use them as 32-byte operands.
+// In this variable the coefficients are positive and decreasing, so the
+// float32 evaluation (l12Fast32) loses little: with s from float32 sqrt and
+// division, x = t(1 − s·g) stays within 2.3e-7 of the float64 map. One
+// polynomial for the whole non-zero range keeps the kernel free of
+// data-dependent branches.
+var l12Fast = func() (m [8 * l12FastLen]float32) {
+	const n = l12FastLen - 2 // Chebyshev nodes: degree n−1
+	const lo, hi = 0, l12FastEnd
 	var f, a [n]float64
 	for k := 0; k < n; k++ {
 		y := math.Cos(math.Pi * (float64(k) + 0.5) / n)
@@ -215,13 +220,41 @@ var l12Mid = func() (m [8 * l12MidLen]float32) {
 	put(0, 2/(hi-lo))
 	put(1, -(hi+lo)/(hi-lo))
 	for j := 0; j < n; j++ {
-		put(2+j, c[n-1-j])
+		put(2+j, c[j])
 	}
 	return m
 }()
 
-// l12MidLen is the number of 8-wide entries of l12Mid.
-const l12MidLen = 13
+const (
+	l12FastLen = 13     // 8-wide entries of l12Fast
+	l12FastEnd = 0.2725 // l12Fast covers s up to here, beyond l12Cut
+	// l12Cut is where the float32 fast paths return 0: clearly past the
+	// threshold sqrt(2/27), so float32 rounding of s cannot flip a
+	// decision that is not a near-tie.
+	l12Cut = float32(l12SMax * (1 + 1e-6))
+)
+
+// l12Fast32 evaluates the polynomial of l12Fast at s by Estrin's scheme
+// (short dependency chains). Every product is converted to float32
+// explicitly so the compiler cannot fuse it into a multiply-add: the AVX2
+// kernel performs the same roundings in the same order.
+func l12Fast32(s float32) float32 {
+	m := &l12Fast
+	y := float32(s*m[0]) + m[8]
+	y2 := float32(y * y)
+	y4 := float32(y2 * y2)
+	y8 := float32(y4 * y4)
+	c := func(j int) float32 { return m[8*(2+j)] }
+	q0 := c(0) + float32(c(1)*y)
+	q1 := c(2) + float32(c(3)*y)
+	q2 := c(4) + float32(c(5)*y)
+	q3 := c(6) + float32(c(7)*y)
+	q4 := c(8) + float32(c(9)*y)
+	r0 := q0 + float32(q1*y2)
+	r1 := q2 + float32(q3*y2)
+	r2 := q4 + float32(c(10)*y2)
+	return (r0 + float32(r1*y4)) + float32(r2*y8)
+}
 
 // chebToMonomial converts Σ a_j T_j(y) to monomial coefficients in y.
 func chebToMonomial(a []float64) []float64 {
@@ -267,16 +300,15 @@ func proxL12f64(a, kappa float64) float64 {
 
 // proxL12Slice is the slice form of proxL12. Where 1e-12 < |z| < 1e12
 // and 1e-30 < κ < 1e30 it works in float32, where s = κ/(4|z|^1.5) can
-// neither overflow nor lose precision: s < 0.03 uses the series of w(s),
-// s above the threshold gives 0, and the rest the float32 interpolant
-// l12Mid, all within 1.3 ulp of the float64 map. Other elements take the
-// float64 path. On amd64 with AVX2 an assembly kernel computes the float32
-// lanes with the same operations in the same order, so results do not
-// depend on the CPU.
+// neither overflow nor lose precision: s above the threshold gives 0, any
+// other s the polynomial l12Fast32, within 2.3e-7 of the float64 map.
+// Other elements take the float64 path. On amd64 with AVX2 an assembly
+// kernel computes the float32 lanes with the same operations in the same
+// order, so results do not depend on the CPU.
 func proxL12Slice(dst, z, eta []float32, lam2 float64) {
 	start := 0
 	if haveAVX2 && lam2 > 1e-30 && lam2 < 1e30 {
-		kernel := func(d, z, e *float32, n int, l2 float32, m *uint8) { proxL12AVX2(d, z, e, n, l2, m, &l12Mid[0]) }
+		kernel := func(d, z, e *float32, n int, l2 float32, m *uint8) { proxL12AVX2(d, z, e, n, l2, m, &l12Fast[0]) }
 		start = runMasked(dst, z, eta, float32(lam2), kernel, func(i int) {
 			dst[i] = float32(proxL12f64(float64(z[i]), lam2*float64(eta[i])))
 		})
@@ -290,59 +322,23 @@ func proxL12Loop(dst, z, eta []float32, lam2 float64) {
 	eta = eta[:len(dst)]
 	l2 := float32(lam2)
 	fast := lam2 > 1e-30 && lam2 < 1e30
-	c := l12Poly
 	for i, zi := range z {
 		t32 := math.Float32frombits(math.Float32bits(zi) &^ (1 << 31))
 		if fast {
 			k32 := l2 * eta[i]
 			if t32 > 1e-12 && t32 < 1e12 && k32 > 1e-30 && k32 < 1e30 {
-				s := k32 / (4 * t32 * float32(math.Sqrt(float64(t32))))
-				if s < l12Small {
-					w := s * (1 + s*(0.5+s*(0.625+s*(1+s*(231.0/128)))))
-					x := t32 - t32*w
-					dst[i] = math.Float32frombits(math.Float32bits(x) | math.Float32bits(zi)&(1<<31))
-					continue
-				}
-				if s > l12SMax*(1+1e-6) { // clearly below the threshold
+				s := k32 / float32(float32(4*t32)*float32(math.Sqrt(float64(t32))))
+				if s > l12Cut { // clearly below the threshold
 					dst[i] = 0
 					continue
 				}
-				// Middle range: the float32 interpolant of w(s)/s.
-				m := &l12Mid
-				y := s*m[0] + m[8]
-				p := m[16]
-				for j := 3; j < l12MidLen; j++ {
-					p = p*y + m[8*j]
-				}
-				w := s * p
-				x := t32 - t32*w
+				w := float32(s * l12Fast32(s))
+				x := t32 - float32(t32*w)
 				dst[i] = math.Float32frombits(math.Float32bits(x) | math.Float32bits(zi)&(1<<31))
 				continue
 			}
 		}
-		a := float64(zi)
-		kappa := lam2 * float64(eta[i])
-		t := math.Abs(a)
-		t3 := t * t * t
-		k2 := kappa * kappa
-		if 27*k2 >= 32*t3 {
-			dst[i] = 0
-			continue
-		}
-		s := math.Sqrt(k2 / (16 * t3))
-		var w float64
-		if s < l12Small {
-			w = s * (1 + s*(0.5+s*(0.625+s*(1+s*(231.0/128)))))
-		} else {
-			y := s*(2/l12SMax) - 1
-			y2 := y * y
-			y4 := y2 * y2
-			q0 := (c[0] + c[1]*y) + (c[2]+c[3]*y)*y2
-			q1 := (c[4] + c[5]*y) + (c[6]+c[7]*y)*y2
-			q2 := (c[8] + c[9]*y) + (c[10]+c[11]*y)*y2
-			w = s * (q0 + (q1+q2*y4)*y4)
-		}
-		dst[i] = float32(math.Copysign(t*(1-w), a))
+		dst[i] = float32(proxL12f64(float64(zi), lam2*float64(eta[i])))
 	}
 }
 

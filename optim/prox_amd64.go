@@ -37,7 +37,7 @@ func proxL1AVX2(dst, z, eta *float32, n int, l float32)
 func proxL0AVX2(dst, z, eta *float32, n int, l2 float32, mask *uint8)
 
 //go:noescape
-func proxL12AVX2(dst, z, eta *float32, n int, l2 float32, mask *uint8, mid *float32)
+func proxL12AVX2(dst, z, eta *float32, n int, l2 float32, mask *uint8, poly *float32)
 
 //go:noescape
 func adamAVX2(th, grad, m, v *float32, n int, c *float32)

@@ -70,16 +70,6 @@ DATA cfour<>+24(SB)/4, $0x40800000
 DATA cfour<>+28(SB)/4, $0x40800000
 GLOBL cfour<>(SB), RODATA|NOPTR, $32
 
-DATA cc231<>+0(SB)/4, $0x3fe70000
-DATA cc231<>+4(SB)/4, $0x3fe70000
-DATA cc231<>+8(SB)/4, $0x3fe70000
-DATA cc231<>+12(SB)/4, $0x3fe70000
-DATA cc231<>+16(SB)/4, $0x3fe70000
-DATA cc231<>+20(SB)/4, $0x3fe70000
-DATA cc231<>+24(SB)/4, $0x3fe70000
-DATA cc231<>+28(SB)/4, $0x3fe70000
-GLOBL cc231<>(SB), RODATA|NOPTR, $32
-
 DATA cone<>+0(SB)/4, $0x3f800000
 DATA cone<>+4(SB)/4, $0x3f800000
 DATA cone<>+8(SB)/4, $0x3f800000
@@ -90,45 +80,15 @@ DATA cone<>+24(SB)/4, $0x3f800000
 DATA cone<>+28(SB)/4, $0x3f800000
 GLOBL cone<>(SB), RODATA|NOPTR, $32
 
-DATA cc0625<>+0(SB)/4, $0x3f200000
-DATA cc0625<>+4(SB)/4, $0x3f200000
-DATA cc0625<>+8(SB)/4, $0x3f200000
-DATA cc0625<>+12(SB)/4, $0x3f200000
-DATA cc0625<>+16(SB)/4, $0x3f200000
-DATA cc0625<>+20(SB)/4, $0x3f200000
-DATA cc0625<>+24(SB)/4, $0x3f200000
-DATA cc0625<>+28(SB)/4, $0x3f200000
-GLOBL cc0625<>(SB), RODATA|NOPTR, $32
-
-DATA chalf<>+0(SB)/4, $0x3f000000
-DATA chalf<>+4(SB)/4, $0x3f000000
-DATA chalf<>+8(SB)/4, $0x3f000000
-DATA chalf<>+12(SB)/4, $0x3f000000
-DATA chalf<>+16(SB)/4, $0x3f000000
-DATA chalf<>+20(SB)/4, $0x3f000000
-DATA chalf<>+24(SB)/4, $0x3f000000
-DATA chalf<>+28(SB)/4, $0x3f000000
-GLOBL chalf<>(SB), RODATA|NOPTR, $32
-
-DATA csmall<>+0(SB)/4, $0x3cf5c28f
-DATA csmall<>+4(SB)/4, $0x3cf5c28f
-DATA csmall<>+8(SB)/4, $0x3cf5c28f
-DATA csmall<>+12(SB)/4, $0x3cf5c28f
-DATA csmall<>+16(SB)/4, $0x3cf5c28f
-DATA csmall<>+20(SB)/4, $0x3cf5c28f
-DATA csmall<>+24(SB)/4, $0x3cf5c28f
-DATA csmall<>+28(SB)/4, $0x3cf5c28f
-GLOBL csmall<>(SB), RODATA|NOPTR, $32
-
-DATA czero<>+0(SB)/4, $0x3e8b5951
-DATA czero<>+4(SB)/4, $0x3e8b5951
-DATA czero<>+8(SB)/4, $0x3e8b5951
-DATA czero<>+12(SB)/4, $0x3e8b5951
-DATA czero<>+16(SB)/4, $0x3e8b5951
-DATA czero<>+20(SB)/4, $0x3e8b5951
-DATA czero<>+24(SB)/4, $0x3e8b5951
-DATA czero<>+28(SB)/4, $0x3e8b5951
-GLOBL czero<>(SB), RODATA|NOPTR, $32
+DATA ccut12<>+0(SB)/4, $0x3e8b5951
+DATA ccut12<>+4(SB)/4, $0x3e8b5951
+DATA ccut12<>+8(SB)/4, $0x3e8b5951
+DATA ccut12<>+12(SB)/4, $0x3e8b5951
+DATA ccut12<>+16(SB)/4, $0x3e8b5951
+DATA ccut12<>+20(SB)/4, $0x3e8b5951
+DATA ccut12<>+24(SB)/4, $0x3e8b5951
+DATA ccut12<>+28(SB)/4, $0x3e8b5951
+GLOBL ccut12<>(SB), RODATA|NOPTR, $32
 
 DATA clo18<>+0(SB)/4, $0x219392ef
 DATA clo18<>+4(SB)/4, $0x219392ef
@@ -260,11 +220,42 @@ l0done:
 	VZEROUPPER
 	RET
 
-// func proxL12AVX2(dst, z, eta *float32, n int, l2 float32, mask *uint8, mid *float32)
+// L12POLY leaves p(s) = l12Fast32(s) in Y5 for s in Y4, with R9 pointing
+// at l12Fast (A, B, c0..c10 at offsets 0, 32, 64, ..., 384): Estrin's
+// scheme, the roundings of the Go function in the same order. It uses
+// Y5, Y6, Y7, Y9, Y10, Y11, Y12.
+#define L12POLY \
+	VMULPS  0(R9), Y4, Y9; \
+	VADDPS  32(R9), Y9, Y9; \
+	VMULPS  Y9, Y9, Y10; \
+	VMULPS  Y10, Y10, Y11; \
+	VMULPS  Y11, Y11, Y12; \
+	VMULPS  96(R9), Y9, Y5; \
+	VADDPS  64(R9), Y5, Y5; \
+	VMULPS  160(R9), Y9, Y6; \
+	VADDPS  128(R9), Y6, Y6; \
+	VMULPS  Y10, Y6, Y6; \
+	VADDPS  Y6, Y5, Y5; \
+	VMULPS  224(R9), Y9, Y6; \
+	VADDPS  192(R9), Y6, Y6; \
+	VMULPS  288(R9), Y9, Y7; \
+	VADDPS  256(R9), Y7, Y7; \
+	VMULPS  Y10, Y7, Y7; \
+	VADDPS  Y7, Y6, Y6; \
+	VMULPS  Y11, Y6, Y6; \
+	VADDPS  Y6, Y5, Y5; \
+	VMULPS  352(R9), Y9, Y6; \
+	VADDPS  320(R9), Y6, Y6; \
+	VMULPS  384(R9), Y10, Y7; \
+	VADDPS  Y7, Y6, Y6; \
+	VMULPS  Y12, Y6, Y6; \
+	VADDPS  Y6, Y5, Y5
+
+// func proxL12AVX2(dst, z, eta *float32, n int, l2 float32, mask *uint8, poly *float32)
 // The float32 fast path of proxL12Loop: for guarded lanes
-// s = k/((4t)·sqrt(t)) with k = l2·eta, t = |z|; s < 0.03 takes the series
-// of w(s), s above the threshold gives 0, the rest the interpolant in mid
-// (the layout of l12Mid); the result is t − t·w with the sign of z.
+// s = k/((4t)·sqrt(t)) with k = l2·eta, t = |z|; s above the threshold
+// gives 0, any other s x = t − t·(s·p(s)) with the sign of z, where p is
+// l12Fast32 (poly has the layout of l12Fast). No branch depends on data.
 TEXT ·proxL12AVX2(SB), NOSPLIT, $0-56
 	MOVQ dst+0(FP), DI
 	MOVQ z+8(FP), SI
@@ -272,7 +263,7 @@ TEXT ·proxL12AVX2(SB), NOSPLIT, $0-56
 	MOVQ n+24(FP), CX
 	VBROADCASTSS l2+32(FP), Y14
 	MOVQ mask+40(FP), R8
-	MOVQ mid+48(FP), R9
+	MOVQ poly+48(FP), R9
 	VMOVUPS cabs<>(SB), Y15
 	SHRQ $3, CX
 	JZ   l12done
@@ -291,57 +282,9 @@ l12loop:
 	VMULPS  cfour<>(SB), Y1, Y5  // 4t
 	VMULPS  Y4, Y5, Y5           // (4t)·sqrt(t)
 	VDIVPS  Y5, Y2, Y4           // s
-	VCMPPS  $0x11, csmall<>(SB), Y4, Y7   // s < 0.03
-	VCMPPS  $0x1e, czero<>(SB), Y4, Y8    // s above the threshold
-	// Each of the two approximations is computed only when some lane
-	// needs it (typical data needs one of them for all lanes); lanes that
-	// need neither are zeroed or not stored, so leftover values there do
-	// not matter.
-	VMOVMSKPS Y7, AX
-	TESTL   AX, AX
-	JZ      l12noseries
-	// Series w = s(1 + s(0.5 + s(0.625 + s(1 + s·231/128)))).
-	VMULPS  cc231<>(SB), Y4, Y5
-	VADDPS  cone<>(SB), Y5, Y5
-	VMULPS  Y4, Y5, Y5
-	VADDPS  cc0625<>(SB), Y5, Y5
-	VMULPS  Y4, Y5, Y5
-	VADDPS  chalf<>(SB), Y5, Y5
-	VMULPS  Y4, Y5, Y5
-	VADDPS  cone<>(SB), Y5, Y5
-	VMULPS  Y4, Y5, Y5
-l12noseries:
-	VORPS   Y8, Y7, Y9
-	VMOVMSKPS Y9, AX
-	CMPL    AX, $0xff
-	JEQ     l12nomid
-	// Interpolant: y = s·A + B, Horner from the highest coefficient.
-	VMULPS  0(R9), Y4, Y9
-	VADDPS  32(R9), Y9, Y9
-	VMOVUPS 64(R9), Y10
-	VMULPS  Y9, Y10, Y10
-	VADDPS  96(R9), Y10, Y10
-	VMULPS  Y9, Y10, Y10
-	VADDPS  128(R9), Y10, Y10
-	VMULPS  Y9, Y10, Y10
-	VADDPS  160(R9), Y10, Y10
-	VMULPS  Y9, Y10, Y10
-	VADDPS  192(R9), Y10, Y10
-	VMULPS  Y9, Y10, Y10
-	VADDPS  224(R9), Y10, Y10
-	VMULPS  Y9, Y10, Y10
-	VADDPS  256(R9), Y10, Y10
-	VMULPS  Y9, Y10, Y10
-	VADDPS  288(R9), Y10, Y10
-	VMULPS  Y9, Y10, Y10
-	VADDPS  320(R9), Y10, Y10
-	VMULPS  Y9, Y10, Y10
-	VADDPS  352(R9), Y10, Y10
-	VMULPS  Y9, Y10, Y10
-	VADDPS  384(R9), Y10, Y10
-	VMULPS  Y4, Y10, Y10
-	VBLENDVPS Y7, Y5, Y10, Y5    // w: series where s < 0.03, else interpolant
-l12nomid:
+	VCMPPS  $0x1e, ccut12<>(SB), Y4, Y8   // s above the threshold
+	L12POLY
+	VMULPS  Y4, Y5, Y5           // w = s·p
 	VMULPS  Y5, Y1, Y6           // t·w
 	VSUBPS  Y6, Y1, Y6           // t − t·w
 	VANDNPS Y0, Y15, Y7          // sign bits of z

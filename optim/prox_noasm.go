@@ -11,7 +11,7 @@ func proxL0AVX2(dst, z, eta *float32, n int, l2 float32, mask *uint8) {
 	panic("optim: no AVX2 kernels")
 }
 
-func proxL12AVX2(dst, z, eta *float32, n int, l2 float32, mask *uint8, mid *float32) {
+func proxL12AVX2(dst, z, eta *float32, n int, l2 float32, mask *uint8, poly *float32) {
 	panic("optim: no AVX2 kernels")
 }
 
