@@ -365,11 +365,18 @@ func benchConv(b *testing.B, n, c, hw int) {
 	w := autograd.RandN(rng, c, c, 3, 3).RequireGrad()
 	seed := autograd.RandN(rng, n, c, hw, hw).Data
 	flops := 3 * 2 * float64(n) * float64(c*hw*hw) * float64(c*9) // forward, dX, dW
+	// As many workers as -cpu asks for (the pool otherwise keeps the
+	// GOMAXPROCS of the start), and the steady state of a training loop:
+	// op buffers come from an arena.
+	defer parallel.SetWorkers(parallel.SetWorkers(0))
+	arena := autograd.NewArena()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		out := autograd.Conv2d(x, w, nil, 1, 1, 1)
-		out.BackwardWith(seed)
+		arena.Reset()
+		arena.Use(func() {
+			autograd.Conv2d(x, w, nil, 1, 1, 1).BackwardWith(seed)
+		})
 	}
 	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
