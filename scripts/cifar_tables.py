@@ -55,27 +55,27 @@ def main():
     runs = sys.argv[1]
 
     print("Sparse training (final epoch; sparsity over conv and linear weights)\n")
-    print("| method | reg | λ | test acc % | best % | exact zeros % | abs(w) < 1e-3 % | abs(w) < 1e-2 % | train s |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| method | reg | λ | test acc % | best % | exact zeros % | abs(w) < 1e-3 % | abs(w) < 1e-2 % |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
     for name, method, reg in SPARSE:
         s, ep = load(runs, name)
         if s is None:
-            print("| %s | %s | | not run | | | | | |" % (method, reg))
+            print("| %s | %s | | not run | | | | |" % (method, reg))
             continue
         lam = s["config"]["lambda"] if reg != "-" else 0
-        print("| %s | %s | %g | %s | %s | %s | %s | %s | %.0f |" % (
+        print("| %s | %s | %g | %s | %s | %s | %s | %s |" % (
             method, reg, lam, pct(s["test_acc"]), pct(s["best_test_acc"]),
             pct(s["zero_ratio"]), pct(s["small_ratio"]),
-            pct(s["below_1e2_ratio"]), sum(e["seconds"] for e in ep)))
+            pct(s["below_1e2_ratio"])))
 
     print("\nBinary ResNet-20 (test accuracy after the last epoch; quantized "
           "runs are hard-quantized, so every binarised weight is ±1)\n")
-    print("| method | test acc % | test error % | real weights, epoch before hard quantization: test acc % | ... weights at ±1 % | train s |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| method | test acc % | test error % | epoch before hard quantization: test acc % | ... weights at ±1 % |")
+    print("|---|---:|---:|---:|---:|")
     for name, method in BINARY:
         s, ep = load(runs, name)
         if s is None:
-            print("| %s | not run | | | | |" % method)
+            print("| %s | not run | | | |" % method)
             continue
         hq = s["config"].get("hard_quant_epoch", 0)
         before, before_pm1 = "-", "-"
@@ -84,9 +84,9 @@ def main():
             before = pct(ep[hq - 2]["test_acc"])
             if "binary_ratio" in ep[hq - 2]:
                 before_pm1 = pct(ep[hq - 2]["binary_ratio"])
-        print("| %s | %s | %s | %s | %s | %.0f |" % (
+        print("| %s | %s | %s | %s | %s |" % (
             method, pct(s["test_acc"]), pct(1 - s["test_acc"]), before,
-            before_pm1, sum(e["seconds"] for e in ep)))
+            before_pm1))
 
 
 if __name__ == "__main__":
