@@ -130,25 +130,6 @@ DATA chi35<>+24(SB)/4, $0x799a130c
 DATA chi35<>+28(SB)/4, $0x799a130c
 GLOBL chi35<>(SB), RODATA|NOPTR, $32
 
-// func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
-TEXT ·cpuid(SB), NOSPLIT, $0-24
-	MOVL eaxArg+0(FP), AX
-	MOVL ecxArg+4(FP), CX
-	CPUID
-	MOVL AX, eax+8(FP)
-	MOVL BX, ebx+12(FP)
-	MOVL CX, ecx+16(FP)
-	MOVL DX, edx+20(FP)
-	RET
-
-// func xgetbv() (eax, edx uint32)
-TEXT ·xgetbv(SB), NOSPLIT, $0-8
-	MOVL $0, CX
-	XGETBV
-	MOVL AX, eax+0(FP)
-	MOVL DX, edx+4(FP)
-	RET
-
 // func proxL1AVX2(dst, z, eta *float32, n int, l float32)
 // dst[i] = copysign(max(|z[i]| − l·eta[i], 0), z[i]) for n a multiple of 8.
 TEXT ·proxL1AVX2(SB), NOSPLIT, $0-36

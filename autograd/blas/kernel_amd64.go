@@ -2,7 +2,7 @@
 
 package blas
 
-import "github.com/proxgen/proxgen/autograd/internal/cpu"
+import "github.com/proxgen/proxgen/autograd/cpu"
 
 //go:generate go run gen_kernels.go
 

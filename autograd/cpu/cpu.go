@@ -1,6 +1,6 @@
 // Package cpu reports which x86 vector instruction sets the CPU and the
 // operating system support, read with CPUID and XGETBV at start-up, so that
-// the assembly kernels of autograd can pick their implementation.
+// the assembly kernels of autograd and optim can pick their implementation.
 package cpu
 
 // X86 holds the features found at start-up; all are false on other
