@@ -84,7 +84,7 @@ func BenchmarkKernel(b *testing.B) {
 			bp := alignedFloats(kc * kern.nr)
 			c := alignedFloats(kern.mr * kern.nr)
 			for i := 0; i < b.N; i++ {
-				kern.run(kern.mr, kern.nr, kc, ap, bp, kern.nr, nil, c, kern.nr, 1, 1, nil)
+				kern.run(kern.mr, kern.nr, kc, ap, bp, kern.nr, c, kern.nr, 1, 1, nil)
 			}
 			b.ReportMetric(2*float64(kern.mr*kern.nr*kc)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})

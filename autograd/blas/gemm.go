@@ -127,7 +127,7 @@ func gemm(par, transA, transB bool, m, n, k int, alpha float32, a []float32, lda
 	// With few rows of C each panel of B is used by few tiles, so packing
 	// B costs more than it saves: the kernel reads op(B) in place.
 	if kern.strided && !transB && m <= kern.inPlaceM && n >= kern.nr {
-		gemmInPlaceB(kern, workers, transA, m, n, k, alpha, a, lda, b, ldb, nil, beta, c, ldc)
+		gemmInPlaceB(kern, workers, transA, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
 	gemmPacked(kern, workers, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
@@ -177,7 +177,7 @@ func gemmPacked(kern *microKernel, workers int, transA, transB bool, m, n, k int
 							if t+1 < p1 {
 								next = bbuf[(t+1)*kcb*nr : (t+2)*kcb*nr]
 							}
-							macroKernel(kern, ws, kcb, rows, cols, bbuf[t*kcb*nr:(t+1)*kcb*nr], nr, nil, next, c[i0*ldc+jc+t*nr:], ldc, alpha, betaEff)
+							macroKernel(kern, ws, kcb, rows, cols, bbuf[t*kcb*nr:(t+1)*kcb*nr], nr, next, c[i0*ldc+jc+t*nr:], ldc, alpha, betaEff)
 						}
 					}
 				}
@@ -194,10 +194,9 @@ func gemmPacked(kern *microKernel, workers int, transA, transB bool, m, n, k int
 
 // gemmInPlaceB handles m <= kern.inPlaceM with op(B) = B: the kernel reads
 // each panel of B where it lies, except a partial panel at the right edge,
-// which is packed. Row p of B is b[p*ldb:], or b[boff[p]:] when boff is not
-// nil. The workers split the rows of C if there are enough, else its
-// columns.
-func gemmInPlaceB(kern *microKernel, workers int, transA bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, boff []int, beta float32, c []float32, ldc int) {
+// which is packed. The workers split the rows of C if there are enough,
+// else its columns.
+func gemmInPlaceB(kern *microKernel, workers int, transA bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	mr, nr, kc := kern.mr, kern.nr, kern.inPlaceKC
 	panels := ceilDiv(n, nr)
 	tilesM := ceilDiv(m, mr)
@@ -219,19 +218,12 @@ func gemmInPlaceB(kern *microKernel, workers int, transA bool, m, n, k int, alph
 				for t := p0; t < p1; t++ {
 					j := t * nr
 					cols := min(nr, n-j)
-					panel, ld, rowOff := b[pc*ldb+j:], ldb, []int(nil)
-					if boff != nil {
-						panel, ld, rowOff = b[j:], 0, boff[pc:pc+kcb]
-					}
+					panel, ld := b[pc*ldb+j:], ldb
 					if cols < nr {
-						if boff != nil {
-							packRows(b, rowOff, j, cols, nr, ws.b)
-						} else {
-							packB(false, b, ldb, j, cols, pc, kcb, nr, 0, 1, ws.b)
-						}
-						panel, ld, rowOff = ws.b, nr, nil
+						packB(false, b, ldb, j, cols, pc, kcb, nr, 0, 1, ws.b)
+						panel, ld = ws.b, nr
 					}
-					macroKernel(kern, ws, kcb, rows, cols, panel, ld, rowOff, nil, c[i0*ldc+j:], ldc, alpha, betaEff)
+					macroKernel(kern, ws, kcb, rows, cols, panel, ld, nil, c[i0*ldc+j:], ldc, alpha, betaEff)
 				}
 			}
 		}
@@ -310,11 +302,10 @@ func gemmDot(kern *microKernel, workers int, m, n, k int, alpha float32, a []flo
 }
 
 // macroKernel multiplies the packed rows×kcb block of A in ws.a with one
-// kcb×cols panel of B (row stride ldb, or rows at the offsets boff),
-// updating the rows×cols block of C
+// kcb×cols panel of B (row stride ldb), updating the rows×cols block of C
 // at c. next, if not nil, is the packed panel of B to be used next: the
 // kernels bring it into the L2 cache piece by piece, 4·kcb values a call.
-func macroKernel(kern *microKernel, ws *workspace, kcb, rows, cols int, bpanel []float32, ldb int, boff []int, next, c []float32, ldc int, alpha, beta float32) {
+func macroKernel(kern *microKernel, ws *workspace, kcb, rows, cols int, bpanel []float32, ldb int, next, c []float32, ldc int, alpha, beta float32) {
 	mr, nr := kern.mr, kern.nr
 	ap := ws.a
 	for i := 0; i < rows; i += mr {
@@ -325,11 +316,11 @@ func macroKernel(kern *microKernel, ws *workspace, kcb, rows, cols int, bpanel [
 			pf = &next[q]
 		}
 		if (rr == mr || kern.partialRows) && (cols == nr || kern.partialCols) {
-			kern.run(rr, cols, kcb, apanel, bpanel, ldb, boff, c[i*ldc:], ldc, alpha, beta, pf)
+			kern.run(rr, cols, kcb, apanel, bpanel, ldb, c[i*ldc:], ldc, alpha, beta, pf)
 			continue
 		}
 		tmp := ws.tmp[:mr*nr]
-		kern.run(mr, nr, kcb, apanel, bpanel, ldb, boff, tmp, nr, 1, 0, pf)
+		kern.run(mr, nr, kcb, apanel, bpanel, ldb, tmp, nr, 1, 0, pf)
 		for r := 0; r < rr; r++ {
 			dst := c[(i+r)*ldc : (i+r)*ldc+cols]
 			src := tmp[r*nr : r*nr+cols]

@@ -9,9 +9,7 @@
 // A is a packed panel holding kc groups of mr values (only the first rows
 // of each group are read); B holds kc rows of nr values with a row stride
 // of ldb elements, either a packed panel (ldb == nr) or op(B) itself read
-// in place, or rows that start at the offsets of a table (boff), so that a
-// gathered view such as an implicit im2col matrix is read where it lies.
-// The AVX-512 kernels take a 32-bit column mask so that tiles at
+// in place. The AVX-512 kernels take a 32-bit column mask so that tiles at
 // the right edge need no copy either.
 package main
 
@@ -112,15 +110,12 @@ func gen(s spec, rows int) {
 		pfOff = 64
 		size = 72
 	}
-	args += ", pf *float32, boff *int"
-	size += 8
+	args += ", pf *float32"
 	d("")
 	d("// %s computes C = alpha·A·B + beta·C for the first %d rows of a %d×%d tile.", name, rows, s.mr, nr)
 	if s.masked {
 		d("// Bit j of mask enables column j.")
 	}
-	d("// With boff != nil, row p of B starts boff[p] elements after b and ldb")
-	d("// is ignored.")
 	d("//")
 	d("//go:noescape")
 	d("func %s(%s)", name, args)
@@ -154,9 +149,6 @@ func gen(s spec, rows int) {
 	for i := 0; i < nacc; i++ {
 		p("\t%s %s%d, %s%d, %s%d", xor, s.reg, i, s.reg, i, s.reg, i)
 	}
-	p("\tMOVQ boff+%d(FP), R12", pfOff+8)
-	p("\tTESTQ R12, R12")
-	p("\tJNZ %s_indirect", name)
 	p("\tMOVQ CX, R10")
 	p("\tSHRQ $%d, R10", log2(s.unroll))
 	p("\tANDQ $%d, CX", s.unroll-1)
@@ -217,18 +209,6 @@ func gen(s spec, rows int) {
 	p("\tADDQ R11, BX")
 	p("\tDECQ CX")
 	p("\tJNZ %s_stailloop", name)
-	p("\tJMP %s_done", name)
-
-	// B given by row offsets: row p at BX + 4·boff[p]. Prefetch the same
-	// rows of the next panel, as in the strided loop.
-	p("%s_indirect:", name)
-	p("\tMOVQ (R12), R11")
-	p("\tLEAQ (BX)(R11*4), R9")
-	step(0, func(v int) string { return fmt.Sprintf("%d(R9)", v*vbytes) }, fmt.Sprintf("%d(R9)", nr*4), fmt.Sprintf("%d(R9)", nr*4+64))
-	p("\tADDQ $8, R12")
-	p("\tADDQ $%d, AX", s.mr*4)
-	p("\tDECQ CX")
-	p("\tJNZ %s_indirect", name)
 
 	// C = alpha·acc + beta·C.
 	p("%s_done:", name)

@@ -19,19 +19,16 @@ type microKernel struct {
 	inPlaceM, inPlaceKC int
 	// run computes C = alpha·Ap·B + beta·C for the top-left rows×cols
 	// corner of an mr×nr tile of C at c with row stride ldc. Ap holds kc
-	// groups of mr values of A; B holds kc rows of nr values, ldb apart,
-	// or, when boff is not nil (strided kernels only), row p starts at
-	// b[boff[p]]. beta == 0 overwrites C without reading it. kc >= 1.
-	// Unless the flags below say otherwise, rows == mr, cols == nr,
-	// ldb == nr and boff == nil.
+	// groups of mr values of A; B holds kc rows of nr values, ldb apart.
+	// beta == 0 overwrites C without reading it. kc >= 1. Unless the
+	// flags below say otherwise, rows == mr, cols == nr and ldb == nr.
 	//
 	// pf is where the next panel of B (or other data needed soon) lies;
 	// the kernel may prefetch up to 4·kc values from it into the L2 cache.
-	run func(rows, cols, kc int, ap, b []float32, ldb int, boff []int, c []float32, ldc int, alpha, beta float32, pf *float32)
+	run func(rows, cols, kc int, ap, b []float32, ldb int, c []float32, ldc int, alpha, beta float32, pf *float32)
 	// partialRows, partialCols: run accepts rows < mr, cols < nr.
 	partialRows, partialCols bool
-	// strided: run accepts any ldb >= nr and row offsets, so B can be
-	// read in place.
+	// strided: run accepts any ldb >= nr, so B can be read in place.
 	strided bool
 	// dot, if set, stores in out[i*6+j] the dot products of the k values
 	// at rows[i] (i < 4) and rows[4+j] (j < 6); see gemmDot.

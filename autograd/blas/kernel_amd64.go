@@ -41,50 +41,37 @@ func archKernels() []*microKernel {
 }
 
 // avx512Kernels[r-1] is the AVX-512 kernel for r rows (kernel_amd64.s).
-var avx512Kernels = [12]func(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32, boff *int){
+var avx512Kernels = [12]func(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32){
 	kernelAVX512x1, kernelAVX512x2, kernelAVX512x3, kernelAVX512x4,
 	kernelAVX512x5, kernelAVX512x6, kernelAVX512x7, kernelAVX512x8,
 	kernelAVX512x9, kernelAVX512x10, kernelAVX512x11, kernelAVX512x12,
 }
 
 // avx2Kernels[r-1] is the AVX2 kernel for r rows (kernel_amd64.s).
-var avx2Kernels = [6]func(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32, boff *int){
+var avx2Kernels = [6]func(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32){
 	kernelAVX2x1, kernelAVX2x2, kernelAVX2x3, kernelAVX2x4, kernelAVX2x5, kernelAVX2x6,
 }
 
 // runAVX512 implements microKernel.run for the 12×32 AVX-512 kernels. The
-// slice expressions check that every element the kernel touches exists;
-// with row offsets the caller (gemmRows) has checked every row.
-func runAVX512(rows, cols, kc int, ap, b []float32, ldb int, boff []int, c []float32, ldc int, alpha, beta float32, pf *float32) {
+// slice expressions check that every element the kernel touches exists.
+func runAVX512(rows, cols, kc int, ap, b []float32, ldb int, c []float32, ldc int, alpha, beta float32, pf *float32) {
 	_ = ap[kc*12-1]
+	_ = b[(kc-1)*ldb+31]
 	_ = c[(rows-1)*ldc+cols-1]
 	mask := uint32(1)<<cols - 1 // cols == 32 gives all ones
-	var bo *int
-	if boff != nil {
-		_ = boff[kc-1]
-		bo = &boff[0]
-	} else {
-		_ = b[(kc-1)*ldb+31]
-	}
 	if pf == nil {
 		pf = &b[0]
 	}
-	avx512Kernels[rows-1](kc, &ap[0], &b[0], ldb, &c[0], ldc, alpha, beta, mask, pf, bo)
+	avx512Kernels[rows-1](kc, &ap[0], &b[0], ldb, &c[0], ldc, alpha, beta, mask, pf)
 }
 
 // runAVX2 implements microKernel.run for the 6×16 AVX2 kernels.
-func runAVX2(rows, _, kc int, ap, b []float32, ldb int, boff []int, c []float32, ldc int, alpha, beta float32, pf *float32) {
+func runAVX2(rows, _, kc int, ap, b []float32, ldb int, c []float32, ldc int, alpha, beta float32, pf *float32) {
 	_ = ap[kc*6-1]
+	_ = b[(kc-1)*ldb+15]
 	_ = c[(rows-1)*ldc+15]
-	var bo *int
-	if boff != nil {
-		_ = boff[kc-1]
-		bo = &boff[0]
-	} else {
-		_ = b[(kc-1)*ldb+15]
-	}
 	if pf == nil {
 		pf = &b[0]
 	}
-	avx2Kernels[rows-1](kc, &ap[0], &b[0], ldb, &c[0], ldc, alpha, beta, pf, bo)
+	avx2Kernels[rows-1](kc, &ap[0], &b[0], ldb, &c[0], ldc, alpha, beta, pf)
 }

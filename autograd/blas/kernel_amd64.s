@@ -4,8 +4,8 @@
 
 #include "textflag.h"
 
-// func kernelAVX512x1(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32, boff *int)
-TEXT ·kernelAVX512x1(SB), NOSPLIT, $0-80
+// func kernelAVX512x1(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
+TEXT ·kernelAVX512x1(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -20,9 +20,6 @@ TEXT ·kernelAVX512x1(SB), NOSPLIT, $0-80
 	PREFETCHT0 64(R9)
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
-	MOVQ boff+72(FP), R12
-	TESTQ R12, R12
-	JNZ kernelAVX512x1_indirect
 	MOVQ CX, R10
 	SHRQ $2, R10
 	ANDQ $3, CX
@@ -123,21 +120,6 @@ kernelAVX512x1_stailloop:
 	ADDQ R11, BX
 	DECQ CX
 	JNZ kernelAVX512x1_stailloop
-	JMP kernelAVX512x1_done
-kernelAVX512x1_indirect:
-	MOVQ (R12), R11
-	LEAQ (BX)(R11*4), R9
-	VMOVUPS 0(R9), Z24
-	VMOVUPS 64(R9), Z25
-	PREFETCHT0 128(R9)
-	PREFETCHT0 192(R9)
-	VBROADCASTSS 0(AX), Z26
-	VFMADD231PS Z24, Z26, Z0
-	VFMADD231PS Z25, Z26, Z1
-	ADDQ $8, R12
-	ADDQ $48, AX
-	DECQ CX
-	JNZ kernelAVX512x1_indirect
 kernelAVX512x1_done:
 	VBROADCASTSS alpha+48(FP), Z24
 	VMULPS Z24, Z0, Z0
@@ -164,8 +146,8 @@ kernelAVX512x1_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512x2(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32, boff *int)
-TEXT ·kernelAVX512x2(SB), NOSPLIT, $0-80
+// func kernelAVX512x2(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
+TEXT ·kernelAVX512x2(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -185,9 +167,6 @@ TEXT ·kernelAVX512x2(SB), NOSPLIT, $0-80
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
-	MOVQ boff+72(FP), R12
-	TESTQ R12, R12
-	JNZ kernelAVX512x2_indirect
 	MOVQ CX, R10
 	SHRQ $2, R10
 	ANDQ $3, CX
@@ -318,24 +297,6 @@ kernelAVX512x2_stailloop:
 	ADDQ R11, BX
 	DECQ CX
 	JNZ kernelAVX512x2_stailloop
-	JMP kernelAVX512x2_done
-kernelAVX512x2_indirect:
-	MOVQ (R12), R11
-	LEAQ (BX)(R11*4), R9
-	VMOVUPS 0(R9), Z24
-	VMOVUPS 64(R9), Z25
-	PREFETCHT0 128(R9)
-	PREFETCHT0 192(R9)
-	VBROADCASTSS 0(AX), Z26
-	VFMADD231PS Z24, Z26, Z0
-	VFMADD231PS Z25, Z26, Z1
-	VBROADCASTSS 4(AX), Z27
-	VFMADD231PS Z24, Z27, Z2
-	VFMADD231PS Z25, Z27, Z3
-	ADDQ $8, R12
-	ADDQ $48, AX
-	DECQ CX
-	JNZ kernelAVX512x2_indirect
 kernelAVX512x2_done:
 	VBROADCASTSS alpha+48(FP), Z24
 	VMULPS Z24, Z0, Z0
@@ -374,8 +335,8 @@ kernelAVX512x2_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512x3(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32, boff *int)
-TEXT ·kernelAVX512x3(SB), NOSPLIT, $0-80
+// func kernelAVX512x3(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
+TEXT ·kernelAVX512x3(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -400,9 +361,6 @@ TEXT ·kernelAVX512x3(SB), NOSPLIT, $0-80
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
-	MOVQ boff+72(FP), R12
-	TESTQ R12, R12
-	JNZ kernelAVX512x3_indirect
 	MOVQ CX, R10
 	SHRQ $2, R10
 	ANDQ $3, CX
@@ -563,27 +521,6 @@ kernelAVX512x3_stailloop:
 	ADDQ R11, BX
 	DECQ CX
 	JNZ kernelAVX512x3_stailloop
-	JMP kernelAVX512x3_done
-kernelAVX512x3_indirect:
-	MOVQ (R12), R11
-	LEAQ (BX)(R11*4), R9
-	VMOVUPS 0(R9), Z24
-	VMOVUPS 64(R9), Z25
-	PREFETCHT0 128(R9)
-	PREFETCHT0 192(R9)
-	VBROADCASTSS 0(AX), Z26
-	VFMADD231PS Z24, Z26, Z0
-	VFMADD231PS Z25, Z26, Z1
-	VBROADCASTSS 4(AX), Z27
-	VFMADD231PS Z24, Z27, Z2
-	VFMADD231PS Z25, Z27, Z3
-	VBROADCASTSS 8(AX), Z28
-	VFMADD231PS Z24, Z28, Z4
-	VFMADD231PS Z25, Z28, Z5
-	ADDQ $8, R12
-	ADDQ $48, AX
-	DECQ CX
-	JNZ kernelAVX512x3_indirect
 kernelAVX512x3_done:
 	VBROADCASTSS alpha+48(FP), Z24
 	VMULPS Z24, Z0, Z0
@@ -634,8 +571,8 @@ kernelAVX512x3_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512x4(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32, boff *int)
-TEXT ·kernelAVX512x4(SB), NOSPLIT, $0-80
+// func kernelAVX512x4(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
+TEXT ·kernelAVX512x4(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -665,9 +602,6 @@ TEXT ·kernelAVX512x4(SB), NOSPLIT, $0-80
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
-	MOVQ boff+72(FP), R12
-	TESTQ R12, R12
-	JNZ kernelAVX512x4_indirect
 	MOVQ CX, R10
 	SHRQ $2, R10
 	ANDQ $3, CX
@@ -858,30 +792,6 @@ kernelAVX512x4_stailloop:
 	ADDQ R11, BX
 	DECQ CX
 	JNZ kernelAVX512x4_stailloop
-	JMP kernelAVX512x4_done
-kernelAVX512x4_indirect:
-	MOVQ (R12), R11
-	LEAQ (BX)(R11*4), R9
-	VMOVUPS 0(R9), Z24
-	VMOVUPS 64(R9), Z25
-	PREFETCHT0 128(R9)
-	PREFETCHT0 192(R9)
-	VBROADCASTSS 0(AX), Z26
-	VFMADD231PS Z24, Z26, Z0
-	VFMADD231PS Z25, Z26, Z1
-	VBROADCASTSS 4(AX), Z27
-	VFMADD231PS Z24, Z27, Z2
-	VFMADD231PS Z25, Z27, Z3
-	VBROADCASTSS 8(AX), Z28
-	VFMADD231PS Z24, Z28, Z4
-	VFMADD231PS Z25, Z28, Z5
-	VBROADCASTSS 12(AX), Z29
-	VFMADD231PS Z24, Z29, Z6
-	VFMADD231PS Z25, Z29, Z7
-	ADDQ $8, R12
-	ADDQ $48, AX
-	DECQ CX
-	JNZ kernelAVX512x4_indirect
 kernelAVX512x4_done:
 	VBROADCASTSS alpha+48(FP), Z24
 	VMULPS Z24, Z0, Z0
@@ -944,8 +854,8 @@ kernelAVX512x4_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512x5(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32, boff *int)
-TEXT ·kernelAVX512x5(SB), NOSPLIT, $0-80
+// func kernelAVX512x5(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
+TEXT ·kernelAVX512x5(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -980,9 +890,6 @@ TEXT ·kernelAVX512x5(SB), NOSPLIT, $0-80
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
-	MOVQ boff+72(FP), R12
-	TESTQ R12, R12
-	JNZ kernelAVX512x5_indirect
 	MOVQ CX, R10
 	SHRQ $2, R10
 	ANDQ $3, CX
@@ -1203,33 +1110,6 @@ kernelAVX512x5_stailloop:
 	ADDQ R11, BX
 	DECQ CX
 	JNZ kernelAVX512x5_stailloop
-	JMP kernelAVX512x5_done
-kernelAVX512x5_indirect:
-	MOVQ (R12), R11
-	LEAQ (BX)(R11*4), R9
-	VMOVUPS 0(R9), Z24
-	VMOVUPS 64(R9), Z25
-	PREFETCHT0 128(R9)
-	PREFETCHT0 192(R9)
-	VBROADCASTSS 0(AX), Z26
-	VFMADD231PS Z24, Z26, Z0
-	VFMADD231PS Z25, Z26, Z1
-	VBROADCASTSS 4(AX), Z27
-	VFMADD231PS Z24, Z27, Z2
-	VFMADD231PS Z25, Z27, Z3
-	VBROADCASTSS 8(AX), Z28
-	VFMADD231PS Z24, Z28, Z4
-	VFMADD231PS Z25, Z28, Z5
-	VBROADCASTSS 12(AX), Z29
-	VFMADD231PS Z24, Z29, Z6
-	VFMADD231PS Z25, Z29, Z7
-	VBROADCASTSS 16(AX), Z30
-	VFMADD231PS Z24, Z30, Z8
-	VFMADD231PS Z25, Z30, Z9
-	ADDQ $8, R12
-	ADDQ $48, AX
-	DECQ CX
-	JNZ kernelAVX512x5_indirect
 kernelAVX512x5_done:
 	VBROADCASTSS alpha+48(FP), Z24
 	VMULPS Z24, Z0, Z0
@@ -1304,8 +1184,8 @@ kernelAVX512x5_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512x6(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32, boff *int)
-TEXT ·kernelAVX512x6(SB), NOSPLIT, $0-80
+// func kernelAVX512x6(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
+TEXT ·kernelAVX512x6(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -1345,9 +1225,6 @@ TEXT ·kernelAVX512x6(SB), NOSPLIT, $0-80
 	VPXORD Z9, Z9, Z9
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
-	MOVQ boff+72(FP), R12
-	TESTQ R12, R12
-	JNZ kernelAVX512x6_indirect
 	MOVQ CX, R10
 	SHRQ $2, R10
 	ANDQ $3, CX
@@ -1598,36 +1475,6 @@ kernelAVX512x6_stailloop:
 	ADDQ R11, BX
 	DECQ CX
 	JNZ kernelAVX512x6_stailloop
-	JMP kernelAVX512x6_done
-kernelAVX512x6_indirect:
-	MOVQ (R12), R11
-	LEAQ (BX)(R11*4), R9
-	VMOVUPS 0(R9), Z24
-	VMOVUPS 64(R9), Z25
-	PREFETCHT0 128(R9)
-	PREFETCHT0 192(R9)
-	VBROADCASTSS 0(AX), Z26
-	VFMADD231PS Z24, Z26, Z0
-	VFMADD231PS Z25, Z26, Z1
-	VBROADCASTSS 4(AX), Z27
-	VFMADD231PS Z24, Z27, Z2
-	VFMADD231PS Z25, Z27, Z3
-	VBROADCASTSS 8(AX), Z28
-	VFMADD231PS Z24, Z28, Z4
-	VFMADD231PS Z25, Z28, Z5
-	VBROADCASTSS 12(AX), Z29
-	VFMADD231PS Z24, Z29, Z6
-	VFMADD231PS Z25, Z29, Z7
-	VBROADCASTSS 16(AX), Z30
-	VFMADD231PS Z24, Z30, Z8
-	VFMADD231PS Z25, Z30, Z9
-	VBROADCASTSS 20(AX), Z31
-	VFMADD231PS Z24, Z31, Z10
-	VFMADD231PS Z25, Z31, Z11
-	ADDQ $8, R12
-	ADDQ $48, AX
-	DECQ CX
-	JNZ kernelAVX512x6_indirect
 kernelAVX512x6_done:
 	VBROADCASTSS alpha+48(FP), Z24
 	VMULPS Z24, Z0, Z0
@@ -1714,8 +1561,8 @@ kernelAVX512x6_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512x7(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32, boff *int)
-TEXT ·kernelAVX512x7(SB), NOSPLIT, $0-80
+// func kernelAVX512x7(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
+TEXT ·kernelAVX512x7(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -1760,9 +1607,6 @@ TEXT ·kernelAVX512x7(SB), NOSPLIT, $0-80
 	VPXORD Z11, Z11, Z11
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
-	MOVQ boff+72(FP), R12
-	TESTQ R12, R12
-	JNZ kernelAVX512x7_indirect
 	MOVQ CX, R10
 	SHRQ $2, R10
 	ANDQ $3, CX
@@ -2043,39 +1887,6 @@ kernelAVX512x7_stailloop:
 	ADDQ R11, BX
 	DECQ CX
 	JNZ kernelAVX512x7_stailloop
-	JMP kernelAVX512x7_done
-kernelAVX512x7_indirect:
-	MOVQ (R12), R11
-	LEAQ (BX)(R11*4), R9
-	VMOVUPS 0(R9), Z24
-	VMOVUPS 64(R9), Z25
-	PREFETCHT0 128(R9)
-	PREFETCHT0 192(R9)
-	VBROADCASTSS 0(AX), Z26
-	VFMADD231PS Z24, Z26, Z0
-	VFMADD231PS Z25, Z26, Z1
-	VBROADCASTSS 4(AX), Z27
-	VFMADD231PS Z24, Z27, Z2
-	VFMADD231PS Z25, Z27, Z3
-	VBROADCASTSS 8(AX), Z28
-	VFMADD231PS Z24, Z28, Z4
-	VFMADD231PS Z25, Z28, Z5
-	VBROADCASTSS 12(AX), Z29
-	VFMADD231PS Z24, Z29, Z6
-	VFMADD231PS Z25, Z29, Z7
-	VBROADCASTSS 16(AX), Z30
-	VFMADD231PS Z24, Z30, Z8
-	VFMADD231PS Z25, Z30, Z9
-	VBROADCASTSS 20(AX), Z31
-	VFMADD231PS Z24, Z31, Z10
-	VFMADD231PS Z25, Z31, Z11
-	VBROADCASTSS 24(AX), Z26
-	VFMADD231PS Z24, Z26, Z12
-	VFMADD231PS Z25, Z26, Z13
-	ADDQ $8, R12
-	ADDQ $48, AX
-	DECQ CX
-	JNZ kernelAVX512x7_indirect
 kernelAVX512x7_done:
 	VBROADCASTSS alpha+48(FP), Z24
 	VMULPS Z24, Z0, Z0
@@ -2174,8 +1985,8 @@ kernelAVX512x7_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512x8(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32, boff *int)
-TEXT ·kernelAVX512x8(SB), NOSPLIT, $0-80
+// func kernelAVX512x8(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
+TEXT ·kernelAVX512x8(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -2225,9 +2036,6 @@ TEXT ·kernelAVX512x8(SB), NOSPLIT, $0-80
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
-	MOVQ boff+72(FP), R12
-	TESTQ R12, R12
-	JNZ kernelAVX512x8_indirect
 	MOVQ CX, R10
 	SHRQ $2, R10
 	ANDQ $3, CX
@@ -2538,42 +2346,6 @@ kernelAVX512x8_stailloop:
 	ADDQ R11, BX
 	DECQ CX
 	JNZ kernelAVX512x8_stailloop
-	JMP kernelAVX512x8_done
-kernelAVX512x8_indirect:
-	MOVQ (R12), R11
-	LEAQ (BX)(R11*4), R9
-	VMOVUPS 0(R9), Z24
-	VMOVUPS 64(R9), Z25
-	PREFETCHT0 128(R9)
-	PREFETCHT0 192(R9)
-	VBROADCASTSS 0(AX), Z26
-	VFMADD231PS Z24, Z26, Z0
-	VFMADD231PS Z25, Z26, Z1
-	VBROADCASTSS 4(AX), Z27
-	VFMADD231PS Z24, Z27, Z2
-	VFMADD231PS Z25, Z27, Z3
-	VBROADCASTSS 8(AX), Z28
-	VFMADD231PS Z24, Z28, Z4
-	VFMADD231PS Z25, Z28, Z5
-	VBROADCASTSS 12(AX), Z29
-	VFMADD231PS Z24, Z29, Z6
-	VFMADD231PS Z25, Z29, Z7
-	VBROADCASTSS 16(AX), Z30
-	VFMADD231PS Z24, Z30, Z8
-	VFMADD231PS Z25, Z30, Z9
-	VBROADCASTSS 20(AX), Z31
-	VFMADD231PS Z24, Z31, Z10
-	VFMADD231PS Z25, Z31, Z11
-	VBROADCASTSS 24(AX), Z26
-	VFMADD231PS Z24, Z26, Z12
-	VFMADD231PS Z25, Z26, Z13
-	VBROADCASTSS 28(AX), Z27
-	VFMADD231PS Z24, Z27, Z14
-	VFMADD231PS Z25, Z27, Z15
-	ADDQ $8, R12
-	ADDQ $48, AX
-	DECQ CX
-	JNZ kernelAVX512x8_indirect
 kernelAVX512x8_done:
 	VBROADCASTSS alpha+48(FP), Z24
 	VMULPS Z24, Z0, Z0
@@ -2684,8 +2456,8 @@ kernelAVX512x8_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512x9(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32, boff *int)
-TEXT ·kernelAVX512x9(SB), NOSPLIT, $0-80
+// func kernelAVX512x9(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
+TEXT ·kernelAVX512x9(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -2740,9 +2512,6 @@ TEXT ·kernelAVX512x9(SB), NOSPLIT, $0-80
 	VPXORD Z15, Z15, Z15
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
-	MOVQ boff+72(FP), R12
-	TESTQ R12, R12
-	JNZ kernelAVX512x9_indirect
 	MOVQ CX, R10
 	SHRQ $2, R10
 	ANDQ $3, CX
@@ -3083,45 +2852,6 @@ kernelAVX512x9_stailloop:
 	ADDQ R11, BX
 	DECQ CX
 	JNZ kernelAVX512x9_stailloop
-	JMP kernelAVX512x9_done
-kernelAVX512x9_indirect:
-	MOVQ (R12), R11
-	LEAQ (BX)(R11*4), R9
-	VMOVUPS 0(R9), Z24
-	VMOVUPS 64(R9), Z25
-	PREFETCHT0 128(R9)
-	PREFETCHT0 192(R9)
-	VBROADCASTSS 0(AX), Z26
-	VFMADD231PS Z24, Z26, Z0
-	VFMADD231PS Z25, Z26, Z1
-	VBROADCASTSS 4(AX), Z27
-	VFMADD231PS Z24, Z27, Z2
-	VFMADD231PS Z25, Z27, Z3
-	VBROADCASTSS 8(AX), Z28
-	VFMADD231PS Z24, Z28, Z4
-	VFMADD231PS Z25, Z28, Z5
-	VBROADCASTSS 12(AX), Z29
-	VFMADD231PS Z24, Z29, Z6
-	VFMADD231PS Z25, Z29, Z7
-	VBROADCASTSS 16(AX), Z30
-	VFMADD231PS Z24, Z30, Z8
-	VFMADD231PS Z25, Z30, Z9
-	VBROADCASTSS 20(AX), Z31
-	VFMADD231PS Z24, Z31, Z10
-	VFMADD231PS Z25, Z31, Z11
-	VBROADCASTSS 24(AX), Z26
-	VFMADD231PS Z24, Z26, Z12
-	VFMADD231PS Z25, Z26, Z13
-	VBROADCASTSS 28(AX), Z27
-	VFMADD231PS Z24, Z27, Z14
-	VFMADD231PS Z25, Z27, Z15
-	VBROADCASTSS 32(AX), Z28
-	VFMADD231PS Z24, Z28, Z16
-	VFMADD231PS Z25, Z28, Z17
-	ADDQ $8, R12
-	ADDQ $48, AX
-	DECQ CX
-	JNZ kernelAVX512x9_indirect
 kernelAVX512x9_done:
 	VBROADCASTSS alpha+48(FP), Z24
 	VMULPS Z24, Z0, Z0
@@ -3244,8 +2974,8 @@ kernelAVX512x9_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512x10(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32, boff *int)
-TEXT ·kernelAVX512x10(SB), NOSPLIT, $0-80
+// func kernelAVX512x10(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
+TEXT ·kernelAVX512x10(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -3305,9 +3035,6 @@ TEXT ·kernelAVX512x10(SB), NOSPLIT, $0-80
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
-	MOVQ boff+72(FP), R12
-	TESTQ R12, R12
-	JNZ kernelAVX512x10_indirect
 	MOVQ CX, R10
 	SHRQ $2, R10
 	ANDQ $3, CX
@@ -3678,48 +3405,6 @@ kernelAVX512x10_stailloop:
 	ADDQ R11, BX
 	DECQ CX
 	JNZ kernelAVX512x10_stailloop
-	JMP kernelAVX512x10_done
-kernelAVX512x10_indirect:
-	MOVQ (R12), R11
-	LEAQ (BX)(R11*4), R9
-	VMOVUPS 0(R9), Z24
-	VMOVUPS 64(R9), Z25
-	PREFETCHT0 128(R9)
-	PREFETCHT0 192(R9)
-	VBROADCASTSS 0(AX), Z26
-	VFMADD231PS Z24, Z26, Z0
-	VFMADD231PS Z25, Z26, Z1
-	VBROADCASTSS 4(AX), Z27
-	VFMADD231PS Z24, Z27, Z2
-	VFMADD231PS Z25, Z27, Z3
-	VBROADCASTSS 8(AX), Z28
-	VFMADD231PS Z24, Z28, Z4
-	VFMADD231PS Z25, Z28, Z5
-	VBROADCASTSS 12(AX), Z29
-	VFMADD231PS Z24, Z29, Z6
-	VFMADD231PS Z25, Z29, Z7
-	VBROADCASTSS 16(AX), Z30
-	VFMADD231PS Z24, Z30, Z8
-	VFMADD231PS Z25, Z30, Z9
-	VBROADCASTSS 20(AX), Z31
-	VFMADD231PS Z24, Z31, Z10
-	VFMADD231PS Z25, Z31, Z11
-	VBROADCASTSS 24(AX), Z26
-	VFMADD231PS Z24, Z26, Z12
-	VFMADD231PS Z25, Z26, Z13
-	VBROADCASTSS 28(AX), Z27
-	VFMADD231PS Z24, Z27, Z14
-	VFMADD231PS Z25, Z27, Z15
-	VBROADCASTSS 32(AX), Z28
-	VFMADD231PS Z24, Z28, Z16
-	VFMADD231PS Z25, Z28, Z17
-	VBROADCASTSS 36(AX), Z29
-	VFMADD231PS Z24, Z29, Z18
-	VFMADD231PS Z25, Z29, Z19
-	ADDQ $8, R12
-	ADDQ $48, AX
-	DECQ CX
-	JNZ kernelAVX512x10_indirect
 kernelAVX512x10_done:
 	VBROADCASTSS alpha+48(FP), Z24
 	VMULPS Z24, Z0, Z0
@@ -3854,8 +3539,8 @@ kernelAVX512x10_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512x11(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32, boff *int)
-TEXT ·kernelAVX512x11(SB), NOSPLIT, $0-80
+// func kernelAVX512x11(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
+TEXT ·kernelAVX512x11(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -3920,9 +3605,6 @@ TEXT ·kernelAVX512x11(SB), NOSPLIT, $0-80
 	VPXORD Z19, Z19, Z19
 	VPXORD Z20, Z20, Z20
 	VPXORD Z21, Z21, Z21
-	MOVQ boff+72(FP), R12
-	TESTQ R12, R12
-	JNZ kernelAVX512x11_indirect
 	MOVQ CX, R10
 	SHRQ $2, R10
 	ANDQ $3, CX
@@ -4323,51 +4005,6 @@ kernelAVX512x11_stailloop:
 	ADDQ R11, BX
 	DECQ CX
 	JNZ kernelAVX512x11_stailloop
-	JMP kernelAVX512x11_done
-kernelAVX512x11_indirect:
-	MOVQ (R12), R11
-	LEAQ (BX)(R11*4), R9
-	VMOVUPS 0(R9), Z24
-	VMOVUPS 64(R9), Z25
-	PREFETCHT0 128(R9)
-	PREFETCHT0 192(R9)
-	VBROADCASTSS 0(AX), Z26
-	VFMADD231PS Z24, Z26, Z0
-	VFMADD231PS Z25, Z26, Z1
-	VBROADCASTSS 4(AX), Z27
-	VFMADD231PS Z24, Z27, Z2
-	VFMADD231PS Z25, Z27, Z3
-	VBROADCASTSS 8(AX), Z28
-	VFMADD231PS Z24, Z28, Z4
-	VFMADD231PS Z25, Z28, Z5
-	VBROADCASTSS 12(AX), Z29
-	VFMADD231PS Z24, Z29, Z6
-	VFMADD231PS Z25, Z29, Z7
-	VBROADCASTSS 16(AX), Z30
-	VFMADD231PS Z24, Z30, Z8
-	VFMADD231PS Z25, Z30, Z9
-	VBROADCASTSS 20(AX), Z31
-	VFMADD231PS Z24, Z31, Z10
-	VFMADD231PS Z25, Z31, Z11
-	VBROADCASTSS 24(AX), Z26
-	VFMADD231PS Z24, Z26, Z12
-	VFMADD231PS Z25, Z26, Z13
-	VBROADCASTSS 28(AX), Z27
-	VFMADD231PS Z24, Z27, Z14
-	VFMADD231PS Z25, Z27, Z15
-	VBROADCASTSS 32(AX), Z28
-	VFMADD231PS Z24, Z28, Z16
-	VFMADD231PS Z25, Z28, Z17
-	VBROADCASTSS 36(AX), Z29
-	VFMADD231PS Z24, Z29, Z18
-	VFMADD231PS Z25, Z29, Z19
-	VBROADCASTSS 40(AX), Z30
-	VFMADD231PS Z24, Z30, Z20
-	VFMADD231PS Z25, Z30, Z21
-	ADDQ $8, R12
-	ADDQ $48, AX
-	DECQ CX
-	JNZ kernelAVX512x11_indirect
 kernelAVX512x11_done:
 	VBROADCASTSS alpha+48(FP), Z24
 	VMULPS Z24, Z0, Z0
@@ -4514,8 +4151,8 @@ kernelAVX512x11_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512x12(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32, boff *int)
-TEXT ·kernelAVX512x12(SB), NOSPLIT, $0-80
+// func kernelAVX512x12(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
+TEXT ·kernelAVX512x12(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -4585,9 +4222,6 @@ TEXT ·kernelAVX512x12(SB), NOSPLIT, $0-80
 	VPXORD Z21, Z21, Z21
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
-	MOVQ boff+72(FP), R12
-	TESTQ R12, R12
-	JNZ kernelAVX512x12_indirect
 	MOVQ CX, R10
 	SHRQ $2, R10
 	ANDQ $3, CX
@@ -5018,54 +4652,6 @@ kernelAVX512x12_stailloop:
 	ADDQ R11, BX
 	DECQ CX
 	JNZ kernelAVX512x12_stailloop
-	JMP kernelAVX512x12_done
-kernelAVX512x12_indirect:
-	MOVQ (R12), R11
-	LEAQ (BX)(R11*4), R9
-	VMOVUPS 0(R9), Z24
-	VMOVUPS 64(R9), Z25
-	PREFETCHT0 128(R9)
-	PREFETCHT0 192(R9)
-	VBROADCASTSS 0(AX), Z26
-	VFMADD231PS Z24, Z26, Z0
-	VFMADD231PS Z25, Z26, Z1
-	VBROADCASTSS 4(AX), Z27
-	VFMADD231PS Z24, Z27, Z2
-	VFMADD231PS Z25, Z27, Z3
-	VBROADCASTSS 8(AX), Z28
-	VFMADD231PS Z24, Z28, Z4
-	VFMADD231PS Z25, Z28, Z5
-	VBROADCASTSS 12(AX), Z29
-	VFMADD231PS Z24, Z29, Z6
-	VFMADD231PS Z25, Z29, Z7
-	VBROADCASTSS 16(AX), Z30
-	VFMADD231PS Z24, Z30, Z8
-	VFMADD231PS Z25, Z30, Z9
-	VBROADCASTSS 20(AX), Z31
-	VFMADD231PS Z24, Z31, Z10
-	VFMADD231PS Z25, Z31, Z11
-	VBROADCASTSS 24(AX), Z26
-	VFMADD231PS Z24, Z26, Z12
-	VFMADD231PS Z25, Z26, Z13
-	VBROADCASTSS 28(AX), Z27
-	VFMADD231PS Z24, Z27, Z14
-	VFMADD231PS Z25, Z27, Z15
-	VBROADCASTSS 32(AX), Z28
-	VFMADD231PS Z24, Z28, Z16
-	VFMADD231PS Z25, Z28, Z17
-	VBROADCASTSS 36(AX), Z29
-	VFMADD231PS Z24, Z29, Z18
-	VFMADD231PS Z25, Z29, Z19
-	VBROADCASTSS 40(AX), Z30
-	VFMADD231PS Z24, Z30, Z20
-	VFMADD231PS Z25, Z30, Z21
-	VBROADCASTSS 44(AX), Z31
-	VFMADD231PS Z24, Z31, Z22
-	VFMADD231PS Z25, Z31, Z23
-	ADDQ $8, R12
-	ADDQ $48, AX
-	DECQ CX
-	JNZ kernelAVX512x12_indirect
 kernelAVX512x12_done:
 	VBROADCASTSS alpha+48(FP), Z24
 	VMULPS Z24, Z0, Z0
@@ -5224,8 +4810,8 @@ kernelAVX512x12_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX2x1(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32, boff *int)
-TEXT ·kernelAVX2x1(SB), NOSPLIT, $0-72
+// func kernelAVX2x1(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32)
+TEXT ·kernelAVX2x1(SB), NOSPLIT, $0-64
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -5239,9 +4825,6 @@ TEXT ·kernelAVX2x1(SB), NOSPLIT, $0-72
 	PREFETCHT0 0(R9)
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
-	MOVQ boff+64(FP), R12
-	TESTQ R12, R12
-	JNZ kernelAVX2x1_indirect
 	MOVQ CX, R10
 	SHRQ $2, R10
 	ANDQ $3, CX
@@ -5342,21 +4925,6 @@ kernelAVX2x1_stailloop:
 	ADDQ R11, BX
 	DECQ CX
 	JNZ kernelAVX2x1_stailloop
-	JMP kernelAVX2x1_done
-kernelAVX2x1_indirect:
-	MOVQ (R12), R11
-	LEAQ (BX)(R11*4), R9
-	VMOVUPS 0(R9), Y12
-	VMOVUPS 32(R9), Y13
-	PREFETCHT0 64(R9)
-	PREFETCHT0 128(R9)
-	VBROADCASTSS 0(AX), Y14
-	VFMADD231PS Y12, Y14, Y0
-	VFMADD231PS Y13, Y14, Y1
-	ADDQ $8, R12
-	ADDQ $24, AX
-	DECQ CX
-	JNZ kernelAVX2x1_indirect
 kernelAVX2x1_done:
 	VBROADCASTSS alpha+48(FP), Y12
 	VMULPS Y12, Y0, Y0
@@ -5377,8 +4945,8 @@ kernelAVX2x1_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX2x2(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32, boff *int)
-TEXT ·kernelAVX2x2(SB), NOSPLIT, $0-72
+// func kernelAVX2x2(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32)
+TEXT ·kernelAVX2x2(SB), NOSPLIT, $0-64
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -5396,9 +4964,6 @@ TEXT ·kernelAVX2x2(SB), NOSPLIT, $0-72
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
-	MOVQ boff+64(FP), R12
-	TESTQ R12, R12
-	JNZ kernelAVX2x2_indirect
 	MOVQ CX, R10
 	SHRQ $2, R10
 	ANDQ $3, CX
@@ -5529,24 +5094,6 @@ kernelAVX2x2_stailloop:
 	ADDQ R11, BX
 	DECQ CX
 	JNZ kernelAVX2x2_stailloop
-	JMP kernelAVX2x2_done
-kernelAVX2x2_indirect:
-	MOVQ (R12), R11
-	LEAQ (BX)(R11*4), R9
-	VMOVUPS 0(R9), Y12
-	VMOVUPS 32(R9), Y13
-	PREFETCHT0 64(R9)
-	PREFETCHT0 128(R9)
-	VBROADCASTSS 0(AX), Y14
-	VFMADD231PS Y12, Y14, Y0
-	VFMADD231PS Y13, Y14, Y1
-	VBROADCASTSS 4(AX), Y15
-	VFMADD231PS Y12, Y15, Y2
-	VFMADD231PS Y13, Y15, Y3
-	ADDQ $8, R12
-	ADDQ $24, AX
-	DECQ CX
-	JNZ kernelAVX2x2_indirect
 kernelAVX2x2_done:
 	VBROADCASTSS alpha+48(FP), Y12
 	VMULPS Y12, Y0, Y0
@@ -5577,8 +5124,8 @@ kernelAVX2x2_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX2x3(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32, boff *int)
-TEXT ·kernelAVX2x3(SB), NOSPLIT, $0-72
+// func kernelAVX2x3(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32)
+TEXT ·kernelAVX2x3(SB), NOSPLIT, $0-64
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -5600,9 +5147,6 @@ TEXT ·kernelAVX2x3(SB), NOSPLIT, $0-72
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
-	MOVQ boff+64(FP), R12
-	TESTQ R12, R12
-	JNZ kernelAVX2x3_indirect
 	MOVQ CX, R10
 	SHRQ $2, R10
 	ANDQ $3, CX
@@ -5763,27 +5307,6 @@ kernelAVX2x3_stailloop:
 	ADDQ R11, BX
 	DECQ CX
 	JNZ kernelAVX2x3_stailloop
-	JMP kernelAVX2x3_done
-kernelAVX2x3_indirect:
-	MOVQ (R12), R11
-	LEAQ (BX)(R11*4), R9
-	VMOVUPS 0(R9), Y12
-	VMOVUPS 32(R9), Y13
-	PREFETCHT0 64(R9)
-	PREFETCHT0 128(R9)
-	VBROADCASTSS 0(AX), Y14
-	VFMADD231PS Y12, Y14, Y0
-	VFMADD231PS Y13, Y14, Y1
-	VBROADCASTSS 4(AX), Y15
-	VFMADD231PS Y12, Y15, Y2
-	VFMADD231PS Y13, Y15, Y3
-	VBROADCASTSS 8(AX), Y14
-	VFMADD231PS Y12, Y14, Y4
-	VFMADD231PS Y13, Y14, Y5
-	ADDQ $8, R12
-	ADDQ $24, AX
-	DECQ CX
-	JNZ kernelAVX2x3_indirect
 kernelAVX2x3_done:
 	VBROADCASTSS alpha+48(FP), Y12
 	VMULPS Y12, Y0, Y0
@@ -5824,8 +5347,8 @@ kernelAVX2x3_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX2x4(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32, boff *int)
-TEXT ·kernelAVX2x4(SB), NOSPLIT, $0-72
+// func kernelAVX2x4(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32)
+TEXT ·kernelAVX2x4(SB), NOSPLIT, $0-64
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -5851,9 +5374,6 @@ TEXT ·kernelAVX2x4(SB), NOSPLIT, $0-72
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-	MOVQ boff+64(FP), R12
-	TESTQ R12, R12
-	JNZ kernelAVX2x4_indirect
 	MOVQ CX, R10
 	SHRQ $2, R10
 	ANDQ $3, CX
@@ -6044,30 +5564,6 @@ kernelAVX2x4_stailloop:
 	ADDQ R11, BX
 	DECQ CX
 	JNZ kernelAVX2x4_stailloop
-	JMP kernelAVX2x4_done
-kernelAVX2x4_indirect:
-	MOVQ (R12), R11
-	LEAQ (BX)(R11*4), R9
-	VMOVUPS 0(R9), Y12
-	VMOVUPS 32(R9), Y13
-	PREFETCHT0 64(R9)
-	PREFETCHT0 128(R9)
-	VBROADCASTSS 0(AX), Y14
-	VFMADD231PS Y12, Y14, Y0
-	VFMADD231PS Y13, Y14, Y1
-	VBROADCASTSS 4(AX), Y15
-	VFMADD231PS Y12, Y15, Y2
-	VFMADD231PS Y13, Y15, Y3
-	VBROADCASTSS 8(AX), Y14
-	VFMADD231PS Y12, Y14, Y4
-	VFMADD231PS Y13, Y14, Y5
-	VBROADCASTSS 12(AX), Y15
-	VFMADD231PS Y12, Y15, Y6
-	VFMADD231PS Y13, Y15, Y7
-	ADDQ $8, R12
-	ADDQ $24, AX
-	DECQ CX
-	JNZ kernelAVX2x4_indirect
 kernelAVX2x4_done:
 	VBROADCASTSS alpha+48(FP), Y12
 	VMULPS Y12, Y0, Y0
@@ -6118,8 +5614,8 @@ kernelAVX2x4_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX2x5(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32, boff *int)
-TEXT ·kernelAVX2x5(SB), NOSPLIT, $0-72
+// func kernelAVX2x5(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32)
+TEXT ·kernelAVX2x5(SB), NOSPLIT, $0-64
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -6149,9 +5645,6 @@ TEXT ·kernelAVX2x5(SB), NOSPLIT, $0-72
 	VXORPS Y7, Y7, Y7
 	VXORPS Y8, Y8, Y8
 	VXORPS Y9, Y9, Y9
-	MOVQ boff+64(FP), R12
-	TESTQ R12, R12
-	JNZ kernelAVX2x5_indirect
 	MOVQ CX, R10
 	SHRQ $2, R10
 	ANDQ $3, CX
@@ -6372,33 +5865,6 @@ kernelAVX2x5_stailloop:
 	ADDQ R11, BX
 	DECQ CX
 	JNZ kernelAVX2x5_stailloop
-	JMP kernelAVX2x5_done
-kernelAVX2x5_indirect:
-	MOVQ (R12), R11
-	LEAQ (BX)(R11*4), R9
-	VMOVUPS 0(R9), Y12
-	VMOVUPS 32(R9), Y13
-	PREFETCHT0 64(R9)
-	PREFETCHT0 128(R9)
-	VBROADCASTSS 0(AX), Y14
-	VFMADD231PS Y12, Y14, Y0
-	VFMADD231PS Y13, Y14, Y1
-	VBROADCASTSS 4(AX), Y15
-	VFMADD231PS Y12, Y15, Y2
-	VFMADD231PS Y13, Y15, Y3
-	VBROADCASTSS 8(AX), Y14
-	VFMADD231PS Y12, Y14, Y4
-	VFMADD231PS Y13, Y14, Y5
-	VBROADCASTSS 12(AX), Y15
-	VFMADD231PS Y12, Y15, Y6
-	VFMADD231PS Y13, Y15, Y7
-	VBROADCASTSS 16(AX), Y14
-	VFMADD231PS Y12, Y14, Y8
-	VFMADD231PS Y13, Y14, Y9
-	ADDQ $8, R12
-	ADDQ $24, AX
-	DECQ CX
-	JNZ kernelAVX2x5_indirect
 kernelAVX2x5_done:
 	VBROADCASTSS alpha+48(FP), Y12
 	VMULPS Y12, Y0, Y0
@@ -6459,8 +5925,8 @@ kernelAVX2x5_store:
 	VZEROUPPER
 	RET
 
-// func kernelAVX2x6(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32, boff *int)
-TEXT ·kernelAVX2x6(SB), NOSPLIT, $0-72
+// func kernelAVX2x6(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32)
+TEXT ·kernelAVX2x6(SB), NOSPLIT, $0-64
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -6494,9 +5960,6 @@ TEXT ·kernelAVX2x6(SB), NOSPLIT, $0-72
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
-	MOVQ boff+64(FP), R12
-	TESTQ R12, R12
-	JNZ kernelAVX2x6_indirect
 	MOVQ CX, R10
 	SHRQ $2, R10
 	ANDQ $3, CX
@@ -6747,36 +6210,6 @@ kernelAVX2x6_stailloop:
 	ADDQ R11, BX
 	DECQ CX
 	JNZ kernelAVX2x6_stailloop
-	JMP kernelAVX2x6_done
-kernelAVX2x6_indirect:
-	MOVQ (R12), R11
-	LEAQ (BX)(R11*4), R9
-	VMOVUPS 0(R9), Y12
-	VMOVUPS 32(R9), Y13
-	PREFETCHT0 64(R9)
-	PREFETCHT0 128(R9)
-	VBROADCASTSS 0(AX), Y14
-	VFMADD231PS Y12, Y14, Y0
-	VFMADD231PS Y13, Y14, Y1
-	VBROADCASTSS 4(AX), Y15
-	VFMADD231PS Y12, Y15, Y2
-	VFMADD231PS Y13, Y15, Y3
-	VBROADCASTSS 8(AX), Y14
-	VFMADD231PS Y12, Y14, Y4
-	VFMADD231PS Y13, Y14, Y5
-	VBROADCASTSS 12(AX), Y15
-	VFMADD231PS Y12, Y15, Y6
-	VFMADD231PS Y13, Y15, Y7
-	VBROADCASTSS 16(AX), Y14
-	VFMADD231PS Y12, Y14, Y8
-	VFMADD231PS Y13, Y14, Y9
-	VBROADCASTSS 20(AX), Y15
-	VFMADD231PS Y12, Y15, Y10
-	VFMADD231PS Y13, Y15, Y11
-	ADDQ $8, R12
-	ADDQ $24, AX
-	DECQ CX
-	JNZ kernelAVX2x6_indirect
 kernelAVX2x6_done:
 	VBROADCASTSS alpha+48(FP), Y12
 	VMULPS Y12, Y0, Y0

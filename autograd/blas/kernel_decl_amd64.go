@@ -6,141 +6,105 @@ package blas
 
 // kernelAVX512x1 computes C = alpha·A·B + beta·C for the first 1 rows of a 12×32 tile.
 // Bit j of mask enables column j.
-// With boff != nil, row p of B starts boff[p] elements after b and ldb
-// is ignored.
 //
 //go:noescape
-func kernelAVX512x1(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32, boff *int)
+func kernelAVX512x1(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
 
 // kernelAVX512x2 computes C = alpha·A·B + beta·C for the first 2 rows of a 12×32 tile.
 // Bit j of mask enables column j.
-// With boff != nil, row p of B starts boff[p] elements after b and ldb
-// is ignored.
 //
 //go:noescape
-func kernelAVX512x2(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32, boff *int)
+func kernelAVX512x2(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
 
 // kernelAVX512x3 computes C = alpha·A·B + beta·C for the first 3 rows of a 12×32 tile.
 // Bit j of mask enables column j.
-// With boff != nil, row p of B starts boff[p] elements after b and ldb
-// is ignored.
 //
 //go:noescape
-func kernelAVX512x3(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32, boff *int)
+func kernelAVX512x3(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
 
 // kernelAVX512x4 computes C = alpha·A·B + beta·C for the first 4 rows of a 12×32 tile.
 // Bit j of mask enables column j.
-// With boff != nil, row p of B starts boff[p] elements after b and ldb
-// is ignored.
 //
 //go:noescape
-func kernelAVX512x4(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32, boff *int)
+func kernelAVX512x4(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
 
 // kernelAVX512x5 computes C = alpha·A·B + beta·C for the first 5 rows of a 12×32 tile.
 // Bit j of mask enables column j.
-// With boff != nil, row p of B starts boff[p] elements after b and ldb
-// is ignored.
 //
 //go:noescape
-func kernelAVX512x5(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32, boff *int)
+func kernelAVX512x5(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
 
 // kernelAVX512x6 computes C = alpha·A·B + beta·C for the first 6 rows of a 12×32 tile.
 // Bit j of mask enables column j.
-// With boff != nil, row p of B starts boff[p] elements after b and ldb
-// is ignored.
 //
 //go:noescape
-func kernelAVX512x6(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32, boff *int)
+func kernelAVX512x6(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
 
 // kernelAVX512x7 computes C = alpha·A·B + beta·C for the first 7 rows of a 12×32 tile.
 // Bit j of mask enables column j.
-// With boff != nil, row p of B starts boff[p] elements after b and ldb
-// is ignored.
 //
 //go:noescape
-func kernelAVX512x7(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32, boff *int)
+func kernelAVX512x7(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
 
 // kernelAVX512x8 computes C = alpha·A·B + beta·C for the first 8 rows of a 12×32 tile.
 // Bit j of mask enables column j.
-// With boff != nil, row p of B starts boff[p] elements after b and ldb
-// is ignored.
 //
 //go:noescape
-func kernelAVX512x8(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32, boff *int)
+func kernelAVX512x8(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
 
 // kernelAVX512x9 computes C = alpha·A·B + beta·C for the first 9 rows of a 12×32 tile.
 // Bit j of mask enables column j.
-// With boff != nil, row p of B starts boff[p] elements after b and ldb
-// is ignored.
 //
 //go:noescape
-func kernelAVX512x9(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32, boff *int)
+func kernelAVX512x9(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
 
 // kernelAVX512x10 computes C = alpha·A·B + beta·C for the first 10 rows of a 12×32 tile.
 // Bit j of mask enables column j.
-// With boff != nil, row p of B starts boff[p] elements after b and ldb
-// is ignored.
 //
 //go:noescape
-func kernelAVX512x10(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32, boff *int)
+func kernelAVX512x10(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
 
 // kernelAVX512x11 computes C = alpha·A·B + beta·C for the first 11 rows of a 12×32 tile.
 // Bit j of mask enables column j.
-// With boff != nil, row p of B starts boff[p] elements after b and ldb
-// is ignored.
 //
 //go:noescape
-func kernelAVX512x11(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32, boff *int)
+func kernelAVX512x11(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
 
 // kernelAVX512x12 computes C = alpha·A·B + beta·C for the first 12 rows of a 12×32 tile.
 // Bit j of mask enables column j.
-// With boff != nil, row p of B starts boff[p] elements after b and ldb
-// is ignored.
 //
 //go:noescape
-func kernelAVX512x12(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32, boff *int)
+func kernelAVX512x12(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, mask uint32, pf *float32)
 
 // kernelAVX2x1 computes C = alpha·A·B + beta·C for the first 1 rows of a 6×16 tile.
-// With boff != nil, row p of B starts boff[p] elements after b and ldb
-// is ignored.
 //
 //go:noescape
-func kernelAVX2x1(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32, boff *int)
+func kernelAVX2x1(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32)
 
 // kernelAVX2x2 computes C = alpha·A·B + beta·C for the first 2 rows of a 6×16 tile.
-// With boff != nil, row p of B starts boff[p] elements after b and ldb
-// is ignored.
 //
 //go:noescape
-func kernelAVX2x2(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32, boff *int)
+func kernelAVX2x2(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32)
 
 // kernelAVX2x3 computes C = alpha·A·B + beta·C for the first 3 rows of a 6×16 tile.
-// With boff != nil, row p of B starts boff[p] elements after b and ldb
-// is ignored.
 //
 //go:noescape
-func kernelAVX2x3(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32, boff *int)
+func kernelAVX2x3(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32)
 
 // kernelAVX2x4 computes C = alpha·A·B + beta·C for the first 4 rows of a 6×16 tile.
-// With boff != nil, row p of B starts boff[p] elements after b and ldb
-// is ignored.
 //
 //go:noescape
-func kernelAVX2x4(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32, boff *int)
+func kernelAVX2x4(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32)
 
 // kernelAVX2x5 computes C = alpha·A·B + beta·C for the first 5 rows of a 6×16 tile.
-// With boff != nil, row p of B starts boff[p] elements after b and ldb
-// is ignored.
 //
 //go:noescape
-func kernelAVX2x5(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32, boff *int)
+func kernelAVX2x5(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32)
 
 // kernelAVX2x6 computes C = alpha·A·B + beta·C for the first 6 rows of a 6×16 tile.
-// With boff != nil, row p of B starts boff[p] elements after b and ldb
-// is ignored.
 //
 //go:noescape
-func kernelAVX2x6(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32, boff *int)
+func kernelAVX2x6(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32)
 
 // dotAVX512 stores in out[i*6+j] the dot product of the k values at rows[i]
 // (rows of A, i < 4) and rows[4+j] (rows of B, j < 6).

@@ -8,7 +8,7 @@ const (
 
 // goKernel is the pure-Go micro-kernel for a full 4×4 tile with packed B;
 // see microKernel.run.
-func goKernel(_, _, kc int, ap, bp []float32, _ int, _ []int, c []float32, ldc int, alpha, beta float32, _ *float32) {
+func goKernel(_, _, kc int, ap, bp []float32, _ int, c []float32, ldc int, alpha, beta float32, _ *float32) {
 	var c00, c01, c02, c03 float32
 	var c10, c11, c12, c13 float32
 	var c20, c21, c22, c23 float32

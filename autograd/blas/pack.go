@@ -155,13 +155,3 @@ func alignedFloats(n int) []float32 {
 	}
 	return s[off : off+n : off+n]
 }
-
-// packRows packs the kcb×w block of B whose row p is b[boff[p]+j0:][:w]
-// into one panel of width values per row, zeroing the rest of each row.
-func packRows(b []float32, boff []int, j0, w, width int, dst []float32) {
-	for p, off := range boff {
-		row := dst[p*width : (p+1)*width]
-		copy(row, b[off+j0:off+j0+w])
-		clear(row[w:])
-	}
-}
