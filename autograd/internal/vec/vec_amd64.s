@@ -15,15 +15,42 @@
 	VUNPCKHPD    xlo, xlo, xt; \
 	VADDSD       xt, xlo, xlo
 
+// ZERO4 clears the four float64 accumulators Y0-Y3.
+#define ZERO4 \
+	VXORPD Y0, Y0, Y0; \
+	VXORPD Y1, Y1, Y1; \
+	VXORPD Y2, Y2, Y2; \
+	VXORPD Y3, Y3, Y3
+
+// GSUMS adds the next 8 gradients, given as float64 in Y4 (lanes 0-3) and
+// Y5 (lanes 4-7), to Y0/Y1 and their products with x − mean (x at DI, mean
+// in Y15) to Y2/Y3.
+#define GSUMS \
+	VCVTPS2PD (DI), Y6; \
+	VCVTPS2PD 16(DI), Y7; \
+	VSUBPD    Y15, Y6, Y6; \
+	VSUBPD    Y15, Y7, Y7; \
+	VADDPD    Y4, Y0, Y0; \
+	VADDPD    Y5, Y1, Y1; \
+	VMULPD    Y6, Y4, Y6; \
+	VMULPD    Y7, Y5, Y7; \
+	VADDPD    Y6, Y2, Y2; \
+	VADDPD    Y7, Y3, Y3
+
+// AFFINE computes (x − m)·a + b for the next 8 x at SI into Y0 (m, a, b
+// broadcast in Y13, Y12, Y11).
+#define AFFINE \
+	VMOVUPS (SI), Y0;    \
+	VSUBPS  Y13, Y0, Y0; \
+	VMULPS  Y12, Y0, Y0; \
+	VADDPS  Y11, Y0, Y0
+
 // func statsAVX2(x *float32, n int, k float64) (s1, s2 float64)
 TEXT ·statsAVX2(SB), NOSPLIT, $0-40
 	MOVQ         x+0(FP), SI
 	MOVQ         n+8(FP), CX
 	VBROADCASTSD k+16(FP), Y15
-	VXORPD       Y0, Y0, Y0
-	VXORPD       Y1, Y1, Y1
-	VXORPD       Y2, Y2, Y2
-	VXORPD       Y3, Y3, Y3
+	ZERO4
 
 stats_loop:
 	VCVTPS2PD (SI), Y4
@@ -53,24 +80,12 @@ TEXT ·gradSumsAVX2(SB), NOSPLIT, $0-48
 	MOVQ         x+8(FP), DI
 	MOVQ         n+16(FP), CX
 	VBROADCASTSD mean+24(FP), Y15
-	VXORPD       Y0, Y0, Y0
-	VXORPD       Y1, Y1, Y1
-	VXORPD       Y2, Y2, Y2
-	VXORPD       Y3, Y3, Y3
+	ZERO4
 
 gsums_loop:
 	VCVTPS2PD (SI), Y4
 	VCVTPS2PD 16(SI), Y5
-	VCVTPS2PD (DI), Y6
-	VCVTPS2PD 16(DI), Y7
-	VSUBPD    Y15, Y6, Y6
-	VSUBPD    Y15, Y7, Y7
-	VADDPD    Y4, Y0, Y0
-	VADDPD    Y5, Y1, Y1
-	VMULPD    Y6, Y4, Y6
-	VMULPD    Y7, Y5, Y7
-	VADDPD    Y6, Y2, Y2
-	VADDPD    Y7, Y3, Y3
+	GSUMS
 	ADDQ      $32, SI
 	ADDQ      $32, DI
 	SUBQ      $8, CX
@@ -91,10 +106,7 @@ TEXT ·gradSumsMaskedAVX2(SB), NOSPLIT, $0-56
 	MOVQ         n+24(FP), CX
 	VBROADCASTSD mean+32(FP), Y15
 	VXORPS       Y14, Y14, Y14
-	VXORPD       Y0, Y0, Y0
-	VXORPD       Y1, Y1, Y1
-	VXORPD       Y2, Y2, Y2
-	VXORPD       Y3, Y3, Y3
+	ZERO4
 
 gsumsm_loop:
 	VMOVUPS      (SI), Y8
@@ -104,16 +116,7 @@ gsumsm_loop:
 	VCVTPS2PD    X8, Y4
 	VEXTRACTF128 $1, Y8, X5
 	VCVTPS2PD    X5, Y5
-	VCVTPS2PD    (DI), Y6
-	VCVTPS2PD    16(DI), Y7
-	VSUBPD       Y15, Y6, Y6
-	VSUBPD       Y15, Y7, Y7
-	VADDPD       Y4, Y0, Y0
-	VADDPD       Y5, Y1, Y1
-	VMULPD       Y6, Y4, Y6
-	VMULPD       Y7, Y5, Y7
-	VADDPD       Y6, Y2, Y2
-	VADDPD       Y7, Y3, Y3
+	GSUMS
 	ADDQ         $32, SI
 	ADDQ         $32, DX
 	ADDQ         $32, DI
@@ -143,10 +146,7 @@ TEXT ·affineAVX2(SB), NOSPLIT, $0-56
 	JGT          affine_addrelu
 
 affine_plain:
-	VMOVUPS (SI), Y0
-	VSUBPS  Y13, Y0, Y0
-	VMULPS  Y12, Y0, Y0
-	VADDPS  Y11, Y0, Y0
+	AFFINE
 	VMOVUPS Y0, (DI)
 	ADDQ    $32, SI
 	ADDQ    $32, DI
@@ -156,10 +156,7 @@ affine_plain:
 	RET
 
 affine_relu:
-	VMOVUPS (SI), Y0
-	VSUBPS  Y13, Y0, Y0
-	VMULPS  Y12, Y0, Y0
-	VADDPS  Y11, Y0, Y0
+	AFFINE
 	VMAXPS  Y0, Y14, Y0 // 0 > v ? 0 : v
 	VMOVUPS Y0, (DI)
 	ADDQ    $32, SI
@@ -170,10 +167,7 @@ affine_relu:
 	RET
 
 affine_addrelu:
-	VMOVUPS (SI), Y0
-	VSUBPS  Y13, Y0, Y0
-	VMULPS  Y12, Y0, Y0
-	VADDPS  Y11, Y0, Y0
+	AFFINE
 	VADDPS  (DX), Y0, Y0
 	VMAXPS  Y0, Y14, Y0
 	VMOVUPS Y0, (DI)
