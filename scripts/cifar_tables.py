@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Markdown tables of a scripts/cifar_suite.sh run (standard library only).
 
-Usage: scripts/cifar_tables.py RUNS
+Usage: scripts/cifar_tables.py RUNS [--svg FILE]
 
 Reads RUNS/<name>/summary.json and metrics.jsonl of every run of the suite and
-prints the sparse-training table and the binary ResNet-20 table.
+prints the sparse-training table and the binary ResNet-20 table. With --svg it
+also draws the sparse runs' test accuracy, exact-zero ratio and |w| < 1e-3
+ratio per epoch into FILE.
 """
 import json
 import os
@@ -49,10 +51,69 @@ def pct(x):
     return "%.2f" % (100 * x)
 
 
+COLORS = ["#000000", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+          "#8c564b", "#e377c2", "#7f7f7f", "#17becf"]
+
+
+def svg(runs, path):
+    """Three panels (test accuracy, exact zeros, |w| < 1e-3) per epoch."""
+    series = []
+    for i, (name, method, reg) in enumerate(SPARSE):
+        _, ep = load(runs, name)
+        if ep:
+            label = method if reg == "-" else "%s %s" % (method, reg)
+            series.append((label, COLORS[i % len(COLORS)], "4 3" if "subgradient" in method else "", ep))
+    panels = [("test accuracy %", "test_acc"), ("exact zeros %", "zero_ratio"),
+              ("|w| &lt; 1e-3 %", "small_ratio")]
+    pw, ph, left, top = 300, 220, 50, 30
+    width = left + len(panels) * (pw + left) + 220
+    height = top + ph + 50
+    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+           'font-family="sans-serif" font-size="11">' % (width, height),
+           '<rect width="100%" height="100%" fill="white"/>']
+    epochs = max(len(ep) for *_, ep in series)
+    for k, (title, key) in enumerate(panels):
+        x0 = left + k * (pw + left)
+        vals = [100 * e[key] for *_, ep in series for e in ep]
+        hi = max(vals) if key != "test_acc" else 100
+        lo = 0
+        hi = max(hi, 1)
+        fx = lambda e: x0 + pw * (e - 1) / max(epochs - 1, 1)
+        fy = lambda v: top + ph - ph * (v - lo) / (hi - lo)
+        out.append('<text x="%d" y="%d" font-weight="bold">%s</text>' % (x0, top - 10, title))
+        out.append('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#888"/>' % (x0, top, pw, ph))
+        for t in range(5):
+            v = lo + (hi - lo) * t / 4
+            out.append('<text x="%d" y="%.1f" text-anchor="end">%.0f</text>' % (x0 - 4, fy(v) + 4, v))
+        for e in range(1, epochs + 1):
+            out.append('<text x="%.1f" y="%d" text-anchor="middle">%d</text>' % (fx(e), top + ph + 14, e))
+        out.append('<text x="%d" y="%d" text-anchor="middle">epoch</text>' % (x0 + pw // 2, top + ph + 30))
+        for label, color, dash, ep in series:
+            pts = " ".join("%.1f,%.1f" % (fx(e["epoch"]), fy(100 * e[key])) for e in ep)
+            out.append('<polyline points="%s" fill="none" stroke="%s" stroke-width="1.5" stroke-dasharray="%s"/>'
+                       % (pts, color, dash))
+    lx = left + len(panels) * (pw + left)
+    for i, (label, color, dash, _) in enumerate(series):
+        y = top + 12 + 16 * i
+        out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2" stroke-dasharray="%s"/>'
+                   % (lx, y - 4, lx + 24, y - 4, color, dash))
+        out.append('<text x="%d" y="%d">%s</text>' % (lx + 30, y, label))
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
 def main():
-    if len(sys.argv) != 2:
+    args = sys.argv[1:]
+    out_svg = None
+    if len(args) == 3 and args[1] == "--svg":
+        out_svg = args[2]
+        args = args[:1]
+    if len(args) != 1:
         sys.exit(__doc__)
-    runs = sys.argv[1]
+    runs = args[0]
+    if out_svg:
+        svg(runs, out_svg)
 
     print("Sparse training (final epoch; sparsity over conv and linear weights)\n")
     print("| method | reg | λ | test acc % | best % | exact zeros % | abs(w) < 1e-3 % | abs(w) < 1e-2 % |")
