@@ -23,6 +23,7 @@ SPARSE = [
     ("subgrad-l12", "subgradient (AdamW)", "l1/2"),
     ("proxgen-l0", "ProxGen", "l0"),
     ("l0hc", "l0 hard-concrete", "l0"),
+    ("l0hc-lr0.01", "l0 hard-concrete, lr 1e-2", "l0"),
 ]
 
 BINARY = [
