@@ -24,6 +24,9 @@
 #   LAMBDA_L1, LAMBDA_L23, LAMBDA_L12, LAMBDA_L0, LAMBDA_L0HC
 #            -lambda of each regularizer (defaults 20, 4, 1.5, 0.1, 0.1;
 #            divided by TRAIN per step, see docs/cifar-experiments.md)
+#   LAMBDA_PQ_SCALED, LAMBDA_BINW_SCALED
+#            λ of the binary runs scaled to the paper's total pull towards
+#            ±1 (defaults 0.66 for ProxQuant, 3.3e-4 for revised ProxQuant)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,6 +43,8 @@ LAMBDA_L23=${LAMBDA_L23:-4}
 LAMBDA_L12=${LAMBDA_L12:-1.5}
 LAMBDA_L0=${LAMBDA_L0:-0.1}
 LAMBDA_L0HC=${LAMBDA_L0HC:-0.1}
+LAMBDA_PQ_SCALED=${LAMBDA_PQ_SCALED:-0.66}
+LAMBDA_BINW_SCALED=${LAMBDA_BINW_SCALED:-3.3e-4}
 if [ -z "${DATA:-}" ]; then
 	DATA=$(../shared/data/cifar10/prepare /tmp/cifar10 | tail -1)
 fi
@@ -100,10 +105,20 @@ binary() {
 	run binary-pretrain -epochs "$PRE" -shortcut B -optimizer sgd -wd 1e-4
 	local pre=(-shortcut B -epochs "$EPOCHS" -weights "$RUNS/binary-pretrain/model.safetensors")
 	run binary-bc "${pre[@]}" -optimizer bc
+	# The paper's settings: ProxQuant λ 1e-4, revised ProxQuant λ 5e-8, both
+	# with homotopy and the constant step size 0.01.
+	local rq=(-optimizer proxgen -lr 0.01 -schedule const)
 	run binary-proxquant "${pre[@]}" -optimizer proxquant -reg binw:1
-	run binary-proxgen-binw1 "${pre[@]}" -optimizer proxgen -reg binw:1
-	run binary-proxgen-binw23 "${pre[@]}" -optimizer proxgen -reg binw:2/3
-	run binary-proxgen-binw12 "${pre[@]}" -optimizer proxgen -reg binw:1/2
+	run binary-proxgen-binw1 "${pre[@]}" "${rq[@]}" -reg binw:1
+	run binary-proxgen-binw23 "${pre[@]}" "${rq[@]}" -reg binw:2/3
+	run binary-proxgen-binw12 "${pre[@]}" "${rq[@]}" -reg binw:1/2
+	# λ scaled so that the total pull towards ±1 before hard quantization,
+	# Σ_t lr·λ_t over those steps, equals the paper's (390 steps × 200
+	# epochs there, 78 × 6 here: ×6633): ProxQuant 0.66, revised 3.3e-4.
+	run binary-proxquant-scaled "${pre[@]}" -optimizer proxquant -reg binw:1 -lambda "$LAMBDA_PQ_SCALED"
+	run binary-proxgen-binw1-scaled "${pre[@]}" "${rq[@]}" -reg binw:1 -lambda "$LAMBDA_BINW_SCALED"
+	run binary-proxgen-binw23-scaled "${pre[@]}" "${rq[@]}" -reg binw:2/3 -lambda "$LAMBDA_BINW_SCALED"
+	run binary-proxgen-binw12-scaled "${pre[@]}" "${rq[@]}" -reg binw:1/2 -lambda "$LAMBDA_BINW_SCALED"
 }
 
 for p in "${parts[@]}"; do

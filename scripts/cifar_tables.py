@@ -29,10 +29,14 @@ SPARSE = [
 BINARY = [
     ("binary-pretrain", "full precision (SGD pre-training)"),
     ("binary-bc", "BinaryConnect"),
-    ("binary-proxquant", "ProxQuant (original, binw:1)"),
-    ("binary-proxgen-binw1", "revised ProxQuant = ProxGen binw:1 (l1)"),
-    ("binary-proxgen-binw23", "revised ProxQuant = ProxGen binw:2/3"),
-    ("binary-proxgen-binw12", "revised ProxQuant = ProxGen binw:1/2"),
+    ("binary-proxquant", "ProxQuant (original), paper's λ"),
+    ("binary-proxgen-binw1", "revised ProxQuant l1 (ProxGen binw:1), paper's λ"),
+    ("binary-proxgen-binw23", "revised ProxQuant l2/3, paper's λ"),
+    ("binary-proxgen-binw12", "revised ProxQuant l1/2, paper's λ"),
+    ("binary-proxquant-scaled", "ProxQuant, λ scaled"),
+    ("binary-proxgen-binw1-scaled", "revised ProxQuant l1, λ scaled"),
+    ("binary-proxgen-binw23-scaled", "revised ProxQuant l2/3, λ scaled"),
+    ("binary-proxgen-binw12-scaled", "revised ProxQuant l1/2, λ scaled"),
 ]
 
 
