@@ -27,7 +27,7 @@ import (
 // fixed order, so results are bit-identical for any number of workers.
 func BatchNorm2d(x, gamma, beta, runMean, runVar *Tensor, training bool, momentum, eps float32) *Tensor {
 	mustRank("BatchNorm2d", "x", x, 4)
-	return batchNorm("BatchNorm2d", x, nil, false, gamma, beta, runMean, runVar, training, momentum, eps)
+	return batchNorm("BatchNorm2d", x, nil, vec.Plain, gamma, beta, runMean, runVar, training, momentum, eps)
 }
 
 // BatchNormReLU returns ReLU(BatchNorm2d(x, ...)) computed as one op: the
@@ -37,7 +37,7 @@ func BatchNorm2d(x, gamma, beta, runMean, runVar *Tensor, training bool, momentu
 // equal those of the two separate ops.
 func BatchNormReLU(x, gamma, beta, runMean, runVar *Tensor, training bool, momentum, eps float32) *Tensor {
 	mustRank("BatchNormReLU", "x", x, 4)
-	return batchNorm("BatchNormReLU", x, nil, true, gamma, beta, runMean, runVar, training, momentum, eps)
+	return batchNorm("BatchNormReLU", x, nil, vec.ReLU, gamma, beta, runMean, runVar, training, momentum, eps)
 }
 
 // BatchNormAddReLU returns ReLU(BatchNorm2d(x, ...) + residual) computed as
@@ -46,7 +46,7 @@ func BatchNormReLU(x, gamma, beta, runMean, runVar *Tensor, training bool, momen
 func BatchNormAddReLU(x, residual, gamma, beta, runMean, runVar *Tensor, training bool, momentum, eps float32) *Tensor {
 	mustRank("BatchNormAddReLU", "x", x, 4)
 	mustSameShape("BatchNormAddReLU", x, residual)
-	return batchNorm("BatchNormAddReLU", x, residual, true, gamma, beta, runMean, runVar, training, momentum, eps)
+	return batchNorm("BatchNormAddReLU", x, residual, vec.AddReLU, gamma, beta, runMean, runVar, training, momentum, eps)
 }
 
 // BatchNorm1d is BatchNorm2d for (N, C) or (N, C, L) inputs, normalising
@@ -56,7 +56,7 @@ func BatchNorm1d(x, gamma, beta, runMean, runVar *Tensor, training bool, momentu
 	if r := len(x.shape); r != 2 && r != 3 {
 		panic(fmt.Sprintf("autograd.BatchNorm1d: x must have rank 2 or 3, got shape %v", x.shape))
 	}
-	return batchNorm("BatchNorm1d", x, nil, false, gamma, beta, runMean, runVar, training, momentum, eps)
+	return batchNorm("BatchNorm1d", x, nil, vec.Plain, gamma, beta, runMean, runVar, training, momentum, eps)
 }
 
 // mustChannelVec panics unless t is nil or has shape (c).
@@ -66,12 +66,20 @@ func mustChannelVec(op, name string, t, x *Tensor, c int) {
 	}
 }
 
+// plane returns s[o:o+n], or nil when s is nil (an absent optional input).
+func plane(s []float32, o, n int) []float32 {
+	if s == nil {
+		return nil
+	}
+	return s[o : o+n]
+}
+
 // planeGrain is the number of (n, c) planes of size s per parallel chunk.
 func planeGrain(s int) int { return max(1, (1<<14)/max(s, 1)) }
 
-// batchNorm normalises x as BatchNorm2d does, then adds res when it is not
-// nil and clamps at zero when relu is set (res is only used with relu).
-func batchNorm(op string, x, res *Tensor, relu bool, gamma, beta, runMean, runVar *Tensor, training bool, momentum, eps float32) *Tensor {
+// batchNorm normalises x as BatchNorm2d does, followed by the epilogue epi:
+// nothing, a ReLU, or adding res (set only for vec.AddReLU) and a ReLU.
+func batchNorm(op string, x, res *Tensor, epi vec.Epilogue, gamma, beta, runMean, runVar *Tensor, training bool, momentum, eps float32) *Tensor {
 	batch, ch := x.shape[0], x.shape[1]
 	sp := 1 // elements per (n, c) plane
 	for _, d := range x.shape[2:] {
@@ -108,21 +116,14 @@ func batchNorm(op string, x, res *Tensor, relu bool, gamma, beta, runMean, runVa
 		}
 	}
 	out := empty(x.shape...)
-	epi := vec.Plain
-	switch {
-	case res != nil:
-		epi = vec.AddReLU
-	case relu:
-		epi = vec.ReLU
+	var rd []float32 // the residual's data, for vec.AddReLU
+	if res != nil {
+		rd = res.Data
 	}
 	normPlane := func(p int) { // p = n·C + c
 		c := p % ch
 		o := p * sp
-		var r []float32
-		if res != nil {
-			r = res.Data[o : o+sp]
-		}
-		vec.Affine(out.Data[o:o+sp], x.Data[o:o+sp], r, meanF[c], scale[c], shift[c], epi)
+		vec.Affine(out.Data[o:o+sp], x.Data[o:o+sp], plane(rd, o, sp), meanF[c], scale[c], shift[c], epi)
 	}
 	if useBatch {
 		// One task per channel: its statistics in a fixed order, then
@@ -183,7 +184,7 @@ func batchNorm(op string, x, res *Tensor, relu bool, gamma, beta, runMean, runVa
 			gb = beta.grad()
 		}
 		var y []float32 // the ReLU output whose sign masks g
-		if relu {
+		if epi != vec.Plain {
 			y = out.Data
 		}
 		needSums := gg != nil || gb != nil || (gx != nil && useBatch)
@@ -200,11 +201,7 @@ func batchNorm(op string, x, res *Tensor, relu bool, gamma, beta, runMean, runVa
 						vec.MaskedGrad(gr[o:o+sp], g[o:o+sp], y[o:o+sp], rFresh)
 					}
 					if needSums {
-						var ym []float32
-						if y != nil {
-							ym = y[o : o+sp]
-						}
-						a, b := vec.GradSums(g[o:o+sp], ym, x.Data[o:o+sp], mean[c])
+						a, b := vec.GradSums(g[o:o+sp], plane(y, o, sp), x.Data[o:o+sp], mean[c])
 						sdy += a
 						sdyx += b
 					}
@@ -229,11 +226,7 @@ func batchNorm(op string, x, res *Tensor, relu bool, gamma, beta, runMean, runVa
 				}
 				for n := 0; n < batch; n++ {
 					o := (n*ch + c) * sp
-					var ym []float32
-					if y != nil {
-						ym = y[o : o+sp]
-					}
-					vec.AffineGrad(gx[o:o+sp], g[o:o+sp], ym, x.Data[o:o+sp], meanF[c], float32(a), k2, k3, xFresh)
+					vec.AffineGrad(gx[o:o+sp], g[o:o+sp], plane(y, o, sp), x.Data[o:o+sp], meanF[c], float32(a), k2, k3, xFresh)
 				}
 			}
 		})

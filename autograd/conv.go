@@ -193,12 +193,10 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 	var gd *convGeom   // geometry of the input-gradient convolution
 	overwrite := false // whether the stride-1 input gradient may be stored, not added
 	if needX {
-		if strideOne {
-			gx, overwrite = x.gradTarget()
-		} else {
+		if !strideOne {
 			gx = x.grad()
-		}
-		if strideOne {
+		} else {
+			gx, overwrite = x.gradTarget()
 			gd = &convGeom{
 				c: cout, h: g.ho, w: g.wo, kh: g.kh, kw: g.kw, sh: 1, sw: 1,
 				ph: g.dh*(g.kh-1) - g.ph, pw: g.dw*(g.kw-1) - g.pw,

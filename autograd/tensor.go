@@ -166,11 +166,7 @@ func (t *Tensor) String() string {
 // gradients outlive a training step and never come from an arena.
 func (t *Tensor) grad() []float32 {
 	if t.Grad == nil {
-		if t.node == nil {
-			t.Grad = make([]float32, len(t.Data))
-		} else {
-			t.Grad = alloc(len(t.Data), true)
-		}
+		t.Grad = t.newGrad(true)
 	}
 	return t.Grad
 }
@@ -184,12 +180,17 @@ func (t *Tensor) gradTarget() (g []float32, store bool) {
 	if t.Grad != nil {
 		return t.Grad, false
 	}
-	if t.node == nil {
-		t.Grad = make([]float32, len(t.Data))
-	} else {
-		t.Grad = alloc(len(t.Data), false)
-	}
+	t.Grad = t.newGrad(false)
 	return t.Grad, true
+}
+
+// newGrad returns a gradient buffer for t: a fresh zeroed slice for a leaf,
+// an arena buffer (zeroed if zero is set) for an op result.
+func (t *Tensor) newGrad(zero bool) []float32 {
+	if t.node == nil {
+		return make([]float32, len(t.Data))
+	}
+	return alloc(len(t.Data), zero)
 }
 
 // numel returns the product of shape, panicking on negative sizes.

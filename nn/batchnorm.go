@@ -40,28 +40,29 @@ func NewBatchNorm2d(c int) *BatchNorm2d {
 // Forward normalises x of shape (N, C, H, W). In training mode it also
 // updates the running statistics and counts the batch.
 func (b *BatchNorm2d) Forward(x *autograd.Tensor) *autograd.Tensor {
-	if b.training {
-		b.NumBatchesTracked.Data[0]++
-	}
+	b.countBatch()
 	return autograd.BatchNorm2d(x, b.Weight, b.Bias, b.RunningMean, b.RunningVar, b.training, b.Momentum, b.Eps)
 }
 
 // ForwardReLU returns ReLU(b.Forward(x)) computed by the fused
 // autograd.BatchNormReLU op.
 func (b *BatchNorm2d) ForwardReLU(x *autograd.Tensor) *autograd.Tensor {
-	if b.training {
-		b.NumBatchesTracked.Data[0]++
-	}
+	b.countBatch()
 	return autograd.BatchNormReLU(x, b.Weight, b.Bias, b.RunningMean, b.RunningVar, b.training, b.Momentum, b.Eps)
 }
 
 // ForwardAddReLU returns ReLU(b.Forward(x) + residual), the end of a
 // residual block, computed by the fused autograd.BatchNormAddReLU op.
 func (b *BatchNorm2d) ForwardAddReLU(x, residual *autograd.Tensor) *autograd.Tensor {
+	b.countBatch()
+	return autograd.BatchNormAddReLU(x, residual, b.Weight, b.Bias, b.RunningMean, b.RunningVar, b.training, b.Momentum, b.Eps)
+}
+
+// countBatch counts a training batch in NumBatchesTracked.
+func (b *BatchNorm2d) countBatch() {
 	if b.training {
 		b.NumBatchesTracked.Data[0]++
 	}
-	return autograd.BatchNormAddReLU(x, residual, b.Weight, b.Bias, b.RunningMean, b.RunningVar, b.training, b.Momentum, b.Eps)
 }
 
 // BatchesTracked returns the number of training batches seen.
