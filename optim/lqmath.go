@@ -80,8 +80,9 @@ func proxL0Slice(dst, z, eta []float32, lam2 float64) {
 // runMasked runs an AVX2 kernel over the whole multiples of 8 of dst in
 // blocks of chunkSize and finishes the lanes it reports in its mask with
 // slow (which must read z[i] and eta[i], still unchanged there even when
-// dst aliases z). It returns the index where the scalar tail starts.
-func runMasked(dst, z, eta []float32, l2 float32, kernel func(dst, z, eta *float32, n int, l2 float32, mask *uint8), slow func(i int)) int {
+// dst aliases z). The kernel returns the OR of its mask bytes. runMasked
+// returns the index where the scalar tail starts.
+func runMasked(dst, z, eta []float32, l2 float32, kernel func(dst, z, eta *float32, n int, l2 float32, mask *uint8) int, slow func(i int)) int {
 	n8 := len(dst) &^ 7
 	if len(z) < n8 || len(eta) < n8 {
 		panic("optim: prox slices of unequal length")
@@ -89,16 +90,22 @@ func runMasked(dst, z, eta []float32, l2 float32, kernel func(dst, z, eta *float
 	var mask [chunkSize / 8]uint8
 	for lo := 0; lo < n8; lo += chunkSize {
 		hi := min(lo+chunkSize, n8)
-		kernel(&dst[lo], &z[lo], &eta[lo], hi-lo, l2, &mask[0])
-		for b, m := range mask[:(hi-lo)/8] {
-			for m != 0 {
-				j := bits.TrailingZeros8(m)
-				m &^= 1 << j
-				slow(lo + 8*b + j)
-			}
+		if kernel(&dst[lo], &z[lo], &eta[lo], hi-lo, l2, &mask[0]) != 0 {
+			forMasked(mask[:(hi-lo)/8], lo, slow)
 		}
 	}
 	return n8
+}
+
+// forMasked calls f(base + 8b + j) for every bit j set in mask[b].
+func forMasked(mask []uint8, base int, f func(i int)) {
+	for b, m := range mask {
+		for m != 0 {
+			j := bits.TrailingZeros8(m)
+			m &^= 1 << j
+			f(base + 8*b + j)
+		}
+	}
 }
 
 // ℓ1/2. With q = 1/2, (*) squared reads w²(1 − w) = c₂ = κ²/(16 t³). The
@@ -107,13 +114,17 @@ func runMasked(dst, z, eta []float32, l2 float32, kernel func(dst, z, eta *float
 //
 //	x = (2/3) t (1 + cos(2π/3 − (2/3) arccos((κ/8)(t/3)^(−3/2))))
 //
-// is an analytic function of s = sqrt(c₂) on [0, sqrt(2/27)]. We evaluate
-// w(s) = s·g(s) with a degree-11 Chebyshev interpolant of g (built once at
-// start-up from the exact root; its error is below 5e-9, far under float32
-// resolution) or, for the common case of small s, its Taylor series; the
-// float32 fast paths use a single degree-10 interpolant over the whole
-// range (l12Fast). That costs one sqrt, one division and a short
-// polynomial instead of arccos, cos and two fractional powers.
+// is an analytic function of s = sqrt(c₂) on [0, sqrt(2/27)] (its nearest
+// singularity is the branch point s = sqrt(4/27), where w = 2/3). The
+// float64 map evaluates w(s) = s·g(s) with a degree-11 Chebyshev
+// interpolant of g (built once at start-up from the exact root; its error
+// is below 5e-9, far under float32 resolution) or, for the common case of
+// small s, its Taylor series. The float32 fast paths write
+// w = s·(1 + s·h(s)) with a rational minimax fit h = P/Q of degree 3/3
+// (l12Rat), which near a square-root branch point needs far fewer
+// operations than a polynomial (a degree-10 one before). Either costs one
+// sqrt, one division and a short evaluation instead of arccos, cos and two
+// fractional powers.
 
 const (
 	l12SMax  = 0.27216552697590868 // sqrt(2/27)
@@ -184,102 +195,45 @@ func l12W(s float64) float64 {
 	return s * (q0 + (q1+q2*y4)*y4)
 }
 
-// l12Fast is the float32 form of w(s)/s on all of [0, l12FastEnd] used by
-// the float32 fast paths (Go loop and AVX2 kernel alike): entries 0 and 1
-// map s to y = s·A + B in [−1, 1], entries 2.. are the monomial
-// coefficients c0..c10 of a degree-10 Chebyshev interpolant in y, each
-// repeated 8 times so the AVX2 kernel can use them as 32-byte operands.
-// In this variable the coefficients are positive and decreasing, so the
-// float32 evaluation (l12Fast32) loses little: with s from float32 sqrt and
-// division, x = t(1 − s·g) stays within 2.3e-7 of the float64 map. One
-// polynomial for the whole non-zero range keeps the kernel free of
-// data-dependent branches.
-var l12Fast = func() (m [8 * l12FastLen]float32) {
-	const n = l12FastLen - 2 // Chebyshev nodes: degree n−1
-	const lo, hi = 0, l12FastEnd
-	var f, a [n]float64
-	for k := 0; k < n; k++ {
-		y := math.Cos(math.Pi * (float64(k) + 0.5) / n)
-		s := (y+1)/2*(hi-lo) + lo
-		f[k] = solveW(0.5, math.Log(s)) / s
-	}
-	for j := 0; j < n; j++ {
-		var sum float64
-		for k := 0; k < n; k++ {
-			sum += f[k] * math.Cos(math.Pi*float64(j)*(float64(k)+0.5)/n)
-		}
-		a[j] = 2 * sum / n
-	}
-	a[0] /= 2
-	c := chebToMonomial(a[:])
-	put := func(i int, v float64) {
-		for l := 0; l < 8; l++ {
-			m[8*i+l] = float32(v)
-		}
-	}
-	put(0, 2/(hi-lo))
-	put(1, -(hi+lo)/(hi-lo))
-	for j := 0; j < n; j++ {
-		put(2+j, c[j])
-	}
-	return m
-}()
+// l12FastEnd is past the threshold sqrt(2/27): l12Rat fits h up to here.
+const l12FastEnd = 0.2725
 
-const (
-	l12FastLen = 13     // 8-wide entries of l12Fast
-	l12FastEnd = 0.2725 // l12Fast covers s up to here, beyond l12Cut
-	// l12Cut is where the float32 fast paths return 0: clearly past the
-	// threshold sqrt(2/27), so float32 rounding of s cannot flip a
-	// decision that is not a near-tie.
-	l12Cut = float32(l12SMax * (1 + 1e-6))
-)
+// l12Cut is where the float32 fast paths return 0: clearly past the
+// threshold sqrt(2/27), so float32 rounding of s cannot flip a decision
+// that is not a near-tie.
+const l12Cut = float32(l12SMax * (1 + 1e-6))
 
-// l12Fast32 evaluates the polynomial of l12Fast at s by Estrin's scheme
-// (short dependency chains). Every product is converted to float32
-// explicitly so the compiler cannot fuse it into a multiply-add: the AVX2
-// kernel performs the same roundings in the same order.
-func l12Fast32(s float32) float32 {
-	m := &l12Fast
-	y := float32(s*m[0]) + m[8]
-	y2 := float32(y * y)
-	y4 := float32(y2 * y2)
-	y8 := float32(y4 * y4)
-	c := func(j int) float32 { return m[8*(2+j)] }
-	q0 := c(0) + float32(c(1)*y)
-	q1 := c(2) + float32(c(3)*y)
-	q2 := c(4) + float32(c(5)*y)
-	q3 := c(6) + float32(c(7)*y)
-	q4 := c(8) + float32(c(9)*y)
-	r0 := q0 + float32(q1*y2)
-	r1 := q2 + float32(q3*y2)
-	r2 := q4 + float32(c(10)*y2)
-	return (r0 + float32(r1*y4)) + float32(r2*y8)
+//go:generate go run gen_l12rat.go
+
+// l12S returns s = k/((4t)·sqrt(t)) for t = |z| and k = l2·eta, and false
+// where the element needs the float64 path: unless 1e-12 < t < 1e12 and
+// 1e-30 < k < 1e30, where s can neither overflow nor lose precision.
+func l12S(t, k float32) (float32, bool) {
+	if t > 1e-12 && t < 1e12 && k > 1e-30 && k < 1e30 {
+		return k / float32(float32(4*t)*float32(math.Sqrt(float64(t)))), true
+	}
+	return 0, false
 }
 
-// chebToMonomial converts Σ a_j T_j(y) to monomial coefficients in y.
-func chebToMonomial(a []float64) []float64 {
-	n := len(a)
-	c := make([]float64, n)
-	tPrev := make([]float64, n)
-	tCur := make([]float64, n)
-	tPrev[0] = 1
-	c[0] += a[0]
-	if n > 1 {
-		tCur[1] = 1
-		c[1] += a[1]
+// l12X returns the float32 fast-path ℓ1/2 prox of z from its s: 0 above
+// the threshold, else x = t − t·w with w = s·(1 + s·P(s)/Q(s)) and the sign
+// of z, within 2.4e-7 of the float64 map (TestL12FastAccuracy). P and Q go
+// by Estrin's scheme, P = (p0 + p1·s) + s²·(p2 + p3·s); every product is
+// converted to float32 explicitly so the compiler cannot fuse it into a
+// multiply-add: the AVX2 kernel performs the same roundings in the same
+// order.
+func l12X(z, s float32) float32 {
+	if s > l12Cut {
+		return 0
 	}
-	for j := 2; j < n; j++ {
-		tNext := make([]float64, n)
-		for i := 0; i < n-1; i++ {
-			tNext[i+1] += 2 * tCur[i]
-		}
-		for i := range tNext {
-			tNext[i] -= tPrev[i]
-			c[i] += a[j] * tNext[i]
-		}
-		tPrev, tCur = tCur, tNext
-	}
-	return c
+	c := &l12Rat
+	s2 := float32(s * s)
+	p := (c[0] + float32(c[1]*s)) + float32(s2*(c[2]+float32(c[3]*s)))
+	q := (1 + float32(c[4]*s)) + float32(s2*(c[5]+float32(c[6]*s)))
+	w := float32(s * (1 + float32(s*(p/q))))
+	t := math.Float32frombits(math.Float32bits(z) &^ (1 << 31))
+	x := t - float32(t*w)
+	return math.Float32frombits(math.Float32bits(x) | math.Float32bits(z)&(1<<31))
 }
 
 // proxL12 is the ℓ1/2 map for float32 input.
@@ -298,20 +252,23 @@ func proxL12f64(a, kappa float64) float64 {
 	return math.Copysign(t*(1-l12W(s)), a)
 }
 
-// proxL12Slice is the slice form of proxL12. Where 1e-12 < |z| < 1e12
-// and 1e-30 < κ < 1e30 it works in float32, where s = κ/(4|z|^1.5) can
-// neither overflow nor lose precision: s above the threshold gives 0, any
-// other s the polynomial l12Fast32, within 2.3e-7 of the float64 map.
-// Other elements take the float64 path. On amd64 with AVX2 an assembly
-// kernel computes the float32 lanes with the same operations in the same
-// order, so results do not depend on the CPU.
+// proxL12Slice is the slice form of proxL12: the float32 fast path
+// l12X(z, l12S(|z|, l2·eta)) where l12S allows it (l2 = float32(lam2) with
+// 1e-30 < lam2 < 1e30), the float64 map elsewhere. On amd64 with AVX2
+// assembly kernels compute the float32 lanes with the same operations in
+// the same order, so results do not depend on the CPU.
 func proxL12Slice(dst, z, eta []float32, lam2 float64) {
 	start := 0
 	if haveAVX2 && lam2 > 1e-30 && lam2 < 1e30 {
-		kernel := func(d, z, e *float32, n int, l2 float32, m *uint8) { proxL12AVX2(d, z, e, n, l2, m, &l12Fast[0]) }
+		sc := scratchPool.Get().(*scratch)
+		kernel := func(d, z, e *float32, n int, l2 float32, m *uint8) int {
+			l12SAVX2(&sc.s[0], z, e, n, l2)
+			return l12XAVX2(d, z, &sc.s[0], n, m, &l12Rat)
+		}
 		start = runMasked(dst, z, eta, float32(lam2), kernel, func(i int) {
 			dst[i] = float32(proxL12f64(float64(z[i]), lam2*float64(eta[i])))
 		})
+		scratchPool.Put(sc)
 	}
 	proxL12Loop(dst[start:], z[start:], eta[start:], lam2)
 }
@@ -323,18 +280,10 @@ func proxL12Loop(dst, z, eta []float32, lam2 float64) {
 	l2 := float32(lam2)
 	fast := lam2 > 1e-30 && lam2 < 1e30
 	for i, zi := range z {
-		t32 := math.Float32frombits(math.Float32bits(zi) &^ (1 << 31))
 		if fast {
-			k32 := l2 * eta[i]
-			if t32 > 1e-12 && t32 < 1e12 && k32 > 1e-30 && k32 < 1e30 {
-				s := k32 / float32(float32(4*t32)*float32(math.Sqrt(float64(t32))))
-				if s > l12Cut { // clearly below the threshold
-					dst[i] = 0
-					continue
-				}
-				w := float32(s * l12Fast32(s))
-				x := t32 - float32(t32*w)
-				dst[i] = math.Float32frombits(math.Float32bits(x) | math.Float32bits(zi)&(1<<31))
+			t := math.Float32frombits(math.Float32bits(zi) &^ (1 << 31))
+			if s, ok := l12S(t, l2*eta[i]); ok {
+				dst[i] = l12X(zi, s)
 				continue
 			}
 		}

@@ -5,21 +5,43 @@ package optim
 import "github.com/proxgen/proxgen/autograd/cpu"
 
 // haveAVX2 reports whether the CPU and operating system support the AVX2
-// prox kernels. Tests switch it off to compare with the Go loops. (An
-// AVX-512 version of the ℓ1/2 kernel measured only 14% faster.)
+// prox kernels. Tests switch it off to compare with the Go loops.
 var haveAVX2 = cpu.X86.AVX2
 
+// The kernels below are in prox_amd64.s; each computes what the Go loop
+// it names computes, bit for bit, on n elements, n a multiple of 8.
+
+// proxL1AVX2 is proxL1Slice.
+//
 //go:noescape
 func proxL1AVX2(dst, z, eta *float32, n int, l float32)
 
+// proxL0AVX2 is the float32 fast path of proxL0Slice.
+//
 //go:noescape
-func proxL0AVX2(dst, z, eta *float32, n int, l2 float32, mask *uint8)
+func proxL0AVX2(dst, z, eta *float32, n int, l2 float32, mask *uint8) (slow int)
 
+// l12SAVX2 is l12S for the elements of z and eta.
+//
 //go:noescape
-func proxL12AVX2(dst, z, eta *float32, n int, l2 float32, mask *uint8, poly *float32)
+func l12SAVX2(s, z, eta *float32, n int, l2 float32)
 
+// l12XAVX2 is l12X for the elements of z and s.
+//
+//go:noescape
+func l12XAVX2(dst, z, s *float32, n int, mask *uint8, rat *[7]float32) (slow int)
+
+// adamAVX2 is adamEMA's fusedNone loop.
+//
 //go:noescape
 func adamAVX2(th, grad, m, v *float32, n int, c *float32)
 
+// adamEtaAVX2 is adamEMA's fusedEta loop.
+//
 //go:noescape
 func adamEtaAVX2(th, grad, m, v, eta *float32, n int, c *float32)
+
+// adamL12SAVX2 is adamEtaAVX2 followed by l12SAVX2(s, th, eta, n, l2).
+//
+//go:noescape
+func adamL12SAVX2(th, grad, m, v, eta, s *float32, n int, c *float32, l2 float32)

@@ -160,9 +160,11 @@ l1done:
 	VZEROUPPER
 	RET
 
-// func proxL0AVX2(dst, z, eta *float32, n int, l2 float32, mask *uint8)
-// Keeps z where z² > l2·eta, for 1e-18 < |z| < 1e18 and 1e-35 < l2·eta < 1e35.
-TEXT ·proxL0AVX2(SB), NOSPLIT, $0-48
+// func proxL0AVX2(dst, z, eta *float32, n int, l2 float32, mask *uint8) (slow int)
+// Keeps z where z² > l2·eta, for 1e-18 < |z| < 1e18 and 1e-35 < l2·eta < 1e35;
+// elsewhere it leaves z and sets the lane's bit in mask. slow is the OR of
+// the mask bytes.
+TEXT ·proxL0AVX2(SB), NOSPLIT, $0-56
 	MOVQ dst+0(FP), DI
 	MOVQ z+8(FP), SI
 	MOVQ eta+16(FP), DX
@@ -170,6 +172,7 @@ TEXT ·proxL0AVX2(SB), NOSPLIT, $0-48
 	VBROADCASTSS l2+32(FP), Y14
 	MOVQ mask+40(FP), R8
 	VMOVUPS cabs<>(SB), Y15
+	XORL BX, BX
 	SHRQ $3, CX
 	JZ   l0done
 l0loop:
@@ -191,6 +194,7 @@ l0loop:
 	VMOVMSKPS Y3, AX
 	XORL $0xff, AX
 	MOVB AX, (R8)
+	ORL  AX, BX
 	ADDQ $32, SI
 	ADDQ $32, DI
 	ADDQ $32, DX
@@ -198,91 +202,128 @@ l0loop:
 	DECQ CX
 	JNZ  l0loop
 l0done:
+	MOVQ BX, slow+48(FP)
 	VZEROUPPER
 	RET
 
-// L12POLY leaves p(s) = l12Fast32(s) in Y5 for s in Y4, with R9 pointing
-// at l12Fast (A, B, c0..c10 at offsets 0, 32, 64, ..., 384): Estrin's
-// scheme, the roundings of the Go function in the same order. It uses
-// Y5, Y6, Y7, Y9, Y10, Y11, Y12.
-#define L12POLY \
-	VMULPS  0(R9), Y4, Y9; \
-	VADDPS  32(R9), Y9, Y9; \
-	VMULPS  Y9, Y9, Y10; \
-	VMULPS  Y10, Y10, Y11; \
-	VMULPS  Y11, Y11, Y12; \
-	VMULPS  96(R9), Y9, Y5; \
-	VADDPS  64(R9), Y5, Y5; \
-	VMULPS  160(R9), Y9, Y6; \
-	VADDPS  128(R9), Y6, Y6; \
-	VMULPS  Y10, Y6, Y6; \
-	VADDPS  Y6, Y5, Y5; \
-	VMULPS  224(R9), Y9, Y6; \
-	VADDPS  192(R9), Y6, Y6; \
-	VMULPS  288(R9), Y9, Y7; \
-	VADDPS  256(R9), Y7, Y7; \
-	VMULPS  Y10, Y7, Y7; \
-	VADDPS  Y7, Y6, Y6; \
-	VMULPS  Y11, Y6, Y6; \
-	VADDPS  Y6, Y5, Y5; \
-	VMULPS  352(R9), Y9, Y6; \
-	VADDPS  320(R9), Y6, Y6; \
-	VMULPS  384(R9), Y10, Y7; \
-	VADDPS  Y7, Y6, Y6; \
-	VMULPS  Y12, Y6, Y6; \
-	VADDPS  Y6, Y5, Y5
+// The ℓ1/2 kernels evaluate the float32 fast path of proxL12Loop in two
+// passes over a block, as the Go loop does per element: l12SAVX2 (or
+// adamL12SAVX2, after the Adam update) computes s = k/((4t)·sqrt(t)) with
+// k = l2·eta and t = |z| for the guarded lanes and NaN (all ones) for the
+// others; l12XAVX2 then gives 0 where s is above the threshold,
+// x = t − t·(s·(1 + s·h(s))) with the sign of z elsewhere, h = P/Q the
+// rational function of l12Rat, and z itself in the NaN lanes, which it
+// reports in mask. Two loops rather than one: the square root and
+// division of the first and the multiplications of the second then each
+// keep their execution units busy, while one loop with both (a chain of
+// over 60 cycles per block) left most units idle.
 
-// func proxL12AVX2(dst, z, eta *float32, n int, l2 float32, mask *uint8, poly *float32)
-// The float32 fast path of proxL12Loop: for guarded lanes
-// s = k/((4t)·sqrt(t)) with k = l2·eta, t = |z|; s above the threshold
-// gives 0, any other s x = t − t·(s·p(s)) with the sign of z, where p is
-// l12Fast32 (poly has the layout of l12Fast). No branch depends on data.
-TEXT ·proxL12AVX2(SB), NOSPLIT, $0-56
-	MOVQ dst+0(FP), DI
+// L12S leaves in r4 s for the guarded lanes and NaN elsewhere, for z in r0
+// and k in r2; it uses r1, r3, r5 and Y15 (the |·| mask).
+#define L12S(r0, r1, r2, r3, r4, r5) \
+	VANDPS  Y15, r0, r1; \
+	VCMPPS  $0x1a, clo12<>(SB), r1, r3; \
+	VCMPPS  $0x15, chi12<>(SB), r1, r4; \
+	VORPS   r4, r3, r3; \
+	VCMPPS  $0x1a, clo30<>(SB), r2, r4; \
+	VORPS   r4, r3, r3; \
+	VCMPPS  $0x15, chi30<>(SB), r2, r4; \
+	VORPS   r4, r3, r3; \
+	VSQRTPS r1, r4; \
+	VMULPS  cfour<>(SB), r1, r5; \
+	VMULPS  r4, r5, r5; \
+	VDIVPS  r5, r2, r4; \
+	VORPS   r3, r4, r4
+
+// func l12SAVX2(s, z, eta *float32, n int, l2 float32)
+// s = the ℓ1/2 kernels' s for n a multiple of 8.
+TEXT ·l12SAVX2(SB), NOSPLIT, $0-36
+	MOVQ s+0(FP), DI
 	MOVQ z+8(FP), SI
 	MOVQ eta+16(FP), DX
 	MOVQ n+24(FP), CX
 	VBROADCASTSS l2+32(FP), Y14
-	MOVQ mask+40(FP), R8
-	MOVQ poly+48(FP), R9
 	VMOVUPS cabs<>(SB), Y15
 	SHRQ $3, CX
-	JZ   l12done
-l12loop:
+	JZ   l12sdone
+l12sloop:
 	VMOVUPS (SI), Y0
+	VMULPS  (DX), Y14, Y2
+	L12S(Y0, Y1, Y2, Y3, Y4, Y5)
+	VMOVUPS Y4, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ  l12sloop
+l12sdone:
+	VZEROUPPER
+	RET
+
+// func l12XAVX2(dst, z, s *float32, n int, mask *uint8, rat *[7]float32) (slow int)
+// dst = the ℓ1/2 prox of z from s for n a multiple of 8, with z itself in
+// the NaN lanes of s, marked in mask (dst may alias z); slow is the OR of
+// the mask bytes. rat points at l12Rat.
+TEXT ·l12XAVX2(SB), NOSPLIT, $0-56
+	MOVQ dst+0(FP), DI
+	MOVQ z+8(FP), SI
+	MOVQ s+16(FP), DX
+	MOVQ n+24(FP), CX
+	MOVQ mask+32(FP), R8
+	MOVQ rat+40(FP), R9
+	VMOVUPS cabs<>(SB), Y15
+	VMOVUPS cone<>(SB), Y14
+	VBROADCASTSS 0(R9), Y7       // p0
+	VBROADCASTSS 4(R9), Y8       // p1
+	VBROADCASTSS 8(R9), Y9       // p2
+	VBROADCASTSS 12(R9), Y10     // p3
+	VBROADCASTSS 16(R9), Y11     // q1
+	VBROADCASTSS 20(R9), Y12     // q2
+	VBROADCASTSS 24(R9), Y13     // q3
+	XORL BX, BX
+	SHRQ $3, CX
+	JZ   l12xdone
+l12xloop:
+	VMOVUPS (DX), Y3             // s
+	VMULPS  Y3, Y3, Y2           // s²
+	VMULPS  Y8, Y3, Y4
+	VADDPS  Y7, Y4, Y4           // p0 + p1·s
+	VMULPS  Y10, Y3, Y5
+	VADDPS  Y9, Y5, Y5           // p2 + p3·s
+	VMULPS  Y2, Y5, Y5
+	VADDPS  Y5, Y4, Y4           // P
+	VMULPS  Y11, Y3, Y5
+	VADDPS  Y14, Y5, Y5          // 1 + q1·s
+	VMULPS  Y13, Y3, Y6
+	VADDPS  Y12, Y6, Y6          // q2 + q3·s
+	VMULPS  Y2, Y6, Y6
+	VADDPS  Y6, Y5, Y5           // Q
+	VDIVPS  Y5, Y4, Y4           // h = P/Q
+	VMULPS  Y3, Y4, Y4
+	VADDPS  Y14, Y4, Y4          // 1 + s·h
+	VMULPS  Y3, Y4, Y4           // w = s·(1 + s·h)
+	VMOVUPS (SI), Y0             // z
 	VANDPS  Y15, Y0, Y1          // t
-	VMULPS  (DX), Y14, Y2        // k
-	VCMPPS  $0x1e, clo12<>(SB), Y1, Y3
-	VCMPPS  $0x11, chi12<>(SB), Y1, Y4
-	VANDPS  Y4, Y3, Y3
-	VCMPPS  $0x1e, clo30<>(SB), Y2, Y4
-	VANDPS  Y4, Y3, Y3
-	VCMPPS  $0x11, chi30<>(SB), Y2, Y4
-	VANDPS  Y4, Y3, Y3           // fast lanes
-	VSQRTPS Y1, Y4
-	VMULPS  cfour<>(SB), Y1, Y5  // 4t
-	VMULPS  Y4, Y5, Y5           // (4t)·sqrt(t)
-	VDIVPS  Y5, Y2, Y4           // s
-	VCMPPS  $0x1e, ccut12<>(SB), Y4, Y8   // s above the threshold
-	L12POLY
-	VMULPS  Y4, Y5, Y5           // w = s·p
-	VMULPS  Y5, Y1, Y6           // t·w
-	VSUBPS  Y6, Y1, Y6           // t − t·w
-	VANDNPS Y0, Y15, Y7          // sign bits of z
-	VORPS   Y7, Y6, Y6
-	VANDNPS Y6, Y8, Y6           // 0 above the threshold
-	VBLENDVPS Y3, Y6, Y0, Y6     // z itself in the slow lanes
-	VMOVUPS Y6, (DI)
-	VMOVMSKPS Y3, AX
-	XORL $0xff, AX
+	VMULPS  Y4, Y1, Y4           // t·w
+	VSUBPS  Y4, Y1, Y4           // t − t·w
+	VANDNPS Y0, Y15, Y5          // sign bits of z
+	VORPS   Y5, Y4, Y4
+	VCMPPS  $0x1e, ccut12<>(SB), Y3, Y5
+	VANDNPS Y4, Y5, Y4           // 0 above the threshold
+	VCMPPS  $3, Y3, Y3, Y5       // NaN lanes
+	VBLENDVPS Y5, Y0, Y4, Y4     // z itself there
+	VMOVUPS Y4, (DI)
+	VMOVMSKPS Y5, AX
 	MOVB AX, (R8)
+	ORL  AX, BX
 	ADDQ $32, SI
 	ADDQ $32, DI
 	ADDQ $32, DX
 	INCQ R8
 	DECQ CX
-	JNZ  l12loop
-l12done:
+	JNZ  l12xloop
+l12xdone:
+	MOVQ BX, slow+48(FP)
 	VZEROUPPER
 	RET
 
@@ -374,5 +415,42 @@ aeloop:
 	DECQ CX
 	JNZ  aeloop
 aedone:
+	VZEROUPPER
+	RET
+
+// func adamL12SAVX2(th, grad, m, v, eta, s *float32, n int, c *float32, l2 float32)
+// adamEtaAVX2 followed by l12SAVX2(s, th, eta, ...) in one pass over n
+// elements, n a multiple of 8.
+TEXT ·adamL12SAVX2(SB), NOSPLIT, $0-68
+	MOVQ th+0(FP), DI
+	MOVQ grad+8(FP), SI
+	MOVQ m+16(FP), DX
+	MOVQ v+24(FP), BX
+	MOVQ eta+32(FP), R10
+	MOVQ s+40(FP), R12
+	MOVQ n+48(FP), CX
+	MOVQ c+56(FP), R11
+	VBROADCASTSS l2+64(FP), Y14
+	VMOVUPS cabs<>(SB), Y15
+	VMOVUPS cone<>(SB), Y13
+	SHRQ $3, CX
+	JZ   asdone
+asloop:
+	ADAM_D
+	ADAM_ETA
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y4, (R10)
+	VMULPS  Y4, Y14, Y2          // k
+	L12S(Y0, Y1, Y2, Y3, Y4, Y5)
+	VMOVUPS Y4, (R12)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, BX
+	ADDQ $32, DI
+	ADDQ $32, R10
+	ADDQ $32, R12
+	DECQ CX
+	JNZ  asloop
+asdone:
 	VZEROUPPER
 	RET

@@ -5,18 +5,24 @@ package optim
 // haveAVX2 is false where the assembly kernels are not built.
 var haveAVX2 = false
 
-func proxL1AVX2(dst, z, eta *float32, n int, l float32) { panic("optim: no AVX2 kernels") }
+func noKernels() { panic("optim: no AVX2 kernels") }
 
-func proxL0AVX2(dst, z, eta *float32, n int, l2 float32, mask *uint8) {
-	panic("optim: no AVX2 kernels")
+func proxL1AVX2(dst, z, eta *float32, n int, l float32) { noKernels() }
+
+func proxL0AVX2(dst, z, eta *float32, n int, l2 float32, mask *uint8) int {
+	noKernels()
+	return 0
 }
 
-func proxL12AVX2(dst, z, eta *float32, n int, l2 float32, mask *uint8, poly *float32) {
-	panic("optim: no AVX2 kernels")
+func l12SAVX2(s, z, eta *float32, n int, l2 float32) { noKernels() }
+
+func l12XAVX2(dst, z, s *float32, n int, mask *uint8, rat *[7]float32) int {
+	noKernels()
+	return 0
 }
 
-func adamAVX2(th, grad, m, v *float32, n int, c *float32) { panic("optim: no AVX2 kernels") }
+func adamAVX2(th, grad, m, v *float32, n int, c *float32) { noKernels() }
 
-func adamEtaAVX2(th, grad, m, v, eta *float32, n int, c *float32) {
-	panic("optim: no AVX2 kernels")
-}
+func adamEtaAVX2(th, grad, m, v, eta *float32, n int, c *float32) { noKernels() }
+
+func adamL12SAVX2(th, grad, m, v, eta, s *float32, n int, c *float32, l2 float32) { noKernels() }

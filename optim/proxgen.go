@@ -116,7 +116,7 @@ func RMSpropConfig(alpha, eps float64) Config {
 const chunkSize = 4096
 
 type scratch struct {
-	d, g [chunkSize]float32
+	d, g, s [chunkSize]float32
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -301,20 +301,26 @@ func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch) {
 		st = sl.s[lo:hi:hi]
 	}
 	needEta := h.prox && o.cfg.Metric == Preconditioned
+	proxDone := false
 	lr := h.lr
 	mo := o.cfg.Momentum
 	if ad, ok := o.cfg.Precond.(Adam); ok && sl.m != nil && !mo.HeavyBall && !o.generic {
-		// The paper's Adam instance in one pass over the chunk.
+		// The paper's Adam instance in one pass over the chunk (two with
+		// the ℓ1/2 prox, which then is done).
 		kind := fusedNone
 		if needEta {
 			kind = fusedEta
+			if r, ok := grp.Reg.(*lq); ok && r.kind == kindL12 {
+				kind = fusedL12
+			}
 		}
-		adamEMA(th, g, sl.m[lo:hi:hi], st, d, h, ad, o.t, kind)
+		adamEMA(th, g, sl.m[lo:hi:hi], st, d, sc.s[:n:n], h, ad, o.t, kind)
+		proxDone = kind == fusedL12
 	} else {
 		o.cfg.Precond.Denom(d, st, g, o.t)
 		o.momentumStep(sl, lo, hi, th, g, d, h, needEta)
 	}
-	if h.prox {
+	if h.prox && !proxDone {
 		if o.cfg.Metric == Euclidean {
 			for i := range d {
 				d[i] = lr
