@@ -271,7 +271,6 @@ TEXT ·l12XAVX2(SB), NOSPLIT, $0-56
 	MOVQ n+24(FP), CX
 	MOVQ mask+32(FP), R8
 	MOVQ rat+40(FP), R9
-	VMOVUPS cabs<>(SB), Y15
 	VMOVUPS cone<>(SB), Y14
 	VBROADCASTSS 0(R9), Y7       // p0
 	VBROADCASTSS 4(R9), Y8       // p1
@@ -303,11 +302,8 @@ l12xloop:
 	VADDPS  Y14, Y4, Y4          // 1 + s·h
 	VMULPS  Y3, Y4, Y4           // w = s·(1 + s·h)
 	VMOVUPS (SI), Y0             // z
-	VANDPS  Y15, Y0, Y1          // t
-	VMULPS  Y4, Y1, Y4           // t·w
-	VSUBPS  Y4, Y1, Y4           // t − t·w
-	VANDNPS Y0, Y15, Y5          // sign bits of z
-	VORPS   Y5, Y4, Y4
+	VMULPS  Y4, Y0, Y4           // z·w
+	VSUBPS  Y4, Y0, Y4           // z − z·w
 	VCMPPS  $0x1e, ccut12<>(SB), Y3, Y5
 	VANDNPS Y4, Y5, Y4           // 0 above the threshold
 	VCMPPS  $3, Y3, Y3, Y5       // NaN lanes

@@ -492,3 +492,65 @@ func TestSliceMatchesScalar(t *testing.T) {
 		}
 	}
 }
+
+// TestL12FastAccuracy sweeps the float32 fast path of the ℓ1/2 prox
+// (l12S, l12X: the Go loop and the AVX2 kernels compute the same bits)
+// over s from 0 to past the threshold, densely near both ends, for |z|
+// across its guarded range and both signs, against the float64 map
+// rounded to float32. It also checks the rational fit h = P/Q itself
+// (gen_l12rat.go).
+func TestL12FastAccuracy(t *testing.T) {
+	var worst, worstH float64
+	for i := 0; i <= 20000; i++ {
+		u := float64(i) / 20000
+		sv := l12FastEnd * u * u * (3 - 2*u) // dense near 0 and near the end
+		if sv > 1e-3 { // below, (w/s − 1)/s loses digits in float64
+			w := solveW(0.5, math.Log(sv))
+			want := (w/sv - 1) / sv
+			c := l12Rat
+			var p, q float64
+			for j := 3; j >= 0; j-- {
+				p = p*sv + float64(c[j])
+			}
+			for j := 6; j >= 4; j-- {
+				q = (q + float64(c[j])) * sv
+			}
+			worstH = max(worstH, math.Abs(p/(q+1)-want)/want)
+		}
+		for _, tv := range []float64{1.01e-12, 3.7e-7, 0.0123, 0.5, 1, 1.7, 913, 9.9e11} {
+			k := float32(sv * 4 * tv * math.Sqrt(tv))
+			if !(k > 1e-30) {
+				continue
+			}
+			for _, z := range []float32{float32(tv), -float32(tv)} {
+				t32 := float32(math.Abs(float64(z)))
+				s, ok := l12S(t32, k)
+				if !ok {
+					t.Fatalf("l12S(%g, %g) refused a guarded input", t32, k)
+				}
+				got := l12X(z, s)
+				kappa := float64(k)
+				want := proxL12(z, kappa)
+				th := thresholdOf(0.5, kappa)
+				if math.Abs(float64(t32)-th) < 1e-5*th {
+					continue // a near-tie: either minimiser is right
+				}
+				if want == 0 {
+					if got != 0 {
+						t.Fatalf("z=%g kappa=%g: fast path %g, want 0", z, kappa, got)
+					}
+					continue
+				}
+				rel := math.Abs(float64(got-want)) / math.Abs(float64(want))
+				worst = max(worst, rel)
+				if rel > 2.5e-7 {
+					t.Fatalf("z=%g kappa=%g (s=%g): fast path %g, float64 map %g (relative error %.2e)", z, kappa, s, got, want, rel)
+				}
+			}
+		}
+	}
+	t.Logf("largest relative error: x %.3g, h %.3g", worst, worstH)
+	if worstH > 1e-7 {
+		t.Errorf("rational fit of h: relative error %.2e, want below 1e-7 (rerun go generate?)", worstH)
+	}
+}
