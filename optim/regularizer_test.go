@@ -504,7 +504,8 @@ func TestL12FastAccuracy(t *testing.T) {
 	for i := 0; i <= 20000; i++ {
 		u := float64(i) / 20000
 		sv := l12FastEnd * u * u * (3 - 2*u) // dense near 0 and near the end
-		if sv > 1e-3 {                       // below, (w/s − 1)/s loses digits in float64
+		// Below 1e-3 the reference (w/s − 1)/s loses digits in float64.
+		if sv > 1e-3 {
 			w := solveW(0.5, math.Log(sv))
 			want := (w/sv - 1) / sv
 			c := l12Rat
