@@ -39,8 +39,8 @@ const adamConstsLen = 9
 // adamEMA updates one chunk: v ← βv + (1−β)g², m ← ρm + (1−ρ)g,
 // d = sqrt(v)/sqrt(1−β^t) + δ, θ ← decay·θ − lrm·m/d, for fusedEta and
 // fusedL12 d[i] = α_t/d, and for fusedL12 θ ← prox_{ℓ1/2}(θ) with η = d
-// and λ = h.lambda, using sbuf (len(th) elements) as scratch space.
-func adamEMA(th, g, m, v, d, sbuf []float32, h *stepScalars, ad Adam, t int, kind int) {
+// and λ = h.lambda, using sc.s and sc.mask as scratch space.
+func adamEMA(th, g, m, v, d []float32, sc *scratch, h *stepScalars, ad Adam, t int, kind int) {
 	if !(ad.Beta >= 0 && ad.Beta < 1) {
 		panic(fmt.Sprintf("optim.Adam: Beta = %v must be in [0, 1)", ad.Beta))
 	}
@@ -71,14 +71,12 @@ func adamEMA(th, g, m, v, d, sbuf []float32, h *stepScalars, ad Adam, t int, kin
 		case kind == fusedL12 && lam2 > 1e-30 && lam2 < 1e30:
 			// proxL12Slice's kernels, the first fused with the update, on
 			// blocks small enough for the second to find them in L1.
-			sbuf = sbuf[:start]
-			var mask [chunkSize / 8]uint8
 			const blk = 1024
 			for lo := 0; lo < start; lo += blk {
 				hi := min(lo+blk, start)
-				adamL12SAVX2(&th[lo], &g[lo], &m[lo], &v[lo], &d[lo], &sbuf[lo], hi-lo, &c[0], float32(lam2))
-				if l12XAVX2(&th[lo], &th[lo], &sbuf[lo], hi-lo, &mask[0], &l12Rat) != 0 {
-					forMasked(mask[:(hi-lo)/8], lo, func(i int) {
+				adamL12SAVX2(&th[lo], &g[lo], &m[lo], &v[lo], &d[lo], &sc.s[lo], hi-lo, &c[0], float32(lam2))
+				if l12XAVX2(&th[lo], &th[lo], &sc.s[lo], hi-lo, &sc.mask[0], &l12Rat) != 0 {
+					forMasked(sc.mask[:(hi-lo)/8], lo, func(i int) {
 						th[i] = float32(proxL12f64(float64(th[i]), lam2*float64(d[i])))
 					})
 				}
@@ -86,7 +84,7 @@ func adamEMA(th, g, m, v, d, sbuf []float32, h *stepScalars, ad Adam, t int, kin
 		default:
 			adamEtaAVX2(&th[0], &g[0], &m[0], &v[0], &d[0], start, &c[0])
 			if kind == fusedL12 {
-				proxL12Slice(th[:start], th[:start], d[:start], lam2)
+				proxL12Loop(th[:start], th[:start], d[:start], lam2) // lam2 outside the fast range
 			}
 		}
 	}
@@ -111,7 +109,7 @@ func adamEMA(th, g, m, v, d, sbuf []float32, h *stepScalars, ad Adam, t int, kin
 			d[i] = lr * inv
 		}
 		if kind == fusedL12 {
-			proxL12Slice(th, th, d, lam2)
+			proxL12Loop(th, th, d, lam2)
 		}
 	default:
 		panic("optim: unknown fused kernel")

@@ -57,7 +57,10 @@ func proxL0Slice(dst, z, eta []float32, lam2 float64) {
 	}
 	start := 0
 	if fast && haveAVX2 {
-		start = runMasked(dst, z, eta, l2, proxL0AVX2, slow)
+		kernel := func(d, z, e *float32, n int, l2 float32, sc *scratch) int {
+			return proxL0AVX2(d, z, e, n, l2, &sc.mask[0])
+		}
+		start = runMasked(dst, z, eta, l2, kernel, slow)
 	}
 	z = z[:len(dst)]
 	eta = eta[:len(dst)]
@@ -80,20 +83,25 @@ func proxL0Slice(dst, z, eta []float32, lam2 float64) {
 // runMasked runs an AVX2 kernel over the whole multiples of 8 of dst in
 // blocks of chunkSize and finishes the lanes it reports in its mask with
 // slow (which must read z[i] and eta[i], still unchanged there even when
-// dst aliases z). The kernel returns the OR of its mask bytes. runMasked
-// returns the index where the scalar tail starts.
-func runMasked(dst, z, eta []float32, l2 float32, kernel func(dst, z, eta *float32, n int, l2 float32, mask *uint8) int, slow func(i int)) int {
+// dst aliases z). The kernel gets a pooled scratch whose mask it fills and
+// returns the OR of the mask bytes. runMasked returns the index where the
+// scalar tail starts.
+func runMasked(dst, z, eta []float32, l2 float32, kernel func(dst, z, eta *float32, n int, l2 float32, sc *scratch) int, slow func(i int)) int {
 	n8 := len(dst) &^ 7
+	if n8 == 0 {
+		return 0
+	}
 	if len(z) < n8 || len(eta) < n8 {
 		panic("optim: prox slices of unequal length")
 	}
-	var mask [chunkSize / 8]uint8
+	sc := scratchPool.Get().(*scratch)
 	for lo := 0; lo < n8; lo += chunkSize {
 		hi := min(lo+chunkSize, n8)
-		if kernel(&dst[lo], &z[lo], &eta[lo], hi-lo, l2, &mask[0]) != 0 {
-			forMasked(mask[:(hi-lo)/8], lo, slow)
+		if kernel(&dst[lo], &z[lo], &eta[lo], hi-lo, l2, sc) != 0 {
+			forMasked(sc.mask[:(hi-lo)/8], lo, slow)
 		}
 	}
+	scratchPool.Put(sc)
 	return n8
 }
 
@@ -259,15 +267,13 @@ func proxL12f64(a, kappa float64) float64 {
 func proxL12Slice(dst, z, eta []float32, lam2 float64) {
 	start := 0
 	if haveAVX2 && lam2 > 1e-30 && lam2 < 1e30 {
-		sc := scratchPool.Get().(*scratch)
-		kernel := func(d, z, e *float32, n int, l2 float32, m *uint8) int {
+		kernel := func(d, z, e *float32, n int, l2 float32, sc *scratch) int {
 			l12SAVX2(&sc.s[0], z, e, n, l2)
-			return l12XAVX2(d, z, &sc.s[0], n, m, &l12Rat)
+			return l12XAVX2(d, z, &sc.s[0], n, &sc.mask[0], &l12Rat)
 		}
 		start = runMasked(dst, z, eta, float32(lam2), kernel, func(i int) {
 			dst[i] = float32(proxL12f64(float64(z[i]), lam2*float64(eta[i])))
 		})
-		scratchPool.Put(sc)
 	}
 	proxL12Loop(dst[start:], z[start:], eta[start:], lam2)
 }

@@ -115,8 +115,13 @@ func RMSpropConfig(alpha, eps float64) Config {
 // boundaries depend only on the parameter sizes.
 const chunkSize = 4096
 
+// scratch is the per-worker space of one chunk update: d (C_t + δI, then
+// η), g (the gradient with decay or subgradient added), s (the ℓ1/2 fast
+// path's variable) and mask (lanes a prox kernel leaves to the float64
+// path, a bit each).
 type scratch struct {
 	d, g, s [chunkSize]float32
+	mask    [chunkSize / 8]uint8
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -314,7 +319,7 @@ func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch) {
 				kind = fusedL12
 			}
 		}
-		adamEMA(th, g, sl.m[lo:hi:hi], st, d, sc.s[:n:n], h, ad, o.t, kind)
+		adamEMA(th, g, sl.m[lo:hi:hi], st, d, sc, h, ad, o.t, kind)
 		proxDone = kind == fusedL12
 	} else {
 		o.cfg.Precond.Denom(d, st, g, o.t)
