@@ -23,7 +23,7 @@ import (
 // roots, three divisions and the rational function per element is too
 // long for the out-of-order window), a software-pipelined single pass
 // (s of block j with the prox of block j−1) also 2.4×, these two passes
-// over 1024-element blocks 1.7×. Other proxes run as a separate pass after
+// over 1024-element blocks 1.5×. Other proxes run as a separate pass after
 // fusedEta.
 
 // Kinds of chunk update.
