@@ -22,6 +22,7 @@ import "fmt"
 //	ctx := &autograd.Context{Arena: autograd.NewArena()}
 //	for step := range steps {
 //		ctx.Arena.Reset()
+//		opt.ZeroGrad()
 //		x := autograd.FromSlice(batch(step), n, 3, 32, 32).In(ctx)
 //		loss := autograd.CrossEntropy(model.Forward(x), labels(step))
 //		loss.Backward()

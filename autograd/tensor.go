@@ -22,6 +22,7 @@
 //	train := &autograd.Context{Arena: autograd.NewArena()}
 //	for _, b := range batches {
 //		train.Arena.Reset() // results of the previous step are dead now
+//		opt.ZeroGrad()
 //		x := autograd.FromSlice(b.X, b.N, 3, 32, 32).In(train)
 //		loss := autograd.CrossEntropy(model.Forward(x), b.Labels)
 //		loss.Backward()
