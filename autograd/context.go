@@ -37,10 +37,13 @@ import "fmt"
 // without an arena is only read by ops and may be shared by goroutines.
 type Context struct {
 	// Arena, when non-nil, supplies the storage of op results and the
-	// gradient buffers of tensors bound to this context.
+	// gradient buffers of tensors bound to this context (a bound leaf
+	// that requires a gradient included: its Grad is invalid after the
+	// arena's Reset, like the op results).
 	Arena *Arena
-	// NoGrad switches graph recording off, as torch.no_grad() does: op
-	// results bound to this context never require a gradient.
+	// NoGrad switches graph recording off, as torch.no_grad() does: ops
+	// that run in this context record nothing, and their results never
+	// require a gradient.
 	NoGrad bool
 }
 
