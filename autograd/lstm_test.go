@@ -534,12 +534,13 @@ func BenchmarkLSTMCellWindow(b *testing.B) {
 	const steps, batch, hid = 35, 20, 300
 	rng := newRNG(107)
 	p := newLSTMParams(108, hid, hid)
-	x := param(rng, steps, batch, hid)
 	ctx := &autograd.Context{Arena: autograd.NewArena()}
-	h0, c0 := autograd.New(batch, hid).In(ctx), autograd.New(batch, hid).In(ctx)
+	x := param(rng, steps, batch, hid).In(ctx)
+	h0, c0 := autograd.New(batch, hid), autograd.New(batch, hid)
 	b.ReportAllocs()
 	for b.Loop() {
 		ctx.Arena.Reset()
+		x.Grad = nil // its buffer went back to the arena
 		h, c := h0, c0
 		hs := make([]*autograd.Tensor, 0, steps)
 		for _, xt := range seqInputs(x) {
