@@ -17,8 +17,8 @@ import (
 // of the run. Min is an absolute step size shared by every group (0: anneal
 // to zero).
 type Cosine struct {
-	T   int
-	Min float64
+	T   int     // updates from base to Min (T_max); must be positive
+	Min float64 // final step size (eta_min), absolute
 }
 
 // Rate implements Schedule.
@@ -47,9 +47,9 @@ func (s Cosine) Rate(base float64, t int) float64 {
 // the pointer the caller holds. StartFactor must be in [0, 1]; PyTorch's
 // default is 1/3.
 type Warmup struct {
-	Steps       int
-	StartFactor float64
-	Then        Schedule
+	Steps       int      // updates of the warm-up (total_iters)
+	StartFactor float64  // multiplier of base at update 1 (start_factor)
+	Then        Schedule // schedule after the warm-up; nil: Constant{}
 }
 
 // Rate implements Schedule.
@@ -103,12 +103,12 @@ func (s Warmup) LoadState(st *State, prefix string) error {
 // FinalDivFactor mean PyTorch's defaults 25 and 1e4; PctStart must be in
 // [0, 1] (PyTorch's default is 0.3, see NewOneCycle).
 type OneCycle struct {
-	Total          int
-	PctStart       float64
-	DivFactor      float64
-	FinalDivFactor float64
-	ThreePhase     bool
-	Linear         bool
+	Total          int     // updates of the cycle (total_steps); must be positive
+	PctStart       float64 // fraction of Total spent rising (pct_start)
+	DivFactor      float64 // initial step size is base/DivFactor (div_factor); 0: 25
+	FinalDivFactor float64 // final is initial/FinalDivFactor (final_div_factor); 0: 1e4
+	ThreePhase     bool    // three_phase: fall back to the initial step size, then anneal
+	Linear         bool    // anneal_strategy "linear" instead of "cos"
 }
 
 // NewOneCycle returns a OneCycle over total updates with PyTorch's
