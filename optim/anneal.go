@@ -133,19 +133,15 @@ func (s OneCycle) Rate(base float64, t int) float64 {
 	initial := base / div
 	minLR := initial / final
 	type phase struct{ end, from, to float64 }
-	var phases []phase
 	total := float64(s.Total)
+	buf := [3]phase{{s.PctStart*total - 1, initial, base}}
+	phases := buf[:2]
 	if s.ThreePhase {
-		phases = []phase{
-			{s.PctStart*total - 1, initial, base},
-			{2*s.PctStart*total - 2, base, initial},
-			{total - 1, initial, minLR},
-		}
+		phases = buf[:3]
+		phases[1] = phase{2*s.PctStart*total - 2, base, initial}
+		phases[2] = phase{total - 1, initial, minLR}
 	} else {
-		phases = []phase{
-			{s.PctStart*total - 1, initial, base},
-			{total - 1, base, minLR},
-		}
+		phases[1] = phase{total - 1, base, minLR}
 	}
 	step := float64(min(t, s.Total) - 1)
 	start := 0.0

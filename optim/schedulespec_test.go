@@ -118,3 +118,20 @@ func TestCosineEnds(t *testing.T) {
 		t.Fatalf("onecycle with a one-update rise starts at %v", r)
 	}
 }
+
+// TestScheduleRateAllocates checks that the annealing schedules allocate
+// nothing per update: the optimizer asks for every group's rate on every
+// step.
+func TestScheduleRateAllocates(t *testing.T) {
+	for _, s := range []Schedule{
+		Cosine{T: 100, Min: 1e-3},
+		OneCycle{Total: 100, PctStart: 0.3, ThreePhase: true},
+		NewOneCycle(100),
+		Warmup{Steps: 10, StartFactor: 0.1, Then: Cosine{T: 90}},
+	} {
+		u := 0
+		if a := testing.AllocsPerRun(100, func() { u++; _ = s.Rate(0.1, u) }); a != 0 {
+			t.Errorf("%#v: %v allocations per Rate", s, a)
+		}
+	}
+}
