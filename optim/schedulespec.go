@@ -207,6 +207,15 @@ func ParseSchedule(s string) (ScheduleSpec, error) {
 	return sp, nil
 }
 
+// Check reports an error when sp cannot describe a run of epochs epochs:
+// when its warm-up would take the whole run.
+func (sp ScheduleSpec) Check(epochs int) error {
+	if sp.WarmupEpochs >= float64(epochs) {
+		return fmt.Errorf("optim: warm-up of %v epochs leaves nothing of a run of %d epochs", sp.WarmupEpochs, epochs)
+	}
+	return nil
+}
+
 // Build returns the Schedule sp describes for a run of epochs epochs of
 // perEpoch updates each. The warm-up lasts round(WarmupEpochs·perEpoch)
 // updates (at least one); cosine and onecycle span the updates after it.

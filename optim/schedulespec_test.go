@@ -83,7 +83,13 @@ func TestScheduleSpecBuild(t *testing.T) {
 	if !ok || p.Factor != 0.5 {
 		t.Fatalf("warmup+plateau built %#v", s)
 	}
+	if err := sp.Check(2); err != nil {
+		t.Fatalf("warm-up of 1 epoch in 2: %v", err)
+	}
 	sp, _ = ParseSchedule("warmup:20+cosine")
+	if err := sp.Check(20); err == nil {
+		t.Fatal("Check accepted a warm-up as long as the run")
+	}
 	if _, err := sp.Build(perEpoch, epochs); err == nil || !strings.Contains(err.Error(), "leaves nothing") {
 		t.Fatalf("warm-up as long as the run: err = %v", err)
 	}

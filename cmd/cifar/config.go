@@ -359,8 +359,10 @@ func (c *config) resolve() error {
 			c.Schedule = fmt.Sprintf("multistep:%d,%d", c.Epochs/2, c.Epochs*5/6)
 		}
 	}
-	if _, err := parseSchedule(c.Schedule); err != nil {
+	if sp, err := parseSchedule(c.Schedule); err != nil {
 		return err
+	} else if err := sp.Check(c.Epochs); err != nil {
+		return fmt.Errorf("-schedule: %w", err)
 	}
 	switch c.Homotopy {
 	case "auto":

@@ -108,6 +108,7 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"-schedule", "cosines"}, "unknown schedule"},
 		{[]string{"-schedule", "warmup:2+plateau:0.5"}, "plateau cannot follow a warm-up"},
 		{[]string{"-schedule", "onecycle:2"}, "PCT"},
+		{[]string{"-epochs", "5", "-schedule", "warmup:5+cosine"}, "leaves nothing"},
 		{[]string{"-schedule", "multistep:5,3"}, "must increase"},
 		{[]string{"-schedule", "multistep:a"}, "not a positive epoch"},
 		{[]string{"-schedule", "multistep:5:2"}, "gamma"},

@@ -224,7 +224,11 @@ func (c *config) check() error {
 		if c.lrDecaySet {
 			return usageError("-schedule and -lr-decay exclude each other (use -schedule plateau:FACTOR)")
 		}
-		if _, err := optim.ParseSchedule(c.Schedule); err != nil {
+		sp, err := optim.ParseSchedule(c.Schedule)
+		if err == nil {
+			err = sp.Check(c.Epochs)
+		}
+		if err != nil {
 			return usageError("-schedule: %v", err)
 		}
 	}

@@ -270,6 +270,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"-data", dir, "-lr-decay", "0.5"}, "-lr-decay"},
 		{[]string{"-data", dir, "-lr-decay", "2", "-schedule", "cosine"}, "exclude each other"},
 		{[]string{"-data", dir, "-schedule", "cosine:x"}, "floor"},
+		{[]string{"-data", dir, "-epochs", "2", "-schedule", "warmup:2.5+cosine"}, "leaves nothing"},
 		{[]string{"-data", dir, "-momentum", "0.9"}, "-momentum"},
 		{[]string{"-data", dir, "extra"}, "unexpected argument"},
 		{[]string{"-data", dir, "-nosuchflag"}, "nosuchflag"},
