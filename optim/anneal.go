@@ -41,8 +41,9 @@ func (s Cosine) Rate(base float64, t int) float64 {
 // The warm-up therefore never quite reaches base (its last update uses
 // base·(StartFactor + (1−StartFactor)·(Steps−1)/Steps)), and Then sees
 // update 1 at update Steps+1 of the run: a Cosine with T = total − Steps
-// reaches its floor at the end of a run of total updates, and MultiStep
-// milestones count from the end of the warm-up. Then may be any Schedule
+// reaches its floor right after the last update of a run of total updates
+// (as ScheduleSpec.Build sets it up), and MultiStep milestones count from
+// the end of the warm-up. Then may be any Schedule
 // (nil means Constant{}); a ReduceOnPlateau keeps being observed through
 // the pointer the caller holds. StartFactor must be in [0, 1]; PyTorch's
 // default is 1/3.
