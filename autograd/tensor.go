@@ -1,5 +1,8 @@
 // Package autograd implements float32 tensors and define-by-run reverse-mode
-// automatic differentiation for training neural networks on the CPU.
+// automatic differentiation for training neural networks on the CPU. It is
+// the engine that runs the networks of the ProxGen paper's experiments
+// (Section 4 and Appendix B of arXiv:2007.07484); the method itself lives
+// in package optim.
 //
 // Tensors are contiguous and row-major; image batches use NCHW order. Calling
 // an op on tensors records how its output was computed whenever an input

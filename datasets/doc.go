@@ -1,4 +1,7 @@
-// Package datasets groups the data sets used by proxgen's experiments.
+// Package datasets groups the data sets used by proxgen's experiments, the
+// ones of Section 4 and Appendix B of the ProxGen paper (arXiv:2007.07484):
+// CIFAR-10 for the sparse and quantised image classifiers and Penn Treebank
+// for the quantised LSTM language model. It holds no code itself.
 //
 // The sub-packages do not depend on the autograd engine: they hand out plain
 // Go slices (float32 images in NCHW order, int labels or token ids) that a

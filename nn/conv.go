@@ -20,8 +20,11 @@ type Conv2d struct {
 // ConvOpts holds the optional settings of a convolution. The zero value
 // means stride 1, no padding, dilation 1 and no bias.
 type ConvOpts struct {
+	// Stride, Padding and Dilation apply to both spatial dimensions;
+	// zero Stride and Dilation mean 1.
 	Stride, Padding, Dilation int
-	Bias                      bool
+	// Bias adds a learned bias per output channel.
+	Bias bool
 }
 
 // NewConv2d returns a convolution from cin to cout channels with a k×k

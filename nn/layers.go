@@ -35,6 +35,8 @@ func (Flatten) Forward(x *autograd.Tensor) *autograd.Tensor { return autograd.Fl
 // torch.nn.MaxPool2d (padding counts as −∞).
 type MaxPool2d struct {
 	stateless
+	// Kernel is the square window size, Stride its step and Padding the
+	// border added on every side, as in torch.nn.MaxPool2d.
 	Kernel, Stride, Padding int
 }
 
@@ -47,6 +49,8 @@ func (p MaxPool2d) Forward(x *autograd.Tensor) *autograd.Tensor {
 // with its defaults (padding counts as zeros in the average).
 type AvgPool2d struct {
 	stateless
+	// Kernel is the square window size, Stride its step and Padding the
+	// border added on every side, as in torch.nn.AvgPool2d.
 	Kernel, Stride, Padding int
 }
 

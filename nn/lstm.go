@@ -31,7 +31,8 @@ type LSTM struct {
 // LSTMState is the hidden and cell state of an LSTM: one (B, H) tensor
 // per layer in H and in C. The zero value stands for all-zero states.
 type LSTMState struct {
-	H, C []*autograd.Tensor
+	H []*autograd.Tensor // hidden state h of each layer, (B, H)
+	C []*autograd.Tensor // cell state c of each layer, (B, H)
 }
 
 // Detach returns a copy of the state cut off from the graph, for

@@ -1,6 +1,8 @@
 // Package nn builds neural networks from the ops of package autograd:
 // layers that own their parameters, containers that name them the way
-// PyTorch does, and PyTorch's default initialisations.
+// PyTorch does, and PyTorch's default initialisations: the building blocks
+// of the VGG, ResNet and LSTM networks of the ProxGen paper's experiments
+// (Section 4 and Appendix B of arXiv:2007.07484; see package nn/models).
 //
 // A Module maps an input tensor to an output tensor and lists its tensors
 // by name. Parameter and buffer names are the dotted paths PyTorch's
@@ -58,8 +60,8 @@ type Param struct {
 
 // Child is a named sub-module, as a PyTorch attribute or a Sequential index.
 type Child struct {
-	Name   string
-	Module Module
+	Name   string // attribute name or index, the first part of its tensors' names
+	Module Module // the sub-module
 }
 
 // Container is implemented by modules made of sub-modules. StateDict uses

@@ -9,7 +9,7 @@ import (
 // Sequential applies its layers in order, as torch.nn.Sequential. Layer i
 // is named by its index, so its tensors appear as "i.weight" and so on.
 type Sequential struct {
-	Layers []Module
+	Layers []Module // applied in order; layer i is named "i"
 }
 
 // NewSequential returns a Sequential of the given layers.

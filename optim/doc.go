@@ -1,7 +1,14 @@
 // Package optim implements the ProxGen family of stochastic proximal
 // gradient methods (Yun, Lozano and Yang, "A General Family of Stochastic
-// Proximal Gradient Methods for Deep Learning") together with the baselines
-// the paper compares against.
+// Proximal Gradient Methods for Deep Learning", arXiv:2007.07484,
+// https://arxiv.org/abs/2007.07484) together with the baselines the paper
+// compares against: Section 2 of the paper gives the ProxGen update below
+// (New, Config) and Prox-SGD's two-stage update (ProxSGD), Section 2.1 and
+// Appendix C the closed-form proximal maps of ℓ0, ℓ1/2, ℓ2/3 and ℓ1 and of
+// the revised ProxQuant's quantization regularizers (Regularizer), and
+// Section 4 with Appendix B the baselines and step-size schedules of the
+// experiments (Schedule; the annealing schedules Cosine, Warmup and
+// OneCycle follow PyTorch's schedulers step by step).
 //
 // A ProxGen update composes three independent parts, exactly as the paper
 // writes it:

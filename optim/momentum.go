@@ -19,11 +19,11 @@ import (
 // and Nesterov then steps along g_t + Rho·m_t. Rho = 0 means no momentum:
 // the step uses g_t and no state is kept.
 type Momentum struct {
-	Rho            float64
-	Decay          float64
-	BiasCorrection bool
-	HeavyBall      bool
-	Nesterov       bool
+	Rho            float64 // momentum coefficient ρ (ρ_1 with Decay)
+	Decay          float64 // per-update decay of ρ_t; 0 or 1: constant
+	BiasCorrection bool    // divide m_t by 1 − Π ρ_s (Adam's m̂_t)
+	HeavyBall      bool    // PyTorch SGD's m_t = Rho·m_{t−1} + g_t
+	Nesterov       bool    // with HeavyBall: step along g_t + Rho·m_t
 }
 
 // validate panics on an impossible configuration.

@@ -472,6 +472,21 @@ func optCases() []optCase {
 		{"sgd-nesterov", func(ps []*autograd.Tensor) Optimizer {
 			return New(DefaultGroups(nil, ps, nil, 0, 1e-4, 0.1), SGDConfig(0.9, true))
 		}},
+		{"proxgen-adam-l1-warmup-cosine", func(ps []*autograd.Tensor) Optimizer {
+			c := ProxGenAdam(0.9, 0.999, 1e-8)
+			c.Schedule = Warmup{Steps: 3, StartFactor: 0.1, Then: Cosine{T: 7, Min: 1e-4}}
+			return New(DefaultGroups(names, ps, L1(), 1e-2, 1e-2, 1e-2), c)
+		}},
+		{"sgd-onecycle-three", func(ps []*autograd.Tensor) Optimizer {
+			c := SGDConfig(0.9, false)
+			c.Schedule = OneCycle{Total: 9, PctStart: 0.3, ThreePhase: true}
+			return New(DefaultGroups(nil, ps, nil, 0, 1e-4, 0.1), c)
+		}},
+		{"proxgen-adam-l0-warmup-plateau", func(ps []*autograd.Tensor) Optimizer {
+			c := ProxGenAdam(0.9, 0.999, 1e-8)
+			c.Schedule = Warmup{Steps: 2, StartFactor: 0.5, Then: plateau()}
+			return New(DefaultGroups(names, ps, L0(), 1e-3, 0, 1e-2), c)
+		}},
 		{"adagrad-prox-l0", func(ps []*autograd.Tensor) Optimizer {
 			c := AdaGradConfig(1e-10)
 			c.RegMode = RegProx
@@ -499,7 +514,11 @@ func TestResumeBitIdentical(t *testing.T) {
 			rng := rand.New(src)
 			observe := func(o Optimizer, k int) {
 				if pg, ok := o.(*ProxGen); ok {
-					if r, ok := pg.cfg.Schedule.(*ReduceOnPlateau); ok {
+					s := pg.cfg.Schedule
+					if w, ok := s.(Warmup); ok {
+						s = w.Then
+					}
+					if r, ok := s.(*ReduceOnPlateau); ok {
 						r.Observe(float64(k % 3)) // non-monotone: reduces sometimes
 					}
 				}

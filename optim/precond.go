@@ -18,7 +18,7 @@ type Preconditioner interface {
 
 // Identity is C_t = I (proximal SGD): d = 1 + Delta.
 type Identity struct {
-	Delta float32
+	Delta float32 // δ added to the unit denominator
 }
 
 // Stateful implements Preconditioner.
@@ -35,7 +35,7 @@ func (p Identity) Denom(d, _, _ []float32, _ int) {
 // AdaGrad is C_t = sqrt(Σ_{s<=t} g_s²) (Duchi et al.): d = sqrt(sum) + Delta,
 // as torch.optim.Adagrad with initial_accumulator_value 0 and eps = Delta.
 type AdaGrad struct {
-	Delta float32
+	Delta float32 // δ added after the square root (eps)
 }
 
 // Stateful implements Preconditioner.
@@ -57,7 +57,8 @@ func (p AdaGrad) Denom(d, s, g []float32, _ int) {
 // and no bias correction: d = sqrt(v) + Delta, as torch.optim.RMSprop with
 // alpha = Beta and eps = Delta.
 type RMSprop struct {
-	Beta, Delta float32
+	Beta  float32 // decay of the squared-gradient average (alpha)
+	Delta float32 // δ added after the square root (eps)
 }
 
 // Stateful implements Preconditioner.
@@ -84,10 +85,10 @@ func (p RMSprop) Denom(d, s, g []float32, _ int) {
 // StepOffset shifts the bias correction to 1 − Beta^(t+StepOffset): the
 // official Prox-SGD code corrects with β^(t+1).
 type Adam struct {
-	Beta           float32
-	Delta          float32
-	BiasCorrection bool
-	StepOffset     int
+	Beta           float32 // decay of the squared-gradient average (β2)
+	Delta          float32 // δ added after the square root (eps)
+	BiasCorrection bool    // divide v by 1 − Beta^(t+StepOffset)
+	StepOffset     int     // shift of t in the bias correction
 }
 
 // NewAdamPrecond returns the Adam preconditioner with bias correction.

@@ -9,6 +9,7 @@ import (
 // Schedules that change with observations (ReduceOnPlateau) also implement
 // Stateful so optimizer checkpoints include them.
 type Schedule interface {
+	// Rate returns α_t for a group whose LR is base.
 	Rate(base float64, t int) float64
 }
 
@@ -24,8 +25,8 @@ func (Constant) Rate(base float64, _ int) float64 { return base }
 // belongs to epoch (t−1)/perEpoch, so this matches PyTorch's MultiStepLR
 // stepped once per epoch).
 type MultiStep struct {
-	Milestones []int
-	Gamma      float64
+	Milestones []int   // updates after which the step size drops, increasing
+	Gamma      float64 // factor applied at each milestone
 }
 
 // EpochMultiStep returns a MultiStep with milestones given in epochs of
@@ -52,8 +53,8 @@ func (s MultiStep) Rate(base float64, t int) float64 {
 // StepDecay multiplies the step size by Gamma every Every updates:
 // α_t = base·Gamma^⌊(t−1)/Every⌋.
 type StepDecay struct {
-	Every int
-	Gamma float64
+	Every int     // updates between decays; must be positive
+	Gamma float64 // factor applied every Every updates
 }
 
 // Rate implements Schedule.
@@ -68,7 +69,7 @@ func (s StepDecay) Rate(base float64, t int) float64 {
 // 1/√t decay, Offset 4 the per-iteration schedules of the official
 // Prox-SGD code, ε0/(t+4)^0.5.
 type InvSqrt struct {
-	Offset float64
+	Offset float64 // added to t under the square root
 }
 
 // Rate implements Schedule.

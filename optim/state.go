@@ -17,8 +17,8 @@ import (
 // names) and <slot> is for example "m" or "v"; the update counter is
 // Ints["step"].
 type State struct {
-	Tensors map[string][]float32
-	Ints    map[string]int64
+	Tensors map[string][]float32 // moment vectors and other per-element state
+	Ints    map[string]int64     // counters and bit-exact float64 scalars
 }
 
 // NewState returns an empty State.
@@ -77,6 +77,9 @@ func (s *State) checked(dst []float32, key string) (func(), error) {
 // must survive a checkpoint. SaveState writes entries whose names start
 // with prefix; LoadState reads them back.
 type Stateful interface {
+	// SaveState adds the component's entries to s.
 	SaveState(s *State, prefix string)
+	// LoadState restores them, or returns an error naming a missing or
+	// malformed entry.
 	LoadState(s *State, prefix string) error
 }

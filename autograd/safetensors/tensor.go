@@ -11,9 +11,9 @@ import (
 // A valid Tensor has len(Data) == Numel() * DType.Size(); a rank-0 tensor
 // (empty Shape) holds one element.
 type Tensor struct {
-	DType DType
-	Shape []int
-	Data  []byte
+	DType DType  // element type
+	Shape []int  // dimensions, outermost first; empty for a scalar
+	Data  []byte // elements, little-endian, row-major
 }
 
 // Numel returns the number of elements the shape describes (1 for a

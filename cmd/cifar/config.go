@@ -132,7 +132,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.Float64Var(&c.Beta1, "beta1", c.Beta1, "first-moment decay ρ of the Adam family")
 	fs.Float64Var(&c.Beta2, "beta2", c.Beta2, "second-moment decay β of the Adam family")
 	fs.Float64Var(&c.Eps, "eps", c.Eps, "δ added to the preconditioner")
-	fs.StringVar(&c.Schedule, "schedule", c.Schedule, "step-size schedule: const, multistep:E1,E2[:GAMMA] (epochs), step:EVERY:GAMMA (epochs), invsqrt[:OFFSET] (lr/sqrt(t+OFFSET), t = update), plateau:FACTOR (on the test loss); auto: multistep at 1/2 and 5/6 of -epochs, const for proxquant/bc, invsqrt:4 (Prox-SGD's ε_t) for proxsgd")
+	fs.StringVar(&c.Schedule, "schedule", c.Schedule, "step-size schedule: const, multistep:E1,E2[:GAMMA] (epochs), step:EVERY:GAMMA (epochs), invsqrt[:OFFSET] (lr/sqrt(t+OFFSET), t = update), plateau:FACTOR (on the test loss), cosine[:FLOOR] (per update down to FLOOR at the end), onecycle[:PCT[:DIV[:FINALDIV]]][:three][:linear] (peak -lr), any but plateau preceded by warmup:EPOCHS[:START]+ (linear from START·lr, default 1/3); auto: multistep at 1/2 and 5/6 of -epochs, const for proxquant/bc, invsqrt:4 (Prox-SGD's ε_t) for proxsgd")
 
 	fs.StringVar(&c.Homotopy, "homotopy", c.Homotopy, "on: ProxQuant homotopy λ_t = λ·epoch (epoch counted from 0); off; auto: on for binary regularizers")
 	fs.IntVar(&c.HardQuantEpoch, "hard-quant-epoch", c.HardQuantEpoch, "after this many epochs set binarised weights to sign(w) and freeze them (0: never; default: 2/3 of -epochs for binary runs, never otherwise)")
@@ -359,8 +359,10 @@ func (c *config) resolve() error {
 			c.Schedule = fmt.Sprintf("multistep:%d,%d", c.Epochs/2, c.Epochs*5/6)
 		}
 	}
-	if _, err := parseSchedule(c.Schedule); err != nil {
+	if sp, err := parseSchedule(c.Schedule); err != nil {
 		return err
+	} else if err := sp.Check(c.Epochs); err != nil {
+		return fmt.Errorf("-schedule: %w", err)
 	}
 	switch c.Homotopy {
 	case "auto":
@@ -460,102 +462,16 @@ func parseQ(s string) (float64, error) {
 	return q, nil
 }
 
-// scheduleSpec is a parsed -schedule value.
-type scheduleSpec struct {
-	kind   string // const, multistep, step, invsqrt, plateau
-	epochs []int  // multistep milestones
-	every  int    // step: epochs between decays
-	gamma  float64
-	factor float64 // plateau
-	offset float64 // invsqrt: base/sqrt(t + offset)
-}
-
-// parseSchedule parses a -schedule value.
-func parseSchedule(s string) (scheduleSpec, error) {
-	bad := func(why string) (scheduleSpec, error) {
-		return scheduleSpec{}, fmt.Errorf("-schedule %q: %s (want const, multistep:E1,E2[:GAMMA], step:EVERY:GAMMA, invsqrt[:OFFSET] or plateau:FACTOR)", s, why)
+// parseSchedule parses a -schedule value (optim.ParseSchedule's grammar).
+// A warm-up cannot precede plateau here: the trainer observes the test
+// loss through the schedule itself.
+func parseSchedule(s string) (optim.ScheduleSpec, error) {
+	sp, err := optim.ParseSchedule(s)
+	if err != nil {
+		return sp, fmt.Errorf("-schedule: %w", err)
 	}
-	parts := strings.Split(s, ":")
-	switch parts[0] {
-	case "const":
-		if len(parts) != 1 {
-			return bad("takes no arguments")
-		}
-		return scheduleSpec{kind: parts[0]}, nil
-	case "invsqrt":
-		sp := scheduleSpec{kind: "invsqrt"}
-		switch len(parts) {
-		case 1:
-		case 2:
-			o, err := strconv.ParseFloat(parts[1], 64)
-			if err != nil || !(o >= 0) || math.IsInf(o, 0) {
-				return bad(fmt.Sprintf("offset %q is not a non-negative number", parts[1]))
-			}
-			sp.offset = o
-		default:
-			return bad("takes at most an offset")
-		}
-		return sp, nil
-	case "multistep":
-		if len(parts) < 2 || len(parts) > 3 {
-			return bad("needs milestones")
-		}
-		sp := scheduleSpec{kind: "multistep", gamma: 0.1}
-		for _, f := range strings.Split(parts[1], ",") {
-			e, err := strconv.Atoi(f)
-			if err != nil || e < 1 {
-				return bad(fmt.Sprintf("milestone %q is not a positive epoch", f))
-			}
-			if len(sp.epochs) > 0 && e <= sp.epochs[len(sp.epochs)-1] {
-				return bad("milestones must increase")
-			}
-			sp.epochs = append(sp.epochs, e)
-		}
-		if len(parts) == 3 {
-			g, err := strconv.ParseFloat(parts[2], 64)
-			if err != nil || !(g > 0 && g <= 1) {
-				return bad(fmt.Sprintf("gamma %q not in (0, 1]", parts[2]))
-			}
-			sp.gamma = g
-		}
-		return sp, nil
-	case "step":
-		if len(parts) != 3 {
-			return bad("needs EVERY:GAMMA")
-		}
-		e, err := strconv.Atoi(parts[1])
-		if err != nil || e < 1 {
-			return bad(fmt.Sprintf("EVERY %q is not a positive number of epochs", parts[1]))
-		}
-		g, err := strconv.ParseFloat(parts[2], 64)
-		if err != nil || !(g > 0 && g <= 1) {
-			return bad(fmt.Sprintf("gamma %q not in (0, 1]", parts[2]))
-		}
-		return scheduleSpec{kind: "step", every: e, gamma: g}, nil
-	case "plateau":
-		if len(parts) != 2 {
-			return bad("needs FACTOR")
-		}
-		f, err := strconv.ParseFloat(parts[1], 64)
-		if err != nil || !(f > 0 && f < 1) {
-			return bad(fmt.Sprintf("factor %q not in (0, 1)", parts[1]))
-		}
-		return scheduleSpec{kind: "plateau", factor: f}, nil
+	if sp.Kind == "plateau" && sp.WarmupEpochs > 0 {
+		return sp, fmt.Errorf("-schedule %q: plateau cannot follow a warm-up", s)
 	}
-	return bad("unknown schedule")
-}
-
-// schedule builds the optimizer schedule for perEpoch updates per epoch.
-func (sp scheduleSpec) schedule(perEpoch int) optim.Schedule {
-	switch sp.kind {
-	case "multistep":
-		return optim.EpochMultiStep(perEpoch, sp.gamma, sp.epochs...)
-	case "step":
-		return optim.StepDecay{Every: sp.every * perEpoch, Gamma: sp.gamma}
-	case "invsqrt":
-		return optim.InvSqrt{Offset: sp.offset}
-	case "plateau":
-		return optim.NewReduceOnPlateau(sp.factor, 0)
-	}
-	return optim.Constant{}
+	return sp, nil
 }

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/proxgen/proxgen/optim"
 )
 
 func mustParse(t *testing.T, args ...string) *config {
@@ -103,7 +105,10 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"-train-subset", "100"}, "smaller than -batch 128"},
 		{[]string{"-threads", "-1"}, "-threads -1"},
 		{[]string{"-progress", "fancy"}, "-progress"},
-		{[]string{"-schedule", "cosine"}, "unknown schedule"},
+		{[]string{"-schedule", "cosines"}, "unknown schedule"},
+		{[]string{"-schedule", "warmup:2+plateau:0.5"}, "plateau cannot follow a warm-up"},
+		{[]string{"-schedule", "onecycle:2"}, "PCT"},
+		{[]string{"-epochs", "5", "-schedule", "warmup:5+cosine"}, "leaves nothing"},
 		{[]string{"-schedule", "multistep:5,3"}, "must increase"},
 		{[]string{"-schedule", "multistep:a"}, "not a positive epoch"},
 		{[]string{"-schedule", "multistep:5:2"}, "gamma"},
@@ -135,7 +140,7 @@ func TestParseSchedule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := sp.schedule(10)
+	s := build(t, sp, 10)
 	for _, c := range []struct {
 		t    int
 		want float64
@@ -145,20 +150,37 @@ func TestParseSchedule(t *testing.T) {
 		}
 	}
 	sp, _ = parseSchedule("step:2:0.5")
-	if got := sp.schedule(3).Rate(1, 7); got != 0.5 {
+	if got := build(t, sp, 3).Rate(1, 7); got != 0.5 {
 		t.Errorf("step rate at update 7 (epoch 3) = %v, want 0.5", got)
 	}
-	if got := sp.schedule(3).Rate(1, 13); got != 0.25 {
+	if got := build(t, sp, 3).Rate(1, 13); got != 0.25 {
 		t.Errorf("step rate at update 13 (epoch 5) = %v, want 0.25", got)
 	}
 	sp, _ = parseSchedule("invsqrt")
-	if got := sp.schedule(3).Rate(1, 4); got != 0.5 {
+	if got := build(t, sp, 3).Rate(1, 4); got != 0.5 {
 		t.Errorf("invsqrt rate at update 4 = %v", got)
 	}
+	sp, _ = parseSchedule("warmup:1:0.5+cosine:0.01")
+	if got := build(t, sp, 3).Rate(1, 2); got != 0.5+0.5/3 {
+		t.Errorf("warmup rate at update 2 = %v", got)
+	}
+	if got := build(t, sp, 3).Rate(1, 1200); abs(got-0.01) > 1e-4 {
+		t.Errorf("cosine rate at the last update = %v, want about the floor 0.01", got)
+	}
 	sp, _ = parseSchedule("invsqrt:5")
-	if got := sp.schedule(3).Rate(1, 4); got != 1.0/3 {
+	if got := build(t, sp, 3).Rate(1, 4); got != 1.0/3 {
 		t.Errorf("invsqrt:5 rate at update 4 = %v, want 1/3", got)
 	}
+}
+
+// build returns sp's schedule for 400 epochs of perEpoch updates.
+func build(t *testing.T, sp optim.ScheduleSpec, perEpoch int) optim.Schedule {
+	t.Helper()
+	s, err := sp.Build(perEpoch, 400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func abs(x float64) float64 {

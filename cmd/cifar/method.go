@@ -55,12 +55,16 @@ func newMethod(c *config, model nn.Module, nTrain, perEpoch int) (*method, error
 	if err != nil {
 		return nil, err
 	}
+	sched, err := sp.Build(perEpoch, c.Epochs)
+	if err != nil {
+		return nil, fmt.Errorf("-schedule: %w", err)
+	}
 	reg, err := parseReg(c.Reg)
 	if err != nil {
 		return nil, err
 	}
 	m := &method{
-		sched:    sp.schedule(perEpoch),
+		sched:    sched,
 		lambda:   perStepLambda(c, nTrain),
 		homotopy: c.Homotopy == "on",
 	}

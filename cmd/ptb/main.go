@@ -98,6 +98,7 @@ type config struct {
 	HardQuant  int
 	Clip       float64
 	LRDecay    float64
+	Schedule   string
 	Beta1      float64
 	Beta2      float64
 	Eps        float64
@@ -113,6 +114,8 @@ type config struct {
 	Save       string
 	Weights    string
 	MaxWindows int
+
+	lrDecaySet bool // -lr-decay was given explicitly
 }
 
 // optimizers lists the values of -optimizer.
@@ -146,6 +149,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.HardQuant, "hard-quant-epoch", 0, "binary regularizers: set the regularized weights to sign(w) and freeze them after this epoch (0: never)")
 	fs.Float64Var(&c.Clip, "clip", 0.25, "clip the gradient norm of all parameters to this value (0: no clipping)")
 	fs.Float64Var(&c.LRDecay, "lr-decay", 1.2, "divide the step size by this after an epoch whose validation loss did not improve (1: never)")
+	fs.StringVar(&c.Schedule, "schedule", "", "step-size schedule instead of -lr-decay's plateau rule: "+optim.ScheduleSyntax+" (epochs count passes over the training data; plateau observes the validation loss)")
 	fs.Float64Var(&c.Beta1, "beta1", 0.9, "Adam/ProxGen first-moment decay")
 	fs.Float64Var(&c.Beta2, "beta2", 0.999, "Adam/ProxGen second-moment decay")
 	fs.Float64Var(&c.Eps, "eps", 1e-8, "Adam/ProxGen δ")
@@ -167,6 +171,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	if fs.NArg() > 0 {
 		return nil, usageError("unexpected argument %q", fs.Arg(0))
 	}
+	fs.Visit(func(f *flag.Flag) { c.lrDecaySet = c.lrDecaySet || f.Name == "lr-decay" })
 	return c, c.check()
 }
 
@@ -214,6 +219,18 @@ func (c *config) check() error {
 	}
 	if !(c.LRDecay >= 1) {
 		return usageError("-lr-decay = %v, want >= 1 (1 keeps the step size)", c.LRDecay)
+	}
+	if c.Schedule != "" {
+		if c.lrDecaySet {
+			return usageError("-schedule and -lr-decay exclude each other (use -schedule plateau:FACTOR)")
+		}
+		sp, err := optim.ParseSchedule(c.Schedule)
+		if err == nil {
+			err = sp.Check(c.Epochs)
+		}
+		if err != nil {
+			return usageError("-schedule: %v", err)
+		}
 	}
 	if !(c.Lambda >= 0) {
 		return usageError("-lambda = %v, want >= 0", c.Lambda)

@@ -228,6 +228,29 @@ func TestLRDecay(t *testing.T) {
 	}
 }
 
+// TestSchedule checks that -schedule replaces the plateau rule: a warm-up
+// of one epoch from half the step size, then cosine annealing that ends
+// at its floor after the last update.
+func TestSchedule(t *testing.T) {
+	dir := tinyData(t)
+	code, out, errOut := runPTB(t, append(quick, "-data", dir, "-epochs", "3", "-json", "-schedule", "warmup:1:0.5+cosine:0.001")...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	recs, _ := parseJSONLines(t, out)
+	if len(recs) != 3 {
+		t.Fatalf("%d epoch records: %s", len(recs), out)
+	}
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{{"first update", recs[0].LR, 0.005}, {"first update after the warm-up", recs[1].LR, 0.01}, {"after the last update", recs[2].NextLR, 0.001}} {
+		if math.Abs(c.got-c.want) > 1e-12 {
+			t.Errorf("step size at the %s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
 func TestFlagErrors(t *testing.T) {
 	dir := tinyData(t)
 	cases := []struct {
@@ -245,6 +268,9 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"-data", dir, "-optimizer", "proxgen", "-reg", "l1", "-hard-quant-epoch", "2"}, "binary regularizer"},
 		{[]string{"-data", dir, "-reg-on", "all"}, "-reg-on"},
 		{[]string{"-data", dir, "-lr-decay", "0.5"}, "-lr-decay"},
+		{[]string{"-data", dir, "-lr-decay", "2", "-schedule", "cosine"}, "exclude each other"},
+		{[]string{"-data", dir, "-schedule", "cosine:x"}, "floor"},
+		{[]string{"-data", dir, "-epochs", "2", "-schedule", "warmup:2.5+cosine"}, "leaves nothing"},
 		{[]string{"-data", dir, "-momentum", "0.9"}, "-momentum"},
 		{[]string{"-data", dir, "extra"}, "unexpected argument"},
 		{[]string{"-data", dir, "-nosuchflag"}, "nosuchflag"},

@@ -140,8 +140,9 @@ func regularized(c *config, name string, t *autograd.Tensor) bool {
 	return optim.IsWeight(t)
 }
 
-// newMethod builds the optimizer of c over the parameters of m.
-func newMethod(c *config, m *models.LanguageModel) (*method, error) {
+// newMethod builds the optimizer of c over the parameters of m, trained
+// with perEpoch updates per epoch.
+func newMethod(c *config, m *models.LanguageModel, perEpoch int) (*method, error) {
 	reg, err := optim.ParseRegularizer(c.Reg)
 	if err != nil {
 		return nil, err
@@ -168,7 +169,21 @@ func newMethod(c *config, m *models.LanguageModel) (*method, error) {
 	default:
 		return nil, fmt.Errorf("unknown optimizer %q", c.Optimizer)
 	}
-	if c.LRDecay > 1 {
+	switch {
+	case c.Schedule != "":
+		sp, err := optim.ParseSchedule(c.Schedule)
+		if err != nil {
+			return nil, fmt.Errorf("-schedule: %w", err)
+		}
+		if cfg.Schedule, err = sp.Build(perEpoch, c.Epochs); err != nil {
+			return nil, fmt.Errorf("-schedule: %w", err)
+		}
+		s := cfg.Schedule
+		if w, ok := s.(optim.Warmup); ok {
+			s = w.Then
+		}
+		me.plateau, _ = s.(*optim.ReduceOnPlateau)
+	case c.LRDecay > 1:
 		me.plateau = optim.NewReduceOnPlateau(1/c.LRDecay, 0)
 		cfg.Schedule = me.plateau
 	}
@@ -329,7 +344,11 @@ func train(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 			return fmt.Errorf("-weights: %w", err)
 		}
 	}
-	if t.me, err = newMethod(c, t.model); err != nil {
+	perEpoch := ptb.NumWindows(t.train, c.BPTT)
+	if c.MaxWindows > 0 {
+		perEpoch = min(perEpoch, c.MaxWindows)
+	}
+	if t.me, err = newMethod(c, t.model, perEpoch); err != nil {
 		return err
 	}
 	var metrics *os.File

@@ -1,7 +1,8 @@
 // Package ptb reads the word-level Penn Treebank language-modelling data
 // (ptb.train.txt, ptb.valid.txt, ptb.test.txt as distributed with Mikolov's
 // RNNLM toolkit) and prepares it the way PyTorch's word_language_model
-// example does.
+// example does, for the LSTM language-model experiment of the ProxGen paper
+// (Appendix B of arXiv:2007.07484).
 //
 // Each line of a file is split on white space and the end-of-sentence token
 // "<eos>" is appended, so a file of L lines and W words yields W+L tokens.
@@ -163,7 +164,10 @@ func BuildVocab(path string) (*Vocab, []int, error) {
 
 // Corpus is a vocabulary and the token ids of the three splits.
 type Corpus struct {
-	Vocab              *Vocab
+	// Vocab is built from the training file.
+	Vocab *Vocab
+	// Train, Valid and Test are the token ids of the splits; a split
+	// whose path was empty is nil.
 	Train, Valid, Test []int
 }
 
@@ -235,8 +239,9 @@ func scan(r io.Reader, name string, fn func(word string, line int) error) error 
 // contiguous slice of the original stream, as in the PyTorch example's
 // batchify (data.view(B, -1).t()).
 type Batched struct {
-	IDs  []int
-	T, B int
+	IDs []int // T·B token ids, time-major
+	T   int   // steps per stream
+	B   int   // parallel streams
 }
 
 // At returns step t of stream b.

@@ -1,7 +1,11 @@
 // Package models builds the networks of the ProxGen experiments with the
 // layer structure, initialisation and parameter names of their PyTorch
 // reference implementations, so that nn.StateDict of a model has exactly
-// the keys, shapes and order of the reference model's state_dict().
+// the keys, shapes and order of the reference model's state_dict(). They
+// are the networks of Section 4 and Appendix B of the paper
+// (arXiv:2007.07484): VGG-16 and ResNet-34 trained sparse on CIFAR-10,
+// ResNet-20 to -56 quantised with the revised ProxQuant, and the one-layer
+// LSTM language model on Penn Treebank.
 //
 // # CIFAR-10 classifiers (New)
 //

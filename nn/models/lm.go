@@ -12,10 +12,10 @@ import (
 // word_language_model example (RNNModel with rnn_type "LSTM", untied):
 // Embedding → Dropout → LSTM → Dropout → Linear.
 type LanguageModel struct {
-	Drop    *nn.Dropout
-	Encoder *nn.Embedding
-	RNN     *nn.LSTM
-	Decoder *nn.Linear
+	Drop    *nn.Dropout   // applied after the embedding and after the LSTM
+	Encoder *nn.Embedding // word embedding, "encoder.weight"
+	RNN     *nn.LSTM      // the LSTM layers, "rnn.*"
+	Decoder *nn.Linear    // output projection to the vocabulary, "decoder.*"
 }
 
 // NewLanguageModel returns a language model over vocab words with emb-sized

@@ -37,10 +37,10 @@ func (k ShortcutKind) String() string {
 // BasicBlock is the two-convolution residual block of CIFAR ResNets:
 // relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)).
 type BasicBlock struct {
-	Conv1 *nn.Conv2d
-	BN1   *nn.BatchNorm2d
-	Conv2 *nn.Conv2d
-	BN2   *nn.BatchNorm2d
+	Conv1 *nn.Conv2d      // first 3×3 convolution (stride 2 when downsampling)
+	BN1   *nn.BatchNorm2d // its batch normalisation
+	Conv2 *nn.Conv2d      // second 3×3 convolution
+	BN2   *nn.BatchNorm2d // its batch normalisation
 	// Shortcut is nil for the identity, a *PadShortcut for option A or an
 	// *nn.Sequential of a 1×1 convolution and batch normalisation for
 	// option B.
@@ -112,6 +112,8 @@ func (b *BasicBlock) SetTraining(training bool) { nn.SetChildrenTraining(b.Child
 // input element times 1 plus zeros, so the result is exact, and gradients
 // flow back to the selected input elements only.
 type PadShortcut struct {
+	// In and Out are the input and output channel counts; Lo is the
+	// number of zero channels before the copied ones.
 	In, Out, Lo int
 	weight      *autograd.Tensor // (Out, In, 1, 1) selection matrix
 }
@@ -152,15 +154,16 @@ func (p *PadShortcut) SetTraining(bool) {}
 // every stage but the first halves the resolution), average pooling and a
 // linear classifier.
 type ResNet struct {
-	Conv1 *nn.Conv2d
-	BN1   *nn.BatchNorm2d
+	Conv1 *nn.Conv2d      // stem convolution, "conv1"
+	BN1   *nn.BatchNorm2d // its batch normalisation, "bn1"
 	// Stages are layer1, layer2, ...: Sequentials of *BasicBlock.
 	Stages []*nn.Sequential
 	// PoolKernel is the average-pooling window before the classifier;
 	// 0 pools each map over its whole width, as
 	// F.avg_pool2d(out, out.size()[3]) does.
 	PoolKernel int
-	Linear     *nn.Linear
+	// Linear is the classifier, "linear".
+	Linear *nn.Linear
 }
 
 // resnetConfig describes a CIFAR ResNet.

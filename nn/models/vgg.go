@@ -15,8 +15,8 @@ var vgg16Config = []int{64, 64, 0, 128, 128, 0, 256, 256, 256, 0, 512, 512, 512,
 // entry and MaxPool2d(2, 2) per 'M', ending in AvgPool2d(1, 1), then a
 // single linear classifier.
 type VGG struct {
-	Features   *nn.Sequential
-	Classifier *nn.Linear
+	Features   *nn.Sequential // convolution stages, "features.<i>"
+	Classifier *nn.Linear     // the linear classifier, "classifier"
 }
 
 // newVGG builds a VGG for the configuration cfg (0 = max pooling) with
