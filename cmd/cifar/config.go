@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/proxgen/proxgen/nn/models"
+	"github.com/proxgen/proxgen/nn/train"
 	"github.com/proxgen/proxgen/optim"
 )
 
@@ -60,8 +61,8 @@ type config struct {
 
 	// explicit records the flags given on the command line.
 	explicit map[string]bool
-	// resumed is the run state read from the checkpoint for -resume.
-	resumed *runState
+	// resumed is the checkpoint read for -resume.
+	resumed *train.Checkpoint
 }
 
 // Names of the optimizers and their defaults.

@@ -1,10 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-	"io"
 	"math"
 
 	"github.com/proxgen/proxgen/autograd"
@@ -98,26 +94,6 @@ type epochRecord struct {
 	Layers      []layerStats `json:"layers"`
 }
 
-// writeJSONL writes one JSON line per record.
-func writeJSONL(w io.Writer, recs []epochRecord) error {
-	enc := json.NewEncoder(w)
-	for i := range recs {
-		if err := enc.Encode(&recs[i]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// jsonl returns the records as JSON lines.
-func jsonl(recs []epochRecord) []byte {
-	var b bytes.Buffer
-	if err := writeJSONL(&b, recs); err != nil {
-		panic(err) // the records hold only finite numbers and strings
-	}
-	return b.Bytes()
-}
-
 // curves returns the charts of curves.svg for the records.
 func curves(recs []epochRecord, title string, binary bool) []chart {
 	n := len(recs)
@@ -176,14 +152,3 @@ func percentTop(ss []series) float64 {
 	return math.Min(top, 100)
 }
 
-// formatDuration writes d seconds as h:mm:ss or m:ss.
-func formatDuration(sec float64) string {
-	if !(sec >= 0) || math.IsInf(sec, 0) {
-		return "?"
-	}
-	s := int(sec + 0.5)
-	if s >= 3600 {
-		return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
-	}
-	return fmt.Sprintf("%d:%02d", s/60, s%60)
-}

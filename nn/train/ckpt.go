@@ -57,12 +57,13 @@ func IsCheckpoint(f *safetensors.File) bool { return f.Metadata[checkpoint.Forma
 
 // ReadCheckpoint reads and checks the checkpoint of the run folder dir:
 // the file's structure, its position metadata and that every
-// floating-point tensor is finite. It loads nothing into a model.
+// floating-point tensor is finite. It loads nothing into a model. When
+// dir holds no checkpoint the error matches os.ErrNotExist.
 func ReadCheckpoint(dir string) (*Checkpoint, error) {
 	path := dir + string(os.PathSeparator) + CheckpointName
 	st, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%s holds no checkpoint (%s is missing)", dir, CheckpointName)
+		return nil, noCheckpointError(dir)
 	}
 	if err != nil {
 		return nil, err
@@ -80,6 +81,16 @@ func ReadCheckpoint(dir string) (*Checkpoint, error) {
 	}
 	return c, nil
 }
+
+// noCheckpointError is the error of ReadCheckpoint for a folder without
+// a checkpoint; it matches os.ErrNotExist.
+type noCheckpointError string
+
+func (e noCheckpointError) Error() string {
+	return fmt.Sprintf("%s holds no checkpoint (%s is missing)", string(e), CheckpointName)
+}
+
+func (e noCheckpointError) Is(target error) bool { return target == os.ErrNotExist }
 
 func (c *Checkpoint) decode() error {
 	f := c.file

@@ -205,8 +205,9 @@ type Loop struct {
 	Step func(epoch, step int) (loss float64, samples int, err error)
 	// Update applies the optimizer to the gradients of the last Step.
 	Update func() error
-	// Status (optional) returns extra text for the progress line.
-	Status func() string
+	// Status (optional) returns extra text for the progress line, given
+	// the epoch's figures so far.
+	Status func(EpochStats) string
 	// EndEpoch is called after the last step of epoch (from 0) and returns
 	// the epoch's metrics record (encoded with MarshalJSON). It evaluates
 	// the model and may update state (a schedule on a validation loss);
@@ -420,7 +421,7 @@ func (r *runner) epoch(ctx context.Context) (int, error) {
 		if l.Progress != nil && l.Progress.mode != ProgressNone {
 			status := ""
 			if l.Status != nil {
-				status = l.Status()
+				status = l.Status(EpochStats{Epoch: epoch, Steps: p.Step, LossSum: p.LossSum, Samples: p.Samples, Seconds: p.Seconds})
 			}
 			l.Progress.Update(p.Step, p.LossSum/float64(max(p.Samples, 1)), status, samples)
 		}
