@@ -151,4 +151,3 @@ func percentTop(ss []series) float64 {
 	}
 	return math.Min(top, 100)
 }
-

@@ -94,4 +94,3 @@ func TestEpochRecordJSON(t *testing.T) {
 		t.Fatalf("curves: %d charts", len(cs))
 	}
 }
-
