@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,6 +59,9 @@ var quick = []string{"-emb", "12", "-hidden", "16", "-batch", "4", "-bptt", "8",
 // runPTB runs the program and returns its exit status and outputs.
 func runPTB(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	if !slices.Contains(args, "-out") && !slices.Contains(args, "-h") {
+		args = append(args, "-out", filepath.Join(t.TempDir(), "run"))
+	}
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), args, &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
@@ -304,7 +308,7 @@ func TestInterrupt(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var stdout, stderr bytes.Buffer
-	if code := run(ctx, append([]string{"-data", tinyData(t)}, quick...), &stdout, &stderr); code != exitInterrupted {
+	if code := run(ctx, append([]string{"-data", tinyData(t), "-out", t.TempDir()}, quick...), &stdout, &stderr); code != exitInterrupted {
 		t.Errorf("exit %d, want %d; stderr %s", code, exitInterrupted, stderr.String())
 	}
 }

@@ -310,6 +310,14 @@ func (r *runner) writeOutputs(gen int) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", o.Name, err)
 		}
+		if data == nil {
+			// Nothing to write yet: a stale file must not pass for this
+			// run's.
+			if err := os.Remove(l.path(o.Name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+			continue
+		}
 		if err := r.faults.writeAtomic(l.path(o.Name), data, ""); err != nil {
 			return err
 		}

@@ -166,7 +166,8 @@ type Output struct {
 	// Final marks a file written only when the run is complete (a
 	// summary); Run removes it when the run is not complete.
 	Final bool
-	// Data returns the file content.
+	// Data returns the file content; nil (with a nil error) means there
+	// is no such file yet, and Run removes an old one.
 	Data func(*Info) ([]byte, error)
 }
 
