@@ -175,8 +175,11 @@ func linkReplace(path, keep string) error {
 	if err := os.Link(path, tmp); err != nil {
 		return fmt.Errorf("keeping the previous generation as %s: %w", keep, err)
 	}
-	if err := os.Rename(tmp, keep); err != nil {
-		os.Remove(tmp)
+	err := os.Rename(tmp, keep)
+	// When keep already was a name of the same file, rename does nothing
+	// and leaves tmp behind.
+	os.Remove(tmp)
+	if err != nil {
 		return fmt.Errorf("keeping the previous generation as %s: %w", keep, err)
 	}
 	return nil
