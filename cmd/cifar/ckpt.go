@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
@@ -184,19 +183,9 @@ func allPrefixed(f *safetensors.File, prefix string) bool {
 // weightsModel returns the network settings stored in a weights file's
 // metadata for the flags not given explicitly (used by -eval-only).
 func weightsModel(c *config, path string) error {
-	f, err := os.Open(path)
+	file, err := safetensors.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("-weights: %w", err)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("-weights: %w", err)
-	}
-	file, err := safetensors.Read(f, st.Size())
-	f.Close()
-	if err != nil {
-		return fmt.Errorf("-weights %s: %w", path, err)
 	}
 	meta := file.Metadata
 	fs := newFlagSet(c, io.Discard)

@@ -55,7 +55,7 @@ func faultRun(t *testing.T, extra ...string) (p traintest.Program, ref, data str
 // uninterrupted one (with another thread count).
 func TestFaultKill(t *testing.T) {
 	p, _, _ := faultRun(t)
-	n := p.CrashInEveryWrite(t, 9)
+	n := p.CrashInEveryWrite(t, 1, 9)
 	t.Logf("%d kills inside writes", n)
 	start := time.Now()
 	p.Finish(t, filepath.Join(t.TempDir(), "timing"))
@@ -74,7 +74,7 @@ func TestFaultKillL0(t *testing.T) {
 		t.Skip("long")
 	}
 	p, _, _ := faultRun(t, "-optimizer", "l0hc")
-	p.CrashInEveryWrite(t, 1)
+	p.CrashInEveryWrite(t, 4, 4)
 }
 
 // TestFaultDiskFull fails the writes after a number of bytes.

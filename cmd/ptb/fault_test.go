@@ -54,7 +54,7 @@ func faultRun(t *testing.T) (traintest.Program, string) {
 // uninterrupted one (with another thread count).
 func TestFaultKill(t *testing.T) {
 	p, _ := faultRun(t)
-	n := p.CrashInEveryWrite(t, 7)
+	n := p.CrashInEveryWrite(t, 1, 7)
 	t.Logf("%d kills inside writes", n)
 	start := time.Now()
 	p.Finish(t, filepath.Join(t.TempDir(), "timing"))

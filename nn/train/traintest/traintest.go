@@ -183,12 +183,12 @@ func (p Program) Finish(t testing.TB, dir string) {
 
 // CrashInEveryWrite kills the program (SIGKILL) at each write event of
 // its run in turn (train.FaultEnv crash:N, N = 1, 2, ... until the run
-// completes without reaching N), finishes the run, and checks it. With
-// -short only every stride-th event is tried. It returns the number of
-// events tried.
-func (p Program) CrashInEveryWrite(t *testing.T, stride int) int {
-	if !testing.Short() {
-		stride = 1
+// completes without reaching N), finishes the run, and checks it: every
+// stride-th event, every shortStride-th with -short. It returns the
+// number of events tried.
+func (p Program) CrashInEveryWrite(t *testing.T, stride, shortStride int) int {
+	if testing.Short() {
+		stride = shortStride
 	}
 	tried := 0
 	for n := 1; ; n += stride {
