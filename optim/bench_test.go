@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -222,25 +223,30 @@ func median(x []float64) float64 {
 // sRecorder is the ℓ½ prox that also records s = κ/(4|z|^1.5) for each
 // element: small (s < 0.03, where the float64 map takes its series), mid,
 // or past the threshold sqrt(2/27) (zero). The float32 fast path costs the
-// same for all three; the mix shows that the data resemble training.
+// same for all three; the mix shows that the data resemble training. The
+// optimizer calls Prox from parallel segments, so the counts are atomic.
 type sRecorder struct {
 	Regularizer
-	small, mid, zero int
+	small, mid, zero atomic.Int64
 }
 
 func (r *sRecorder) Prox(dst, z, eta []float32, lambda float32) {
+	var small, mid, zero int64
 	for i := range z {
 		t := math.Abs(float64(z[i]))
 		s := 2 * float64(lambda) * float64(eta[i]) / (4 * t * math.Sqrt(t))
 		switch {
 		case s < l12Small:
-			r.small++
+			small++
 		case s > l12SMax:
-			r.zero++
+			zero++
 		default:
-			r.mid++
+			mid++
 		}
 	}
+	r.small.Add(small)
+	r.mid.Add(mid)
+	r.zero.Add(zero)
 	r.Regularizer.Prox(dst, z, eta, lambda)
 }
 
@@ -255,10 +261,12 @@ func TestBenchDataLikeTraining(t *testing.T) {
 	}
 	rec := &sRecorder{Regularizer: Lq(0.5)}
 	step, _ := benchOpt(proxGenAdam(), rec, 0)
-	rec.small, rec.mid, rec.zero = 0, 0, 0
+	rec.small.Store(0)
+	rec.mid.Store(0)
+	rec.zero.Store(0)
 	step()
-	n := float64(rec.small + rec.mid + rec.zero)
-	small, mid, zero := float64(rec.small)/n, float64(rec.mid)/n, float64(rec.zero)/n
+	n := float64(rec.small.Load() + rec.mid.Load() + rec.zero.Load())
+	small, mid, zero := float64(rec.small.Load())/n, float64(rec.mid.Load())/n, float64(rec.zero.Load())/n
 	t.Logf("small s %.4f, mid %.4f, zero %.4f", small, mid, zero)
 	if small < 0.85 || mid < 0.01 || mid > 0.08 || zero > 0.08 {
 		t.Errorf("benchmark data unlike training: small s %.3f, mid %.3f, zero %.3f", small, mid, zero)

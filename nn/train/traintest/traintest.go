@@ -184,10 +184,11 @@ func (p Program) Finish(t testing.TB, dir string) {
 // CrashInEveryWrite kills the program (SIGKILL) at each write event of
 // its run in turn (train.FaultEnv crash:N, N = 1, 2, ... until the run
 // completes without reaching N), finishes the run, and checks it: every
-// stride-th event, every shortStride-th with -short. It returns the
-// number of events tried.
+// stride-th event, every shortStride-th with -short or the race detector
+// (whose subprocesses are many times slower). It returns the number of
+// events tried.
 func (p Program) CrashInEveryWrite(t *testing.T, stride, shortStride int) int {
-	if testing.Short() {
+	if testing.Short() || race {
 		stride = shortStride
 	}
 	tried := 0
