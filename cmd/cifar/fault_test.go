@@ -61,7 +61,7 @@ func TestFaultKill(t *testing.T) {
 	p.Finish(t, filepath.Join(t.TempDir(), "timing"))
 	full := time.Since(start)
 	delays := []time.Duration{full / 5, full / 2, full * 4 / 5}
-	if testing.Short() {
+	if traintest.Quick() {
 		delays = delays[1:2]
 	}
 	p.KillAtRandom(t, delays)
@@ -70,7 +70,7 @@ func TestFaultKill(t *testing.T) {
 // TestFaultKillL0 does the same for the ℓ0 hard-concrete method, whose
 // gates and random stream are part of the checkpoint.
 func TestFaultKillL0(t *testing.T) {
-	if testing.Short() {
+	if traintest.Quick() {
 		t.Skip("long")
 	}
 	p, _, _ := faultRun(t, "-optimizer", "l0hc")
@@ -81,7 +81,7 @@ func TestFaultKillL0(t *testing.T) {
 func TestFaultDiskFull(t *testing.T) {
 	p, _, _ := faultRun(t)
 	budgets := []int{0, 100, 5000, 50000, 150000, 400000}
-	if testing.Short() {
+	if traintest.Quick() {
 		budgets = []int{100, 150000}
 	}
 	p.DiskFull(t, budgets)

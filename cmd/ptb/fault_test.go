@@ -60,7 +60,7 @@ func TestFaultKill(t *testing.T) {
 	p.Finish(t, filepath.Join(t.TempDir(), "timing"))
 	full := time.Since(start)
 	delays := []time.Duration{full / 5, full / 2, full * 4 / 5}
-	if testing.Short() {
+	if traintest.Quick() {
 		delays = delays[1:2]
 	}
 	p.KillAtRandom(t, delays)
@@ -70,7 +70,7 @@ func TestFaultKill(t *testing.T) {
 func TestFaultDiskFull(t *testing.T) {
 	p, _ := faultRun(t)
 	budgets := []int{0, 100, 3000, 20000, 60000, 200000}
-	if testing.Short() {
+	if traintest.Quick() {
 		budgets = []int{100, 20000}
 	}
 	p.DiskFull(t, budgets)

@@ -188,7 +188,7 @@ func (p Program) Finish(t testing.TB, dir string) {
 // (whose subprocesses are many times slower). It returns the number of
 // events tried.
 func (p Program) CrashInEveryWrite(t *testing.T, stride, shortStride int) int {
-	if testing.Short() || race {
+	if Quick() {
 		stride = shortStride
 	}
 	tried := 0
@@ -247,3 +247,7 @@ func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
+
+// Quick reports whether long fault loops should be cut short: with -short
+// or under the race detector.
+func Quick() bool { return testing.Short() || race }
