@@ -58,7 +58,7 @@ func (t *trainer) loop() *train.Loop {
 			return fmt.Sprintf("acc %5.2f%%", 100*float64(t.correct)/float64(max(s.Samples, 1)))
 		},
 		SaveState: t.saveState, LoadState: t.loadState,
-		Outputs: t.outputs(),
+		Outputs: t.outputs(), Metadata: modelMetadata(t.cfg),
 	}
 }
 

@@ -268,7 +268,13 @@ func (r *runner) save() error {
 	if err != nil {
 		return fmt.Errorf("encoding the run position: %w", err)
 	}
-	f.Metadata = map[string]string{checkpoint.FormatKey: Format, positionKey: string(pj), "generation": strconv.Itoa(pos.Generation)}
+	f.Metadata = maps.Clone(l.Metadata)
+	if f.Metadata == nil {
+		f.Metadata = map[string]string{}
+	}
+	f.Metadata[checkpoint.FormatKey] = Format
+	f.Metadata[positionKey] = string(pj)
+	f.Metadata["generation"] = strconv.Itoa(pos.Generation)
 	data, err := safetensors.Marshal(f)
 	if err != nil {
 		return fmt.Errorf("encoding the checkpoint: %w", err)

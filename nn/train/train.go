@@ -223,6 +223,12 @@ type Loop struct {
 	// Outputs (optional) are the derived files besides metrics.jsonl.
 	Outputs []Output
 
+	// Metadata (optional) are further strings stored in the checkpoint's
+	// metadata (for example what network it holds, for tools that read
+	// only the model); the keys "format", "run" and "generation" are
+	// Run's.
+	Metadata map[string]string
+
 	// Resume (optional) is the checkpoint to continue from (see
 	// ReadCheckpoint). Without it, Run refuses a Dir that holds one.
 	Resume *Checkpoint
