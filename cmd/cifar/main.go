@@ -11,14 +11,17 @@
 // writes its run folder (runs/resnet20-proxgen-l12-s1):
 //
 //	train_state.safetensors  model, optimizer and run state; -resume reads it
+//	train_state.prev.safetensors  the checkpoint before it
 //	model.safetensors        the model alone, loadable by PyTorch (strict)
 //	metrics.jsonl            one JSON line of metrics per epoch
 //	curves.svg               loss, accuracy, sparsity and step-size curves
 //	summary.json             the final summary (at the end of the run)
 //
-// Every file is replaced atomically at each epoch end, so an interrupted or
-// failed run loses at most the current epoch; Ctrl-C saves the current step
-// before exiting, and -resume continues bit-identically. Progress goes to
+// The run folder is kept by package nn/train: the checkpoint is one file,
+// written atomically after the others at each epoch end, and -resume
+// rebuilds the other files from it and continues bit-identically, also
+// after kill -9 or a full disk; Ctrl-C saves the current step before
+// exiting. Progress goes to
 // standard error (a bar on a terminal, plain lines otherwise), one line per
 // epoch and the summary to standard output (JSON lines with -json).
 //
@@ -226,7 +229,9 @@ func trainRun(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	l := t.loop()
 	if c.Resume {
 		l.Resume = c.resumed
-		t.prog.Logf("resuming %s at epoch %d, step %d", c.Out, c.resumed.Epoch()+1, c.resumed.Step())
+		if c.resumed.Epoch() < c.Epochs {
+			t.prog.Logf("resuming %s at epoch %d, step %d", c.Out, c.resumed.Epoch()+1, c.resumed.Step())
+		}
 	} else {
 		t.prog.Logf("training %s (%d parameters) with %s, -reg %s, per-step λ %.3g, lr %g on %d images (%d batches of %d per epoch), %d threads; run folder %s",
 			c.Model, nn.NumParams(model), c.Optimizer, c.Reg, meth.lambda, c.LR, ds.Train.Len(), perEpoch, c.Batch, parallel.Workers(), c.Out)

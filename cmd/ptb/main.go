@@ -26,17 +26,21 @@
 // ProxQuant: binary ℓ1 prox in the Euclidean metric, weights clipped to
 // [−1, 1]).
 //
-// Each epoch prints one line of metrics (a JSON line with -json) and, with
-// -metrics FILE, appends it to FILE; the run ends with a summary line whose
-// "test_ppl" is the test perplexity after the last epoch. Progress goes to
-// standard error. Bad flags exit with status 2, failures (missing or
-// malformed data, divergence) with status 1.
+// Each epoch prints one line of metrics (a JSON line with -json); the run
+// ends with a summary line whose "test_ppl" is the test perplexity after
+// the last epoch. The run folder (-out) holds the checkpoint, which
+// -resume continues exactly (also after kill -9), metrics.jsonl, the
+// best model and summary.json, kept by package nn/train; -metrics and
+// -save write copies. Ctrl-C saves a checkpoint and exits with status
+// 130. Progress goes to standard error. Bad flags exit with status 2,
+// failures (missing or malformed data, divergence) with status 1.
 //
 // Examples:
 //
 //	go run ./cmd/ptb -data /work/shared/data/ptb -epochs 3
 //	go run ./cmd/ptb -data DIR -optimizer proxgen -reg bin-l0 -lambda 1e-4 -weights fp.safetensors
 //	go run ./cmd/ptb -data DIR -epochs 1 -json -metrics run.jsonl -save lm.safetensors
+//	go run ./cmd/ptb -out runs/ptb-adam-s1 -resume
 //
 // docs/ptb.md describes the flags and a real run.
 package main

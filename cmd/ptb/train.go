@@ -417,7 +417,7 @@ func trainRun(ctx context.Context, c *config, ck *train.Checkpoint, threads int,
 		SaveState: t.saveState, LoadState: t.loadState,
 		Outputs: t.outputs(&sum), Resume: ck,
 	}
-	if ck != nil {
+	if ck != nil && ck.Epoch() < c.Epochs {
 		fmt.Fprintf(stderr, "ptb: resuming %s at epoch %d, window %d\n", c.Out, ck.Epoch()+1, ck.Step())
 	}
 	res, err := l.Run(ctx)
