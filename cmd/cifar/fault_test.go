@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -145,7 +144,7 @@ func TestFaultCorruptState(t *testing.T) {
 	for _, c := range cases {
 		dir := filepath.Join(t.TempDir(), "run")
 		os.CopyFS(dir, os.DirFS(ref))
-		editCheckpoint(t, dir, c.edit)
+		traintest.EditCheckpoint(t, dir, c.edit)
 		before, _ := os.ReadFile(filepath.Join(dir, train.CheckpointName))
 		code, _, stderr := runCmd(context.Background(), "-out", dir, "-resume", "-epochs", "3", "-progress", "none")
 		if code != exitError || !strings.Contains(stderr, c.want) || strings.Contains(stderr, "goroutine ") {
@@ -186,26 +185,5 @@ func TestFaultCorruptState(t *testing.T) {
 				t.Errorf("%s %v: exit %d, stderr:\n%s", c.tensor, args[:2], code, stderr)
 			}
 		}
-	}
-}
-
-// editCheckpoint rewrites the checkpoint of dir with edit applied to its
-// file and to the metadata's run position JSON, decoded as a map.
-func editCheckpoint(t *testing.T, dir string, edit func(f *safetensors.File, run map[string]any)) {
-	t.Helper()
-	path := filepath.Join(dir, train.CheckpointName)
-	f, err := safetensors.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var run map[string]any
-	if err := json.Unmarshal([]byte(f.Metadata["run"]), &run); err != nil {
-		t.Fatal(err)
-	}
-	edit(f, run)
-	b, _ := json.Marshal(run)
-	f.Metadata["run"] = string(b)
-	if err := safetensors.WriteFileAtomic(path, f); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -97,27 +96,6 @@ func TestFaultDivergence(t *testing.T) {
 	}
 }
 
-// editCheckpoint rewrites the checkpoint of dir with edit applied to its
-// file, keeping the metadata's run position JSON decoded as a map.
-func editCheckpoint(t *testing.T, dir string, edit func(f *safetensors.File, run map[string]any)) {
-	t.Helper()
-	path := filepath.Join(dir, train.CheckpointName)
-	f, err := safetensors.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var run map[string]any
-	if err := json.Unmarshal([]byte(f.Metadata["run"]), &run); err != nil {
-		t.Fatal(err)
-	}
-	edit(f, run)
-	b, _ := json.Marshal(run)
-	f.Metadata["run"] = string(b)
-	if err := safetensors.WriteFileAtomic(path, f); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestFaultCorruptState resumes from damaged checkpoints and weights:
 // each must fail with exit 1 and a message naming the problem, without a
 // panic, and leave the files as they were.
@@ -153,7 +131,7 @@ func TestFaultCorruptState(t *testing.T) {
 	for _, c := range cases {
 		dir := filepath.Join(t.TempDir(), "run")
 		os.CopyFS(dir, os.DirFS(ref))
-		editCheckpoint(t, dir, c.edit)
+		traintest.EditCheckpoint(t, dir, c.edit)
 		before, _ := os.ReadFile(filepath.Join(dir, train.CheckpointName))
 		code, _, stderr := runPTB(t, "-out", dir, "-resume", "-epochs", "3")
 		if code != exitError || !strings.Contains(stderr, c.want) || strings.Contains(stderr, "goroutine ") {

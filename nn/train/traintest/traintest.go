@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proxgen/proxgen/autograd/safetensors"
 	"github.com/proxgen/proxgen/nn/train"
 )
 
@@ -251,3 +252,25 @@ func itoa(n int) string {
 // Quick reports whether long fault loops should be cut short: with -short
 // or under the race detector.
 func Quick() bool { return testing.Short() || race }
+
+// EditCheckpoint rewrites the checkpoint of dir with edit applied to the
+// file and to its run metadata (the position JSON, decoded as a map; the
+// program's state is under "user").
+func EditCheckpoint(t testing.TB, dir string, edit func(f *safetensors.File, run map[string]any)) {
+	t.Helper()
+	path := filepath.Join(dir, train.CheckpointName)
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run map[string]any
+	if err := json.Unmarshal([]byte(f.Metadata["run"]), &run); err != nil {
+		t.Fatal(err)
+	}
+	edit(f, run)
+	b, _ := json.Marshal(run)
+	f.Metadata["run"] = string(b)
+	if err := safetensors.WriteFileAtomic(path, f); err != nil {
+		t.Fatal(err)
+	}
+}
