@@ -61,7 +61,7 @@ func (t *trainer) outputs() []train.Output {
 			}
 			var svg bytes.Buffer
 			title := fmt.Sprintf("%s %s %s", c.Model, c.Optimizer, c.Reg)
-			err = writeSVG(&svg, curves(h, title, c.binary()), 2)
+			err = train.WriteSVG(&svg, curves(h, title, c.binary()), 2)
 			return svg.Bytes(), err
 		}},
 		{Name: summaryFile, Final: true, Data: func(info *train.Info) ([]byte, error) {
