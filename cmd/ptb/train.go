@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -510,6 +511,9 @@ func (t *trainer) outputs(sum *summary) []train.Output {
 			return append(b, '\n'), err
 		}},
 	}
+	outs = append(outs, train.Output{Name: "curves.svg", Data: func(info *train.Info) ([]byte, error) {
+		return curves(info.History, fmt.Sprintf("PTB LSTM %s %s", c.Optimizer, c.Reg))
+	}})
 	if c.Save != "" {
 		outs = append(outs, train.Output{Name: absPath(c.Save), Data: model})
 	}
@@ -523,6 +527,33 @@ func (t *trainer) outputs(sum *summary) []train.Output {
 		}})
 	}
 	return outs
+}
+
+// curves draws the losses and the step size per epoch.
+func curves(history []json.RawMessage, title string) ([]byte, error) {
+	n := len(history)
+	x, trainLoss, test, valid, lr := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	hasValid := false
+	for i, line := range history {
+		var r epochRecord
+		if err := json.Unmarshal(line, &r); err != nil {
+			return nil, fmt.Errorf("metrics record %d: %v", i+1, err)
+		}
+		x[i], trainLoss[i], test[i], lr[i], valid[i] = float64(r.Epoch), nullable(r.TrainLoss), nullable(r.TestLoss), r.LR, math.NaN()
+		if r.ValidLoss != nil {
+			valid[i], hasValid = *r.ValidLoss, true
+		}
+	}
+	losses := []train.Series{{Name: "train", X: x, Y: trainLoss}, {Name: "test", X: x, Y: test}}
+	if hasValid {
+		losses = append(losses, train.Series{Name: "valid", X: x, Y: valid})
+	}
+	var b bytes.Buffer
+	err := train.WriteSVG(&b, []train.Chart{
+		{Title: title + ": loss", XLabel: "epoch", YLabel: "cross-entropy per token", Series: losses},
+		{Title: "step size", XLabel: "epoch", YLabel: "lr", Series: []train.Series{{Name: "lr", X: x, Y: lr}}},
+	}, 2)
+	return b.Bytes(), err
 }
 
 func absPath(p string) string {
