@@ -173,7 +173,11 @@ func linkReplace(path, keep string) error {
 	tmp := filepath.Join(dir, "."+base+".tmp-link")
 	os.Remove(tmp)
 	if err := os.Link(path, tmp); err != nil {
-		return fmt.Errorf("keeping the previous generation as %s: %w", keep, err)
+		// A file system without hard links: copy.
+		if err := copyFile(path, tmp); err != nil {
+			os.Remove(tmp)
+			return fmt.Errorf("keeping the previous generation as %s: %w", keep, err)
+		}
 	}
 	err := os.Rename(tmp, keep)
 	// When keep already was a name of the same file, rename does nothing
@@ -196,4 +200,19 @@ func syncDir(dir string) error {
 	}
 	serr := d.Sync()
 	return errors.Join(serr, d.Close())
+}
+
+// copyFile copies the file src to the new file dst and syncs it.
+func copyFile(src, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	serr := f.Sync()
+	return errors.Join(werr, serr, f.Close())
 }
