@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/proxgen/proxgen/autograd/safetensors"
@@ -72,4 +73,32 @@ func FuzzLoadStateDict(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLoadRejectsNonFinite checks the messages for NaN, Inf and a
+// negative running variance, and that the model is left unchanged.
+func TestLoadRejectsNonFinite(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		v    float32
+		want string
+	}{
+		{"0.weight", float32(math.NaN()), `tensor "0.weight": element 1 is NaN: weights must be finite`},
+		{"0.bias", float32(math.Inf(1)), `tensor "0.bias": element 1 is +Inf: weights must be finite`},
+		{"1.running_mean", float32(math.Inf(-1)), `tensor "1.running_mean": element 1 is -Inf`},
+		{"1.running_var", -2, `tensor "1.running_var": element 1 is -2: a running variance must not be negative`},
+	} {
+		f := StateDict(fuzzModel(), "")
+		v, shape, _ := f.Float32(c.name)
+		v[1] = c.v
+		f.Set(c.name, safetensors.FromFloat32(shape, v))
+		m := fuzzModel()
+		before := snapshot(m)
+		if err := LoadStateDict(f, m, LoadOptions{}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+		if !slices.EqualFunc(before, snapshot(m), slices.Equal[[]float32]) {
+			t.Errorf("%s: the model changed", c.name)
+		}
+	}
 }
