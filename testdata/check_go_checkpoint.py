@@ -9,7 +9,8 @@ For every file given (default: testdata/checkpoint/go_resnet20_w0.25.safetensors
 it
 
   1. reads the safetensors file with fixturelib (no safetensors module needed)
-     and, for a training-state file (metadata format proxgen-train-state-v1),
+     and, for a training-state file (metadata format proxgen-train-state-v1,
+     or proxgen-run-v1 for the checkpoints of package nn/train),
      keeps the tensors under "model/" with that prefix stripped;
   2. builds the reference model named by the file's metadata ("model",
      "width", "shortcut", "num_classes"): akamaster resnetN (option A or B),
@@ -224,7 +225,7 @@ def build_from_metadata(meta, path):
 # ------------------------------------------------------------------------ checks
 def model_tensors(path):
     tensors, meta = load_with_metadata(path)
-    if meta and meta.get("format") == "proxgen-train-state-v1":
+    if meta and meta.get("format") in ("proxgen-train-state-v1", "proxgen-run-v1"):
         tensors = {k[len("model/"):]: v for k, v in tensors.items() if k.startswith("model/")}
     return tensors, meta or {}
 

@@ -120,6 +120,11 @@ func Parse(b []byte) (*File, error) {
 // ReadFile reads and validates the safetensors file at path. Errors name
 // the path.
 func ReadFile(path string) (*File, error) {
+	// Stat before opening: opening a FIFO would block until a writer
+	// comes.
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("safetensors: %s is not a regular file", path)
+	}
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)

@@ -1,18 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/proxgen/proxgen/autograd/safetensors"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
+	"github.com/proxgen/proxgen/nn/train"
 )
 
 // Files of a run folder.
@@ -34,117 +33,78 @@ func modelMetadata(c *config) map[string]string {
 	}
 }
 
-// saveRun writes the run folder atomically file by file: first the
-// training state (model, optimizer, run state and config in one file, the
-// only file -resume reads), then the PyTorch-loadable model with the
-// weights the network computes with, then metrics.jsonl and curves.svg
-// regenerated from the history.
-func saveRun(t *trainer) error {
+// outputs returns the files the run folder derives from the checkpoint:
+// the PyTorch-loadable model with the weights the network computes with,
+// the curves and, at the end, the summary. (metrics.jsonl is the train
+// package's.)
+func (t *trainer) outputs() []train.Output {
 	c := t.cfg
-	if err := os.MkdirAll(c.Out, 0o755); err != nil {
-		return fmt.Errorf("creating the run folder: %w", err)
+	return []train.Output{
+		{Name: checkpoint.ModelFileName, Data: func(info *train.Info) ([]byte, error) {
+			mm := modelMetadata(c)
+			mm["epoch"] = strconv.Itoa(info.Epoch)
+			mm["optimizer"] = c.Optimizer
+			mm["reg"] = c.Reg
+			if h, err := decodeHistory(info.History); err != nil {
+				return nil, err
+			} else if n := len(h); n > 0 {
+				mm["test_acc"] = strconv.FormatFloat(h[n-1].TestAcc, 'f', 4, 64)
+			}
+			t.meth.useEffective()
+			defer t.meth.restore()
+			return train.ModelFile(t.model, mm)
+		}},
+		{Name: curvesFile, Data: func(info *train.Info) ([]byte, error) {
+			h, err := decodeHistory(info.History)
+			if err != nil {
+				return nil, err
+			}
+			var svg bytes.Buffer
+			title := fmt.Sprintf("%s %s %s", c.Model, c.Optimizer, c.Reg)
+			err = train.WriteSVG(&svg, curves(h, title, c.binary()), 2)
+			return svg.Bytes(), err
+		}},
+		{Name: summaryFile, Final: true, Data: func(info *train.Info) ([]byte, error) {
+			h, err := decodeHistory(info.History)
+			if err != nil {
+				return nil, err
+			}
+			b, err := train.MarshalJSON(t.makeSummary(h))
+			if err != nil {
+				return nil, err
+			}
+			var out bytes.Buffer
+			json.Indent(&out, b, "", "  ")
+			out.WriteByte('\n')
+			return out.Bytes(), nil
+		}},
 	}
-	cj, err := json.Marshal(c)
-	if err != nil {
-		return fmt.Errorf("encoding the configuration: %w", err)
-	}
-	if t.state.RNG, err = t.meth.rngState(); err != nil {
-		return fmt.Errorf("saving the random state: %w", err)
-	}
-	sj, err := json.Marshal(&t.state)
-	if err != nil {
-		return fmt.Errorf("encoding the run state: %w", err)
-	}
-	meta := modelMetadata(c)
-	meta["config"] = string(cj)
-	meta["run"] = string(sj)
-	ts := &checkpoint.TrainState{Model: t.model, Aux: t.meth.aux(), Optim: t.meth.opt.State(), Meta: meta}
-	if err := checkpoint.SaveTrainState(filepath.Join(c.Out, checkpoint.TrainStateFileName), ts); err != nil {
-		return err
-	}
-
-	mm := modelMetadata(c)
-	mm["epoch"] = strconv.Itoa(t.state.Epoch)
-	mm["optimizer"] = c.Optimizer
-	mm["reg"] = c.Reg
-	if n := len(t.state.History); n > 0 {
-		mm["test_acc"] = strconv.FormatFloat(t.state.History[n-1].TestAcc, 'f', 4, 64)
-	}
-	t.meth.useEffective()
-	err = checkpoint.SaveModel(filepath.Join(c.Out, checkpoint.ModelFileName), t.model, mm)
-	t.meth.restore()
-	if err != nil {
-		return err
-	}
-	if err := writeFileAtomic(filepath.Join(c.Out, metricsFile), jsonl(t.state.History)); err != nil {
-		return err
-	}
-	var svg strings.Builder
-	title := fmt.Sprintf("%s %s %s", c.Model, c.Optimizer, c.Reg)
-	if err := writeSVG(&svg, curves(t.state.History, title, c.binary()), 2); err != nil {
-		return err
-	}
-	return writeFileAtomic(filepath.Join(c.Out, curvesFile), []byte(svg.String()))
 }
 
-// writeFileAtomic writes data to path through a temporary file in the same
-// folder that is synced and renamed into place.
-func writeFileAtomic(path string, data []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			os.Remove(f.Name())
-			err = fmt.Errorf("writing %s: %w", path, err)
+// decodeHistory decodes the metrics records of a run (null, written for a
+// non-finite value, reads as NaN).
+func decodeHistory(lines []json.RawMessage) ([]epochRecord, error) {
+	recs := make([]epochRecord, len(lines))
+	for i, l := range lines {
+		if err := json.Unmarshal(l, &recs[i]); err != nil {
+			return nil, fmt.Errorf("metrics record %d: %v", i+1, err)
 		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		f.Close()
-		return err
 	}
-	if err = f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Chmod(f.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return recs, nil
 }
 
-// storedRun is what a training-state file says about its run.
-type storedRun struct {
-	cfg   *config
-	state runState
-}
-
-// readStoredRun reads the configuration and run state of the run folder
-// dir without loading any tensor into a model.
-func readStoredRun(dir string) (*storedRun, error) {
-	path := filepath.Join(dir, checkpoint.TrainStateFileName)
-	f, err := safetensors.ReadFile(path)
+// readStoredRun reads the checkpoint of the run folder dir and the
+// configuration stored in it, without loading any tensor into a model.
+func readStoredRun(dir string) (*train.Checkpoint, *config, error) {
+	ck, err := train.ReadCheckpoint(dir)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("-resume: %s holds no checkpoint (%s is missing)", dir, checkpoint.TrainStateFileName)
-		}
-		return nil, fmt.Errorf("-resume: %w", err)
+		return nil, nil, fmt.Errorf("-resume: %w", err)
 	}
-	if f.Metadata[checkpoint.FormatKey] != checkpoint.TrainStateFormat {
-		return nil, fmt.Errorf("-resume: %s is not a training-state file", path)
+	st := runState{Config: defaultConfig()}
+	if err := json.Unmarshal(ck.User(), &st); err != nil || st.Config == nil {
+		return nil, nil, fmt.Errorf("-resume: %s: bad run state: %v", ck.Path, err)
 	}
-	s := &storedRun{cfg: defaultConfig()}
-	if err := json.Unmarshal([]byte(f.Metadata["config"]), s.cfg); err != nil {
-		return nil, fmt.Errorf("-resume: %s: bad config metadata: %v", path, err)
-	}
-	if err := json.Unmarshal([]byte(f.Metadata["run"]), &s.state); err != nil {
-		return nil, fmt.Errorf("-resume: %s: bad run metadata: %v", path, err)
-	}
-	return s, nil
+	return ck, st.Config, nil
 }
 
 // mergeResume returns the stored configuration with the flags of this
@@ -200,7 +160,7 @@ func loadWeights(path string, m nn.Module) (map[string]string, error) {
 		return nil, fmt.Errorf("-weights: %w", err)
 	}
 	opt := checkpoint.LoadOptions{}
-	if f.Metadata[checkpoint.FormatKey] == checkpoint.TrainStateFormat {
+	if f.Metadata[checkpoint.FormatKey] == checkpoint.TrainStateFormat || train.IsCheckpoint(f) {
 		opt.Prefix = checkpoint.ModelPrefix
 	} else if allPrefixed(f, "module.") {
 		opt.Prefix = "module."
@@ -223,19 +183,9 @@ func allPrefixed(f *safetensors.File, prefix string) bool {
 // weightsModel returns the network settings stored in a weights file's
 // metadata for the flags not given explicitly (used by -eval-only).
 func weightsModel(c *config, path string) error {
-	f, err := os.Open(path)
+	file, err := safetensors.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("-weights: %w", err)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("-weights: %w", err)
-	}
-	file, err := safetensors.Read(f, st.Size())
-	f.Close()
-	if err != nil {
-		return fmt.Errorf("-weights %s: %w", path, err)
 	}
 	meta := file.Metadata
 	fs := newFlagSet(c, io.Discard)

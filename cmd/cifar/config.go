@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/proxgen/proxgen/nn/models"
+	"github.com/proxgen/proxgen/nn/train"
 	"github.com/proxgen/proxgen/optim"
 )
 
@@ -60,8 +61,8 @@ type config struct {
 
 	// explicit records the flags given on the command line.
 	explicit map[string]bool
-	// resumed is the run state read from the checkpoint for -resume.
-	resumed *runState
+	// resumed is the checkpoint read for -resume.
+	resumed *train.Checkpoint
 }
 
 // Names of the optimizers and their defaults.
@@ -145,7 +146,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.TestSubset, "test-subset", c.TestSubset, "evaluate on the first N test images only (0: all 10,000)")
 	fs.BoolVar(&c.NoAugment, "no-augment", c.NoAugment, "train without random crops and flips")
 
-	fs.IntVar(&c.Threads, "threads", c.Threads, "worker threads (0: all cores)")
+	fs.IntVar(&c.Threads, "threads", c.Threads, "worker threads (0: all cores, at most 1024)")
 	fs.StringVar(&c.Progress, "progress", c.Progress, "progress on stderr: bar, lines, none, or auto (bar on a terminal, lines otherwise)")
 	fs.IntVar(&c.LogEvery, "log-every", c.LogEvery, "batches between progress lines (0: about ten lines per epoch)")
 	fs.IntVar(&c.SaveEvery, "save-every", c.SaveEvery, "also checkpoint every N batches inside an epoch (0: at epoch ends only)")
@@ -343,6 +344,9 @@ func (c *config) resolve() error {
 	}
 	if c.Threads < 0 || c.LogEvery < 0 || c.SaveEvery < 0 {
 		return fmt.Errorf("-threads %d, -log-every %d and -save-every %d must not be negative", c.Threads, c.LogEvery, c.SaveEvery)
+	}
+	if c.Threads > 1024 {
+		return fmt.Errorf("-threads %d: at most 1024", c.Threads)
 	}
 	if !slices.Contains([]string{"auto", "bar", "lines", "none"}, c.Progress) {
 		return fmt.Errorf("-progress %q: want bar, lines, none or auto", c.Progress)

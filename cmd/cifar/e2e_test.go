@@ -176,7 +176,7 @@ func checkResume(t *testing.T, lambda float64, extra ...string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	code, _, stderr = runCmd(ctx, args(part, "-epochs", "2")...)
-	if code != exitInterrupted || !strings.Contains(stderr, "after batch 1/2") {
+	if code != exitInterrupted || !strings.Contains(stderr, "after step 1/2") {
 		t.Fatalf("interrupted run: exit %d, stderr:\n%s", code, stderr)
 	}
 	if _, err := os.Stat(filepath.Join(part, metricsFile)); err != nil {

@@ -11,14 +11,17 @@
 // writes its run folder (runs/resnet20-proxgen-l12-s1):
 //
 //	train_state.safetensors  model, optimizer and run state; -resume reads it
+//	train_state.prev.safetensors  the checkpoint before it
 //	model.safetensors        the model alone, loadable by PyTorch (strict)
 //	metrics.jsonl            one JSON line of metrics per epoch
 //	curves.svg               loss, accuracy, sparsity and step-size curves
 //	summary.json             the final summary (at the end of the run)
 //
-// Every file is replaced atomically at each epoch end, so an interrupted or
-// failed run loses at most the current epoch; Ctrl-C saves the current step
-// before exiting, and -resume continues bit-identically. Progress goes to
+// The run folder is kept by package nn/train: the checkpoint is one file,
+// written atomically after the others at each epoch end, and -resume
+// rebuilds the other files from it and continues bit-identically, also
+// after kill -9 or a full disk; Ctrl-C saves the current step before
+// exiting. Progress goes to
 // standard error (a bar on a terminal, plain lines otherwise), one line per
 // epoch and the summary to standard output (JSON lines with -json).
 //
@@ -56,6 +59,7 @@ import (
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/models"
+	"github.com/proxgen/proxgen/nn/train"
 )
 
 func main() {
@@ -64,6 +68,9 @@ func main() {
 	stop()
 	os.Exit(code)
 }
+
+// errInterrupted reports that an evaluation stopped on a signal.
+var errInterrupted = errors.New("interrupted")
 
 // Exit statuses of run.
 const (
@@ -85,16 +92,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if c.Resume {
-		stored, err := readStoredRun(c.Out)
+		ck, stored, err := readStoredRun(c.Out)
 		if err != nil {
 			fmt.Fprintf(stderr, "cifar: %v\n", err)
-			return exitUsage
+			if errors.Is(err, os.ErrNotExist) {
+				return exitUsage // -out names no run
+			}
+			return exitError
 		}
-		if c, err = mergeResume(stored.cfg, c); err != nil {
+		if c, err = mergeResume(stored, c); err != nil {
 			fmt.Fprintf(stderr, "cifar: %v\n", err)
 			return exitUsage
 		}
-		c.resumed = &stored.state
+		// The stored settings pass the checks of the flags again: a
+		// damaged or edited file must not reach the model and the loaders.
+		if err := c.resolve(); err != nil {
+			fmt.Fprintf(stderr, "cifar: -resume: %s: stored configuration: %v\n", ck.Path, err)
+			return exitError
+		}
+		c.resumed = ck
 	}
 	threads := c.Threads
 	if threads == 0 {
@@ -106,12 +122,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if c.EvalOnly {
 		err = evalOnly(ctx, c, stdout, stderr)
 	} else {
-		err = train(ctx, c, stdout, stderr)
+		err = trainRun(ctx, c, stdout, stderr)
 	}
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.Is(err, errInterrupted):
+	case errors.Is(err, errInterrupted), errors.Is(err, train.ErrInterrupted):
 		return exitInterrupted
 	default:
 		fmt.Fprintf(stderr, "cifar: %v\n", err)
@@ -176,12 +192,11 @@ func newModel(c *config) (nn.Module, error) {
 	return models.New(c.Model, cifar10.NumClasses, rand.New(rand.NewPCG(c.Seed, 0x6d6f64656c)), opts...)
 }
 
-// train runs (or resumes) the training described by c.
-func train(ctx context.Context, c *config, stdout, stderr io.Writer) error {
-	statePath := filepath.Join(c.Out, checkpoint.TrainStateFileName)
+// trainRun runs (or resumes) the training described by c.
+func trainRun(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	if !c.Resume {
-		if _, err := os.Stat(statePath); err == nil {
-			return fmt.Errorf("%s already holds a run (%s); continue it with -resume or choose another -out", c.Out, checkpoint.TrainStateFileName)
+		if _, err := os.Lstat(filepath.Join(c.Out, train.CheckpointName)); err == nil {
+			return fmt.Errorf("%s already holds a run (%s); continue it with -resume or choose another -out", c.Out, train.CheckpointName)
 		}
 	}
 	ds, err := loadData(ctx, c, stderr)
@@ -207,56 +222,43 @@ func train(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	}
 	t := &trainer{
 		cfg: c, model: model, meth: meth, train: ds.Train, test: ds.Test, perEpoch: perEpoch,
-		prog: newProgress(stderr, c.Progress, c.LogEvery), stdout: stdout,
+		prog: train.NewProgress(stderr, c.Progress, c.LogEvery, "img"), stdout: stdout,
 		trainCtx: &autograd.Context{Arena: autograd.NewArena()},
 		evalCtx:  &autograd.Context{Arena: autograd.NewArena(), NoGrad: true},
 	}
-	t.save = func() error { return saveRun(t) }
+	defer t.closeLoader()
+	l := t.loop()
 	if c.Resume {
-		ts := &checkpoint.TrainState{Model: model, Aux: meth.aux()}
-		if err := checkpoint.LoadTrainState(statePath, ts); err != nil {
-			return err
+		l.Resume = c.resumed
+		if c.resumed.Epoch() < c.Epochs {
+			t.prog.Logf("resuming %s at epoch %d, step %d", c.Out, c.resumed.Epoch()+1, c.resumed.Step())
 		}
-		if err := meth.opt.LoadState(ts.Optim); err != nil {
-			return fmt.Errorf("-resume: optimizer state: %w", err)
-		}
-		if err := meth.setRNGState(c.resumed.RNG); err != nil {
-			return fmt.Errorf("-resume: %w", err)
-		}
-		t.state = *c.resumed
-		if t.state.Frozen && meth.reg != nil {
-			meth.reg.Frozen = true
-		}
-		if t.state.Batch >= perEpoch {
-			return fmt.Errorf("-resume: the checkpoint is at batch %d of an epoch of %d batches", t.state.Batch, perEpoch)
-		}
-		t.prog.logf("resuming %s at epoch %d, batch %d (step %d)", c.Out, t.state.Epoch+1, t.state.Batch, meth.opt.Steps())
 	} else {
-		t.prog.logf("training %s (%d parameters) with %s, -reg %s, per-step λ %.3g, lr %g on %d images (%d batches of %d per epoch), %d threads; run folder %s",
+		t.prog.Logf("training %s (%d parameters) with %s, -reg %s, per-step λ %.3g, lr %g on %d images (%d batches of %d per epoch), %d threads; run folder %s",
 			c.Model, nn.NumParams(model), c.Optimizer, c.Reg, meth.lambda, c.LR, ds.Train.Len(), perEpoch, c.Batch, parallel.Workers(), c.Out)
 	}
-	if err := os.MkdirAll(c.Out, 0o755); err != nil {
-		return fmt.Errorf("creating the run folder: %w", err)
+	res, err := l.Run(ctx)
+	if errors.Is(err, train.ErrInterrupted) {
+		t.prog.Logf("continue with: cifar -out %s -resume", c.Out)
 	}
-
-	if err := t.runEpochs(ctx); err != nil {
-		return err
-	}
-	s := t.makeSummary()
-	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(c.Out, summaryFile), append(b, '\n')); err != nil {
+	if res.Already {
+		t.prog.Logf("the run in %s is complete (%d epochs); its files were re-created from the checkpoint", c.Out, res.Epoch)
+	}
+	h, err := decodeHistory(res.History)
+	if err != nil {
 		return err
 	}
+	s := t.makeSummary(h)
 	if c.JSON {
-		line, _ := json.Marshal(s)
+		line, _ := train.MarshalJSON(s)
 		fmt.Fprintf(stdout, "%s\n", line)
 		return nil
 	}
 	var files []string
-	for _, f := range []string{checkpoint.ModelFileName, checkpoint.TrainStateFileName, metricsFile, curvesFile, summaryFile} {
+	for _, f := range []string{checkpoint.ModelFileName, train.CheckpointName, train.MetricsName, curvesFile, summaryFile} {
 		files = append(files, filepath.Join(c.Out, f))
 	}
 	printSummary(stdout, s, files)
@@ -303,7 +305,10 @@ func evalOnly(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	meth.hc = nil
 	t := &trainer{cfg: c, model: model, meth: meth, evalCtx: &autograd.Context{Arena: autograd.NewArena(), NoGrad: true}}
 	start := time.Now()
-	loss, acc := t.evaluate(ds.Test)
+	loss, acc, err := t.evaluate(ctx, ds.Test)
+	if err != nil {
+		return errInterrupted
+	}
 	r := evalResult{Weights: c.Weights, Model: c.Model, Params: nn.NumParams(model), Images: ds.Test.Len(),
 		TestLoss: loss, TestAcc: acc, Seconds: round3(time.Since(start).Seconds()), Weight: t.stats()}
 	if c.JSON {

@@ -150,13 +150,14 @@ func (m *method) setEpoch(epoch int) {
 	}
 }
 
-// lr returns the step size of the next update of the first group.
-func (m *method) lr() float64 {
+// lrAt returns the step size of the first group's update after steps
+// updates.
+func (m *method) lrAt(steps int) float64 {
 	var base float64
 	if gs := m.opt.Groups(); len(gs) > 0 {
 		base = gs[0].LR
 	}
-	return m.sched.Rate(base, m.opt.Steps()+1)
+	return m.sched.Rate(base, steps+1)
 }
 
 // penalty returns λ·R(θ) for the current weights (λ times the expected

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-	"io"
 	"math"
 
 	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/nn/train"
 )
 
 // layerStats describes the weights of one tensor.
@@ -98,28 +95,8 @@ type epochRecord struct {
 	Layers      []layerStats `json:"layers"`
 }
 
-// writeJSONL writes one JSON line per record.
-func writeJSONL(w io.Writer, recs []epochRecord) error {
-	enc := json.NewEncoder(w)
-	for i := range recs {
-		if err := enc.Encode(&recs[i]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// jsonl returns the records as JSON lines.
-func jsonl(recs []epochRecord) []byte {
-	var b bytes.Buffer
-	if err := writeJSONL(&b, recs); err != nil {
-		panic(err) // the records hold only finite numbers and strings
-	}
-	return b.Bytes()
-}
-
 // curves returns the charts of curves.svg for the records.
-func curves(recs []epochRecord, title string, binary bool) []chart {
+func curves(recs []epochRecord, title string, binary bool) []train.Chart {
 	n := len(recs)
 	x := make([]float64, n)
 	col := func(f func(r *epochRecord) float64) []float64 {
@@ -132,58 +109,46 @@ func curves(recs []epochRecord, title string, binary bool) []chart {
 	for i := range recs {
 		x[i] = float64(recs[i].Epoch)
 	}
-	sparsity := []series{
-		{"exact zeros", x, col(func(r *epochRecord) float64 { return 100 * r.Zero })},
-		{"|w| < 1e-3", x, col(func(r *epochRecord) float64 { return 100 * r.Small })},
-		{"|w| < 1e-2", x, col(func(r *epochRecord) float64 { return 100 * r.Below1e2 })},
+	sparsity := []train.Series{
+		{Name: "exact zeros", X: x, Y: col(func(r *epochRecord) float64 { return 100 * r.Zero })},
+		{Name: "|w| < 1e-3", X: x, Y: col(func(r *epochRecord) float64 { return 100 * r.Small })},
+		{Name: "|w| < 1e-2", X: x, Y: col(func(r *epochRecord) float64 { return 100 * r.Below1e2 })},
 	}
 	if binary {
-		sparsity = append(sparsity, series{"at ±1", x, col(func(r *epochRecord) float64 {
+		sparsity = append(sparsity, train.Series{Name: "at ±1", X: x, Y: col(func(r *epochRecord) float64 {
 			if r.Binary == nil {
 				return math.NaN()
 			}
 			return 100 * *r.Binary
 		})})
 	}
-	return []chart{
-		{Title: title + ": loss", XLabel: "epoch", YLabel: "cross-entropy", Series: []series{
-			{"train", x, col(func(r *epochRecord) float64 { return r.Loss })},
-			{"test", x, col(func(r *epochRecord) float64 { return r.TestLoss })},
-			{"train objective", x, col(func(r *epochRecord) float64 { return r.Objective })},
+	return []train.Chart{
+		{Title: title + ": loss", XLabel: "epoch", YLabel: "cross-entropy", Series: []train.Series{
+			{Name: "train", X: x, Y: col(func(r *epochRecord) float64 { return r.Loss })},
+			{Name: "test", X: x, Y: col(func(r *epochRecord) float64 { return r.TestLoss })},
+			{Name: "train objective", X: x, Y: col(func(r *epochRecord) float64 { return r.Objective })},
 		}},
-		{Title: "accuracy", XLabel: "epoch", YLabel: "%", Series: []series{
-			{"train", x, col(func(r *epochRecord) float64 { return 100 * r.TrainAcc })},
-			{"test", x, col(func(r *epochRecord) float64 { return 100 * r.TestAcc })},
+		{Title: "accuracy", XLabel: "epoch", YLabel: "%", Series: []train.Series{
+			{Name: "train", X: x, Y: col(func(r *epochRecord) float64 { return 100 * r.TrainAcc })},
+			{Name: "test", X: x, Y: col(func(r *epochRecord) float64 { return 100 * r.TestAcc })},
 		}},
 		{Title: "weights", XLabel: "epoch", YLabel: "% of weights", YFixed: true, YMin: 0, YMax: percentTop(sparsity), Series: sparsity},
-		{Title: "step size", XLabel: "epoch", YLabel: "lr", Series: []series{
-			{"lr", x, col(func(r *epochRecord) float64 { return r.LR })},
+		{Title: "step size", XLabel: "epoch", YLabel: "lr", Series: []train.Series{
+			{Name: "lr", X: x, Y: col(func(r *epochRecord) float64 { return r.LR })},
 		}},
 	}
 }
 
 // percentTop returns the top of a percentage axis that starts at 0: a
 // little above the largest finite value, at most 100.
-func percentTop(ss []series) float64 {
+func percentTop(ss []train.Series) float64 {
 	top := 1.0
 	for _, s := range ss {
 		for _, v := range s.Y {
-			if finite(v) {
+			if !math.IsNaN(v) && !math.IsInf(v, 0) {
 				top = math.Max(top, v*1.15)
 			}
 		}
 	}
 	return math.Min(top, 100)
-}
-
-// formatDuration writes d seconds as h:mm:ss or m:ss.
-func formatDuration(sec float64) string {
-	if !(sec >= 0) || math.IsInf(sec, 0) {
-		return "?"
-	}
-	s := int(sec + 0.5)
-	if s >= 3600 {
-		return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
-	}
-	return fmt.Sprintf("%d:%02d", s/60, s%60)
 }

@@ -3,11 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
+	"math"
 	"testing"
-	"time"
 
 	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/nn/train"
 )
 
 func TestComputeWeightStats(t *testing.T) {
@@ -56,10 +56,23 @@ func TestEpochRecordJSON(t *testing.T) {
 		{Epoch: 1, Loss: 2, TestAcc: 0.5, Layers: []layerStats{{Name: "conv1.weight", Numel: 4, Zero: 0.25}}},
 		{Epoch: 2, Loss: 1.5, Binary: &bin},
 	}
-	out := jsonl(recs)
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("%d lines", len(lines))
+	var lines []string
+	for i := range recs {
+		b, err := train.MarshalJSON(&recs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, _ := json.Marshal(&recs[i])
+		if !bytes.Equal(b, plain) {
+			t.Errorf("train.MarshalJSON\n%s\nencoding/json\n%s", b, plain)
+		}
+		lines = append(lines, string(b))
+	}
+	// A diverged epoch still encodes, with null for the non-finite values.
+	nan := epochRecord{Epoch: 3, Loss: math.NaN(), TestLoss: math.Inf(1)}
+	b, err := train.MarshalJSON(&nan)
+	if err != nil || !bytes.Contains(b, []byte(`"loss":null`)) || !bytes.Contains(b, []byte(`"test_loss":null`)) {
+		t.Errorf("non-finite record: %s, %v", b, err)
 	}
 	var m map[string]any
 	if err := json.Unmarshal([]byte(lines[0]), &m); err != nil {
@@ -79,63 +92,5 @@ func TestEpochRecordJSON(t *testing.T) {
 	cs := curves(recs, "t", true)
 	if len(cs) != 4 || len(cs[2].Series) != 4 {
 		t.Fatalf("curves: %d charts", len(cs))
-	}
-}
-
-func TestFormatDuration(t *testing.T) {
-	for _, c := range []struct {
-		s    float64
-		want string
-	}{{0, "0:00"}, {59.6, "1:00"}, {3599, "59:59"}, {3600 * 26, "26:00:00"}, {-1, "?"}} {
-		if got := formatDuration(c.s); got != c.want {
-			t.Errorf("formatDuration(%v) = %q, want %q", c.s, got, c.want)
-		}
-	}
-}
-
-func TestProgress(t *testing.T) {
-	var b bytes.Buffer
-	clock := time.Unix(0, 0)
-	p := newProgress(&b, "lines", 2)
-	p.now = func() time.Time { return clock }
-	p.begin(1, 3, 5, 0, 10)
-	for i := 1; i <= 5; i++ {
-		clock = clock.Add(time.Second)
-		p.update(i, 1.5, 0.25, 8*i)
-	}
-	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	// Batches 2, 4 and the last one.
-	if len(lines) != 3 {
-		t.Fatalf("lines mode printed %q", b.String())
-	}
-	if want := "epoch 1/3 batch 2/5 loss 1.5000 acc 25.00% 8 img/s ETA 0:03 (run 0:13)"; lines[0] != want {
-		t.Errorf("line %q, want %q", lines[0], want)
-	}
-
-	b.Reset()
-	p = newProgress(&b, "bar", 0)
-	p.now = func() time.Time { return clock }
-	p.begin(2, 3, 4, 2, 0) // resumed after 2 batches
-	clock = clock.Add(time.Second)
-	p.update(3, 1, 0.5, 8)
-	clock = clock.Add(time.Second)
-	p.update(4, 1, 0.5, 16)
-	out := b.String()
-	if !strings.HasPrefix(out, "\repoch 2/3 [") || !strings.HasSuffix(out, "\n") || strings.Count(out, "\r") != 2 {
-		t.Errorf("bar output %q", out)
-	}
-	if !strings.Contains(out, "4/4") || !strings.Contains(out, "ETA 0:00") {
-		t.Errorf("bar output %q", out)
-	}
-
-	b.Reset()
-	p = newProgress(&b, "none", 0)
-	p.begin(1, 1, 1, 0, 0)
-	p.update(1, 1, 1, 1)
-	if b.Len() != 0 {
-		t.Errorf("none mode printed %q", b.String())
-	}
-	if newProgress(&b, "auto", 0).mode != "lines" {
-		t.Error("auto on a buffer is not lines")
 	}
 }

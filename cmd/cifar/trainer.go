@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -11,77 +11,187 @@ import (
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/datasets/cifar10"
 	"github.com/proxgen/proxgen/nn"
+	"github.com/proxgen/proxgen/nn/train"
 	"github.com/proxgen/proxgen/optim"
 )
 
-// errInterrupted reports that training stopped on a signal after saving a
-// checkpoint.
-var errInterrupted = errors.New("interrupted")
-
-// runState is the progress of a run, stored in the training-state file
-// next to the model and optimizer state.
+// runState is the program's part of the checkpoint (train.State.JSON).
 type runState struct {
-	// Epoch is the number of completed epochs; Batch the number of
-	// batches done in the epoch after them (non-zero only in a checkpoint
-	// written inside an epoch).
-	Epoch int `json:"epoch"`
-	Batch int `json:"batch"`
+	// Config holds every setting of the run.
+	Config *config `json:"config"`
 	// Frozen records that the binarised weights were hard-quantised.
 	Frozen bool `json:"frozen"`
-	// LossSum, Correct, Seen and Seconds accumulate the current epoch.
-	LossSum float64 `json:"loss_sum"`
-	Correct int     `json:"correct"`
-	Seen    int     `json:"seen"`
-	Seconds float64 `json:"seconds"`
-	// History holds the metrics of the completed epochs.
-	History []epochRecord `json:"history"`
+	// Correct counts the correctly classified training images of the
+	// current epoch.
+	Correct int `json:"correct"`
 	// RNG is the state of the method's random stream (ℓ0 gates).
 	RNG []byte `json:"rng,omitempty"`
 }
 
-// trainer trains one model with one method on CIFAR-10.
+// trainer trains one model with one method on CIFAR-10: the step and
+// evaluation functions of a train.Loop.
 type trainer struct {
 	cfg         *config
 	model       nn.Module
 	meth        *method
 	train, test *cifar10.Split
 	perEpoch    int
-	state       runState
-	prog        *progress
+	prog        *train.Progress
 	stdout      io.Writer
 	// trainCtx and evalCtx are the contexts of training steps and of
 	// evaluation (NoGrad); each has an arena reset before every batch.
 	trainCtx, evalCtx *autograd.Context
-	// save writes a checkpoint of the current state; nil disables saving
-	// (evaluation only).
-	save func() error
+
+	loader  *cifar10.Loader // of the current epoch
+	correct int             // correctly classified images of the epoch
+	frozen  bool
+	lambda  float64 // per-step λ of the current epoch
+	lr      float64 // step size of the current epoch's first update
 }
 
-// stepResult is the outcome of one training step.
-type stepResult struct {
-	loss    float64
-	correct int
+// loop returns the train.Loop of the run.
+func (t *trainer) loop() *train.Loop {
+	return &train.Loop{
+		Dir: t.cfg.Out, Epochs: t.cfg.Epochs, StepsPerEpoch: t.perEpoch, SaveEvery: t.cfg.SaveEvery,
+		Model: t.model, Aux: t.meth.aux(), Optimizer: t.meth.opt, Progress: t.prog,
+		BeginEpoch: t.beginEpoch, Step: t.step, Update: t.update, EndEpoch: t.endEpoch,
+		Status: func(s train.EpochStats) string {
+			return fmt.Sprintf("acc %5.2f%%", 100*float64(t.correct)/float64(max(s.Samples, 1)))
+		},
+		SaveState: t.saveState, LoadState: t.loadState,
+		Outputs: t.outputs(), Metadata: modelMetadata(t.cfg),
+	}
 }
 
-// step runs forward, backward and the optimizer update on one batch.
-func (t *trainer) step(b cifar10.Batch) stepResult {
-	var r stepResult
+// beginEpoch sets the epoch's hyperparameters and starts its loader after
+// the start batches already done.
+func (t *trainer) beginEpoch(_ context.Context, epoch, start int) error {
+	c := t.cfg
+	t.meth.setEpoch(epoch)
+	t.lambda = t.meth.lambdaAt(epoch)
+	t.lr = t.meth.lrAt(epoch * t.perEpoch)
+	t.model.SetTraining(true)
+	t.closeLoader()
+	t.loader = cifar10.NewLoader(t.train, cifar10.LoaderConfig{
+		BatchSize: c.Batch, Shuffle: true, Augment: !c.NoAugment, DropLast: true,
+		Seed: c.Seed, Epoch: epoch, StartBatch: start,
+	})
+	return nil
+}
+
+func (t *trainer) closeLoader() {
+	if t.loader != nil {
+		t.loader.Close()
+		t.loader = nil
+	}
+}
+
+// step runs forward and backward on the next batch.
+func (t *trainer) step(epoch, step int) (float64, int, error) {
+	b, ok := t.loader.Next()
+	if !ok {
+		return 0, 0, fmt.Errorf("epoch %d ended after %d of %d batches", epoch+1, step, t.perEpoch)
+	}
 	t.meth.opt.ZeroGrad()
 	t.trainCtx.Arena.Reset()
 	extra := t.meth.graphTerms(t.trainCtx)
 	x := autograd.FromSlice(b.X, b.N, cifar10.Channels, cifar10.Height, cifar10.Width).In(t.trainCtx)
 	logits := t.model.Forward(x)
-	loss := autograd.CrossEntropy(logits, b.Y)
-	total := loss
+	l := autograd.CrossEntropy(logits, b.Y)
+	total := l
 	if extra != nil {
-		total = autograd.Add(loss, extra)
+		total = autograd.Add(l, extra)
 	}
 	total.Backward()
-	r.loss = float64(loss.Item())
-	r.correct = countCorrect(logits, b.Y)
+	t.correct += countCorrect(logits, b.Y)
+	return float64(l.Item()), b.N, nil
+}
+
+// update applies the optimizer after step.
+func (t *trainer) update() error {
 	t.meth.endStep()
 	t.meth.opt.Step()
-	return r
+	return nil
+}
+
+// endEpoch hard-quantises when due, evaluates, prints and returns the
+// epoch's metrics.
+func (t *trainer) endEpoch(ctx context.Context, epoch int, s train.EpochStats) (any, error) {
+	c := t.cfg
+	t.closeLoader()
+	if c.HardQuantEpoch > 0 && epoch+1 == c.HardQuantEpoch {
+		// Repeating this after an interrupted evaluation changes nothing.
+		t.meth.hardQuantize()
+		t.frozen = true
+		t.prog.Logf("epoch %d: binarised weights set to sign(w) and frozen", epoch+1)
+	}
+	evalStart := time.Now()
+	testLoss, testAcc, err := t.evaluate(ctx, t.test)
+	if err != nil {
+		return nil, err
+	}
+	ws := t.stats()
+	rec := epochRecord{
+		Epoch:       epoch + 1,
+		Step:        t.meth.opt.Steps(),
+		Loss:        s.MeanLoss(),
+		Penalty:     t.meth.penalty(),
+		TrainAcc:    float64(t.correct) / float64(s.Samples),
+		TestLoss:    testLoss,
+		TestAcc:     testAcc,
+		Zero:        ws.Zero,
+		Small:       ws.Small,
+		Below1e2:    ws.Below1e2,
+		LR:          t.lr,
+		Lambda:      t.lambda,
+		Seconds:     round3(s.Seconds),
+		EvalSeconds: round3(time.Since(evalStart).Seconds()),
+		Layers:      ws.Layers,
+	}
+	rec.Objective = rec.Loss + rec.Penalty
+	if s.Seconds > 0 {
+		rec.ImgPerS = math.Round(float64(s.Samples) / s.Seconds)
+	}
+	if c.binary() {
+		v := ws.PM1
+		rec.Binary = &v
+	}
+	if p, ok := t.meth.sched.(*optim.ReduceOnPlateau); ok {
+		p.Observe(testLoss)
+	}
+	t.correct = 0
+	t.printEpoch(&rec)
+	return &rec, nil
+}
+
+// saveState returns the program's part of a checkpoint.
+func (t *trainer) saveState() (train.State, error) {
+	rng, err := t.meth.rngState()
+	if err != nil {
+		return train.State{}, fmt.Errorf("saving the random state: %w", err)
+	}
+	b, err := json.Marshal(&runState{Config: t.cfg, Frozen: t.frozen, Correct: t.correct, RNG: rng})
+	return train.State{JSON: b}, err
+}
+
+// loadState restores what saveState saved; the configuration was read
+// before (readStoredRun).
+func (t *trainer) loadState(s train.State) error {
+	var st runState
+	if err := json.Unmarshal(s.JSON, &st); err != nil {
+		return fmt.Errorf("bad run state: %v", err)
+	}
+	if st.Correct < 0 {
+		return fmt.Errorf("bad run state: %d correct images", st.Correct)
+	}
+	if err := t.meth.setRNGState(st.RNG); err != nil {
+		return err
+	}
+	t.frozen, t.correct = st.Frozen, st.Correct
+	if t.frozen && t.meth.reg != nil {
+		t.meth.reg.Frozen = true
+	}
+	return nil
 }
 
 // countCorrect returns how many rows of logits (N, classes) have their
@@ -105,17 +215,22 @@ func countCorrect(logits *autograd.Tensor, labels []int) int {
 }
 
 // evaluate returns the mean cross-entropy and the accuracy of the model in
-// evaluation mode on split.
-func (t *trainer) evaluate(split *cifar10.Split) (loss, acc float64) {
+// evaluation mode on split. It stops with ctx.Err() when ctx is cancelled.
+func (t *trainer) evaluate(ctx context.Context, split *cifar10.Split) (loss, acc float64, err error) {
 	t.model.SetTraining(false)
 	defer t.model.SetTraining(true)
 	t.meth.useEffective()
 	defer t.meth.restore()
-	l := cifar10.NewLoader(split, cifar10.LoaderConfig{BatchSize: t.cfg.EvalBatch})
+	// A batch larger than the split is the whole split: the loader's
+	// buffers never exceed the data.
+	l := cifar10.NewLoader(split, cifar10.LoaderConfig{BatchSize: max(1, min(t.cfg.EvalBatch, split.Len()))})
 	defer l.Close()
 	var sum float64
 	correct := 0
 	for b, ok := l.Next(); ok; b, ok = l.Next() {
+		if err := ctx.Err(); err != nil {
+			return 0, 0, err
+		}
 		t.evalCtx.Arena.Reset()
 		x := autograd.FromSlice(b.X, b.N, cifar10.Channels, cifar10.Height, cifar10.Width).In(t.evalCtx)
 		logits := t.model.Forward(x)
@@ -123,7 +238,7 @@ func (t *trainer) evaluate(split *cifar10.Split) (loss, acc float64) {
 		correct += countCorrect(logits, b.Y)
 	}
 	n := float64(split.Len())
-	return sum / n, float64(correct) / n
+	return sum / n, float64(correct) / n, nil
 }
 
 // stats returns the statistics of the weights the network computes with.
@@ -139,125 +254,15 @@ func (t *trainer) stats() weightStats {
 	return s
 }
 
-// runEpochs trains from the current state to the last epoch, checkpointing
-// at every epoch end (and every -save-every batches), and stops early,
-// after checkpointing, when ctx is cancelled.
-func (t *trainer) runEpochs(ctx context.Context) error {
-	for t.state.Epoch < t.cfg.Epochs {
-		if err := t.trainEpoch(ctx); err != nil {
-			return err
-		}
-		if ctx.Err() != nil && t.state.Epoch < t.cfg.Epochs {
-			t.prog.logf("interrupted after epoch %d; checkpoint saved in %s (continue with -resume)", t.state.Epoch, t.cfg.Out)
-			return errInterrupted
-		}
-	}
-	return nil
-}
-
-// trainEpoch trains (the rest of) epoch t.state.Epoch, evaluates and
-// checkpoints.
-func (t *trainer) trainEpoch(ctx context.Context) error {
-	c, st := t.cfg, &t.state
-	epoch := st.Epoch
-	t.meth.setEpoch(epoch)
-	lambda := t.meth.lambdaAt(epoch)
-	lr := t.meth.lr()
-	t.model.SetTraining(true)
-	l := cifar10.NewLoader(t.train, cifar10.LoaderConfig{
-		BatchSize: c.Batch, Shuffle: true, Augment: !c.NoAugment, DropLast: true,
-		Seed: c.Seed, Epoch: epoch, StartBatch: st.Batch,
-	})
-	defer l.Close()
-	remaining := (c.Epochs - epoch - 1) * t.perEpoch
-	t.prog.begin(epoch+1, c.Epochs, t.perEpoch, st.Batch, remaining)
-	start := time.Now()
-	sessionImages := 0
-	secondsBefore := st.Seconds
-	for b, ok := l.Next(); ok; b, ok = l.Next() {
-		r := t.step(b)
-		if math.IsNaN(r.loss) || math.IsInf(r.loss, 0) {
-			t.prog.interrupt()
-			return fmt.Errorf("training diverged: loss %v at epoch %d batch %d (the last good checkpoint is in %s)", r.loss, epoch+1, st.Batch+1, c.Out)
-		}
-		st.Batch++
-		st.LossSum += r.loss * float64(b.N)
-		st.Correct += r.correct
-		st.Seen += b.N
-		sessionImages += b.N
-		st.Seconds = secondsBefore + time.Since(start).Seconds()
-		t.prog.update(st.Batch, st.LossSum/float64(st.Seen), float64(st.Correct)/float64(st.Seen), sessionImages)
-		if st.Batch == t.perEpoch {
-			break
-		}
-		interrupted := ctx.Err() != nil
-		if interrupted || (c.SaveEvery > 0 && st.Batch%c.SaveEvery == 0) {
-			if err := t.checkpoint(); err != nil {
-				return err
-			}
-			if interrupted {
-				t.prog.logf("interrupted in epoch %d after batch %d/%d; checkpoint saved in %s (continue with -resume)", epoch+1, st.Batch, t.perEpoch, c.Out)
-				return errInterrupted
-			}
-		}
-	}
-	l.Close()
-	if st.Batch != t.perEpoch {
-		return fmt.Errorf("epoch %d ended after %d of %d batches", epoch+1, st.Batch, t.perEpoch)
-	}
-	trainSeconds := st.Seconds
-
-	if c.HardQuantEpoch > 0 && epoch+1 == c.HardQuantEpoch {
-		t.meth.hardQuantize()
-		st.Frozen = true
-		t.prog.logf("epoch %d: binarised weights set to sign(w) and frozen", epoch+1)
-	}
-	evalStart := time.Now()
-	testLoss, testAcc := t.evaluate(t.test)
-	ws := t.stats()
-	rec := epochRecord{
-		Epoch:       epoch + 1,
-		Step:        t.meth.opt.Steps(),
-		Loss:        st.LossSum / float64(st.Seen),
-		Penalty:     t.meth.penalty(),
-		TrainAcc:    float64(st.Correct) / float64(st.Seen),
-		TestLoss:    testLoss,
-		TestAcc:     testAcc,
-		Zero:        ws.Zero,
-		Small:       ws.Small,
-		Below1e2:    ws.Below1e2,
-		LR:          lr,
-		Lambda:      lambda,
-		Seconds:     round3(trainSeconds),
-		EvalSeconds: round3(time.Since(evalStart).Seconds()),
-		Layers:      ws.Layers,
-	}
-	rec.Objective = rec.Loss + rec.Penalty
-	if trainSeconds > 0 {
-		rec.ImgPerS = math.Round(float64(st.Seen) / trainSeconds)
-	}
-	if c.binary() {
-		v := ws.PM1
-		rec.Binary = &v
-	}
-	if p, ok := t.meth.sched.(*optim.ReduceOnPlateau); ok {
-		p.Observe(testLoss)
-	}
-	st.History = append(st.History, rec)
-	st.Epoch++
-	st.Batch, st.LossSum, st.Correct, st.Seen, st.Seconds = 0, 0, 0, 0, 0
-	t.printEpoch(&rec)
-	return t.checkpoint()
-}
-
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
 // printEpoch writes the epoch's metrics to stdout: the JSON line with
 // -json, a readable line otherwise.
 func (t *trainer) printEpoch(r *epochRecord) {
-	t.prog.interrupt()
+	t.prog.Interrupt()
 	if t.cfg.JSON {
-		_ = writeJSONL(t.stdout, []epochRecord{*r})
+		line, _ := train.MarshalJSON(r)
+		fmt.Fprintf(t.stdout, "%s\n", line)
 		return
 	}
 	bin := ""
@@ -267,14 +272,6 @@ func (t *trainer) printEpoch(r *epochRecord) {
 	fmt.Fprintf(t.stdout, "epoch %d/%d loss %.4f obj %.4f train %.2f%% test %.2f%% (loss %.4f) zeros %.2f%% |w|<1e-3 %.2f%%%s lr %.3g λ %.3g %.1f s %.0f img/s\n",
 		r.Epoch, t.cfg.Epochs, r.Loss, r.Objective, 100*r.TrainAcc, 100*r.TestAcc, r.TestLoss,
 		100*r.Zero, 100*r.Small, bin, r.LR, r.Lambda, r.Seconds, r.ImgPerS)
-}
-
-// checkpoint saves the current state if saving is enabled.
-func (t *trainer) checkpoint() error {
-	if t.save == nil {
-		return nil
-	}
-	return t.save()
 }
 
 // summary describes a finished run.
@@ -297,9 +294,8 @@ type summary struct {
 	Config    *config  `json:"config"`
 }
 
-// makeSummary summarises the history of the run.
-func (t *trainer) makeSummary() summary {
-	h := t.state.History
+// makeSummary summarises the history h of the run.
+func (t *trainer) makeSummary(h []epochRecord) summary {
 	s := summary{Model: t.cfg.Model, Optimizer: t.cfg.Optimizer, Reg: t.cfg.Reg, Epochs: len(h),
 		Params: nn.NumParams(t.model), Out: t.cfg.Out, Config: t.cfg}
 	for _, r := range h {
@@ -320,7 +316,7 @@ func (t *trainer) makeSummary() summary {
 // printSummary writes the run's summary in readable form.
 func printSummary(w io.Writer, s summary, files []string) {
 	fmt.Fprintf(w, "\n%s trained with %s (%s) for %d epochs, %d parameters, %s of training\n",
-		s.Model, s.Optimizer, s.Reg, s.Epochs, s.Params, formatDuration(s.Seconds))
+		s.Model, s.Optimizer, s.Reg, s.Epochs, s.Params, train.FormatDuration(s.Seconds))
 	fmt.Fprintf(w, "  test accuracy   %.2f%% (best %.2f%% at epoch %d), test loss %.4f\n", 100*s.TestAcc, 100*s.BestAcc, s.BestEpoch, s.TestLoss)
 	fmt.Fprintf(w, "  weights         %.2f%% exactly zero, %.2f%% below 1e-3, %.2f%% below 1e-2\n", 100*s.Zero, 100*s.Small, 100*s.Below1e2)
 	if s.Binary != nil {

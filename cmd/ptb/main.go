@@ -26,17 +26,21 @@
 // ProxQuant: binary ℓ1 prox in the Euclidean metric, weights clipped to
 // [−1, 1]).
 //
-// Each epoch prints one line of metrics (a JSON line with -json) and, with
-// -metrics FILE, appends it to FILE; the run ends with a summary line whose
-// "test_ppl" is the test perplexity after the last epoch. Progress goes to
-// standard error. Bad flags exit with status 2, failures (missing or
-// malformed data, divergence) with status 1.
+// Each epoch prints one line of metrics (a JSON line with -json); the run
+// ends with a summary line whose "test_ppl" is the test perplexity after
+// the last epoch. The run folder (-out) holds the checkpoint, which
+// -resume continues exactly (also after kill -9), metrics.jsonl, the
+// best model and summary.json, kept by package nn/train; -metrics and
+// -save write copies. Ctrl-C saves a checkpoint and exits with status
+// 130. Progress goes to standard error. Bad flags exit with status 2,
+// failures (missing or malformed data, divergence) with status 1.
 //
 // Examples:
 //
 //	go run ./cmd/ptb -data /work/shared/data/ptb -epochs 3
 //	go run ./cmd/ptb -data DIR -optimizer proxgen -reg bin-l0 -lambda 1e-4 -weights fp.safetensors
 //	go run ./cmd/ptb -data DIR -epochs 1 -json -metrics run.jsonl -save lm.safetensors
+//	go run ./cmd/ptb -out runs/ptb-adam-s1 -resume
 //
 // docs/ptb.md describes the flags and a real run.
 package main
@@ -50,10 +54,12 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 
 	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/nn/train"
 	"github.com/proxgen/proxgen/optim"
 )
 
@@ -114,65 +120,127 @@ type config struct {
 	Save       string
 	Weights    string
 	MaxWindows int
+	Out        string
+	SaveEvery  int
+	Progress   string
+	Resume     bool `json:"-"`
 
-	lrDecaySet bool // -lr-decay was given explicitly
+	// explicit records the flags given on the command line.
+	explicit map[string]bool
 }
 
 // optimizers lists the values of -optimizer.
 var optimizers = []string{"adam", "sgd", "proxgen", "proxquant"}
 
-// parseConfig parses the command line. Usage and flag errors go to stderr.
-func parseConfig(args []string, stderr io.Writer) (*config, error) {
-	c := &config{}
+// defaultConfig returns the settings of a run without flags.
+func defaultConfig() *config {
+	return &config{
+		Emb: 300, Hidden: 300, Layers: 1, Dropout: 0.5, Optimizer: "adam", RegOn: "lstm", Lambda: 1e-4,
+		Clip: 0.25, LRDecay: 1.2, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Epochs: 80, Batch: 20, EvalBatch: 10,
+		BPTT: 35, Seed: 1, LogEvery: 50, Progress: "auto",
+	}
+}
+
+// mutableOnResume lists the flags a resumed run may change; any other
+// flag given with -resume must equal the stored setting.
+var mutableOnResume = []string{"data", "train", "valid", "test", "epochs", "threads", "log-every", "json", "metrics", "save", "out", "save-every", "progress", "resume"}
+
+// newFlagSet binds the flags to c, with c's values as defaults.
+func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("ptb", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: ptb -data DIR [flags]\n\nTrains the PTB LSTM language model of the ProxGen paper; see docs/ptb.md.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&c.Data, "data", "", "folder with ptb.train.txt (optional), ptb.valid.txt and ptb.test.txt")
-	fs.StringVar(&c.Train, "train", "", "training file (default DIR/ptb.train.txt, or DIR/ptb.valid.txt when that is missing)")
-	fs.StringVar(&c.Valid, "valid", "", "validation file (default DIR/ptb.valid.txt unless it is the training file; none: the test file steers the step size)")
-	fs.StringVar(&c.Test, "test", "", "test file (default DIR/ptb.test.txt)")
-	fs.IntVar(&c.Emb, "emb", 300, "word-embedding size")
-	fs.IntVar(&c.Hidden, "hidden", 300, "LSTM units per layer")
-	fs.IntVar(&c.Layers, "layers", 1, "LSTM layers")
-	fs.Float64Var(&c.Dropout, "dropout", 0.5, "dropout probability after the embedding, between LSTM layers and before the decoder")
-	fs.StringVar(&c.Optimizer, "optimizer", "adam", "optimizer: "+strings.Join(optimizers, ", "))
-	fs.Float64Var(&c.LR, "lr", 0, "initial step size (0: 20 for sgd, 1e-3 otherwise)")
-	fs.Float64Var(&c.Momentum, "momentum", 0, "sgd: heavy-ball momentum")
-	fs.Float64Var(&c.WD, "wd", 0, "weight decay (coupled for adam and sgd, decoupled for proxgen and proxquant)")
-	fs.StringVar(&c.Reg, "reg", "", "regularizer of proxgen/proxquant: l0, l1/2, l2/3, l1, lq:Q, or bin-<any of those> (default bin-l0 for proxgen, bin-l1 for proxquant)")
-	fs.StringVar(&c.RegOn, "reg-on", "lstm", "tensors the regularizer acts on: lstm (the LSTM weight matrices) or weights (also the embedding and decoder weights)")
-	fs.Float64Var(&c.Lambda, "lambda", 1e-4, "regularization strength λ per step")
-	fs.BoolVar(&c.Homotopy, "homotopy", false, "use λ·epoch in epoch 0, 1, 2, … (ProxQuant's homotopy)")
-	fs.IntVar(&c.HardQuant, "hard-quant-epoch", 0, "binary regularizers: set the regularized weights to sign(w) and freeze them after this epoch (0: never)")
-	fs.Float64Var(&c.Clip, "clip", 0.25, "clip the gradient norm of all parameters to this value (0: no clipping)")
-	fs.Float64Var(&c.LRDecay, "lr-decay", 1.2, "divide the step size by this after an epoch whose validation loss did not improve (1: never)")
-	fs.StringVar(&c.Schedule, "schedule", "", "step-size schedule instead of -lr-decay's plateau rule: "+optim.ScheduleSyntax+" (epochs count passes over the training data; plateau observes the validation loss)")
-	fs.Float64Var(&c.Beta1, "beta1", 0.9, "Adam/ProxGen first-moment decay")
-	fs.Float64Var(&c.Beta2, "beta2", 0.999, "Adam/ProxGen second-moment decay")
-	fs.Float64Var(&c.Eps, "eps", 1e-8, "Adam/ProxGen δ")
-	fs.IntVar(&c.Epochs, "epochs", 80, "training epochs")
-	fs.IntVar(&c.Batch, "batch", 20, "parallel training streams")
-	fs.IntVar(&c.EvalBatch, "eval-batch", 10, "parallel evaluation streams")
-	fs.IntVar(&c.BPTT, "bptt", 35, "truncated backpropagation length")
-	fs.Uint64Var(&c.Seed, "seed", 1, "random seed of the initial weights and the dropout masks")
-	fs.IntVar(&c.Threads, "threads", 0, "worker threads (0: all CPUs); results do not depend on it")
-	fs.IntVar(&c.LogEvery, "log-every", 50, "print training progress to stderr every this many windows (0: never)")
-	fs.BoolVar(&c.JSON, "json", false, "print the per-epoch metrics and the summary as JSON lines")
-	fs.StringVar(&c.Metrics, "metrics", "", "also write the per-epoch metrics as JSON lines to `file`")
-	fs.StringVar(&c.Save, "save", "", "save the model with the best validation loss to `file` (safetensors, PyTorch state_dict names)")
-	fs.StringVar(&c.Weights, "weights", "", "initialise the model from `file` (for example a full-precision model before ProxQuant)")
-	fs.IntVar(&c.MaxWindows, "max-windows", 0, "train on at most this many windows per epoch (0: all), for quick runs")
+	fs.StringVar(&c.Data, "data", c.Data, "folder with ptb.train.txt (optional), ptb.valid.txt and ptb.test.txt")
+	fs.StringVar(&c.Train, "train", c.Train, "training file (default DIR/ptb.train.txt, or DIR/ptb.valid.txt when that is missing)")
+	fs.StringVar(&c.Valid, "valid", c.Valid, "validation file (default DIR/ptb.valid.txt unless it is the training file; none: the test file steers the step size)")
+	fs.StringVar(&c.Test, "test", c.Test, "test file (default DIR/ptb.test.txt)")
+	fs.IntVar(&c.Emb, "emb", c.Emb, "word-embedding size (at most 4096)")
+	fs.IntVar(&c.Hidden, "hidden", c.Hidden, "LSTM units per layer (at most 4096)")
+	fs.IntVar(&c.Layers, "layers", c.Layers, "LSTM layers (at most 16)")
+	fs.Float64Var(&c.Dropout, "dropout", c.Dropout, "dropout probability after the embedding, between LSTM layers and before the decoder")
+	fs.StringVar(&c.Optimizer, "optimizer", c.Optimizer, "optimizer: "+strings.Join(optimizers, ", "))
+	fs.Float64Var(&c.LR, "lr", c.LR, "initial step size (0: 20 for sgd, 1e-3 otherwise)")
+	fs.Float64Var(&c.Momentum, "momentum", c.Momentum, "sgd: heavy-ball momentum")
+	fs.Float64Var(&c.WD, "wd", c.WD, "weight decay (coupled for adam and sgd, decoupled for proxgen and proxquant)")
+	fs.StringVar(&c.Reg, "reg", c.Reg, "regularizer of proxgen/proxquant: l0, l1/2, l2/3, l1, lq:Q, or bin-<any of those> (default bin-l0 for proxgen, bin-l1 for proxquant)")
+	fs.StringVar(&c.RegOn, "reg-on", c.RegOn, "tensors the regularizer acts on: lstm (the LSTM weight matrices) or weights (also the embedding and decoder weights)")
+	fs.Float64Var(&c.Lambda, "lambda", c.Lambda, "regularization strength λ per step")
+	fs.BoolVar(&c.Homotopy, "homotopy", c.Homotopy, "use λ·epoch in epoch 0, 1, 2, … (ProxQuant's homotopy)")
+	fs.IntVar(&c.HardQuant, "hard-quant-epoch", c.HardQuant, "binary regularizers: set the regularized weights to sign(w) and freeze them after this epoch (0: never)")
+	fs.Float64Var(&c.Clip, "clip", c.Clip, "clip the gradient norm of all parameters to this value (0: no clipping)")
+	fs.Float64Var(&c.LRDecay, "lr-decay", c.LRDecay, "divide the step size by this after an epoch whose validation loss did not improve (1: never)")
+	fs.StringVar(&c.Schedule, "schedule", c.Schedule, "step-size schedule instead of -lr-decay's plateau rule: "+optim.ScheduleSyntax+" (epochs count passes over the training data; plateau observes the validation loss)")
+	fs.Float64Var(&c.Beta1, "beta1", c.Beta1, "Adam/ProxGen first-moment decay")
+	fs.Float64Var(&c.Beta2, "beta2", c.Beta2, "Adam/ProxGen second-moment decay")
+	fs.Float64Var(&c.Eps, "eps", c.Eps, "Adam/ProxGen δ")
+	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "training epochs")
+	fs.IntVar(&c.Batch, "batch", c.Batch, "parallel training streams")
+	fs.IntVar(&c.EvalBatch, "eval-batch", c.EvalBatch, "parallel evaluation streams")
+	fs.IntVar(&c.BPTT, "bptt", c.BPTT, "truncated backpropagation length")
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, "random seed of the initial weights and the dropout masks")
+	fs.IntVar(&c.Threads, "threads", c.Threads, "worker threads (0: all CPUs, at most 1024); results do not depend on it")
+	fs.IntVar(&c.LogEvery, "log-every", c.LogEvery, "progress lines on stderr every this many windows (0: no progress)")
+	fs.StringVar(&c.Progress, "progress", c.Progress, "progress on stderr: bar, lines, none, or auto (bar on a terminal, lines otherwise)")
+	fs.BoolVar(&c.JSON, "json", c.JSON, "print the per-epoch metrics and the summary as JSON lines")
+	fs.StringVar(&c.Metrics, "metrics", c.Metrics, "also write the per-epoch metrics as JSON lines to `file` (the run folder has them in metrics.jsonl)")
+	fs.StringVar(&c.Save, "save", c.Save, "also write the model with the best validation loss to `file` (the run folder has it in model.safetensors)")
+	fs.StringVar(&c.Weights, "weights", c.Weights, "initialise the model from `file` (for example a full-precision model before ProxQuant)")
+	fs.IntVar(&c.MaxWindows, "max-windows", c.MaxWindows, "train on at most this many windows per epoch (0: all), for quick runs")
+	fs.StringVar(&c.Out, "out", c.Out, "run folder: checkpoint, metrics.jsonl, model.safetensors, summary.json (default runs/ptb-<optimizer>-s<seed>)")
+	fs.IntVar(&c.SaveEvery, "save-every", c.SaveEvery, "also checkpoint every N windows inside an epoch (0: at epoch ends only)")
+	fs.BoolVar(&c.Resume, "resume", c.Resume, "continue the run saved in -out exactly where it stopped")
+	return fs
+}
+
+// parseConfig parses the command line. Usage and flag errors go to stderr.
+func parseConfig(args []string, stderr io.Writer) (*config, error) {
+	c := defaultConfig()
+	fs := newFlagSet(c, stderr)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, usageError("unexpected argument %q", fs.Arg(0))
 	}
-	fs.Visit(func(f *flag.Flag) { c.lrDecaySet = c.lrDecaySet || f.Name == "lr-decay" })
+	c.explicit = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { c.explicit[f.Name] = true })
+	if c.Resume {
+		if c.Out == "" {
+			return nil, usageError("-resume needs -out, the run folder")
+		}
+		return c, nil // checked after merging with the stored settings
+	}
 	return c, c.check()
+}
+
+// mergeResume returns the stored settings with the flags of this
+// invocation in mutableOnResume applied; any other flag given must equal
+// the stored value.
+func mergeResume(stored, now *config) (*config, error) {
+	merged := *stored
+	merged.explicit, merged.Resume = now.explicit, true
+	storedFlags, nowFlags, mergedFlags := newFlagSet(stored, io.Discard), newFlagSet(now, io.Discard), newFlagSet(&merged, io.Discard)
+	var diff []string
+	for name := range now.explicit {
+		got := nowFlags.Lookup(name).Value.String()
+		if slices.Contains(mutableOnResume, name) {
+			if err := mergedFlags.Set(name, got); err != nil {
+				return nil, usageError("-%s: %v", name, err)
+			}
+			continue
+		}
+		if want := storedFlags.Lookup(name).Value.String(); got != want {
+			diff = append(diff, fmt.Sprintf("-%s %s (the run has %s)", name, got, want))
+		}
+	}
+	if len(diff) > 0 {
+		slices.Sort(diff)
+		return nil, usageError("-resume continues the run with its own settings; these flags differ: %s", strings.Join(diff, ", "))
+	}
+	return &merged, nil
 }
 
 // check validates the settings and fills in defaults that depend on other
@@ -188,6 +256,9 @@ func (c *config) check() error {
 		if f.v < 1 {
 			return usageError("-%s = %d, want a positive number", f.name, f.v)
 		}
+	}
+	if c.Emb > 4096 || c.Hidden > 4096 || c.Layers > 16 {
+		return usageError("-emb %d, -hidden %d, -layers %d: at most 4096, 4096 and 16 (memory grows with their product and the vocabulary)", c.Emb, c.Hidden, c.Layers)
 	}
 	if !(c.Dropout >= 0 && c.Dropout < 1) {
 		return usageError("-dropout = %v, want 0 <= p < 1", c.Dropout)
@@ -221,7 +292,7 @@ func (c *config) check() error {
 		return usageError("-lr-decay = %v, want >= 1 (1 keeps the step size)", c.LRDecay)
 	}
 	if c.Schedule != "" {
-		if c.lrDecaySet {
+		if c.explicit["lr-decay"] {
 			return usageError("-schedule and -lr-decay exclude each other (use -schedule plateau:FACTOR)")
 		}
 		sp, err := optim.ParseSchedule(c.Schedule)
@@ -238,8 +309,17 @@ func (c *config) check() error {
 	if !(c.Beta1 >= 0 && c.Beta1 < 1 && c.Beta2 >= 0 && c.Beta2 < 1) || !(c.Eps > 0) {
 		return usageError("-beta1 = %v, -beta2 = %v, -eps = %v: want betas in [0, 1) and eps > 0", c.Beta1, c.Beta2, c.Eps)
 	}
-	if c.Threads < 0 || c.LogEvery < 0 || c.MaxWindows < 0 || c.HardQuant < 0 {
-		return usageError("-threads, -log-every, -max-windows and -hard-quant-epoch must not be negative")
+	if c.Threads < 0 || c.LogEvery < 0 || c.MaxWindows < 0 || c.HardQuant < 0 || c.SaveEvery < 0 {
+		return usageError("-threads, -log-every, -max-windows, -hard-quant-epoch and -save-every must not be negative")
+	}
+	if c.Threads > 1024 {
+		return usageError("-threads %d: at most 1024", c.Threads)
+	}
+	if !slices.Contains([]string{"auto", "bar", "lines", "none"}, c.Progress) {
+		return usageError("-progress %q: want bar, lines, none or auto", c.Progress)
+	}
+	if c.Out == "" {
+		c.Out = fmt.Sprintf("runs/ptb-%s-s%d", c.Optimizer, c.Seed)
 	}
 	if c.RegOn != "lstm" && c.RegOn != "weights" {
 		return usageError("-reg-on %q is unknown (want lstm or weights)", c.RegOn)
@@ -288,21 +368,45 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ptb: %v\n", strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
 		return exitUsage
 	}
-	if c.Threads == 0 {
-		c.Threads = runtime.NumCPU()
+	var resume *train.Checkpoint
+	if c.Resume {
+		ck, stored, err := readStoredRun(c.Out)
+		if err != nil {
+			fmt.Fprintf(stderr, "ptb: -resume: %v\n", err)
+			if errors.Is(err, os.ErrNotExist) {
+				return exitUsage // -out names no run
+			}
+			return exitError
+		}
+		if c, err = mergeResume(stored, c); err != nil {
+			fmt.Fprintf(stderr, "ptb: %v\n", strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+			return exitUsage
+		}
+		// The stored settings pass the checks of the flags again: a
+		// damaged or edited file must not reach the model or the data.
+		if err := c.check(); err != nil {
+			fmt.Fprintf(stderr, "ptb: -resume: %s: stored configuration: %v\n", ck.Path, strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+			return exitError
+		}
+		resume = ck
 	}
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(c.Threads))
-	defer parallel.SetWorkers(parallel.SetWorkers(c.Threads))
+	threads := c.Threads
+	if threads == 0 {
+		threads = runtime.NumCPU()
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(threads))
+	defer parallel.SetWorkers(parallel.SetWorkers(threads))
 
-	err = train(ctx, c, stdout, stderr)
+	err = trainRun(ctx, c, resume, threads, stdout, stderr)
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.Is(err, errInterrupted):
-		fmt.Fprintln(stderr, "ptb: interrupted")
+	case errors.Is(err, train.ErrInterrupted):
+		fmt.Fprintf(stderr, "ptb: interrupted; continue with: ptb -out %s -resume\n", c.Out)
 		return exitInterrupted
 	default:
-		fmt.Fprintf(stderr, "ptb: %v\n", err)
+		// Errors of the ptb data package already start with "ptb: ".
+		fmt.Fprintf(stderr, "ptb: %v\n", strings.TrimPrefix(err.Error(), "ptb: "))
 		return exitError
 	}
 }

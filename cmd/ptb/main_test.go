@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,6 +59,9 @@ var quick = []string{"-emb", "12", "-hidden", "16", "-batch", "4", "-bptt", "8",
 // runPTB runs the program and returns its exit status and outputs.
 func runPTB(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	if !slices.Contains(args, "-out") && !slices.Contains(args, "-h") {
+		args = append(args, "-out", filepath.Join(t.TempDir(), "run"))
+	}
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), args, &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
@@ -326,12 +330,67 @@ func TestDataErrors(t *testing.T) {
 	}
 }
 
+// TestInterrupt cancels the context (Ctrl-C): the run saves a checkpoint
+// after the current window and exits with 130; -resume finishes it with
+// the results of an uninterrupted run.
 func TestInterrupt(t *testing.T) {
+	data := tinyData(t)
+	args := func(out string) []string {
+		return append([]string{"-data", data, "-out", out, "-epochs", "2", "-max-windows", "5", "-json"}, quick...)
+	}
+	ref := filepath.Join(t.TempDir(), "ref")
+	code, refOut, stderr := runPTB(t, args(ref)...)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	var stdout, stderr bytes.Buffer
-	if code := run(ctx, append([]string{"-data", tinyData(t)}, quick...), &stdout, &stderr); code != exitInterrupted {
-		t.Errorf("exit %d, want %d; stderr %s", code, exitInterrupted, stderr.String())
+	dir := filepath.Join(t.TempDir(), "run")
+	var stdout, errb bytes.Buffer
+	if code := run(ctx, args(dir), &stdout, &errb); code != exitInterrupted || !strings.Contains(errb.String(), "after step 1/5") {
+		t.Fatalf("exit %d, want %d; stderr %s", code, exitInterrupted, errb.String())
+	}
+	code, out, stderr := runPTB(t, "-out", dir, "-resume", "-threads", "1", "-json")
+	if code != exitOK {
+		t.Fatalf("resume: exit %d\n%s", code, stderr)
+	}
+	a, sa := parseJSONLines(t, refOut)
+	b, sb := parseJSONLines(t, out)
+	if len(b) != 2 || a[1].TestLoss != b[1].TestLoss || a[1].TrainLoss != b[1].TrainLoss || sa.TestPPL != sb.TestPPL || sa.BestEpoch != sb.BestEpoch {
+		t.Fatalf("resumed run differs: %+v %+v\n%+v %+v", a, sa, b, sb)
+	}
+	for _, f := range []string{"model.safetensors", "summary.json"} {
+		x, _ := os.ReadFile(filepath.Join(ref, f))
+		y, _ := os.ReadFile(filepath.Join(dir, f))
+		if len(x) == 0 || !bytes.Equal(x, y) {
+			t.Errorf("%s differs from the uninterrupted run's", f)
+		}
+	}
+}
+
+// TestOverflowMetrics checks that a perplexity that overflows (loss above
+// 709) is written as null, not an encoding error.
+func TestOverflowMetrics(t *testing.T) {
+	v := 800.0
+	pv := math.Exp(v)
+	rec := epochRecord{Epoch: 1, TrainLoss: 750, TrainPPL: math.Exp(750), TestLoss: v, TestPPL: math.Exp(v), ValidLoss: &v, ValidPPL: &pv}
+	var b bytes.Buffer
+	if err := writeRecord(&b, &rec, true); err != nil {
+		t.Fatal(err)
+	}
+	line := b.String()
+	for _, want := range []string{`"train_ppl":null`, `"test_ppl":null`, `"valid_ppl":null`, `"test_loss":800`} {
+		if !strings.Contains(line, want) {
+			t.Errorf("%s lacks %s", line, want)
+		}
+	}
+	var back epochRecord
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back.TestLoss != 800 {
+		t.Errorf("decoding %s: %v", line, err)
+	}
+	b.Reset()
+	if err := writeRecord(&b, &rec, false); err != nil || !strings.Contains(b.String(), "+Inf") {
+		t.Errorf("text line %q, %v", b.String(), err)
 	}
 }
 

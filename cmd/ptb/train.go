@@ -2,29 +2,29 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/autograd/safetensors"
 	"github.com/proxgen/proxgen/datasets/ptb"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/models"
+	"github.com/proxgen/proxgen/nn/train"
 	"github.com/proxgen/proxgen/optim"
 )
-
-// errInterrupted is returned when the context is cancelled (Ctrl-C).
-var errInterrupted = errors.New("interrupted")
 
 // noTrainNote is the notice printed when ptb.valid.txt stands in for the
 // missing training split.
@@ -294,34 +294,93 @@ type summary struct {
 	Epochs      int     `json:"epochs"`
 	TestLoss    float64 `json:"test_loss"` // after the last epoch
 	TestPPL     float64 `json:"test_ppl"`
-	BestEpoch   int     `json:"best_epoch"`    // epoch with the lowest validation loss
-	BestTestPPL float64 `json:"best_test_ppl"` // test perplexity of that epoch
-	TokPerS     float64 `json:"tok_per_s"`     // mean training throughput
-	Seconds     float64 `json:"seconds"`
-	Threads     int     `json:"threads"`
+	BestEpoch   int     `json:"best_epoch"`          // epoch with the lowest validation loss
+	BestTestPPL float64 `json:"best_test_ppl"`       // test perplexity of that epoch
+	TokPerS     float64 `json:"tok_per_s,omitempty"` // mean training throughput
+	Seconds     float64 `json:"seconds,omitempty"`
+	Threads     int     `json:"threads,omitempty"`
 }
 
-// trainer holds the state of a run.
+// runState is the program's part of the checkpoint (train.State.JSON);
+// the carried LSTM state and the best model are its tensors.
+type runState struct {
+	Config *config `json:"config"`
+	// RNG is the state of the dropout masks' random stream.
+	RNG []byte `json:"rng"`
+	// NormSum and Clipped accumulate the gradient norms of the epoch.
+	NormSum float64 `json:"norm_sum"`
+	Clipped int     `json:"clipped"`
+	// HasBest says whether an epoch was evaluated; BestValid is its
+	// lowest validation (or steering) loss, BestEpoch the epoch and
+	// BestTestLoss the test loss of that epoch.
+	HasBest      bool    `json:"has_best"`
+	BestValid    float64 `json:"best_valid"`
+	BestEpoch    int     `json:"best_epoch"`
+	BestTestLoss float64 `json:"best_test_loss"`
+	Frozen       bool    `json:"frozen"`
+}
+
+// Tensor names of the program's part of the checkpoint.
+const (
+	stateH    = "lstm.h."     // + layer: carried hidden state
+	stateC    = "lstm.c."     // + layer: carried cell state
+	bestState = "best_model." // + state_dict name: the best model so far
+)
+
+// trainer holds the state of a run: the step and evaluation functions of
+// a train.Loop.
 type trainer struct {
 	c                  *config
 	data               *corpus
 	model              *models.LanguageModel
 	me                 *method
+	pcg                *rand.PCG
 	train, valid, test *ptb.Batched
 	// trainCtx and evalCtx are the contexts of training windows and of
 	// evaluation (NoGrad); each has an arena reset before every window.
 	trainCtx, evalCtx *autograd.Context
-	stderr            io.Writer
+	stdout            io.Writer
+	windows           int // per epoch
+
+	st    runState
+	state nn.LSTMState // carried from window to window; zero at epoch starts
+	best  map[string][]float32
+	lr    float64 // step size of the current epoch
+	lam   float64 // λ of the current epoch
 }
 
-// train runs the training described by c, printing metrics to stdout.
-func train(ctx context.Context, c *config, stdout, stderr io.Writer) error {
-	start := time.Now()
+// readStoredRun reads the checkpoint of the run folder dir and the
+// settings stored in it.
+func readStoredRun(dir string) (*train.Checkpoint, *config, error) {
+	ck, err := train.ReadCheckpoint(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	st := runState{Config: defaultConfig()}
+	if err := json.Unmarshal(ck.User(), &st); err != nil || st.Config == nil {
+		return nil, nil, fmt.Errorf("%s: bad run state: %v", ck.Path, err)
+	}
+	return ck, st.Config, nil
+}
+
+// trainRun runs (or resumes from ck) the training described by c,
+// printing metrics to stdout.
+func trainRun(ctx context.Context, c *config, ck *train.Checkpoint, threads int, stdout, stderr io.Writer) error {
+	if ck == nil {
+		if _, err := os.Lstat(filepath.Join(c.Out, train.CheckpointName)); err == nil {
+			return fmt.Errorf("%s already holds a run (%s); continue it with -resume or choose another -out", c.Out, train.CheckpointName)
+		}
+	}
+	if c.Metrics != "" {
+		if st, err := os.Stat(filepath.Dir(c.Metrics)); err != nil || !st.IsDir() {
+			return fmt.Errorf("-metrics %s: the folder %s does not exist", c.Metrics, filepath.Dir(c.Metrics))
+		}
+	}
 	data, err := loadCorpus(c)
 	if err != nil {
 		return err
 	}
-	t := &trainer{c: c, data: data, stderr: stderr, trainCtx: &autograd.Context{Arena: autograd.NewArena()},
+	t := &trainer{c: c, data: data, stdout: stdout, trainCtx: &autograd.Context{Arena: autograd.NewArena()},
 		evalCtx: &autograd.Context{Arena: autograd.NewArena(), NoGrad: true}}
 	t.train = ptb.Batchify(data.Train, c.Batch)
 	if t.train.T < 2 {
@@ -337,32 +396,26 @@ func train(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 			return fmt.Errorf("%s has %d tokens, too few for %d streams of at least 2 steps (lower -eval-batch)", data.ValidPath, len(data.Valid), c.EvalBatch)
 		}
 	}
-	rng := rand.New(rand.NewPCG(c.Seed, 0x707462)) // "ptb"
-	t.model = models.NewLanguageModel(data.Vocab.Len(), c.Emb, c.Hidden, c.Layers, float32(c.Dropout), rng)
-	if c.Weights != "" {
+	t.windows = ptb.NumWindows(t.train, c.BPTT)
+	if c.MaxWindows > 0 {
+		t.windows = min(t.windows, c.MaxWindows)
+	}
+	t.pcg = rand.NewPCG(c.Seed, 0x707462) // "ptb"
+	t.model = models.NewLanguageModel(data.Vocab.Len(), c.Emb, c.Hidden, c.Layers, float32(c.Dropout), rand.New(t.pcg))
+	if c.Weights != "" && ck == nil {
 		if _, err := checkpoint.LoadModel(c.Weights, t.model); err != nil {
 			return fmt.Errorf("-weights: %w", err)
 		}
 	}
-	perEpoch := ptb.NumWindows(t.train, c.BPTT)
-	if c.MaxWindows > 0 {
-		perEpoch = min(perEpoch, c.MaxWindows)
-	}
-	if t.me, err = newMethod(c, t.model, perEpoch); err != nil {
+	if t.me, err = newMethod(c, t.model, t.windows); err != nil {
 		return err
 	}
-	var metrics *os.File
-	if c.Metrics != "" {
-		if metrics, err = os.Create(c.Metrics); err != nil {
-			return fmt.Errorf("-metrics: %w", err)
-		}
-		defer metrics.Close()
-	}
+	t.st.Config = c
 
 	sum := summary{
 		Summary: true, Train: data.TrainPath, Valid: data.ValidPath, Test: data.TestPath, Note: data.Note,
 		Vocab: data.Vocab.Len(), Params: nn.NumParams(t.model), TrainTokens: len(data.Train), TestTokens: len(data.Test),
-		TestOOV: data.TestOOV, Optimizer: c.Optimizer, Reg: c.Reg, Threads: c.Threads,
+		TestOOV: data.TestOOV, Optimizer: c.Optimizer, Reg: c.Reg, Threads: threads,
 	}
 	if data.Note != "" {
 		fmt.Fprintf(stderr, "ptb: note: %s\n", data.Note)
@@ -370,173 +423,367 @@ func train(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "ptb: vocabulary %d words, %d training tokens, %d test tokens (%d outside the vocabulary), %d parameters\n",
 		sum.Vocab, sum.TrainTokens, sum.TestTokens, sum.TestOOV, sum.Params)
 
-	bestValid := math.Inf(1)
-	var tokens int
-	var trainSeconds float64
-	for epoch := 1; epoch <= c.Epochs; epoch++ {
-		t.me.setEpoch(epoch - 1)
-		rec := epochRecord{Epoch: epoch, LR: t.me.opt.LR(0)}
-		if t.me.reg != nil {
-			rec.Lambda = t.me.reg.Lambda
-		}
-		if err := t.trainEpoch(ctx, &rec); err != nil {
-			return err
-		}
-		tokens += rec.Tokens
-		trainSeconds += rec.Seconds
-		evalStart := time.Now()
-		rec.TestLoss = t.evaluate(t.test)
-		rec.TestPPL = math.Exp(rec.TestLoss)
-		steer := rec.TestLoss
-		if t.valid != nil {
-			v := t.evaluate(t.valid)
-			pv := math.Exp(v)
-			rec.ValidLoss, rec.ValidPPL = &v, &pv
-			steer = v
-		}
-		rec.EvalSecond = time.Since(evalStart).Seconds()
-		if t.me.plateau != nil {
-			t.me.plateau.Observe(steer)
-		}
-		if c.HardQuant > 0 && epoch == c.HardQuant {
-			t.me.hardQuantize()
-			fmt.Fprintf(stderr, "ptb: epoch %d: regularized weights set to sign(w) and frozen\n", epoch)
-		}
-		rec.NextLR = t.me.opt.LR(0)
-		rec.Steps = t.me.opt.Steps()
-		rec.Penalty = optim.Penalty(t.me.opt.Groups())
-		rec.ZeroRatio, rec.Binary = t.me.weightStats()
-		if steer < bestValid {
-			bestValid = steer
-			sum.BestEpoch, sum.BestTestPPL = epoch, rec.TestPPL
-			if c.Save != "" {
-				meta := map[string]string{"epoch": strconv.Itoa(epoch), "test_ppl": strconv.FormatFloat(rec.TestPPL, 'g', 6, 64), "train_file": data.TrainPath}
-				if err := checkpoint.SaveModel(c.Save, t.model, meta); err != nil {
-					return fmt.Errorf("-save: %w", err)
-				}
-			}
-		}
-		sum.Epochs, sum.TestLoss, sum.TestPPL = epoch, rec.TestLoss, rec.TestPPL
-		if err := writeRecord(stdout, metrics, &rec, c.JSON); err != nil {
-			return err
-		}
+	mode := c.Progress
+	if c.LogEvery == 0 {
+		mode = train.ProgressNone
 	}
-	if trainSeconds > 0 {
-		sum.TokPerS = float64(tokens) / trainSeconds
+	l := &train.Loop{
+		Dir: c.Out, Epochs: c.Epochs, StepsPerEpoch: t.windows, SaveEvery: c.SaveEvery,
+		Model: t.model, Optimizer: t.me.opt, Progress: train.NewProgress(stderr, mode, c.LogEvery, "tok"),
+		BeginEpoch: t.beginEpoch, Step: t.step, Update: t.update, EndEpoch: t.endEpoch,
+		Status:    func(s train.EpochStats) string { return fmt.Sprintf("ppl %.2f", math.Exp(s.MeanLoss())) },
+		SaveState: t.saveState, LoadState: t.loadState,
+		Outputs: t.outputs(&sum), Resume: ck,
 	}
-	sum.Seconds = time.Since(start).Seconds()
+	if ck != nil && ck.Epoch() < c.Epochs {
+		fmt.Fprintf(stderr, "ptb: resuming %s at epoch %d, window %d\n", c.Out, ck.Epoch()+1, ck.Step())
+	}
+	res, err := l.Run(ctx)
+	if err != nil {
+		return err
+	}
+	if res.Already {
+		fmt.Fprintf(stderr, "ptb: the run in %s is complete (%d epochs); its files were re-created from the checkpoint\n", c.Out, res.Epoch)
+	}
+	s, err := t.summarize(&sum, res.History)
+	if err != nil {
+		return err
+	}
 	if c.JSON {
-		return json.NewEncoder(stdout).Encode(&sum)
+		line, err := train.MarshalJSON(s)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", line)
+		return err
 	}
 	_, err = fmt.Fprintf(stdout, "test perplexity %.2f after %d epochs (best validation at epoch %d: test perplexity %.2f); %.0f tok/s, %s\n",
-		sum.TestPPL, sum.Epochs, sum.BestEpoch, sum.BestTestPPL, sum.TokPerS, time.Duration(sum.Seconds*float64(time.Second)).Round(time.Second))
+		s.TestPPL, s.Epochs, s.BestEpoch, s.BestTestPPL, s.TokPerS, time.Duration(s.Seconds*float64(time.Second)).Round(time.Second))
 	return err
 }
 
-// writeRecord prints rec to stdout (a JSON line or a text line) and
-// appends it to the metrics file if there is one.
-func writeRecord(stdout io.Writer, metrics *os.File, rec *epochRecord, asJSON bool) error {
-	line, err := json.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("epoch %d metrics: %w", rec.Epoch, err)
+// summarize completes the summary from the metrics records of the run.
+func (t *trainer) summarize(base *summary, history []json.RawMessage) (*summary, error) {
+	s := *base
+	var tokens int
+	var trainSeconds float64
+	for i, line := range history {
+		var r epochRecord
+		if err := json.Unmarshal(line, &r); err != nil {
+			return nil, fmt.Errorf("metrics record %d: %v", i+1, err)
+		}
+		tokens += r.Tokens
+		trainSeconds += r.Seconds
+		s.Seconds += r.Seconds + r.EvalSecond
+		s.Epochs = r.Epoch
+		// null (a perplexity that overflowed) decodes as 0: recompute
+		// from the loss, which is finite unless the evaluation diverged.
+		s.TestLoss, s.TestPPL = nullable(r.TestLoss), math.Exp(nullable(r.TestLoss))
 	}
-	line = append(line, '\n')
-	if metrics != nil {
-		if _, err := metrics.Write(line); err != nil {
-			return fmt.Errorf("-metrics: %w", err)
+	if t.st.HasBest {
+		s.BestEpoch, s.BestTestPPL = t.st.BestEpoch, math.Exp(t.st.BestTestLoss)
+	}
+	if trainSeconds > 0 {
+		s.TokPerS = float64(tokens) / trainSeconds
+	}
+	return &s, nil
+}
+
+// nullable maps the zero a JSON null decodes to back to NaN. A loss is
+// never exactly 0 for a model with a softmax over more than one word.
+func nullable(v float64) float64 {
+	if v == 0 {
+		return math.NaN()
+	}
+	return v
+}
+
+// outputs returns the files the run folder derives from the checkpoint:
+// the best model and, at the end, the summary; -save and -metrics add
+// copies.
+func (t *trainer) outputs(sum *summary) []train.Output {
+	c := t.c
+	model := func(info *train.Info) ([]byte, error) {
+		if !t.st.HasBest {
+			return nil, nil
+		}
+		f := checkpoint.StateDict(t.model, "")
+		for _, p := range nn.StateDict(t.model) {
+			f.Set(p.Name, safetensors.FromFloat32(p.T.Shape(), t.best[p.Name]))
+		}
+		f.Metadata = map[string]string{"epoch": strconv.Itoa(t.st.BestEpoch), "test_ppl": strconv.FormatFloat(math.Exp(t.st.BestTestLoss), 'g', 6, 64), "train_file": t.data.TrainPath}
+		return safetensors.Marshal(f)
+	}
+	outs := []train.Output{
+		{Name: checkpoint.ModelFileName, Data: model},
+		{Name: "summary.json", Final: true, Data: func(info *train.Info) ([]byte, error) {
+			s, err := t.summarize(sum, info.History)
+			if err != nil {
+				return nil, err
+			}
+			// Without timings and thread count, the file of a resumed run
+			// is identical to that of an uninterrupted one.
+			s.Seconds, s.TokPerS, s.Threads = 0, 0, 0
+			b, err := train.MarshalJSON(s)
+			return append(b, '\n'), err
+		}},
+	}
+	outs = append(outs, train.Output{Name: "curves.svg", Data: func(info *train.Info) ([]byte, error) {
+		return curves(info.History, fmt.Sprintf("PTB LSTM %s %s", c.Optimizer, c.Reg))
+	}})
+	if c.Save != "" {
+		outs = append(outs, train.Output{Name: absPath(c.Save), Data: model})
+	}
+	if c.Metrics != "" {
+		outs = append(outs, train.Output{Name: absPath(c.Metrics), Data: func(info *train.Info) ([]byte, error) {
+			var b []byte
+			for _, h := range info.History {
+				b = append(append(b, h...), '\n')
+			}
+			return b, nil
+		}})
+	}
+	return outs
+}
+
+// curves draws the losses and the step size per epoch.
+func curves(history []json.RawMessage, title string) ([]byte, error) {
+	n := len(history)
+	x, trainLoss, test, valid, lr := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	hasValid := false
+	for i, line := range history {
+		var r epochRecord
+		if err := json.Unmarshal(line, &r); err != nil {
+			return nil, fmt.Errorf("metrics record %d: %v", i+1, err)
+		}
+		x[i], trainLoss[i], test[i], lr[i], valid[i] = float64(r.Epoch), nullable(r.TrainLoss), nullable(r.TestLoss), r.LR, math.NaN()
+		if r.ValidLoss != nil {
+			valid[i], hasValid = *r.ValidLoss, true
 		}
 	}
+	losses := []train.Series{{Name: "train", X: x, Y: trainLoss}, {Name: "test", X: x, Y: test}}
+	if hasValid {
+		losses = append(losses, train.Series{Name: "valid", X: x, Y: valid})
+	}
+	var b bytes.Buffer
+	err := train.WriteSVG(&b, []train.Chart{
+		{Title: title + ": loss", XLabel: "epoch", YLabel: "cross-entropy per token", Series: losses},
+		{Title: "step size", XLabel: "epoch", YLabel: "lr", Series: []train.Series{{Name: "lr", X: x, Y: lr}}},
+	}, 2)
+	return b.Bytes(), err
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// beginEpoch sets the epoch's λ and, at the epoch's start, zeroes the
+// carried LSTM state and the gradient-norm sums.
+func (t *trainer) beginEpoch(_ context.Context, epoch, start int) error {
+	t.me.setEpoch(epoch)
+	t.lr = t.me.opt.LR(0)
+	t.lam = 0
+	if t.me.reg != nil {
+		t.lam = t.me.reg.Lambda
+	}
+	t.model.SetTraining(true)
+	if start == 0 {
+		t.state = nn.LSTMState{}
+		t.st.NormSum, t.st.Clipped = 0, 0
+	}
+	return nil
+}
+
+// step runs forward and backward on window w with truncated
+// backpropagation through time.
+func (t *trainer) step(_, w int) (float64, int, error) {
+	c, d := t.c, t.train
+	x, y, n := ptb.GetBatch(d, w*c.BPTT, c.BPTT)
+	t.me.opt.ZeroGrad()
+	t.trainCtx.Arena.Reset()
+	logits, next := t.model.Run(t.trainCtx, x, n, d.B, t.state)
+	loss := autograd.CrossEntropy(logits, y)
+	loss.Backward()
+	// Truncated BPTT: the next window starts from this state, copied out
+	// of the arena and cut off from the graph.
+	t.state = next.Detach()
+	return float64(loss.Item()), n * d.B, nil
+}
+
+// update clips the gradient norm and applies the optimizer.
+func (t *trainer) update() error {
+	norm := clipGradNorm(t.me.params, t.c.Clip)
+	t.st.NormSum += norm
+	if t.c.Clip > 0 && norm > t.c.Clip {
+		t.st.Clipped++
+	}
+	t.me.opt.Step()
+	return nil
+}
+
+// endEpoch evaluates, steers the step size, hard-quantises when due,
+// keeps the best model and prints the epoch's metrics.
+func (t *trainer) endEpoch(ctx context.Context, epoch int, s train.EpochStats) (any, error) {
+	c := t.c
+	rec := epochRecord{Epoch: epoch + 1, LR: t.lr, Lambda: t.lam, Tokens: s.Samples, Seconds: s.Seconds}
+	rec.TrainLoss = s.MeanLoss()
+	rec.TrainPPL = math.Exp(rec.TrainLoss)
+	rec.GradNorm = t.st.NormSum / float64(s.Steps)
+	rec.Clipped = float64(t.st.Clipped) / float64(s.Steps)
+	if s.Seconds > 0 {
+		rec.TokPerS = float64(s.Samples) / s.Seconds
+	}
+	evalStart := time.Now()
+	var err error
+	if rec.TestLoss, err = t.evaluate(ctx, t.test); err != nil {
+		return nil, err
+	}
+	rec.TestPPL = math.Exp(rec.TestLoss)
+	steer := rec.TestLoss
+	if t.valid != nil {
+		v, err := t.evaluate(ctx, t.valid)
+		if err != nil {
+			return nil, err
+		}
+		pv := math.Exp(v)
+		rec.ValidLoss, rec.ValidPPL = &v, &pv
+		steer = v
+	}
+	rec.EvalSecond = time.Since(evalStart).Seconds()
+	// From here on nothing is interrupted: the state changes once.
+	if t.me.plateau != nil {
+		t.me.plateau.Observe(steer)
+	}
+	if c.HardQuant > 0 && epoch+1 == c.HardQuant {
+		t.me.hardQuantize()
+		t.st.Frozen = true
+	}
+	rec.NextLR = t.me.opt.LR(0)
+	rec.Steps = t.me.opt.Steps()
+	rec.Penalty = optim.Penalty(t.me.opt.Groups())
+	rec.ZeroRatio, rec.Binary = t.me.weightStats()
+	if !t.st.HasBest || steer < t.st.BestValid {
+		if !math.IsNaN(steer) && !math.IsInf(steer, 0) && !math.IsNaN(rec.TestLoss) && !math.IsInf(rec.TestLoss, 0) {
+			t.st.HasBest, t.st.BestValid, t.st.BestEpoch, t.st.BestTestLoss = true, steer, epoch+1, rec.TestLoss
+			t.best = map[string][]float32{}
+			for _, p := range nn.StateDict(t.model) {
+				t.best[p.Name] = slices.Clone(p.T.Data)
+			}
+		}
+	}
+	if err := writeRecord(t.stdout, &rec, c.JSON); err != nil {
+		return nil, err
+	}
+	return &rec, nil
+}
+
+// saveState returns the program's part of a checkpoint.
+func (t *trainer) saveState() (train.State, error) {
+	rng, err := t.pcg.MarshalBinary()
+	if err != nil {
+		return train.State{}, err
+	}
+	t.st.RNG = rng
+	b, err := json.Marshal(&t.st)
+	if err != nil {
+		return train.State{}, err
+	}
+	s := train.State{JSON: b, Tensors: map[string][]float32{}}
+	for i := range t.state.H {
+		s.Tensors[stateH+strconv.Itoa(i)] = t.state.H[i].Data
+		s.Tensors[stateC+strconv.Itoa(i)] = t.state.C[i].Data
+	}
+	if t.st.HasBest {
+		for name, v := range t.best {
+			s.Tensors[bestState+name] = v
+		}
+	}
+	return s, nil
+}
+
+// loadState restores what saveState saved, checking every size first.
+func (t *trainer) loadState(s train.State) error {
+	st := runState{Config: defaultConfig()}
+	if err := json.Unmarshal(s.JSON, &st); err != nil {
+		return fmt.Errorf("bad run state: %v", err)
+	}
+	if st.Clipped < 0 || st.BestEpoch < 0 || math.IsNaN(st.NormSum) || math.IsInf(st.NormSum, 0) {
+		return fmt.Errorf("bad run state: clipped %d, best epoch %d, norm sum %v", st.Clipped, st.BestEpoch, st.NormSum)
+	}
+	var state nn.LSTMState
+	want := t.train.B * t.c.Hidden
+	if _, ok := s.Tensors[stateH+"0"]; ok {
+		for i := range t.c.Layers {
+			h, c := s.Tensors[stateH+strconv.Itoa(i)], s.Tensors[stateC+strconv.Itoa(i)]
+			if len(h) != want || len(c) != want {
+				return fmt.Errorf("bad run state: LSTM state of layer %d has %d and %d values, want %d", i, len(h), len(c), want)
+			}
+			state.H = append(state.H, autograd.FromSlice(slices.Clone(h), t.train.B, t.c.Hidden))
+			state.C = append(state.C, autograd.FromSlice(slices.Clone(c), t.train.B, t.c.Hidden))
+		}
+	}
+	best := map[string][]float32{}
+	if st.HasBest {
+		for _, p := range nn.StateDict(t.model) {
+			v, ok := s.Tensors[bestState+p.Name]
+			if !ok || len(v) != len(p.T.Data) {
+				return fmt.Errorf("bad run state: best model tensor %q missing or of the wrong size", p.Name)
+			}
+			best[p.Name] = v
+		}
+	}
+	if err := t.pcg.UnmarshalBinary(st.RNG); err != nil {
+		return fmt.Errorf("bad run state: random state: %v", err)
+	}
+	st.Config = t.c
+	t.st, t.state, t.best = st, state, best
+	if t.st.Frozen && t.me.reg != nil {
+		t.me.reg.Frozen = true
+	}
+	return nil
+}
+
+// writeRecord prints rec to stdout: a JSON line (non-finite values as
+// null) or a text line.
+func writeRecord(stdout io.Writer, rec *epochRecord, asJSON bool) error {
 	if asJSON {
-		_, err = stdout.Write(line)
+		line, err := train.MarshalJSON(rec)
+		if err != nil {
+			return fmt.Errorf("epoch %d metrics: %w", rec.Epoch, err)
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", line)
 		return err
 	}
 	valid := ""
 	if rec.ValidPPL != nil {
 		valid = fmt.Sprintf(" | valid ppl %8.2f", *rec.ValidPPL)
 	}
-	_, err = fmt.Fprintf(stdout, "epoch %3d | train ppl %8.2f%s | test ppl %8.2f | lr %.3g | %.1f s, %.0f tok/s\n",
+	_, err := fmt.Fprintf(stdout, "epoch %3d | train ppl %8.2f%s | test ppl %8.2f | lr %.3g | %.1f s, %.0f tok/s\n",
 		rec.Epoch, rec.TrainPPL, valid, rec.TestPPL, rec.LR, rec.Seconds, rec.TokPerS)
 	return err
 }
 
-// trainEpoch runs one pass over the training data with truncated
-// backpropagation through time and fills the training fields of rec.
-func (t *trainer) trainEpoch(ctx context.Context, rec *epochRecord) error {
-	c, m, d := t.c, t.model, t.train
-	m.SetTraining(true)
-	windows := ptb.NumWindows(d, c.BPTT)
-	if c.MaxWindows > 0 {
-		windows = min(windows, c.MaxWindows)
-	}
-	var (
-		state             nn.LSTMState // zeros at the start of every epoch
-		lossSum, normSum  float64
-		tokens, clipped   int
-		lossV             float32
-		logLoss, logStart = 0.0, time.Now()
-		logTokens         = 0
-	)
-	start := time.Now()
-	for w := range windows {
-		if err := ctx.Err(); err != nil {
-			return errInterrupted
-		}
-		x, y, n := ptb.GetBatch(d, w*c.BPTT, c.BPTT)
-		t.me.opt.ZeroGrad()
-		t.trainCtx.Arena.Reset()
-		logits, next := m.Run(t.trainCtx, x, n, d.B, state)
-		loss := autograd.CrossEntropy(logits, y)
-		loss.Backward()
-		lossV = loss.Item()
-		// Truncated BPTT: the next window starts from this state,
-		// copied out of the arena and cut off from the graph.
-		state = next.Detach()
-		if math.IsNaN(float64(lossV)) || math.IsInf(float64(lossV), 0) {
-			return fmt.Errorf("training diverged in epoch %d, window %d: loss %v (try a smaller -lr or -clip)", rec.Epoch, w+1, lossV)
-		}
-		norm := clipGradNorm(t.me.params, c.Clip)
-		normSum += norm
-		if c.Clip > 0 && norm > c.Clip {
-			clipped++
-		}
-		t.me.opt.Step()
-		lossSum += float64(lossV) * float64(n*d.B)
-		tokens += n * d.B
-		logLoss += float64(lossV) * float64(n*d.B)
-		logTokens += n * d.B
-		if c.LogEvery > 0 && (w+1)%c.LogEvery == 0 {
-			el := time.Since(logStart).Seconds()
-			fmt.Fprintf(t.stderr, "epoch %3d | window %5d/%d | loss %.3f ppl %8.2f | %.0f tok/s\n",
-				rec.Epoch, w+1, windows, logLoss/float64(logTokens), math.Exp(logLoss/float64(logTokens)), float64(logTokens)/el)
-			logLoss, logTokens, logStart = 0, 0, time.Now()
-		}
-	}
-	rec.Seconds = time.Since(start).Seconds()
-	rec.Tokens = tokens
-	rec.TrainLoss = lossSum / float64(tokens)
-	rec.TrainPPL = math.Exp(rec.TrainLoss)
-	rec.GradNorm = normSum / float64(windows)
-	rec.Clipped = float64(clipped) / float64(windows)
-	if rec.Seconds > 0 {
-		rec.TokPerS = float64(tokens) / rec.Seconds
-	}
-	return nil
-}
-
 // evaluate returns the mean cross-entropy per predicted token over d, run
 // in windows of -bptt steps with the state carried over, without dropout.
-func (t *trainer) evaluate(d *ptb.Batched) float64 {
+// It returns ctx.Err() as soon as ctx is cancelled.
+func (t *trainer) evaluate(ctx context.Context, d *ptb.Batched) (float64, error) {
 	m := t.model
 	m.SetTraining(false)
 	defer m.SetTraining(true)
 	total := 0.0
 	var state nn.LSTMState
 	for i := 0; i < d.T-1; i += t.c.BPTT {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
 		x, y, n := ptb.GetBatch(d, i, t.c.BPTT)
 		t.evalCtx.Arena.Reset()
 		logits, next := m.Run(t.evalCtx, x, n, d.B, state)
 		total += float64(autograd.CrossEntropySum(logits, y).Item())
 		state = next.Detach()
 	}
-	return total / float64(ptb.NumTargets(d))
+	return total / float64(ptb.NumTargets(d)), nil
 }

@@ -193,6 +193,15 @@ func ReadFile(path string) (*Split, error) {
 
 // readInto appends the records of the file at path to s.
 func readInto(s *Split, path string) error {
+	// Stat before opening: opening a FIFO would block until a writer
+	// comes, and a directory is no data file.
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		what := "not a regular file"
+		if st.IsDir() {
+			what = "a directory"
+		}
+		return fmt.Errorf("cifar10: %s is %s, not a data file of records of %d bytes", path, what, RecordSize)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

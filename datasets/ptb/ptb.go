@@ -196,6 +196,15 @@ func LoadCorpus(train, valid, test string) (*Corpus, error) {
 
 // withFile opens path and passes it to read.
 func withFile(path string, read func(io.Reader, string) ([]int, error)) ([]int, error) {
+	// Stat before opening: opening a FIFO would block until a writer
+	// comes, and a directory is no text file.
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		what := "not a regular file"
+		if st.IsDir() {
+			what = "a directory"
+		}
+		return nil, fmt.Errorf("ptb: %s is %s, not a text file", path, what)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("ptb: %w", err)

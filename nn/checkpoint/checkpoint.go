@@ -21,7 +21,9 @@
 // given with shape [1], as PyTorch's loader accepts. Loading is strict by
 // default (every key of the model present, no extra keys, equal shapes)
 // and all-or-nothing: the model is changed only when every tensor passed
-// the checks.
+// the checks. A NaN or infinite value anywhere, or a negative value in a
+// batch-norm running_var, is an error naming the tensor: such a file
+// would only produce NaN predictions.
 //
 // # Training-state files
 //
@@ -246,7 +248,20 @@ func convert(p nn.Param, t safetensors.Tensor) ([]float32, error) {
 	if !isFloat(t.DType) {
 		return nil, fmt.Errorf("dtype %s: a floating-point tensor (F32, F64, F16 or BF16) is needed", t.DType)
 	}
-	return t.Float32()
+	v, err := t.Float32()
+	if err != nil {
+		return nil, err
+	}
+	variance := strings.HasSuffix(p.Name, "running_var")
+	for i, x := range v {
+		if x != x || x-x != 0 {
+			return nil, fmt.Errorf("element %d is %v: weights must be finite", i, x)
+		}
+		if variance && x < 0 {
+			return nil, fmt.Errorf("element %d is %v: a running variance must not be negative", i, x)
+		}
+	}
+	return v, nil
 }
 
 func isFloat(d safetensors.DType) bool {

@@ -1,4 +1,4 @@
-package main
+package train
 
 import (
 	"encoding/xml"
@@ -31,18 +31,18 @@ func svgElements(t *testing.T, doc string) map[string]int {
 
 func TestWriteSVG(t *testing.T) {
 	nan := math.NaN()
-	charts := []chart{
-		{Title: `loss <train> & "test"`, XLabel: "epoch", YLabel: "CE", Series: []series{
+	charts := []Chart{
+		{Title: `loss <train> & "test"`, XLabel: "epoch", YLabel: "CE", Series: []Series{
 			{"a", []float64{1, 2, 3, 4, 5}, []float64{2, 1.5, nan, 1, 0.8}}, // broken by NaN: two lines
 			{"b", []float64{1, 2, 3}, []float64{2.1, 1.7, 1.2}},
 		}},
-		{Title: "single", Series: []series{{"one point", []float64{1}, []float64{0.5}}}},
-		{Title: "flat", Series: []series{{"flat", []float64{1, 2}, []float64{3, 3}}}},
-		{Title: "empty", Series: []series{{"none", nil, nil}}},
-		{Title: "fixed", YFixed: true, YMin: 0, YMax: 100, Series: []series{{"inf", []float64{1, 2, 3}, []float64{10, math.Inf(1), 30}}}},
+		{Title: "single", Series: []Series{{"one point", []float64{1}, []float64{0.5}}}},
+		{Title: "flat", Series: []Series{{"flat", []float64{1, 2}, []float64{3, 3}}}},
+		{Title: "empty", Series: []Series{{"none", nil, nil}}},
+		{Title: "fixed", YFixed: true, YMin: 0, YMax: 100, Series: []Series{{"inf", []float64{1, 2, 3}, []float64{10, math.Inf(1), 30}}}},
 	}
 	var b strings.Builder
-	if err := writeSVG(&b, charts, 2); err != nil {
+	if err := WriteSVG(&b, charts, 2); err != nil {
 		t.Fatal(err)
 	}
 	doc := b.String()
@@ -62,7 +62,7 @@ func TestWriteSVG(t *testing.T) {
 		t.Error("title not escaped")
 	}
 	if !strings.Contains(doc, "no data") {
-		t.Error("empty chart not marked")
+		t.Error("empty Chart not marked")
 	}
 	if !strings.Contains(doc, `width="840" height="840"`) {
 		t.Errorf("unexpected size: %.120s", doc)

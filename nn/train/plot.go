@@ -1,4 +1,4 @@
-package main
+package train
 
 import (
 	"bufio"
@@ -10,17 +10,18 @@ import (
 	"strings"
 )
 
-// series is one line of a chart: points (X[i], Y[i]). Points with a
+// Series is one line of a Chart: points (X[i], Y[i]). Points with a
 // non-finite coordinate are left out and break the line.
-type series struct {
+type Series struct {
 	Name string
 	X, Y []float64
 }
 
-// chart is one panel of line plots sharing axes.
-type chart struct {
+// Chart is one panel of line plots sharing axes, for the curves of a
+// run (an Output written with WriteSVG).
+type Chart struct {
 	Title, XLabel, YLabel string
-	Series                []series
+	Series                []Series
 	// YMin and YMax, when YFixed is set, give the y range instead of the
 	// data's (for example [0, 1] for ratios).
 	YMin, YMax float64
@@ -39,9 +40,9 @@ const (
 	marginB        = 44
 )
 
-// writeSVG draws the charts as a grid with cols panels per row and writes
+// WriteSVG draws the charts as a grid with cols panels per row and writes
 // a standalone SVG document to w.
-func writeSVG(w io.Writer, charts []chart, cols int) error {
+func WriteSVG(w io.Writer, charts []Chart, cols int) error {
 	if cols < 1 {
 		cols = 1
 	}
@@ -57,9 +58,9 @@ func writeSVG(w io.Writer, charts []chart, cols int) error {
 	return b.Flush()
 }
 
-// bounds returns the finite data range of the chart's series; ok is false
+// bounds returns the finite data range of the Chart's Series; ok is false
 // when there is no finite point.
-func (c chart) bounds() (x0, x1, y0, y1 float64, ok bool) {
+func (c Chart) bounds() (x0, x1, y0, y1 float64, ok bool) {
 	x0, y0 = math.Inf(1), math.Inf(1)
 	x1, y1 = math.Inf(-1), math.Inf(-1)
 	for _, s := range c.Series {
@@ -110,7 +111,7 @@ func formatTick(v float64) string {
 	return strconv.FormatFloat(v, 'g', 4, 64)
 }
 
-func drawChart(b *bufio.Writer, c chart, ox, oy float64) {
+func drawChart(b *bufio.Writer, c Chart, ox, oy float64) {
 	pw := float64(panelW - marginL - marginR)
 	ph := float64(panelH - marginT - marginB)
 	left, top := ox+marginL, oy+marginT

@@ -1,0 +1,5 @@
+//go:build !race
+
+package traintest
+
+const race = false
