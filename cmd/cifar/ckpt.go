@@ -11,8 +11,10 @@ import (
 	"strings"
 
 	"github.com/proxgen/proxgen/autograd/safetensors"
+	"github.com/proxgen/proxgen/datasets/cifar10"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
+	"github.com/proxgen/proxgen/nn/infer"
 )
 
 // Files of a run folder.
@@ -22,16 +24,21 @@ const (
 	summaryFile = "summary.json"
 )
 
-// modelMetadata returns the metadata that lets a reader (and
-// testdata/check_go_checkpoint.py) rebuild the network of c.
+// modelMetadata returns the metadata that lets a reader (nn/infer,
+// testdata/check_go_checkpoint.py) rebuild the network of c and prepare
+// its inputs as the loaders did (they use the default normalisation).
 func modelMetadata(c *config) map[string]string {
-	return map[string]string{
-		"model":       c.Model,
-		"width":       strconv.FormatFloat(c.Width, 'g', -1, 64),
-		"shortcut":    c.Shortcut,
-		"num_classes": "10",
-		"generator":   "proxgen cmd/cifar",
-	}
+	m := infer.Spec{
+		Model:      c.Model,
+		Width:      c.Width,
+		Shortcut:   c.Shortcut,
+		NumClasses: cifar10.NumClasses,
+		Mean:       cifar10.DefaultMean,
+		Std:        cifar10.DefaultStd,
+		Classes:    cifar10.ClassNames[:],
+	}.Metadata()
+	m["generator"] = "proxgen cmd/cifar"
+	return m
 }
 
 // saveRun writes the run folder atomically file by file: first the
@@ -199,25 +206,10 @@ func loadWeights(path string, m nn.Module) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("-weights: %w", err)
 	}
-	opt := checkpoint.LoadOptions{}
-	if f.Metadata[checkpoint.FormatKey] == checkpoint.TrainStateFormat {
-		opt.Prefix = checkpoint.ModelPrefix
-	} else if allPrefixed(f, "module.") {
-		opt.Prefix = "module."
-	}
-	if err := checkpoint.LoadStateDict(f, m, opt); err != nil {
+	if err := checkpoint.LoadWeights(f, m); err != nil {
 		return nil, fmt.Errorf("-weights %s: %w", path, err)
 	}
 	return f.Metadata, nil
-}
-
-func allPrefixed(f *safetensors.File, prefix string) bool {
-	for name := range f.Tensors {
-		if !strings.HasPrefix(name, prefix) {
-			return false
-		}
-	}
-	return len(f.Tensors) > 0
 }
 
 // weightsModel returns the network settings stored in a weights file's
