@@ -56,7 +56,9 @@ func TestServeUntilSignal(t *testing.T) {
 	defer cancel()
 	var stdout, stderr syncBuffer
 	code := make(chan int, 1)
-	go func() { code <- run(ctx, []string{"-model", path, "-addr", "127.0.0.1:0", "-threads", "1"}, &stdout, &stderr) }()
+	go func() {
+		code <- run(ctx, []string{"-model", path, "-addr", "127.0.0.1:0", "-threads", "1"}, &stdout, &stderr)
+	}()
 	re := regexp.MustCompile(`listening on (http://[0-9.:]+)`)
 	var url string
 	for deadline := time.Now().Add(10 * time.Second); url == ""; time.Sleep(5 * time.Millisecond) {
