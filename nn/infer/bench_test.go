@@ -27,6 +27,9 @@ func BenchmarkPredict(b *testing.B) {
 	img := image.NewRGBA(image.Rect(0, 0, 32, 32))
 	for i := range img.Pix {
 		img.Pix[i] = uint8(i * 7)
+		if i%4 == 3 {
+			img.Pix[i] = 255 // opaque, as decoded photos are
+		}
 	}
 	for _, batch := range []int{1, 64} {
 		imgs := make([]image.Image, batch)

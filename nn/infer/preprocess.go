@@ -100,6 +100,32 @@ func rgb(img image.Image) []uint8 {
 				out = append(out, row[4*x], row[4*x+1], row[4*x+2])
 			}
 		}
+	case *image.RGBA:
+		for y := b.Min.Y; y < b.Max.Y; y++ {
+			row := m.Pix[m.PixOffset(b.Min.X, y):]
+			for x := range w {
+				p := row[4*x : 4*x+4]
+				if p[3] == 255 {
+					out = append(out, p[0], p[1], p[2])
+					continue
+				}
+				c := color.NRGBAModel.Convert(color.RGBA{p[0], p[1], p[2], p[3]}).(color.NRGBA)
+				out = append(out, c.R, c.G, c.B)
+			}
+		}
+	case *image.Paletted:
+		pal := make([][3]uint8, len(m.Palette))
+		for i, c := range m.Palette {
+			n := color.NRGBAModel.Convert(c).(color.NRGBA)
+			pal[i] = [3]uint8{n.R, n.G, n.B}
+		}
+		for y := b.Min.Y; y < b.Max.Y; y++ {
+			row := m.Pix[m.PixOffset(b.Min.X, y):]
+			for x := range w {
+				c := pal[row[x]]
+				out = append(out, c[0], c[1], c[2])
+			}
+		}
 	case *image.Gray:
 		for y := b.Min.Y; y < b.Max.Y; y++ {
 			row := m.Pix[m.PixOffset(b.Min.X, y):]

@@ -100,7 +100,12 @@ func TestRawImageColourModels(t *testing.T) {
 			rgba.Pix[i] = 255
 		}
 	}
-	for _, img := range []image.Image{sub, gray, ycc, rgba} {
+	rgba.Pix[3], rgba.Pix[7] = 128, 0 // translucent and transparent pixels
+	pal := image.NewPaletted(image.Rect(0, 0, 50, 20), color.Palette{color.Black, color.RGBA{200, 10, 30, 255}, color.NRGBA{10, 200, 30, 100}})
+	for i := range pal.Pix {
+		pal.Pix[i] = uint8(i % 3)
+	}
+	for _, img := range []image.Image{sub, gray, ycc, rgba, pal} {
 		RawImage(got, img)
 		RawImage(want, generic{img})
 		if !slices.Equal(got, want) {
