@@ -2,11 +2,11 @@ package serve
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -98,7 +98,7 @@ func LoadTest(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 				switch {
 				case err != nil:
 					errs++
-					firstErr = cmpOr(firstErr, err)
+					firstErr = cmp.Or(firstErr, err)
 					status["transport"]++
 				case code != http.StatusOK:
 					errs++
@@ -113,7 +113,6 @@ func LoadTest(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start).Seconds()
-	slices.Sort(latencies)
 	r := LoadResult{
 		Concurrency:       cfg.Concurrency,
 		Requests:          len(latencies) + errs,
@@ -121,29 +120,15 @@ func LoadTest(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 		Status:            status,
 		Seconds:           elapsed,
 		RequestsPerSecond: float64(len(latencies)) / elapsed,
-		Latency: Latency{
-			Window: len(latencies),
-			P50:    percentile(latencies, 0.50),
-			P90:    percentile(latencies, 0.90),
-			P99:    percentile(latencies, 0.99),
-		},
+		Latency:           summarize(latencies),
 	}
-	if len(latencies) > 0 {
-		r.Latency.Max = latencies[len(latencies)-1]
-	} else {
+	if len(latencies) == 0 {
 		if firstErr == nil {
 			firstErr = fmt.Errorf("statuses %v", status)
 		}
 		return r, fmt.Errorf("serve: load test: no request succeeded: %v", firstErr)
 	}
 	return r, nil
-}
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // send posts one request and returns its status, the body read and

@@ -128,17 +128,23 @@ func (m *metrics) snapshot() Metrics {
 	recent = slices.Clone(recent)
 	m.mu.Unlock()
 
-	slices.Sort(recent)
-	out.Latency = Latency{
-		Window: len(recent),
-		P50:    percentile(recent, 0.50),
-		P90:    percentile(recent, 0.90),
-		P99:    percentile(recent, 0.99),
-	}
-	if len(recent) > 0 {
-		out.Latency.Max = recent[len(recent)-1]
-	}
+	out.Latency = summarize(recent)
 	return out
+}
+
+// summarize sorts latencies (in ms) and returns their percentiles.
+func summarize(latencies []float64) Latency {
+	slices.Sort(latencies)
+	l := Latency{
+		Window: len(latencies),
+		P50:    percentile(latencies, 0.50),
+		P90:    percentile(latencies, 0.90),
+		P99:    percentile(latencies, 0.99),
+	}
+	if len(latencies) > 0 {
+		l.Max = latencies[len(latencies)-1]
+	}
+	return l
 }
 
 // percentile returns the nearest-rank p-quantile of the sorted values (0

@@ -249,24 +249,42 @@ func TestClassifyErrors(t *testing.T) {
 	}
 }
 
-// holdRequest opens a connection, sends the headers of a raw-image request
-// and the first n bytes of its body, and returns the connection and the
-// rest of the body to send later.
-func holdRequest(t *testing.T, addr string, body []byte, n int, k ...int) (net.Conn, []byte) {
+// held is a request whose body is only partly sent.
+type held struct {
+	conn net.Conn
+	rest []byte // the rest of the body
+}
+
+// hold opens n connections, each sending the headers of a raw-image
+// request for image i (rawImage(i)) with query k and the first sent bytes
+// of the body, and waits until the server handles all of them.
+func hold(t *testing.T, r *running, n, sent, k int) []held {
 	t.Helper()
-	query := 2
-	if len(k) > 0 {
-		query = k[0]
+	hs := make([]held, n)
+	for i := range hs {
+		c, err := net.Dial("tcp", r.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		body := rawImage(uint64(i))
+		fmt.Fprintf(c, "POST /classify?k=%d HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n", k, len(body))
+		if _, err := c.Write(body[:sent]); err != nil {
+			t.Fatal(err)
+		}
+		hs[i] = held{c, body[sent:]}
 	}
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
+	waitInFlight(t, r.srv, int64(n))
+	return hs
+}
+
+// finish sends the rest of the body and returns the answer.
+func (h held) finish(t *testing.T) (int, []byte) {
+	if _, err := h.conn.Write(h.rest); err != nil {
+		t.Error(err)
+		return 0, nil
 	}
-	fmt.Fprintf(c, "POST /classify?k=%d HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n", query, len(body))
-	if _, err := c.Write(body[:n]); err != nil {
-		t.Fatal(err)
-	}
-	return c, body[n:]
+	return readAnswer(t, h.conn)
 }
 
 // readAnswer reads the HTTP response on c.
@@ -288,10 +306,9 @@ func readAnswer(t *testing.T, c net.Conn) (int, []byte) {
 func TestSlowClient(t *testing.T) {
 	m := tinyModel(t)
 	r := start(t, m, serve.Config{ReadTimeout: 300 * time.Millisecond})
-	c, _ := holdRequest(t, r.addr, rawImage(1), 100)
-	defer c.Close()
+	h := hold(t, r, 1, 100, 2)[0]
 	t0 := time.Now()
-	code, b := readAnswer(t, c)
+	code, b := readAnswer(t, h.conn)
 	if code != http.StatusRequestTimeout || !strings.Contains(string(b), "did not arrive") {
 		t.Fatalf("slow client: status %d %s, want 408", code, b)
 	}
@@ -305,23 +322,13 @@ func TestSlowClient(t *testing.T) {
 func TestConcurrencyLimit(t *testing.T) {
 	m := tinyModel(t)
 	r := start(t, m, serve.Config{MaxInFlight: 2})
-	var held []net.Conn
-	var rests [][]byte
-	for i := range 2 {
-		c, rest := holdRequest(t, r.addr, rawImage(uint64(i)), 10)
-		defer c.Close()
-		held, rests = append(held, c), append(rests, rest)
-	}
-	waitInFlight(t, r.srv, 2)
+	hs := hold(t, r, 2, 10, 2)
 	code, b := post(t, r.url+"/classify", "application/octet-stream", rawImage(9))
 	if code != http.StatusTooManyRequests || !strings.Contains(string(b), "limit 2") {
 		t.Fatalf("third request: status %d %s, want 429", code, b)
 	}
-	for i, c := range held {
-		if _, err := c.Write(rests[i]); err != nil {
-			t.Fatal(err)
-		}
-		if code, b := readAnswer(t, c); code != http.StatusOK {
+	for i, h := range hs {
+		if code, b := h.finish(t); code != http.StatusOK {
 			t.Fatalf("held request %d: status %d %s", i, code, b)
 		}
 	}
@@ -357,25 +364,14 @@ func TestBatching(t *testing.T) {
 	}
 	// All n requests are admitted and being received before any image
 	// arrives in full, so the first batch waits for the others.
-	conns := make([]net.Conn, n)
-	rests := make([][]byte, n)
-	for i := range n {
-		c, rest := holdRequest(t, r.addr, rawImage(uint64(i)), 100, 10)
-		defer c.Close()
-		conns[i], rests[i] = c, rest
-	}
-	waitInFlight(t, r.srv, n)
+	hs := hold(t, r, n, 100, 10)
 	var wg sync.WaitGroup
 	got := make([][]infer.Class, n)
-	for i, c := range conns {
+	for i, h := range hs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := c.Write(rests[i]); err != nil {
-				t.Error(err)
-				return
-			}
-			code, b := readAnswer(t, c)
+			code, b := h.finish(t)
 			var a serve.Response
 			if err := json.Unmarshal(b, &a); err != nil || code != 200 {
 				t.Errorf("request %d: status %d %s", i, code, b)
@@ -411,21 +407,14 @@ func TestBatching(t *testing.T) {
 func TestShutdownDrains(t *testing.T) {
 	m := tinyModel(t)
 	r := start(t, m, serve.Config{})
-	var held []net.Conn
-	var rests [][]byte
-	for i := range 3 {
-		c, rest := holdRequest(t, r.addr, rawImage(uint64(i)), 1000)
-		defer c.Close()
-		held, rests = append(held, c), append(rests, rest)
-	}
-	waitInFlight(t, r.srv, 3)
+	hs := hold(t, r, 3, 1000, 2)
 	r.cancel()
-	// Health turns to draining (checked through the handler: the
-	// listener is closing).
 	for deadline := time.Now().Add(5 * time.Second); ; {
-		if _, err := net.DialTimeout("tcp", r.addr, 100*time.Millisecond); err != nil {
+		c, err := net.DialTimeout("tcp", r.addr, 100*time.Millisecond)
+		if err != nil {
 			break
 		}
+		c.Close()
 		if time.Now().After(deadline) {
 			t.Fatal("the listener still accepts connections after the shutdown began")
 		}
@@ -436,11 +425,8 @@ func TestShutdownDrains(t *testing.T) {
 		t.Fatalf("Serve returned %v with requests in flight", err)
 	case <-time.After(50 * time.Millisecond):
 	}
-	for i, c := range held {
-		if _, err := c.Write(rests[i]); err != nil {
-			t.Fatal(err)
-		}
-		code, b := readAnswer(t, c)
+	for i, h := range hs {
+		code, b := h.finish(t)
 		var a serve.Response
 		if code != http.StatusOK || json.Unmarshal(b, &a) != nil || !reflect.DeepEqual(a.Predictions, direct(m, rawImage(uint64(i)), 2)) {
 			t.Fatalf("request %d in flight at shutdown: status %d %s", i, code, b)
