@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/autograd/safetensors"
 	"github.com/proxgen/proxgen/datasets/cifar10"
 	"github.com/proxgen/proxgen/nn"
@@ -387,4 +388,81 @@ func TestSpecMetadataRoundTrip(t *testing.T) {
 			t.Errorf("%v: no error", bad)
 		}
 	}
+}
+
+// TestPredictWhileTraining serves a model and a snapshot of a model in
+// training from eight goroutines while another goroutine trains that
+// model (run it with -race): the training goroutine records its graph and
+// the predictions equal those of a quiet process, bit for bit.
+func TestPredictWhileTraining(t *testing.T) {
+	servedPath, _ := saveTiny(t, 10)
+	served, err := infer.Load(servedPath, infer.Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trainPath, training := saveTiny(t, 11) // training starts from this file
+	snapshot, err := infer.Load(trainPath, infer.Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := randomInputs(newRng(12), 3)
+	want := [][]float32{served.Probabilities(nil, x), snapshot.Probabilities(nil, x)}
+
+	done := make(chan struct{})
+	trained := make(chan error, 1)
+	go func() {
+		defer close(done)
+		trained <- trainSteps(training, 4)
+	}()
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := []*infer.Model{served, snapshot}[g%2]
+			for {
+				if got := m.Probabilities(nil, x); !slices.Equal(got, want[g%2]) {
+					errs <- fmt.Sprintf("goroutine %d: probabilities changed while the other model trained", g)
+					return
+				}
+				select {
+				case <-done:
+					return
+				default:
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if err := <-trained; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// trainSteps runs plain SGD steps of net on random data and checks that
+// every step recorded its graph (the parameters receive gradients).
+func trainSteps(net nn.Module, steps int) error {
+	rng := newRng(13)
+	net.SetTraining(true)
+	for step := range steps {
+		x := autograd.FromSlice(randomInputs(rng, 4), 4, 3, 32, 32)
+		labels := []int{0, 1, 2, 3}
+		loss := autograd.CrossEntropy(net.Forward(x), labels)
+		loss.Backward()
+		for _, p := range net.Params() {
+			if len(p.T.Grad) != len(p.T.Data) {
+				return fmt.Errorf("step %d: %s has no gradient", step, p.Name)
+			}
+			for i, g := range p.T.Grad {
+				p.T.Data[i] -= 0.01 * g
+			}
+			p.T.ZeroGrad()
+		}
+	}
+	return nil
 }
