@@ -39,6 +39,9 @@
 // statistics) and records no graph, and every call takes its working
 // buffers from a pool owned by the Model, so steady-state calls allocate
 // little and no state is shared between models or with training code.
+// (Until autograd's process-wide Arena.Use gives way to a caller-owned
+// context, no goroutine may use it while a Model predicts: its arena would
+// supply the Model's op results too.)
 package infer
 
 import (
