@@ -9,8 +9,10 @@ import (
 	"strings"
 
 	"github.com/proxgen/proxgen/autograd/safetensors"
+	"github.com/proxgen/proxgen/datasets/cifar10"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
+	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/train"
 )
 
@@ -21,16 +23,21 @@ const (
 	summaryFile = "summary.json"
 )
 
-// modelMetadata returns the metadata that lets a reader (and
-// testdata/check_go_checkpoint.py) rebuild the network of c.
+// modelMetadata returns the metadata that lets a reader (nn/infer,
+// testdata/check_go_checkpoint.py) rebuild the network of c and prepare
+// its inputs as the loaders did (they use the default normalisation).
 func modelMetadata(c *config) map[string]string {
-	return map[string]string{
-		"model":       c.Model,
-		"width":       strconv.FormatFloat(c.Width, 'g', -1, 64),
-		"shortcut":    c.Shortcut,
-		"num_classes": "10",
-		"generator":   "proxgen cmd/cifar",
-	}
+	m := infer.Spec{
+		Model:      c.Model,
+		Width:      c.Width,
+		Shortcut:   c.Shortcut,
+		NumClasses: cifar10.NumClasses,
+		Mean:       cifar10.DefaultMean,
+		Std:        cifar10.DefaultStd,
+		Classes:    cifar10.ClassNames[:],
+	}.Metadata()
+	m["generator"] = "proxgen cmd/cifar"
+	return m
 }
 
 // outputs returns the files the run folder derives from the checkpoint:
@@ -171,6 +178,7 @@ func loadWeights(path string, m nn.Module) (map[string]string, error) {
 	return f.Metadata, nil
 }
 
+// allPrefixed reports whether every tensor name of f starts with prefix.
 func allPrefixed(f *safetensors.File, prefix string) bool {
 	for name := range f.Tensors {
 		if !strings.HasPrefix(name, prefix) {

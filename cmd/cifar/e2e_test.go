@@ -15,6 +15,7 @@ import (
 	"github.com/proxgen/proxgen/autograd/safetensors"
 	"github.com/proxgen/proxgen/datasets/cifar10"
 	"github.com/proxgen/proxgen/nn/checkpoint"
+	"github.com/proxgen/proxgen/nn/infer"
 )
 
 // writeFixture writes a tiny data set in the official binary layout:
@@ -334,5 +335,46 @@ func TestAllMethods(t *testing.T) {
 				t.Errorf("%s: %v exact zeros without a proximal step to zero", opt, r.Zero)
 			}
 		}
+	}
+}
+
+// TestModelFileServes loads the model file of a run with nn/infer from its
+// metadata alone: the network and normalisation it records classify the
+// test split with exactly the accuracy the run reported.
+func TestModelFileServes(t *testing.T) {
+	data := writeFixture(t, 4, 10)
+	out := filepath.Join(t.TempDir(), "run")
+	code, _, stderr := runCmd(context.Background(), tinyArgs(data, out, "-epochs", "1")...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	m, err := infer.Load(filepath.Join(out, checkpoint.ModelFileName), infer.Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := m.Spec()
+	if spec.Model != "resnet20" || spec.Width != 0.25 || spec.Shortcut != "A" || spec.NumClasses != 10 ||
+		!slices.Equal(spec.Mean, cifar10.DefaultMean) || !slices.Equal(spec.Std, cifar10.DefaultStd) || spec.Classes[9] != "truck" {
+		t.Fatalf("spec %+v", spec)
+	}
+	test, err := cifar10.ReadFile(filepath.Join(data, cifar10.FolderName, cifar10.TestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float32, test.Len()*infer.InputSize)
+	for i := range test.Len() {
+		if err := m.PreprocessRaw(x[i*infer.InputSize:(i+1)*infer.InputSize], test.Image(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	correct := 0
+	for i, top := range m.TopK(m.Probabilities(nil, x), 1) {
+		if top[0].Index == int(test.Labels[i]) {
+			correct++
+		}
+	}
+	recs := readMetrics(t, out)
+	if got := float64(correct) / float64(test.Len()); got != recs[0].TestAcc {
+		t.Fatalf("accuracy with nn/infer %v, the run reported %v", got, recs[0].TestAcc)
 	}
 }

@@ -93,6 +93,12 @@ func TestTransformKnownImage(t *testing.T) {
 			}
 		}
 	}
+	// Normalizer.Normalize is the same plain normalisation.
+	plain := make([]float32, ImageSize)
+	tf.Normalize(plain, img)
+	if !slices.Equal(plain, dst) {
+		t.Fatal("Normalizer.Normalize differs from the centre crop of the transform")
+	}
 	// Top-left window: 4 rows and columns of padding, then the image
 	// shifted by 4; padding is the normalised raw zero, -mean/std.
 	tf.apply(dst, img, 0, 0, false)
@@ -462,5 +468,19 @@ func BenchmarkLoaderEpoch(b *testing.B) {
 				l.Close()
 			}
 		})
+	}
+}
+
+func TestNewNormalizerRejectsBadConstants(t *testing.T) {
+	for _, c := range []struct{ mean, std []float32 }{
+		{[]float32{0, 0}, []float32{1, 1, 1}},
+		{[]float32{0, 0, 0}, []float32{1, 0, 1}},
+		{[]float32{0, 0, 0}, []float32{1, 1, -2}},
+		{[]float32{0, float32(math.NaN()), 0}, []float32{1, 1, 1}},
+		{[]float32{0, 0, 0}, []float32{1, float32(math.Inf(1)), 1}},
+	} {
+		if _, err := NewNormalizer(c.mean, c.std); err == nil {
+			t.Errorf("NewNormalizer(%v, %v) accepted bad constants", c.mean, c.std)
+		}
 	}
 }

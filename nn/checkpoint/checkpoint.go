@@ -134,6 +134,30 @@ func LoadModel(path string, m nn.Module) (map[string]string, error) {
 	return f.Metadata, nil
 }
 
+// LoadWeights copies the model tensors of f into m strictly (see
+// LoadStateDict), whatever wrote f: a model file of this package or of
+// PyTorch, a state dict saved from torch.nn.DataParallel (every name
+// starting with "module."), or a training-state file (its ModelPrefix
+// tensors).
+func LoadWeights(f *safetensors.File, m nn.Module) error {
+	opt := LoadOptions{}
+	if f.Metadata[FormatKey] == TrainStateFormat {
+		opt.Prefix = ModelPrefix
+	} else if allPrefixed(f, "module.") {
+		opt.Prefix = "module."
+	}
+	return LoadStateDict(f, m, opt)
+}
+
+func allPrefixed(f *safetensors.File, prefix string) bool {
+	for name := range f.Tensors {
+		if !strings.HasPrefix(name, prefix) {
+			return false
+		}
+	}
+	return len(f.Tensors) > 0
+}
+
 // LoadOptions controls LoadStateDict.
 type LoadOptions struct {
 	// Prefix selects the tensors whose names start with it and strips it

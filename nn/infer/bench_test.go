@@ -1,0 +1,61 @@
+package infer_test
+
+import (
+	"fmt"
+	"image"
+	"runtime"
+	"testing"
+
+	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/nn/infer"
+)
+
+// BenchmarkPredict measures Model.Predict on random-weight ResNet-20 (full
+// width) for 32×32 images, preprocessing included: single-image latency
+// (batch 1) and batch-64 throughput, with 1 and 2 threads (GOMAXPROCS and
+// the kernels' worker pool). cpu-ms/img is the process's CPU time per
+// image.
+func BenchmarkPredict(b *testing.B) {
+	spec := infer.Spec{Model: "resnet20"}
+	net, err := spec.Build()
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := infer.New(net, spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	img := image.NewRGBA(image.Rect(0, 0, 32, 32))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(i * 7)
+		if i%4 == 3 {
+			img.Pix[i] = 255 // opaque, as decoded photos are
+		}
+	}
+	for _, batch := range []int{1, 64} {
+		imgs := make([]image.Image, batch)
+		for i := range imgs {
+			imgs[i] = img
+		}
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("batch=%d/threads=%d", batch, threads), func(b *testing.B) {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(threads))
+				defer parallel.SetWorkers(parallel.SetWorkers(threads))
+				m.Predict(imgs, 5) // warm the pool
+				b.ReportAllocs()
+				b.ResetTimer()
+				cpu := cpuTime()
+				for range b.N {
+					m.Predict(imgs, 5)
+				}
+				cpu = cpuTime() - cpu
+				b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "img/s")
+				if cpu > 0 {
+					// CPU time is less sensitive than wall time to other
+					// processes on a shared machine.
+					b.ReportMetric(cpu.Seconds()*1e3/float64(b.N*batch), "cpu-ms/img")
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,306 @@
+// Package infer classifies images with a trained CIFAR model: it loads a
+// model file, prepares images exactly as training did and predicts class
+// probabilities, safely from many goroutines at once.
+//
+// A Go service needs a few lines:
+//
+//	m, err := infer.Load("run/model.safetensors", infer.Spec{})
+//	...
+//	img, _, err := image.Decode(r) // PNG or JPEG of any size
+//	...
+//	top := m.Predict([]image.Image{img}, 3)[0]
+//	fmt.Println(top[0].Name, top[0].Prob) // "cat" 0.83
+//
+// # Model files
+//
+// Load reads a safetensors model file: the state dict of the network
+// (checkpoint.SaveModel), a training-state file of cmd/cifar (its "model/"
+// tensors) or a state dict saved from torch.nn.DataParallel ("module."
+// prefix). Files written by cmd/cifar record the network and its input
+// normalisation in their metadata (see Spec and the Key constants), so
+// Spec{} is enough; for files written by PyTorch, Spec names the
+// architecture, for example Spec{Model: "resnet20"}.
+//
+// # Preprocessing
+//
+// Images of any size are converted to 8-bit RGB, resized so that their
+// shorter side is 32 pixels with PIL's bilinear filter, centre-cropped to
+// 32×32 (RawImage says exactly how; the result is bit-identical to
+// torchvision's Resize(32) and CenterCrop(32) on a PIL image) and
+// normalised per channel with the mean and standard deviation of training
+// (cifar10.Normalizer, the normalisation of the training loader). Raw
+// CIFAR-10 images (3072 bytes, the layout of a record without its label
+// byte) skip the resizing.
+//
+// # Concurrency and memory
+//
+// A Model is immutable after Load and safe for concurrent use: the network
+// runs in evaluation mode (batch normalisation with its running
+// statistics) and records no graph, and every call takes its working
+// buffers from a pool owned by the Model, so steady-state calls allocate
+// little and no state is shared between models or with training code.
+// (Until autograd's process-wide Arena.Use gives way to a caller-owned
+// context, no goroutine may use it while a Model predicts: its arena would
+// supply the Model's op results too.)
+package infer
+
+import (
+	"fmt"
+	"image"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/autograd/safetensors"
+	"github.com/proxgen/proxgen/datasets/cifar10"
+	"github.com/proxgen/proxgen/nn"
+	"github.com/proxgen/proxgen/nn/checkpoint"
+)
+
+// InputSize is the number of float32 values of one preprocessed image:
+// 3 channels of 32×32 pixels.
+const InputSize = cifar10.ImageSize
+
+// Model is a network ready for inference.
+type Model struct {
+	net  nn.Module
+	spec Spec
+	norm *cifar10.Normalizer
+	// scratch holds *scratch values: per-call buffers, reused.
+	scratch sync.Pool
+}
+
+// scratch is the working memory of one call.
+type scratch struct {
+	x     []float32 // preprocessed input batch
+	raw   []uint8   // one raw 32×32 image
+	probs []float32 // output probabilities
+}
+
+// Load reads the model file at path and returns the model. The network is
+// spec merged with the file's metadata (fields of spec win; see Spec for
+// the defaults). Tensors must match the network exactly (names and
+// shapes); the error says which do not.
+func Load(path string, spec Spec) (*Model, error) {
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("infer: %w", err)
+	}
+	m, err := FromFile(f, spec)
+	if err != nil {
+		return nil, fmt.Errorf("infer: %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// FromFile is Load for a safetensors file already read.
+func FromFile(f *safetensors.File, spec Spec) (*Model, error) {
+	meta, err := SpecFromMetadata(f.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	spec, err = spec.Merge(meta).complete()
+	if err != nil {
+		return nil, err
+	}
+	net, err := spec.Build()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkpoint.LoadWeights(f, net); err != nil {
+		return nil, err
+	}
+	return New(net, spec)
+}
+
+// New returns a model that runs net, whose weights are final, with the
+// preprocessing of spec (spec.Model, Width and Shortcut are only recorded).
+// New takes net over: it switches it to evaluation mode and marks its
+// tensors as needing no gradient, and net must not be changed or trained
+// afterwards (train a copy instead).
+func New(net nn.Module, spec Spec) (*Model, error) {
+	if spec.Model == "" {
+		spec.Model = fmt.Sprintf("%T", net)
+	}
+	spec, err := spec.complete()
+	if err != nil {
+		return nil, err
+	}
+	norm, err := cifar10.NewNormalizer(spec.Mean, spec.Std)
+	if err != nil {
+		return nil, err
+	}
+	net.SetTraining(false)
+	for _, p := range append(net.Params(), net.Buffers()...) {
+		p.T.SetRequiresGrad(false)
+	}
+	return &Model{net: net, spec: spec, norm: norm}, nil
+}
+
+// Spec returns the network's description with its defaults filled in.
+func (m *Model) Spec() Spec {
+	s := m.spec
+	s.Mean, s.Std, s.Classes = slices.Clone(s.Mean), slices.Clone(s.Std), slices.Clone(s.Classes)
+	return s
+}
+
+// NumClasses returns the number of classes the model predicts.
+func (m *Model) NumClasses() int { return m.spec.NumClasses }
+
+// ClassName returns the name of class i.
+func (m *Model) ClassName(i int) string { return m.spec.Classes[i] }
+
+// Preprocess writes the network input for img (InputSize values) into dst:
+// RawImage, then the normalisation of training. It panics if dst does not
+// have InputSize values.
+func (m *Model) Preprocess(dst []float32, img image.Image) {
+	s := m.getScratch()
+	RawImage(s.raw, img)
+	m.norm.Normalize(dst, s.raw)
+	m.scratch.Put(s)
+}
+
+// PreprocessRaw writes the network input for a raw CIFAR-10 image into
+// dst (InputSize values): rec is either a record of the binary release
+// (cifar10.RecordSize = 3073 bytes, the label byte first, which is
+// ignored) or the image alone (cifar10.ImageSize = 3072 bytes: the R, G
+// and B planes of 32×32 pixels, rows top to bottom). Other lengths are an
+// error.
+func (m *Model) PreprocessRaw(dst []float32, rec []byte) error {
+	switch len(rec) {
+	case cifar10.RecordSize:
+		rec = rec[1:]
+	case cifar10.ImageSize:
+	default:
+		return fmt.Errorf("infer: a raw CIFAR-10 image has %d bytes (or %d with its label byte), got %d",
+			cifar10.ImageSize, cifar10.RecordSize, len(rec))
+	}
+	m.norm.Normalize(dst, rec)
+	return nil
+}
+
+// Probabilities runs the network on the n = len(x)/InputSize preprocessed
+// images in x and returns their class probabilities (softmax of the
+// logits) as n rows of NumClasses values, in dst when it has room. The
+// result for an image does not depend on the other images of the batch.
+// It panics if len(x) is not a positive multiple of InputSize.
+func (m *Model) Probabilities(dst, x []float32) []float32 {
+	if len(x) == 0 || len(x)%InputSize != 0 {
+		panic(fmt.Sprintf("infer.Model.Probabilities: %d input values, want a positive multiple of %d", len(x), InputSize))
+	}
+	n, k := len(x)/InputSize, m.spec.NumClasses
+	logits := m.forward(x, n)
+	if len(logits) != n*k {
+		panic(fmt.Sprintf("infer.Model.Probabilities: the network returned %d values for %d images of %d classes", len(logits), n, k))
+	}
+	dst = slices.Grow(dst[:0], n*k)[:n*k]
+	for i := range n {
+		softmax(dst[i*k:(i+1)*k], logits[i*k:(i+1)*k])
+	}
+	return dst
+}
+
+// forward returns the logits of the n images in x. It is the one place
+// that runs the network: in evaluation mode, on tensors that need no
+// gradient, so no graph is recorded.
+func (m *Model) forward(x []float32, n int) []float32 {
+	return m.net.Forward(autograd.FromSlice(x, n, cifar10.Channels, Side, Side)).Data
+}
+
+// softmax writes the softmax of logits into dst, accumulating in float64.
+func softmax(dst, logits []float32) {
+	hi := float32(math.Inf(-1))
+	for _, v := range logits {
+		hi = max(hi, v)
+	}
+	sum := 0.0
+	for _, v := range logits {
+		sum += math.Exp(float64(v - hi))
+	}
+	for i, v := range logits {
+		dst[i] = float32(math.Exp(float64(v-hi)) / sum)
+	}
+}
+
+// Class is one predicted class.
+type Class struct {
+	// Index is the class number, the output index of the network.
+	Index int `json:"class"`
+	// Name is the class name (Spec.Classes).
+	Name string `json:"label"`
+	// Prob is the predicted probability.
+	Prob float32 `json:"prob"`
+}
+
+// TopK returns the k most probable classes of one row of probabilities,
+// most probable first (ties: lower index first), named by names. k is
+// clamped to 1..len(probs).
+func TopK(probs []float32, k int, names []string) []Class {
+	k = min(max(k, 1), len(probs))
+	out := make([]Class, 0, k)
+	for i, p := range probs {
+		// Insertion into the sorted top k: k is small.
+		if len(out) == k && !(p > out[k-1].Prob) {
+			continue
+		}
+		if len(out) < k {
+			out = append(out, Class{})
+		}
+		j := len(out) - 1
+		for j > 0 && p > out[j-1].Prob {
+			out[j] = out[j-1]
+			j--
+		}
+		out[j] = Class{Index: i, Name: names[i], Prob: p}
+	}
+	return out
+}
+
+// TopK returns the k most probable classes of every row of probs, as
+// returned by Probabilities.
+func (m *Model) TopK(probs []float32, k int) [][]Class {
+	c := m.spec.NumClasses
+	out := make([][]Class, len(probs)/c)
+	for i := range out {
+		out[i] = TopK(probs[i*c:(i+1)*c], k, m.spec.Classes)
+	}
+	return out
+}
+
+// Predict classifies a batch of images (any size, see RawImage) and
+// returns the k most probable classes of each.
+func (m *Model) Predict(images []image.Image, k int) [][]Class {
+	if len(images) == 0 {
+		return nil
+	}
+	s := m.getScratch()
+	defer m.scratch.Put(s)
+	s.x = slices.Grow(s.x[:0], len(images)*InputSize)[:len(images)*InputSize]
+	for i, img := range images {
+		RawImage(s.raw, img)
+		m.norm.Normalize(s.x[i*InputSize:(i+1)*InputSize], s.raw)
+	}
+	s.probs = m.Probabilities(s.probs, s.x)
+	return m.TopK(s.probs, k)
+}
+
+func (m *Model) getScratch() *scratch {
+	if s, ok := m.scratch.Get().(*scratch); ok {
+		return s
+	}
+	return &scratch{raw: make([]uint8, cifar10.ImageSize)}
+}
+
+// String describes the model, for logs.
+func (m *Model) String() string {
+	s := m.spec
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s width %g", s.Model, s.Width)
+	if strings.HasPrefix(s.Model, "resnet") {
+		fmt.Fprintf(&b, " shortcut %s", s.Shortcut)
+	}
+	fmt.Fprintf(&b, ", %d classes", s.NumClasses)
+	return b.String()
+}

@@ -1,0 +1,526 @@
+package serve_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"image/png"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/proxgen/proxgen/datasets/cifar10"
+	"github.com/proxgen/proxgen/nn/checkpoint"
+	"github.com/proxgen/proxgen/nn/infer"
+	"github.com/proxgen/proxgen/nn/infer/serve"
+)
+
+// tinyModel returns a small random ResNet-8 loaded from a model file.
+func tinyModel(t testing.TB) *infer.Model {
+	t.Helper()
+	spec := infer.Spec{Model: "resnet8", Width: 0.25}
+	net, err := spec.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, p := range append(net.Params(), net.Buffers()...) {
+		if strings.HasSuffix(p.Name, "num_batches_tracked") {
+			continue
+		}
+		for i := range p.T.Data {
+			v := rng.NormFloat64() * 0.3
+			if strings.HasSuffix(p.Name, "running_var") {
+				v = 0.5 + rng.Float64()
+			}
+			p.T.Data[i] = float32(v)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "model.safetensors")
+	if err := checkpoint.SaveModel(path, net, spec.Metadata()); err != nil {
+		t.Fatal(err)
+	}
+	m, err := infer.Load(path, infer.Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// running is a Server serving on a loopback listener.
+type running struct {
+	srv    *serve.Server
+	url    string
+	addr   string
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func start(t *testing.T, m *infer.Model, cfg serve.Config) *running {
+	t.Helper()
+	srv, err := serve.New(m, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{srv: srv, url: "http://" + ln.Addr().String(), addr: ln.Addr().String(), cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-r.done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		r.done <- nil
+	})
+	return r
+}
+
+// post sends body and decodes the JSON answer into out (a *serve.Response
+// or *serve.ErrorResponse), returning the status.
+func post(t *testing.T, url, ct string, body []byte) (int, []byte) {
+	t.Helper()
+	resp, err := http.Post(url, ct, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.Header.Get("Content-Type"); got != "application/json" {
+		t.Fatalf("Content-Type %q, body %s", got, b)
+	}
+	return resp.StatusCode, b
+}
+
+func classify(t *testing.T, url, ct string, body []byte) []infer.Class {
+	t.Helper()
+	code, b := post(t, url, ct, body)
+	if code != http.StatusOK {
+		t.Fatalf("status %d: %s", code, b)
+	}
+	var r serve.Response
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("answer %s: %v", b, err)
+	}
+	return r.Predictions
+}
+
+func synthetic(w, h int, seed uint64) *image.NRGBA {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	img := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			img.SetNRGBA(x, y, color.NRGBA{uint8(x * 5), uint8(y * 7), uint8(rng.IntN(256)), 255})
+		}
+	}
+	return img
+}
+
+func encodePNG(t testing.TB, img image.Image) []byte {
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func encodeJPEG(t testing.TB, img image.Image) []byte {
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, img, &jpeg.Options{Quality: 90}); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func rawImage(seed uint64) []byte {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	b := make([]byte, cifar10.ImageSize)
+	for i := range b {
+		b[i] = uint8(rng.IntN(256))
+	}
+	return b
+}
+
+// direct classifies a raw image with the model itself.
+func direct(m *infer.Model, raw []byte, k int) []infer.Class {
+	x := make([]float32, infer.InputSize)
+	if err := m.PreprocessRaw(x, raw); err != nil {
+		panic(err)
+	}
+	return infer.TopK(m.Probabilities(nil, x), k, m.Spec().Classes)
+}
+
+func TestClassifyFormats(t *testing.T) {
+	m := tinyModel(t)
+	r := start(t, m, serve.Config{})
+	img := synthetic(45, 37, 1)
+	pngBytes, jpegBytes := encodePNG(t, img), encodeJPEG(t, img)
+	decoded, err := jpeg.Decode(bytes.NewReader(jpegBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := rawImage(3)
+	for _, c := range []struct {
+		name, ct, query string
+		body            []byte
+		want            []infer.Class
+	}{
+		{"png", "image/png", "?k=3", pngBytes, m.Predict([]image.Image{img}, 3)[0]},
+		{"jpeg", "image/jpeg", "?k=2", jpegBytes, m.Predict([]image.Image{decoded}, 2)[0]},
+		{"raw", "application/octet-stream", "?k=4", raw, direct(m, raw, 4)},
+		{"record", "application/octet-stream; charset=binary", "?k=1", append([]byte{7}, raw...), direct(m, raw, 1)},
+		{"default k", "application/octet-stream", "", raw, direct(m, raw, 5)},
+		{"k clamped", "application/octet-stream", "?k=99", raw, direct(m, raw, 10)},
+	} {
+		got := classify(t, r.url+"/classify"+c.query, c.ct, c.body)
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestClassifyErrors(t *testing.T) {
+	m := tinyModel(t)
+	r := start(t, m, serve.Config{MaxBodyBytes: 64 << 10, MaxPixels: 100 * 100})
+	img := synthetic(40, 40, 4)
+	pngBytes, jpegBytes := encodePNG(t, img), encodeJPEG(t, img)
+	big := encodePNG(t, synthetic(101, 100, 5))
+	for _, c := range []struct {
+		name, method, path, ct string
+		body                   io.Reader
+		want                   int
+		msg                    string
+	}{
+		{"wrong content type", "POST", "/classify", "text/plain", bytes.NewReader(pngBytes), 415, "not supported"},
+		{"no content type", "POST", "/classify", "", bytes.NewReader(pngBytes), 415, "no Content-Type"},
+		{"bad content type", "POST", "/classify", "image/", bytes.NewReader(pngBytes), 415, "Content-Type"},
+		{"truncated png", "POST", "/classify", "image/png", bytes.NewReader(pngBytes[:len(pngBytes)/2]), 400, "PNG"},
+		{"truncated jpeg", "POST", "/classify", "image/jpeg", bytes.NewReader(jpegBytes[:len(jpegBytes)/2]), 400, "JPEG"},
+		{"png as jpeg", "POST", "/classify", "image/jpeg", bytes.NewReader(pngBytes), 400, "JPEG"},
+		{"raw wrong length", "POST", "/classify", "application/octet-stream", bytes.NewReader(make([]byte, 3000)), 400, "3072"},
+		{"bad k", "POST", "/classify?k=0", "image/png", bytes.NewReader(pngBytes), 400, "k="},
+		{"huge body", "POST", "/classify", "image/png", bytes.NewReader(make([]byte, 1<<20)), 413, "limit"},
+		// io.MultiReader hides the length: the body is sent chunked.
+		{"huge chunked body", "POST", "/classify", "image/png", io.MultiReader(bytes.NewReader(make([]byte, 1<<20))), 413, "limit"},
+		{"too many pixels", "POST", "/classify", "image/png", bytes.NewReader(big), 413, "101×100"},
+		{"GET classify", "GET", "/classify", "", nil, 405, "POST"},
+		{"unknown path", "GET", "/nothing", "", nil, 404, "no endpoint"},
+	} {
+		req, err := http.NewRequest(c.method, r.url+c.path, c.body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.ct != "" {
+			req.Header.Set("Content-Type", c.ct)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var e serve.ErrorResponse
+		if resp.StatusCode != c.want || json.Unmarshal(b, &e) != nil || e.Status != c.want || !strings.Contains(e.Error, c.msg) {
+			t.Errorf("%s: status %d, body %s; want %d with a JSON error mentioning %q", c.name, resp.StatusCode, b, c.want, c.msg)
+		}
+	}
+	met := r.srv.Metrics()
+	if met.Errors != 11 || met.Requests != 11 || met.Status["415"] != 3 || met.Status["413"] != 3 {
+		t.Errorf("metrics %+v", met)
+	}
+}
+
+// held is a request whose body is only partly sent.
+type held struct {
+	conn net.Conn
+	rest []byte // the rest of the body
+}
+
+// hold opens n connections, each sending the headers of a raw-image
+// request for image i (rawImage(i)) with query k and the first sent bytes
+// of the body, and waits until the server handles all of them.
+func hold(t *testing.T, r *running, n, sent, k int) []held {
+	t.Helper()
+	hs := make([]held, n)
+	for i := range hs {
+		c, err := net.Dial("tcp", r.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		body := rawImage(uint64(i))
+		fmt.Fprintf(c, "POST /classify?k=%d HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n", k, len(body))
+		if _, err := c.Write(body[:sent]); err != nil {
+			t.Fatal(err)
+		}
+		hs[i] = held{c, body[sent:]}
+	}
+	waitInFlight(t, r.srv, int64(n))
+	return hs
+}
+
+// finish sends the rest of the body and returns the answer.
+func (h held) finish(t *testing.T) (int, []byte) {
+	if _, err := h.conn.Write(h.rest); err != nil {
+		t.Error(err)
+		return 0, nil
+	}
+	return readAnswer(t, h.conn)
+}
+
+// readAnswer reads the HTTP response on c.
+func readAnswer(t *testing.T, c net.Conn) (int, []byte) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+func TestSlowClient(t *testing.T) {
+	m := tinyModel(t)
+	r := start(t, m, serve.Config{ReadTimeout: 300 * time.Millisecond})
+	h := hold(t, r, 1, 100, 2)[0]
+	t0 := time.Now()
+	code, b := readAnswer(t, h.conn)
+	if code != http.StatusRequestTimeout || !strings.Contains(string(b), "did not arrive") {
+		t.Fatalf("slow client: status %d %s, want 408", code, b)
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Fatalf("answered after %v", d)
+	}
+	// The server still works.
+	classify(t, r.url+"/classify", "application/octet-stream", rawImage(2))
+}
+
+func TestConcurrencyLimit(t *testing.T) {
+	m := tinyModel(t)
+	r := start(t, m, serve.Config{MaxInFlight: 2})
+	hs := hold(t, r, 2, 10, 2)
+	code, b := post(t, r.url+"/classify", "application/octet-stream", rawImage(9))
+	if code != http.StatusTooManyRequests || !strings.Contains(string(b), "limit 2") {
+		t.Fatalf("third request: status %d %s, want 429", code, b)
+	}
+	for i, h := range hs {
+		if code, b := h.finish(t); code != http.StatusOK {
+			t.Fatalf("held request %d: status %d %s", i, code, b)
+		}
+	}
+	classify(t, r.url+"/classify", "application/octet-stream", rawImage(9))
+}
+
+func waitInFlight(t *testing.T, s *serve.Server, n int64) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); s.Metrics().InFlight != n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("in flight %d, want %d", s.Metrics().InFlight, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestBatching sends concurrent requests: some run in batches of more than
+// one image, and every answer equals the answer to the same request sent
+// alone, bit for bit.
+func TestBatching(t *testing.T) {
+	m := tinyModel(t)
+	r := start(t, m, serve.Config{MaxBatch: 8, MaxDelay: 200 * time.Millisecond, Workers: 2})
+	const n = 24
+	alone := make([][]infer.Class, n)
+	for i := range n {
+		alone[i] = classify(t, r.url+"/classify?k=10", "application/octet-stream", rawImage(uint64(i)))
+		if !reflect.DeepEqual(alone[i], direct(m, rawImage(uint64(i)), 10)) {
+			t.Fatalf("request %d differs from the model's own answer", i)
+		}
+	}
+	if sizes := r.srv.Metrics().BatchSizes; len(sizes) != 1 || sizes["1"] != n {
+		t.Fatalf("sequential requests ran in batches %v, want %d of 1", sizes, n)
+	}
+	// All n requests are admitted and being received before any image
+	// arrives in full, so the first batch waits for the others.
+	hs := hold(t, r, n, 100, 10)
+	var wg sync.WaitGroup
+	got := make([][]infer.Class, n)
+	for i, h := range hs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, b := h.finish(t)
+			var a serve.Response
+			if err := json.Unmarshal(b, &a); err != nil || code != 200 {
+				t.Errorf("request %d: status %d %s", i, code, b)
+			}
+			got[i] = a.Predictions
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		if !reflect.DeepEqual(got[i], alone[i]) {
+			t.Errorf("request %d: batched %+v, alone %+v", i, got[i], alone[i])
+		}
+	}
+	met := r.srv.Metrics()
+	batched := int64(0)
+	for size, count := range met.BatchSizes {
+		s, _ := strconv.Atoi(size)
+		if s > 8 {
+			t.Errorf("batch of %d images, limit 8", s)
+		}
+		if s > 1 {
+			batched += count
+		}
+	}
+	if batched == 0 || met.Images != 2*n {
+		t.Fatalf("no batch of more than one image: %+v", met)
+	}
+	t.Logf("batch sizes %v", met.BatchSizes)
+}
+
+// TestShutdownDrains cancels Serve while requests are in flight: they all
+// complete, then the listener is gone.
+func TestShutdownDrains(t *testing.T) {
+	m := tinyModel(t)
+	r := start(t, m, serve.Config{})
+	hs := hold(t, r, 3, 1000, 2)
+	r.cancel()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		c, err := net.DialTimeout("tcp", r.addr, 100*time.Millisecond)
+		if err != nil {
+			break
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("the listener still accepts connections after the shutdown began")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case err := <-r.done:
+		t.Fatalf("Serve returned %v with requests in flight", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	for i, h := range hs {
+		code, b := h.finish(t)
+		var a serve.Response
+		if code != http.StatusOK || json.Unmarshal(b, &a) != nil || !reflect.DeepEqual(a.Predictions, direct(m, rawImage(uint64(i)), 2)) {
+			t.Fatalf("request %d in flight at shutdown: status %d %s", i, code, b)
+		}
+	}
+	select {
+	case err := <-r.done:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+		r.done <- nil // for the cleanup
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return after the requests finished")
+	}
+}
+
+func TestHealthAndMetrics(t *testing.T) {
+	m := tinyModel(t)
+	r := start(t, m, serve.Config{})
+	resp, err := http.Get(r.url + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h serve.Health
+	json.NewDecoder(resp.Body).Decode(&h)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || h.Status != "ok" || !strings.Contains(h.Model, "resnet8") {
+		t.Fatalf("healthz: %d %+v", resp.StatusCode, h)
+	}
+	for i := range 5 {
+		classify(t, r.url+"/classify", "application/octet-stream", rawImage(uint64(i)))
+	}
+	post(t, r.url+"/classify", "text/plain", nil)
+	resp, err = http.Get(r.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var met serve.Metrics
+	if err := json.NewDecoder(resp.Body).Decode(&met); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if met.Requests != 6 || met.Errors != 1 || met.Status["200"] != 5 || met.Status["415"] != 1 ||
+		met.Latency.Window != 5 || !(met.Latency.P50 > 0) || met.Latency.P50 > met.Latency.P99 ||
+		met.Latency.P99 > met.Latency.Max || met.Batches != 5 || met.BatchSizes["1"] != 5 || met.InFlight != 0 {
+		t.Fatalf("metrics %+v", met)
+	}
+
+	// Close turns health to draining and refuses classification.
+	r.srv.Close()
+	resp, err = http.Get(r.url + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	code, _ := post(t, r.url+"/classify", "application/octet-stream", rawImage(1))
+	if resp.StatusCode != http.StatusServiceUnavailable || code != http.StatusServiceUnavailable {
+		t.Fatalf("after Close: healthz %d, classify %d, want 503", resp.StatusCode, code)
+	}
+}
+
+func TestNewRejectsNegativeLimits(t *testing.T) {
+	if _, err := serve.New(tinyModel(t), serve.Config{MaxBatch: -1}); err == nil {
+		t.Fatal("no error")
+	}
+}
+
+// TestLoad is the bounded load test: ResNet-20 with random weights, 8
+// clients for 3 seconds; it reports requests/s and latency percentiles.
+func TestLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("load test: skipped with -short")
+	}
+	spec := infer.Spec{Model: "resnet20"}
+	net, err := spec.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := infer.New(net, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, m, serve.Config{MaxBatch: 64})
+	res, err := serve.LoadTest(context.Background(), serve.LoadConfig{
+		URL: r.url + "/classify?k=1", Body: rawImage(1), ContentType: "application/octet-stream",
+		Concurrency: 8, Duration: 3 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	met := r.srv.Metrics()
+	t.Logf("%d clients: %.0f requests/s, latency p50 %.1f ms, p99 %.1f ms; server batches %v",
+		res.Concurrency, res.RequestsPerSecond, res.Latency.P50, res.Latency.P99, met.BatchSizes)
+	if res.Errors != 0 || res.Requests == 0 || met.Images < int64(res.Requests) {
+		t.Fatalf("load test %+v, server %+v", res, met)
+	}
+}
