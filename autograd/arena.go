@@ -1,22 +1,23 @@
 package autograd
 
-import (
-	"sync"
-	"sync/atomic"
-)
+import "sync"
 
 // Arena recycles the buffers of op results and gradients between training
 // steps, so that a steady-state step allocates (almost) nothing.
 //
-// While an arena is active (see Use), every tensor an op creates and every
-// gradient buffer Backward allocates comes from the arena. Reset makes all
-// of those buffers available again: tensors created under the arena before
-// Reset must not be used afterwards. Leaves created by the caller with New
-// outside the arena (parameters, buffers) are never touched.
+// A Context whose Arena field is set takes from the arena the storage of
+// every op result bound to the context and every gradient buffer of such a
+// tensor. Reset makes all of those buffers available again: tensors
+// allocated from the arena before Reset must not be used afterwards (copy
+// what must survive with Clone). Tensors of other contexts, and leaves such
+// as parameters created with New, are never touched.
 //
 // A training loop repeats the same sequence of allocations every step, so
 // the arena hands out the buffer of the same position in the sequence when
-// its size fits, and allocates only when the sequence changes.
+// its size fits, and allocates only when the sequence changes. Allocation
+// is safe from several goroutines (an op may allocate from its workers),
+// but the positions then depend on their timing: an arena belongs to one
+// computation at a time.
 type Arena struct {
 	mu   sync.Mutex
 	bufs [][]float32
@@ -25,16 +26,6 @@ type Arena struct {
 
 // NewArena returns an empty arena.
 func NewArena() *Arena { return &Arena{} }
-
-var activeArena atomic.Pointer[Arena]
-
-// Use runs f with a as the active arena: allocations by ops inside f come
-// from a. The arena is process-wide while f runs, like NoGrad.
-func (a *Arena) Use(f func()) {
-	prev := activeArena.Swap(a)
-	defer activeArena.Store(prev)
-	f()
-}
 
 // Reset makes every buffer handed out so far available again.
 func (a *Arena) Reset() {
@@ -78,20 +69,4 @@ func (a *Arena) get(n int, zero bool) []float32 {
 	a.bufs = append(a.bufs, b)
 	a.next++
 	return b
-}
-
-// alloc returns a buffer for n elements from the active arena, or a fresh
-// zeroed slice when none is active. zero requests zeroed memory; ops that
-// overwrite every element pass false.
-func alloc(n int, zero bool) []float32 {
-	if a := activeArena.Load(); a != nil && n > 0 {
-		return a.get(n, zero)
-	}
-	return make([]float32, n)
-}
-
-// empty returns a tensor whose elements the caller overwrites completely;
-// its contents are unspecified when an arena is active.
-func empty(shape ...int) *Tensor {
-	return &Tensor{Data: alloc(numel("New", shape), false), shape: cloneInts(shape)}
 }

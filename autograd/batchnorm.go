@@ -115,7 +115,8 @@ func batchNorm(op string, x, res *Tensor, epi vec.Epilogue, gamma, beta, runMean
 			shift[c] = beta.Data[c]
 		}
 	}
-	out := empty(x.shape...)
+	ctx := contextOf(op, x, res, gamma, beta, runMean, runVar)
+	out := ctx.empty(x.shape...)
 	var rd []float32 // the residual's data, for vec.AddReLU
 	if res != nil {
 		rd = res.Data
@@ -166,7 +167,7 @@ func batchNorm(op string, x, res *Tensor, epi vec.Epilogue, gamma, beta, runMean
 	if res != nil {
 		inputs = append(inputs, res)
 	}
-	return record(op, out, func(g []float32) {
+	return ctx.record(op, out, func(g []float32) {
 		var gx, gg, gb, gr []float32
 		var xFresh, rFresh bool
 		// The residual's buffer first: when res is x, the residual

@@ -154,9 +154,7 @@ func TestBatchNorm1dGradients(t *testing.T) {
 			t.Errorf("shape %v: %v", shape, err)
 		}
 		mean, variance := refChannelStats(x)
-		autograd.NoGrad(func() {
-			checkNormalised(t, x, f(), gamma, beta, mean, variance, 1e-5, 1e-5)
-		})
+		checkNormalised(t, x, f(), gamma, beta, mean, variance, 1e-5, 1e-5)
 	}
 }
 
@@ -214,15 +212,16 @@ func BenchmarkBatchNorm2d(b *testing.B) {
 	rm, rv := autograd.New(16), autograd.Full(1, 16)
 	dy := autograd.RandN(rng, 128, 16, 32, 32).Data
 	// Steady state of a training loop: op buffers come from an arena.
-	arena := autograd.NewArena()
+	// x is bound to the context, so its gradient comes from the arena
+	// too, as that of a layer inside a network does.
+	ctx := &autograd.Context{Arena: autograd.NewArena()}
+	x.In(ctx)
 	b.ReportAllocs()
 	b.SetBytes(int64(4 * x.Numel()))
 	for b.Loop() {
-		arena.Reset()
-		x.ZeroGrad()
-		arena.Use(func() {
-			autograd.BatchNorm2d(x, gamma, beta, rm, rv, true, 0.1, 1e-5).BackwardWith(dy)
-		})
+		ctx.Arena.Reset()
+		x.Grad = nil // its buffer went back to the arena
+		autograd.BatchNorm2d(x, gamma, beta, rm, rv, true, 0.1, 1e-5).BackwardWith(dy)
 	}
 }
 
@@ -271,13 +270,11 @@ func fusedBNReLU(x, res, gamma, beta, rm, rv *autograd.Tensor, training bool) *a
 func keepOffKink(t *testing.T, x, res, gamma, beta *autograd.Tensor) {
 	t.Helper()
 	for range 50 {
-		var z *autograd.Tensor
-		autograd.NoGrad(func() {
-			z = autograd.BatchNorm2d(x, gamma, beta, nil, nil, true, 0.1, 1e-5)
-			if res != nil {
-				z = autograd.Add(z, res)
-			}
-		})
+		noGrad := &autograd.Context{NoGrad: true}
+		z := autograd.BatchNorm2d(autograd.FromSlice(x.Data, x.Shape()...).In(noGrad), gamma, beta, nil, nil, true, 0.1, 1e-5)
+		if res != nil {
+			z = autograd.Add(z, res)
+		}
 		moved := false
 		for i, v := range z.Data {
 			if math.Abs(float64(v)) < 0.1 {
@@ -479,25 +476,23 @@ func BenchmarkBatchNormAddReLU(b *testing.B) {
 			name = "fused"
 		}
 		b.Run(name, func(b *testing.B) {
-			arena := autograd.NewArena()
+			ctx := &autograd.Context{Arena: autograd.NewArena()}
 			b.ReportAllocs()
 			b.SetBytes(int64(4 * x0.Numel()))
 			for b.Loop() {
-				arena.Reset()
+				ctx.Arena.Reset()
 				x0.ZeroGrad()
 				r0.ZeroGrad()
-				arena.Use(func() {
-					// Op results, as in a network, so that their
-					// gradients come from the arena.
-					x, r := autograd.Reshape(x0, shape...), autograd.Reshape(r0, shape...)
-					var y *autograd.Tensor
-					if fused {
-						y = autograd.BatchNormAddReLU(x, r, gamma, beta, rm, rv, true, 0.1, 1e-5)
-					} else {
-						y = autograd.ReLU(autograd.Add(autograd.BatchNorm2d(x, gamma, beta, rm, rv, true, 0.1, 1e-5), r))
-					}
-					y.BackwardWith(dy)
-				})
+				// Op results, as in a network, so that their
+				// gradients come from the arena.
+				x, r := autograd.Reshape(x0, shape...).In(ctx), autograd.Reshape(r0, shape...).In(ctx)
+				var y *autograd.Tensor
+				if fused {
+					y = autograd.BatchNormAddReLU(x, r, gamma, beta, rm, rv, true, 0.1, 1e-5)
+				} else {
+					y = autograd.ReLU(autograd.Add(autograd.BatchNorm2d(x, gamma, beta, rm, rv, true, 0.1, 1e-5), r))
+				}
+				y.BackwardWith(dy)
 			}
 		})
 	}
@@ -513,32 +508,31 @@ func TestBatchNormReLUUnderArena(t *testing.T) {
 	x0, r0 := autograd.RandN(rng, shape...), autograd.RandN(rng, shape...)
 	gamma, beta := param(rng, 3), param(rng, 3)
 	dy := autograd.RandN(rng, shape...)
-	run := func() [][]float32 {
-		xl, rl := x0.Clone().RequireGrad(), r0.Clone().RequireGrad()
+	run := func(ctx *autograd.Context) [][]float32 {
+		xl, rl := x0.Clone().RequireGrad().In(ctx), r0.Clone().RequireGrad().In(ctx)
 		gamma.Grad, beta.Grad = nil, nil
 		x, r := autograd.Scale(xl, 2), autograd.Scale(rl, 3)
 		h := autograd.BatchNormReLU(x, gamma, beta, nil, nil, true, 0.1, 1e-5)
 		y := autograd.BatchNormAddReLU(h, r, gamma, beta, nil, nil, true, 0.1, 1e-5)
 		autograd.Sum(autograd.Mul(y, dy)).Backward()
-		return [][]float32{slices.Clone(y.Data), xl.Grad, rl.Grad, slices.Clone(gamma.Grad), slices.Clone(beta.Grad)}
+		return [][]float32{slices.Clone(y.Data), slices.Clone(xl.Grad), slices.Clone(rl.Grad), slices.Clone(gamma.Grad), slices.Clone(beta.Grad)}
 	}
-	want := run()
-	arena := autograd.NewArena()
+	want := run(nil)
+	ctx := &autograd.Context{Arena: autograd.NewArena()}
 	for pass := range 3 {
-		arena.Reset()
-		var got [][]float32
-		arena.Use(func() { got = run() })
+		ctx.Arena.Reset()
+		got := run(ctx)
 		for i, name := range []string{"output", "grad x", "grad residual", "grad gamma", "grad beta"} {
 			if !equal(got[i], want[i]) {
 				t.Errorf("pass %d: %s differs under the arena", pass, name)
 			}
 		}
 		// Leave garbage in every recycled buffer for the next pass.
-		arena.Reset()
-		arena.Use(func() {
-			for range 12 {
-				autograd.Full(float32(math.NaN()), shape...)
+		ctx.Arena.Reset()
+		for range 12 {
+			for i, d := 0, ctx.New(shape...).Data; i < len(d); i++ {
+				d[i] = float32(math.NaN())
 			}
-		})
+		}
 	}
 }

@@ -87,7 +87,8 @@ func Concat(axis int, ts ...*Tensor) *Tensor {
 	}
 	shape := cloneInts(first.shape)
 	shape[ax] = total
-	out := empty(shape...)
+	c := contextOf("Concat", ts...)
+	out := c.empty(shape...)
 	outer, inner := splitAt(shape, ax)
 	stride := total * inner
 	off := 0
@@ -96,7 +97,7 @@ func Concat(axis int, ts ...*Tensor) *Tensor {
 		copyBlocks(out.Data, off, stride, t.Data, 0, w, outer, w, false)
 		off += w
 	}
-	return record("Concat", out, func(g []float32) {
+	return c.record("Concat", out, func(g []float32) {
 		off := 0
 		for _, t := range ts {
 			w := t.shape[ax] * inner
@@ -118,12 +119,13 @@ func Slice(x *Tensor, axis, lo, hi int) *Tensor {
 	}
 	shape := cloneInts(x.shape)
 	shape[ax] = hi - lo
-	out := empty(shape...)
+	c := contextOf("Slice", x)
+	out := c.empty(shape...)
 	outer, inner := splitAt(x.shape, ax)
 	srcStride := x.shape[ax] * inner
 	w := (hi - lo) * inner
 	copyBlocks(out.Data, 0, w, x.Data, lo*inner, srcStride, outer, w, false)
-	return record("Slice", out, func(g []float32) {
+	return c.record("Slice", out, func(g []float32) {
 		copyBlocks(x.grad(), lo*inner, srcStride, g, 0, w, outer, w, true)
 	}, x)
 }

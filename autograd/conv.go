@@ -50,7 +50,8 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 	p := g.cols
 	xSize, ySize := g.c*g.h*g.w, cout*p
 
-	out := empty(n, cout, g.ho, g.wo) // every element is written below
+	c := contextOf("Conv2d", x, w, b)
+	out := c.empty(n, cout, g.ho, g.wo) // every element is written below
 	// The GEMMs read the filters as op(A) = (Wᵀ)ᵀ: packing a transposed
 	// operand is a plain copy, and the transpose is made once per call
 	// instead of once per image.
@@ -70,7 +71,7 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 		convGroup(gemm, g, cout, wT, x.Data, xSize, out.Data, ySize, lo, hi, b != nil)
 	})
 
-	return record("Conv2d", out, func(gy []float32) {
+	return c.record("Conv2d", out, func(gy []float32) {
 		if b != nil && b.requiresGrad {
 			gb := b.grad()
 			parallel.For(cout, 1, func(lo, hi int) {

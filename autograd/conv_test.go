@@ -369,14 +369,14 @@ func benchConv(b *testing.B, n, c, hw int) {
 	// GOMAXPROCS of the start), and the steady state of a training loop:
 	// op buffers come from an arena.
 	defer parallel.SetWorkers(parallel.SetWorkers(0))
-	arena := autograd.NewArena()
+	ctx := &autograd.Context{Arena: autograd.NewArena()}
+	x.In(ctx)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		arena.Reset()
-		arena.Use(func() {
-			autograd.Conv2d(x, w, nil, 1, 1, 1).BackwardWith(seed)
-		})
+		ctx.Arena.Reset()
+		x.Grad = nil // its buffer went back to the arena
+		autograd.Conv2d(x, w, nil, 1, 1, 1).BackwardWith(seed)
 	}
 	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
@@ -400,16 +400,16 @@ func TestConvPoolUnderArena(t *testing.T) {
 	w3 := param(rng, 6, 6, 3, 3)
 	r := autograd.RandN(rng, 3, 6, 2, 2)
 	params := []*autograd.Tensor{x, w1, b1, w2, w3}
-	step := func() [][]float32 {
+	step := func(ctx *autograd.Context) [][]float32 {
 		for _, p := range params {
 			p.Grad = nil
 		}
-		h := autograd.ReLU(autograd.Conv2d(x, w1, b1, 1, 1, 1)) // 9×9
-		h = autograd.MaxPool2d(h, 3, 2, 1)                      // 5×5
-		h = autograd.Conv2d(h, w2, nil, 1, 0, 1)                // 1×1 direct
-		h = autograd.AvgPool2d(h, 2, 1, 0)                      // 4×4
-		g := autograd.GlobalAvgPool2d(h)                        // its backward runs last
-		h2 := autograd.Conv2d(h, w3, nil, 2, 1, 1)              // stride 2: 2×2
+		h := autograd.ReLU(autograd.Conv2d(x.In(ctx), w1, b1, 1, 1, 1)) // 9×9
+		h = autograd.MaxPool2d(h, 3, 2, 1)                              // 5×5
+		h = autograd.Conv2d(h, w2, nil, 1, 0, 1)                        // 1×1 direct
+		h = autograd.AvgPool2d(h, 2, 1, 0)                              // 4×4
+		g := autograd.GlobalAvgPool2d(h)                                // a second consumer of h
+		h2 := autograd.Conv2d(h, w3, nil, 2, 1, 1)                      // stride 2: 2×2
 		loss := autograd.Add(autograd.Sum(autograd.Mul(h2, r)), autograd.Sum(g))
 		loss.Backward()
 		out := [][]float32{slices.Clone(loss.Data)}
@@ -418,12 +418,11 @@ func TestConvPoolUnderArena(t *testing.T) {
 		}
 		return out
 	}
-	want := step()
-	arena := autograd.NewArena()
+	want := step(nil)
+	ctx := &autograd.Context{Arena: autograd.NewArena()}
 	for i := 0; i < 3; i++ {
-		arena.Reset()
-		var got [][]float32
-		arena.Use(func() { got = step() })
+		ctx.Arena.Reset()
+		got := step(ctx)
 		for j := range want {
 			if !slices.Equal(got[j], want[j]) {
 				t.Fatalf("step %d under arena: result %d differs", i, j)

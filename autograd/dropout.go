@@ -34,15 +34,16 @@ func Dropout(x *Tensor, p float32, rng *rand.Rand, training bool) *Tensor {
 	if !training || p == 0 {
 		return x
 	}
+	c := contextOf("Dropout", x)
 	if p == 1 {
-		out := New(x.shape...)
+		out := c.New(x.shape...)
 		// Every element is dropped: the gradient is zero.
-		return record("Dropout", out, func([]float32) { x.grad() }, x)
+		return c.record("Dropout", out, func([]float32) { x.grad() }, x)
 	}
 	s1, s2 := rng.Uint64(), rng.Uint64()
-	out := empty(x.shape...)
+	out := c.empty(x.shape...)
 	// mask holds 0 for dropped elements and 1/(1−p) for kept ones.
-	mask := alloc(len(x.Data), false)
+	mask := c.alloc(len(x.Data), false)
 	scale := 1 / (1 - p)
 	pf := float64(p)
 	parallel.For(len(x.Data), dropoutGrain, func(lo, hi int) {
@@ -57,7 +58,7 @@ func Dropout(x *Tensor, p float32, rng *rand.Rand, training bool) *Tensor {
 			out.Data[i] = x.Data[i] * m
 		}
 	})
-	return record("Dropout", out, func(g []float32) {
+	return c.record("Dropout", out, func(g []float32) {
 		gx := x.grad()
 		forEach(len(g), func(lo, hi int) {
 			for i := lo; i < hi; i++ {

@@ -114,8 +114,9 @@ func (k binaryKind) partials(x, y float32) (float32, float32) {
 // binary implements an element-wise op of two broadcastable tensors. Equal
 // shapes take tight loops; other shapes go through broadcast offsets.
 func binary(op string, kind binaryKind, a, b *Tensor) *Tensor {
+	c := contextOf(op, a, b)
 	if sameShape(a.shape, b.shape) {
-		out := empty(a.shape...)
+		out := c.empty(a.shape...)
 		forEach(len(out.Data), func(lo, hi int) {
 			o, x, y := out.Data[lo:hi], a.Data[lo:hi], b.Data[lo:hi]
 			switch kind {
@@ -133,7 +134,7 @@ func binary(op string, kind binaryKind, a, b *Tensor) *Tensor {
 				}
 			}
 		})
-		return record(op, out, func(g []float32) {
+		return c.record(op, out, func(g []float32) {
 			var ga, gb []float32
 			if a.requiresGrad {
 				ga = a.grad()
@@ -165,9 +166,9 @@ func binary(op string, kind binaryKind, a, b *Tensor) *Tensor {
 		}, a, b)
 	}
 	bc := broadcastShapes(op, a.shape, b.shape)
-	out := empty(bc.out...)
+	out := c.empty(bc.out...)
 	bc.offsets(func(i, ia, ib int) { out.Data[i] = kind.apply(a.Data[ia], b.Data[ib]) })
-	return record(op, out, func(g []float32) {
+	return c.record(op, out, func(g []float32) {
 		var ga, gb []float32
 		if a.requiresGrad {
 			ga = a.grad()
@@ -224,13 +225,14 @@ func Mul(a, b *Tensor) *Tensor { return binary("Mul", kindMul, a, b) }
 // unary implements an element-wise op y = f(x) whose derivative deriv is
 // expressed through the input x and the output y.
 func unary(op string, x *Tensor, f func(float32) float32, deriv func(x, y float32) float32) *Tensor {
-	out := empty(x.shape...)
+	c := contextOf(op, x)
+	out := c.empty(x.shape...)
 	forEach(len(out.Data), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			out.Data[i] = f(x.Data[i])
 		}
 	})
-	return record(op, out, func(g []float32) {
+	return c.record(op, out, func(g []float32) {
 		gx := x.grad()
 		forEach(len(g), func(lo, hi int) {
 			for i := lo; i < hi; i++ {
@@ -252,11 +254,12 @@ func AddScalar(x *Tensor, s float32) *Tensor {
 
 // ReLU returns max(x, 0) element-wise; its gradient at 0 is 0, as in PyTorch.
 func ReLU(x *Tensor) *Tensor {
-	out := empty(x.shape...)
+	c := contextOf("ReLU", x)
+	out := c.empty(x.shape...)
 	forEach(len(out.Data), func(lo, hi int) {
 		vec.ReLUForward(out.Data[lo:hi], x.Data[lo:hi])
 	})
-	return record("ReLU", out, func(g []float32) {
+	return c.record("ReLU", out, func(g []float32) {
 		gx, store := x.gradTarget()
 		forEach(len(g), func(lo, hi int) {
 			vec.MaskedGrad(gx[lo:hi], g[lo:hi], out.Data[lo:hi], store)

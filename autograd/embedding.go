@@ -11,7 +11,11 @@ import (
 // adds each output row's gradient into row ids[i] of w.Grad, in the order
 // of ids, so repeated ids accumulate deterministically. It panics if an id
 // is out of range.
-func Embedding(w *Tensor, ids []int) *Tensor {
+//
+// The ids are no tensor, so the context the result is bound to is given as
+// c: the op runs in c, or in w's context when c is nil (c and a non-nil
+// context of w must be the same).
+func Embedding(c *Context, w *Tensor, ids []int) *Tensor {
 	mustRank("Embedding", "weight", w, 2)
 	vocab, d := w.shape[0], w.shape[1]
 	for i, id := range ids {
@@ -21,13 +25,19 @@ func Embedding(w *Tensor, ids []int) *Tensor {
 	}
 	ids = append([]int(nil), ids...) // keep the caller's slice out of the graph
 	n := len(ids)
-	out := empty(n, d)
+	switch {
+	case c == nil:
+		c = w.ctx
+	case w.ctx != nil && w.ctx != c:
+		panic(fmt.Sprintf("autograd.Embedding: the context %p given and the context %p of weight %v differ", c, w.ctx, w.shape))
+	}
+	out := c.empty(n, d)
 	parallel.For(n, rowGrain(d), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			copy(out.Data[i*d:(i+1)*d], w.Data[ids[i]*d:(ids[i]+1)*d])
 		}
 	})
-	return record("Embedding", out, func(g []float32) {
+	return c.record("Embedding", out, func(g []float32) {
 		gw := w.grad()
 		// Split the columns among workers: every element of gw is then
 		// updated by one goroutine, visiting ids in order.

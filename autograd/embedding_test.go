@@ -9,14 +9,14 @@ import (
 
 func TestEmbeddingValues(t *testing.T) {
 	w := autograd.FromSlice([]float32{0, 1, 10, 11, 20, 21}, 3, 2)
-	y := autograd.Embedding(w, []int{2, 0, 2})
+	y := autograd.Embedding(nil, w, []int{2, 0, 2})
 	if got, want := y.Data, []float32{20, 21, 0, 1, 20, 21}; !equal(got, want) {
 		t.Errorf("Embedding = %v, want %v", got, want)
 	}
 	if got := y.Shape(); !equal(got, []int{3, 2}) {
 		t.Errorf("shape = %v, want [3 2]", got)
 	}
-	if got := autograd.Embedding(w, nil).Shape(); !equal(got, []int{0, 2}) {
+	if got := autograd.Embedding(nil, w, nil).Shape(); !equal(got, []int{0, 2}) {
 		t.Errorf("empty shape = %v, want [0 2]", got)
 	}
 }
@@ -25,7 +25,7 @@ func TestEmbeddingGradients(t *testing.T) {
 	rng := newRNG(30)
 	w := param(rng, 6, 4)
 	ids := []int{3, 1, 3, 5, 3, 0, 1}
-	f := func() *autograd.Tensor { return autograd.Embedding(w, ids) }
+	f := func() *autograd.Tensor { return autograd.Embedding(nil, w, ids) }
 	if err := gradcheck.Check(f, []*autograd.Tensor{w}, gradcheck.Options{}); err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestEmbeddingGradients(t *testing.T) {
 	for i := range g {
 		g[i] = float32(i)
 	}
-	autograd.Embedding(w, ids).BackwardWith(g)
+	autograd.Embedding(nil, w, ids).BackwardWith(g)
 	want := make([]float32, 6*4)
 	for i, id := range ids {
 		for j := 0; j < 4; j++ {
@@ -54,7 +54,7 @@ func TestEmbeddingLargeBackward(t *testing.T) {
 	w := param(rng, 50, 300)
 	ids := randLabels(rng, 700, 50)
 	g := autograd.RandN(rng, 700, 300).Data
-	autograd.Embedding(w, ids).BackwardWith(g)
+	autograd.Embedding(nil, w, ids).BackwardWith(g)
 	want := make([]float32, 50*300)
 	for i, id := range ids {
 		for j := 0; j < 300; j++ {
@@ -68,15 +68,15 @@ func TestEmbeddingLargeBackward(t *testing.T) {
 
 func TestEmbeddingPanics(t *testing.T) {
 	w := autograd.New(4, 3)
-	mustPanic(t, func() { autograd.Embedding(w, []int{0, 4}) }, "autograd.Embedding", "id 4", "index 1", "[4 3]")
-	mustPanic(t, func() { autograd.Embedding(w, []int{-1}) }, "autograd.Embedding", "id -1")
-	mustPanic(t, func() { autograd.Embedding(autograd.New(12), []int{0}) }, "autograd.Embedding", "[12]")
+	mustPanic(t, func() { autograd.Embedding(nil, w, []int{0, 4}) }, "autograd.Embedding", "id 4", "index 1", "[4 3]")
+	mustPanic(t, func() { autograd.Embedding(nil, w, []int{-1}) }, "autograd.Embedding", "id -1")
+	mustPanic(t, func() { autograd.Embedding(nil, autograd.New(12), []int{0}) }, "autograd.Embedding", "[12]")
 }
 
 func TestEmbeddingMatchesPyTorch(t *testing.T) {
 	fx := loadOpsFixture(t, "embedding")
 	w := fx.param("weight")
-	y := autograd.Embedding(w, fx.ints("ids"))
+	y := autograd.Embedding(nil, w, fx.ints("ids"))
 	y.BackwardWith(fx.tensor("p").Data)
 	fx.check("out", y.Data, y.Shape(), 0, 0)
 	fx.check("gweight", w.Grad, w.Shape(), 1e-6, 1e-6)

@@ -1,40 +1,18 @@
 package autograd
 
-import (
-	"fmt"
-	"slices"
-	"sync/atomic"
-)
+import "fmt"
 
 // node records how an op result was computed.
 type node struct {
 	op       string
 	inputs   []*Tensor
-	seq      uint64 // creation order; inputs always have smaller seq
 	backward func(gradOut []float32)
 }
 
-var (
-	nodeSeq    atomic.Uint64
-	noGradDeep atomic.Int64
-)
-
-// GradEnabled reports whether ops currently record the graph.
-func GradEnabled() bool { return noGradDeep.Load() == 0 }
-
-// NoGrad runs f with graph recording switched off, as torch.no_grad() does:
-// op results inside f never require a gradient. It is meant for evaluation
-// and optimizer updates. The switch is process-wide, so do not train on
-// another goroutine while f runs.
-func NoGrad(f func()) {
-	noGradDeep.Add(1)
-	defer noGradDeep.Add(-1)
-	f()
-}
-
-// needsGrad reports whether an op on these inputs must be recorded.
-func needsGrad(inputs ...*Tensor) bool {
-	if !GradEnabled() {
+// needsGrad reports whether an op in c on these inputs must be recorded:
+// c records the graph and an input requires a gradient.
+func (c *Context) needsGrad(inputs ...*Tensor) bool {
+	if !c.grads() {
 		return false
 	}
 	for _, t := range inputs {
@@ -45,17 +23,20 @@ func needsGrad(inputs ...*Tensor) bool {
 	return false
 }
 
-// record attaches a backward function to out if any input requires a
-// gradient. backward receives ∂loss/∂out and must accumulate (+=) into the
-// grad() of each input that requires a gradient. It returns out.
+// record binds out, the result of the op named op run in c, to c and
+// attaches a backward function to it if c records the graph and an input
+// requires a gradient. backward receives ∂loss/∂out and must accumulate
+// (+=) into the grad() of each input that requires a gradient. It returns
+// out.
 //
 // Every op calls record exactly once, after computing its forward result.
-func record(op string, out *Tensor, backward func(gradOut []float32), inputs ...*Tensor) *Tensor {
-	if !needsGrad(inputs...) {
+func (c *Context) record(op string, out *Tensor, backward func(gradOut []float32), inputs ...*Tensor) *Tensor {
+	out.ctx = c
+	if !c.needsGrad(inputs...) {
 		return out
 	}
 	out.requiresGrad = true
-	out.node = &node{op: op, inputs: inputs, seq: nodeSeq.Add(1), backward: backward}
+	out.node = &node{op: op, inputs: inputs, backward: backward}
 	return out
 }
 
@@ -75,7 +56,7 @@ func (t *Tensor) BackwardWith(seed []float32) {
 		panic(fmt.Sprintf("autograd.BackwardWith: seed has %d elements, tensor shape %v", len(seed), t.shape))
 	}
 	if !t.requiresGrad {
-		panic("autograd.Backward: tensor does not require a gradient (no input requires one, or it was computed under NoGrad)")
+		panic("autograd.Backward: tensor does not require a gradient (no input requires one, or it was computed in a NoGrad context)")
 	}
 	g := t.grad()
 	for i, v := range seed {
@@ -84,32 +65,11 @@ func (t *Tensor) BackwardWith(seed []float32) {
 	if t.node == nil {
 		return
 	}
-	// Collect the op results reachable from t and run their backward
-	// functions in reverse creation order, which is a topological order.
-	var order []*Tensor
-	seen := map[*node]bool{t.node: true}
-	stack := []*Tensor{t}
-	for len(stack) > 0 {
-		u := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		order = append(order, u)
-		for _, in := range u.node.inputs {
-			if in != nil && in.node != nil && in.requiresGrad && !seen[in.node] {
-				seen[in.node] = true
-				stack = append(stack, in)
-			}
-		}
-	}
-	slices.SortFunc(order, func(a, b *Tensor) int {
-		switch {
-		case a.node.seq > b.node.seq:
-			return -1
-		case a.node.seq < b.node.seq:
-			return 1
-		}
-		return 0
-	})
-	for _, u := range order {
+	order := topoOrder(t)
+	// Run the backward functions from t towards the leaves: every op
+	// result comes before the inputs it was computed from.
+	for i := len(order) - 1; i >= 0; i-- {
+		u := order[i]
 		n := u.node
 		if u.Grad != nil {
 			n.backward(u.Grad)
@@ -123,4 +83,39 @@ func (t *Tensor) BackwardWith(seed []float32) {
 			u.Grad = nil
 		}
 	}
+}
+
+// topoOrder returns the recorded op results reachable from t (t included)
+// in depth-first post-order: every result comes after the results it was
+// computed from. Inputs are visited in argument order, so the order is the
+// same on every run. The search keeps its own stack, so graphs of any depth
+// (long unrolled sequences) are fine.
+func topoOrder(t *Tensor) []*Tensor {
+	type frame struct {
+		u    *Tensor
+		next int // index of the next input of u.node to visit
+	}
+	var order []*Tensor
+	seen := map[*node]bool{t.node: true}
+	stack := []frame{{u: t}}
+	for len(stack) > 0 {
+		f := &stack[len(stack)-1]
+		ins := f.u.node.inputs
+		descended := false
+		for f.next < len(ins) {
+			in := ins[f.next]
+			f.next++
+			if in != nil && in.node != nil && in.requiresGrad && !seen[in.node] {
+				seen[in.node] = true
+				stack = append(stack, frame{u: in})
+				descended = true
+				break
+			}
+		}
+		if !descended {
+			order = append(order, f.u)
+			stack = stack[:len(stack)-1]
+		}
+	}
+	return order
 }

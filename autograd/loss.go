@@ -142,7 +142,8 @@ func expShiftSum(dst, row []float32, m float32) float64 {
 func LogSoftmax(x *Tensor) *Tensor {
 	mustRank("LogSoftmax", "x", x, 2)
 	rows, cols := x.shape[0], x.shape[1]
-	out := empty(rows, cols)
+	c := contextOf("LogSoftmax", x)
+	out := c.empty(rows, cols)
 	parallel.For(rows, rowGrain(cols), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			row := x.Data[i*cols : (i+1)*cols]
@@ -153,7 +154,7 @@ func LogSoftmax(x *Tensor) *Tensor {
 			}
 		}
 	})
-	return record("LogSoftmax", out, func(g []float32) {
+	return c.record("LogSoftmax", out, func(g []float32) {
 		gx := x.grad()
 		parallel.For(rows, rowGrain(cols), func(lo, hi int) {
 			for i := lo; i < hi; i++ {
@@ -204,8 +205,9 @@ func crossEntropy(op string, logits *Tensor, labels []int, mean bool) *Tensor {
 	// Without a backward pass (evaluation) nothing is stored.
 	grain := rowGrain(cols)
 	var e []float32
-	if needsGrad(logits) {
-		e = alloc(rows*cols, false)
+	c := contextOf(op, logits)
+	if c.needsGrad(logits) {
+		e = c.alloc(rows*cols, false)
 	}
 	inv := make([]float64, rows)
 	partial := make([]float64, parallel.Chunks(rows, grain))
@@ -233,9 +235,10 @@ func crossEntropy(op string, logits *Tensor, labels []int, mean bool) *Tensor {
 	if mean && rows > 0 {
 		scale = 1 / float64(rows)
 	}
-	out := FromSlice([]float32{float32(total * scale)})
+	out := c.empty()
+	out.Data[0] = float32(total * scale)
 	labels = append([]int(nil), labels...) // keep the caller's slice out of the graph
-	return record(op, out, func(g []float32) {
+	return c.record(op, out, func(g []float32) {
 		gs := float64(g[0]) * scale
 		// When no gradient has reached the (non-leaf) logits yet, the
 		// exponentials become their gradient in place: that saves

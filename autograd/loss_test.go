@@ -188,15 +188,15 @@ func TestCrossEntropyWorkerIndependent(t *testing.T) {
 
 func benchmarkCrossEntropy(b *testing.B, n, k int) {
 	rng := newRNG(26)
-	x := param(rng, n, k)
-	labels := randLabels(rng, n, k)
 	// Steady state of a training loop: op buffers come from an arena.
-	arena := autograd.NewArena()
+	ctx := &autograd.Context{Arena: autograd.NewArena()}
+	x := param(rng, n, k).In(ctx)
+	labels := randLabels(rng, n, k)
 	b.ReportAllocs()
 	for b.Loop() {
-		arena.Reset()
-		x.ZeroGrad()
-		arena.Use(func() { autograd.CrossEntropy(x, labels).Backward() })
+		ctx.Arena.Reset()
+		x.Grad = nil // its buffer went back to the arena
+		autograd.CrossEntropy(x, labels).Backward()
 	}
 }
 

@@ -28,9 +28,10 @@ func LSTMCell(x, h, c, wIH, wHH, bIH, bHH *Tensor) (hNext, cNext *Tensor) {
 	b, in := x.shape[0], x.shape[1]
 	hid := checkLSTM(op, x.shape, b, in, "h", "c", h, c, wIH, wHH, bIH, bHH)
 	g4, bh := 4*hid, b*hid
+	ctx := contextOf(op, x, h, c, wIH, wHH, bIH, bHH)
 
 	// Gate pre-activations: broadcast biases, then accumulate both GEMMs.
-	gates := alloc(b*g4, false) // overwritten: beta is 0 without biases
+	gates := ctx.alloc(b*g4, false) // overwritten: beta is 0 without biases
 	beta := fillGateBias(gates, b, g4, bIH, bHH)
 	if b > 0 && g4 > 0 {
 		blas.Sgemm(false, true, b, g4, in, 1, x.Data, in, wIH.Data, in, beta, gates, g4)
@@ -39,18 +40,18 @@ func LSTMCell(x, h, c, wIH, wHH, bIH, bHH *Tensor) (hNext, cNext *Tensor) {
 
 	// state holds hNext followed by cNext; the gate buffer is overwritten
 	// with the activated gates and tc with tanh(cNext), for backward.
-	state := empty(2, b, hid)
-	tc := alloc(bh, false)
+	state := ctx.empty(2, b, hid)
+	tc := ctx.alloc(bh, false)
 	lstmPointwise(gates, c.Data, state.Data[bh:], state.Data[:bh], tc, b, hid)
 
-	record(op, state, func(g []float32) {
-		lstmBackward(x, h, c, wIH, wHH, bIH, bHH, gates, tc, g)
+	ctx.record(op, state, func(g []float32) {
+		lstmBackward(ctx, x, h, c, wIH, wHH, bIH, bHH, gates, tc, g)
 	}, x, h, c, wIH, wHH, bIH, bHH)
 
 	hNext = &Tensor{Data: state.Data[:bh:bh], shape: []int{b, hid}}
 	cNext = &Tensor{Data: state.Data[bh:], shape: []int{b, hid}}
-	record("LSTMCell.h", hNext, func(g []float32) { addInto(state.grad()[:bh], g) }, state)
-	record("LSTMCell.c", cNext, func(g []float32) { addInto(state.grad()[bh:], g) }, state)
+	ctx.record("LSTMCell.h", hNext, func(g []float32) { addInto(state.grad()[:bh], g) }, state)
+	ctx.record("LSTMCell.c", cNext, func(g []float32) { addInto(state.grad()[bh:], g) }, state)
 	return hNext, cNext
 }
 
@@ -185,7 +186,7 @@ func addInto(dst, src []float32) {
 // lstmBackward accumulates the gradients of one LSTMCell step given g, the
 // gradient of the (2, B, H) state [hNext; cNext]. gates holds the activated
 // gates i, f, g, o per row and tc holds tanh(cNext).
-func lstmBackward(x, h, c, wIH, wHH, bIH, bHH *Tensor, gates, tc, g []float32) {
+func lstmBackward(ctx *Context, x, h, c, wIH, wHH, bIH, bHH *Tensor, gates, tc, g []float32) {
 	b, in, hid := x.shape[0], x.shape[1], h.shape[1]
 	g4, bh := 4*hid, b*hid
 	var gc []float32
@@ -193,7 +194,7 @@ func lstmBackward(x, h, c, wIH, wHH, bIH, bHH *Tensor, gates, tc, g []float32) {
 		gc = c.grad()
 	}
 	// dG is the gradient of the gate pre-activations.
-	dG := alloc(b*g4, false)
+	dG := ctx.alloc(b*g4, false)
 	lstmPointwiseGrad(gates, dG, c.Data, tc, g[:bh], nil, g[bh:], gc, true, b, hid)
 	if b == 0 || g4 == 0 {
 		return
@@ -210,18 +211,18 @@ func lstmBackward(x, h, c, wIH, wHH, bIH, bHH *Tensor, gates, tc, g []float32) {
 	if wHH.requiresGrad {
 		blas.Sgemm(true, false, g4, hid, b, 1, dG, g4, h.Data, hid, 1, wHH.grad(), hid)
 	}
-	addBiasGrads(bIH, bHH, dG, b, g4)
+	addBiasGrads(ctx, bIH, bHH, dG, b, g4)
 }
 
 // addBiasGrads adds the column sums of the (rows, g4) gate gradient dG to
 // the gradients of the biases that require one.
-func addBiasGrads(bIH, bHH *Tensor, dG []float32, rows, g4 int) {
+func addBiasGrads(ctx *Context, bIH, bHH *Tensor, dG []float32, rows, g4 int) {
 	ihNeeds := bIH != nil && bIH.requiresGrad
 	hhNeeds := bHH != nil && bHH.requiresGrad
 	if !ihNeeds && !hhNeeds {
 		return
 	}
-	db := columnSums(dG, rows, g4)
+	db := columnSums(ctx, dG, rows, g4)
 	if ihNeeds {
 		addInto(bIH.grad(), db)
 	}
@@ -250,19 +251,20 @@ func LSTM(x, h0, c0, wIH, wHH, bIH, bHH *Tensor) (out, hN, cN *Tensor) {
 	steps, b, in := x.shape[0], x.shape[1], x.shape[2]
 	hid := checkLSTM(op, x.shape, b, in, "h0", "c0", h0, c0, wIH, wHH, bIH, bHH)
 	g4 := 4 * hid
+	ctx := contextOf(op, x, h0, c0, wIH, wHH, bIH, bHH)
 	if steps == 0 {
-		return New(0, b, hid), h0, c0
+		return ctx.New(0, b, hid), h0, c0
 	}
 
 	rows, bh := steps*b, b*hid
 	// Input projections of every step plus both biases.
-	gates := alloc(rows*g4, false)
+	gates := ctx.alloc(rows*g4, false)
 	beta := fillGateBias(gates, rows, g4, bIH, bHH)
 	if g4 > 0 {
 		blas.Sgemm(false, true, rows, g4, in, 1, x.Data, in, wIH.Data, in, beta, gates, g4)
 	}
 	// wHHᵀ, (H, 4H): the per-step GEMM reads it in place without packing.
-	whhT := alloc(hid*g4, false)
+	whhT := ctx.alloc(hid*g4, false)
 	transposeRows(whhT, wHH.Data, g4, hid)
 
 	// state holds [h0, h_1, …, h_T, c0, c_1, …, c_T], each (B, H): the
@@ -271,11 +273,11 @@ func LSTM(x, h0, c0, wIH, wHH, bIH, bHH *Tensor) (out, hN, cN *Tensor) {
 	// The gate buffer is overwritten with the activated gates and tc with
 	// tanh(c_t), for backward.
 	n1 := (steps + 1) * bh
-	state := empty(2 * n1)
+	state := ctx.empty(2 * n1)
 	hs, cs := state.Data[:n1], state.Data[n1:]
 	copy(hs[:bh], h0.Data)
 	copy(cs[:bh], c0.Data)
-	tc := alloc(rows*hid, false)
+	tc := ctx.alloc(rows*hid, false)
 	for t := range steps {
 		gt := gates[t*b*g4 : (t+1)*b*g4]
 		if b > 0 && g4 > 0 && hid > 0 {
@@ -284,16 +286,16 @@ func LSTM(x, h0, c0, wIH, wHH, bIH, bHH *Tensor) (out, hN, cN *Tensor) {
 		lstmPointwise(gt, cs[t*bh:(t+1)*bh], cs[(t+1)*bh:(t+2)*bh], hs[(t+1)*bh:(t+2)*bh], tc[t*bh:(t+1)*bh], b, hid)
 	}
 
-	record(op, state, func(g []float32) {
-		lstmSeqBackward(x, h0, c0, wIH, wHH, bIH, bHH, gates, tc, state.Data, g)
+	ctx.record(op, state, func(g []float32) {
+		lstmSeqBackward(ctx, x, h0, c0, wIH, wHH, bIH, bHH, gates, tc, state.Data, g)
 	}, x, h0, c0, wIH, wHH, bIH, bHH)
 
 	out = &Tensor{Data: hs[bh:n1:n1], shape: []int{steps, b, hid}}
 	hN = &Tensor{Data: hs[n1-bh : n1 : n1], shape: []int{b, hid}}
 	cN = &Tensor{Data: cs[n1-bh:], shape: []int{b, hid}}
-	record("LSTM.out", out, func(g []float32) { addInto(state.grad()[bh:n1], g) }, state)
-	record("LSTM.h", hN, func(g []float32) { addInto(state.grad()[n1-bh:n1], g) }, state)
-	record("LSTM.c", cN, func(g []float32) { addInto(state.grad()[2*n1-bh:], g) }, state)
+	ctx.record("LSTM.out", out, func(g []float32) { addInto(state.grad()[bh:n1], g) }, state)
+	ctx.record("LSTM.h", hN, func(g []float32) { addInto(state.grad()[n1-bh:n1], g) }, state)
+	ctx.record("LSTM.c", cN, func(g []float32) { addInto(state.grad()[2*n1-bh:], g) }, state)
 	return out, hN, cN
 }
 
@@ -321,7 +323,7 @@ func transposeRows(dst, src []float32, rows, cols int) {
 // of its state buffer [h0, h_1..h_T, c0, c_1..c_T] (only h_1..h_T and c_T
 // receive gradients from outside). gates holds the activated gates of every
 // step and tc holds tanh(c_t).
-func lstmSeqBackward(x, h0, c0, wIH, wHH, bIH, bHH *Tensor, gates, tc, state, g []float32) {
+func lstmSeqBackward(ctx *Context, x, h0, c0, wIH, wHH, bIH, bHH *Tensor, gates, tc, state, g []float32) {
 	steps, b, in, hid := x.shape[0], x.shape[1], x.shape[2], h0.shape[1]
 	g4, bh, rows := 4*hid, b*hid, steps*b
 	n1 := (steps + 1) * bh
@@ -329,10 +331,10 @@ func lstmSeqBackward(x, h0, c0, wIH, wHH, bIH, bHH *Tensor, gates, tc, state, g 
 	dOut := g[bh:n1]
 	// dh and dc carry ∂loss/∂h_t and ∂loss/∂c_t from step t+1 back to
 	// step t; dG is the gradient of the gate pre-activations of all steps.
-	dh := alloc(bh, true)
-	dc := alloc(bh, false)
+	dh := ctx.alloc(bh, true)
+	dc := ctx.alloc(bh, false)
 	copy(dc, g[2*n1-bh:])
-	dG := alloc(rows*g4, false)
+	dG := ctx.alloc(rows*g4, false)
 	for t := steps - 1; t >= 0; t-- {
 		gt := gates[t*b*g4 : (t+1)*b*g4]
 		dt := dG[t*b*g4 : (t+1)*b*g4]
@@ -365,13 +367,13 @@ func lstmSeqBackward(x, h0, c0, wIH, wHH, bIH, bHH *Tensor, gates, tc, state, g 
 		// Σ_t dGates_tᵀ·h_{t−1} over the stacked previous states h0..h_{T−1}.
 		blas.Sgemm(true, false, g4, hid, rows, 1, dG, g4, hs[:rows*hid], hid, 1, wHH.grad(), hid)
 	}
-	addBiasGrads(bIH, bHH, dG, rows, g4)
+	addBiasGrads(ctx, bIH, bHH, dG, rows, g4)
 }
 
 // columnSums returns the column sums of the row-major (rows, cols) matrix
 // m, each column summed over the rows in order.
-func columnSums(m []float32, rows, cols int) []float32 {
-	s := alloc(cols, true)
+func columnSums(ctx *Context, m []float32, rows, cols int) []float32 {
+	s := ctx.alloc(cols, true)
 	parallel.For(cols, 256, func(lo, hi int) {
 		for r := 0; r < rows; r++ {
 			for j, v := range m[r*cols+lo : r*cols+hi] {

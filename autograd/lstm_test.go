@@ -157,16 +157,15 @@ func BenchmarkLSTMCell(b *testing.B) {
 	const batch, hid = 20, 300
 	rng := newRNG(65)
 	p := newLSTMParams(66, hid, hid)
-	x, h, c := param(rng, batch, hid), param(rng, batch, hid), param(rng, batch, hid)
 	// Steady state of a training loop: op buffers come from an arena.
-	arena := autograd.NewArena()
+	ctx := &autograd.Context{Arena: autograd.NewArena()}
+	x, h, c := param(rng, batch, hid).In(ctx), param(rng, batch, hid).In(ctx), param(rng, batch, hid).In(ctx)
 	b.ReportAllocs()
 	for b.Loop() {
-		arena.Reset()
-		arena.Use(func() {
-			hn, cn := autograd.LSTMCell(x, h, c, p.wIH, p.wHH, p.bIH, p.bHH)
-			autograd.Sum(autograd.Add(hn, cn)).Backward()
-		})
+		ctx.Arena.Reset()
+		x.Grad, h.Grad, c.Grad = nil, nil, nil // their buffers went back to the arena
+		hn, cn := autograd.LSTMCell(x, h, c, p.wIH, p.wHH, p.bIH, p.bHH)
+		autograd.Sum(autograd.Add(hn, cn)).Backward()
 	}
 }
 
@@ -200,16 +199,17 @@ func TestLSTMMatchesPyTorch(t *testing.T) {
 
 // opsStep runs one small training step through LSTMCell, Embedding,
 // Dropout, Concat, Slice, BatchNorm2d, CrossEntropy and LogSoftmax and
-// returns the loss followed by every parameter gradient.
-func opsStep(seed uint64) []float32 {
+// returns the loss followed by every parameter gradient. The step runs in
+// ctx.
+func opsStep(seed uint64, ctx *autograd.Context) []float32 {
 	rng := newRNG(seed)
 	emb := autograd.RandN(rng, 7, 4).RequireGrad()
 	p := newLSTMParams(seed+1, 4, 5)
 	gamma, beta := autograd.RandN(rng, 2).RequireGrad(), autograd.RandN(rng, 2).RequireGrad()
-	h, c := autograd.New(3, 5), autograd.New(3, 5)
+	h, c := ctx.New(3, 5), ctx.New(3, 5)
 	var hs []*autograd.Tensor
 	for s := range 3 {
-		x := autograd.Embedding(emb, []int{s, 2 * s, 6 - s})
+		x := autograd.Embedding(ctx, emb, []int{s, 2 * s, 6 - s})
 		h, c = autograd.LSTMCell(x, h, c, p.wIH, p.wHH, p.bIH, p.bHH)
 		hs = append(hs, h)
 	}
@@ -229,22 +229,21 @@ func opsStep(seed uint64) []float32 {
 // TestOpsArenaAndWorkers checks that a step gives bit-identical results
 // with recycled arena buffers and with different worker counts.
 func TestOpsArenaAndWorkers(t *testing.T) {
-	want := opsStep(70)
-	arena := autograd.NewArena()
+	want := opsStep(70, nil)
+	ctx := &autograd.Context{Arena: autograd.NewArena()}
 	for i := range 3 {
-		arena.Reset()
-		var got []float32
-		arena.Use(func() { got = opsStep(70) })
+		ctx.Arena.Reset()
+		got := opsStep(70, ctx)
 		if !equal(got, want) {
 			t.Fatalf("arena step %d differs from a plain step", i)
 		}
 	}
 	defer parallel.SetWorkers(parallel.SetWorkers(1))
-	if got := opsStep(70); !equal(got, want) {
+	if got := opsStep(70, nil); !equal(got, want) {
 		t.Error("one worker differs from the default worker count")
 	}
 	parallel.SetWorkers(4)
-	if got := opsStep(70); !equal(got, want) {
+	if got := opsStep(70, nil); !equal(got, want) {
 		t.Error("four workers differ from the default worker count")
 	}
 }
@@ -421,12 +420,10 @@ func TestLSTMSequenceEdgeCases(t *testing.T) {
 		t.Errorf("empty batch: shapes %v %v %v", out.Shape(), hN.Shape(), cN.Shape())
 	}
 	autograd.Sum(out).Backward()
-	// Under NoGrad nothing is recorded.
-	autograd.NoGrad(func() {
-		out, _, _ = autograd.LSTM(param(rng, 2, 2, 3), h0, c0, p.wIH, p.wHH, p.bIH, p.bHH)
-	})
+	// In a NoGrad context nothing is recorded.
+	out, _, _ = autograd.LSTM(param(rng, 2, 2, 3).In(&autograd.Context{NoGrad: true}), h0, c0, p.wIH, p.wHH, p.bIH, p.bHH)
 	if out.RequiresGrad() {
-		t.Error("LSTM under NoGrad requires a gradient")
+		t.Error("LSTM in a NoGrad context requires a gradient")
 	}
 }
 
@@ -478,11 +475,11 @@ func TestLSTMSequenceWorkersAndArena(t *testing.T) {
 	x := param(rng, 6, 30, 40)
 	h0, c0 := param(rng, 30, 72), param(rng, 30, 72)
 	leaves := []*autograd.Tensor{x, h0, c0, p.wIH, p.wHH, p.bIH, p.bHH}
-	run := func() []float32 {
+	run := func(ctx *autograd.Context) []float32 {
 		for _, v := range leaves {
 			v.Grad = nil
 		}
-		out, hN, cN := autograd.LSTM(x, h0, c0, p.wIH, p.wHH, p.bIH, p.bHH)
+		out, hN, cN := autograd.LSTM(x.In(ctx), h0, c0, p.wIH, p.wHH, p.bIH, p.bHH)
 		loss := autograd.Add(autograd.Sum(autograd.Mul(out, out)), autograd.Sum(autograd.Mul(hN, cN)))
 		loss.Backward()
 		res := append([]float32(nil), out.Data...)
@@ -492,20 +489,19 @@ func TestLSTMSequenceWorkersAndArena(t *testing.T) {
 		}
 		return res
 	}
-	want := run()
+	want := run(nil)
 	for _, w := range []int{1, 2, 4} {
 		prev := parallel.SetWorkers(w)
-		got := run()
+		got := run(nil)
 		parallel.SetWorkers(prev)
 		if !equal(got, want) {
 			t.Errorf("%d workers differ from the default worker count", w)
 		}
 	}
-	arena := autograd.NewArena()
+	ctx := &autograd.Context{Arena: autograd.NewArena()}
 	for i := range 3 {
-		arena.Reset()
-		var got []float32
-		arena.Use(func() { got = run() })
+		ctx.Arena.Reset()
+		got := run(ctx)
 		if !equal(got, want) {
 			t.Fatalf("arena step %d differs from a plain step", i)
 		}
@@ -519,15 +515,15 @@ func BenchmarkLSTMSequence(b *testing.B) {
 	rng := newRNG(107)
 	p := newLSTMParams(108, hid, hid)
 	x := param(rng, steps, batch, hid)
-	h0, c0 := autograd.New(batch, hid), autograd.New(batch, hid)
-	arena := autograd.NewArena()
+	// The zero initial states are bound to ctx, so op results come from
+	// its arena, as in a training loop.
+	ctx := &autograd.Context{Arena: autograd.NewArena()}
+	h0, c0 := autograd.New(batch, hid).In(ctx), autograd.New(batch, hid).In(ctx)
 	b.ReportAllocs()
 	for b.Loop() {
-		arena.Reset()
-		arena.Use(func() {
-			out, _, cN := autograd.LSTM(x, h0, c0, p.wIH, p.wHH, p.bIH, p.bHH)
-			autograd.Add(autograd.Sum(out), autograd.Sum(cN)).Backward()
-		})
+		ctx.Arena.Reset()
+		out, _, cN := autograd.LSTM(x, h0, c0, p.wIH, p.wHH, p.bIH, p.bHH)
+		autograd.Add(autograd.Sum(out), autograd.Sum(cN)).Backward()
 	}
 	b.ReportMetric(float64(b.Elapsed().Seconds())*1e3/float64(b.N), "ms/window")
 }
@@ -538,21 +534,20 @@ func BenchmarkLSTMCellWindow(b *testing.B) {
 	const steps, batch, hid = 35, 20, 300
 	rng := newRNG(107)
 	p := newLSTMParams(108, hid, hid)
-	x := param(rng, steps, batch, hid)
+	ctx := &autograd.Context{Arena: autograd.NewArena()}
+	x := param(rng, steps, batch, hid).In(ctx)
 	h0, c0 := autograd.New(batch, hid), autograd.New(batch, hid)
-	arena := autograd.NewArena()
 	b.ReportAllocs()
 	for b.Loop() {
-		arena.Reset()
-		arena.Use(func() {
-			h, c := h0, c0
-			hs := make([]*autograd.Tensor, 0, steps)
-			for _, xt := range seqInputs(x) {
-				h, c = autograd.LSTMCell(xt, h, c, p.wIH, p.wHH, p.bIH, p.bHH)
-				hs = append(hs, h)
-			}
-			autograd.Add(autograd.Sum(autograd.Concat(0, hs...)), autograd.Sum(c)).Backward()
-		})
+		ctx.Arena.Reset()
+		x.Grad = nil // its buffer went back to the arena
+		h, c := h0, c0
+		hs := make([]*autograd.Tensor, 0, steps)
+		for _, xt := range seqInputs(x) {
+			h, c = autograd.LSTMCell(xt, h, c, p.wIH, p.wHH, p.bIH, p.bHH)
+			hs = append(hs, h)
+		}
+		autograd.Add(autograd.Sum(autograd.Concat(0, hs...)), autograd.Sum(c)).Backward()
 	}
 	b.ReportMetric(float64(b.Elapsed().Seconds())*1e3/float64(b.N), "ms/window")
 }

@@ -24,9 +24,10 @@ func MatMul(a, b *Tensor, transA, transB bool) *Tensor {
 		panic(fmt.Sprintf("autograd.MatMul: inner dimensions differ: op(a) %dx%d vs op(b) %dx%d (shapes %v, %v, transA=%v, transB=%v)",
 			m, k, k2, n, a.shape, b.shape, transA, transB))
 	}
-	out := empty(m, n)
+	c := contextOf("MatMul", a, b)
+	out := c.empty(m, n)
 	blas.Sgemm(transA, transB, m, n, k, 1, a.Data, a.shape[1], b.Data, b.shape[1], 0, out.Data, n)
-	return record("MatMul", out, func(g []float32) {
+	return c.record("MatMul", out, func(g []float32) {
 		matMulBackward(a, b, transA, transB, m, n, k, g)
 	}, a, b)
 }
@@ -64,7 +65,8 @@ func Linear(x, w, b *Tensor) *Tensor {
 		panic(fmt.Sprintf("autograd.Linear: bias shape %v does not match weight %v", b.shape, w.shape))
 	}
 	batch := x.shape[0]
-	out := empty(batch, nOut)
+	c := contextOf("Linear", x, w, b)
+	out := c.empty(batch, nOut)
 	if b != nil {
 		for i := 0; i < batch; i++ {
 			copy(out.Data[i*nOut:(i+1)*nOut], b.Data)
@@ -75,7 +77,7 @@ func Linear(x, w, b *Tensor) *Tensor {
 		beta = 1
 	}
 	blas.Sgemm(false, true, batch, nOut, x.shape[1], 1, x.Data, x.shape[1], w.Data, w.shape[1], beta, out.Data, nOut)
-	return record("Linear", out, func(g []float32) {
+	return c.record("Linear", out, func(g []float32) {
 		matMulBackward(x, w, false, true, batch, nOut, x.shape[1], g)
 		if b != nil && b.requiresGrad {
 			gb := b.grad()

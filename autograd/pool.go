@@ -61,9 +61,10 @@ func poolGrain(hw int) int {
 func MaxPool2d(x *Tensor, kernel, stride, padding int) *Tensor {
 	g := poolGeometry("MaxPool2d", x, kernel, stride, padding)
 	planes, hw, p := x.shape[0]*x.shape[1], g.h*g.w, g.cols
-	out := empty(x.shape[0], x.shape[1], g.ho, g.wo)
+	c := contextOf("MaxPool2d", x)
+	out := c.empty(x.shape[0], x.shape[1], g.ho, g.wo)
 	var arg []int32 // index within its plane of each output's maximum
-	if needsGrad(x) {
+	if c.needsGrad(x) {
 		arg = make([]int32, len(out.Data))
 	}
 	parallel.For(planes, poolGrain(hw), func(lo, hi int) {
@@ -90,7 +91,7 @@ func MaxPool2d(x *Tensor, kernel, stride, padding int) *Tensor {
 			}
 		}
 	})
-	return record("MaxPool2d", out, func(gy []float32) {
+	return c.record("MaxPool2d", out, func(gy []float32) {
 		gx := x.grad()
 		parallel.For(planes, poolGrain(hw), func(lo, hi int) {
 			for pl := lo; pl < hi; pl++ {
@@ -110,7 +111,8 @@ func MaxPool2d(x *Tensor, kernel, stride, padding int) *Tensor {
 func AvgPool2d(x *Tensor, kernel, stride, padding int) *Tensor {
 	g := poolGeometry("AvgPool2d", x, kernel, stride, padding)
 	planes, hw, p := x.shape[0]*x.shape[1], g.h*g.w, g.cols
-	out := empty(x.shape[0], x.shape[1], g.ho, g.wo)
+	c := contextOf("AvgPool2d", x)
+	out := c.empty(x.shape[0], x.shape[1], g.ho, g.wo)
 	// PyTorch's count_include_pad divisor is the window size clipped to the
 	// padded input; with floor rounding and padding <= kernel/2 every window
 	// lies inside the padded input, so it is always kernel².
@@ -133,7 +135,7 @@ func AvgPool2d(x *Tensor, kernel, stride, padding int) *Tensor {
 			}
 		}
 	})
-	return record("AvgPool2d", out, func(gy []float32) {
+	return c.record("AvgPool2d", out, func(gy []float32) {
 		gx := x.grad()
 		parallel.For(planes, poolGrain(hw), func(lo, hi int) {
 			for pl := lo; pl < hi; pl++ {
@@ -168,7 +170,8 @@ func GlobalAvgPool2d(x *Tensor) *Tensor {
 		panic(fmt.Sprintf("autograd.GlobalAvgPool2d: input %v has empty planes", x.shape))
 	}
 	planes := x.shape[0] * x.shape[1]
-	out := empty(x.shape[0], x.shape[1], 1, 1)
+	c := contextOf("GlobalAvgPool2d", x)
+	out := c.empty(x.shape[0], x.shape[1], 1, 1)
 	parallel.For(planes, poolGrain(hw), func(lo, hi int) {
 		for pl := lo; pl < hi; pl++ {
 			s := 0.0
@@ -178,7 +181,7 @@ func GlobalAvgPool2d(x *Tensor) *Tensor {
 			out.Data[pl] = float32(s / float64(hw))
 		}
 	})
-	return record("GlobalAvgPool2d", out, func(gy []float32) {
+	return c.record("GlobalAvgPool2d", out, func(gy []float32) {
 		gx := x.grad()
 		parallel.For(planes, poolGrain(hw), func(lo, hi int) {
 			for pl := lo; pl < hi; pl++ {

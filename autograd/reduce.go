@@ -30,8 +30,10 @@ func sum64(data []float32) float64 {
 
 // Sum returns the sum of all elements as a one-element tensor.
 func Sum(x *Tensor) *Tensor {
-	out := FromSlice([]float32{float32(sum64(x.Data))})
-	return record("Sum", out, func(g []float32) {
+	c := contextOf("Sum", x)
+	out := c.empty()
+	out.Data[0] = float32(sum64(x.Data))
+	return c.record("Sum", out, func(g []float32) {
 		gx := x.grad()
 		forEach(len(gx), func(lo, hi int) {
 			for i := lo; i < hi; i++ {
@@ -44,8 +46,10 @@ func Sum(x *Tensor) *Tensor {
 // Mean returns the mean of all elements as a one-element tensor.
 func Mean(x *Tensor) *Tensor {
 	n := float32(len(x.Data))
-	out := FromSlice([]float32{float32(sum64(x.Data) / float64(len(x.Data)))})
-	return record("Mean", out, func(g []float32) {
+	c := contextOf("Mean", x)
+	out := c.empty()
+	out.Data[0] = float32(sum64(x.Data) / float64(len(x.Data)))
+	return c.record("Mean", out, func(g []float32) {
 		gx := x.grad()
 		d := g[0] / n
 		forEach(len(gx), func(lo, hi int) {
@@ -78,7 +82,7 @@ func Reshape(x *Tensor, shape ...int) *Tensor {
 		panic(fmt.Sprintf("autograd.Reshape: cannot reshape %v (%d elements) to %v", x.shape, len(x.Data), shape))
 	}
 	out := &Tensor{Data: x.Data, shape: shape}
-	return record("Reshape", out, func(g []float32) {
+	return contextOf("Reshape", x).record("Reshape", out, func(g []float32) {
 		gx := x.grad()
 		forEach(len(gx), func(lo, hi int) {
 			for i := lo; i < hi; i++ {

@@ -13,6 +13,29 @@
 //	loss.Backward()
 //	// w.Grad now holds ∂loss/∂w.
 //
+// Whether ops record the graph and where their results' storage comes from
+// is decided by the Context the inputs are bound to, a value the caller
+// owns; nothing is process-wide. A training step binds its batch to a
+// context with an Arena that recycles buffers between steps, and
+// evaluation binds its batch to a context with NoGrad set:
+//
+//	train := &autograd.Context{Arena: autograd.NewArena()}
+//	for _, b := range batches {
+//		train.Arena.Reset() // results of the previous step are dead now
+//		opt.ZeroGrad()
+//		x := autograd.FromSlice(b.X, b.N, 3, 32, 32).In(train)
+//		loss := autograd.CrossEntropy(model.Forward(x), b.Labels)
+//		loss.Backward()
+//		opt.Step()
+//	}
+//
+//	eval := &autograd.Context{NoGrad: true}
+//	logits := model.Forward(autograd.FromSlice(img, 1, 3, 32, 32).In(eval))
+//
+// Goroutines that each use their own context (or none) may run ops at the
+// same time, also on shared parameters as long as none of them changes
+// those.
+//
 // Shape mismatches are programming errors: ops panic with a message that
 // names the op and the shapes involved.
 package autograd
@@ -35,13 +58,14 @@ type Tensor struct {
 
 	shape        []int
 	requiresGrad bool
-	node         *node // the op that produced this tensor; nil for leaves
+	node         *node    // the op that produced this tensor; nil for leaves
+	ctx          *Context // the context ops on this tensor run in; nil for the default
 }
 
-// New returns a zero-filled tensor of the given shape. Inside Arena.Use its
-// storage comes from the arena.
+// New returns a zero-filled tensor of the given shape from the heap, bound
+// to no context. Context.New binds one to a context.
 func New(shape ...int) *Tensor {
-	return &Tensor{Data: alloc(numel("New", shape), true), shape: cloneInts(shape)}
+	return &Tensor{Data: make([]float32, numel("New", shape)), shape: cloneInts(shape)}
 }
 
 // FromSlice returns a tensor of the given shape that uses data as its
@@ -135,11 +159,14 @@ func (t *Tensor) ZeroGrad() {
 }
 
 // Detach returns a tensor sharing t's data that is cut off from the graph.
+// It stays bound to t's context, whose arena may own the data.
 func (t *Tensor) Detach() *Tensor {
-	return &Tensor{Data: t.Data, shape: t.shape}
+	return &Tensor{Data: t.Data, shape: t.shape, ctx: t.ctx}
 }
 
-// Clone returns a deep copy of t's data and shape, detached from the graph.
+// Clone returns a deep copy of t's data and shape, detached from the graph
+// and bound to no context: the copy lives on the heap and stays valid after
+// the arena of t's context is reset.
 func (t *Tensor) Clone() *Tensor {
 	return &Tensor{Data: append([]float32(nil), t.Data...), shape: cloneInts(t.shape)}
 }
@@ -162,8 +189,7 @@ func (t *Tensor) String() string {
 	return b.String()
 }
 
-// grad returns t.Grad, allocating it zero-filled on first use. Leaf
-// gradients outlive a training step and never come from an arena.
+// grad returns t.Grad, allocating it zero-filled on first use.
 func (t *Tensor) grad() []float32 {
 	if t.Grad == nil {
 		t.Grad = t.newGrad(true)
@@ -173,9 +199,9 @@ func (t *Tensor) grad() []float32 {
 
 // gradTarget returns the buffer an op's backward pass puts the gradient for
 // t into, and whether the op may store into it instead of adding. That is
-// the case when t has no gradient yet: the buffer is new (for op results an
-// arena buffer with unspecified contents), so the op must then write every
-// element.
+// the case when t has no gradient yet: the buffer is new (an arena buffer
+// with unspecified contents when t's context has an arena), so the op must
+// then write every element.
 func (t *Tensor) gradTarget() (g []float32, store bool) {
 	if t.Grad != nil {
 		return t.Grad, false
@@ -184,13 +210,11 @@ func (t *Tensor) gradTarget() (g []float32, store bool) {
 	return t.Grad, true
 }
 
-// newGrad returns a gradient buffer for t: a fresh zeroed slice for a leaf,
-// an arena buffer (zeroed if zero is set) for an op result.
+// newGrad returns a gradient buffer for t from the arena of t's context
+// (zeroed if zero is set), or a fresh zeroed slice. Parameters are bound to
+// no context, so their gradients live on the heap and outlive a step.
 func (t *Tensor) newGrad(zero bool) []float32 {
-	if t.node == nil {
-		return make([]float32, len(t.Data))
-	}
-	return alloc(len(t.Data), zero)
+	return t.ctx.alloc(len(t.Data), zero)
 }
 
 // numel returns the product of shape, panicking on negative sizes.

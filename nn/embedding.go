@@ -22,18 +22,19 @@ func NewEmbedding(num, dim int, rng *rand.Rand) *Embedding {
 	return e
 }
 
-// Lookup returns the rows of the weight selected by ids, shape (len(ids), dim).
-func (e *Embedding) Lookup(ids []int) *autograd.Tensor {
-	return autograd.Embedding(e.Weight, ids)
+// Lookup returns the rows of the weight selected by ids, shape (len(ids), dim),
+// computed in the context c (see autograd.Embedding; nil is the default).
+func (e *Embedding) Lookup(c *autograd.Context, ids []int) *autograd.Tensor {
+	return autograd.Embedding(c, e.Weight, ids)
 }
 
 // Forward looks up the ids held (as whole numbers) in x and returns a tensor
-// of shape x.Shape() followed by the embedding dimension. It panics if an
-// element of x is not an id in [0, vocabulary size).
+// of shape x.Shape() followed by the embedding dimension, in the context of
+// x. It panics if an element of x is not an id in [0, vocabulary size).
 func (e *Embedding) Forward(x *autograd.Tensor) *autograd.Tensor {
 	ids := TensorIDs("Embedding", x, e.Weight.Dim(0))
 	shape := append(append([]int(nil), x.Shape()...), e.Weight.Dim(1))
-	return autograd.Reshape(e.Lookup(ids), shape...)
+	return autograd.Reshape(e.Lookup(x.Context(), ids), shape...)
 }
 
 // TensorIDs converts the elements of x to ids in [0, n), panicking with a

@@ -47,13 +47,20 @@ func NewHardConcrete(rng *rand.Rand, shape ...int) *HardConcrete {
 	return h
 }
 
-// Gate returns the gates z (shape of LogAlpha): sampled in training mode,
-// deterministic in evaluation mode.
-func (h *HardConcrete) Gate() *autograd.Tensor {
-	la := h.LogAlpha
+// logAlpha returns a view of LogAlpha bound to the context c, so that the
+// ops computed from it run in c while the parameter itself stays unbound.
+func (h *HardConcrete) logAlpha(c *autograd.Context) *autograd.Tensor {
+	return autograd.Reshape(h.LogAlpha, h.LogAlpha.Shape()...).In(c)
+}
+
+// Gate returns the gates z (shape of LogAlpha), computed in the context c
+// (nil is the default): sampled in training mode, deterministic in
+// evaluation mode.
+func (h *HardConcrete) Gate(c *autograd.Context) *autograd.Tensor {
+	la := h.logAlpha(c)
 	pre := la
 	if h.training {
-		noise := autograd.New(la.Shape()...)
+		noise := c.New(la.Shape()...)
 		for i := range noise.Data {
 			u := 1e-6 + (1-2e-6)*h.rng.Float64()
 			noise.Data[i] = float32(math.Log(u) - math.Log(1-u))
@@ -65,19 +72,20 @@ func (h *HardConcrete) Gate() *autograd.Tensor {
 	return autograd.Sub(autograd.ReLU(s), autograd.ReLU(autograd.AddScalar(s, -1)))
 }
 
-// Forward returns w ⊙ z for w of the shape of LogAlpha.
+// Forward returns w ⊙ z for w of the shape of LogAlpha, in the context of w.
 func (h *HardConcrete) Forward(w *autograd.Tensor) *autograd.Tensor {
 	if !slices.Equal(w.Shape(), h.LogAlpha.Shape()) {
 		panic(fmt.Sprintf("nn.HardConcrete.Forward: weight shape %v, gates %v", w.Shape(), h.LogAlpha.Shape()))
 	}
-	return autograd.Mul(w, h.Gate())
+	return autograd.Mul(w, h.Gate(w.Context()))
 }
 
 // Penalty returns the expected ℓ0 norm of the gated weight,
-// Σ sigmoid(log α − β·log(−γ/ζ)), as a differentiable scalar.
-func (h *HardConcrete) Penalty() *autograd.Tensor {
+// Σ sigmoid(log α − β·log(−γ/ζ)), as a differentiable scalar computed in
+// the context c (nil is the default).
+func (h *HardConcrete) Penalty(c *autograd.Context) *autograd.Tensor {
 	shift := h.Beta * math.Log(-h.Gamma/h.Zeta)
-	return autograd.Sum(autograd.Sigmoid(autograd.AddScalar(h.LogAlpha, float32(-shift))))
+	return autograd.Sum(autograd.Sigmoid(autograd.AddScalar(h.logAlpha(c), float32(-shift))))
 }
 
 // NonZero returns the number of gates that are non-zero in evaluation

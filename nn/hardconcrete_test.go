@@ -28,7 +28,7 @@ func TestHardConcreteValues(t *testing.T) {
 	copy(h.LogAlpha.Data, []float32{-3, -1, -0.2, 0, 0.3, 1, 2, 5, -6, 0.7, -0.5, 1.5})
 	// Replay the noise the module draws.
 	h.rng = rand.New(rand.NewPCG(7, 8))
-	z := h.Gate()
+	z := h.Gate(nil)
 	replay := rand.New(rand.NewPCG(7, 8))
 	for i, la := range h.LogAlpha.Data {
 		u := 1e-6 + (1-2e-6)*replay.Float64()
@@ -38,7 +38,7 @@ func TestHardConcreteValues(t *testing.T) {
 		}
 	}
 	h.SetTraining(false)
-	z = h.Gate()
+	z = h.Gate(nil)
 	nz := 0
 	for i, la := range h.LogAlpha.Data {
 		want := hcRef(float64(la), 0, 2.0/3, -0.1, 1.1, false)
@@ -57,7 +57,7 @@ func TestHardConcreteValues(t *testing.T) {
 	for _, la := range h.LogAlpha.Data {
 		want += 1 / (1 + math.Exp(-(float64(la) - 2.0/3*math.Log(0.1/1.1))))
 	}
-	if got := float64(h.Penalty().Item()); math.Abs(got-want) > 1e-5 {
+	if got := float64(h.Penalty(nil).Item()); math.Abs(got-want) > 1e-5 {
 		t.Fatalf("Penalty = %g, want %g", got, want)
 	}
 	if ps := h.Params(); len(ps) != 1 || ps[0].Name != "log_alpha" || h.Buffers() != nil {
@@ -97,7 +97,7 @@ func TestHardConcreteGradients(t *testing.T) {
 	if err := gradcheck.Check(f, []*autograd.Tensor{w, h.LogAlpha}, gradcheck.Options{Step: 1e-3}); err != nil {
 		t.Fatal(err)
 	}
-	if err := gradcheck.Check(h.Penalty, []*autograd.Tensor{h.LogAlpha}, gradcheck.Options{Step: 1e-3}); err != nil {
+	if err := gradcheck.Check(func() *autograd.Tensor { return h.Penalty(nil) }, []*autograd.Tensor{h.LogAlpha}, gradcheck.Options{Step: 1e-3}); err != nil {
 		t.Fatal(err)
 	}
 	h.SetTraining(false)

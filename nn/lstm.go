@@ -35,8 +35,10 @@ type LSTMState struct {
 }
 
 // Detach returns a copy of the state cut off from the graph, for
-// truncated backpropagation through time. It copies the data, so the
-// result stays valid after an autograd.Arena that produced s is reset.
+// truncated backpropagation through time. It copies the data to the heap
+// and binds the copy to no context, so the result stays valid after the
+// arena of the context that produced s is reset, and the next window may
+// run in any context.
 func (s LSTMState) Detach() LSTMState {
 	d := LSTMState{H: make([]*autograd.Tensor, len(s.H)), C: make([]*autograd.Tensor, len(s.C))}
 	for i, t := range s.H {
@@ -80,26 +82,28 @@ func NewLSTM(inputSize, hiddenSize, numLayers int, dropout float32, rng *rand.Ra
 	return l
 }
 
-// ZeroState returns all-zero states for a batch of b sequences.
-func (l *LSTM) ZeroState(b int) LSTMState {
+// ZeroState returns all-zero states for a batch of b sequences, bound to
+// the context c (nil: from the heap, valid for as long as they are used).
+func (l *LSTM) ZeroState(c *autograd.Context, b int) LSTMState {
 	s := LSTMState{H: make([]*autograd.Tensor, l.NumLayers), C: make([]*autograd.Tensor, l.NumLayers)}
 	for i := range l.NumLayers {
-		s.H[i] = autograd.New(b, l.HiddenSize)
-		s.C[i] = autograd.New(b, l.HiddenSize)
+		s.H[i] = c.New(b, l.HiddenSize)
+		s.C[i] = c.New(b, l.HiddenSize)
 	}
 	return s
 }
 
 // Run feeds the sequence x of shape (T, B, In) through every layer,
-// starting from state (the zero value means zeros), and returns the last
-// layer's outputs, shape (T, B, H), and the final state of every layer.
+// starting from state (the zero value means zeros, taken from the context
+// of x), and returns the last layer's outputs, shape (T, B, H), and the
+// final state of every layer.
 func (l *LSTM) Run(x *autograd.Tensor, state LSTMState) (*autograd.Tensor, LSTMState) {
 	if x.Rank() != 3 || x.Dim(2) != l.InputSize {
 		panic(fmt.Sprintf("nn.LSTM: input must have shape (T, B, %d), got %v", l.InputSize, x.Shape()))
 	}
 	batch := x.Dim(1)
 	if state.H == nil && state.C == nil {
-		state = l.ZeroState(batch)
+		state = l.ZeroState(x.Context(), batch)
 	}
 	if len(state.H) != l.NumLayers || len(state.C) != l.NumLayers {
 		panic(fmt.Sprintf("nn.LSTM: state has %d hidden and %d cell tensors for %d layers", len(state.H), len(state.C), l.NumLayers))

@@ -43,7 +43,7 @@ func TestLSTMRunMatchesCells(t *testing.T) {
 	const steps, batch, in, hid, layers = 5, 3, 4, 6, 3
 	l := nn.NewLSTM(in, hid, layers, 0.4, rng)
 	x := autograd.RandN(rng, steps, batch, in).RequireGrad()
-	state := l.ZeroState(batch)
+	state := l.ZeroState(nil, batch)
 	for i := range layers {
 		state.H[i] = autograd.RandN(rng, batch, hid).RequireGrad()
 		state.C[i] = autograd.RandN(rng, batch, hid).RequireGrad()
@@ -127,14 +127,13 @@ func TestLSTMRunWorkers(t *testing.T) {
 func BenchmarkLSTMRun(b *testing.B) {
 	rng := newRng(42)
 	l := nn.NewLSTM(300, 300, 1, 0, rng)
-	x := autograd.RandN(rng, 35, 20, 300).RequireGrad()
-	arena := autograd.NewArena()
+	ctx := &autograd.Context{Arena: autograd.NewArena()}
+	x := autograd.RandN(rng, 35, 20, 300).RequireGrad().In(ctx)
 	for b.Loop() {
-		arena.Reset()
-		arena.Use(func() {
-			out, final := l.Run(x, nn.LSTMState{})
-			autograd.Add(autograd.Sum(out), autograd.Sum(final.C[0])).Backward()
-		})
+		ctx.Arena.Reset()
+		x.Grad = nil // its buffer went back to the arena
+		out, final := l.Run(x, nn.LSTMState{})
+		autograd.Add(autograd.Sum(out), autograd.Sum(final.C[0])).Backward()
 	}
 	b.ReportMetric(float64(35*20*b.N)/b.Elapsed().Seconds(), "tok/s")
 }

@@ -102,8 +102,7 @@ func TestTrainQuadrants(t *testing.T) {
 
 	net.SetTraining(false)
 	xt, lt := quadrants(200, 23)
-	var logits *autograd.Tensor
-	autograd.NoGrad(func() { logits = net.Forward(xt) })
+	logits := net.Forward(xt.In(&autograd.Context{NoGrad: true}))
 	correct := 0
 	for i, want := range lt {
 		row := logits.Data[4*i : 4*i+4]

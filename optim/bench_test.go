@@ -222,25 +222,34 @@ func median(x []float64) float64 {
 // sRecorder is the ℓ½ prox that also records s = κ/(4|z|^1.5) for each
 // element: small (s < 0.03, where the float64 map takes its series), mid,
 // or past the threshold sqrt(2/27) (zero). The float32 fast path costs the
-// same for all three; the mix shows that the data resemble training.
+// same for all three; the mix shows that the data resemble training. The
+// optimizer calls Prox from parallel segments, so the counts are added
+// under a mutex.
 type sRecorder struct {
 	Regularizer
+	mu               sync.Mutex
 	small, mid, zero int
 }
 
 func (r *sRecorder) Prox(dst, z, eta []float32, lambda float32) {
+	var small, mid, zero int
 	for i := range z {
 		t := math.Abs(float64(z[i]))
 		s := 2 * float64(lambda) * float64(eta[i]) / (4 * t * math.Sqrt(t))
 		switch {
 		case s < l12Small:
-			r.small++
+			small++
 		case s > l12SMax:
-			r.zero++
+			zero++
 		default:
-			r.mid++
+			mid++
 		}
 	}
+	r.mu.Lock()
+	r.small += small
+	r.mid += mid
+	r.zero += zero
+	r.mu.Unlock()
 	r.Regularizer.Prox(dst, z, eta, lambda)
 }
 

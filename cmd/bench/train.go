@@ -370,8 +370,8 @@ func newTrainStep(c *trainConfig) (step func() float32, samples, params int, err
 	rng := rand.New(rand.NewPCG(c.seed, 0x70726f7867656e)) // "proxgen"
 	var (
 		model   nn.Module
-		forward func() *autograd.Tensor // loss of one step, recorded
-		after   func()                  // runs after Backward, before the arena is reset
+		forward func(*autograd.Context) *autograd.Tensor // loss of one step, recorded in the context
+		after   func()                                   // runs after Backward, before the arena is reset
 	)
 	if c.model == "lstm" {
 		lm := models.NewLanguageModel(c.vocab, c.emb, c.hidden, lmLayers, lmDropout, rng)
@@ -384,9 +384,9 @@ func newTrainStep(c *trainConfig) (step func() float32, samples, params int, err
 		// target of word t is word t+1 of the same column.
 		in, targets := ids[:c.bptt*c.batch], ids[c.batch:]
 		var state, next nn.LSTMState
-		forward = func() *autograd.Tensor {
+		forward = func(ctx *autograd.Context) *autograd.Tensor {
 			var logits *autograd.Tensor
-			logits, next = lm.Run(in, c.bptt, c.batch, state)
+			logits, next = lm.Run(ctx, in, c.bptt, c.batch, state)
 			return autograd.CrossEntropy(logits, targets)
 		}
 		// Truncated backpropagation through time: the next window starts
@@ -404,7 +404,9 @@ func newTrainStep(c *trainConfig) (step func() float32, samples, params int, err
 		for i := range labels {
 			labels[i] = rng.IntN(cnnLabels)
 		}
-		forward = func() *autograd.Tensor { return autograd.CrossEntropy(model.Forward(x), labels) }
+		forward = func(ctx *autograd.Context) *autograd.Tensor {
+			return autograd.CrossEntropy(model.Forward(autograd.FromSlice(x.Data, x.Shape()...).In(ctx)), labels)
+		}
 		samples = c.batch
 	}
 	model.SetTraining(true)
@@ -416,23 +418,20 @@ func newTrainStep(c *trainConfig) (step func() float32, samples, params int, err
 	}
 	opt := optim.New([]*optim.Group{all}, optim.AdamConfig(0.9, 0.999, 1e-8))
 
-	arena := autograd.NewArena()
+	var ctx *autograd.Context // nil: op buffers come from the heap
+	if c.arena {
+		ctx = &autograd.Context{Arena: autograd.NewArena()}
+	}
 	step = func() float32 {
-		var loss float32
-		run := func() {
-			opt.ZeroGrad()
-			l := forward()
-			l.Backward()
-			loss = l.Item()
-			if after != nil {
-				after()
-			}
+		if ctx != nil {
+			ctx.Arena.Reset()
 		}
-		if c.arena {
-			arena.Reset()
-			arena.Use(run)
-		} else {
-			run()
+		opt.ZeroGrad()
+		l := forward(ctx)
+		l.Backward()
+		loss := l.Item()
+		if after != nil {
+			after()
 		}
 		opt.Step()
 		return loss

@@ -91,11 +91,11 @@ func (h *hardConcrete) gates() []nn.Param {
 }
 
 // expectedL0 returns the expected number of non-zero gates of all layers
-// as a graph node.
-func (h *hardConcrete) expectedL0() *autograd.Tensor {
+// as a graph node computed in the context c.
+func (h *hardConcrete) expectedL0(c *autograd.Context) *autograd.Tensor {
 	var total *autograd.Tensor
 	for _, l := range h.layers {
-		if p := l.gate.Penalty(); total == nil {
+		if p := l.gate.Penalty(c); total == nil {
 			total = p
 		} else {
 			total = autograd.Add(total, p)
@@ -107,23 +107,22 @@ func (h *hardConcrete) expectedL0() *autograd.Tensor {
 // penalty returns λ times the expected number of non-zero gates.
 func (h *hardConcrete) penalty() float64 {
 	var s float64
-	autograd.NoGrad(func() {
-		for _, l := range h.layers {
-			s += float64(l.gate.Penalty().Item())
-		}
-	})
+	noGrad := &autograd.Context{NoGrad: true}
+	for _, l := range h.layers {
+		s += float64(l.gate.Penalty(noGrad).Item())
+	}
 	return h.lambda * s
 }
 
 // begin draws fresh gates, makes every gated layer compute with w ⊙ z and
-// returns the penalty λ·E[L0] as a graph node. It must run inside the
-// step's arena; end undoes the substitution.
-func (h *hardConcrete) begin() *autograd.Tensor {
+// returns the penalty λ·E[L0] as a graph node, all computed in the step's
+// context c; end undoes the substitution.
+func (h *hardConcrete) begin(c *autograd.Context) *autograd.Tensor {
 	for _, l := range h.layers {
 		l.gate.SetTraining(true)
-		*l.slot = l.gate.Forward(l.w)
+		*l.slot = autograd.Mul(l.w, l.gate.Gate(c)) // w ⊙ z, as l.gate.Forward(l.w) in c
 	}
-	return autograd.Scale(h.expectedL0(), float32(h.lambda))
+	return autograd.Scale(h.expectedL0(c), float32(h.lambda))
 }
 
 // end gives the layers their weight parameters back.
@@ -142,8 +141,7 @@ func (h *hardConcrete) useEffective() {
 	h.saved = make([][]float32, len(h.layers))
 	for i, l := range h.layers {
 		l.gate.SetTraining(false)
-		var z []float32
-		autograd.NoGrad(func() { z = l.gate.Gate().Data })
+		z := l.gate.Gate(&autograd.Context{NoGrad: true}).Data
 		for j, w := range l.w.Data {
 			l.eff[j] = w * z[j]
 		}

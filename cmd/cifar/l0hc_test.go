@@ -44,18 +44,18 @@ func TestHardConcreteLayers(t *testing.T) {
 		}
 
 		// Training substitution and the penalty.
-		x := autograd.RandN(rand.New(rand.NewPCG(5, 5)), 2, 3, 32, 32)
-		var pen float32
-		autograd.NoGrad(func() {
-			pen = h.begin().Item()
-			for _, l := range h.layers {
-				if *l.slot == l.w {
-					t.Fatalf("%s: layer %s not gated during the step", name, l.name)
-				}
+		noGrad := &autograd.Context{NoGrad: true}
+		x := autograd.RandN(rand.New(rand.NewPCG(5, 5)), 2, 3, 32, 32).In(noGrad)
+		pen := h.begin(noGrad).Item()
+		for _, l := range h.layers {
+			if *l.slot == l.w {
+				t.Fatalf("%s: layer %s not gated during the step", name, l.name)
 			}
-			m.Forward(x)
-			h.end()
-		})
+		}
+		if m.Forward(x).RequiresGrad() {
+			t.Fatalf("%s: forward pass in a NoGrad context recorded the graph", name)
+		}
+		h.end()
 		if math.Abs(float64(pen)-h.penalty()) > 1e-4*h.penalty() {
 			t.Fatalf("%s: penalty %v, want %v", name, pen, h.penalty())
 		}
@@ -116,7 +116,7 @@ func TestHardConcreteStepGradients(t *testing.T) {
 		if err := h.pcg.UnmarshalBinary(state); err != nil {
 			t.Fatal(err)
 		}
-		pen := h.begin()
+		pen := h.begin(nil)
 		out := autograd.Add(autograd.Sum(m.Forward(x)), pen)
 		h.end()
 		return out

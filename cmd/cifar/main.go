@@ -208,7 +208,8 @@ func train(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	t := &trainer{
 		cfg: c, model: model, meth: meth, train: ds.Train, test: ds.Test, perEpoch: perEpoch,
 		prog: newProgress(stderr, c.Progress, c.LogEvery), stdout: stdout,
-		trainArena: autograd.NewArena(), evalArena: autograd.NewArena(),
+		trainCtx: &autograd.Context{Arena: autograd.NewArena()},
+		evalCtx:  &autograd.Context{Arena: autograd.NewArena(), NoGrad: true},
 	}
 	t.save = func() error { return saveRun(t) }
 	if c.Resume {
@@ -300,7 +301,7 @@ func evalOnly(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	// The file holds the weights the network computes with: no gate
 	// transformation applies.
 	meth.hc = nil
-	t := &trainer{cfg: c, model: model, meth: meth, evalArena: autograd.NewArena()}
+	t := &trainer{cfg: c, model: model, meth: meth, evalCtx: &autograd.Context{Arena: autograd.NewArena(), NoGrad: true}}
 	start := time.Now()
 	loss, acc := t.evaluate(ds.Test)
 	r := evalResult{Weights: c.Weights, Model: c.Model, Params: nn.NumParams(model), Images: ds.Test.Len(),

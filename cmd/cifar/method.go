@@ -164,13 +164,13 @@ func (m *method) penalty() float64 {
 	return optim.Penalty(m.opt.Groups())
 }
 
-// graphTerms runs inside the step's arena before the forward pass: for ℓ0
+// graphTerms runs in the step's context c before the forward pass: for ℓ0
 // hard-concrete it draws the gates, makes the layers compute with the
 // gated weights and returns the penalty to add to the loss; otherwise it
 // returns nil.
-func (m *method) graphTerms() *autograd.Tensor {
+func (m *method) graphTerms(c *autograd.Context) *autograd.Tensor {
 	if m.hc != nil {
-		return m.hc.begin()
+		return m.hc.begin(c)
 	}
 	return nil
 }

@@ -49,8 +49,9 @@ type trainer struct {
 	state       runState
 	prog        *progress
 	stdout      io.Writer
-	trainArena  *autograd.Arena
-	evalArena   *autograd.Arena
+	// trainCtx and evalCtx are the contexts of training steps and of
+	// evaluation (NoGrad); each has an arena reset before every batch.
+	trainCtx, evalCtx *autograd.Context
 	// save writes a checkpoint of the current state; nil disables saving
 	// (evaluation only).
 	save func() error
@@ -66,20 +67,18 @@ type stepResult struct {
 func (t *trainer) step(b cifar10.Batch) stepResult {
 	var r stepResult
 	t.meth.opt.ZeroGrad()
-	t.trainArena.Reset()
-	t.trainArena.Use(func() {
-		extra := t.meth.graphTerms()
-		x := autograd.FromSlice(b.X, b.N, cifar10.Channels, cifar10.Height, cifar10.Width)
-		logits := t.model.Forward(x)
-		loss := autograd.CrossEntropy(logits, b.Y)
-		total := loss
-		if extra != nil {
-			total = autograd.Add(loss, extra)
-		}
-		total.Backward()
-		r.loss = float64(loss.Item())
-		r.correct = countCorrect(logits, b.Y)
-	})
+	t.trainCtx.Arena.Reset()
+	extra := t.meth.graphTerms(t.trainCtx)
+	x := autograd.FromSlice(b.X, b.N, cifar10.Channels, cifar10.Height, cifar10.Width).In(t.trainCtx)
+	logits := t.model.Forward(x)
+	loss := autograd.CrossEntropy(logits, b.Y)
+	total := loss
+	if extra != nil {
+		total = autograd.Add(loss, extra)
+	}
+	total.Backward()
+	r.loss = float64(loss.Item())
+	r.correct = countCorrect(logits, b.Y)
 	t.meth.endStep()
 	t.meth.opt.Step()
 	return r
@@ -116,17 +115,13 @@ func (t *trainer) evaluate(split *cifar10.Split) (loss, acc float64) {
 	defer l.Close()
 	var sum float64
 	correct := 0
-	autograd.NoGrad(func() {
-		for b, ok := l.Next(); ok; b, ok = l.Next() {
-			t.evalArena.Reset()
-			t.evalArena.Use(func() {
-				x := autograd.FromSlice(b.X, b.N, cifar10.Channels, cifar10.Height, cifar10.Width)
-				logits := t.model.Forward(x)
-				sum += float64(autograd.CrossEntropySum(logits, b.Y).Item())
-				correct += countCorrect(logits, b.Y)
-			})
-		}
-	})
+	for b, ok := l.Next(); ok; b, ok = l.Next() {
+		t.evalCtx.Arena.Reset()
+		x := autograd.FromSlice(b.X, b.N, cifar10.Channels, cifar10.Height, cifar10.Width).In(t.evalCtx)
+		logits := t.model.Forward(x)
+		sum += float64(autograd.CrossEntropySum(logits, b.Y).Item())
+		correct += countCorrect(logits, b.Y)
+	}
 	n := float64(split.Len())
 	return sum / n, float64(correct) / n
 }

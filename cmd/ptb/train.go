@@ -293,9 +293,10 @@ type trainer struct {
 	model              *models.LanguageModel
 	me                 *method
 	train, valid, test *ptb.Batched
-	trainArena         *autograd.Arena
-	evalArena          *autograd.Arena
-	stderr             io.Writer
+	// trainCtx and evalCtx are the contexts of training windows and of
+	// evaluation (NoGrad); each has an arena reset before every window.
+	trainCtx, evalCtx *autograd.Context
+	stderr            io.Writer
 }
 
 // train runs the training described by c, printing metrics to stdout.
@@ -305,7 +306,8 @@ func train(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	t := &trainer{c: c, data: data, stderr: stderr, trainArena: autograd.NewArena(), evalArena: autograd.NewArena()}
+	t := &trainer{c: c, data: data, stderr: stderr, trainCtx: &autograd.Context{Arena: autograd.NewArena()},
+		evalCtx: &autograd.Context{Arena: autograd.NewArena(), NoGrad: true}}
 	t.train = ptb.Batchify(data.Train, c.Batch)
 	if t.train.T < 2 {
 		return fmt.Errorf("%s has %d tokens, too few for %d streams of at least 2 steps (lower -batch)", data.TrainPath, len(data.Train), c.Batch)
@@ -462,16 +464,14 @@ func (t *trainer) trainEpoch(ctx context.Context, rec *epochRecord) error {
 		}
 		x, y, n := ptb.GetBatch(d, w*c.BPTT, c.BPTT)
 		t.me.opt.ZeroGrad()
-		t.trainArena.Reset()
-		t.trainArena.Use(func() {
-			logits, next := m.Run(x, n, d.B, state)
-			loss := autograd.CrossEntropy(logits, y)
-			loss.Backward()
-			lossV = loss.Item()
-			// Truncated BPTT: the next window starts from this state,
-			// copied out of the arena and cut off from the graph.
-			state = next.Detach()
-		})
+		t.trainCtx.Arena.Reset()
+		logits, next := m.Run(t.trainCtx, x, n, d.B, state)
+		loss := autograd.CrossEntropy(logits, y)
+		loss.Backward()
+		lossV = loss.Item()
+		// Truncated BPTT: the next window starts from this state,
+		// copied out of the arena and cut off from the graph.
+		state = next.Detach()
 		if math.IsNaN(float64(lossV)) || math.IsInf(float64(lossV), 0) {
 			return fmt.Errorf("training diverged in epoch %d, window %d: loss %v (try a smaller -lr or -clip)", rec.Epoch, w+1, lossV)
 		}
@@ -512,16 +512,12 @@ func (t *trainer) evaluate(d *ptb.Batched) float64 {
 	defer m.SetTraining(true)
 	total := 0.0
 	var state nn.LSTMState
-	autograd.NoGrad(func() {
-		for i := 0; i < d.T-1; i += t.c.BPTT {
-			x, y, n := ptb.GetBatch(d, i, t.c.BPTT)
-			t.evalArena.Reset()
-			t.evalArena.Use(func() {
-				logits, next := m.Run(x, n, d.B, state)
-				total += float64(autograd.CrossEntropySum(logits, y).Item())
-				state = next.Detach()
-			})
-		}
-	})
+	for i := 0; i < d.T-1; i += t.c.BPTT {
+		x, y, n := ptb.GetBatch(d, i, t.c.BPTT)
+		t.evalCtx.Arena.Reset()
+		logits, next := m.Run(t.evalCtx, x, n, d.B, state)
+		total += float64(autograd.CrossEntropySum(logits, y).Item())
+		state = next.Detach()
+	}
 	return total / float64(ptb.NumTargets(d))
 }

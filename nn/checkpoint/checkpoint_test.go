@@ -43,18 +43,15 @@ func images(rng *rand.Rand, n int) *autograd.Tensor { return autograd.RandN(rng,
 // and counters move away from their initial values.
 func trainForward(m nn.Module, rng *rand.Rand, steps int) {
 	m.SetTraining(true)
-	autograd.NoGrad(func() {
-		for range steps {
-			m.Forward(images(rng, 4))
-		}
-	})
+	noGrad := &autograd.Context{NoGrad: true}
+	for range steps {
+		m.Forward(images(rng, 4).In(noGrad))
+	}
 }
 
 func evalLogits(m nn.Module, x *autograd.Tensor) []float32 {
 	m.SetTraining(false)
-	var out []float32
-	autograd.NoGrad(func() { out = slices.Clone(m.Forward(x).Data) })
-	return out
+	return slices.Clone(m.Forward(autograd.FromSlice(x.Data, x.Shape()...).In(&autograd.Context{NoGrad: true})).Data)
 }
 
 func sameState(t *testing.T, a, b nn.Module) {
@@ -414,19 +411,17 @@ func TestTrainStateFormat(t *testing.T) {
 // batches from step `from` to `to` and returns the losses.
 func trainSteps(m nn.Module, opt optim.Optimizer, from, to int) []float32 {
 	var losses []float32
-	arena := autograd.NewArena()
+	ctx := &autograd.Context{Arena: autograd.NewArena()}
 	m.SetTraining(true)
 	for s := from; s < to; s++ {
 		rng := newRng(uint64(1000 + s)) // batch s depends only on s
-		x := images(rng, 4)
+		x := images(rng, 4).In(ctx)
 		labels := []int{rng.IntN(10), rng.IntN(10), rng.IntN(10), rng.IntN(10)}
 		opt.ZeroGrad()
-		arena.Reset()
-		arena.Use(func() {
-			loss := autograd.CrossEntropy(m.Forward(x), labels)
-			loss.Backward()
-			losses = append(losses, loss.Item())
-		})
+		ctx.Arena.Reset()
+		loss := autograd.CrossEntropy(m.Forward(x), labels)
+		loss.Backward()
+		losses = append(losses, loss.Item())
 		opt.Step()
 	}
 	return losses

@@ -16,19 +16,17 @@ func benchCIFAR(b *testing.B, name string, batch int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	x := autograd.RandN(rng, batch, 3, 32, 32)
+	ctx := &autograd.Context{Arena: autograd.NewArena()}
+	x := autograd.RandN(rng, batch, 3, 32, 32).In(ctx)
 	labels := make([]int, batch)
 	for i := range labels {
 		labels[i] = i % 10
 	}
-	arena := autograd.NewArena()
 	b.ResetTimer()
 	for range b.N {
 		nn.ZeroGrad(m)
-		arena.Use(func() {
-			autograd.CrossEntropy(m.Forward(x), labels).Backward()
-		})
-		arena.Reset()
+		autograd.CrossEntropy(m.Forward(x), labels).Backward()
+		ctx.Arena.Reset()
 	}
 	b.ReportMetric(float64(b.Elapsed().Seconds())/float64(b.N*batch)*1e3, "ms/image")
 }
@@ -48,16 +46,14 @@ func BenchmarkLanguageModelStep(b *testing.B) {
 	for i := range ids {
 		ids[i], targets[i] = rng.IntN(vocab), rng.IntN(vocab)
 	}
-	state := m.RNN.ZeroState(batch)
-	arena := autograd.NewArena()
+	state := m.RNN.ZeroState(nil, batch)
+	ctx := &autograd.Context{Arena: autograd.NewArena()}
 	b.ResetTimer()
 	for range b.N {
 		nn.ZeroGrad(m)
-		arena.Use(func() {
-			logits, final := m.Run(ids, steps, batch, state)
-			autograd.CrossEntropy(logits, targets).Backward()
-			state = final.Detach()
-		})
-		arena.Reset()
+		logits, final := m.Run(ctx, ids, steps, batch, state)
+		autograd.CrossEntropy(logits, targets).Backward()
+		state = final.Detach()
+		ctx.Arena.Reset()
 	}
 }

@@ -44,12 +44,15 @@ func NewLanguageModel(vocab, emb, hidden, layers int, dropout float32, rng *rand
 // column b), starting from state (the zero value means zeros). It returns
 // logits of shape (steps·batch, vocab), row t·batch+b for ids[t*batch+b],
 // and the final state, which the caller detaches before passing it to the
-// next window for truncated backpropagation through time.
-func (m *LanguageModel) Run(ids []int, steps, batch int, state nn.LSTMState) (*autograd.Tensor, nn.LSTMState) {
+// next window for truncated backpropagation through time. The window runs
+// in the context c: a training step passes one with an arena, evaluation
+// one with NoGrad set; nil is the default (record the graph, allocate from
+// the heap).
+func (m *LanguageModel) Run(c *autograd.Context, ids []int, steps, batch int, state nn.LSTMState) (*autograd.Tensor, nn.LSTMState) {
 	if steps*batch != len(ids) {
 		panic(fmt.Sprintf("models.LanguageModel: %d ids do not form %d steps × %d columns", len(ids), steps, batch))
 	}
-	emb := m.Drop.Forward(m.Encoder.Lookup(ids))
+	emb := m.Drop.Forward(m.Encoder.Lookup(c, ids))
 	out, state := m.RNN.Run(autograd.Reshape(emb, steps, batch, m.RNN.InputSize), state)
 	out = m.Drop.Forward(autograd.Reshape(out, steps*batch, m.RNN.HiddenSize))
 	return m.Decoder.Forward(out), state
@@ -57,13 +60,13 @@ func (m *LanguageModel) Run(ids []int, steps, batch int, state nn.LSTMState) (*a
 
 // Forward runs the model from zero states over x of shape (steps, batch)
 // holding word ids as whole numbers, and returns logits of shape
-// (steps·batch, vocab).
+// (steps·batch, vocab), in the context of x.
 func (m *LanguageModel) Forward(x *autograd.Tensor) *autograd.Tensor {
 	if x.Rank() != 2 {
 		panic(fmt.Sprintf("models.LanguageModel: input must have shape (steps, batch), got %v", x.Shape()))
 	}
 	ids := nn.TensorIDs("LanguageModel", x, m.Encoder.Weight.Dim(0))
-	logits, _ := m.Run(ids, x.Dim(0), x.Dim(1), nn.LSTMState{})
+	logits, _ := m.Run(x.Context(), ids, x.Dim(0), x.Dim(1), nn.LSTMState{})
 	return logits
 }
 
