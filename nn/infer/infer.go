@@ -36,12 +36,10 @@
 //
 // A Model is immutable after Load and safe for concurrent use: the network
 // runs in evaluation mode (batch normalisation with its running
-// statistics) and records no graph, and every call takes its working
-// buffers from a pool owned by the Model, so steady-state calls allocate
-// little and no state is shared between models or with training code.
-// (Until autograd's process-wide Arena.Use gives way to a caller-owned
-// context, no goroutine may use it while a Model predicts: its arena would
-// supply the Model's op results too.)
+// statistics) in an autograd.Context that records no graph, and every call
+// takes its working buffers and the arena of its op results from a pool
+// owned by the Model, so steady-state calls allocate little and no state
+// is shared between models or with training code.
 package infer
 
 import (
@@ -77,6 +75,9 @@ type scratch struct {
 	x     []float32 // preprocessed input batch
 	raw   []uint8   // one raw 32×32 image
 	probs []float32 // output probabilities
+	// ctx runs the network: no graph, op results from its own arena,
+	// which the next call on this scratch reuses.
+	ctx autograd.Context
 }
 
 // Load reads the model file at path and returns the model. The network is
@@ -117,9 +118,8 @@ func FromFile(f *safetensors.File, spec Spec) (*Model, error) {
 
 // New returns a model that runs net, whose weights are final, with the
 // preprocessing of spec (spec.Model, Width and Shortcut are only recorded).
-// New takes net over: it switches it to evaluation mode and marks its
-// tensors as needing no gradient, and net must not be changed or trained
-// afterwards (train a copy instead).
+// New takes net over: it switches it to evaluation mode, and net must not
+// be changed or trained afterwards (train a copy instead).
 func New(net nn.Module, spec Spec) (*Model, error) {
 	if spec.Model == "" {
 		spec.Model = fmt.Sprintf("%T", net)
@@ -133,9 +133,6 @@ func New(net nn.Module, spec Spec) (*Model, error) {
 		return nil, err
 	}
 	net.SetTraining(false)
-	for _, p := range append(net.Params(), net.Buffers()...) {
-		p.T.SetRequiresGrad(false)
-	}
 	return &Model{net: net, spec: spec, norm: norm}, nil
 }
 
@@ -190,8 +187,15 @@ func (m *Model) Probabilities(dst, x []float32) []float32 {
 	if len(x) == 0 || len(x)%InputSize != 0 {
 		panic(fmt.Sprintf("infer.Model.Probabilities: %d input values, want a positive multiple of %d", len(x), InputSize))
 	}
+	s := m.getScratch()
+	defer m.scratch.Put(s)
+	return m.probabilities(s, dst, x)
+}
+
+// probabilities is Probabilities with the working memory s.
+func (m *Model) probabilities(s *scratch, dst, x []float32) []float32 {
 	n, k := len(x)/InputSize, m.spec.NumClasses
-	logits := m.forward(x, n)
+	logits := m.forward(s, x, n)
 	if len(logits) != n*k {
 		panic(fmt.Sprintf("infer.Model.Probabilities: the network returned %d values for %d images of %d classes", len(logits), n, k))
 	}
@@ -203,10 +207,12 @@ func (m *Model) Probabilities(dst, x []float32) []float32 {
 }
 
 // forward returns the logits of the n images in x. It is the one place
-// that runs the network: in evaluation mode, on tensors that need no
-// gradient, so no graph is recorded.
-func (m *Model) forward(x []float32, n int) []float32 {
-	return m.net.Forward(autograd.FromSlice(x, n, cifar10.Channels, Side, Side)).Data
+// that runs the network: in evaluation mode, in a context that records no
+// graph and takes every op result from the arena of s (valid until s is
+// used again).
+func (m *Model) forward(s *scratch, x []float32, n int) []float32 {
+	s.ctx.Arena.Reset()
+	return m.net.Forward(autograd.FromSlice(x, n, cifar10.Channels, Side, Side).In(&s.ctx)).Data
 }
 
 // softmax writes the softmax of logits into dst, accumulating in float64.
@@ -282,7 +288,7 @@ func (m *Model) Predict(images []image.Image, k int) [][]Class {
 		RawImage(s.raw, img)
 		m.norm.Normalize(s.x[i*InputSize:(i+1)*InputSize], s.raw)
 	}
-	s.probs = m.Probabilities(s.probs, s.x)
+	s.probs = m.probabilities(s, s.probs, s.x)
 	return m.TopK(s.probs, k)
 }
 
@@ -290,7 +296,7 @@ func (m *Model) getScratch() *scratch {
 	if s, ok := m.scratch.Get().(*scratch); ok {
 		return s
 	}
-	return &scratch{raw: make([]uint8, cifar10.ImageSize)}
+	return &scratch{raw: make([]uint8, cifar10.ImageSize), ctx: autograd.Context{NoGrad: true, Arena: autograd.NewArena()}}
 }
 
 // String describes the model, for logs.

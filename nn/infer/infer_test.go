@@ -392,8 +392,9 @@ func TestSpecMetadataRoundTrip(t *testing.T) {
 
 // TestPredictWhileTraining serves a model and a snapshot of a model in
 // training from eight goroutines while another goroutine trains that
-// model (run it with -race): the training goroutine records its graph and
-// the predictions equal those of a quiet process, bit for bit.
+// model with an arena (run it with -race): the training goroutine records
+// its graph and the predictions equal those of a quiet process, bit for
+// bit.
 func TestPredictWhileTraining(t *testing.T) {
 	servedPath, _ := saveTiny(t, 10)
 	served, err := infer.Load(servedPath, infer.Spec{})
@@ -444,13 +445,16 @@ func TestPredictWhileTraining(t *testing.T) {
 	}
 }
 
-// trainSteps runs plain SGD steps of net on random data and checks that
-// every step recorded its graph (the parameters receive gradients).
+// trainSteps runs plain SGD steps of net on random data in a context with
+// an arena, and checks that every step recorded its graph (the parameters
+// receive gradients).
 func trainSteps(net nn.Module, steps int) error {
 	rng := newRng(13)
 	net.SetTraining(true)
+	ctx := &autograd.Context{Arena: autograd.NewArena()}
 	for step := range steps {
-		x := autograd.FromSlice(randomInputs(rng, 4), 4, 3, 32, 32)
+		ctx.Arena.Reset()
+		x := autograd.FromSlice(randomInputs(rng, 4), 4, 3, 32, 32).In(ctx)
 		labels := []int{0, 1, 2, 3}
 		loss := autograd.CrossEntropy(net.Forward(x), labels)
 		loss.Backward()
@@ -465,4 +469,39 @@ func trainSteps(net nn.Module, steps int) error {
 		}
 	}
 	return nil
+}
+
+// TestSteadyStateAllocations checks that repeated calls reuse the pooled
+// arena: after the first call, a call allocates a small fraction of the
+// activations' memory.
+func TestSteadyStateAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items")
+	}
+	path, _ := saveTiny(t, 14)
+	m, err := infer.Load(path, infer.Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := randomInputs(newRng(15), 8)
+	dst := make([]float32, 8*m.NumClasses())
+	allocated := func(f func()) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		f()
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	prev := runtime.GOMAXPROCS(1) // no other goroutine allocates meanwhile
+	defer runtime.GOMAXPROCS(prev)
+	first := allocated(func() { m.Probabilities(dst, x) })
+	steady := allocated(func() {
+		for range 10 {
+			m.Probabilities(dst, x)
+		}
+	}) / 10
+	t.Logf("first call %d bytes, then %d bytes per call", first, steady)
+	if steady*8 > first {
+		t.Fatalf("a steady-state call allocates %d bytes, the first %d: the arena is not reused", steady, first)
+	}
 }
