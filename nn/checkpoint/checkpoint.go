@@ -23,6 +23,16 @@
 // and all-or-nothing: the model is changed only when every tensor passed
 // the checks.
 //
+// # Compressed files
+//
+// SaveCompressedModel writes a model file for deployment in which sparse
+// tensors are stored as a bitmap or indices plus their nonzero values and
+// binary tensors (±scale) as packed sign bits plus the scales, whichever
+// is smallest per tensor (Compress; the layout is in
+// docs/deploy-format.md). Every loader of this package (LoadModel,
+// LoadStateDict, LoadTrainState) expands such files transparently and
+// exactly (Expand).
+//
 // # Training-state files
 //
 // SaveTrainState writes everything a run needs to continue exactly into a
@@ -151,6 +161,10 @@ type LoadOptions struct {
 // The error lists the missing and unexpected keys or names the first bad
 // tensor with both shapes.
 func LoadStateDict(f *safetensors.File, m nn.Module, opt LoadOptions) error {
+	f, err := Expand(f)
+	if err != nil {
+		return err
+	}
 	have := map[string]safetensors.Tensor{}
 	for name, t := range f.Tensors {
 		if rest, ok := strings.CutPrefix(name, opt.Prefix); ok {
@@ -331,6 +345,9 @@ func LoadTrainState(path string, s *TrainState) error {
 	f, err := safetensors.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if f, err = Expand(f); err != nil {
+		return fmt.Errorf("%w (in %s)", err, path)
 	}
 	st, meta, aux, err := decodeTrainState(f)
 	if err != nil {
