@@ -36,8 +36,14 @@ func SetAsm(on bool) (prev bool) {
 //
 //	dst[(i−lo)·ldd + j] += Σ_t val[t]·b[off[t] + j],  t in [rowPtr[i], rowPtr[i+1])
 //
-// It panics if an offset or the output rows fall outside b or dst.
-func Rows(dst []float32, ldd, n int, rowPtr []int32, off []int, val []float32, b []float32, lo, hi int) {
+// The offsets of every row must not decrease. The product runs in blocks
+// of colBlock columns and, when span > 0, of terms whose offsets lie in
+// one window [w·span, (w+1)·span), so that the part of b a block reads
+// stays in the cache while every row passes over it; each element still
+// adds its terms in order t, so the blocking does not change any result.
+// It panics if an offset or an output row falls outside b or dst, or the
+// offsets of a row decrease.
+func Rows(dst []float32, ldd, n int, rowPtr []int32, off []int, val []float32, b []float32, lo, hi, span int) {
 	if n <= 0 || lo >= hi {
 		return
 	}
@@ -49,47 +55,57 @@ func Rows(dst []float32, ldd, n int, rowPtr []int32, off []int, val []float32, b
 	if first < 0 || first > last || last > len(off) || last > len(val) {
 		panic(fmt.Sprintf("spmm.Rows: row pointers [%d, %d) outside the %d offsets and %d values", first, last, len(off), len(val)))
 	}
-	for _, o := range off[first:last] {
-		if o < 0 || o > len(b)-n {
-			panic(fmt.Sprintf("spmm.Rows: offset %d with %d columns outside b of %d elements", o, n, len(b)))
+	maxOff := 0
+	for i := lo; i < hi; i++ {
+		p, q := int(rowPtr[i]), int(rowPtr[i+1])
+		if p > q || p < first || q > last {
+			panic(fmt.Sprintf("spmm.Rows: row %d has pointers %d, %d outside [%d, %d]", i, p, q, first, last))
 		}
+		prev := 0
+		for _, o := range off[p:q] {
+			if o < prev || o > len(b)-n {
+				panic(fmt.Sprintf("spmm.Rows: offset %d with %d columns outside b of %d elements or below the previous offset %d of row %d", o, n, len(b), prev, i))
+			}
+			prev = o
+		}
+		maxOff = max(maxOff, prev)
 	}
-	// Column blocks keep the dense rows a block reads in the L2 cache
-	// while every sparse row passes over them.
-	nb := colBlock(n, first, last, hi-lo)
-	for c0 := 0; c0 < n; c0 += nb {
-		c1 := min(c0+nb, n)
+	if span <= 0 {
+		span = maxOff + 1
+	}
+	pos := make([]int, hi-lo)
+	for c0 := 0; c0 < n; c0 += colBlock {
+		c1 := min(c0+colBlock, n)
 		m := (c1 - c0) &^ 7 // columns the assembly kernel handles
 		if !useAsm {
 			m = 0
 		}
-		for i := lo; i < hi; i++ {
-			p, q := int(rowPtr[i]), int(rowPtr[i+1])
-			if p > q {
-				panic(fmt.Sprintf("spmm.Rows: row %d has pointers %d > %d", i, p, q))
+		for i := range pos {
+			pos[i] = int(rowPtr[lo+i])
+		}
+		for end := span; end-span <= maxOff; end += span {
+			for i := lo; i < hi; i++ {
+				p, q := pos[i-lo], int(rowPtr[i+1])
+				e := p
+				for e < q && off[e] < end {
+					e++
+				}
+				if e == p {
+					continue
+				}
+				pos[i-lo] = e
+				d := dst[(i-lo)*ldd+c0 : (i-lo)*ldd+c1]
+				if m > 0 {
+					rowAVX2(&d[0], m, &val[p], &off[p], e-p, &b[c0])
+				}
+				rowGo(d[m:], val[p:e], off[p:e], b, c0+m)
 			}
-			if p == q {
-				continue
-			}
-			d := dst[(i-lo)*ldd+c0 : (i-lo)*ldd+c1]
-			if m > 0 {
-				rowAVX2(&d[0], m, &val[p], &off[p], q-p, &b[c0])
-			}
-			rowGo(d[m:], val[p:q], off[p:q], b, c0+m)
 		}
 	}
 }
 
-// colBlock returns the number of columns Rows processes at a time: about
-// 256 KiB of dense rows for the distinct rows the terms point to (estimated
-// by the average number of terms per row times 4 for the sharing between
-// rows), a multiple of 64 columns and at least 64.
-func colBlock(n, first, last, rows int) int {
-	const budget = 64 << 10 // floats
-	touched := max(1, 4*(last-first)/max(rows, 1))
-	nb := budget / touched &^ 63
-	return max(nb, 64)
-}
+// colBlock is the number of columns Rows processes at a time.
+const colBlock = 256
 
 // rowGo adds Σ_t val[t]·b[off[t]+base+j] to d[j], term by term in order.
 func rowGo(d, val []float32, off []int, b []float32, base int) {

@@ -3,6 +3,7 @@ package spmm
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -12,10 +13,13 @@ func randomCSR(rng *rand.Rand, rows, maxNNZ, maxOff int) (rowPtr []int32, off []
 	rowPtr = []int32{0}
 	for range rows {
 		k := rng.IntN(maxNNZ + 1)
-		for range k {
-			off = append(off, rng.IntN(maxOff+1))
+		row := make([]int, k)
+		for j := range row {
+			row[j] = rng.IntN(maxOff + 1)
 			val = append(val, float32(rng.NormFloat64()))
 		}
+		slices.Sort(row)
+		off = append(off, row...)
 		rowPtr = append(rowPtr, int32(len(off)))
 	}
 	return rowPtr, off, val
@@ -39,6 +43,7 @@ func TestAsmMatchesGo(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for n := 1; n <= 150; n++ {
 		for _, shift := range []int{0, 1, 5} {
+			span := []int{0, 37, 100}[shift%3]
 			const rows, ldd = 5, 160
 			rowPtr, off, val := randomCSR(rng, rows, 9, 300)
 			b := randomSlice(rng, 300+n+shift)[shift:]
@@ -47,7 +52,7 @@ func TestAsmMatchesGo(t *testing.T) {
 				prev := SetAsm(asm)
 				defer SetAsm(prev)
 				d := append([]float32(nil), init...)
-				Rows(d, ldd, n, rowPtr, off, val, b, 1, rows)
+				Rows(d, ldd, n, rowPtr, off, val, b, 1, rows, span)
 				return d
 			}
 			g, a := run(false), run(true)
@@ -78,7 +83,7 @@ func TestRowsValues(t *testing.T) {
 				want[i*n+j] = s
 			}
 		}
-		Rows(dst, n, n, rowPtr, off, val, b, 0, rows)
+		Rows(dst, n, n, rowPtr, off, val, b, 0, rows, 64)
 		for i, w := range want {
 			if math.Abs(float64(dst[i])-w) > 1e-4*(1+math.Abs(w)) {
 				t.Fatalf("n=%d: element %d = %v, want %v", n, i, dst[i], w)
@@ -92,16 +97,16 @@ func TestRowsValues(t *testing.T) {
 func TestRowsChecksBounds(t *testing.T) {
 	for name, f := range map[string]func(){
 		"offset": func() {
-			Rows(make([]float32, 8), 8, 8, []int32{0, 1}, []int{3}, []float32{1}, make([]float32, 10), 0, 1)
+			Rows(make([]float32, 8), 8, 8, []int32{0, 1}, []int{3}, []float32{1}, make([]float32, 10), 0, 1, 0)
 		},
 		"negative offset": func() {
-			Rows(make([]float32, 8), 8, 8, []int32{0, 1}, []int{-1}, []float32{1}, make([]float32, 10), 0, 1)
+			Rows(make([]float32, 8), 8, 8, []int32{0, 1}, []int{-1}, []float32{1}, make([]float32, 10), 0, 1, 0)
 		},
 		"dst": func() {
-			Rows(make([]float32, 8), 8, 8, []int32{0, 1, 2}, []int{0, 0}, []float32{1, 1}, make([]float32, 10), 0, 2)
+			Rows(make([]float32, 8), 8, 8, []int32{0, 1, 2}, []int{0, 0}, []float32{1, 1}, make([]float32, 10), 0, 2, 0)
 		},
 		"row pointers": func() {
-			Rows(make([]float32, 8), 8, 8, []int32{0, 2}, []int{0}, []float32{1}, make([]float32, 10), 0, 1)
+			Rows(make([]float32, 8), 8, 8, []int32{0, 2}, []int{0}, []float32{1}, make([]float32, 10), 0, 1, 0)
 		},
 	} {
 		func() {
@@ -126,6 +131,6 @@ func BenchmarkRows(b *testing.B) {
 	dst := make([]float32, rows*n)
 	b.SetBytes(int64(len(val) * n * 4))
 	for b.Loop() {
-		Rows(dst, n, n, rowPtr, off, val, src, 0, rows)
+		Rows(dst, n, n, rowPtr, off, val, src, 0, rows, 128*n)
 	}
 }
