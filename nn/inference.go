@@ -95,7 +95,7 @@ func (r Report) String() string {
 		if l.Sparse {
 			path = "sparse"
 		}
-		fmt.Fprintf(&b, "  %-24s %-6s %v %5.1f%% zeros  %s\n", l.Name, l.Kind, l.Shape, 100*l.ZeroFraction(), path)
+		fmt.Fprintf(&b, "  %-24s %-6s %-18s %5.1f%% zeros  %s\n", l.Name, l.Kind, fmt.Sprint(l.Shape), 100*l.ZeroFraction(), path)
 	}
 	return b.String()
 }

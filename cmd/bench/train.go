@@ -257,25 +257,9 @@ func timeSteps(c *trainConfig, step func() float32) (*trainResult, error) {
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	var (
-		loss    float32
-		n       int
-		fastest = time.Duration(math.MaxInt64)
-	)
-	cpu0, cpuOK := processCPU()
-	start := time.Now()
-	for {
-		t := time.Now()
-		loss = step()
-		d := time.Since(t)
-		fastest = min(fastest, d)
-		n++
-		if n >= c.steps && time.Since(start) >= c.minTime {
-			break
-		}
-	}
-	elapsed := time.Since(start)
-	cpu1, _ := processCPU()
+	var loss float32
+	lt := timeLoop(c.steps, c.minTime, func() { loss = step() })
+	n, elapsed, fastest := lt.n, lt.elapsed, lt.fastest
 	runtime.ReadMemStats(&after)
 	if c.memprofile != "" {
 		if err := writeMemProfile(c.memprofile, memBase.Bytes()); err != nil {
@@ -287,8 +271,8 @@ func timeSteps(c *trainConfig, step func() float32) (*trainResult, error) {
 	}
 	ms := func(d time.Duration) float64 { return math.Round(float64(d.Microseconds())) / 1000 }
 	var cpuMs float64
-	if cpuOK {
-		cpuMs = ms((cpu1 - cpu0) / time.Duration(n))
+	if lt.cpuOK {
+		cpuMs = ms(lt.cpu / time.Duration(n))
 	}
 	return &trainResult{
 		Impl:       "go",
@@ -309,6 +293,34 @@ func timeSteps(c *trainConfig, step func() float32) (*trainResult, error) {
 		GoVersion:  runtime.Version(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
 	}, nil
+}
+
+// loopTiming is what timeLoop measured.
+type loopTiming struct {
+	n                     int           // timed calls
+	elapsed, fastest, cpu time.Duration // wall time of all, of the fastest, CPU time of all
+	cpuOK                 bool          // whether cpu was measured
+}
+
+// timeLoop calls step until both steps calls and minTime have passed and
+// returns the wall and CPU times.
+func timeLoop(steps int, minTime time.Duration, step func()) loopTiming {
+	lt := loopTiming{fastest: time.Duration(math.MaxInt64)}
+	cpu0, ok := processCPU()
+	start := time.Now()
+	for {
+		t := time.Now()
+		step()
+		lt.fastest = min(lt.fastest, time.Since(t))
+		lt.n++
+		if lt.n >= steps && time.Since(start) >= minTime {
+			break
+		}
+	}
+	lt.elapsed = time.Since(start)
+	cpu1, _ := processCPU()
+	lt.cpu, lt.cpuOK = cpu1-cpu0, ok
+	return lt
 }
 
 // processCPU returns the CPU time (user and system, all threads) the
