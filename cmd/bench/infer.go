@@ -112,11 +112,8 @@ func parseInferFlags(args []string, stderr io.Writer) (*inferConfig, error) {
 	if c.batch < 1 || c.steps < 1 {
 		return nil, fmt.Errorf("-batch and -steps must be at least 1, got %d and %d", c.batch, c.steps)
 	}
-	if c.threads < 0 || c.warmup < 0 || c.minTime < 0 {
-		return nil, fmt.Errorf("-threads, -warmup and -min-time must not be negative")
-	}
-	if !(c.width > 0) || math.IsInf(c.width, 0) {
-		return nil, fmt.Errorf("-width must be positive, got %g", c.width)
+	if err := checkLoopFlags(c.threads, c.warmup, c.minTime, c.width); err != nil {
+		return nil, err
 	}
 	if !(c.zeros >= 0 && c.zeros <= 1) {
 		return nil, fmt.Errorf("-zeros must be in [0, 1], got %g", c.zeros)
@@ -134,10 +131,7 @@ func runInfer(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if c.threads > 0 {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(c.threads))
-		defer parallel.SetWorkers(parallel.SetWorkers(c.threads))
-	}
+	defer setThreads(c.threads)()
 	rng := rand.New(rand.NewPCG(c.seed, 0x70726f7867656e)) // "proxgen"
 	m, err := models.New(c.model, cnnLabels, rng, models.WithWidth(c.width))
 	if err != nil {

@@ -149,11 +149,8 @@ func parseTrainFlags(args []string, stderr io.Writer) (*trainConfig, error) {
 			return nil, fmt.Errorf("bench train: -%s must be at least 1, got %d", f.name, f.v)
 		}
 	}
-	if c.threads < 0 || c.warmup < 0 || c.minTime < 0 {
-		return nil, fmt.Errorf("bench train: -threads, -warmup and -min-time must not be negative")
-	}
-	if !(c.width > 0) || math.IsInf(c.width, 0) {
-		return nil, fmt.Errorf("bench train: -width must be positive, got %g", c.width)
+	if err := checkLoopFlags(c.threads, c.warmup, c.minTime, c.width); err != nil {
+		return nil, fmt.Errorf("bench train: %w", err)
 	}
 	if !(c.lr > 0) {
 		return nil, fmt.Errorf("bench train: -lr must be positive, got %g", c.lr)
@@ -168,10 +165,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if c.threads > 0 {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(c.threads))
-		defer parallel.SetWorkers(parallel.SetWorkers(c.threads))
-	}
+	defer setThreads(c.threads)()
 	step, samples, params, err := newTrainStep(c)
 	if err != nil {
 		return err
@@ -293,6 +287,30 @@ func timeSteps(c *trainConfig, step func() float32) (*trainResult, error) {
 		GoVersion:  runtime.Version(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
 	}, nil
+}
+
+// checkLoopFlags checks the flags the timing subcommands share.
+func checkLoopFlags(threads, warmup int, minTime time.Duration, width float64) error {
+	if threads < 0 || warmup < 0 || minTime < 0 {
+		return fmt.Errorf("-threads, -warmup and -min-time must not be negative")
+	}
+	if !(width > 0) || math.IsInf(width, 0) {
+		return fmt.Errorf("-width must be positive, got %g", width)
+	}
+	return nil
+}
+
+// setThreads sets GOMAXPROCS and the worker-pool size to n when n > 0 and
+// returns the function that restores both.
+func setThreads(n int) (restore func()) {
+	if n <= 0 {
+		return func() {}
+	}
+	procs, workers := runtime.GOMAXPROCS(n), parallel.SetWorkers(n)
+	return func() {
+		parallel.SetWorkers(workers)
+		runtime.GOMAXPROCS(procs)
+	}
 }
 
 // loopTiming is what timeLoop measured.
