@@ -13,7 +13,7 @@ import (
 // ResNet-20 and VGG-16 layers with one thread (docs/benchmarks.md, "Sparse
 // inference"): below it the sparse product is slower than the dense GEMM
 // on most layers, above it faster on most.
-const DefaultMinZeros = 0.6
+const DefaultMinZeros = 0.7
 
 // InferenceOptions controls PrepareInferenceWith.
 type InferenceOptions struct {
