@@ -172,3 +172,43 @@ func TestPreparedModelTrains(t *testing.T) {
 		}
 	}
 }
+
+// TestPreparedModelConcurrent runs one prepared model on eight goroutines
+// at once; each result must equal the sequential one bit for bit (run
+// with -race to check the sharing of the sparse weights and their offset
+// caches).
+func TestPreparedModelConcurrent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 28))
+	m, err := models.New("resnet20", 10, rng, models.WithWidth(0.25))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zeroWeights(m, rng, 0.8)
+	m.SetTraining(false)
+	if r := nn.PrepareInference(m); len(r.SparseLayers()) != len(r.Layers) {
+		t.Fatalf("sparse layers %v", r.SparseLayers())
+	}
+	const workers = 8
+	xs := make([]*autograd.Tensor, workers)
+	want := make([]*autograd.Tensor, workers)
+	for i := range xs {
+		xs[i] = autograd.RandN(rng, 1+i%3, 3, 16, 16)
+		want[i] = infer(m, xs[i])
+	}
+	got := make([]*autograd.Tensor, workers)
+	done := make(chan int)
+	for i := range xs {
+		go func() {
+			got[i] = infer(m, xs[i])
+			done <- i
+		}()
+	}
+	for range xs {
+		<-done
+	}
+	for i := range xs {
+		if !slices.Equal(got[i].Data, want[i].Data) {
+			t.Errorf("goroutine %d: result differs from the sequential run", i)
+		}
+	}
+}
