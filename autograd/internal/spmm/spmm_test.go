@@ -34,17 +34,21 @@ func randomSlice(rng *rand.Rand, n int) []float32 {
 }
 
 // TestAsmMatchesGo checks the assembly kernel against the Go loop bit for
-// bit for all widths up to 150 (every block size and tail) and misaligned
-// slices.
+// bit for all widths up to 150 (every block size and tail) and some across
+// column blocks, with and without offset windows, on misaligned slices.
 func TestAsmMatchesGo(t *testing.T) {
 	if !haveAVX2 {
 		t.Log("no AVX2: the Go loop is compared with itself")
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
+	widths := []int{256, 257, 300, 520}
 	for n := 1; n <= 150; n++ {
+		widths = append(widths, n)
+	}
+	for _, n := range widths {
 		for _, shift := range []int{0, 1, 5} {
 			span := []int{0, 37, 100}[shift%3]
-			const rows, ldd = 5, 160
+			const rows, ldd = 5, 530
 			rowPtr, off, val := randomCSR(rng, rows, 9, 300)
 			b := randomSlice(rng, 300+n+shift)[shift:]
 			init := randomSlice(rng, rows*ldd+shift)[shift:]
