@@ -138,3 +138,26 @@ func BenchmarkRows(b *testing.B) {
 		Rows(dst, n, n, rowPtr, off, val, src, 0, rows, 128*n)
 	}
 }
+
+// TestBlockingKeepsResults checks the claim of Rows that offset windows
+// and column blocks do not change any bit of the result.
+func TestBlockingKeepsResults(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const rows, n = 6, 700
+	rowPtr, off, val := randomCSR(rng, rows, 40, 2000)
+	b := randomSlice(rng, 2000+n)
+	var first []float32
+	for _, span := range []int{0, 1, 13, 256, 5000} {
+		d := make([]float32, rows*n)
+		Rows(d, n, n, rowPtr, off, val, b, 0, rows, span)
+		if first == nil {
+			first = d
+			continue
+		}
+		for i := range d {
+			if math.Float32bits(d[i]) != math.Float32bits(first[i]) {
+				t.Fatalf("span %d: element %d = %v, without windows %v", span, i, d[i], first[i])
+			}
+		}
+	}
+}
