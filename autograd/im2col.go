@@ -101,12 +101,7 @@ func (g *convGeom) padSize() int {
 func im2colWide(g *convGeom, x, pad, col []float32, ld int) {
 	wp, hp := g.widePitch(), g.h+2*g.ph
 	plane := hp * wp
-	clear(pad)
-	for ci := 0; ci < g.c; ci++ {
-		for ih := 0; ih < g.h; ih++ {
-			copy(pad[ci*plane+(ih+g.ph)*wp+g.pw:], x[(ci*g.h+ih)*g.w:(ci*g.h+ih+1)*g.w])
-		}
-	}
+	padImage(g, x, pad)
 	n := g.ho * wp
 	r := 0
 	for ci := 0; ci < g.c; ci++ {

@@ -8,6 +8,7 @@
 //
 //	gemm    time single-precision matrix multiplication (blas.Sgemm)
 //	train   time training steps of a model on random data
+//	infer   time inference (sparse or dense) of a model on random images
 //
 // Run "bench <command> -h" for a command's flags. Each command prints a
 // readable table, or with -json a JSON object as the last line of standard
@@ -18,6 +19,7 @@
 //
 //	go run ./cmd/bench gemm -m 1024 -n 1024 -k 1024 -threads 1 -json
 //	go run ./cmd/bench train -model resnet20 -batch 128 -threads 2 -json
+//	go run ./cmd/bench infer -model resnet20 -weights model.safetensors -batch 64 -threads 1 -json
 package main
 
 import (
@@ -45,6 +47,7 @@ type command struct {
 var commands = []command{
 	{"gemm", "time blas.Sgemm, C = op(A)·op(B), and report GFLOP/s", runGemm},
 	{"train", "time training steps of a model on random data", runTrain},
+	{"infer", "time inference of a model, sparse layers where weights are sparse", runInfer},
 }
 
 func usage(w io.Writer) {

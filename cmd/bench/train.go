@@ -149,11 +149,8 @@ func parseTrainFlags(args []string, stderr io.Writer) (*trainConfig, error) {
 			return nil, fmt.Errorf("bench train: -%s must be at least 1, got %d", f.name, f.v)
 		}
 	}
-	if c.threads < 0 || c.warmup < 0 || c.minTime < 0 {
-		return nil, fmt.Errorf("bench train: -threads, -warmup and -min-time must not be negative")
-	}
-	if !(c.width > 0) || math.IsInf(c.width, 0) {
-		return nil, fmt.Errorf("bench train: -width must be positive, got %g", c.width)
+	if err := checkLoopFlags(c.threads, c.warmup, c.minTime, c.width); err != nil {
+		return nil, fmt.Errorf("bench train: %w", err)
 	}
 	if !(c.lr > 0) {
 		return nil, fmt.Errorf("bench train: -lr must be positive, got %g", c.lr)
@@ -168,10 +165,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if c.threads > 0 {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(c.threads))
-		defer parallel.SetWorkers(parallel.SetWorkers(c.threads))
-	}
+	defer setThreads(c.threads)()
 	step, samples, params, err := newTrainStep(c)
 	if err != nil {
 		return err
@@ -257,25 +251,9 @@ func timeSteps(c *trainConfig, step func() float32) (*trainResult, error) {
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	var (
-		loss    float32
-		n       int
-		fastest = time.Duration(math.MaxInt64)
-	)
-	cpu0, cpuOK := processCPU()
-	start := time.Now()
-	for {
-		t := time.Now()
-		loss = step()
-		d := time.Since(t)
-		fastest = min(fastest, d)
-		n++
-		if n >= c.steps && time.Since(start) >= c.minTime {
-			break
-		}
-	}
-	elapsed := time.Since(start)
-	cpu1, _ := processCPU()
+	var loss float32
+	lt := timeLoop(c.steps, c.minTime, func() { loss = step() })
+	n, elapsed, fastest := lt.n, lt.elapsed, lt.fastest
 	runtime.ReadMemStats(&after)
 	if c.memprofile != "" {
 		if err := writeMemProfile(c.memprofile, memBase.Bytes()); err != nil {
@@ -287,8 +265,8 @@ func timeSteps(c *trainConfig, step func() float32) (*trainResult, error) {
 	}
 	ms := func(d time.Duration) float64 { return math.Round(float64(d.Microseconds())) / 1000 }
 	var cpuMs float64
-	if cpuOK {
-		cpuMs = ms((cpu1 - cpu0) / time.Duration(n))
+	if lt.cpuOK {
+		cpuMs = ms(lt.cpu / time.Duration(n))
 	}
 	return &trainResult{
 		Impl:       "go",
@@ -309,6 +287,58 @@ func timeSteps(c *trainConfig, step func() float32) (*trainResult, error) {
 		GoVersion:  runtime.Version(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
 	}, nil
+}
+
+// checkLoopFlags checks the flags the timing subcommands share.
+func checkLoopFlags(threads, warmup int, minTime time.Duration, width float64) error {
+	if threads < 0 || warmup < 0 || minTime < 0 {
+		return fmt.Errorf("-threads, -warmup and -min-time must not be negative")
+	}
+	if !(width > 0) || math.IsInf(width, 0) {
+		return fmt.Errorf("-width must be positive, got %g", width)
+	}
+	return nil
+}
+
+// setThreads sets GOMAXPROCS and the worker-pool size to n when n > 0 and
+// returns the function that restores both.
+func setThreads(n int) (restore func()) {
+	if n <= 0 {
+		return func() {}
+	}
+	procs, workers := runtime.GOMAXPROCS(n), parallel.SetWorkers(n)
+	return func() {
+		parallel.SetWorkers(workers)
+		runtime.GOMAXPROCS(procs)
+	}
+}
+
+// loopTiming is what timeLoop measured.
+type loopTiming struct {
+	n                     int           // timed calls
+	elapsed, fastest, cpu time.Duration // wall time of all, of the fastest, CPU time of all
+	cpuOK                 bool          // whether cpu was measured
+}
+
+// timeLoop calls step until both steps calls and minTime have passed and
+// returns the wall and CPU times.
+func timeLoop(steps int, minTime time.Duration, step func()) loopTiming {
+	lt := loopTiming{fastest: time.Duration(math.MaxInt64)}
+	cpu0, ok := processCPU()
+	start := time.Now()
+	for {
+		t := time.Now()
+		step()
+		lt.fastest = min(lt.fastest, time.Since(t))
+		lt.n++
+		if lt.n >= steps && time.Since(start) >= minTime {
+			break
+		}
+	}
+	lt.elapsed = time.Since(start)
+	cpu1, _ := processCPU()
+	lt.cpu, lt.cpuOK = cpu1-cpu0, ok
+	return lt
 }
 
 // processCPU returns the CPU time (user and system, all threads) the

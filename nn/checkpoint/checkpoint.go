@@ -25,6 +25,16 @@
 // batch-norm running_var, is an error naming the tensor: such a file
 // would only produce NaN predictions.
 //
+// # Compressed files
+//
+// SaveCompressedModel writes a model file for deployment in which sparse
+// tensors are stored as a bitmap or indices plus their nonzero values and
+// binary tensors (±scale) as packed sign bits plus the scales, whichever
+// is smallest per tensor (Compress; the layout is in
+// docs/deploy-format.md). Every loader of this package (LoadModel,
+// LoadStateDict, LoadTrainState) expands such files transparently and
+// exactly (Expand).
+//
 // # Training-state files
 //
 // SaveTrainState writes everything a run needs to continue exactly into a
@@ -177,6 +187,10 @@ type LoadOptions struct {
 // The error lists the missing and unexpected keys or names the first bad
 // tensor with both shapes.
 func LoadStateDict(f *safetensors.File, m nn.Module, opt LoadOptions) error {
+	f, err := Expand(f)
+	if err != nil {
+		return err
+	}
 	have := map[string]safetensors.Tensor{}
 	for name, t := range f.Tensors {
 		if rest, ok := strings.CutPrefix(name, opt.Prefix); ok {
@@ -370,6 +384,9 @@ func LoadTrainState(path string, s *TrainState) error {
 	f, err := safetensors.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if f, err = Expand(f); err != nil {
+		return fmt.Errorf("%w (in %s)", err, path)
 	}
 	st, meta, aux, err := decodeTrainState(f)
 	if err != nil {

@@ -1,0 +1,308 @@
+package autograd
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/proxgen/proxgen/autograd/internal/spmm"
+	"github.com/proxgen/proxgen/autograd/parallel"
+)
+
+// SparseWeight is the weight of a convolution (Cout, Cin, kh, kw) or of a
+// linear layer (out, in) stored as a compressed sparse row matrix: the
+// nonzero elements of every filter (row) with their positions. It is a
+// snapshot: changing the dense weight afterwards does not change it (see
+// Matches). A SparseWeight is safe for concurrent use.
+//
+// Conv2dSparse and LinearSparse multiply it with the input without a
+// graph; the product skips the zeros, which pays from a zero fraction of
+// about a half on (docs/benchmarks.md has the measurements).
+type SparseWeight struct {
+	shape      []int
+	rows, cols int // filter matrix: rows × cols = Cout × Cin·kh·kw or out × in
+	kh, kw     int // kernel size; 1 × 1 for a linear weight
+	rowPtr     []int32
+	col        []int32
+	val        []float32
+
+	mu   sync.Mutex
+	offs map[[3]int][]int // element offsets of the terms per input layout
+}
+
+// NewSparseWeight returns the sparse form of w, a rank-4 convolution or
+// rank-2 linear weight, keeping every element that is not zero (NaN
+// included; −0 counts as zero). It panics for other ranks or a matrix
+// with 2³¹ or more nonzero elements or columns.
+func NewSparseWeight(w *Tensor) *SparseWeight {
+	s := &SparseWeight{shape: cloneInts(w.shape), kh: 1, kw: 1}
+	switch w.Rank() {
+	case 2:
+		s.rows, s.cols = w.shape[0], w.shape[1]
+	case 4:
+		s.rows, s.cols = w.shape[0], w.shape[1]*w.shape[2]*w.shape[3]
+		s.kh, s.kw = w.shape[2], w.shape[3]
+	default:
+		panic(fmt.Sprintf("autograd.NewSparseWeight: weight must have rank 2 (out, in) or 4 (Cout, Cin, kh, kw), got shape %v", w.shape))
+	}
+	const limit = 1<<31 - 1
+	if s.cols > limit {
+		panic(fmt.Sprintf("autograd.NewSparseWeight: weight %v has more than 2^31 columns", w.shape))
+	}
+	nnz := 0
+	for _, v := range w.Data {
+		if v != 0 {
+			nnz++
+		}
+	}
+	if nnz > limit {
+		panic(fmt.Sprintf("autograd.NewSparseWeight: weight %v has more than 2^31 nonzero elements", w.shape))
+	}
+	s.rowPtr = make([]int32, s.rows+1)
+	s.col = make([]int32, 0, nnz)
+	s.val = make([]float32, 0, nnz)
+	for r := range s.rows {
+		for c, v := range w.Data[r*s.cols : (r+1)*s.cols] {
+			if v != 0 {
+				s.col = append(s.col, int32(c))
+				s.val = append(s.val, v)
+			}
+		}
+		s.rowPtr[r+1] = int32(len(s.val))
+	}
+	return s
+}
+
+// Shape returns the shape of the dense weight. The caller must not modify
+// it.
+func (s *SparseWeight) Shape() []int { return s.shape }
+
+// NNZ returns the number of stored (nonzero) elements.
+func (s *SparseWeight) NNZ() int { return len(s.val) }
+
+// Matches reports whether w has the shape and exactly the elements s was
+// made from (every nonzero bit-identical, every other element ±0). It
+// reads all of w.
+func (s *SparseWeight) Matches(w *Tensor) bool {
+	if !slices.Equal(w.shape, s.shape) {
+		return false
+	}
+	for r := range s.rows {
+		p := int(s.rowPtr[r])
+		for c, v := range w.Data[r*s.cols : (r+1)*s.cols] {
+			if p < int(s.rowPtr[r+1]) && int(s.col[p]) == c {
+				if v != s.val[p] && !(v != v && s.val[p] != s.val[p]) {
+					return false
+				}
+				p++
+				continue
+			}
+			if v != 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// offsets returns the element offset of every term in an input laid out
+// with strides a (input channel), b (kernel row) and c (kernel column):
+// column (ci, ki, kj) of the filter matrix reads the dense row that starts
+// at ci·a + ki·b + kj·c. The result is cached per layout.
+func (s *SparseWeight) offsets(a, b, c int) []int {
+	key := [3]int{a, b, c}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if off, ok := s.offs[key]; ok {
+		return off
+	}
+	off := make([]int, len(s.col))
+	khw := s.kh * s.kw
+	for t, k := range s.col {
+		ci, r := int(k)/khw, int(k)%khw
+		off[t] = ci*a + (r/s.kw)*b + (r%s.kw)*c
+	}
+	if s.offs == nil || len(s.offs) >= 8 {
+		s.offs = map[[3]int][]int{}
+	}
+	s.offs[key] = off
+	return off
+}
+
+// mulRows computes dst row r = bias[r] (or 0) + Σ_t val[t]·src[off[t]+j]
+// for the filters r of s, j in [0, n), with row stride ldd, in parallel
+// over filters; span is the offset window of spmm.Rows.
+func (s *SparseWeight) mulRows(dst []float32, ldd, n int, off []int, src []float32, bias *Tensor, span int) {
+	parallel.For(s.rows, parallel.Grain(s.rows, 4), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			d := dst[r*ldd : r*ldd+n]
+			if bias != nil {
+				fill(d, bias.Data[r])
+			} else {
+				clear(d)
+			}
+		}
+		spmm.Rows(dst[lo*ldd:], ldd, n, s.rowPtr, off, s.val, src, lo, hi, span)
+	})
+}
+
+// windowRows is the number of im2col rows in one offset window of the
+// sparse product (see spmm.Rows): with the 256-column blocks of spmm that
+// is 128 KiB of the im2col matrix, which stays in the L2 cache.
+const windowRows = 128
+
+// Records reports whether an op on these inputs records the graph: some
+// input requires a gradient and the context the op runs in (see Context)
+// records. Layers with an inference path that records nothing
+// (Conv2dSparse, LinearSparse) use it to choose. It panics, as ops do, if
+// the inputs are bound to different contexts.
+func Records(inputs ...*Tensor) bool {
+	return contextOf("Records", inputs...).needsGrad(inputs...)
+}
+
+// mustMatchSparse panics unless s was made for a weight of w's shape.
+func mustMatchSparse(op string, w *Tensor, s *SparseWeight) {
+	if !slices.Equal(w.shape, s.shape) {
+		panic(fmt.Sprintf("autograd.%s: sparse weight of shape %v for weight %v", op, s.shape, w.shape))
+	}
+}
+
+// Conv2dSparse returns what Conv2dWith(x, w, b, cfg) returns, computed
+// with the sparse form s of w when no graph is recorded (in a NoGrad
+// Context, or when no input requires a gradient); the result is bound to
+// the inputs' context. When Records(x, w, b) holds it is Conv2dWith itself, so gradients stay correct; s must
+// then equal w for the two paths to agree, which the caller ensures (s is
+// a snapshot of w).
+//
+// The product skips the zero weights: each output channel is the sum of
+// its nonzero weights times the matching rows of the im2col matrix, added
+// in the order of the weights. For stride 1 and output rows of at least
+// eight positions those rows are read straight from the zero-padded image
+// on the widened grid of im2colWide, so no im2col matrix is built; the
+// product runs in windows of 16 input channels (the padded rows they read
+// stay in the cache). Results
+// equal the dense path's to float32 rounding (a different summation
+// order) and are bit-identical for every number of workers.
+func Conv2dSparse(x, w *Tensor, s *SparseWeight, b *Tensor, cfg ConvConfig) *Tensor {
+	g := convGeometry(x, w, b, cfg)
+	mustMatchSparse("Conv2dSparse", w, s)
+	c := contextOf("Conv2dSparse", x, w, b)
+	if c.needsGrad(x, w, b) {
+		return Conv2dWith(x, w, b, cfg)
+	}
+	n, cout, p := x.shape[0], w.shape[0], g.cols
+	xSize, ySize := g.c*g.h*g.w, cout*p
+	out := c.empty(n, cout, g.ho, g.wo)
+	switch {
+	case g.direct():
+		off := s.offsets(g.h*g.w, 0, 0)
+		parallel.For(n, 1, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				s.mulRows(out.Data[i*ySize:(i+1)*ySize], p, p, off, x.Data[i*xSize:(i+1)*xSize], b, windowRows*p)
+			}
+		})
+	case g.wide() && g.wo >= 8:
+		wp := g.widePitch()
+		plane := (g.h + 2*g.ph) * wp
+		off := s.offsets(plane, g.dh*wp, g.dw)
+		np := g.ho * wp
+		parallel.For(n, 1, func(lo, hi int) {
+			pad, tmp := colScratch.get(g.padSize()), colScratch.get(cout*np)
+			defer colScratch.put(pad)
+			defer colScratch.put(tmp)
+			for i := lo; i < hi; i++ {
+				padImage(g, x.Data[i*xSize:(i+1)*xSize], pad)
+				s.mulRows(tmp, np, np, off, pad, b, 16*plane)
+				dropWide(g, cout, tmp, out.Data[i*ySize:(i+1)*ySize])
+			}
+		})
+	default:
+		gs := groupSize(p)
+		parallel.For(n, gs, func(lo, hi int) {
+			cnt := hi - lo
+			ld := cnt * p
+			off := s.offsets(g.kh*g.kw*ld, g.kw*ld, ld)
+			col := colScratch.get(g.rows * ld)
+			defer colScratch.put(col)
+			for j := 0; j < cnt; j++ {
+				im2col(g, x.Data[(lo+j)*xSize:(lo+j+1)*xSize], col[j*p:], ld)
+			}
+			if cnt == 1 {
+				s.mulRows(out.Data[lo*ySize:(lo+1)*ySize], p, p, off, col, b, windowRows*ld)
+				return
+			}
+			tmp := colScratch.get(cout * ld)
+			defer colScratch.put(tmp)
+			s.mulRows(tmp, ld, ld, off, col, b, windowRows*ld)
+			for j := 0; j < cnt; j++ {
+				for o := 0; o < cout; o++ {
+					copy(out.Data[(lo+j)*ySize+o*p:(lo+j)*ySize+(o+1)*p], tmp[o*ld+j*p:o*ld+(j+1)*p])
+				}
+			}
+		})
+	}
+	return out
+}
+
+// padImage writes the zero-padded image of x into pad, laid out as
+// im2colWide reads it.
+func padImage(g *convGeom, x, pad []float32) {
+	wp, hp := g.widePitch(), g.h+2*g.ph
+	plane := hp * wp
+	clear(pad)
+	for ci := 0; ci < g.c; ci++ {
+		for ih := 0; ih < g.h; ih++ {
+			copy(pad[ci*plane+(ih+g.ph)*wp+g.pw:], x[(ci*g.h+ih)*g.w:(ci*g.h+ih+1)*g.w])
+		}
+	}
+}
+
+// dropWide copies the product on the widened grid (cout rows of g.ho ×
+// g.widePitch() positions) to y, dropping the extra columns.
+func dropWide(g *convGeom, cout int, wide, y []float32) {
+	wp := g.widePitch()
+	for o := 0; o < cout; o++ {
+		for oh := 0; oh < g.ho; oh++ {
+			src := wide[(o*g.ho+oh)*wp:]
+			copy(y[(o*g.ho+oh)*g.wo:(o*g.ho+oh+1)*g.wo], src[:g.wo])
+		}
+	}
+}
+
+// LinearSparse returns what Linear(x, w, b) returns, computed with the
+// sparse form s of w when no graph is recorded (otherwise it is Linear
+// itself; see Conv2dSparse). Each output feature sums its nonzero weights
+// times the matching input features, over the batch at once.
+func LinearSparse(x, w *Tensor, s *SparseWeight, b *Tensor) *Tensor {
+	mustRank("LinearSparse", "x", x, 2)
+	mustRank("LinearSparse", "weight", w, 2)
+	mustMatchSparse("LinearSparse", w, s)
+	c := contextOf("LinearSparse", x, w, b)
+	if c.needsGrad(x, w, b) {
+		return Linear(x, w, b)
+	}
+	if x.shape[1] != w.shape[1] {
+		panic(fmt.Sprintf("autograd.LinearSparse: input features differ: x %v vs weight %v", x.shape, w.shape))
+	}
+	nOut, in, batch := w.shape[0], w.shape[1], x.shape[0]
+	if b != nil && (b.Rank() != 1 || b.shape[0] != nOut) {
+		panic(fmt.Sprintf("autograd.LinearSparse: bias shape %v does not match weight %v", b.shape, w.shape))
+	}
+	out := c.empty(batch, nOut)
+	if batch == 0 {
+		return out
+	}
+	off := s.offsets(batch, 0, 0)
+	if batch == 1 {
+		s.mulRows(out.Data, 1, 1, off, x.Data, b, 0)
+		return out
+	}
+	// Features as rows: yᵀ = W·xᵀ.
+	xT, yT := colScratch.get(in*batch), colScratch.get(nOut*batch)
+	defer colScratch.put(xT)
+	defer colScratch.put(yT)
+	transpose(batch, in, x.Data, xT)
+	s.mulRows(yT, batch, batch, off, xT, b, windowRows*batch)
+	transpose(nOut, batch, yT, out.Data)
+	return out
+}
