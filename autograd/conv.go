@@ -14,6 +14,8 @@ type ConvConfig struct {
 	Stride   [2]int // step between output positions
 	Padding  [2]int // implicit zeros added on both sides of the input
 	Dilation [2]int // spacing between kernel taps
+
+	algo convAlgo // forces an algorithm (tests and benchmarks); zero chooses
 }
 
 // Conv2d returns the 2-D cross-correlation of x with the filters w plus the
@@ -54,10 +56,19 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 	// The GEMMs read the filters as op(A) = (Wᵀ)ᵀ: packing a transposed
 	// operand is a plain copy, and the transpose is made once per call
 	// instead of once per image.
-	wT := partialScratch.get(len(w.Data))
-	defer partialScratch.put(wT)
-	transpose(cout, g.rows, w.Data, wT)
+	// Winograd uses transformed filters instead.
+	wa := winogradFor(g, cout)
+	var wT []float32
 	gs := groupSize(p)
+	if wa != nil {
+		wT = partialScratch.get(wa.a * wa.a * cout * g.c)
+		wa.filters(w.Data, cout, g.c, false, wT)
+		gs = winoGroupSize(wa.tilesPerImage(g))
+	} else {
+		wT = partialScratch.get(len(w.Data))
+		transpose(cout, g.rows, w.Data, wT)
+	}
+	defer partialScratch.put(wT)
 	gemm := gemmFor(parallel.Chunks(n, gs))
 	parallel.For(n, gs, func(lo, hi int) {
 		if b != nil {
@@ -66,6 +77,10 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 					fill(out.Data[i*ySize+c*p:i*ySize+(c+1)*p], v)
 				}
 			}
+		}
+		if wa != nil {
+			winoGroup(gemm, wa, g, cout, wT, x.Data, xSize, out.Data, ySize, lo, hi, b != nil)
+			return
 		}
 		convGroup(gemm, g, cout, wT, x.Data, xSize, out.Data, ySize, lo, hi, b != nil)
 	})
@@ -191,6 +206,7 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 	strideOne := g.sh == 1 && g.sw == 1
 	var gx, wf []float32
 	var gd *convGeom   // geometry of the input-gradient convolution
+	var wd *winograd   // its Winograd algorithm, or nil for im2col
 	overwrite := false // whether the stride-1 input gradient may be stored, not added
 	if needX {
 		if !strideOne {
@@ -201,11 +217,16 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 				c: cout, h: g.ho, w: g.wo, kh: g.kh, kw: g.kw, sh: 1, sw: 1,
 				ph: g.dh*(g.kh-1) - g.ph, pw: g.dw*(g.kw-1) - g.pw,
 				dh: g.dh, dw: g.dw, ho: g.h, wo: g.w,
-				rows: cout * g.kh * g.kw, cols: hw,
+				rows: cout * g.kh * g.kw, cols: hw, algo: g.algo,
 			}
-			wf = partialScratch.get(len(w.Data))
+			if wd = winogradFor(gd, g.c); wd != nil {
+				wf = partialScratch.get(wd.a * wd.a * cout * g.c)
+				wd.filters(w.Data, g.c, cout, true, wf)
+			} else {
+				wf = partialScratch.get(len(w.Data))
+				flipFilters(g, cout, w.Data, wf)
+			}
 			defer partialScratch.put(wf)
-			flipFilters(g, cout, w.Data, wf)
 		}
 	}
 	if needW {
@@ -241,8 +262,15 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 		return
 	}
 	gs := groupSize(p)
+	if wd != nil {
+		gs = winoGroupSize(wd.tilesPerImage(gd))
+	}
 	gemm := gemmFor(parallel.Chunks(n, gs))
 	parallel.For(n, gs, func(lo, hi int) {
+		if wd != nil {
+			winoGroup(gemm, wd, gd, g.c, wf, gy, ySize, gx, xSize, lo, hi, !overwrite)
+			return
+		}
 		if strideOne {
 			convGroup(gemm, gd, g.c, wf, gy, ySize, gx, xSize, lo, hi, !overwrite)
 			return
@@ -406,6 +434,7 @@ func convGeometry(x, w, b *Tensor, cfg ConvConfig) *convGeom {
 		sh: cfg.Stride[0], sw: cfg.Stride[1],
 		ph: cfg.Padding[0], pw: cfg.Padding[1],
 		dh: cfg.Dilation[0], dw: cfg.Dilation[1],
+		algo: cfg.algo,
 	}
 	g.ho = outSize(g.h, g.kh, g.sh, g.ph, g.dh)
 	g.wo = outSize(g.w, g.kw, g.sw, g.pw, g.dw)

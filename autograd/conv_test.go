@@ -80,32 +80,41 @@ func TestConv2dMatchesPyTorch(t *testing.T) {
 		{"conv_5x5_s3_p2", convCfg(3, 3, 2, 2, 1, 1)},
 		{"conv_resnet_16ch", convCfg(1, 1, 1, 1, 1, 1)},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			f := loadFixture(t, c.name)
-			want := fmt.Sprintf("%d,%d", c.cfg.Stride[0], c.cfg.Stride[1])
-			if got := f.Metadata["stride"]; got != want {
-				t.Fatalf("fixture stride %q, table says %q", got, want)
-			}
-			x := fixtureTensor(t, f, "x", false).RequireGrad()
-			w := fixtureTensor(t, f, "w", false).RequireGrad()
-			b := fixtureTensor(t, f, "b", true)
-			if b != nil {
-				b.RequireGrad()
-			}
-			out := autograd.Conv2dWith(x, w, b, c.cfg)
-			wantOut := fixtureTensor(t, f, "out", false)
-			if !slices.Equal(out.Shape(), wantOut.Shape()) {
-				t.Fatalf("output shape %v, want %v", out.Shape(), wantOut.Shape())
-			}
-			closeTo(t, "out", out.Data, wantOut.Data, 1e-5, 1e-5)
-			out.BackwardWith(fixtureTensor(t, f, "p", false).Data)
-			closeTo(t, "grad x", x.Grad, fixtureTensor(t, f, "gx", false).Data, 1e-5, 1e-5)
-			closeTo(t, "grad w", w.Grad, fixtureTensor(t, f, "gw", false).Data, 1e-5, 1e-5)
-			if b != nil {
-				closeTo(t, "grad b", b.Grad, fixtureTensor(t, f, "gb", false).Data, 1e-5, 1e-5)
-			}
-		})
+	for _, algo := range autograd.ConvAlgos {
+		for _, c := range cases {
+			c.cfg = autograd.WithConvAlgo(c.cfg, algo)
+			t.Run(algo+"/"+c.name, func(t *testing.T) {
+				testConvFixture(t, c.name, c.cfg)
+			})
+		}
+	}
+}
+
+// testConvFixture compares Conv2dWith and its gradients with the PyTorch
+// fixture called name.
+func testConvFixture(t *testing.T, name string, cfg autograd.ConvConfig) {
+	f := loadFixture(t, name)
+	want := fmt.Sprintf("%d,%d", cfg.Stride[0], cfg.Stride[1])
+	if got := f.Metadata["stride"]; got != want {
+		t.Fatalf("fixture stride %q, table says %q", got, want)
+	}
+	x := fixtureTensor(t, f, "x", false).RequireGrad()
+	w := fixtureTensor(t, f, "w", false).RequireGrad()
+	b := fixtureTensor(t, f, "b", true)
+	if b != nil {
+		b.RequireGrad()
+	}
+	out := autograd.Conv2dWith(x, w, b, cfg)
+	wantOut := fixtureTensor(t, f, "out", false)
+	if !slices.Equal(out.Shape(), wantOut.Shape()) {
+		t.Fatalf("output shape %v, want %v", out.Shape(), wantOut.Shape())
+	}
+	closeTo(t, "out", out.Data, wantOut.Data, 1e-5, 1e-5)
+	out.BackwardWith(fixtureTensor(t, f, "p", false).Data)
+	closeTo(t, "grad x", x.Grad, fixtureTensor(t, f, "gx", false).Data, 1e-5, 1e-5)
+	closeTo(t, "grad w", w.Grad, fixtureTensor(t, f, "gw", false).Data, 1e-5, 1e-5)
+	if b != nil {
+		closeTo(t, "grad b", b.Grad, fixtureTensor(t, f, "gb", false).Data, 1e-5, 1e-5)
 	}
 }
 

@@ -5,13 +5,14 @@ import "sync"
 // convGeom describes the geometry of one 2-D convolution (or pooling)
 // window sweep over a single C×H×W image.
 type convGeom struct {
-	c, h, w    int // input channels, height, width
-	kh, kw     int // kernel height and width
-	sh, sw     int // strides
-	ph, pw     int // zero padding on each side
-	dh, dw     int // dilations
-	ho, wo     int // output height and width
-	rows, cols int // im2col matrix size: c·kh·kw rows × ho·wo columns
+	c, h, w    int      // input channels, height, width
+	kh, kw     int      // kernel height and width
+	sh, sw     int      // strides
+	ph, pw     int      // zero padding on each side
+	dh, dw     int      // dilations
+	ho, wo     int      // output height and width
+	rows, cols int      // im2col matrix size: c·kh·kw rows × ho·wo columns
+	algo       convAlgo // algorithm forced by the caller, or algoAuto
 }
 
 // outSize returns the PyTorch output length of a convolution along one axis:
