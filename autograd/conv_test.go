@@ -179,8 +179,14 @@ func toF32(v []float64) []float32 {
 }
 
 // TestConv2dMatchesDirect compares many random configurations, forward and
-// backward, with the direct definition.
+// backward, with the direct definition, under every algorithm.
 func TestConv2dMatchesDirect(t *testing.T) {
+	for _, algo := range autograd.ConvAlgos {
+		t.Run(algo, func(t *testing.T) { testConvMatchesDirect(t, algo) })
+	}
+}
+
+func testConvMatchesDirect(t *testing.T, algo string) {
 	rng := newRNG(7)
 	// Large images are multiplied one at a time, small ones in groups.
 	large := []struct {
@@ -194,6 +200,14 @@ func TestConv2dMatchesDirect(t *testing.T) {
 		// 32 filters and more: the weight gradient in the transposed layout.
 		{2, 3, 33, 10, 9, 3, 3, convCfg(1, 1, 1, 1, 1, 1)},
 		{3, 2, 40, 7, 8, 3, 2, convCfg(1, 1, 2, 0, 2, 1)},
+		// Winograd's shapes: tiles past the edge, padding 0 to 2, one
+		// tile, several images per GEMM, more filters than inputs.
+		{3, 5, 6, 11, 13, 3, 3, convCfg(1, 1, 1, 1, 1, 1)},
+		{2, 3, 4, 9, 6, 3, 3, convCfg(1, 1, 0, 2, 1, 1)},
+		{4, 4, 3, 3, 3, 3, 3, convCfg(1, 1, 0, 0, 1, 1)},
+		{5, 6, 7, 5, 4, 3, 3, convCfg(1, 1, 2, 1, 1, 1)},
+		{2, 17, 35, 8, 8, 3, 3, convCfg(1, 1, 1, 1, 1, 1)},
+		{1, 2, 3, 30, 27, 3, 3, convCfg(1, 1, 1, 0, 1, 1)},
 	}
 	for trial := 0; trial < 40+len(large); trial++ {
 		kh, kw := 1+rng.IntN(4), 1+rng.IntN(4)
@@ -215,6 +229,7 @@ func TestConv2dMatchesDirect(t *testing.T) {
 			b = param(rng, cout)
 		}
 		name := fmt.Sprintf("trial %d: x %v w %v cfg %+v bias %v", trial, x.Shape(), w.Shape(), cfg, b != nil)
+		cfg = autograd.WithConvAlgo(cfg, algo)
 		out := autograd.Conv2dWith(x, w, b, cfg)
 		p := autograd.RandN(rng, out.Shape()...).Data
 		refOut, refGx, refGw, refGb := refConv(x, w, b, cfg, p)
@@ -228,15 +243,18 @@ func TestConv2dMatchesDirect(t *testing.T) {
 	}
 }
 
+// convGradCase is one case of TestConv2dGradients.
+type convGradCase struct {
+	name    string
+	x, w    []int
+	bias    bool
+	cfg     autograd.ConvConfig
+	frozenX bool // x does not require a gradient
+	frozenW bool // w does not require a gradient
+}
+
 func TestConv2dGradients(t *testing.T) {
-	cases := []struct {
-		name    string
-		x, w    []int
-		bias    bool
-		cfg     autograd.ConvConfig
-		frozenX bool // x does not require a gradient
-		frozenW bool // w does not require a gradient
-	}{
+	cases := []convGradCase{
 		{"3x3 s1 p1", []int{2, 3, 6, 6}, []int{4, 3, 3, 3}, true, convCfg(1, 1, 1, 1, 1, 1), false, false},
 		{"3x3 s2 p0 odd", []int{2, 2, 7, 9}, []int{3, 2, 3, 3}, true, convCfg(2, 2, 0, 0, 1, 1), false, false},
 		{"dilation 2", []int{1, 2, 8, 7}, []int{3, 2, 3, 3}, true, convCfg(1, 1, 2, 2, 2, 2), false, false},
@@ -247,29 +265,37 @@ func TestConv2dGradients(t *testing.T) {
 		{"frozen input", []int{2, 3, 5, 5}, []int{2, 3, 3, 3}, true, convCfg(1, 1, 1, 1, 1, 1), true, false},
 		{"frozen weight", []int{2, 3, 5, 5}, []int{2, 3, 3, 3}, false, convCfg(2, 2, 1, 1, 1, 1), false, true},
 		{"frozen weight 1x1", []int{2, 3, 4, 4}, []int{2, 3, 1, 1}, false, convCfg(1, 1, 0, 0, 1, 1), false, true},
+		{"3x3 s1 p0 one tile", []int{2, 3, 5, 6}, []int{2, 3, 3, 3}, true, convCfg(1, 1, 0, 0, 1, 1), false, false},
+		{"3x3 s1 p2 frozen weight", []int{1, 2, 5, 4}, []int{3, 2, 3, 3}, false, convCfg(1, 1, 2, 1, 1, 1), false, true},
 	}
-	for i, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			rng := newRNG(uint64(100 + i))
-			x := autograd.RandN(rng, c.x...)
-			w := autograd.RandN(rng, c.w...)
-			var inputs []*autograd.Tensor
-			if !c.frozenX {
-				inputs = append(inputs, x.RequireGrad())
-			}
-			if !c.frozenW {
-				inputs = append(inputs, w.RequireGrad())
-			}
-			var b *autograd.Tensor
-			if c.bias {
-				b = param(rng, c.w[0])
-				inputs = append(inputs, b)
-			}
-			f := func() *autograd.Tensor { return autograd.Conv2dWith(x, w, b, c.cfg) }
-			if err := gradcheck.Check(f, inputs, gradcheck.Options{Seed: uint64(i + 1)}); err != nil {
-				t.Fatal(err)
-			}
-		})
+	for _, algo := range autograd.ConvAlgos {
+		for i, c := range cases {
+			c.cfg = autograd.WithConvAlgo(c.cfg, algo)
+			t.Run(algo+"/"+c.name, func(t *testing.T) { testConvGradient(t, i, c) })
+		}
+	}
+}
+
+// testConvGradient checks the gradients of case i by finite differences.
+func testConvGradient(t *testing.T, i int, c convGradCase) {
+	rng := newRNG(uint64(100 + i))
+	x := autograd.RandN(rng, c.x...)
+	w := autograd.RandN(rng, c.w...)
+	var inputs []*autograd.Tensor
+	if !c.frozenX {
+		inputs = append(inputs, x.RequireGrad())
+	}
+	if !c.frozenW {
+		inputs = append(inputs, w.RequireGrad())
+	}
+	var b *autograd.Tensor
+	if c.bias {
+		b = param(rng, c.w[0])
+		inputs = append(inputs, b)
+	}
+	f := func() *autograd.Tensor { return autograd.Conv2dWith(x, w, b, c.cfg) }
+	if err := gradcheck.Check(f, inputs, gradcheck.Options{Seed: uint64(i + 1)}); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -313,18 +339,22 @@ func TestConv2dDeterministicAcrossWorkers(t *testing.T) {
 		{[]int{13, 16, 5, 5}, []int{12, 16, 1, 1}, convCfg(1, 1, 0, 0, 1, 1)}, // direct 1×1 path
 		{[]int{9, 4, 24, 24}, []int{5, 4, 3, 3}, convCfg(1, 1, 1, 1, 1, 1)},   // one image per GEMM
 		{[]int{7, 3, 24, 24}, []int{4, 3, 3, 3}, convCfg(2, 2, 1, 1, 1, 1)},   // stride 2
+		{[]int{40, 9, 4, 4}, []int{10, 9, 3, 3}, convCfg(1, 1, 1, 1, 1, 1)},   // Winograd: few chunks, parallel GEMMs
 	}
-	for i, c := range cases {
-		rng := newRNG(uint64(50 + i))
-		x, w, b := param(rng, c.x...), param(rng, c.w...), param(rng, c.w[0])
-		outShape := autograd.Conv2dWith(x.Detach(), w.Detach(), nil, c.cfg).Shape()
-		p := autograd.RandN(rng, outShape...).Data
-		want := runConv(1, x, w, b, c.cfg, p)
-		for _, workers := range []int{2, 3, 8} {
-			got := runConv(workers, x, w, b, c.cfg, p)
-			for j, name := range []string{"output", "grad x", "grad w", "grad b"} {
-				if !slices.Equal(got[j], want[j]) {
-					t.Errorf("case %d: %s with %d workers differs from 1 worker", i, name, workers)
+	for _, algo := range autograd.ConvAlgos {
+		for i, c := range cases {
+			cfg := autograd.WithConvAlgo(c.cfg, algo)
+			rng := newRNG(uint64(50 + i))
+			x, w, b := param(rng, c.x...), param(rng, c.w...), param(rng, c.w[0])
+			outShape := autograd.Conv2dWith(x.Detach(), w.Detach(), nil, cfg).Shape()
+			p := autograd.RandN(rng, outShape...).Data
+			want := runConv(1, x, w, b, cfg, p)
+			for _, workers := range []int{2, 3, 8} {
+				got := runConv(workers, x, w, b, cfg, p)
+				for j, name := range []string{"output", "grad x", "grad w", "grad b"} {
+					if !slices.Equal(got[j], want[j]) {
+						t.Errorf("%s case %d: %s with %d workers differs from 1 worker", algo, i, name, workers)
+					}
 				}
 			}
 		}
