@@ -57,13 +57,13 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 	// operand is a plain copy, and the transpose is made once per call
 	// instead of once per image.
 	// Winograd uses transformed filters instead.
-	wa := winogradFor(g, cout)
+	wino := useWinograd(g, cout)
 	var wT []float32
 	gs := groupSize(p)
-	if wa != nil {
-		wT = partialScratch.get(wa.a * wa.a * cout * g.c)
-		wa.filters(w.Data, cout, g.c, false, wT)
-		gs = winoGroupSize(wa.tilesPerImage(g))
+	if wino {
+		wT = partialScratch.get(16 * cout * g.c)
+		winoFilters(w.Data, cout, g.c, false, wT)
+		gs = winoGroupSize(g)
 	} else {
 		wT = partialScratch.get(len(w.Data))
 		transpose(cout, g.rows, w.Data, wT)
@@ -78,8 +78,8 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 				}
 			}
 		}
-		if wa != nil {
-			winoGroup(gemm, wa, g, cout, wT, x.Data, xSize, out.Data, ySize, lo, hi, b != nil)
+		if wino {
+			winoGroup(gemm, g, cout, wT, x.Data, xSize, out.Data, ySize, lo, hi, b != nil)
 			return
 		}
 		convGroup(gemm, g, cout, wT, x.Data, xSize, out.Data, ySize, lo, hi, b != nil)
@@ -206,7 +206,7 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 	strideOne := g.sh == 1 && g.sw == 1
 	var gx, wf []float32
 	var gd *convGeom   // geometry of the input-gradient convolution
-	var wd *winograd   // its Winograd algorithm, or nil for im2col
+	wino := false      // whether it runs with Winograd
 	overwrite := false // whether the stride-1 input gradient may be stored, not added
 	if needX {
 		if !strideOne {
@@ -219,9 +219,9 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 				dh: g.dh, dw: g.dw, ho: g.h, wo: g.w,
 				rows: cout * g.kh * g.kw, cols: hw, algo: g.algo,
 			}
-			if wd = winogradFor(gd, g.c); wd != nil {
-				wf = partialScratch.get(wd.a * wd.a * cout * g.c)
-				wd.filters(w.Data, g.c, cout, true, wf)
+			if wino = useWinograd(gd, g.c); wino {
+				wf = partialScratch.get(16 * cout * g.c)
+				winoFilters(w.Data, g.c, cout, true, wf)
 			} else {
 				wf = partialScratch.get(len(w.Data))
 				flipFilters(g, cout, w.Data, wf)
@@ -262,13 +262,13 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 		return
 	}
 	gs := groupSize(p)
-	if wd != nil {
-		gs = winoGroupSize(wd.tilesPerImage(gd))
+	if wino {
+		gs = winoGroupSize(gd)
 	}
 	gemm := gemmFor(parallel.Chunks(n, gs))
 	parallel.For(n, gs, func(lo, hi int) {
-		if wd != nil {
-			winoGroup(gemm, wd, gd, g.c, wf, gy, ySize, gx, xSize, lo, hi, !overwrite)
+		if wino {
+			winoGroup(gemm, gd, g.c, wf, gy, ySize, gx, xSize, lo, hi, !overwrite)
 			return
 		}
 		if strideOne {

@@ -428,6 +428,55 @@ func BenchmarkConv2dResNet20(b *testing.B) {
 	b.Run("64ch_8x8", func(b *testing.B) { benchConv(b, 128, 64, 8) })
 }
 
+// benchConvAlgo times a forward and backward pass (output, input and
+// weight gradients) of a 3×3, stride-1, padding-1 convolution from cin to
+// cout channels on n images of hw×hw pixels with the named algorithm, and
+// reports the process CPU time per pass beside the wall time.
+func benchConvAlgo(b *testing.B, n, cin, cout, hw int, algo string) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	x := autograd.RandN(rng, n, cin, hw, hw).RequireGrad()
+	w := autograd.RandN(rng, cout, cin, 3, 3).RequireGrad()
+	seed := autograd.RandN(rng, n, cout, hw, hw).Data
+	cfg := autograd.WithConvAlgo(convCfg(1, 1, 1, 1, 1, 1), algo)
+	defer parallel.SetWorkers(parallel.SetWorkers(0))
+	arena := autograd.NewArena()
+	step := func() {
+		arena.Reset()
+		arena.Use(func() {
+			autograd.Conv2dWith(x, w, nil, cfg).BackwardWith(seed)
+		})
+	}
+	step() // grow the scratch buffers
+	b.ResetTimer()
+	c0, ok := cpuTime()
+	for range b.N {
+		step()
+	}
+	if c1, ok1 := cpuTime(); ok && ok1 {
+		b.ReportMetric(float64(c1-c0)/1e6/float64(b.N), "cpu-ms/op")
+	}
+}
+
+// BenchmarkConv2dAlgos times the 3×3 convolution layers of ResNet-20
+// (16, 32, 64 channels at 32, 16, 8 pixels), VGG-16 and ResNet-34 (64 to
+// 512 channels at 32 down to 2 pixels) at batch size 128 with each
+// algorithm in turn, so that the algorithms of one layer alternate; run it
+// with -count to repeat the alternation and with -cpu 1,2 for the worker
+// counts.
+func BenchmarkConv2dAlgos(b *testing.B) {
+	layers := []struct{ c, hw int }{
+		{16, 32}, {32, 16}, {64, 8}, // ResNet-20
+		{64, 32}, {128, 16}, {256, 8}, {512, 4}, {512, 2}, // VGG-16, ResNet-34
+	}
+	for _, l := range layers {
+		for _, algo := range autograd.ConvAlgos[1:] {
+			b.Run(fmt.Sprintf("%dch_%dpx/%s", l.c, l.hw, algo), func(b *testing.B) {
+				benchConvAlgo(b, 128, l.c, l.c, l.hw, algo)
+			})
+		}
+	}
+}
+
 // TestConvPoolUnderArena checks that convolutions and pools give identical
 // results when their outputs and gradients come from an arena whose
 // recycled buffers hold stale data.

@@ -1,0 +1,189 @@
+package autograd
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestWinogradKernelsMatchTables checks that the matrices compute a 3×3
+// correlation, Aᵀ[(G·g) ⊙ (Bᵀ·d)] = the two outputs of the 1-D
+// correlation of d with g, and the hand-written transforms against them.
+func TestWinogradKernelsMatchTables(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := 0; trial < 10; trial++ {
+		var d [4]float64
+		var g [3]float64
+		for i := range d {
+			d[i] = rng.NormFloat64()
+		}
+		for i := range g {
+			g[i] = rng.NormFloat64()
+		}
+		for y := range 2 {
+			got := 0.0
+			for j := range 4 {
+				gj := winoG[j][0]*g[0] + winoG[j][1]*g[1] + winoG[j][2]*g[2]
+				dj := 0.0
+				for l := range 4 {
+					dj += winoBT[j][l] * d[l]
+				}
+				got += winoAT[y][j] * gj * dj
+			}
+			want := d[y]*g[0] + d[y+1]*g[1] + d[y+2]*g[2]
+			if math.Abs(got-want) > 1e-12*(1+math.Abs(want)) {
+				t.Fatalf("tables: output %d = %g, want %g", y, got, want)
+			}
+		}
+	}
+	for _, n := range []int{1, 5, 8, 19, 64} {
+		vecs := func() (r [4][]float32) {
+			for i := range r {
+				r[i] = make([]float32, n)
+				for j := range r[i] {
+					r[i][j] = float32(rng.NormFloat64())
+				}
+			}
+			return r
+		}
+		check := func(what string, got float32, want float64) {
+			t.Helper()
+			if math.Abs(float64(got)-want) > 1e-6*(1+math.Abs(want)) {
+				t.Fatalf("n=%d: %s = %g, want %g", n, what, got, want)
+			}
+		}
+		d, o := vecs(), vecs()
+		winoInCols(&o, &d)
+		for r := range 4 {
+			for x := 0; x < n; x++ {
+				want := 0.0
+				for l := range 4 {
+					want += winoBT[r][l] * float64(d[l][x])
+				}
+				check(fmt.Sprintf("winoInCols[%d][%d]", r, x), o[r][x], want)
+			}
+		}
+		row := make([]float32, 2*n+2)
+		for i := range row {
+			row[i] = float32(rng.NormFloat64())
+		}
+		winoInRows(&o, row)
+		for s := range 4 {
+			for q := 0; q < n; q++ {
+				want := 0.0
+				for l := range 4 {
+					want += winoBT[s][l] * float64(row[2*q+l])
+				}
+				check(fmt.Sprintf("winoInRows[%d][%d]", s, q), o[s][q], want)
+			}
+		}
+		two := [2][]float32{make([]float32, n), make([]float32, n)}
+		winoOutCols(&two, &d)
+		for y := range 2 {
+			for x := 0; x < n; x++ {
+				want := 0.0
+				for r := range 4 {
+					want += winoAT[y][r] * float64(d[r][x])
+				}
+				check(fmt.Sprintf("winoOutCols[%d][%d]", y, x), two[y][x], want)
+			}
+		}
+		// An output row of even and odd length, stored and added.
+		for _, wo := range []int{2 * n, 2*n - 1} {
+			for _, acc := range []bool{false, true} {
+				out := make([]float32, wo)
+				for i := range out {
+					out[i] = float32(i)
+				}
+				winoOutRows(out, &d, acc)
+				for c := 0; c < wo; c++ {
+					want := 0.0
+					for s := range 4 {
+						want += winoAT[c%2][s] * float64(d[s][c/2])
+					}
+					if acc {
+						want += float64(c)
+					}
+					check(fmt.Sprintf("winoOutRows(%d, %v)[%d]", wo, acc, c), out[c], want)
+				}
+			}
+		}
+	}
+}
+
+// TestWinogradError measures the float32 error of each algorithm against
+// a float64 direct convolution on layers of realistic size (He-initialised
+// filters, unit-variance inputs) and fails if it exceeds the 1e-5
+// absolute plus 1e-5 relative tolerance of the PyTorch fixtures. Run with
+// -v to see the largest absolute and relative errors.
+func TestWinogradError(t *testing.T) {
+	layers := []struct{ n, c, hw int }{
+		{2, 16, 32}, {2, 64, 8}, {1, 128, 16}, {1, 256, 8}, {2, 512, 4},
+	}
+	if testing.Short() {
+		layers = layers[:2]
+	}
+	for _, l := range layers {
+		rng := rand.New(rand.NewPCG(uint64(l.c), 5))
+		x := make([]float32, l.n*l.c*l.hw*l.hw)
+		w := make([]float32, l.c*l.c*9)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		std := math.Sqrt(2 / float64(9*l.c))
+		for i := range w {
+			w[i] = float32(std * rng.NormFloat64())
+		}
+		ref := directConv64(x, w, l.n, l.c, l.c, l.hw)
+		for _, algo := range []convAlgo{algoIm2col, algoWinograd} {
+			cfg := ConvConfig{Padding: [2]int{1, 1}, algo: algo}
+			out := Conv2dWith(FromSlice(x, l.n, l.c, l.hw, l.hw), FromSlice(w, l.c, l.c, 3, 3), nil, cfg).Data
+			maxAbs, maxRel, worst := 0.0, 0.0, 0.0
+			for i, v := range out {
+				e := math.Abs(float64(v) - ref[i])
+				maxAbs = max(maxAbs, e)
+				maxRel = max(maxRel, e/max(math.Abs(ref[i]), 1e-3))
+				worst = max(worst, e/(1e-5+1e-5*math.Abs(ref[i])))
+			}
+			t.Logf("%d×%d×%d, %d images, %s: max abs error %.2g, max rel error %.2g (|y| ≥ 1e-3), %.2f of the fixture tolerance",
+				l.c, l.hw, l.hw, l.n, [...]string{"", "im2col", "Winograd"}[algo], maxAbs, maxRel, worst)
+			if worst > 1 {
+				t.Errorf("%d channels at %d px: algorithm %d exceeds the fixture tolerance by %.2f×", l.c, l.hw, algo, worst)
+			}
+		}
+	}
+}
+
+// directConv64 returns the 3×3, stride-1, padding-1 convolution of x (n ×
+// c × hw × hw) with w (cout × c × 3 × 3), accumulated in float64.
+func directConv64(x, w []float32, n, c, cout, hw int) []float64 {
+	out := make([]float64, n*cout*hw*hw)
+	for i := 0; i < n; i++ {
+		for o := 0; o < cout; o++ {
+			y := out[(i*cout+o)*hw*hw : (i*cout+o+1)*hw*hw]
+			for ci := 0; ci < c; ci++ {
+				img := x[(i*c+ci)*hw*hw : (i*c+ci+1)*hw*hw]
+				f := w[(o*c+ci)*9 : (o*c+ci+1)*9]
+				for ki := 0; ki < 3; ki++ {
+					for kj := 0; kj < 3; kj++ {
+						fv := float64(f[ki*3+kj])
+						for oh := 0; oh < hw; oh++ {
+							ih := oh + ki - 1
+							if ih < 0 || ih >= hw {
+								continue
+							}
+							for ow := 0; ow < hw; ow++ {
+								iw := ow + kj - 1
+								if iw >= 0 && iw < hw {
+									y[oh*hw+ow] += fv * float64(img[ih*hw+iw])
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
