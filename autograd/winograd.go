@@ -22,9 +22,9 @@ package autograd
 type convAlgo uint8
 
 const (
-	algoAuto      convAlgo = iota // chosen by chooseAlgo
-	algoIm2col                    // im2col + GEMM
-	algoWinograd                  // Winograd F(2×2, 3×3)
+	algoAuto     convAlgo = iota // chosen by chooseAlgo
+	algoIm2col                   // im2col + GEMM
+	algoWinograd                 // Winograd F(2×2, 3×3)
 )
 
 // The transform matrices of F(2×2, 3×3): Bᵀ (4×4), G (4×3) and Aᵀ (2×4).
