@@ -48,8 +48,9 @@ var (
 	}
 )
 
-// winoFilters writes the transformed filters U (16 × m × k, point-major)
-// of a convolution with m output and k input channels. With swap false the
+// winoFilters writes the transformed filters of a convolution with m
+// output and k input channels, transposed for the GEMMs: u holds the 16
+// matrices U_ξᵀ (k × m) one after the other. With swap false the
 // filter of output o and input c is w[o][c] (w is m×k×3×3); with swap true
 // it is w[c][o] rotated by 180° (w is k×m×3×3), the filter of the input
 // gradient. The transform is computed in float64.
@@ -77,36 +78,56 @@ func winoFilters(w []float32, m, k int, swap bool, u []float32) {
 			for i := range 4 {
 				for j := range 4 {
 					v := t[i][0]*winoG[j][0] + t[i][1]*winoG[j][1] + t[i][2]*winoG[j][2]
-					u[((i*4+j)*m+o)*k+c] = float32(v)
+					u[((i*4+j)*k+c)*m+o] = float32(v)
 				}
 			}
 		}
 	}
 }
 
-// winoInRows applies Bᵀ along the rows of the 4×4 windows of one row of
-// tiles: row is a padded image row of 2·len(o[0])+2 elements and o[s][q]
-// = Σ_l Bᵀ[s][l]·row[2q+l] for tile q.
-func winoInRows(o *[4][]float32, row []float32) {
-	n := len(o[0])
-	o0, o1, o2, o3 := o[0][:n], o[1][:n], o[2][:n], o[3][:n]
-	row = row[:2*n+2]
-	for q := range o0 {
-		w := row[2*q : 2*q+4 : 2*q+4]
-		a, b, c, d := w[0], w[1], w[2], w[3]
-		o0[q] = a - c
-		o1[q] = b + c
-		o2[q] = c - b
-		o3[q] = b - d
+// winoInRows applies Bᵀ along the rows of the 4×4 windows of the th×tw
+// tiles of a padded plane with row pitch wp: h[l·4+s][i·tw+q] =
+// Σ_j Bᵀ[s][j]·plane[(2i+l)·wp + 2q+j].
+//
+// The four transforms take asm, which allows the AVX2 kernels where the
+// CPU has them, so that the tests can compare them with the Go loops; the
+// results are bit-identical.
+func winoInRows(h *[16][]float32, plane []float32, wp, th, tw int, asm bool) {
+	n := th * tw
+	for l := range 4 {
+		h0, h1, h2, h3 := h[4*l][:n], h[4*l+1][:n], h[4*l+2][:n], h[4*l+3][:n]
+		for i := 0; i < th; i++ {
+			row := plane[(2*i+l)*wp : (2*i+l)*wp+2*tw+2]
+			t0 := i * tw
+			o0, o1, o2, o3 := h0[t0:t0+tw], h1[t0:t0+tw], h2[t0:t0+tw], h3[t0:t0+tw]
+			q0 := 0
+			if asm && haveWinoAVX2 && tw >= 8 {
+				q0 = tw &^ 7
+				winoInRowsAVX2(&row[0], &o0[0], &o1[0], &o2[0], &o3[0], q0)
+			}
+			for q := q0; q < tw; q++ {
+				w := row[2*q : 2*q+4 : 2*q+4]
+				a, b, c, d := w[0], w[1], w[2], w[3]
+				o0[q] = a - c
+				o1[q] = b + c
+				o2[q] = c - b
+				o3[q] = b - d
+			}
+		}
 	}
 }
 
 // winoInCols sets o[r][x] = Σ_l Bᵀ[r][l]·d[l][x] for x < len(o[0]).
-func winoInCols(o, d *[4][]float32) {
+func winoInCols(o, d *[4][]float32, asm bool) {
 	n := len(o[0])
 	o0, o1, o2, o3 := o[0][:n], o[1][:n], o[2][:n], o[3][:n]
 	d0, d1, d2, d3 := d[0][:n], d[1][:n], d[2][:n], d[3][:n]
-	for x := range o0 {
+	x0 := 0
+	if asm && haveWinoAVX2 && n >= 8 {
+		x0 = n &^ 7
+		winoInColsAVX2(&o0[0], &o1[0], &o2[0], &o3[0], &d0[0], &d1[0], &d2[0], &d3[0], x0)
+	}
+	for x := x0; x < n; x++ {
 		a, b, c, e := d0[x], d1[x], d2[x], d3[x]
 		o0[x] = a - c
 		o1[x] = b + c
@@ -116,45 +137,67 @@ func winoInCols(o, d *[4][]float32) {
 }
 
 // winoOutCols sets o[y][x] = Σ_r Aᵀ[y][r]·d[r][x] for x < len(o[0]).
-func winoOutCols(o *[2][]float32, d *[4][]float32) {
+func winoOutCols(o *[2][]float32, d *[4][]float32, asm bool) {
 	n := len(o[0])
 	o0, o1 := o[0][:n], o[1][:n]
 	d0, d1, d2, d3 := d[0][:n], d[1][:n], d[2][:n], d[3][:n]
-	for x := range o0 {
+	x0 := 0
+	if asm && haveWinoAVX2 && n >= 8 {
+		x0 = n &^ 7
+		winoOutColsAVX2(&o0[0], &o1[0], &d0[0], &d1[0], &d2[0], &d3[0], x0)
+	}
+	for x := x0; x < n; x++ {
 		b, c := d1[x], d2[x]
 		o0[x] = d0[x] + b + c
 		o1[x] = b - c - d3[x]
 	}
 }
 
-// winoOutRows applies Aᵀ along the rows of one row of tiles and stores (or
-// adds, if accumulate) the results into the output row: row[2q+y] =
-// Σ_s Aᵀ[y][s]·d[s][q], dropping a last column past len(row).
-func winoOutRows(row []float32, d *[4][]float32, accumulate bool) {
-	n := len(d[0])
-	d0, d1, d2, d3 := d[0][:n], d[1][:n], d[2][:n], d[3][:n]
-	full := min(n, len(row)/2)
-	r := row[:2*full]
-	if accumulate {
-		for q := range full {
-			b, c := d1[q], d2[q]
-			s := r[2*q : 2*q+2 : 2*q+2]
-			s[0] += d0[q] + b + c
-			s[1] += b - c - d3[q]
+// winoOutRows applies Aᵀ along the rows of the th×tw tiles of an ho×wo
+// output plane and stores (or adds, if accumulate) the results: output
+// (2i+x, 2q+y) = Σ_s Aᵀ[y][s]·h[x·4+s][i·tw+q], dropping a last row or
+// column past the plane's edge.
+func winoOutRows(out []float32, ho, wo int, h *[8][]float32, th, tw int, accumulate, asm bool) {
+	n := th * tw
+	full := wo / 2 // tiles whose two columns lie inside the plane
+	for x := range 2 {
+		h0, h1, h2, h3 := h[4*x][:n], h[4*x+1][:n], h[4*x+2][:n], h[4*x+3][:n]
+		for i := 0; i < th && 2*i+x < ho; i++ {
+			row := out[(2*i+x)*wo : (2*i+x+1)*wo]
+			t0 := i * tw
+			d0, d1, d2, d3 := h0[t0:t0+tw], h1[t0:t0+tw], h2[t0:t0+tw], h3[t0:t0+tw]
+			r := row[:2*full]
+			q0 := 0
+			if asm && haveWinoAVX2 && full >= 8 {
+				q0 = full &^ 7
+				acc := 0
+				if accumulate {
+					acc = 1
+				}
+				winoOutRowsAVX2(&r[0], &d0[0], &d1[0], &d2[0], &d3[0], q0, acc)
+			}
+			if accumulate {
+				for q := q0; q < full; q++ {
+					b, c := d1[q], d2[q]
+					s := r[2*q : 2*q+2 : 2*q+2]
+					s[0] += d0[q] + b + c
+					s[1] += b - c - d3[q]
+				}
+				if full < tw {
+					row[2*full] += d0[full] + d1[full] + d2[full]
+				}
+				continue
+			}
+			for q := q0; q < full; q++ {
+				b, c := d1[q], d2[q]
+				s := r[2*q : 2*q+2 : 2*q+2]
+				s[0] = d0[q] + b + c
+				s[1] = b - c - d3[q]
+			}
+			if full < tw {
+				row[2*full] = d0[full] + d1[full] + d2[full]
+			}
 		}
-		if full < n {
-			row[2*full] += d0[full] + d1[full] + d2[full]
-		}
-		return
-	}
-	for q := range full {
-		b, c := d1[q], d2[q]
-		s := r[2*q : 2*q+2 : 2*q+2]
-		s[0] = d0[q] + b + c
-		s[1] = b - c - d3[q]
-	}
-	if full < n {
-		row[2*full] = d0[full] + d1[full] + d2[full]
 	}
 }
 
@@ -201,6 +244,8 @@ func winoGroup(gemm gemmFunc, g *convGeom, m int, u, src []float32, srcSize int,
 	plane, half := work[:hp*wp], work[hp*wp:]
 	var ins, outs [4][]float32
 	var two [2][]float32
+	var rows [16][]float32
+	var outRows [8][]float32
 	hw := g.h * g.w
 
 	// Input transform: half[l·4+s] = Σ_j Bᵀ[s][j]·window[l][j], then
@@ -212,15 +257,10 @@ func winoGroup(gemm gemmFunc, g *convGeom, m int, u, src []float32, srcSize int,
 			for ih := 0; ih < g.h; ih++ {
 				copy(plane[(ih+g.ph)*wp+g.pw:], img[ih*g.w:(ih+1)*g.w])
 			}
-			for l := 0; l < 4; l++ {
-				for i := 0; i < th; i++ {
-					t0 := j*tpi + i*tw
-					for s := range 4 {
-						outs[s] = half[(l*4+s)*p+t0 : (l*4+s)*p+t0+tw]
-					}
-					winoInRows(&outs, plane[(2*i+l)*wp:(2*i+l+1)*wp])
-				}
+			for xi := range 16 {
+				rows[xi] = half[xi*p+j*tpi : xi*p+(j+1)*tpi]
 			}
+			winoInRows(&rows, plane, wp, th, tw, true)
 		}
 		for s := 0; s < 4; s++ {
 			for r := 0; r < 4; r++ {
@@ -228,12 +268,12 @@ func winoGroup(gemm gemmFunc, g *convGeom, m int, u, src []float32, srcSize int,
 				off := ((r*4+s)*k + c) * p
 				outs[r] = v[off : off+p]
 			}
-			winoInCols(&outs, &ins)
+			winoInCols(&outs, &ins, true)
 		}
 	}
 
 	for xi := 0; xi < 16; xi++ {
-		gemm(false, false, m, p, k, 1, u[xi*m*k:(xi+1)*m*k], k, v[xi*k*p:(xi+1)*k*p], p, 0, prod[xi*m*p:(xi+1)*m*p], p)
+		gemm(true, false, m, p, k, 1, u[xi*m*k:(xi+1)*m*k], m, v[xi*k*p:(xi+1)*k*p], p, 0, prod[xi*m*p:(xi+1)*m*p], p)
 	}
 
 	// Output transform: half[x·4+s] = Σ_r Aᵀ[x][r]·M[r·4+s][o], then
@@ -245,20 +285,14 @@ func winoGroup(gemm gemmFunc, g *convGeom, m int, u, src []float32, srcSize int,
 				ins[r] = prod[off : off+p]
 			}
 			two[0], two[1] = half[s*p:(s+1)*p], half[(4+s)*p:(5+s)*p]
-			winoOutCols(&two, &ins)
+			winoOutCols(&two, &ins, true)
 		}
 		for j := 0; j < cnt; j++ {
 			out := dst[(lo+j)*dstSize+o*g.ho*g.wo : (lo+j)*dstSize+(o+1)*g.ho*g.wo]
-			for x := 0; x < 2; x++ {
-				for i := 0; i < th && 2*i+x < g.ho; i++ {
-					t0 := j*tpi + i*tw
-					for s := range 4 {
-						ins[s] = half[(x*4+s)*p+t0 : (x*4+s)*p+t0+tw]
-					}
-					oh := 2*i + x
-					winoOutRows(out[oh*g.wo:(oh+1)*g.wo], &ins, accumulate)
-				}
+			for xi := range 8 {
+				outRows[xi] = half[xi*p+j*tpi : xi*p+(j+1)*tpi]
 			}
+			winoOutRows(out, g.ho, g.wo, &outRows, th, tw, accumulate, true)
 		}
 	}
 }

@@ -4,13 +4,21 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
 // TestWinogradKernelsMatchTables checks that the matrices compute a 3×3
 // correlation, Aᵀ[(G·g) ⊙ (Bᵀ·d)] = the two outputs of the 1-D
-// correlation of d with g, and the hand-written transforms against them.
+// correlation of d with g, and the hand-written transforms against them,
+// with and without the assembly kernels.
 func TestWinogradKernelsMatchTables(t *testing.T) {
+	for _, asm := range []bool{false, true} {
+		t.Run(fmt.Sprintf("asm=%v", asm), func(t *testing.T) { testWinogradKernels(t, asm) })
+	}
+}
+
+func testWinogradKernels(t *testing.T, asm bool) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for trial := 0; trial < 10; trial++ {
 		var d [4]float64
@@ -54,7 +62,7 @@ func TestWinogradKernelsMatchTables(t *testing.T) {
 			}
 		}
 		d, o := vecs(), vecs()
-		winoInCols(&o, &d)
+		winoInCols(&o, &d, asm)
 		for r := range 4 {
 			for x := 0; x < n; x++ {
 				want := 0.0
@@ -64,22 +72,8 @@ func TestWinogradKernelsMatchTables(t *testing.T) {
 				check(fmt.Sprintf("winoInCols[%d][%d]", r, x), o[r][x], want)
 			}
 		}
-		row := make([]float32, 2*n+2)
-		for i := range row {
-			row[i] = float32(rng.NormFloat64())
-		}
-		winoInRows(&o, row)
-		for s := range 4 {
-			for q := 0; q < n; q++ {
-				want := 0.0
-				for l := range 4 {
-					want += winoBT[s][l] * float64(row[2*q+l])
-				}
-				check(fmt.Sprintf("winoInRows[%d][%d]", s, q), o[s][q], want)
-			}
-		}
 		two := [2][]float32{make([]float32, n), make([]float32, n)}
-		winoOutCols(&two, &d)
+		winoOutCols(&two, &d, asm)
 		for y := range 2 {
 			for x := 0; x < n; x++ {
 				want := 0.0
@@ -89,25 +83,129 @@ func TestWinogradKernelsMatchTables(t *testing.T) {
 				check(fmt.Sprintf("winoOutCols[%d][%d]", y, x), two[y][x], want)
 			}
 		}
-		// An output row of even and odd length, stored and added.
-		for _, wo := range []int{2 * n, 2*n - 1} {
+	}
+	// The row transforms over whole planes of th×tw tiles, with an output
+	// plane of even and odd size, stored and added.
+	for _, sz := range [][2]int{{1, 1}, {2, 3}, {5, 4}, {3, 8}, {2, 16}, {2, 19}} {
+		th, tw := sz[0], sz[1]
+		n, wp := th*tw, 2*tw+2
+		plane := make([]float32, (2*th+2)*wp)
+		for i := range plane {
+			plane[i] = float32(rng.NormFloat64())
+		}
+		var h [16][]float32
+		for i := range h {
+			h[i] = make([]float32, n)
+		}
+		winoInRows(&h, plane, wp, th, tw, asm)
+		for l := range 4 {
+			for s := range 4 {
+				for i := 0; i < th; i++ {
+					for q := 0; q < tw; q++ {
+						want := 0.0
+						for j := range 4 {
+							want += winoBT[s][j] * float64(plane[(2*i+l)*wp+2*q+j])
+						}
+						if got := float64(h[4*l+s][i*tw+q]); math.Abs(got-want) > 1e-6*(1+math.Abs(want)) {
+							t.Fatalf("%d×%d tiles: winoInRows[%d][%d] = %g, want %g", th, tw, 4*l+s, i*tw+q, got, want)
+						}
+					}
+				}
+			}
+		}
+		var ho [8][]float32
+		copy(ho[:], h[:8])
+		for _, odd := range []int{0, 1} {
+			oh, ow := 2*th-odd, 2*tw-odd
 			for _, acc := range []bool{false, true} {
-				out := make([]float32, wo)
+				out := make([]float32, oh*ow)
 				for i := range out {
 					out[i] = float32(i)
 				}
-				winoOutRows(out, &d, acc)
-				for c := 0; c < wo; c++ {
-					want := 0.0
-					for s := range 4 {
-						want += winoAT[c%2][s] * float64(d[s][c/2])
+				winoOutRows(out, oh, ow, &ho, th, tw, acc, asm)
+				for r := 0; r < oh; r++ {
+					for c := 0; c < ow; c++ {
+						want := 0.0
+						for s := range 4 {
+							want += winoAT[c%2][s] * float64(ho[(r%2)*4+s][(r/2)*tw+c/2])
+						}
+						if acc {
+							want += float64(r*ow + c)
+						}
+						if got := float64(out[r*ow+c]); math.Abs(got-want) > 1e-5*(1+math.Abs(want)) {
+							t.Fatalf("%d×%d output, accumulate %v: winoOutRows[%d][%d] = %g, want %g", oh, ow, acc, r, c, got, want)
+						}
 					}
-					if acc {
-						want += float64(c)
-					}
-					check(fmt.Sprintf("winoOutRows(%d, %v)[%d]", wo, acc, c), out[c], want)
 				}
 			}
+		}
+	}
+}
+
+// TestWinogradAsmMatchesGo checks that the assembly transforms give the
+// Go loops' results bit for bit, so that results do not depend on the CPU.
+func TestWinogradAsmMatchesGo(t *testing.T) {
+	if !haveWinoAVX2 {
+		t.Skip("no AVX2 kernels on this CPU or build")
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	randVec := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	for _, sz := range [][2]int{{1, 8}, {3, 16}, {2, 17}, {4, 31}} {
+		th, tw := sz[0], sz[1]
+		n, wp := th*tw, 2*tw+2
+		plane := randVec((2*th + 2) * wp)
+		var h [2][16][]float32
+		for k := range h {
+			for i := range h[k] {
+				h[k][i] = make([]float32, n)
+			}
+			winoInRows(&h[k], plane, wp, th, tw, k == 1)
+		}
+		var c [2][4][]float32
+		var o [2][2][]float32
+		d := [4][]float32{h[0][0], h[0][5], h[0][10], h[0][15]}
+		for k := range c {
+			for i := range c[k] {
+				c[k][i] = make([]float32, n)
+			}
+			o[k] = [2][]float32{make([]float32, n), make([]float32, n)}
+			winoInCols(&c[k], &d, k == 1)
+			winoOutCols(&o[k], &d, k == 1)
+		}
+		var rows [2][8][]float32
+		for k := range rows {
+			copy(rows[k][:], h[k][8:])
+		}
+		base := randVec(4 * n)
+		var out [2][]float32
+		for k := range out {
+			out[k] = append([]float32(nil), base...)
+			winoOutRows(out[k], 2*th, 2*tw, &rows[k], th, tw, false, k == 1)
+			winoOutRows(out[k], 2*th-1, 2*tw-1, &rows[k], th, tw, true, k == 1)
+		}
+		for i := range h[0] {
+			if !slices.Equal(h[0][i], h[1][i]) {
+				t.Fatalf("%d×%d tiles: winoInRows vector %d differs", th, tw, i)
+			}
+		}
+		for i := range 4 {
+			if !slices.Equal(c[0][i], c[1][i]) {
+				t.Fatalf("n=%d: winoInCols vector %d differs", n, i)
+			}
+		}
+		for i := range 2 {
+			if !slices.Equal(o[0][i], o[1][i]) {
+				t.Fatalf("n=%d: winoOutCols vector %d differs", n, i)
+			}
+		}
+		if !slices.Equal(out[0], out[1]) {
+			t.Fatalf("%d×%d tiles: winoOutRows differs", th, tw)
 		}
 	}
 }
