@@ -229,22 +229,7 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 			defer partialScratch.put(wf)
 		}
 	}
-	if needW && useWinograd(g, cout) {
-		ws := winoWeightGroupSize(g)
-		chunks := parallel.Chunks(n, ws)
-		gemm := gemmFor(chunks)
-		acc := partialScratch.get(16 * cout * g.c) // Σ of the partial sums
-		defer partialScratch.put(acc)
-		clear(acc)
-		merge := &orderedSum{
-			pending: make([][]float32, chunks),
-			add:     func(part []float32) { addTo(acc, part) },
-		}
-		parallel.For(n, ws, func(lo, hi int) {
-			merge.done(lo/ws, winoWeightGrad(gemm, g, cout, x.Data, gy, lo, hi))
-		})
-		winoFilterGrad(acc, cout, g.c, w.grad())
-	} else if needW {
+	if needW {
 		ws := weightGroupSize(p)
 		chunks := parallel.Chunks(n, ws)
 		gemm := gemmFor(chunks)

@@ -233,17 +233,45 @@ func winoGroup(gemm gemmFunc, g *convGeom, m int, u, src []float32, srcSize int,
 	tpi := th * tw // tiles per image
 	cnt := hi - lo
 	p := cnt * tpi
+	hp, wp := 2*th+2, 2*tw+2
 	v := colScratch.get(16 * k * p)
 	defer colScratch.put(v)
 	prod := colScratch.get(16 * m * p)
 	defer colScratch.put(prod)
-	half := colScratch.get(16 * p) // the windows transformed along one axis
-	defer colScratch.put(half)
-	var ins [4][]float32
+	// A padded plane and the windows transformed along one axis.
+	work := colScratch.get(hp*wp + 16*p)
+	defer colScratch.put(work)
+	plane, half := work[:hp*wp], work[hp*wp:]
+	var ins, outs [4][]float32
 	var two [2][]float32
+	var rows [16][]float32
 	var outRows [8][]float32
+	hw := g.h * g.w
 
-	winoInput(g, src, srcSize, lo, hi, v)
+	// Input transform: half[l·4+s] = Σ_j Bᵀ[s][j]·window[l][j], then
+	// V[r·4+s][c] = Σ_l Bᵀ[r][l]·half[l·4+s].
+	for c := 0; c < k; c++ {
+		for j := 0; j < cnt; j++ {
+			img := src[(lo+j)*srcSize+c*hw : (lo+j)*srcSize+(c+1)*hw]
+			clear(plane)
+			for ih := 0; ih < g.h; ih++ {
+				copy(plane[(ih+g.ph)*wp+g.pw:], img[ih*g.w:(ih+1)*g.w])
+			}
+			for xi := range 16 {
+				rows[xi] = half[xi*p+j*tpi : xi*p+(j+1)*tpi]
+			}
+			winoInRows(&rows, plane, wp, th, tw, true)
+		}
+		for s := 0; s < 4; s++ {
+			for r := 0; r < 4; r++ {
+				ins[r] = half[(r*4+s)*p : (r*4+s+1)*p]
+				off := ((r*4+s)*k + c) * p
+				outs[r] = v[off : off+p]
+			}
+			winoInCols(&outs, &ins, true)
+		}
+	}
+
 	for xi := 0; xi < 16; xi++ {
 		gemm(true, false, m, p, k, 1, u[xi*m*k:(xi+1)*m*k], m, v[xi*k*p:(xi+1)*k*p], p, 0, prod[xi*m*p:(xi+1)*m*p], p)
 	}
@@ -267,162 +295,6 @@ func winoGroup(gemm gemmFunc, g *convGeom, m int, u, src []float32, srcSize int,
 			winoOutRows(out, g.ho, g.wo, &outRows, th, tw, accumulate, true)
 		}
 	}
-}
-
-// winoInput writes the transformed input windows of the images i in [lo,
-// hi) of src (images of srcSize elements) into v, the 16 matrices V_ξ
-// (g.c × P, P the tiles of the images) one after the other: Bᵀ along the
-// rows of the windows, read from a zero-padded copy of each channel, then
-// along their columns.
-func winoInput(g *convGeom, src []float32, srcSize, lo, hi int, v []float32) {
-	k := g.c
-	th, tw := winoTiles(g)
-	tpi := th * tw
-	cnt := hi - lo
-	p := cnt * tpi
-	hp, wp := 2*th+2, 2*tw+2
-	work := colScratch.get(hp*wp + 16*p)
-	defer colScratch.put(work)
-	plane, half := work[:hp*wp], work[hp*wp:]
-	var ins, outs [4][]float32
-	var rows [16][]float32
-	hw := g.h * g.w
-	for c := 0; c < k; c++ {
-		for j := 0; j < cnt; j++ {
-			img := src[(lo+j)*srcSize+c*hw : (lo+j)*srcSize+(c+1)*hw]
-			clear(plane)
-			for ih := 0; ih < g.h; ih++ {
-				copy(plane[(ih+g.ph)*wp+g.pw:], img[ih*g.w:(ih+1)*g.w])
-			}
-			for xi := range 16 {
-				rows[xi] = half[xi*p+j*tpi : xi*p+(j+1)*tpi]
-			}
-			winoInRows(&rows, plane, wp, th, tw, true)
-		}
-		for s := 0; s < 4; s++ {
-			for r := 0; r < 4; r++ {
-				ins[r] = half[(r*4+s)*p : (r*4+s+1)*p]
-				off := ((r*4+s)*k + c) * p
-				outs[r] = v[off : off+p]
-			}
-			winoInCols(&outs, &ins, true)
-		}
-	}
-}
-
-// winoGradOutput writes the output gradients of the images i in [lo, hi)
-// of gy (m channels of g.ho×g.wo, images of gySize elements), carried back
-// through the output transform, into dm, the 16 matrices dM_ξ (m × P):
-// dM = A·dY·Aᵀ for the 2×2 gradient dY of each tile, zero past the edges.
-func winoGradOutput(g *convGeom, m int, gy []float32, gySize, lo, hi int, dm []float32) {
-	th, tw := winoTiles(g)
-	tpi := th * tw
-	p := (hi - lo) * tpi
-	wp := 2 * tw
-	work := colScratch.get(2*th*wp + 8*p)
-	defer colScratch.put(work)
-	plane, half := work[:2*th*wp], work[2*th*wp:]
-	for o := 0; o < m; o++ {
-		// Along the rows: half[x·4+s][t] = Σ_y A[s][y]·dY[x][y], with A =
-		// (Aᵀ)ᵀ = [1 0; 1 1; 1 −1; 0 −1].
-		for j := 0; j < hi-lo; j++ {
-			img := gy[(lo+j)*gySize+o*g.ho*g.wo : (lo+j)*gySize+(o+1)*g.ho*g.wo]
-			clear(plane)
-			for oh := 0; oh < g.ho; oh++ {
-				copy(plane[oh*wp:], img[oh*g.wo:(oh+1)*g.wo])
-			}
-			for x := range 2 {
-				h0 := half[(4*x)*p+j*tpi : (4*x)*p+(j+1)*tpi]
-				h1 := half[(4*x+1)*p+j*tpi : (4*x+1)*p+(j+1)*tpi]
-				h2 := half[(4*x+2)*p+j*tpi : (4*x+2)*p+(j+1)*tpi]
-				h3 := half[(4*x+3)*p+j*tpi : (4*x+3)*p+(j+1)*tpi]
-				for i := 0; i < th; i++ {
-					row := plane[(2*i+x)*wp : (2*i+x+1)*wp]
-					for q := 0; q < tw; q++ {
-						t := i*tw + q
-						y0, y1 := row[2*q], row[2*q+1]
-						h0[t], h1[t], h2[t], h3[t] = y0, y0+y1, y0-y1, -y1
-					}
-				}
-			}
-		}
-		// Along the columns: dM[r·4+s][o] = Σ_x A[r][x]·half[x·4+s].
-		for s := range 4 {
-			a, b := half[s*p:(s+1)*p], half[(4+s)*p:(5+s)*p]
-			d0 := dm[((0*4+s)*m+o)*p : ((0*4+s)*m+o+1)*p][:len(a)]
-			d1 := dm[((1*4+s)*m+o)*p : ((1*4+s)*m+o+1)*p][:len(a)]
-			d2 := dm[((2*4+s)*m+o)*p : ((2*4+s)*m+o+1)*p][:len(a)]
-			d3 := dm[((3*4+s)*m+o)*p : ((3*4+s)*m+o+1)*p][:len(a)]
-			b = b[:len(a)]
-			for t, av := range a {
-				bv := b[t]
-				d0[t], d1[t], d2[t], d3[t] = av, av+bv, av-bv, -bv
-			}
-		}
-	}
-}
-
-// winoWeightGrad returns, in a buffer from partialScratch, Σ dM_ξ·V_ξᵀ
-// over the images i in [lo, hi): the gradient of the 16 transformed
-// filter matrices U_ξ (cout × g.c, one after the other). The images are
-// taken winoGroupSize at a time, each group's products added to the
-// previous ones in order.
-func winoWeightGrad(gemm gemmFunc, g *convGeom, cout int, x, gy []float32, lo, hi int) []float32 {
-	k := g.c
-	xSize, ySize := k*g.h*g.w, cout*g.ho*g.wo
-	th, tw := winoTiles(g)
-	gs := winoGroupSize(g)
-	part := partialScratch.get(16 * cout * k)
-	maxP := min(gs, hi-lo) * th * tw
-	v := colScratch.get(16 * k * maxP)
-	defer colScratch.put(v)
-	dm := colScratch.get(16 * cout * maxP)
-	defer colScratch.put(dm)
-	beta := float32(0)
-	for a := lo; a < hi; a += gs {
-		b := min(a+gs, hi)
-		p := (b - a) * th * tw
-		winoInput(g, x, xSize, a, b, v[:16*k*p])
-		winoGradOutput(g, cout, gy, ySize, a, b, dm[:16*cout*p])
-		for xi := 0; xi < 16; xi++ {
-			gemm(false, true, cout, k, p, 1, dm[xi*cout*p:(xi+1)*cout*p], p, v[xi*k*p:(xi+1)*k*p], p, beta, part[xi*cout*k:(xi+1)*cout*k], k)
-		}
-		beta = 1
-	}
-	return part
-}
-
-// winoFilterGrad adds to dw (cout × cin × 3 × 3) the filter gradient Gᵀ·dU·G
-// of the transformed-filter gradient du (16 × cout × cin), in float64.
-func winoFilterGrad(du []float32, cout, cin int, dw []float32) {
-	n := cout * cin
-	for f := 0; f < n; f++ {
-		var d [4][4]float64
-		for xi := range 16 {
-			d[xi/4][xi%4] = float64(du[xi*n+f])
-		}
-		var t [3][4]float64 // Gᵀ·dU
-		for a := range 3 {
-			for j := range 4 {
-				t[a][j] = winoG[0][a]*d[0][j] + winoG[1][a]*d[1][j] + winoG[2][a]*d[2][j] + winoG[3][a]*d[3][j]
-			}
-		}
-		out := dw[f*9 : f*9+9]
-		for a := range 3 {
-			for b := range 3 {
-				out[a*3+b] += float32(t[a][0]*winoG[0][b] + t[a][1]*winoG[1][b] + t[a][2]*winoG[2][b] + t[a][3]*winoG[3][b])
-			}
-		}
-	}
-}
-
-// winoWeightGroupSize returns how many images of geometry g share one
-// partial weight gradient of winoWeightGrad: enough for about 2048 tiles,
-// so that the partial sums, 16/9 as large as the filters, are written and
-// added up rarely.
-func winoWeightGroupSize(g *convGeom) int {
-	th, tw := winoTiles(g)
-	return max(1, (2048+th*tw-1)/(th*tw))
 }
 
 // winoGroupSize returns how many images of geometry g share the GEMMs of
