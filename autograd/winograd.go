@@ -55,31 +55,35 @@ var (
 // it is w[c][o] rotated by 180° (w is k×m×3×3), the filter of the input
 // gradient. The transform is computed in float64.
 func winoFilters(w []float32, m, k int, swap bool, u []float32) {
-	var f [3][3]float64
-	var t [4][3]float64 // G·f
-	for o := 0; o < m; o++ {
-		for c := 0; c < k; c++ {
+	plane := m * k
+	for c := 0; c < k; c++ {
+		for o := 0; o < m; o++ {
+			var f [9]float64
 			if swap {
 				src := w[(c*m+o)*9 : (c*m+o+1)*9]
-				for i := range 9 {
-					f[i/3][i%3] = float64(src[8-i])
+				for i := range f {
+					f[i] = float64(src[8-i])
 				}
 			} else {
 				src := w[(o*k+c)*9 : (o*k+c+1)*9]
-				for i := range 9 {
-					f[i/3][i%3] = float64(src[i])
+				for i := range f {
+					f[i] = float64(src[i])
 				}
 			}
-			for i := range 4 {
-				for j := range 3 {
-					t[i][j] = winoG[i][0]*f[0][j] + winoG[i][1]*f[1][j] + winoG[i][2]*f[2][j]
-				}
+			// t = G·f (4×3), then U = t·Gᵀ (4×4), with G's rows (1, 0, 0),
+			// ½(1, 1, 1), ½(1, −1, 1) and (0, 0, 1).
+			var t [12]float64
+			for j := range 3 {
+				a, b, c := f[j], f[3+j], f[6+j]
+				t[j], t[3+j], t[6+j], t[9+j] = a, 0.5*(a+b+c), 0.5*(a-b+c), c
 			}
+			dst := u[c*m+o:]
 			for i := range 4 {
-				for j := range 4 {
-					v := t[i][0]*winoG[j][0] + t[i][1]*winoG[j][1] + t[i][2]*winoG[j][2]
-					u[((i*4+j)*k+c)*m+o] = float32(v)
-				}
+				a, b, c := t[3*i], t[3*i+1], t[3*i+2]
+				dst[(4*i)*plane] = float32(a)
+				dst[(4*i+1)*plane] = float32(0.5 * (a + b + c))
+				dst[(4*i+2)*plane] = float32(0.5 * (a - b + c))
+				dst[(4*i+3)*plane] = float32(c)
 			}
 		}
 	}
