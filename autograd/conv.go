@@ -57,7 +57,7 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 	// operand is a plain copy, and the transpose is made once per call
 	// instead of once per image.
 	// Winograd uses transformed filters instead.
-	wino := useWinograd(g, cout)
+	wino := useWinograd(g, n, cout)
 	var wT []float32
 	gs := groupSize(p)
 	if wino {
@@ -219,7 +219,7 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 				dh: g.dh, dw: g.dw, ho: g.h, wo: g.w,
 				rows: cout * g.kh * g.kw, cols: hw, algo: g.algo,
 			}
-			if wino = useWinograd(gd, g.c); wino {
+			if wino = useWinograd(gd, n, g.c); wino {
 				wf = partialScratch.get(16 * cout * g.c)
 				winoFilters(w.Data, g.c, cout, true, wf)
 			} else {

@@ -208,6 +208,8 @@ func testConvMatchesDirect(t *testing.T, algo string) {
 		{5, 6, 7, 5, 4, 3, 3, convCfg(1, 1, 2, 1, 1, 1)},
 		{2, 17, 35, 8, 8, 3, 3, convCfg(1, 1, 1, 1, 1, 1)},
 		{1, 2, 3, 30, 27, 3, 3, convCfg(1, 1, 1, 0, 1, 1)},
+		// Large enough for the automatic choice to take Winograd.
+		{2, 64, 64, 16, 16, 3, 3, convCfg(1, 1, 1, 1, 1, 1)},
 	}
 	for trial := 0; trial < 40+len(large); trial++ {
 		kh, kw := 1+rng.IntN(4), 1+rng.IntN(4)
@@ -473,6 +475,22 @@ func BenchmarkConv2dAlgos(b *testing.B) {
 			b.Run(fmt.Sprintf("%dch_%dpx/%s", l.c, l.hw, algo), func(b *testing.B) {
 				benchConvAlgo(b, 128, l.c, l.c, l.hw, algo)
 			})
+		}
+	}
+}
+
+// BenchmarkConv2dAlgosBatch times a few layers of BenchmarkConv2dAlgos at
+// small batch sizes, where the GEMMs of Winograd get narrow and the filter
+// transform is paid for by fewer images.
+func BenchmarkConv2dAlgosBatch(b *testing.B) {
+	layers := []struct{ c, hw int }{{64, 8}, {128, 16}, {512, 2}}
+	for _, l := range layers {
+		for _, n := range []int{1, 8, 32} {
+			for _, algo := range autograd.ConvAlgos[1:] {
+				b.Run(fmt.Sprintf("%dch_%dpx_batch%d/%s", l.c, l.hw, n, algo), func(b *testing.B) {
+					benchConvAlgo(b, n, l.c, l.c, l.hw, algo)
+				})
+			}
 		}
 	}
 }

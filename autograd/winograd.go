@@ -1,5 +1,7 @@
 package autograd
 
+import "github.com/proxgen/proxgen/autograd/parallel"
+
 // Winograd's minimal filtering F(2×2, 3×3) (Lavin and Gray, 2016)
 // computes a 2×2 tile of a 3×3 convolution from the 4×4 window of its input
 // as Y = Aᵀ[(G·g·Gᵀ) ⊙ (Bᵀ·d·B)]A. Over a whole layer the element-wise
@@ -56,7 +58,14 @@ var (
 // gradient. The transform is computed in float64.
 func winoFilters(w []float32, m, k int, swap bool, u []float32) {
 	plane := m * k
-	for c := 0; c < k; c++ {
+	parallel.For(k, max(1, 4096/m), func(lo, hi int) {
+		winoFilterRange(w, m, k, swap, u, plane, lo, hi)
+	})
+}
+
+// winoFilterRange is winoFilters for the input channels c in [lo, hi).
+func winoFilterRange(w []float32, m, k int, swap bool, u []float32, plane, lo, hi int) {
+	for c := lo; c < hi; c++ {
 		for o := 0; o < m; o++ {
 			var f [9]float64
 			if swap {
@@ -308,10 +317,10 @@ func winoGroupSize(g *convGeom) int {
 	return max(1, (256+th*tw-1)/(th*tw))
 }
 
-// useWinograd reports whether a convolution with geometry g and m output
-// channels runs with Winograd: where it applies, if forced by g.algo or
+// useWinograd reports whether a convolution with geometry g, n images and
+// m output channels runs with Winograd: where it applies, if forced by g.algo or
 // else if winogradPays.
-func useWinograd(g *convGeom, m int) bool {
+func useWinograd(g *convGeom, n, m int) bool {
 	if !winogradOK(g) {
 		return false
 	}
@@ -321,10 +330,21 @@ func useWinograd(g *convGeom, m int) bool {
 	case algoWinograd:
 		return true
 	}
-	return winogradPays(g, m)
+	return winogradPays(g, n, m)
 }
 
-// winogradPays is the per-layer rule.
-func winogradPays(g *convGeom, m int) bool {
-	return false
+// winogradPays is the per-layer rule, measured on the 3×3 layers of
+// ResNet-20, VGG-16 and ResNet-34 (BenchmarkConv2dAlgos and
+// BenchmarkConv2dAlgosBatch, docs/benchmarks.md): Winograd for at least 64
+// input and m ≥ 64 output channels (below that the transforms, which
+// grow with the channels while the saving grows with their product, cost
+// about what the GEMM saves), at least 128 tiles in the batch (the filter
+// transform, a fixed cost per call, is otherwise not paid back: 512
+// channels at 2×2 pixels lose at batch 32 and win at 128), and tiles that
+// waste little of their 2×2 outputs past the edges (16 multiplications per
+// tile at most 0.65 of im2col's 9 per output, which excludes outputs of
+// 3×3 or one pixel wide).
+func winogradPays(g *convGeom, n, m int) bool {
+	th, tw := winoTiles(g)
+	return g.c >= 64 && m >= 64 && n*th*tw >= 128 && 16*th*tw*100 <= 65*9*g.ho*g.wo
 }

@@ -210,6 +210,42 @@ func TestWinogradAsmMatchesGo(t *testing.T) {
 	}
 }
 
+// TestWinogradRule checks the per-layer choice on the layers it was
+// measured on.
+func TestWinogradRule(t *testing.T) {
+	cases := []struct {
+		n, cin, cout, hw, pad, stride int
+		want                          bool
+	}{
+		{128, 16, 16, 32, 1, 1, false},  // ResNet-20, first stage
+		{128, 3, 16, 32, 1, 1, false},   // first layer
+		{128, 32, 32, 16, 1, 1, false},  // ResNet-20, second stage
+		{128, 64, 64, 8, 1, 1, true},    // ResNet-20, third stage
+		{128, 64, 64, 32, 1, 1, true},   // VGG-16
+		{128, 128, 128, 16, 1, 1, true}, // VGG-16, ResNet-34
+		{128, 256, 256, 8, 1, 1, true},
+		{128, 512, 512, 4, 1, 1, true},
+		{128, 512, 512, 2, 1, 1, true},
+		{32, 512, 512, 2, 1, 1, false}, // too few tiles
+		{1, 128, 128, 16, 1, 1, false},
+		{8, 128, 128, 16, 1, 1, true},
+		{128, 256, 256, 3, 1, 1, false}, // 3×3 outputs waste 7 of 16
+		{128, 256, 256, 8, 1, 2, false}, // stride 2
+		{128, 256, 256, 8, 0, 1, true},  // 6×6 outputs
+	}
+	for _, c := range cases {
+		ho := outSize(c.hw, 3, c.stride, c.pad, 1)
+		g := &convGeom{
+			c: c.cin, h: c.hw, w: c.hw, kh: 3, kw: 3, sh: c.stride, sw: c.stride,
+			ph: c.pad, pw: c.pad, dh: 1, dw: 1, ho: ho, wo: ho,
+		}
+		if got := useWinograd(g, c.n, c.cout); got != c.want {
+			t.Errorf("%d images, %d→%d channels at %d px, padding %d, stride %d: Winograd %v, want %v",
+				c.n, c.cin, c.cout, c.hw, c.pad, c.stride, got, c.want)
+		}
+	}
+}
+
 // TestWinogradError measures the float32 error of each algorithm against
 // a float64 direct convolution on layers of realistic size (He-initialised
 // filters, unit-variance inputs) and fails if it exceeds the 1e-5
