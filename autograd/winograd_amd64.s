@@ -21,6 +21,16 @@
 	VPERM2F128 $0x20, hi, t, lo; \
 	VPERM2F128 $0x31, hi, t, hi
 
+// ATCOLS computes, for the next 8 elements at index AX of d0-d3 (SI, R11,
+// R12, R13), s0 = d0 + d1 + d2 into Y4 and s1 = d1 − d2 − d3 into Y5.
+#define ATCOLS \
+	VMOVUPS (R11)(AX*4), Y1;    \
+	VMOVUPS (R12)(AX*4), Y2;    \
+	VADDPS  (SI)(AX*4), Y1, Y4; \
+	VADDPS  Y2, Y4, Y4;         \
+	VSUBPS  Y2, Y1, Y5;         \
+	VSUBPS  (R13)(AX*4), Y5, Y5
+
 // func winoInRowsAVX2(row, o0, o1, o2, o3 *float32, n int)
 TEXT ·winoInRowsAVX2(SB), NOSPLIT, $0-48
 	MOVQ row+0(FP), SI
@@ -99,12 +109,7 @@ TEXT ·winoOutColsAVX2(SB), NOSPLIT, $0-56
 	XORQ AX, AX
 
 outcols_loop:
-	VMOVUPS (R11)(AX*4), Y1 // b
-	VMOVUPS (R12)(AX*4), Y2 // c
-	VADDPS  (SI)(AX*4), Y1, Y4
-	VADDPS  Y2, Y4, Y4      // d0 + b + c
-	VSUBPS  Y2, Y1, Y5
-	VSUBPS  (R13)(AX*4), Y5, Y5 // b − c − d3
+	ATCOLS
 	VMOVUPS Y4, (DI)(AX*4)
 	VMOVUPS Y5, (R8)(AX*4)
 	ADDQ    $8, AX
@@ -125,12 +130,7 @@ TEXT ·winoOutRowsAVX2(SB), NOSPLIT, $0-56
 	XORQ AX, AX
 
 outrows_loop:
-	VMOVUPS (R11)(AX*4), Y1 // b
-	VMOVUPS (R12)(AX*4), Y2 // c
-	VADDPS  (SI)(AX*4), Y1, Y4
-	VADDPS  Y2, Y4, Y4      // s0 = d0 + b + c
-	VSUBPS  Y2, Y1, Y5
-	VSUBPS  (R13)(AX*4), Y5, Y5 // s1 = b − c − d3
+	ATCOLS
 	INTERLEAVE(Y4, Y5, Y6, Y7, Y8)
 	TESTQ   DX, DX
 	JZ      outrows_store
