@@ -57,16 +57,29 @@ var (
 // it is w[c][o] rotated by 180° (w is k×m×3×3), the filter of the input
 // gradient. The transform is computed in float64.
 func winoFilters(w []float32, m, k int, swap bool, u []float32) {
-	plane := m * k
+	// Rows of the scratch are a cache line longer than m, which is often
+	// a power of two, so that the 16 rows written at once do not collide
+	// in the caches; the 16 planes of u, m·k apart, are written row by row.
+	pitch := m + 16
 	parallel.For(k, max(1, 4096/m), func(lo, hi int) {
-		winoFilterRange(w, m, k, swap, u, plane, lo, hi)
+		tmp := colScratch.get(16 * pitch * (hi - lo))
+		defer colScratch.put(tmp)
+		winoFilterRange(w, m, k, swap, tmp, pitch, lo, hi)
+		for c := lo; c < hi; c++ {
+			for xi := range 16 {
+				r := ((c-lo)*16 + xi) * pitch
+				copy(u[(xi*k+c)*m:(xi*k+c+1)*m], tmp[r:r+m])
+			}
+		}
 	})
 }
 
-// winoFilterRange is winoFilters for the input channels c in [lo, hi).
-func winoFilterRange(w []float32, m, k int, swap bool, u []float32, plane, lo, hi int) {
-	for c := lo; c < hi; c++ {
-		for o := 0; o < m; o++ {
+// winoFilterRange writes the transformed filters of the input channels c
+// in [lo, hi) into t, as rows t[c−lo][ξ] of pitch elements indexed by o.
+// It reads, for each o, the filters of the consecutive channels together.
+func winoFilterRange(w []float32, m, k int, swap bool, t []float32, pitch, lo, hi int) {
+	for o := 0; o < m; o++ {
+		for c := lo; c < hi; c++ {
 			var f [9]float64
 			if swap {
 				src := w[(c*m+o)*9 : (c*m+o+1)*9]
@@ -79,20 +92,20 @@ func winoFilterRange(w []float32, m, k int, swap bool, u []float32, plane, lo, h
 					f[i] = float64(src[i])
 				}
 			}
-			// t = G·f (4×3), then U = t·Gᵀ (4×4), with G's rows (1, 0, 0),
+			// g = G·f (4×3), then U = g·Gᵀ (4×4), with G's rows (1, 0, 0),
 			// ½(1, 1, 1), ½(1, −1, 1) and (0, 0, 1).
-			var t [12]float64
+			var g [12]float64
 			for j := range 3 {
 				a, b, c := f[j], f[3+j], f[6+j]
-				t[j], t[3+j], t[6+j], t[9+j] = a, 0.5*(a+b+c), 0.5*(a-b+c), c
+				g[j], g[3+j], g[6+j], g[9+j] = a, 0.5*(a+b+c), 0.5*(a-b+c), c
 			}
-			dst := u[c*m+o:]
+			dst := t[(c-lo)*16*pitch+o:]
 			for i := range 4 {
-				a, b, c := t[3*i], t[3*i+1], t[3*i+2]
-				dst[(4*i)*plane] = float32(a)
-				dst[(4*i+1)*plane] = float32(0.5 * (a + b + c))
-				dst[(4*i+2)*plane] = float32(0.5 * (a - b + c))
-				dst[(4*i+3)*plane] = float32(c)
+				a, b, c := g[3*i], g[3*i+1], g[3*i+2]
+				dst[(4*i)*pitch] = float32(a)
+				dst[(4*i+1)*pitch] = float32(0.5 * (a + b + c))
+				dst[(4*i+2)*pitch] = float32(0.5 * (a - b + c))
+				dst[(4*i+3)*pitch] = float32(c)
 			}
 		}
 	}

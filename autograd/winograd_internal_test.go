@@ -321,3 +321,18 @@ func directConv64(x, w []float32, n, c, cout, hw int) []float64 {
 	}
 	return out
 }
+
+// BenchmarkWinoFilters times the filter transform of a 512-channel layer,
+// as the forward pass (swap false) and the input gradient (swap true) do it.
+func BenchmarkWinoFilters(b *testing.B) {
+	const m, k = 512, 512
+	w := make([]float32, m*k*9)
+	u := make([]float32, 16*m*k)
+	for _, swap := range []bool{false, true} {
+		b.Run(fmt.Sprintf("swap=%v", swap), func(b *testing.B) {
+			for range b.N {
+				winoFilters(w, m, k, swap, u)
+			}
+		})
+	}
+}
