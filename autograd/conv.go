@@ -48,7 +48,7 @@ func Conv2d(x, w, b *Tensor, stride, padding, dilation int) *Tensor {
 // are bit-identical for every number of workers.
 //
 // 3×3 convolutions with stride 1 and dilation 1 on layers wide enough for
-// it to pay (at least 64 input and output channels, see winogradPays)
+// it to pay (at least 32 input and output channels, see winogradPays)
 // compute the output and the input gradient with Winograd's F(2×2, 3×3)
 // instead, which needs 16 multiplications per 2×2 outputs instead of 36;
 // its results differ from im2col's only in rounding (about 4e-6 at most

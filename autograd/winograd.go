@@ -348,16 +348,16 @@ func useWinograd(g *convGeom, n, m int) bool {
 
 // winogradPays is the per-layer rule, measured on the 3×3 layers of
 // ResNet-20, VGG-16 and ResNet-34 (BenchmarkConv2dAlgos and
-// BenchmarkConv2dAlgosBatch, docs/benchmarks.md): Winograd for at least 64
-// input and m ≥ 64 output channels (below that the transforms, which
-// grow with the channels while the saving grows with their product, cost
-// about what the GEMM saves), at least 128 tiles in the batch (the filter
-// transform, a fixed cost per call, is otherwise not paid back: 512
-// channels at 2×2 pixels lose at batch 32 and win at 128), and tiles that
-// waste little of their 2×2 outputs past the edges (16 multiplications per
-// tile at most 0.65 of im2col's 9 per output, which excludes outputs of
-// 3×3 or one pixel wide).
+// BenchmarkConv2dAlgosBatch, docs/benchmarks.md): Winograd for at least 32
+// input and m ≥ 32 output channels (with 16 the transforms, which grow
+// with the channels while the saving grows with their product, cost what
+// the GEMM saves), at least 128 tiles in the batch (the filter transform,
+// a fixed cost per call, is otherwise not paid back: 512 channels at 2×2
+// pixels lose at batch 32 and win at 128), and tiles that waste little of
+// their 2×2 outputs past the edges (16 multiplications per tile at most
+// 0.65 of im2col's 9 per output, which excludes outputs of 3×3 or one
+// pixel wide).
 func winogradPays(g *convGeom, n, m int) bool {
 	th, tw := winoTiles(g)
-	return g.c >= 64 && m >= 64 && n*th*tw >= 128 && 16*th*tw*100 <= 65*9*g.ho*g.wo
+	return g.c >= 32 && m >= 32 && n*th*tw >= 128 && 16*th*tw*100 <= 65*9*g.ho*g.wo
 }
