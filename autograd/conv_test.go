@@ -364,10 +364,17 @@ func TestConv2dDeterministicAcrossWorkers(t *testing.T) {
 }
 
 func TestConv2dAccumulatesGradients(t *testing.T) {
+	for _, algo := range autograd.ConvAlgos {
+		t.Run(algo, func(t *testing.T) { testConvAccumulates(t, algo) })
+	}
+}
+
+func testConvAccumulates(t *testing.T, algo string) {
 	rng := newRNG(9)
 	x, w, b := param(rng, 2, 3, 5, 5), param(rng, 4, 3, 3, 3), param(rng, 4)
+	cfg := autograd.WithConvAlgo(convCfg(1, 1, 1, 1, 1, 1), algo)
 	once := func() {
-		autograd.Sum(autograd.Conv2d(x, w, b, 1, 1, 1)).Backward()
+		autograd.Sum(autograd.Conv2dWith(x, w, b, cfg)).Backward()
 	}
 	once()
 	gx, gw, gb := slices.Clone(x.Grad), slices.Clone(w.Grad), slices.Clone(b.Grad)
@@ -499,6 +506,12 @@ func BenchmarkConv2dAlgosBatch(b *testing.B) {
 // results when their outputs and gradients come from an arena whose
 // recycled buffers hold stale data.
 func TestConvPoolUnderArena(t *testing.T) {
+	for _, algo := range autograd.ConvAlgos {
+		t.Run(algo, func(t *testing.T) { testConvPoolUnderArena(t, algo) })
+	}
+}
+
+func testConvPoolUnderArena(t *testing.T, algo string) {
 	rng := newRNG(11)
 	x := param(rng, 3, 4, 9, 9)
 	w1, b1 := param(rng, 5, 4, 3, 3), param(rng, 5)
@@ -510,12 +523,12 @@ func TestConvPoolUnderArena(t *testing.T) {
 		for _, p := range params {
 			p.Grad = nil
 		}
-		h := autograd.ReLU(autograd.Conv2d(x, w1, b1, 1, 1, 1)) // 9×9
-		h = autograd.MaxPool2d(h, 3, 2, 1)                      // 5×5
-		h = autograd.Conv2d(h, w2, nil, 1, 0, 1)                // 1×1 direct
-		h = autograd.AvgPool2d(h, 2, 1, 0)                      // 4×4
-		g := autograd.GlobalAvgPool2d(h)                        // its backward runs last
-		h2 := autograd.Conv2d(h, w3, nil, 2, 1, 1)              // stride 2: 2×2
+		h := autograd.ReLU(autograd.Conv2dWith(x, w1, b1, autograd.WithConvAlgo(convCfg(1, 1, 1, 1, 1, 1), algo))) // 9×9
+		h = autograd.MaxPool2d(h, 3, 2, 1)                                                                         // 5×5
+		h = autograd.Conv2d(h, w2, nil, 1, 0, 1)                                                                   // 1×1 direct
+		h = autograd.AvgPool2d(h, 2, 1, 0)                                                                         // 4×4
+		g := autograd.GlobalAvgPool2d(h)                                                                           // its backward runs last
+		h2 := autograd.Conv2d(h, w3, nil, 2, 1, 1)                                                                 // stride 2: 2×2
 		loss := autograd.Add(autograd.Sum(autograd.Mul(h2, r)), autograd.Sum(g))
 		loss.Backward()
 		out := [][]float32{slices.Clone(loss.Data)}
