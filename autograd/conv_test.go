@@ -208,6 +208,7 @@ func testConvMatchesDirect(t *testing.T, algo string) {
 		{5, 6, 7, 5, 4, 3, 3, convCfg(1, 1, 2, 1, 1, 1)},
 		{2, 17, 35, 8, 8, 3, 3, convCfg(1, 1, 1, 1, 1, 1)},
 		{1, 2, 3, 30, 27, 3, 3, convCfg(1, 1, 1, 0, 1, 1)},
+		{2, 3, 4, 5, 6, 3, 3, convCfg(1, 1, 3, 0, 1, 1)}, // input gradient with negative padding
 		// Large enough for the automatic choice to take Winograd.
 		{2, 64, 64, 16, 16, 3, 3, convCfg(1, 1, 1, 1, 1, 1)},
 	}
