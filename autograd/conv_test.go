@@ -80,32 +80,41 @@ func TestConv2dMatchesPyTorch(t *testing.T) {
 		{"conv_5x5_s3_p2", convCfg(3, 3, 2, 2, 1, 1)},
 		{"conv_resnet_16ch", convCfg(1, 1, 1, 1, 1, 1)},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			f := loadFixture(t, c.name)
-			want := fmt.Sprintf("%d,%d", c.cfg.Stride[0], c.cfg.Stride[1])
-			if got := f.Metadata["stride"]; got != want {
-				t.Fatalf("fixture stride %q, table says %q", got, want)
-			}
-			x := fixtureTensor(t, f, "x", false).RequireGrad()
-			w := fixtureTensor(t, f, "w", false).RequireGrad()
-			b := fixtureTensor(t, f, "b", true)
-			if b != nil {
-				b.RequireGrad()
-			}
-			out := autograd.Conv2dWith(x, w, b, c.cfg)
-			wantOut := fixtureTensor(t, f, "out", false)
-			if !slices.Equal(out.Shape(), wantOut.Shape()) {
-				t.Fatalf("output shape %v, want %v", out.Shape(), wantOut.Shape())
-			}
-			closeTo(t, "out", out.Data, wantOut.Data, 1e-5, 1e-5)
-			out.BackwardWith(fixtureTensor(t, f, "p", false).Data)
-			closeTo(t, "grad x", x.Grad, fixtureTensor(t, f, "gx", false).Data, 1e-5, 1e-5)
-			closeTo(t, "grad w", w.Grad, fixtureTensor(t, f, "gw", false).Data, 1e-5, 1e-5)
-			if b != nil {
-				closeTo(t, "grad b", b.Grad, fixtureTensor(t, f, "gb", false).Data, 1e-5, 1e-5)
-			}
-		})
+	for _, algo := range autograd.ConvAlgos {
+		for _, c := range cases {
+			c.cfg = autograd.WithConvAlgo(c.cfg, algo)
+			t.Run(algo+"/"+c.name, func(t *testing.T) {
+				testConvFixture(t, c.name, c.cfg)
+			})
+		}
+	}
+}
+
+// testConvFixture compares Conv2dWith and its gradients with the PyTorch
+// fixture called name.
+func testConvFixture(t *testing.T, name string, cfg autograd.ConvConfig) {
+	f := loadFixture(t, name)
+	want := fmt.Sprintf("%d,%d", cfg.Stride[0], cfg.Stride[1])
+	if got := f.Metadata["stride"]; got != want {
+		t.Fatalf("fixture stride %q, table says %q", got, want)
+	}
+	x := fixtureTensor(t, f, "x", false).RequireGrad()
+	w := fixtureTensor(t, f, "w", false).RequireGrad()
+	b := fixtureTensor(t, f, "b", true)
+	if b != nil {
+		b.RequireGrad()
+	}
+	out := autograd.Conv2dWith(x, w, b, cfg)
+	wantOut := fixtureTensor(t, f, "out", false)
+	if !slices.Equal(out.Shape(), wantOut.Shape()) {
+		t.Fatalf("output shape %v, want %v", out.Shape(), wantOut.Shape())
+	}
+	closeTo(t, "out", out.Data, wantOut.Data, 1e-5, 1e-5)
+	out.BackwardWith(fixtureTensor(t, f, "p", false).Data)
+	closeTo(t, "grad x", x.Grad, fixtureTensor(t, f, "gx", false).Data, 1e-5, 1e-5)
+	closeTo(t, "grad w", w.Grad, fixtureTensor(t, f, "gw", false).Data, 1e-5, 1e-5)
+	if b != nil {
+		closeTo(t, "grad b", b.Grad, fixtureTensor(t, f, "gb", false).Data, 1e-5, 1e-5)
 	}
 }
 
@@ -170,8 +179,14 @@ func toF32(v []float64) []float32 {
 }
 
 // TestConv2dMatchesDirect compares many random configurations, forward and
-// backward, with the direct definition.
+// backward, with the direct definition, under every algorithm.
 func TestConv2dMatchesDirect(t *testing.T) {
+	for _, algo := range autograd.ConvAlgos {
+		t.Run(algo, func(t *testing.T) { testConvMatchesDirect(t, algo) })
+	}
+}
+
+func testConvMatchesDirect(t *testing.T, algo string) {
 	rng := newRNG(7)
 	// Large images are multiplied one at a time, small ones in groups.
 	large := []struct {
@@ -185,6 +200,17 @@ func TestConv2dMatchesDirect(t *testing.T) {
 		// 32 filters and more: the weight gradient in the transposed layout.
 		{2, 3, 33, 10, 9, 3, 3, convCfg(1, 1, 1, 1, 1, 1)},
 		{3, 2, 40, 7, 8, 3, 2, convCfg(1, 1, 2, 0, 2, 1)},
+		// Winograd's shapes: tiles past the edge, padding 0 to 2, one
+		// tile, several images per GEMM, more filters than inputs.
+		{3, 5, 6, 11, 13, 3, 3, convCfg(1, 1, 1, 1, 1, 1)},
+		{2, 3, 4, 9, 6, 3, 3, convCfg(1, 1, 0, 2, 1, 1)},
+		{4, 4, 3, 3, 3, 3, 3, convCfg(1, 1, 0, 0, 1, 1)},
+		{5, 6, 7, 5, 4, 3, 3, convCfg(1, 1, 2, 1, 1, 1)},
+		{2, 17, 35, 8, 8, 3, 3, convCfg(1, 1, 1, 1, 1, 1)},
+		{1, 2, 3, 30, 27, 3, 3, convCfg(1, 1, 1, 0, 1, 1)},
+		{2, 3, 4, 5, 6, 3, 3, convCfg(1, 1, 3, 0, 1, 1)}, // input gradient with negative padding
+		// Large enough for the automatic choice to take Winograd.
+		{2, 64, 64, 16, 16, 3, 3, convCfg(1, 1, 1, 1, 1, 1)},
 	}
 	for trial := 0; trial < 40+len(large); trial++ {
 		kh, kw := 1+rng.IntN(4), 1+rng.IntN(4)
@@ -206,6 +232,7 @@ func TestConv2dMatchesDirect(t *testing.T) {
 			b = param(rng, cout)
 		}
 		name := fmt.Sprintf("trial %d: x %v w %v cfg %+v bias %v", trial, x.Shape(), w.Shape(), cfg, b != nil)
+		cfg = autograd.WithConvAlgo(cfg, algo)
 		out := autograd.Conv2dWith(x, w, b, cfg)
 		p := autograd.RandN(rng, out.Shape()...).Data
 		refOut, refGx, refGw, refGb := refConv(x, w, b, cfg, p)
@@ -219,15 +246,18 @@ func TestConv2dMatchesDirect(t *testing.T) {
 	}
 }
 
+// convGradCase is one case of TestConv2dGradients.
+type convGradCase struct {
+	name    string
+	x, w    []int
+	bias    bool
+	cfg     autograd.ConvConfig
+	frozenX bool // x does not require a gradient
+	frozenW bool // w does not require a gradient
+}
+
 func TestConv2dGradients(t *testing.T) {
-	cases := []struct {
-		name    string
-		x, w    []int
-		bias    bool
-		cfg     autograd.ConvConfig
-		frozenX bool // x does not require a gradient
-		frozenW bool // w does not require a gradient
-	}{
+	cases := []convGradCase{
 		{"3x3 s1 p1", []int{2, 3, 6, 6}, []int{4, 3, 3, 3}, true, convCfg(1, 1, 1, 1, 1, 1), false, false},
 		{"3x3 s2 p0 odd", []int{2, 2, 7, 9}, []int{3, 2, 3, 3}, true, convCfg(2, 2, 0, 0, 1, 1), false, false},
 		{"dilation 2", []int{1, 2, 8, 7}, []int{3, 2, 3, 3}, true, convCfg(1, 1, 2, 2, 2, 2), false, false},
@@ -238,29 +268,37 @@ func TestConv2dGradients(t *testing.T) {
 		{"frozen input", []int{2, 3, 5, 5}, []int{2, 3, 3, 3}, true, convCfg(1, 1, 1, 1, 1, 1), true, false},
 		{"frozen weight", []int{2, 3, 5, 5}, []int{2, 3, 3, 3}, false, convCfg(2, 2, 1, 1, 1, 1), false, true},
 		{"frozen weight 1x1", []int{2, 3, 4, 4}, []int{2, 3, 1, 1}, false, convCfg(1, 1, 0, 0, 1, 1), false, true},
+		{"3x3 s1 p0 one tile", []int{2, 3, 5, 6}, []int{2, 3, 3, 3}, true, convCfg(1, 1, 0, 0, 1, 1), false, false},
+		{"3x3 s1 p2 frozen weight", []int{1, 2, 5, 4}, []int{3, 2, 3, 3}, false, convCfg(1, 1, 2, 1, 1, 1), false, true},
 	}
-	for i, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			rng := newRNG(uint64(100 + i))
-			x := autograd.RandN(rng, c.x...)
-			w := autograd.RandN(rng, c.w...)
-			var inputs []*autograd.Tensor
-			if !c.frozenX {
-				inputs = append(inputs, x.RequireGrad())
-			}
-			if !c.frozenW {
-				inputs = append(inputs, w.RequireGrad())
-			}
-			var b *autograd.Tensor
-			if c.bias {
-				b = param(rng, c.w[0])
-				inputs = append(inputs, b)
-			}
-			f := func() *autograd.Tensor { return autograd.Conv2dWith(x, w, b, c.cfg) }
-			if err := gradcheck.Check(f, inputs, gradcheck.Options{Seed: uint64(i + 1)}); err != nil {
-				t.Fatal(err)
-			}
-		})
+	for _, algo := range autograd.ConvAlgos {
+		for i, c := range cases {
+			c.cfg = autograd.WithConvAlgo(c.cfg, algo)
+			t.Run(algo+"/"+c.name, func(t *testing.T) { testConvGradient(t, i, c) })
+		}
+	}
+}
+
+// testConvGradient checks the gradients of case i by finite differences.
+func testConvGradient(t *testing.T, i int, c convGradCase) {
+	rng := newRNG(uint64(100 + i))
+	x := autograd.RandN(rng, c.x...)
+	w := autograd.RandN(rng, c.w...)
+	var inputs []*autograd.Tensor
+	if !c.frozenX {
+		inputs = append(inputs, x.RequireGrad())
+	}
+	if !c.frozenW {
+		inputs = append(inputs, w.RequireGrad())
+	}
+	var b *autograd.Tensor
+	if c.bias {
+		b = param(rng, c.w[0])
+		inputs = append(inputs, b)
+	}
+	f := func() *autograd.Tensor { return autograd.Conv2dWith(x, w, b, c.cfg) }
+	if err := gradcheck.Check(f, inputs, gradcheck.Options{Seed: uint64(i + 1)}); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -304,18 +342,22 @@ func TestConv2dDeterministicAcrossWorkers(t *testing.T) {
 		{[]int{13, 16, 5, 5}, []int{12, 16, 1, 1}, convCfg(1, 1, 0, 0, 1, 1)}, // direct 1×1 path
 		{[]int{9, 4, 24, 24}, []int{5, 4, 3, 3}, convCfg(1, 1, 1, 1, 1, 1)},   // one image per GEMM
 		{[]int{7, 3, 24, 24}, []int{4, 3, 3, 3}, convCfg(2, 2, 1, 1, 1, 1)},   // stride 2
+		{[]int{40, 9, 4, 4}, []int{10, 9, 3, 3}, convCfg(1, 1, 1, 1, 1, 1)},   // Winograd: few chunks, parallel GEMMs
 	}
-	for i, c := range cases {
-		rng := newRNG(uint64(50 + i))
-		x, w, b := param(rng, c.x...), param(rng, c.w...), param(rng, c.w[0])
-		outShape := autograd.Conv2dWith(x.Detach(), w.Detach(), nil, c.cfg).Shape()
-		p := autograd.RandN(rng, outShape...).Data
-		want := runConv(1, x, w, b, c.cfg, p)
-		for _, workers := range []int{2, 3, 8} {
-			got := runConv(workers, x, w, b, c.cfg, p)
-			for j, name := range []string{"output", "grad x", "grad w", "grad b"} {
-				if !slices.Equal(got[j], want[j]) {
-					t.Errorf("case %d: %s with %d workers differs from 1 worker", i, name, workers)
+	for _, algo := range autograd.ConvAlgos {
+		for i, c := range cases {
+			cfg := autograd.WithConvAlgo(c.cfg, algo)
+			rng := newRNG(uint64(50 + i))
+			x, w, b := param(rng, c.x...), param(rng, c.w...), param(rng, c.w[0])
+			outShape := autograd.Conv2dWith(x.Detach(), w.Detach(), nil, cfg).Shape()
+			p := autograd.RandN(rng, outShape...).Data
+			want := runConv(1, x, w, b, cfg, p)
+			for _, workers := range []int{2, 3, 8} {
+				got := runConv(workers, x, w, b, cfg, p)
+				for j, name := range []string{"output", "grad x", "grad w", "grad b"} {
+					if !slices.Equal(got[j], want[j]) {
+						t.Errorf("%s case %d: %s with %d workers differs from 1 worker", algo, i, name, workers)
+					}
 				}
 			}
 		}
@@ -323,10 +365,17 @@ func TestConv2dDeterministicAcrossWorkers(t *testing.T) {
 }
 
 func TestConv2dAccumulatesGradients(t *testing.T) {
+	for _, algo := range autograd.ConvAlgos {
+		t.Run(algo, func(t *testing.T) { testConvAccumulates(t, algo) })
+	}
+}
+
+func testConvAccumulates(t *testing.T, algo string) {
 	rng := newRNG(9)
 	x, w, b := param(rng, 2, 3, 5, 5), param(rng, 4, 3, 3, 3), param(rng, 4)
+	cfg := autograd.WithConvAlgo(convCfg(1, 1, 1, 1, 1, 1), algo)
 	once := func() {
-		autograd.Sum(autograd.Conv2d(x, w, b, 1, 1, 1)).Backward()
+		autograd.Sum(autograd.Conv2dWith(x, w, b, cfg)).Backward()
 	}
 	once()
 	gx, gw, gb := slices.Clone(x.Grad), slices.Clone(w.Grad), slices.Clone(b.Grad)
@@ -389,10 +438,81 @@ func BenchmarkConv2dResNet20(b *testing.B) {
 	b.Run("64ch_8x8", func(b *testing.B) { benchConv(b, 128, 64, 8) })
 }
 
+// benchConvAlgo times a forward and backward pass (output, input and
+// weight gradients) of a 3×3, stride-1, padding-1 convolution from cin to
+// cout channels on n images of hw×hw pixels with the named algorithm, and
+// reports the process CPU time per pass beside the wall time.
+func benchConvAlgo(b *testing.B, n, cin, cout, hw int, algo string) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	x := autograd.RandN(rng, n, cin, hw, hw).RequireGrad()
+	w := autograd.RandN(rng, cout, cin, 3, 3).RequireGrad()
+	seed := autograd.RandN(rng, n, cout, hw, hw).Data
+	cfg := autograd.WithConvAlgo(convCfg(1, 1, 1, 1, 1, 1), algo)
+	defer parallel.SetWorkers(parallel.SetWorkers(0))
+	ctx := &autograd.Context{Arena: autograd.NewArena()}
+	x.In(ctx)
+	step := func() {
+		ctx.Arena.Reset()
+		x.Grad = nil // its buffer went back to the arena
+		autograd.Conv2dWith(x, w, nil, cfg).BackwardWith(seed)
+	}
+	step() // grow the scratch buffers
+	b.ResetTimer()
+	c0, ok := cpuTime()
+	for range b.N {
+		step()
+	}
+	if c1, ok1 := cpuTime(); ok && ok1 {
+		b.ReportMetric(float64(c1-c0)/1e6/float64(b.N), "cpu-ms/op")
+	}
+}
+
+// BenchmarkConv2dAlgos times the 3×3 convolution layers of ResNet-20
+// (16, 32, 64 channels at 32, 16, 8 pixels), VGG-16 and ResNet-34 (64 to
+// 512 channels at 32 down to 2 pixels) at batch size 128 with each
+// algorithm in turn, so that the algorithms of one layer alternate; run it
+// with -count to repeat the alternation and with -cpu 1,2 for the worker
+// counts.
+func BenchmarkConv2dAlgos(b *testing.B) {
+	layers := []struct{ c, hw int }{
+		{16, 32}, {32, 16}, {64, 8}, // ResNet-20
+		{64, 32}, {128, 16}, {256, 8}, {512, 4}, {512, 2}, // VGG-16, ResNet-34
+	}
+	for _, l := range layers {
+		for _, algo := range autograd.ConvAlgos[1:] {
+			b.Run(fmt.Sprintf("%dch_%dpx/%s", l.c, l.hw, algo), func(b *testing.B) {
+				benchConvAlgo(b, 128, l.c, l.c, l.hw, algo)
+			})
+		}
+	}
+}
+
+// BenchmarkConv2dAlgosBatch times a few layers of BenchmarkConv2dAlgos at
+// small batch sizes, where the GEMMs of Winograd get narrow and the filter
+// transform is paid for by fewer images.
+func BenchmarkConv2dAlgosBatch(b *testing.B) {
+	layers := []struct{ c, hw int }{{64, 8}, {128, 16}, {512, 2}}
+	for _, l := range layers {
+		for _, n := range []int{1, 8, 32} {
+			for _, algo := range autograd.ConvAlgos[1:] {
+				b.Run(fmt.Sprintf("%dch_%dpx_batch%d/%s", l.c, l.hw, n, algo), func(b *testing.B) {
+					benchConvAlgo(b, n, l.c, l.c, l.hw, algo)
+				})
+			}
+		}
+	}
+}
+
 // TestConvPoolUnderArena checks that convolutions and pools give identical
 // results when their outputs and gradients come from an arena whose
 // recycled buffers hold stale data.
 func TestConvPoolUnderArena(t *testing.T) {
+	for _, algo := range autograd.ConvAlgos {
+		t.Run(algo, func(t *testing.T) { testConvPoolUnderArena(t, algo) })
+	}
+}
+
+func testConvPoolUnderArena(t *testing.T, algo string) {
 	rng := newRNG(11)
 	x := param(rng, 3, 4, 9, 9)
 	w1, b1 := param(rng, 5, 4, 3, 3), param(rng, 5)
@@ -404,12 +524,12 @@ func TestConvPoolUnderArena(t *testing.T) {
 		for _, p := range params {
 			p.Grad = nil
 		}
-		h := autograd.ReLU(autograd.Conv2d(x.In(ctx), w1, b1, 1, 1, 1)) // 9×9
-		h = autograd.MaxPool2d(h, 3, 2, 1)                              // 5×5
-		h = autograd.Conv2d(h, w2, nil, 1, 0, 1)                        // 1×1 direct
-		h = autograd.AvgPool2d(h, 2, 1, 0)                              // 4×4
-		g := autograd.GlobalAvgPool2d(h)                                // a second consumer of h
-		h2 := autograd.Conv2d(h, w3, nil, 2, 1, 1)                      // stride 2: 2×2
+		h := autograd.ReLU(autograd.Conv2dWith(x.In(ctx), w1, b1, autograd.WithConvAlgo(convCfg(1, 1, 1, 1, 1, 1), algo))) // 9×9
+		h = autograd.MaxPool2d(h, 3, 2, 1)                                                                                 // 5×5
+		h = autograd.Conv2d(h, w2, nil, 1, 0, 1)                                                                           // 1×1 direct
+		h = autograd.AvgPool2d(h, 2, 1, 0)                                                                                 // 4×4
+		g := autograd.GlobalAvgPool2d(h)                                                                                   // a second consumer of h
+		h2 := autograd.Conv2d(h, w3, nil, 2, 1, 1)                                                                         // stride 2: 2×2
 		loss := autograd.Add(autograd.Sum(autograd.Mul(h2, r)), autograd.Sum(g))
 		loss.Backward()
 		out := [][]float32{slices.Clone(loss.Data)}

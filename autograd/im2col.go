@@ -5,13 +5,14 @@ import "sync"
 // convGeom describes the geometry of one 2-D convolution (or pooling)
 // window sweep over a single C×H×W image.
 type convGeom struct {
-	c, h, w    int // input channels, height, width
-	kh, kw     int // kernel height and width
-	sh, sw     int // strides
-	ph, pw     int // zero padding on each side
-	dh, dw     int // dilations
-	ho, wo     int // output height and width
-	rows, cols int // im2col matrix size: c·kh·kw rows × ho·wo columns
+	c, h, w    int      // input channels, height, width
+	kh, kw     int      // kernel height and width
+	sh, sw     int      // strides
+	ph, pw     int      // zero padding on each side
+	dh, dw     int      // dilations
+	ho, wo     int      // output height and width
+	rows, cols int      // im2col matrix size: c·kh·kw rows × ho·wo columns
+	algo       convAlgo // algorithm forced by the caller, or algoAuto
 }
 
 // outSize returns the PyTorch output length of a convolution along one axis:
@@ -230,13 +231,30 @@ type scratch struct {
 	free [][]float32
 }
 
-// get returns a buffer of length n with unspecified contents.
+// get returns a buffer of length n with unspecified contents: the
+// smallest free one that is large enough, or else a new one that replaces
+// the smallest free one, so that callers asking for buffers of different
+// sizes at once do not keep replacing each other's.
 func (s *scratch) get(n int) []float32 {
 	s.mu.Lock()
+	best, smallest := -1, -1
+	for i, b := range s.free {
+		if cap(b) >= n && (best < 0 || cap(b) < cap(s.free[best])) {
+			best = i
+		}
+		if smallest < 0 || cap(b) < cap(s.free[smallest]) {
+			smallest = i
+		}
+	}
+	if best < 0 {
+		best = smallest
+	}
 	var b []float32
-	if k := len(s.free); k > 0 {
-		b = s.free[k-1]
-		s.free = s.free[:k-1]
+	if best >= 0 {
+		b = s.free[best]
+		last := len(s.free) - 1
+		s.free[best] = s.free[last]
+		s.free = s.free[:last]
 	}
 	s.mu.Unlock()
 	if cap(b) < n {

@@ -1,0 +1,17 @@
+package autograd
+
+// ConvAlgos names the algorithms a test can force on a convolution.
+var ConvAlgos = []string{"auto", "im2col", "winograd"}
+
+// WithConvAlgo returns cfg with the convolution algorithm forced to the
+// named one of ConvAlgos; an algorithm that does not apply to a layer
+// falls back to im2col.
+func WithConvAlgo(cfg ConvConfig, name string) ConvConfig {
+	for i, n := range ConvAlgos {
+		if n == name {
+			cfg.algo = convAlgo(i)
+			return cfg
+		}
+	}
+	panic("unknown convolution algorithm " + name)
+}

@@ -1,0 +1,363 @@
+package autograd
+
+import "github.com/proxgen/proxgen/autograd/parallel"
+
+// Winograd's minimal filtering F(2×2, 3×3) (Lavin and Gray, 2016)
+// computes a 2×2 tile of a 3×3 convolution from the 4×4 window of its input
+// as Y = Aᵀ[(G·g·Gᵀ) ⊙ (Bᵀ·d·B)]A. Over a whole layer the element-wise
+// products become 16 independent GEMMs, one per transform point ξ:
+//
+//	M_ξ (Cout × P) = U_ξ (Cout × Cin) · V_ξ (Cin × P)
+//
+// where U holds the transformed filters, V the transformed input windows
+// and P counts the tiles of a group of images: 16/4 = 4 multiplications
+// per output instead of 9, at the price of the transforms.
+//
+// F(4×4, 3×3) (36/16 = 2.25 multiplications per output) was implemented
+// and measured too and left out: its float32 error exceeds the 1e-5
+// tolerance of the PyTorch fixtures from about 64 input channels on, even
+// with the better-conditioned points 0, ±1, 2, −1/2 and float64 transforms
+// (see docs/benchmarks.md), and it was slower than F(2×2, 3×3) on every
+// layer measured.
+
+// convAlgo selects how a convolution is computed.
+type convAlgo uint8
+
+const (
+	algoAuto     convAlgo = iota // chosen by chooseAlgo
+	algoIm2col                   // im2col + GEMM
+	algoWinograd                 // Winograd F(2×2, 3×3)
+)
+
+// The transform matrices of F(2×2, 3×3): Bᵀ (4×4), G (4×3) and Aᵀ (2×4).
+// The data transforms below are written out from them.
+var (
+	winoBT = [4][4]float64{
+		{1, 0, -1, 0},
+		{0, 1, 1, 0},
+		{0, -1, 1, 0},
+		{0, 1, 0, -1},
+	}
+	winoG = [4][3]float64{
+		{1, 0, 0},
+		{0.5, 0.5, 0.5},
+		{0.5, -0.5, 0.5},
+		{0, 0, 1},
+	}
+	winoAT = [2][4]float64{
+		{1, 1, 1, 0},
+		{0, 1, -1, -1},
+	}
+)
+
+// winoFilters writes the transformed filters of a convolution with m
+// output and k input channels, transposed for the GEMMs: u holds the 16
+// matrices U_ξᵀ (k × m) one after the other. With swap false the
+// filter of output o and input c is w[o][c] (w is m×k×3×3); with swap true
+// it is w[c][o] rotated by 180° (w is k×m×3×3), the filter of the input
+// gradient. The transform is computed in float64.
+func winoFilters(w []float32, m, k int, swap bool, u []float32) {
+	// Rows of the scratch are a cache line longer than m, which is often
+	// a power of two, so that the 16 rows written at once do not collide
+	// in the caches; the 16 planes of u, m·k apart, are written row by row.
+	pitch := m + 16
+	parallel.For(k, max(1, 4096/m), func(lo, hi int) {
+		tmp := colScratch.get(16 * pitch * (hi - lo))
+		defer colScratch.put(tmp)
+		winoFilterRange(w, m, k, swap, tmp, pitch, lo, hi)
+		for c := lo; c < hi; c++ {
+			for xi := range 16 {
+				r := ((c-lo)*16 + xi) * pitch
+				copy(u[(xi*k+c)*m:(xi*k+c+1)*m], tmp[r:r+m])
+			}
+		}
+	})
+}
+
+// winoFilterRange writes the transformed filters of the input channels c
+// in [lo, hi) into t, as rows t[c−lo][ξ] of pitch elements indexed by o.
+// It reads, for each o, the filters of the consecutive channels together.
+func winoFilterRange(w []float32, m, k int, swap bool, t []float32, pitch, lo, hi int) {
+	for o := 0; o < m; o++ {
+		for c := lo; c < hi; c++ {
+			var f [9]float64
+			if swap {
+				src := w[(c*m+o)*9 : (c*m+o+1)*9]
+				for i := range f {
+					f[i] = float64(src[8-i])
+				}
+			} else {
+				src := w[(o*k+c)*9 : (o*k+c+1)*9]
+				for i := range f {
+					f[i] = float64(src[i])
+				}
+			}
+			// g = G·f (4×3), then U = g·Gᵀ (4×4), with G's rows (1, 0, 0),
+			// ½(1, 1, 1), ½(1, −1, 1) and (0, 0, 1).
+			var g [12]float64
+			for j := range 3 {
+				a, b, c := f[j], f[3+j], f[6+j]
+				g[j], g[3+j], g[6+j], g[9+j] = a, 0.5*(a+b+c), 0.5*(a-b+c), c
+			}
+			dst := t[(c-lo)*16*pitch+o:]
+			for i := range 4 {
+				a, b, c := g[3*i], g[3*i+1], g[3*i+2]
+				dst[(4*i)*pitch] = float32(a)
+				dst[(4*i+1)*pitch] = float32(0.5 * (a + b + c))
+				dst[(4*i+2)*pitch] = float32(0.5 * (a - b + c))
+				dst[(4*i+3)*pitch] = float32(c)
+			}
+		}
+	}
+}
+
+// winoInRows applies Bᵀ along the rows of the 4×4 windows of the th×tw
+// tiles of a padded plane with row pitch wp: h[l·4+s][i·tw+q] =
+// Σ_j Bᵀ[s][j]·plane[(2i+l)·wp + 2q+j].
+//
+// The four transforms take asm, which allows the AVX2 kernels where the
+// CPU has them, so that the tests can compare them with the Go loops; the
+// results are bit-identical.
+func winoInRows(h *[16][]float32, plane []float32, wp, th, tw int, asm bool) {
+	n := th * tw
+	for l := range 4 {
+		h0, h1, h2, h3 := h[4*l][:n], h[4*l+1][:n], h[4*l+2][:n], h[4*l+3][:n]
+		for i := 0; i < th; i++ {
+			row := plane[(2*i+l)*wp : (2*i+l)*wp+2*tw+2]
+			t0 := i * tw
+			o0, o1, o2, o3 := h0[t0:t0+tw], h1[t0:t0+tw], h2[t0:t0+tw], h3[t0:t0+tw]
+			q0 := 0
+			if asm && haveWinoAVX2 && tw >= 8 {
+				q0 = tw &^ 7
+				winoInRowsAVX2(&row[0], &o0[0], &o1[0], &o2[0], &o3[0], q0)
+			}
+			for q := q0; q < tw; q++ {
+				w := row[2*q : 2*q+4 : 2*q+4]
+				a, b, c, d := w[0], w[1], w[2], w[3]
+				o0[q] = a - c
+				o1[q] = b + c
+				o2[q] = c - b
+				o3[q] = b - d
+			}
+		}
+	}
+}
+
+// winoInCols sets o[r][x] = Σ_l Bᵀ[r][l]·d[l][x] for x < len(o[0]).
+func winoInCols(o, d *[4][]float32, asm bool) {
+	n := len(o[0])
+	o0, o1, o2, o3 := o[0][:n], o[1][:n], o[2][:n], o[3][:n]
+	d0, d1, d2, d3 := d[0][:n], d[1][:n], d[2][:n], d[3][:n]
+	x0 := 0
+	if asm && haveWinoAVX2 && n >= 8 {
+		x0 = n &^ 7
+		winoInColsAVX2(&o0[0], &o1[0], &o2[0], &o3[0], &d0[0], &d1[0], &d2[0], &d3[0], x0)
+	}
+	for x := x0; x < n; x++ {
+		a, b, c, e := d0[x], d1[x], d2[x], d3[x]
+		o0[x] = a - c
+		o1[x] = b + c
+		o2[x] = c - b
+		o3[x] = b - e
+	}
+}
+
+// winoOutCols sets o[y][x] = Σ_r Aᵀ[y][r]·d[r][x] for x < len(o[0]).
+func winoOutCols(o *[2][]float32, d *[4][]float32, asm bool) {
+	n := len(o[0])
+	o0, o1 := o[0][:n], o[1][:n]
+	d0, d1, d2, d3 := d[0][:n], d[1][:n], d[2][:n], d[3][:n]
+	x0 := 0
+	if asm && haveWinoAVX2 && n >= 8 {
+		x0 = n &^ 7
+		winoOutColsAVX2(&o0[0], &o1[0], &d0[0], &d1[0], &d2[0], &d3[0], x0)
+	}
+	for x := x0; x < n; x++ {
+		b, c := d1[x], d2[x]
+		o0[x] = d0[x] + b + c
+		o1[x] = b - c - d3[x]
+	}
+}
+
+// winoOutRows applies Aᵀ along the rows of the th×tw tiles of an ho×wo
+// output plane and stores (or adds, if accumulate) the results: output
+// (2i+x, 2q+y) = Σ_s Aᵀ[y][s]·h[x·4+s][i·tw+q], dropping a last row or
+// column past the plane's edge.
+func winoOutRows(out []float32, ho, wo int, h *[8][]float32, th, tw int, accumulate, asm bool) {
+	n := th * tw
+	full := wo / 2 // tiles whose two columns lie inside the plane
+	for x := range 2 {
+		h0, h1, h2, h3 := h[4*x][:n], h[4*x+1][:n], h[4*x+2][:n], h[4*x+3][:n]
+		for i := 0; i < th && 2*i+x < ho; i++ {
+			row := out[(2*i+x)*wo : (2*i+x+1)*wo]
+			t0 := i * tw
+			d0, d1, d2, d3 := h0[t0:t0+tw], h1[t0:t0+tw], h2[t0:t0+tw], h3[t0:t0+tw]
+			r := row[:2*full]
+			q0 := 0
+			if asm && haveWinoAVX2 && full >= 8 {
+				q0 = full &^ 7
+				acc := 0
+				if accumulate {
+					acc = 1
+				}
+				winoOutRowsAVX2(&r[0], &d0[0], &d1[0], &d2[0], &d3[0], q0, acc)
+			}
+			if accumulate {
+				for q := q0; q < full; q++ {
+					b, c := d1[q], d2[q]
+					s := r[2*q : 2*q+2 : 2*q+2]
+					s[0] += d0[q] + b + c
+					s[1] += b - c - d3[q]
+				}
+				if full < tw {
+					row[2*full] += d0[full] + d1[full] + d2[full]
+				}
+				continue
+			}
+			for q := q0; q < full; q++ {
+				b, c := d1[q], d2[q]
+				s := r[2*q : 2*q+2 : 2*q+2]
+				s[0] = d0[q] + b + c
+				s[1] = b - c - d3[q]
+			}
+			if full < tw {
+				row[2*full] = d0[full] + d1[full] + d2[full]
+			}
+		}
+	}
+}
+
+// winogradOK reports whether Winograd applies to geometry g: a 3×3 kernel
+// with stride 1, dilation 1 and no negative padding.
+func winogradOK(g *convGeom) bool {
+	return g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.ph >= 0 && g.pw >= 0
+}
+
+// winoTiles returns the number of output tile rows and columns of
+// geometry g.
+func winoTiles(g *convGeom) (th, tw int) {
+	return (g.ho + 1) / 2, (g.wo + 1) / 2
+}
+
+// winoGroup is convGroup computed with Winograd F(2×2, 3×3) for the
+// images i in [lo, hi): out_i (m channels) = conv(src_i, filters U) where
+// U comes from winoFilters, adding to out_i if accumulate.
+//
+// The transforms run along the rows of the tile windows on short vectors
+// (the tiles of one tile row) and along their columns on long contiguous
+// vectors (all tiles of the group). The input of each channel is copied
+// into a zero-padded plane covering every tile; Bᵀ applied along the rows
+// of its windows gives 16 vectors with one element per tile of the group,
+// and Bᵀ along the columns turns them into the channel's rows of the 16
+// matrices V. The 16 GEMMs take the tiles of all images of the group as
+// columns. The output transform applies Aᵀ along the columns of the
+// products of one output channel, then along the rows straight into the
+// output rows.
+func winoGroup(gemm gemmFunc, g *convGeom, m int, u, src []float32, srcSize int, dst []float32, dstSize int, lo, hi int, accumulate bool) {
+	k := g.c
+	th, tw := winoTiles(g)
+	tpi := th * tw // tiles per image
+	cnt := hi - lo
+	p := cnt * tpi
+	hp, wp := 2*th+2, 2*tw+2
+	v := colScratch.get(16 * k * p)
+	defer colScratch.put(v)
+	prod := colScratch.get(16 * m * p)
+	defer colScratch.put(prod)
+	// A padded plane and the windows transformed along one axis.
+	work := colScratch.get(hp*wp + 16*p)
+	defer colScratch.put(work)
+	plane, half := work[:hp*wp], work[hp*wp:]
+	var ins, outs [4][]float32
+	var two [2][]float32
+	var rows [16][]float32
+	var outRows [8][]float32
+	hw := g.h * g.w
+
+	// Input transform: half[l·4+s] = Σ_j Bᵀ[s][j]·window[l][j], then
+	// V[r·4+s][c] = Σ_l Bᵀ[r][l]·half[l·4+s].
+	for c := 0; c < k; c++ {
+		for j := 0; j < cnt; j++ {
+			img := src[(lo+j)*srcSize+c*hw : (lo+j)*srcSize+(c+1)*hw]
+			clear(plane)
+			for ih := 0; ih < g.h; ih++ {
+				copy(plane[(ih+g.ph)*wp+g.pw:], img[ih*g.w:(ih+1)*g.w])
+			}
+			for xi := range 16 {
+				rows[xi] = half[xi*p+j*tpi : xi*p+(j+1)*tpi]
+			}
+			winoInRows(&rows, plane, wp, th, tw, true)
+		}
+		for s := 0; s < 4; s++ {
+			for r := 0; r < 4; r++ {
+				ins[r] = half[(r*4+s)*p : (r*4+s+1)*p]
+				off := ((r*4+s)*k + c) * p
+				outs[r] = v[off : off+p]
+			}
+			winoInCols(&outs, &ins, true)
+		}
+	}
+
+	for xi := 0; xi < 16; xi++ {
+		gemm(true, false, m, p, k, 1, u[xi*m*k:(xi+1)*m*k], m, v[xi*k*p:(xi+1)*k*p], p, 0, prod[xi*m*p:(xi+1)*m*p], p)
+	}
+
+	// Output transform: half[x·4+s] = Σ_r Aᵀ[x][r]·M[r·4+s][o], then
+	// output row 2i+x of tile row i = Σ_s Aᵀ[y][s]·half[x·4+s].
+	for o := 0; o < m; o++ {
+		for s := 0; s < 4; s++ {
+			for r := 0; r < 4; r++ {
+				off := ((r*4+s)*m + o) * p
+				ins[r] = prod[off : off+p]
+			}
+			two[0], two[1] = half[s*p:(s+1)*p], half[(4+s)*p:(5+s)*p]
+			winoOutCols(&two, &ins, true)
+		}
+		for j := 0; j < cnt; j++ {
+			out := dst[(lo+j)*dstSize+o*g.ho*g.wo : (lo+j)*dstSize+(o+1)*g.ho*g.wo]
+			for xi := range 8 {
+				outRows[xi] = half[xi*p+j*tpi : xi*p+(j+1)*tpi]
+			}
+			winoOutRows(out, g.ho, g.wo, &outRows, th, tw, accumulate, true)
+		}
+	}
+}
+
+// winoGroupSize returns how many images of geometry g share the GEMMs of
+// winoGroup: enough for about 256 GEMM columns (tiles).
+func winoGroupSize(g *convGeom) int {
+	th, tw := winoTiles(g)
+	return max(1, (256+th*tw-1)/(th*tw))
+}
+
+// useWinograd reports whether a convolution with geometry g, n images and
+// m output channels runs with Winograd: where it applies, if forced by g.algo or
+// else if winogradPays.
+func useWinograd(g *convGeom, n, m int) bool {
+	if !winogradOK(g) {
+		return false
+	}
+	switch g.algo {
+	case algoIm2col:
+		return false
+	case algoWinograd:
+		return true
+	}
+	return winogradPays(g, n, m)
+}
+
+// winogradPays is the per-layer rule, measured on the 3×3 layers of
+// ResNet-20, VGG-16 and ResNet-34 (BenchmarkConv2dAlgos and
+// BenchmarkConv2dAlgosBatch, docs/benchmarks.md): Winograd for at least 32
+// input and m ≥ 32 output channels (with 16 the transforms, which grow
+// with the channels while the saving grows with their product, cost what
+// the GEMM saves), at least 128 tiles in the batch (the filter transform,
+// a fixed cost per call, is otherwise not paid back: 512 channels at 2×2
+// pixels lose at batch 32 and win at 128), and tiles that waste little of
+// their 2×2 outputs past the edges (16 multiplications per tile at most
+// 0.65 of im2col's 9 per output, which excludes outputs of 3×3 or one
+// pixel wide).
+func winogradPays(g *convGeom, n, m int) bool {
+	th, tw := winoTiles(g)
+	return g.c >= 32 && m >= 32 && n*th*tw >= 128 && 16*th*tw*100 <= 65*9*g.ho*g.wo
+}

@@ -1,0 +1,27 @@
+//go:build !purego
+
+package autograd
+
+import "github.com/proxgen/proxgen/autograd/cpu"
+
+// haveWinoAVX2 reports whether the CPU and operating system support the
+// AVX2 kernels of winograd_amd64.s.
+var haveWinoAVX2 = cpu.X86.AVX2
+
+// The kernels process n tiles or elements, n a positive multiple of 8;
+// the Go loops of winograd.go do the rest. Each computes what those loops
+// compute, bit for bit.
+
+//go:noescape
+func winoInRowsAVX2(row, o0, o1, o2, o3 *float32, n int)
+
+//go:noescape
+func winoInColsAVX2(o0, o1, o2, o3, d0, d1, d2, d3 *float32, n int)
+
+//go:noescape
+func winoOutColsAVX2(o0, o1, d0, d1, d2, d3 *float32, n int)
+
+// winoOutRowsAVX2 adds to row instead of storing if accumulate != 0.
+//
+//go:noescape
+func winoOutRowsAVX2(row, d0, d1, d2, d3 *float32, n int, accumulate int)
