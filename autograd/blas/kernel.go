@@ -35,12 +35,13 @@ type microKernel struct {
 	dot func(k int, rows *[10]*float32, out *[24]float32)
 }
 
+//go:generate go run gen_gokernel.go
+
 // generic is the pure-Go kernel, available on every platform.
 var generic = &microKernel{
 	name: "generic",
 	mr:   goMR, nr: goNR,
-	mc: 128, kc: 256, nc: 2048,
-	inPlaceM: 128, inPlaceKC: 256,
+	mc: 60 * goMR, kc: 256, nc: 512 * goNR,
 	run: goKernel,
 }
 

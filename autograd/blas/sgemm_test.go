@@ -406,3 +406,30 @@ func TestSgemmPanics(t *testing.T) {
 		})
 	}
 }
+
+// TestSgemmEdgeShapes runs every kernel on every m up to two register
+// blocks and one more row, every n likewise, in all four layouts, so that
+// each kind of edge tile (rows, columns, both) meets every kernel and
+// every driver path.
+func TestSgemmEdgeShapes(t *testing.T) {
+	forEachKernel(t, func(t *testing.T) {
+		kern := lookup(Kernel())
+		rng := rand.New(rand.NewPCG(15, 16))
+		ks := []int{1, 3, 4, 5, 17}
+		if testing.Short() {
+			ks = []int{1, 5, 17}
+		}
+		for m := 1; m <= 2*kern.mr+1; m++ {
+			for n := 1; n <= 2*kern.nr+1; n++ {
+				for i, k := range ks {
+					tr := (m + n + i) % 4
+					g := gemmCase{transA: tr&1 != 0, transB: tr&2 != 0, m: m, n: n, k: k, alpha: 1, beta: 0, pad: (m + k) % 3}
+					if (m+n)%3 == 0 {
+						g.alpha, g.beta = -1.5, 0.5
+					}
+					checkCase(t, rng, g, false)
+				}
+			}
+		}
+	})
+}
