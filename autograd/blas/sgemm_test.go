@@ -284,6 +284,9 @@ func TestKernelSelection(t *testing.T) {
 		if Kernel() != name {
 			t.Errorf("after SetKernel(%q), Kernel() = %q", name, Kernel())
 		}
+		if c, want := KernelChoice(), fmt.Sprintf("SetKernel(%q); %s: %s", name, name, lookup(name).why); c != want {
+			t.Errorf("after SetKernel(%q), KernelChoice() = %q, want %q", name, c, want)
+		}
 		SetKernel(prev)
 	}
 }
@@ -292,7 +295,7 @@ func TestKernelSelection(t *testing.T) {
 // and checks the kernel it starts with.
 func TestEnvSelectsKernel(t *testing.T) {
 	if os.Getenv("PROXGEN_GEMM_CHILD") != "" {
-		fmt.Printf("kernel=%s\n", Kernel())
+		fmt.Printf("kernel=%s\nchoice=%s\n", Kernel(), KernelChoice())
 		return
 	}
 	if testing.Short() {
@@ -315,6 +318,13 @@ func TestEnvSelectsKernel(t *testing.T) {
 		}
 		if !strings.Contains(string(out), "kernel="+want+"\n") {
 			t.Errorf("PROXGEN_GEMM=%s: output %q, want kernel=%s", env, out, want)
+		}
+		wantChoice := "choice=PROXGEN_GEMM=" + env + "; "
+		if env == "bogus" {
+			wantChoice = "choice=the fastest of " + strings.Join(names, ", ") + " on this CPU (PROXGEN_GEMM=bogus is not available); "
+		}
+		if !strings.Contains(string(out), wantChoice) {
+			t.Errorf("PROXGEN_GEMM=%s: output %q, want %q", env, out, wantChoice)
 		}
 	}
 }
