@@ -1,0 +1,45 @@
+//go:build !purego
+
+package vec
+
+//go:generate go run gen_vec_arm64.go
+
+// haveAsm: the NEON kernels of vec_arm64.s run on every arm64 CPU (ASIMD
+// is part of the architecture).
+const haveAsm = true
+
+// asmSums is false: the float64 sums run the Go loops on arm64.
+const asmSums = false
+
+// The kernels process n elements, n a positive multiple of 8; the Go
+// wrappers in vec.go handle the rest. Each computes what the Go loop of
+// its wrapper computes, bit for bit.
+
+// affineAsm: mode 0 plain, 1 ReLU, 2 residual and ReLU (Epilogue).
+//
+//go:noescape
+func affineAsm(dst, x, r *float32, n int, m, a, b float32, mode int)
+
+// affineGradAsm: mode bit 0 masks g by y > 0, bit 1 stores instead of
+// adding.
+//
+//go:noescape
+func affineGradAsm(dst, dy, y, x *float32, n int, m, k1, k2, k3 float32, mode int)
+
+// maskedGradAsm: mode bit 1 stores instead of adding.
+//
+//go:noescape
+func maskedGradAsm(dst, dy, y *float32, n int, mode int)
+
+//go:noescape
+func reluAsm(dst, x *float32, n int)
+
+func statsAsm(x *float32, n int, k float64) (s1, s2 float64) { panic("vec: no NEON sums") }
+
+func gradSumsAsm(dy, x *float32, n int, mean float64) (sdy, sdyx float64) {
+	panic("vec: no NEON sums")
+}
+
+func gradSumsMaskedAsm(dy, y, x *float32, n int, mean float64) (sdy, sdyx float64) {
+	panic("vec: no NEON sums")
+}
