@@ -6,9 +6,9 @@
 # gonum (GONUM_VERSION, default v0.17.0) is fetched through the Go module
 # proxy into a temporary module outside proxgen's go.mod, which replaces
 # proxgen with this checkout. The program scripts/gonumcmp/main.go is built
-# twice: with -tags noasm (gonum's pure-Go kernels) and without (gonum's
-# amd64 assembly). proxgen runs its "generic" kernel (KERNEL) in both: the
-# same pure-Go code as -tags purego builds. Each round runs the two binaries
+# twice, both with -tags purego, so that proxgen is pure Go (its "generic"
+# kernel and Go packing): with -tags noasm as well (gonum's pure-Go
+# kernels) and without (gonum's amd64 assembly). Each round runs the two binaries
 # one after the other, and each binary alternates proxgen and gonum, so the
 # ratios compare runs made moments apart on a shared machine.
 set -euo pipefail
@@ -37,8 +37,8 @@ replace github.com/proxgen/proxgen => $repo
 MOD
 export GOFLAGS=-mod=mod
 go mod tidy >/dev/null 2>&1 || go mod download
-go build -tags noasm -o noasm.bin .
-go build -o asm.bin .
+go build -tags 'noasm purego' -o noasm.bin .
+go build -tags purego -o asm.bin .
 go version
 echo "gonum $GONUM_VERSION, proxgen kernel $KERNEL, N=$N, one thread; $REPEAT rounds of $REPS alternating repetitions"
 for r in $(seq "$REPEAT"); do
