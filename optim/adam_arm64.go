@@ -2,8 +2,6 @@
 
 package optim
 
-//go:generate go run gen_adam_arm64.go
-
 // haveNEON reports whether the NEON Adam kernels run: on every arm64 CPU
 // (ASIMD is part of the architecture). Tests switch it off to compare with
 // the Go loops.

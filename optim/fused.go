@@ -1,5 +1,7 @@
 package optim
 
+//go:generate go run gen_adam_arm64.go
+
 import (
 	"fmt"
 	"math"

@@ -11,9 +11,8 @@
 // adamEMA builds for the AVX2 kernels: scalar i at byte offset 32·i.
 //
 // The Go assembler has no mnemonics for the floating-point vector
-// instructions, so they are emitted as WORD directives with the usual
-// syntax in a comment, encoded as the Arm Architecture Reference Manual
-// specifies (single precision, 128-bit vectors).
+// instructions, so they are emitted as WORD directives (encoded by
+// internal/neonenc), each followed by the instruction in a comment.
 package main
 
 import (
@@ -21,24 +20,19 @@ import (
 	"fmt"
 	"log"
 	"os"
+
+	"github.com/proxgen/proxgen/internal/neonenc"
 )
 
 var out bytes.Buffer
 
 func p(format string, args ...any) { fmt.Fprintf(&out, format+"\n", args...) }
 
-func three(base uint32, name, sym string, d, n, m int) {
-	p("\tWORD $0x%08x // %s V%d.S4, V%d.S4, V%d.S4 (V%d = V%d %s V%d)", base|uint32(m)<<16|uint32(n)<<5|uint32(d), name, m, n, d, d, n, sym, m)
-}
-
-func fadd(d, n, m int) { three(0x4e20d400, "FADD", "+", d, n, m) }
-func fsub(d, n, m int) { three(0x4ea0d400, "FSUB", "-", d, n, m) }
-func fmul(d, n, m int) { three(0x6e20dc00, "FMUL", "*", d, n, m) }
-func fdiv(d, n, m int) { three(0x6e20fc00, "FDIV", "/", d, n, m) }
-
-func fsqrt(d, n int) {
-	p("\tWORD $0x%08x // FSQRT V%d.S4, V%d.S4", 0x6ea1f800|uint32(n)<<5|uint32(d), n, d)
-}
+func fadd(d, n, m int) { p("%s", neonenc.Op3("FADD", d, n, m)) }
+func fsub(d, n, m int) { p("%s", neonenc.Op3("FSUB", d, n, m)) }
+func fmul(d, n, m int) { p("%s", neonenc.Op3("FMUL", d, n, m)) }
+func fdiv(d, n, m int) { p("%s", neonenc.Op3("FDIV", d, n, m)) }
+func fsqrt(d, n int)   { p("%s", neonenc.Op2("FSQRT", d, n)) }
 
 // Scalars, in the order adamEMA stores them, and their registers.
 const (

@@ -14,10 +14,8 @@
 //
 // The Go assembler has no mnemonics for the floating-point vector
 // arithmetic used here (FMLA and FMUL by element), so those instructions
-// are emitted as WORD directives, each followed by a comment in the usual
-// assembly syntax; fmlaElem and fmulElem encode them as the Arm
-// Architecture Reference Manual specifies ("FMLA (by element)", "FMUL (by
-// element)", single precision, Q=1).
+// are emitted as WORD directives (encoded by internal/neonenc), each
+// followed by the instruction in a comment, in Go's operand order.
 package main
 
 import (
@@ -25,6 +23,8 @@ import (
 	"fmt"
 	"log"
 	"os"
+
+	"github.com/proxgen/proxgen/internal/neonenc"
 )
 
 const (
@@ -42,21 +42,8 @@ var out bytes.Buffer
 
 func p(format string, args ...any) { fmt.Fprintf(&out, format+"\n", args...) }
 
-// byElem encodes the single-precision vector-by-element instruction with
-// opcode bits op (FMLA 0x1, FMUL 0x9 in bits 15–12): Vd.4S op= Vn.4S ·
-// Vm.S[idx].
-func byElem(op uint32, d, n, m, idx int) uint32 {
-	return 0x4f800000 | op<<12 | uint32(idx&1)<<21 | uint32(m>>4)<<20 | uint32(m&15)<<16 |
-		uint32(idx>>1)<<11 | uint32(n)<<5 | uint32(d)
-}
-
-func fmlaElem(d, n, m, idx int) {
-	p("\tWORD $0x%08x // FMLA V%d.S[%d], V%d.S4, V%d.S4", byElem(0x1, d, n, m, idx), m, idx, n, d)
-}
-
-func fmulElem(d, n, m, idx int) {
-	p("\tWORD $0x%08x // FMUL V%d.S[%d], V%d.S4, V%d.S4", byElem(0x9, d, n, m, idx), m, idx, n, d)
-}
+func fmlaElem(d, n, m, idx int) { p("%s", neonenc.OpElem("FMLA", d, n, m, idx)) }
+func fmulElem(d, n, m, idx int) { p("%s", neonenc.OpElem("FMUL", d, n, m, idx)) }
 
 func acc(r, v int) int { return r*vecs + v }
 

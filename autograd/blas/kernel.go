@@ -39,6 +39,7 @@ type microKernel struct {
 }
 
 //go:generate go run gen_gokernel.go
+//go:generate go run gen_kernels_arm64.go
 
 // generic is the pure-Go kernel, available on every platform.
 var generic = &microKernel{

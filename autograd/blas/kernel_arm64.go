@@ -2,8 +2,6 @@
 
 package blas
 
-//go:generate go run gen_kernels_arm64.go
-
 // kernelNEON8x12 computes C = alpha·A·B + beta·C for an 8×12 tile
 // (kernel_arm64.s): a holds kc groups of 8 values, b kc rows of 12 values
 // ldb apart, c 8 rows of 12 values ldc apart. beta == 0 does not read C.

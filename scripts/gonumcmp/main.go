@@ -19,8 +19,8 @@ import (
 
 	"github.com/proxgen/proxgen/autograd/blas"
 	"github.com/proxgen/proxgen/autograd/parallel"
-	gonum "gonum.org/v1/gonum/blas/gonum"
 	gblas "gonum.org/v1/gonum/blas"
+	gonum "gonum.org/v1/gonum/blas/gonum"
 )
 
 func cpuTime() float64 {

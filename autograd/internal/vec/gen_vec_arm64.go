@@ -12,9 +12,8 @@
 // fuses x*y+z on arm64, does not fuse them either).
 //
 // The Go assembler has no mnemonics for the floating-point vector
-// instructions, so they are emitted as WORD directives, each followed by a
-// comment in the usual syntax, encoded as the Arm Architecture Reference
-// Manual specifies (single precision, 128-bit vectors).
+// instructions, so they are emitted as WORD directives (encoded by
+// internal/neonenc), each followed by the instruction in a comment.
 package main
 
 import (
@@ -22,32 +21,23 @@ import (
 	"fmt"
 	"log"
 	"os"
+
+	"github.com/proxgen/proxgen/internal/neonenc"
 )
 
 var out bytes.Buffer
 
 func p(format string, args ...any) { fmt.Fprintf(&out, format+"\n", args...) }
 
-// Three-register single-precision vector instructions: Vd = Vn op Vm.
-func three(base uint32, name string, d, n, m int) {
-	p("\tWORD $0x%08x // %s V%d.S4, V%d.S4, V%d.S4 (V%d = V%d %s V%d)", base|uint32(m)<<16|uint32(n)<<5|uint32(d), name, m, n, d, d, n, opSym[name], m)
-}
-
-var opSym = map[string]string{"FADD": "+", "FSUB": "-", "FMUL": "*"}
-
-func fadd(d, n, m int) { three(0x4e20d400, "FADD", d, n, m) }
-func fsub(d, n, m int) { three(0x4ea0d400, "FSUB", d, n, m) }
-func fmul(d, n, m int) { three(0x6e20dc00, "FMUL", d, n, m) }
+func fadd(d, n, m int) { p("%s", neonenc.Op3("FADD", d, n, m)) }
+func fsub(d, n, m int) { p("%s", neonenc.Op3("FSUB", d, n, m)) }
+func fmul(d, n, m int) { p("%s", neonenc.Op3("FMUL", d, n, m)) }
 
 // fcmgtz sets the lanes of Vd to all ones where Vn > 0 (false for NaN).
-func fcmgtz(d, n int) {
-	p("\tWORD $0x%08x // FCMGT $0, V%d.S4, V%d.S4 (V%d = V%d > 0)", 0x4ea0c800|uint32(n)<<5|uint32(d), n, d, d, n)
-}
+func fcmgtz(d, n int) { p("%s", neonenc.Op2("FCMGTZ", d, n)) }
 
 // fcmltz sets the lanes of Vd to all ones where Vn < 0 (false for NaN).
-func fcmltz(d, n int) {
-	p("\tWORD $0x%08x // FCMLT $0, V%d.S4, V%d.S4 (V%d = V%d < 0)", 0x4ea0e800|uint32(n)<<5|uint32(d), n, d, d, n)
-}
+func fcmltz(d, n int) { p("%s", neonenc.Op2("FCMLTZ", d, n)) }
 
 // Registers holding broadcast constants and zero.
 const (

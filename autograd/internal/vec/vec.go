@@ -20,6 +20,8 @@
 // gradient passes where the output is > 0.
 package vec
 
+//go:generate go run gen_vec_arm64.go
+
 // useAsm reports whether the assembly kernels run. Tests switch it off to
 // compare with the Go loops.
 var useAsm = haveAsm

@@ -2,8 +2,6 @@
 
 package vec
 
-//go:generate go run gen_vec_arm64.go
-
 // haveAsm: the NEON kernels of vec_arm64.s run on every arm64 CPU (ASIMD
 // is part of the architecture).
 const haveAsm = true
