@@ -34,6 +34,23 @@ func FMUL(d, n, m int) uint32 { return three(0x6e20dc00, d, n, m) }
 // FDIV returns FDIV Vd.4S, Vn.4S, Vm.4S: Vd = Vn / Vm.
 func FDIV(d, n, m int) uint32 { return three(0x6e20fc00, d, n, m) }
 
+// FADD2D, FSUB2D and FMUL2D are FADD, FSUB and FMUL on two double-precision
+// lanes (the 2D arrangement).
+func FADD2D(d, n, m int) uint32 { return three(0x4e60d400, d, n, m) }
+
+// FSUB2D returns FSUB Vd.2D, Vn.2D, Vm.2D: Vd = Vn − Vm.
+func FSUB2D(d, n, m int) uint32 { return three(0x4ee0d400, d, n, m) }
+
+// FMUL2D returns FMUL Vd.2D, Vn.2D, Vm.2D: Vd = Vn · Vm.
+func FMUL2D(d, n, m int) uint32 { return three(0x6e60dc00, d, n, m) }
+
+// FCVTL returns FCVTL Vd.2D, Vn.2S: lanes 0 and 1 of Vn widened to double
+// precision (exactly).
+func FCVTL(d, n int) uint32 { return 0x0e617800 | reg(n)<<5 | reg(d) }
+
+// FCVTL2 returns FCVTL2 Vd.2D, Vn.4S: lanes 2 and 3 of Vn widened.
+func FCVTL2(d, n int) uint32 { return 0x4e617800 | reg(n)<<5 | reg(d) }
+
 // FSQRT returns FSQRT Vd.4S, Vn.4S.
 func FSQRT(d, n int) uint32 { return 0x6ea1f800 | reg(n)<<5 | reg(d) }
 
@@ -72,7 +89,8 @@ var (
 	ops3 = map[string]struct {
 		enc func(d, n, m int) uint32
 		sym string
-	}{"FADD": {FADD, "+"}, "FSUB": {FSUB, "-"}, "FMUL": {FMUL, "*"}, "FDIV": {FDIV, "/"}}
+	}{"FADD": {FADD, "+"}, "FSUB": {FSUB, "-"}, "FMUL": {FMUL, "*"}, "FDIV": {FDIV, "/"},
+		"FADD2D": {FADD2D, "+"}, "FSUB2D": {FSUB2D, "-"}, "FMUL2D": {FMUL2D, "*"}}
 	ops2 = map[string]struct {
 		enc  func(d, n int) uint32
 		asm  string // Go syntax, with the source and destination registers
@@ -81,6 +99,8 @@ var (
 		"FSQRT":  {FSQRT, "FSQRT V%[2]d.S4, V%[1]d.S4", "V%[1]d = sqrt(V%[2]d)"},
 		"FCMGTZ": {FCMGTZ, "FCMGT $0, V%[2]d.S4, V%[1]d.S4", "V%[1]d = V%[2]d > 0"},
 		"FCMLTZ": {FCMLTZ, "FCMLT $0, V%[2]d.S4, V%[1]d.S4", "V%[1]d = V%[2]d < 0"},
+		"FCVTL":  {FCVTL, "FCVTL V%[2]d.S2, V%[1]d.D2", "V%[1]d = float64(V%[2]d[0:2])"},
+		"FCVTL2": {FCVTL2, "FCVTL2 V%[2]d.S4, V%[1]d.D2", "V%[1]d = float64(V%[2]d[2:4])"},
 	}
 	opsElem = map[string]struct {
 		enc func(d, n, m, idx int) uint32
@@ -88,17 +108,22 @@ var (
 	}{"FMLA": {FMLAElem, "+="}, "FMUL": {FMULElem, "="}}
 )
 
-// Op3 returns the WORD line for name (FADD, FSUB, FMUL or FDIV) Vd = Vn op
-// Vm, commented in Go's operand order.
+// Op3 returns the WORD line for name (FADD, FSUB, FMUL or FDIV, or FADD2D,
+// FSUB2D or FMUL2D) Vd = Vn op Vm, commented in Go's operand order.
 func Op3(name string, d, n, m int) string {
 	o, ok := ops3[name]
 	if !ok {
 		panic("neonenc: unknown instruction " + name)
 	}
-	return Word(o.enc(d, n, m), fmt.Sprintf("%s V%d.S4, V%d.S4, V%d.S4 (V%d = V%d %s V%d)", name, m, n, d, d, n, o.sym, m))
+	mn, arr := name, "S4"
+	if len(name) > 2 && name[len(name)-2:] == "2D" {
+		mn, arr = name[:len(name)-2], "D2"
+	}
+	return Word(o.enc(d, n, m), fmt.Sprintf("%s V%d.%s, V%d.%s, V%d.%s (V%d = V%d %s V%d)", mn, m, arr, n, arr, d, arr, d, n, o.sym, m))
 }
 
-// Op2 returns the WORD line for name (FSQRT, FCMGTZ or FCMLTZ) with
+// Op2 returns the WORD line for name (FSQRT, FCMGTZ, FCMLTZ, FCVTL or
+// FCVTL2) with
 // destination Vd and source Vn.
 func Op2(name string, d, n int) string {
 	o, ok := ops2[name]

@@ -24,6 +24,12 @@ func TestEncodings(t *testing.T) {
 		{"FSQRT V8.4S, V2.4S", FSQRT(8, 2), 0x6ea1f848},
 		{"FCMGT V4.4S, V4.4S, #0", FCMGTZ(4, 4), 0x4ea0c884},
 		{"FCMLT V4.4S, V0.4S, #0", FCMLTZ(4, 0), 0x4ea0e804},
+		{"FADD V0.2D, V1.2D, V2.2D", FADD2D(0, 1, 2), 0x4e62d420},
+		{"FSUB V3.2D, V4.2D, V5.2D", FSUB2D(3, 4, 5), 0x4ee5d483},
+		{"FMUL V6.2D, V7.2D, V8.2D", FMUL2D(6, 7, 8), 0x6e68dce6},
+		{"FCVTL V9.2D, V10.2S", FCVTL(9, 10), 0x0e617949},
+		{"FCVTL2 V11.2D, V12.4S", FCVTL2(11, 12), 0x4e61798b},
+		{"FCVTL V20.2D, V1.2S", FCVTL(20, 1), 0x0e617834},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %#08x, want %#08x", c.name, c.got, c.want)

@@ -1,8 +1,9 @@
 //go:build ignore
 
-// This program generates vec_arm64.s, the NEON kernels of package vec for
+// This program generates vec_arm64.s, the NEON kernels of package vec:
 // the float32 element-wise operations (Affine, AffineGrad, MaskedGrad and
-// ReLUForward). Run it with go generate.
+// ReLUForward) and the float64 lane sums of Stats and GradSums, which the
+// Go wrappers combine with combine8. Run it with go generate.
 //
 // Each kernel processes n elements, n a positive multiple of 8, eight (two
 // vectors) per iteration, with the same sequence of float32 roundings as
@@ -70,6 +71,8 @@ func main() {
 	genAffineGrad()
 	genMaskedGrad()
 	genReLU()
+	genStats()
+	genGradSums()
 	if err := os.WriteFile("vec_arm64.s", out.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
 	}
@@ -232,4 +235,108 @@ func genReLU() {
 	p("\tSUB $1, R4")
 	p("\tCBNZ R4, relu_loop")
 	p("\tRET")
+}
+
+// widen converts the 8 float32 values in V(src), V(src+1) to float64 in
+// V(dst)..V(dst+3), in element order.
+func widen(dst, src int) {
+	p("%s", neonenc.Op2("FCVTL", dst, src))
+	p("%s", neonenc.Op2("FCVTL2", dst+1, src))
+	p("%s", neonenc.Op2("FCVTL", dst+2, src+1))
+	p("%s", neonenc.Op2("FCVTL2", dst+3, src+1))
+}
+
+// Float64 accumulators: lanes 0–7 of the first sum in V20–V23 (two each),
+// of the second in V24–V27.
+const (
+	vSum1 = 20
+	vSum2 = 24
+)
+
+func zeroSums() {
+	for r := vSum1; r < vSum2+4; r++ {
+		p("\tVEOR V%d.B16, V%d.B16, V%d.B16", r, r, r)
+	}
+}
+
+// storeSums writes the 16 lane sums to out (R3) in lane order.
+func storeSums() {
+	p("\tVST1.P [V%d.D2, V%d.D2, V%d.D2, V%d.D2], 64(R3)", vSum1, vSum1+1, vSum1+2, vSum1+3)
+	p("\tVST1 [V%d.D2, V%d.D2, V%d.D2, V%d.D2], (R3)", vSum2, vSum2+1, vSum2+2, vSum2+3)
+}
+
+// genStats: lane j of out[0:8] sums d = float64(x) − k and of out[8:16]
+// d·d over the elements i ≡ j (mod 8), as Stats's Go loop does.
+func genStats() {
+	p("")
+	p("// func statsNEON(x *float32, n int, k float64, out *[16]float64)")
+	p("TEXT ·statsNEON(SB), NOSPLIT, $0-32")
+	p("\tMOVD x+0(FP), R0")
+	p("\tMOVD n+8(FP), R4")
+	p("\tFMOVD k+16(FP), F16")
+	p("\tVDUP V16.D[0], V16.D2")
+	p("\tMOVD out+24(FP), R3")
+	zeroSums()
+	p("\tLSR $3, R4")
+	p("stats_loop:")
+	p("\tVLD1.P 32(R0), [V0.S4, V1.S4]")
+	widen(2, 0)
+	for i := 0; i < 4; i++ {
+		p("%s", neonenc.Op3("FSUB2D", 2+i, 2+i, 16))
+		p("%s", neonenc.Op3("FADD2D", vSum1+i, vSum1+i, 2+i))
+		p("%s", neonenc.Op3("FMUL2D", 6+i, 2+i, 2+i))
+		p("%s", neonenc.Op3("FADD2D", vSum2+i, vSum2+i, 6+i))
+	}
+	p("\tSUB $1, R4")
+	p("\tCBNZ R4, stats_loop")
+	storeSums()
+	p("\tRET")
+}
+
+// genGradSums: lane j of out[0:8] sums float64(d) and of out[8:16]
+// float64(d)·(float64(x) − mean), d = dy masked by y > 0 when masked != 0,
+// as GradSums's Go loop does.
+func genGradSums() {
+	p("")
+	p("// func gradSumsNEON(dy, y, x *float32, n int, mean float64, out *[16]float64, masked int)")
+	p("TEXT ·gradSumsNEON(SB), NOSPLIT, $0-56")
+	p("\tMOVD dy+0(FP), R0")
+	p("\tMOVD y+8(FP), R1")
+	p("\tMOVD x+16(FP), R2")
+	p("\tMOVD n+24(FP), R4")
+	p("\tFMOVD mean+32(FP), F16")
+	p("\tVDUP V16.D[0], V16.D2")
+	p("\tMOVD out+40(FP), R3")
+	p("\tMOVD masked+48(FP), R5")
+	zeroSums()
+	p("\tLSR $3, R4")
+	p("\tCBNZ R5, gsums_masked")
+	for _, masked := range []bool{false, true} {
+		label := "gsums_plain"
+		if masked {
+			label = "gsums_masked"
+		}
+		p("%s:", label)
+		p("\tVLD1.P 32(R0), [V0.S4, V1.S4]")
+		if masked {
+			p("\tVLD1.P 32(R1), [V2.S4, V3.S4]")
+			fcmgtz(2, 2)
+			fcmgtz(3, 3)
+			p("\tVAND V2.B16, V0.B16, V0.B16")
+			p("\tVAND V3.B16, V1.B16, V1.B16")
+		}
+		p("\tVLD1.P 32(R2), [V4.S4, V5.S4]")
+		widen(6, 0)  // d
+		widen(10, 4) // x
+		for i := 0; i < 4; i++ {
+			p("%s", neonenc.Op3("FADD2D", vSum1+i, vSum1+i, 6+i))
+			p("%s", neonenc.Op3("FSUB2D", 10+i, 10+i, 16))
+			p("%s", neonenc.Op3("FMUL2D", 10+i, 6+i, 10+i))
+			p("%s", neonenc.Op3("FADD2D", vSum2+i, vSum2+i, 10+i))
+		}
+		p("\tSUB $1, R4")
+		p("\tCBNZ R4, %s", label)
+		storeSums()
+		p("\tRET")
+	}
 }
