@@ -2,13 +2,6 @@
 
 package blas
 
-// kernelNEON8x12 computes C = alpha·A·B + beta·C for an 8×12 tile
-// (kernel_arm64.s): a holds kc groups of 8 values, b kc rows of 12 values
-// ldb apart, c 8 rows of 12 values ldc apart. beta == 0 does not read C.
-//
-//go:noescape
-func kernelNEON8x12(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32)
-
 // archKernels returns the NEON kernel: ASIMD is part of every arm64 CPU
 // (the Go port requires it), so no feature test is needed.
 func archKernels() []*microKernel {
@@ -18,17 +11,23 @@ func archKernels() []*microKernel {
 		mr:   8, nr: 12,
 		mc: 128, kc: 256, nc: 3072,
 		inPlaceM: 128, inPlaceKC: 256,
-		run:     runNEON,
-		strided: true,
+		run:         runNEON,
+		partialRows: true, strided: true,
 	}}
 }
 
-// runNEON implements microKernel.run for the 8×12 NEON kernel, which
-// computes full tiles only. The slice expressions check that every
-// element the kernel touches exists.
-func runNEON(_, _, kc int, ap, b []float32, ldb int, c []float32, ldc int, alpha, beta float32, _ *float32) {
+// neonKernels[r-1] is the NEON kernel for r rows (kernel_arm64.s).
+var neonKernels = [8]func(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32){
+	kernelNEONx1, kernelNEONx2, kernelNEONx3, kernelNEONx4,
+	kernelNEONx5, kernelNEONx6, kernelNEONx7, kernelNEONx8,
+}
+
+// runNEON implements microKernel.run for the 8×12 NEON kernels, which take
+// any number of rows but all 12 columns. The slice expressions check that
+// every element the kernel touches exists.
+func runNEON(rows, _, kc int, ap, b []float32, ldb int, c []float32, ldc int, alpha, beta float32, _ *float32) {
 	_ = ap[kc*8-1]
 	_ = b[(kc-1)*ldb+11]
-	_ = c[7*ldc+11]
-	kernelNEON8x12(kc, &ap[0], &b[0], ldb, &c[0], ldc, alpha, beta)
+	_ = c[(rows-1)*ldc+11]
+	neonKernels[rows-1](kc, &ap[0], &b[0], ldb, &c[0], ldc, alpha, beta)
 }
