@@ -56,16 +56,17 @@ func TestAVX2MatchesGo(t *testing.T) {
 	}
 }
 
-// TestAVX2StepMatchesGo checks that optimizer steps through the AVX2 Adam
-// kernels (alone, followed by a prox, or with the ℓ1/2 prox fused) give
+// TestAVX2StepMatchesGo checks that optimizer steps through the AVX2 (or,
+// on arm64, NEON) Adam kernels (alone, followed by a prox, or with the ℓ1/2 prox fused) give
 // the same bits as the Go loops, on parameters whose lengths straddle the
 // 8-lane and chunk boundaries and whose values send some ℓ1/2 lanes to
 // the float64 path.
 func TestAVX2StepMatchesGo(t *testing.T) {
-	if !haveAVX2 {
-		t.Skip("no AVX2 on this machine (or built with purego)")
+	if !haveAVX2 && !haveNEON {
+		t.Skip("no AVX2 or NEON kernels on this machine (or built with purego)")
 	}
-	defer func() { haveAVX2 = true }()
+	avx2, neon := haveAVX2, haveNEON
+	defer func() { haveAVX2, haveNEON = avx2, neon }()
 	sizes := []int{1, 7, 8, 13, 64, chunkSize + 13, 2*chunkSize + 8}
 	special := []float32{0, 1e-13, -1e-20, 1e13, 3e-4, -2e-6}
 	mk := func() []*autograd.Tensor {
@@ -106,8 +107,8 @@ func TestAVX2StepMatchesGo(t *testing.T) {
 		{"l2/3", ProxGenAdam(0.9, 0.999, 1e-8), Lq(2.0 / 3), 0},
 	} {
 		for _, lam := range []float64{1e-6, 1e-2, 1e-32} {
-			run := func(avx bool) []*autograd.Tensor {
-				haveAVX2 = avx
+			run := func(asm bool) []*autograd.Tensor {
+				haveAVX2, haveNEON = asm && avx2, asm && neon
 				ps := mk()
 				o := New([]*Group{{Params: ps, Reg: c.reg, Lambda: lam, WeightDecay: c.wd, LR: 1e-3}}, c.cfg)
 				for range 3 {
@@ -123,7 +124,7 @@ func TestAVX2StepMatchesGo(t *testing.T) {
 			for j := range want {
 				for i := range want[j].Data {
 					if math.Float32bits(got[j].Data[i]) != math.Float32bits(want[j].Data[i]) {
-						t.Fatalf("%s lambda=%g tensor %d [%d]: avx2 %g, go %g", c.name, lam, j, i, got[j].Data[i], want[j].Data[i])
+						t.Fatalf("%s lambda=%g tensor %d [%d]: asm %g, go %g", c.name, lam, j, i, got[j].Data[i], want[j].Data[i])
 					}
 				}
 			}

@@ -1,5 +1,7 @@
 package optim
 
+//go:generate go run gen_adam_arm64.go
+
 import (
 	"fmt"
 	"math"
@@ -9,10 +11,12 @@ import (
 // preconditioner). adamEMA computes what Adam.Denom followed by the
 // momentum step computes (up to float32 rounding: it multiplies by
 // 1/sqrt(1−β^t) and, when η is needed, by 1/d), in one pass over each
-// chunk; on amd64 with AVX2 assembly kernels do the same arithmetic 8 lanes
-// at a time (no fused multiply-add, so the bits are those of the Go loops,
-// whose products are converted to float32 explicitly so that no compiler
-// fuses them either).
+// chunk; on amd64 with AVX2 and on arm64 (NEON, fusedNone and fusedEta)
+// assembly kernels do the same arithmetic 8 lanes at a time (no fused
+// multiply-add, so the bits are those of the Go loops, whose products are
+// converted to float32 explicitly so that no compiler fuses them either:
+// Go fuses x*y+z into one instruction on arm64, and on amd64 with
+// GOAMD64=v3).
 //
 // With the ℓ1/2 regularizer (fusedL12) the same pass also computes s, the
 // variable of the ℓ1/2 fast path, and a second pass over the block, still
@@ -54,17 +58,33 @@ func adamEMA(th, g, m, v, d []float32, sc *scratch, h *stepScalars, ad Adam, t i
 	n := len(th)
 	g, m, v, d = g[:n], m[:n], v[:n], d[:n]
 	start := 0
-	if haveAVX2 && n >= 8 {
-		// The same arithmetic, 8 lanes at a time, on the whole multiples
-		// of 8; the loops below finish the tail.
-		start = n &^ 7
-		// The kernels read each scalar as 8 lanes, in this order.
-		var c [8 * adamConstsLen]float32
+	// The kernels read each scalar as 8 lanes, in this order (the NEON
+	// kernels the first 4 of each 8).
+	var c [8 * adamConstsLen]float32
+	if (haveAVX2 || haveNEON) && n >= 8 {
 		for i, x := range [adamConstsLen]float32{b, omb, rho, omr, isbc, delta, lrm, decay, lr} {
 			for l := range 8 {
 				c[8*i+l] = x
 			}
 		}
+	}
+	if haveNEON && n >= 8 {
+		// The same arithmetic on arm64, 8 elements an iteration; the ℓ1/2
+		// prox runs as the Go loop after the fusedEta update.
+		start = n &^ 7
+		if kind == fusedNone {
+			adamNEON(&th[0], &g[0], &m[0], &v[0], start, &c[0])
+		} else {
+			adamEtaNEON(&th[0], &g[0], &m[0], &v[0], &d[0], start, &c[0])
+			if kind == fusedL12 {
+				proxL12Loop(th[:start], th[:start], d[:start], lam2)
+			}
+		}
+	}
+	if haveAVX2 && n >= 8 {
+		// The same arithmetic, 8 lanes at a time, on the whole multiples
+		// of 8; the loops below finish the tail.
+		start = n &^ 7
 		switch {
 		case kind == fusedNone:
 			adamAVX2(&th[0], &g[0], &m[0], &v[0], start, &c[0])

@@ -113,7 +113,7 @@ func gemm(par, transA, transB bool, m, n, k int, alpha float32, a []float32, lda
 		scaleC(m, n, beta, c, ldc)
 		return
 	}
-	kern := active.Load()
+	kern := active.Load().k
 	workers := 1
 	if par && m*n*k >= parallelWork {
 		workers = parallel.Workers()

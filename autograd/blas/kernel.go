@@ -3,6 +3,7 @@ package blas
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 )
@@ -10,7 +11,9 @@ import (
 // microKernel describes one register-blocked micro-kernel and the cache
 // blocking that suits it.
 type microKernel struct {
-	name   string
+	name string
+	// why says when the kernel is available: the CPU features it needs.
+	why    string
 	mr, nr int // register block: rows of A and columns of B per call
 	mc, kc int // cache block sizes; mc is a multiple of mr
 	nc     int // column block; a multiple of nr
@@ -35,31 +38,42 @@ type microKernel struct {
 	dot func(k int, rows *[10]*float32, out *[24]float32)
 }
 
+//go:generate go run gen_gokernel.go
+//go:generate go run gen_kernels_arm64.go
+
 // generic is the pure-Go kernel, available on every platform.
 var generic = &microKernel{
 	name: "generic",
+	why:  "pure Go, every platform",
 	mr:   goMR, nr: goNR,
-	mc: 128, kc: 256, nc: 2048,
-	inPlaceM: 128, inPlaceKC: 256,
+	mc: 60 * goMR, kc: 256, nc: 512 * goNR,
 	run: goKernel,
 }
 
 // kernels lists the available kernels, best last.
 var kernels = append([]*microKernel{generic}, archKernels()...)
 
-var active atomic.Pointer[microKernel]
+// selection is the kernel in use and how it was chosen.
+type selection struct {
+	k   *microKernel
+	how string
+}
+
+var active atomic.Pointer[selection]
 
 func init() {
 	best := kernels[len(kernels)-1]
+	how := "the fastest of " + strings.Join(Kernels(), ", ") + " on this CPU"
 	if env := strings.TrimSpace(os.Getenv("PROXGEN_GEMM")); env != "" {
 		if k := lookup(env); k != nil {
-			best = k
+			best, how = k, "PROXGEN_GEMM="+env
 		} else {
 			fmt.Fprintf(os.Stderr, "blas: PROXGEN_GEMM=%q is not available on this machine (have %s); using %s\n",
 				env, strings.Join(Kernels(), ", "), best.name)
+			how += " (PROXGEN_GEMM=" + env + " is not available)"
 		}
 	}
-	active.Store(best)
+	active.Store(&selection{best, how})
 }
 
 func lookup(name string) *microKernel {
@@ -71,8 +85,18 @@ func lookup(name string) *microKernel {
 	return nil
 }
 
-// Kernel names the micro-kernel in use: "generic", "avx2" or "avx512".
-func Kernel() string { return active.Load().name }
+// Kernel names the micro-kernel in use: "generic" (pure Go, every
+// platform), "avx2" or "avx512" (amd64) or "neon" (arm64).
+func Kernel() string { return active.Load().k.name }
+
+// KernelChoice says how the kernel in use was chosen (by default, by the
+// PROXGEN_GEMM environment variable or by SetKernel) and why it can run
+// here, for example "the fastest of generic, avx2, avx512 on this CPU;
+// avx512: CPU and OS support AVX-512F (CPUID, XGETBV)".
+func KernelChoice() string {
+	s := active.Load()
+	return s.how + "; " + s.k.name + ": " + s.k.why
+}
 
 // Kernels lists the names of the micro-kernels this machine can run, the
 // default (fastest) last.
@@ -93,5 +117,5 @@ func SetKernel(name string) (prev string, err error) {
 	if k == nil {
 		return Kernel(), fmt.Errorf("blas: kernel %q is not available (have %s)", name, strings.Join(Kernels(), ", "))
 	}
-	return active.Swap(k).name, nil
+	return active.Swap(&selection{k, "SetKernel(" + strconv.Quote(name) + ")"}).k.name, nil
 }

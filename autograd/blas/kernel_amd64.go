@@ -19,6 +19,7 @@ func archKernels() []*microKernel {
 	if avx2 {
 		ks = append(ks, &microKernel{
 			name: "avx2",
+			why:  "CPU and OS support AVX2 and FMA (CPUID, XGETBV)",
 			mr:   6, nr: 16,
 			mc: 144, kc: 256, nc: 3072,
 			inPlaceM: 144, inPlaceKC: 256,
@@ -29,6 +30,7 @@ func archKernels() []*microKernel {
 	if avx512 {
 		ks = append(ks, &microKernel{
 			name: "avx512",
+			why:  "CPU and OS support AVX-512F (CPUID, XGETBV)",
 			mr:   12, nr: 32,
 			mc: 240, kc: 512, nc: 3072,
 			inPlaceM: 480, inPlaceKC: 256,

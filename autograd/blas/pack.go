@@ -92,6 +92,16 @@ func packContiguous(src []float32, ld, kcb, w, width int, dst []float32) {
 				*(*[6]float32)(dst[p*6:]) = *(*[6]float32)(src[p*ld:])
 			}
 			return
+		case 4:
+			for p := 0; p < kcb; p++ {
+				*(*[4]float32)(dst[p*4:]) = *(*[4]float32)(src[p*ld:])
+			}
+			return
+		case 2:
+			for p := 0; p < kcb; p++ {
+				*(*[2]float32)(dst[p*2:]) = *(*[2]float32)(src[p*ld:])
+			}
+			return
 		}
 	}
 	for p := 0; p < kcb; p++ {

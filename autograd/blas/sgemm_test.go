@@ -284,6 +284,9 @@ func TestKernelSelection(t *testing.T) {
 		if Kernel() != name {
 			t.Errorf("after SetKernel(%q), Kernel() = %q", name, Kernel())
 		}
+		if c, want := KernelChoice(), fmt.Sprintf("SetKernel(%q); %s: %s", name, name, lookup(name).why); c != want {
+			t.Errorf("after SetKernel(%q), KernelChoice() = %q, want %q", name, c, want)
+		}
 		SetKernel(prev)
 	}
 }
@@ -292,7 +295,7 @@ func TestKernelSelection(t *testing.T) {
 // and checks the kernel it starts with.
 func TestEnvSelectsKernel(t *testing.T) {
 	if os.Getenv("PROXGEN_GEMM_CHILD") != "" {
-		fmt.Printf("kernel=%s\n", Kernel())
+		fmt.Printf("kernel=%s\nchoice=%s\n", Kernel(), KernelChoice())
 		return
 	}
 	if testing.Short() {
@@ -315,6 +318,13 @@ func TestEnvSelectsKernel(t *testing.T) {
 		}
 		if !strings.Contains(string(out), "kernel="+want+"\n") {
 			t.Errorf("PROXGEN_GEMM=%s: output %q, want kernel=%s", env, out, want)
+		}
+		wantChoice := "choice=PROXGEN_GEMM=" + env + "; "
+		if env == "bogus" {
+			wantChoice = "choice=the fastest of " + strings.Join(names, ", ") + " on this CPU (PROXGEN_GEMM=bogus is not available); "
+		}
+		if !strings.Contains(string(out), wantChoice) {
+			t.Errorf("PROXGEN_GEMM=%s: output %q, want %q", env, out, wantChoice)
 		}
 	}
 }
@@ -354,7 +364,11 @@ func TestSgemmWorkersDeterministic(t *testing.T) {
 		} {
 			a, lda, b, ldb, c0, ldc := g.operands(rng)
 			var ref []float32
-			for _, w := range []int{1, 2, 3, 8} {
+			workers := []int{1, 2, 3, 8}
+			if testing.Short() {
+				workers = []int{1, 3}
+			}
+			for _, w := range workers {
 				parallel.SetWorkers(w)
 				for _, serial := range []bool{false, true} {
 					c := append([]float32(nil), c0...)
@@ -405,4 +419,31 @@ func TestSgemmPanics(t *testing.T) {
 			tc.f()
 		})
 	}
+}
+
+// TestSgemmEdgeShapes runs every kernel on every m up to two register
+// blocks and one more row, every n likewise, in all four layouts, so that
+// each kind of edge tile (rows, columns, both) meets every kernel and
+// every driver path.
+func TestSgemmEdgeShapes(t *testing.T) {
+	forEachKernel(t, func(t *testing.T) {
+		kern := lookup(Kernel())
+		rng := rand.New(rand.NewPCG(15, 16))
+		ks := []int{1, 3, 4, 5, 17}
+		if testing.Short() {
+			ks = []int{1, 5, 17}
+		}
+		for m := 1; m <= 2*kern.mr+1; m++ {
+			for n := 1; n <= 2*kern.nr+1; n++ {
+				for i, k := range ks {
+					tr := (m + n + i) % 4
+					g := gemmCase{transA: tr&1 != 0, transB: tr&2 != 0, m: m, n: n, k: k, alpha: 1, beta: 0, pad: (m + k) % 3}
+					if (m+n)%3 == 0 {
+						g.alpha, g.beta = -1.5, 0.5
+					}
+					checkCase(t, rng, g, false)
+				}
+			}
+		}
+	})
 }

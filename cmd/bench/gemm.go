@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/proxgen/proxgen/autograd/blas"
@@ -25,7 +26,9 @@ type gemmResult struct {
 	TransB  bool   `json:"transb"`
 	Threads int    `json:"threads"`
 	Kernel  string `json:"kernel"`
-	Reps    int    `json:"reps"`
+	// KernelChoice says how the kernel was chosen (blas.KernelChoice).
+	KernelChoice string `json:"kernel_choice"`
+	Reps         int    `json:"reps"`
 	// Stat says which repetition Seconds and GFLOPS describe: "best".
 	Stat          string  `json:"stat"`
 	Seconds       float64 `json:"seconds"`
@@ -52,7 +55,7 @@ func runGemm(args []string, stdout, stderr io.Writer) error {
 	transA := fs.Bool("transa", false, "store A transposed (k×m)")
 	transB := fs.Bool("transb", false, "store B transposed (n×k)")
 	threads := fs.Int("threads", 1, "worker goroutines (autograd/parallel)")
-	kernel := fs.String("kernel", "", "micro-kernel: generic, avx2 or avx512 (default: the fastest available)")
+	kernel := fs.String("kernel", "", "micro-kernel: "+strings.Join(blas.Kernels(), ", ")+" on this machine (default: the fastest, or $PROXGEN_GEMM)")
 	reps := fs.Int("reps", 10, "timed repetitions")
 	warmup := fs.Int("warmup", 2, "untimed repetitions before timing (at least)")
 	warmupTime := fs.Duration("warmup-time", 200*time.Millisecond, "keep warming up until this much time has passed, so the CPU clock settles")
@@ -129,7 +132,7 @@ func runGemm(args []string, stdout, stderr io.Writer) error {
 	flops := 2 * float64(*m) * float64(*n) * float64(*k)
 	r := gemmResult{
 		Op: "sgemm", M: *m, N: *n, K: *k, TransA: *transA, TransB: *transB,
-		Threads: *threads, Kernel: blas.Kernel(), Reps: *reps, Stat: "best",
+		Threads: *threads, Kernel: blas.Kernel(), KernelChoice: blas.KernelChoice(), Reps: *reps, Stat: "best",
 		Seconds: times[0], GFLOPS: flops / times[0] / 1e9,
 		MedianSeconds: median, MedianGFLOPS: flops / median / 1e9,
 	}
@@ -144,6 +147,7 @@ func runGemm(args []string, stdout, stderr io.Writer) error {
 		_, err = fmt.Fprintf(stdout, "%s\n", out)
 		return err
 	}
+	fmt.Fprintf(stdout, "kernel %s, chosen as %s\n", r.Kernel, r.KernelChoice)
 	fmt.Fprintf(stdout, "%-7s %6s %6s %6s %6s %6s %7s %12s %10s %12s %10s %10s\n",
 		"kernel", "m", "n", "k", "transA", "transB", "threads", "best_s", "best_GF/s", "median_s", "median_GF/s", "cpu_GF/s")
 	_, err := fmt.Fprintf(stdout, "%-7s %6d %6d %6d %6v %6v %7d %12.6f %10.1f %12.6f %10.1f %10.1f\n",

@@ -17,7 +17,7 @@ func TestGemmJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
 		t.Fatalf("last line %q is not JSON: %v", lines[len(lines)-1], err)
 	}
-	if r.M != 37 || r.N != 29 || r.K != 41 || r.Threads != 2 || !r.TransB || r.Reps != 3 || r.Kernel == "" {
+	if r.M != 37 || r.N != 29 || r.K != 41 || r.Threads != 2 || !r.TransB || r.Reps != 3 || r.Kernel == "" || !strings.Contains(r.KernelChoice, r.Kernel+": ") {
 		t.Errorf("result %+v does not echo the flags", r)
 	}
 	if !(r.GFLOPS > 0) || !(r.Seconds > 0) || r.Seconds > r.MedianSeconds {
@@ -30,7 +30,7 @@ func TestGemmTable(t *testing.T) {
 	if err := runGemm([]string{"-m", "8", "-n", "8", "-k", "8", "-reps", "1", "-warmup-time", "0", "-kernel", "generic"}, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
-	if s := out.String(); !strings.Contains(s, "best_GF/s") || !strings.Contains(s, "generic") {
+	if s := out.String(); !strings.Contains(s, "best_GF/s") || !strings.Contains(s, `kernel generic, chosen as SetKernel("generic")`) {
 		t.Errorf("table output %q lacks the header or kernel", s)
 	}
 }

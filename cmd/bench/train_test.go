@@ -162,14 +162,16 @@ func TestProcessCPU(t *testing.T) {
 	if !ok {
 		t.Fatal("processCPU failed although /proc/self/stat exists")
 	}
-	// Burn about 50 ms of CPU; the clock ticks are 10 ms.
+	// Burn CPU until a clock tick (10 ms) is counted: at least 50 ms, and
+	// up to 5 s on a machine so busy that this process is rarely running.
 	x := 0.0
-	for start := time.Now(); time.Since(start) < 50*time.Millisecond; {
+	after := before
+	for start := time.Now(); time.Since(start) < 50*time.Millisecond || after <= before && time.Since(start) < 5*time.Second; {
 		for i := range 1000 {
 			x += float64(i)
 		}
+		after, _ = processCPU()
 	}
-	after, _ := processCPU()
 	if after <= before || x == 0 {
 		t.Errorf("CPU time did not advance: %v then %v", before, after)
 	}

@@ -45,8 +45,8 @@
 	VMULPS  Y12, Y0, Y0; \
 	VADDPS  Y11, Y0, Y0
 
-// func statsAVX2(x *float32, n int, k float64) (s1, s2 float64)
-TEXT ·statsAVX2(SB), NOSPLIT, $0-40
+// func statsAsm(x *float32, n int, k float64) (s1, s2 float64)
+TEXT ·statsAsm(SB), NOSPLIT, $0-40
 	MOVQ         x+0(FP), SI
 	MOVQ         n+8(FP), CX
 	VBROADCASTSD k+16(FP), Y15
@@ -74,8 +74,8 @@ stats_loop:
 	VZEROUPPER
 	RET
 
-// func gradSumsAVX2(dy, x *float32, n int, mean float64) (sdy, sdyx float64)
-TEXT ·gradSumsAVX2(SB), NOSPLIT, $0-48
+// func gradSumsAsm(dy, x *float32, n int, mean float64) (sdy, sdyx float64)
+TEXT ·gradSumsAsm(SB), NOSPLIT, $0-48
 	MOVQ         dy+0(FP), SI
 	MOVQ         x+8(FP), DI
 	MOVQ         n+16(FP), CX
@@ -98,8 +98,8 @@ gsums_loop:
 	VZEROUPPER
 	RET
 
-// func gradSumsMaskedAVX2(dy, y, x *float32, n int, mean float64) (sdy, sdyx float64)
-TEXT ·gradSumsMaskedAVX2(SB), NOSPLIT, $0-56
+// func gradSumsMaskedAsm(dy, y, x *float32, n int, mean float64) (sdy, sdyx float64)
+TEXT ·gradSumsMaskedAsm(SB), NOSPLIT, $0-56
 	MOVQ         dy+0(FP), SI
 	MOVQ         y+8(FP), DX
 	MOVQ         x+16(FP), DI
@@ -130,8 +130,8 @@ gsumsm_loop:
 	VZEROUPPER
 	RET
 
-// func affineAVX2(dst, x, r *float32, n int, m, a, b float32, mode int)
-TEXT ·affineAVX2(SB), NOSPLIT, $0-56
+// func affineAsm(dst, x, r *float32, n int, m, a, b float32, mode int)
+TEXT ·affineAsm(SB), NOSPLIT, $0-56
 	MOVQ         dst+0(FP), DI
 	MOVQ         x+8(FP), SI
 	MOVQ         r+16(FP), DX
@@ -196,8 +196,8 @@ affine_addrelu:
 	VCMPPS  $0x1e, Y14, Y1, Y1; \
 	VANDPS  Y1, Y0, Y0
 
-// func affineGradAVX2(dst, dy, y, x *float32, n int, m, k1, k2, k3 float32, mode int)
-TEXT ·affineGradAVX2(SB), NOSPLIT, $0-64
+// func affineGradAsm(dst, dy, y, x *float32, n int, m, k1, k2, k3 float32, mode int)
+TEXT ·affineGradAsm(SB), NOSPLIT, $0-64
 	MOVQ         dst+0(FP), DI
 	MOVQ         dy+8(FP), SI
 	MOVQ         y+16(FP), DX
@@ -269,8 +269,8 @@ agrad_mask_store:
 	VZEROUPPER
 	RET
 
-// func maskedGradAVX2(dst, dy, y *float32, n int, mode int)
-TEXT ·maskedGradAVX2(SB), NOSPLIT, $0-40
+// func maskedGradAsm(dst, dy, y *float32, n int, mode int)
+TEXT ·maskedGradAsm(SB), NOSPLIT, $0-40
 	MOVQ   dst+0(FP), DI
 	MOVQ   dy+8(FP), SI
 	MOVQ   y+16(FP), DX
@@ -303,8 +303,8 @@ mgrad_store:
 	VZEROUPPER
 	RET
 
-// func reluAVX2(dst, x *float32, n int)
-TEXT ·reluAVX2(SB), NOSPLIT, $0-24
+// func reluAsm(dst, x *float32, n int)
+TEXT ·reluAsm(SB), NOSPLIT, $0-24
 	MOVQ   dst+0(FP), DI
 	MOVQ   x+8(FP), SI
 	MOVQ   n+16(FP), CX

@@ -1,28 +1,27 @@
-//go:build !amd64 || purego
+//go:build (!amd64 && !arm64) || purego
 
 package vec
 
-// haveAVX2 is false where the assembly kernels are not built.
-const haveAVX2 = false
+// haveAsm is false where the assembly kernels are not built.
+const haveAsm = false
 
-func statsAVX2(x *float32, n int, k float64) (s1, s2 float64) { panic("vec: no AVX2 kernels") }
+const asmSums = false
 
-func gradSumsAVX2(dy, x *float32, n int, mean float64) (sdy, sdyx float64) {
-	panic("vec: no AVX2 kernels")
+func noKernels() { panic("vec: no assembly kernels") }
+
+func statsAsm(x *float32, n int, k float64) (s1, s2 float64) { noKernels(); return }
+
+func gradSumsAsm(dy, x *float32, n int, mean float64) (sdy, sdyx float64) { noKernels(); return }
+
+func gradSumsMaskedAsm(dy, y, x *float32, n int, mean float64) (sdy, sdyx float64) {
+	noKernels()
+	return
 }
 
-func gradSumsMaskedAVX2(dy, y, x *float32, n int, mean float64) (sdy, sdyx float64) {
-	panic("vec: no AVX2 kernels")
-}
+func affineAsm(dst, x, r *float32, n int, m, a, b float32, mode int) { noKernels() }
 
-func affineAVX2(dst, x, r *float32, n int, m, a, b float32, mode int) {
-	panic("vec: no AVX2 kernels")
-}
+func affineGradAsm(dst, dy, y, x *float32, n int, m, k1, k2, k3 float32, mode int) { noKernels() }
 
-func affineGradAVX2(dst, dy, y, x *float32, n int, m, k1, k2, k3 float32, mode int) {
-	panic("vec: no AVX2 kernels")
-}
+func maskedGradAsm(dst, dy, y *float32, n int, mode int) { noKernels() }
 
-func maskedGradAVX2(dst, dy, y *float32, n int, mode int) { panic("vec: no AVX2 kernels") }
-
-func reluAVX2(dst, x *float32, n int) { panic("vec: no AVX2 kernels") }
+func reluAsm(dst, x *float32, n int) { noKernels() }
