@@ -316,6 +316,10 @@ func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch) {
 	th := p.Data[lo:hi:hi]
 	g := p.Grad[lo:hi:hi]
 	d := sc.d[:n:n]
+	if sl.grouped && h.prox {
+		// η goes straight to where the group prox reads it.
+		d = sl.aux[lo:hi:hi]
+	}
 	if h.wdc != 0 || h.subgrad {
 		gb := sc.g[:n:n]
 		copy(gb, g)
@@ -365,9 +369,8 @@ func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch) {
 			}
 		}
 		if sl.grouped {
-			// The group prox and the clipping run once the whole tensor
-			// has taken its step (Step).
-			copy(sl.aux[lo:hi:hi], d)
+			// d is sl.aux: the group prox and the clipping run once
+			// the whole tensor has taken its step (Step).
 			return
 		}
 		grp.Reg.Prox(th, th, d, h.lambda)
