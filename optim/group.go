@@ -96,10 +96,19 @@ func Penalty(groups []*Group) float64 {
 			continue
 		}
 		for _, p := range g.Params {
-			s += g.Lambda * g.Reg.Penalty(p.Data)
+			s += g.Lambda * TensorPenalty(g.Reg, p)
 		}
 	}
 	return s
+}
+
+// TensorPenalty returns R(θ) of one parameter: r summed over its
+// coordinates, or over its groups for a GroupRegularizer.
+func TensorPenalty(r Regularizer, p *autograd.Tensor) float64 {
+	if gr, ok := r.(GroupRegularizer); ok {
+		return GroupPenalty(gr, p.Data, p.Shape())
+	}
+	return r.Penalty(p.Data)
 }
 
 // Sparsity reports, over the parameters of groups with a regularizer (all

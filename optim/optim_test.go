@@ -495,6 +495,24 @@ func optCases() []optCase {
 		{"proxsgd-l1", func(ps []*autograd.Tensor) Optimizer {
 			return NewProxSGD(DefaultGroups(names, ps, L1(), 1e-2, 1e-3, 0.06), ProxSGDConfig{})
 		}},
+		{"proxgen-adam-gl21", func(ps []*autograd.Tensor) Optimizer {
+			return New(DefaultGroups(names, ps, GroupLasso(ByFilter), 0.5, 1e-2, 1e-2), ProxGenAdam(0.9, 0.999, 1e-8))
+		}},
+		{"proxgen-rmsprop-gl0-input", func(ps []*autograd.Tensor) Optimizer {
+			c := RMSpropConfig(0.99, 1e-8)
+			c.RegMode = RegProx
+			return New(DefaultGroups(names, ps, GroupL0(ByInputChannel), 1e-3, 0, 1e-2), c)
+		}},
+		{"adam-subgradient-gl21-input", func(ps []*autograd.Tensor) Optimizer {
+			c := AdamConfig(0.9, 0.999, 1e-8)
+			c.RegMode = RegSubgradient
+			return New(DefaultGroups(names, ps, GroupLasso(ByInputChannel), 0.1, 0, 1e-2), c)
+		}},
+		{"proxsgd-gl21", func(ps []*autograd.Tensor) Optimizer {
+			gs := DefaultGroups(names, ps, GroupLasso(ByFilter), 0.3, 1e-3, 0.06)
+			gs[0].Clip = 1.5
+			return NewProxSGD(gs, ProxSGDConfig{})
+		}},
 		{"binaryconnect-adam", func(ps []*autograd.Tensor) Optimizer {
 			gs := DefaultGroups(names, ps, nil, 0, 0, 1e-2)
 			return NewBinaryConnect(New(gs, AdamConfig(0.9, 0.999, 1e-8)), gs[0])

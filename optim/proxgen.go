@@ -134,6 +134,12 @@ type slot struct {
 	n     int       // number of elements at construction
 	m     []float32 // momentum (nil when stateless)
 	s     []float32 // preconditioner state (nil when stateless)
+	// grouped is set when the group's regularizer is a GroupRegularizer
+	// that the optimizer applies; aux then holds, for the whole tensor,
+	// η between the gradient step and the group prox, or λ∂R in
+	// subgradient mode.
+	grouped bool
+	aux     []float32
 }
 
 // segment is a chunk [lo, hi) of one slot.
@@ -163,6 +169,7 @@ type ProxGen struct {
 	t       int
 	slots   []slot
 	segs    []segment
+	gwork   []groupWork
 }
 
 // New returns a ProxGen optimizer over groups. It panics on an invalid
@@ -206,6 +213,11 @@ func New(groups []*Group, cfg Config) *ProxGen {
 			}
 			if cfg.Precond.Stateful() {
 				s.s = make([]float32, s.n)
+			}
+			if gr, ok := g.Reg.(GroupRegularizer); ok && cfg.RegMode != RegIgnore {
+				s.grouped = true
+				s.aux = make([]float32, s.n)
+				o.gwork = appendGroupWork(o.gwork, len(o.slots), gr, p.Shape())
 			}
 			for lo := 0; lo < s.n; lo += chunkSize {
 				o.segs = append(o.segs, segment{len(o.slots), lo, min(lo+chunkSize, s.n)})
@@ -262,6 +274,16 @@ func (o *ProxGen) Step() {
 	for i, g := range o.groups {
 		hs[i] = o.scalars(g, o.t)
 	}
+	active := func(sl *slot) bool {
+		return !o.groups[sl.group].Frozen && sl.p.Grad != nil
+	}
+	if o.cfg.RegMode == RegSubgradient {
+		runGroupWork(o.gwork, o.slots, func(w *groupWork, sl *slot) {
+			if h := &hs[sl.group]; h.subgrad && active(sl) {
+				w.subgradient(sl.aux, sl.p.Data, h.lambda, o.cfg.SubgradEps)
+			}
+		})
+	}
 	parallel.For(len(o.segs), 1, func(lo, hi int) {
 		sc := scratchPool.Get().(*scratch)
 		for i := lo; i < hi; i++ {
@@ -269,6 +291,13 @@ func (o *ProxGen) Step() {
 		}
 		scratchPool.Put(sc)
 	})
+	if o.cfg.RegMode == RegProx {
+		runGroupWork(o.gwork, o.slots, func(w *groupWork, sl *slot) {
+			if h := &hs[sl.group]; h.prox && active(sl) {
+				w.prox(sl.p.Data, sl.aux, h.lambda, o.groups[sl.group].Clip)
+			}
+		})
+	}
 }
 
 func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch) {
@@ -287,6 +316,10 @@ func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch) {
 	th := p.Data[lo:hi:hi]
 	g := p.Grad[lo:hi:hi]
 	d := sc.d[:n:n]
+	if sl.grouped && h.prox {
+		// η goes straight to where the group prox reads it.
+		d = sl.aux[lo:hi:hi]
+	}
 	if h.wdc != 0 || h.subgrad {
 		gb := sc.g[:n:n]
 		copy(gb, g)
@@ -296,7 +329,11 @@ func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch) {
 				gb[i] += wd * v
 			}
 		}
-		if h.subgrad {
+		if h.subgrad && sl.grouped {
+			for i, v := range sl.aux[lo:hi:hi] {
+				gb[i] += v
+			}
+		} else if h.subgrad {
 			grp.Reg.(Subdifferentiable).AddSubgradient(gb, th, h.lambda, o.cfg.SubgradEps)
 		}
 		g = gb
@@ -330,6 +367,11 @@ func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch) {
 			for i := range d {
 				d[i] = lr
 			}
+		}
+		if sl.grouped {
+			// d is sl.aux: the group prox and the clipping run once
+			// the whole tensor has taken its step (Step).
+			return
 		}
 		grp.Reg.Prox(th, th, d, h.lambda)
 	}

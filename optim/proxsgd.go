@@ -50,6 +50,7 @@ type ProxSGD struct {
 	t      int
 	slots  []slot
 	segs   []segment
+	gwork  []groupWork
 }
 
 // NewProxSGD returns a Prox-SGD optimizer over groups.
@@ -81,6 +82,12 @@ func NewProxSGD(groups []*Group, cfg ProxSGDConfig) *ProxSGD {
 			s := slot{group: gi, p: p, name: name, n: p.Numel(), m: make([]float32, p.Numel())}
 			if cfg.Precond.Stateful() {
 				s.s = make([]float32, s.n)
+			}
+			if gr, ok := g.Reg.(GroupRegularizer); ok {
+				// aux holds x̂_t and then η for the whole tensor.
+				s.grouped = true
+				s.aux = make([]float32, 2*s.n)
+				o.gwork = appendGroupWork(o.gwork, len(o.slots), gr, p.Shape())
 			}
 			for lo := 0; lo < s.n; lo += chunkSize {
 				o.segs = append(o.segs, segment{len(o.slots), lo, min(lo+chunkSize, s.n)})
@@ -146,17 +153,48 @@ func (o *ProxSGD) Step() {
 				xh[i] = th[i] - h.gs*(vi*inv)
 				d[i] = inv
 			}
+			if sl.grouped {
+				// The group prox, the clipping and the step toward x̂
+				// run once the whole tensor has its x̂ and η.
+				copy(sl.aux[a:b], xh)
+				copy(sl.aux[sl.n+a:sl.n+b], d)
+				continue
+			}
 			if grp.Reg != nil && grp.Lambda != 0 {
 				grp.Reg.Prox(xh, xh, d, float32(grp.Lambda))
 			}
 			if grp.Clip > 0 {
 				clip(xh, float32(grp.Clip))
 			}
-			for i, x := range xh {
-				th[i] += h.eps * (x - th[i])
+			blend(th, xh, h.eps)
+		}
+	})
+	if len(o.gwork) == 0 {
+		return
+	}
+	active := func(sl *slot) bool { return !o.groups[sl.group].Frozen && sl.p.Grad != nil }
+	runGroupWork(o.gwork, o.slots, func(w *groupWork, sl *slot) {
+		if grp := o.groups[sl.group]; active(sl) {
+			// λ = 0 leaves x̂ unchanged but for the clipping.
+			w.prox(sl.aux[:sl.n], sl.aux[sl.n:], float32(grp.Lambda), grp.Clip)
+		}
+	})
+	parallel.For(len(o.segs), 1, func(lo, hi int) {
+		for _, sg := range o.segs[lo:hi] {
+			sl := &o.slots[sg.slot]
+			if sl.grouped && active(sl) {
+				blend(sl.p.Data[sg.lo:sg.hi], sl.aux[sg.lo:sg.hi], hs[sl.group].eps)
 			}
 		}
 	})
+}
+
+// blend moves th toward x by the fraction eps: θ ← θ + ε(x − θ).
+func blend(th, x []float32, eps float32) {
+	x = x[:len(th)]
+	for i, v := range x {
+		th[i] += eps * (v - th[i])
+	}
 }
 
 // State implements Optimizer: v_t as "<name>.m", the preconditioner state

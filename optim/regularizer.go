@@ -290,11 +290,22 @@ func (r *binaryW) AddSubgradient(g, theta []float32, scale, eps float32) {
 // ParseRegularizer returns the regularizer named by s: "none" (nil), "l0",
 // "l1/2", "l2/3", "l1", "lq:Q" for any Q in [0, 1], or any of those prefixed
 // with "bin-" for the W-shaped binary regularizer (for example "bin-l1",
-// "bin-lq:0.3").
+// "bin-lq:0.3"), or a group regularizer over output filters, "gl0"
+// (GroupL0) and "gl21" (GroupLasso), suffixed ":in" for input channels
+// ("gl21:in").
 func ParseRegularizer(s string) (Regularizer, error) {
 	name := strings.ToLower(strings.TrimSpace(s))
 	if name == "" || name == "none" {
 		return nil, nil
+	}
+	if base, by, ok := parseGroupName(name); ok {
+		switch base {
+		case "gl0":
+			return GroupL0(by), nil
+		case "gl21":
+			return GroupLasso(by), nil
+		}
+		return nil, fmt.Errorf("optim: unknown group regularizer %q (want gl0 or gl21, optionally suffixed :in)", s)
 	}
 	binary := strings.HasPrefix(name, "bin-")
 	name = strings.TrimPrefix(name, "bin-")
@@ -311,7 +322,7 @@ func ParseRegularizer(s string) (Regularizer, error) {
 	default:
 		v, ok := strings.CutPrefix(name, "lq:")
 		if !ok {
-			return nil, fmt.Errorf("optim: unknown regularizer %q (want none, l0, l1/2, l2/3, l1, lq:Q, optionally prefixed bin-)", s)
+			return nil, fmt.Errorf("optim: unknown regularizer %q (want none, l0, l1/2, l2/3, l1, lq:Q, optionally prefixed bin-, or the group regularizers gl0, gl21, optionally suffixed :in)", s)
 		}
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {

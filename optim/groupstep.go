@@ -1,0 +1,87 @@
+package optim
+
+import "github.com/proxgen/proxgen/autograd/parallel"
+
+// groupWork is a run of consecutive groups of one parameter, the unit of
+// work of the group proximal and subgradient passes. Work boundaries depend
+// only on the parameter shapes, so results do not depend on the number of
+// workers.
+type groupWork struct {
+	slot   int
+	reg    GroupRegularizer
+	layout groupLayout
+	g0, g1 int
+	buf    []float32 // gather space (2·size) for groups that are not contiguous
+}
+
+// appendGroupWork appends the work items of a parameter of the given shape
+// regularized by r: about chunkSize elements each, whole groups only.
+func appendGroupWork(ws []groupWork, slot int, r GroupRegularizer, shape []int) []groupWork {
+	l := layoutOf(r.GroupBy(), shape)
+	per := max(1, chunkSize/max(l.size, 1))
+	for g := 0; g < l.count; g += per {
+		w := groupWork{slot: slot, reg: r, layout: l, g0: g, g1: min(g+per, l.count)}
+		if !l.contiguous() {
+			w.buf = make([]float32, 2*l.size)
+		}
+		ws = append(ws, w)
+	}
+	return ws
+}
+
+// runGroupWork calls f for every work item, in parallel.
+func runGroupWork(ws []groupWork, slots []slot, f func(w *groupWork, sl *slot)) {
+	if len(ws) == 0 {
+		return
+	}
+	parallel.For(len(ws), 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			f(&ws[i], &slots[ws[i].slot])
+		}
+	})
+}
+
+// prox replaces each group of x by the proximal map of λ·r under the step
+// sizes eta (same layout as x), then clamps it to [−clipAt, clipAt] when
+// clipAt > 0.
+func (w *groupWork) prox(x, eta []float32, lambda float32, clipAt float64) {
+	l := w.layout
+	for g := w.g0; g < w.g1; g++ {
+		if l.contiguous() {
+			xg := x[g*l.size : (g+1)*l.size]
+			w.reg.Prox(xg, xg, eta[g*l.size:(g+1)*l.size], lambda)
+			if clipAt > 0 {
+				clip(xg, float32(clipAt))
+			}
+			continue
+		}
+		xg, eg := w.buf[:l.size], w.buf[l.size:]
+		l.gather(xg, x, g)
+		l.gather(eg, eta, g)
+		w.reg.Prox(xg, xg, eg, lambda)
+		if clipAt > 0 {
+			clip(xg, float32(clipAt))
+		}
+		l.scatter(x, xg, g)
+	}
+}
+
+// subgradient stores λ times a subgradient of r at each group of theta in
+// the same positions of out.
+func (w *groupWork) subgradient(out, theta []float32, lambda, eps float32) {
+	sd := w.reg.(Subdifferentiable)
+	l := w.layout
+	for g := w.g0; g < w.g1; g++ {
+		if l.contiguous() {
+			og := out[g*l.size : (g+1)*l.size]
+			clear(og)
+			sd.AddSubgradient(og, theta[g*l.size:(g+1)*l.size], lambda, eps)
+			continue
+		}
+		tg, og := w.buf[:l.size], w.buf[l.size:]
+		l.gather(tg, theta, g)
+		clear(og)
+		sd.AddSubgradient(og, tg, lambda, eps)
+		l.scatter(out, og, g)
+	}
+}
