@@ -135,11 +135,14 @@ func (s OneCycle) Rate(base float64, t int) float64 {
 	minLR := initial / final
 	type phase struct{ end, from, to float64 }
 	total := float64(s.Total)
-	buf := [3]phase{{s.PctStart*total - 1, initial, base}}
+	// float64(...) rounds the products before the subtraction, as
+	// PyTorch does: without it Go may fuse them (FMA on arm64), and
+	// 0.1·10 − 1 would not be 0.
+	buf := [3]phase{{float64(s.PctStart*total) - 1, initial, base}}
 	phases := buf[:2]
 	if s.ThreePhase {
 		phases = buf[:3]
-		phases[1] = phase{2*s.PctStart*total - 2, base, initial}
+		phases[1] = phase{float64(2*s.PctStart*total) - 2, base, initial}
 		phases[2] = phase{total - 1, initial, minLR}
 	} else {
 		phases[1] = phase{total - 1, base, minLR}
