@@ -124,7 +124,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.Weights, "weights", c.Weights, "model or training-state safetensors file: the weights to evaluate (-eval-only) or to start training from")
 
 	fs.StringVar(&c.Optimizer, "optimizer", c.Optimizer, "method: "+strings.Join(optimizers, ", "))
-	fs.StringVar(&c.Reg, "reg", c.Reg, "regularizer: none, l0, l1, l12, l23, lq:Q, binw:Q (auto: l12 for the sparsity methods, binw:1 for proxquant, none otherwise)")
+	fs.StringVar(&c.Reg, "reg", c.Reg, "regularizer: none, l0, l1, l12, l23, lq:Q, binw:Q, or group ℓ0 / group lasso over output filters gl0, gl21 (gl0:in, gl21:in: over input channels) (auto: l12 for the sparsity methods, binw:1 for proxquant, none otherwise)")
 	fs.Var(floatFlag{&c.Lambda}, "lambda", "regularization strength λ (auto: 0.1 for sparsity, 1e-4 for proxquant, 5e-8 for binw:Q with proxgen, 0.1 for l0hc)")
 	fs.StringVar(&c.LambdaScale, "lambda-scale", c.LambdaScale, "n: the per-step λ is -lambda divided by the training-set size (official ProxGen code); 1: -lambda as is; auto: n except for binary regularizers")
 	fs.Var(floatFlag{&c.LR}, "lr", "base step size (auto: 1e-3 Adam family, 0.1 sgd, 0.06 proxsgd, 0.01 proxquant and bc)")
@@ -415,7 +415,16 @@ func checkModel(name string) error {
 // parseReg returns the regularizer named by s (nil for "none").
 func parseReg(s string) (optim.Regularizer, error) {
 	bad := func(why string) error {
-		return fmt.Errorf("-reg %q: %s (want none, l0, l1, l12, l23, lq:Q or binw:Q with Q in [0, 1])", s, why)
+		return fmt.Errorf("-reg %q: %s (want none, l0, l1, l12, l23, lq:Q or binw:Q with Q in [0, 1], or the group regularizers gl0, gl21, gl0:in, gl21:in)", s, why)
+	}
+	if strings.HasPrefix(s, "gl") {
+		// Group ℓ0 and group lasso over output filters (":in": input
+		// channels), optim.GroupL0 and optim.GroupLasso.
+		r, err := optim.ParseRegularizer(s)
+		if err != nil {
+			return nil, bad("unknown group regularizer")
+		}
+		return r, nil
 	}
 	switch s {
 	case "none":

@@ -378,3 +378,36 @@ func TestModelFileServes(t *testing.T) {
 		t.Fatalf("accuracy with nn/infer %v, the run reported %v", got, recs[0].TestAcc)
 	}
 }
+
+// TestGroupSparsityRun trains with the group regularizers: whole output
+// filters become exactly zero and the metrics count them.
+func TestGroupSparsityRun(t *testing.T) {
+	data := writeFixture(t, 2, 4)
+	base := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"proxgen-gl21", []string{"-optimizer", "proxgen", "-reg", "gl21", "-lambda", "1000"}},
+		{"proxgen-gl0", []string{"-optimizer", "proxgen", "-reg", "gl0", "-lambda", "1000"}},
+	} {
+		out := filepath.Join(base, tc.name)
+		code, _, stderr := runCmd(context.Background(), tinyArgs(data, out, append(tc.args, "-epochs", "1", "-json")...)...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s", tc.name, code, stderr)
+		}
+		r := readMetrics(t, out)[0]
+		if r.FiltersTotal == 0 || r.Filters >= r.FiltersTotal {
+			t.Fatalf("%s: %d of %d filters non-zero: none was removed", tc.name, r.Filters, r.FiltersTotal)
+		}
+		// Filters are removed whole: the zero fraction is at least the
+		// removed filters' share.
+		if r.Zero == 0 {
+			t.Fatalf("%s: no exact zeros", tc.name)
+		}
+	}
+	code, _, stderr := runCmd(context.Background(), tinyArgs(data, filepath.Join(base, "bad"), "-optimizer", "subgrad", "-reg", "gl0", "-epochs", "1")...)
+	if code != 2 || !strings.Contains(stderr, "no subgradient") {
+		t.Fatalf("subgrad with gl0: exit %d, %s", code, stderr)
+	}
+}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/nn/train"
+	"github.com/proxgen/proxgen/optim"
 )
 
 // layerStats describes the weights of one tensor.
@@ -14,16 +15,25 @@ type layerStats struct {
 	Zero  float64 `json:"zero"`          // fraction of exact zeros
 	Small float64 `json:"small"`         // fraction with |w| < 1e-3
 	PM1   float64 `json:"pm1,omitempty"` // fraction at exactly ±1 (binary runs)
+	// Filters counts the output filters (index 0 of a conv or linear
+	// weight) with a non-zero weight, of FiltersTotal: what structured
+	// sparsity (-reg gl0, gl21) removes.
+	Filters      int `json:"filters"`
+	FiltersTotal int `json:"filters_total"`
 }
 
 // weightStats summarises a set of weight tensors.
 type weightStats struct {
-	Numel    int          `json:"numel"`
-	Zero     float64      `json:"zero_ratio"`      // exact zeros
-	Small    float64      `json:"small_ratio"`     // |w| < 1e-3
-	Below1e2 float64      `json:"below_1e2_ratio"` // |w| < 1e-2
-	PM1      float64      `json:"binary_ratio"`    // exactly ±1
-	Layers   []layerStats `json:"layers"`
+	Numel    int     `json:"numel"`
+	Zero     float64 `json:"zero_ratio"`      // exact zeros
+	Small    float64 `json:"small_ratio"`     // |w| < 1e-3
+	Below1e2 float64 `json:"below_1e2_ratio"` // |w| < 1e-2
+	PM1      float64 `json:"binary_ratio"`    // exactly ±1
+	// Filters and FiltersTotal sum the layers' non-zero and all output
+	// filters.
+	Filters      int          `json:"filters"`
+	FiltersTotal int          `json:"filters_total"`
+	Layers       []layerStats `json:"layers"`
 }
 
 // namedTensor is a tensor with its state_dict name.
@@ -56,7 +66,13 @@ func computeWeightStats(ws []namedTensor) weightStats {
 			}
 		}
 		n := len(w.T.Data)
-		s.Layers = append(s.Layers, layerStats{Name: w.Name, Numel: n, Zero: ratio(z, n), Small: ratio(sm, n), PM1: ratio(p, n)})
+		l := layerStats{Name: w.Name, Numel: n, Zero: ratio(z, n), Small: ratio(sm, n), PM1: ratio(p, n)}
+		if w.T.Rank() >= 2 {
+			l.Filters, l.FiltersTotal = optim.GroupNonZero(optim.ByFilter, w.T.Data, w.T.Shape())
+			s.Filters += l.Filters
+			s.FiltersTotal += l.FiltersTotal
+		}
+		s.Layers = append(s.Layers, l)
 		s.Numel += n
 		zero, small, below, pm1 = zero+z, small+sm, below+b, pm1+p
 	}
@@ -84,6 +100,9 @@ type epochRecord struct {
 	Zero      float64 `json:"zero_ratio"`
 	Small     float64 `json:"small_ratio"`
 	Below1e2  float64 `json:"below_1e2_ratio"`
+	// Filters of FiltersTotal output filters hold a non-zero weight.
+	Filters      int `json:"filters"`
+	FiltersTotal int `json:"filters_total"`
 	// Binary is the fraction of the binarised weights at exactly ±1; only
 	// binary runs have it.
 	Binary      *float64     `json:"binary_ratio,omitempty"`

@@ -39,6 +39,20 @@ func TestComputeWeightStats(t *testing.T) {
 	}
 }
 
+// TestFilterCounts: output filters (index 0) with a non-zero weight.
+func TestFilterCounts(t *testing.T) {
+	a := autograd.FromSlice([]float32{0, 0, 1, 0, 0, 0}, 3, 2)              // filter 1 only
+	b := autograd.FromSlice([]float32{0, 0, 0, 0, -2, 0, 0, 0}, 2, 1, 2, 2) // filter 1 only
+	bias := autograd.FromSlice([]float32{1, 2}, 2)                          // rank 1: no filters
+	s := computeWeightStats([]namedTensor{{"a.weight", a}, {"b.weight", b}, {"b.bias", bias}})
+	if s.Filters != 2 || s.FiltersTotal != 5 {
+		t.Fatalf("filters %d of %d, want 2 of 5", s.Filters, s.FiltersTotal)
+	}
+	if l := s.Layers[0]; l.Filters != 1 || l.FiltersTotal != 3 {
+		t.Fatalf("a: %d of %d, want 1 of 3", l.Filters, l.FiltersTotal)
+	}
+}
+
 func TestCountCorrect(t *testing.T) {
 	logits := autograd.FromSlice([]float32{
 		1, 3, 2, // argmax 1

@@ -132,21 +132,23 @@ func (t *trainer) endEpoch(ctx context.Context, epoch int, s train.EpochStats) (
 	}
 	ws := t.stats()
 	rec := epochRecord{
-		Epoch:       epoch + 1,
-		Step:        t.meth.opt.Steps(),
-		Loss:        s.MeanLoss(),
-		Penalty:     t.meth.penalty(),
-		TrainAcc:    float64(t.correct) / float64(s.Samples),
-		TestLoss:    testLoss,
-		TestAcc:     testAcc,
-		Zero:        ws.Zero,
-		Small:       ws.Small,
-		Below1e2:    ws.Below1e2,
-		LR:          t.lr,
-		Lambda:      t.lambda,
-		Seconds:     round3(s.Seconds),
-		EvalSeconds: round3(time.Since(evalStart).Seconds()),
-		Layers:      ws.Layers,
+		Epoch:        epoch + 1,
+		Step:         t.meth.opt.Steps(),
+		Loss:         s.MeanLoss(),
+		Penalty:      t.meth.penalty(),
+		TrainAcc:     float64(t.correct) / float64(s.Samples),
+		TestLoss:     testLoss,
+		TestAcc:      testAcc,
+		Zero:         ws.Zero,
+		Small:        ws.Small,
+		Below1e2:     ws.Below1e2,
+		Filters:      ws.Filters,
+		FiltersTotal: ws.FiltersTotal,
+		LR:           t.lr,
+		Lambda:       t.lambda,
+		Seconds:      round3(s.Seconds),
+		EvalSeconds:  round3(time.Since(evalStart).Seconds()),
+		Layers:       ws.Layers,
 	}
 	rec.Objective = rec.Loss + rec.Penalty
 	if s.Seconds > 0 {
@@ -276,22 +278,25 @@ func (t *trainer) printEpoch(r *epochRecord) {
 
 // summary describes a finished run.
 type summary struct {
-	Model     string   `json:"model"`
-	Optimizer string   `json:"optimizer"`
-	Reg       string   `json:"reg"`
-	Epochs    int      `json:"epochs"`
-	Params    int      `json:"params"`
-	TestAcc   float64  `json:"test_acc"`
-	BestAcc   float64  `json:"best_test_acc"`
-	BestEpoch int      `json:"best_epoch"`
-	TestLoss  float64  `json:"test_loss"`
-	Zero      float64  `json:"zero_ratio"`
-	Small     float64  `json:"small_ratio"`
-	Below1e2  float64  `json:"below_1e2_ratio"`
-	Binary    *float64 `json:"binary_ratio,omitempty"`
-	Seconds   float64  `json:"train_seconds"`
-	Out       string   `json:"out"`
-	Config    *config  `json:"config"`
+	Model     string  `json:"model"`
+	Optimizer string  `json:"optimizer"`
+	Reg       string  `json:"reg"`
+	Epochs    int     `json:"epochs"`
+	Params    int     `json:"params"`
+	TestAcc   float64 `json:"test_acc"`
+	BestAcc   float64 `json:"best_test_acc"`
+	BestEpoch int     `json:"best_epoch"`
+	TestLoss  float64 `json:"test_loss"`
+	Zero      float64 `json:"zero_ratio"`
+	Small     float64 `json:"small_ratio"`
+	Below1e2  float64 `json:"below_1e2_ratio"`
+	// Filters of FiltersTotal output filters hold a non-zero weight.
+	Filters      int      `json:"filters"`
+	FiltersTotal int      `json:"filters_total"`
+	Binary       *float64 `json:"binary_ratio,omitempty"`
+	Seconds      float64  `json:"train_seconds"`
+	Out          string   `json:"out"`
+	Config       *config  `json:"config"`
 }
 
 // makeSummary summarises the history h of the run.
@@ -308,6 +313,7 @@ func (t *trainer) makeSummary(h []epochRecord) summary {
 		last := h[len(h)-1]
 		s.TestAcc, s.TestLoss = last.TestAcc, last.TestLoss
 		s.Zero, s.Small, s.Below1e2, s.Binary = last.Zero, last.Small, last.Below1e2, last.Binary
+		s.Filters, s.FiltersTotal = last.Filters, last.FiltersTotal
 	}
 	s.Seconds = round3(s.Seconds)
 	return s
@@ -319,6 +325,7 @@ func printSummary(w io.Writer, s summary, files []string) {
 		s.Model, s.Optimizer, s.Reg, s.Epochs, s.Params, train.FormatDuration(s.Seconds))
 	fmt.Fprintf(w, "  test accuracy   %.2f%% (best %.2f%% at epoch %d), test loss %.4f\n", 100*s.TestAcc, 100*s.BestAcc, s.BestEpoch, s.TestLoss)
 	fmt.Fprintf(w, "  weights         %.2f%% exactly zero, %.2f%% below 1e-3, %.2f%% below 1e-2\n", 100*s.Zero, 100*s.Small, 100*s.Below1e2)
+	fmt.Fprintf(w, "  filters         %d of %d output filters non-zero\n", s.Filters, s.FiltersTotal)
 	if s.Binary != nil {
 		fmt.Fprintf(w, "  binarised       %.2f%% at exactly ±1\n", 100**s.Binary)
 	}
