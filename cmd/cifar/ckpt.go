@@ -166,26 +166,10 @@ func loadWeights(path string, m nn.Module) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("-weights: %w", err)
 	}
-	opt := checkpoint.LoadOptions{}
-	if f.Metadata[checkpoint.FormatKey] == checkpoint.TrainStateFormat || train.IsCheckpoint(f) {
-		opt.Prefix = checkpoint.ModelPrefix
-	} else if allPrefixed(f, "module.") {
-		opt.Prefix = "module."
-	}
-	if err := checkpoint.LoadStateDict(f, m, opt); err != nil {
+	if err := checkpoint.LoadWeights(f, m); err != nil {
 		return nil, fmt.Errorf("-weights %s: %w", path, err)
 	}
 	return f.Metadata, nil
-}
-
-// allPrefixed reports whether every tensor name of f starts with prefix.
-func allPrefixed(f *safetensors.File, prefix string) bool {
-	for name := range f.Tensors {
-		if !strings.HasPrefix(name, prefix) {
-			return false
-		}
-	}
-	return len(f.Tensors) > 0
 }
 
 // weightsModel returns the network settings stored in a weights file's

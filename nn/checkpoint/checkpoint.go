@@ -147,11 +147,11 @@ func LoadModel(path string, m nn.Module) (map[string]string, error) {
 // LoadWeights copies the model tensors of f into m strictly (see
 // LoadStateDict), whatever wrote f: a model file of this package or of
 // PyTorch, a state dict saved from torch.nn.DataParallel (every name
-// starting with "module."), or a training-state file (its ModelPrefix
-// tensors).
+// starting with "module."), or a training-state or nn/train checkpoint
+// file (its ModelPrefix tensors: PyTorch names never hold the "/").
 func LoadWeights(f *safetensors.File, m nn.Module) error {
 	opt := LoadOptions{}
-	if f.Metadata[FormatKey] == TrainStateFormat {
+	if f.Metadata[FormatKey] == TrainStateFormat || anyPrefixed(f, ModelPrefix) {
 		opt.Prefix = ModelPrefix
 	} else if allPrefixed(f, "module.") {
 		opt.Prefix = "module."
@@ -159,6 +159,17 @@ func LoadWeights(f *safetensors.File, m nn.Module) error {
 	return LoadStateDict(f, m, opt)
 }
 
+// anyPrefixed reports whether some tensor name of f starts with prefix.
+func anyPrefixed(f *safetensors.File, prefix string) bool {
+	for name := range f.Tensors {
+		if strings.HasPrefix(name, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// allPrefixed reports whether every tensor name of f starts with prefix.
 func allPrefixed(f *safetensors.File, prefix string) bool {
 	for name := range f.Tensors {
 		if !strings.HasPrefix(name, prefix) {

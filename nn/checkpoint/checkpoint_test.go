@@ -484,3 +484,37 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	os.Exit(m.Run())
 }
+
+// TestLoadWeightsConventions: LoadWeights finds the model tensors of a
+// plain state dict, a DataParallel one ("module.") and a file that keeps
+// them under ModelPrefix (training-state files and nn/train checkpoints,
+// with or without a format this package knows), and reports a missing
+// tensor.
+func TestLoadWeightsConventions(t *testing.T) {
+	src := tiny(t, 1)
+	trainForward(src, newRng(2), 2)
+	plain := StateDict(src, "")
+	prefixed := func(prefix string, meta map[string]string) *safetensors.File {
+		f := &safetensors.File{Tensors: map[string]safetensors.Tensor{}, Metadata: meta}
+		for _, name := range plain.Names() {
+			f.Set(prefix+name, plain.Tensors[name])
+		}
+		f.Set("optim/step", safetensors.Tensor{DType: safetensors.F32, Shape: []int{1}, Data: make([]byte, 4)})
+		return f
+	}
+	for name, f := range map[string]*safetensors.File{
+		"plain":        plain,
+		"dataparallel": withTensor(prefixed("module.", nil), "optim/step", nil),
+		"train state":  prefixed(ModelPrefix, map[string]string{FormatKey: TrainStateFormat}),
+		"run":          prefixed(ModelPrefix, map[string]string{FormatKey: "proxgen-run-v1"}),
+	} {
+		dst := tiny(t, 5)
+		if err := LoadWeights(f, dst); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		sameState(t, src, dst)
+	}
+	if err := LoadWeights(withTensor(plain, "linear.bias", nil), tiny(t, 5)); err == nil {
+		t.Fatal("a file without linear.bias loaded")
+	}
+}
