@@ -98,14 +98,14 @@ func grid(w, tilesM, panels int) (wm, wn int) {
 	return min(w, tilesM), 1
 }
 
-// gemm is the blocked driver behind Sgemm; the arguments are already
-// checked. par allows using the worker pool.
+// gemm is the blocked driver behind Sgemm with the micro-kernel kern; the
+// arguments are already checked. par allows using the worker pool.
 //
 // The tiles of C lie on a fixed grid of mr×nr tiles from the top-left
 // corner and the K dimension is split into blocks of kc whatever the
 // number of workers, and every tile is computed by the same kernel code in
 // the same order, so results do not depend on how work is shared.
-func gemm(par, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+func gemm(kern *microKernel, par, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if m == 0 || n == 0 {
 		return
 	}
@@ -113,7 +113,6 @@ func gemm(par, transA, transB bool, m, n, k int, alpha float32, a []float32, lda
 		scaleC(m, n, beta, c, ldc)
 		return
 	}
-	kern := active.Load().k
 	workers := 1
 	if par && m*n*k >= parallelWork {
 		workers = parallel.Workers()

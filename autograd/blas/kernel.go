@@ -5,7 +5,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync/atomic"
 )
 
 // microKernel describes one register-blocked micro-kernel and the cache
@@ -53,15 +52,20 @@ var generic = &microKernel{
 // kernels lists the available kernels, best last.
 var kernels = append([]*microKernel{generic}, archKernels()...)
 
-// selection is the kernel in use and how it was chosen.
-type selection struct {
+// Engine computes single-precision GEMMs with one micro-kernel. Sgemm and
+// SgemmSerial use the engine chosen at start-up (Default); NewEngine gives
+// one with another kernel, for tests and benchmarks that compare kernels.
+// An Engine never changes, so one value serves any number of goroutines.
+type Engine struct {
 	k   *microKernel
-	how string
+	how string // how the kernel was chosen
 }
 
-var active atomic.Pointer[selection]
+// defaultEngine is the fastest kernel this CPU runs, or the one
+// PROXGEN_GEMM names; it is fixed at start-up.
+var defaultEngine = chooseEngine()
 
-func init() {
+func chooseEngine() *Engine {
 	best := kernels[len(kernels)-1]
 	how := "the fastest of " + strings.Join(Kernels(), ", ") + " on this CPU"
 	if env := strings.TrimSpace(os.Getenv("PROXGEN_GEMM")); env != "" {
@@ -73,8 +77,31 @@ func init() {
 			how += " (PROXGEN_GEMM=" + env + " is not available)"
 		}
 	}
-	active.Store(&selection{best, how})
+	return &Engine{best, how}
 }
+
+// Default returns the engine of Sgemm and SgemmSerial.
+func Default() *Engine { return defaultEngine }
+
+// NewEngine returns an engine with the micro-kernel named name. It reports
+// an error if the kernel is unknown or the CPU cannot run it.
+func NewEngine(name string) (*Engine, error) {
+	k := lookup(name)
+	if k == nil {
+		return nil, fmt.Errorf("blas: kernel %q is not available (have %s)", name, strings.Join(Kernels(), ", "))
+	}
+	return &Engine{k, "NewEngine(" + strconv.Quote(name) + ")"}, nil
+}
+
+// Kernel names the engine's micro-kernel: "generic" (pure Go, every
+// platform), "avx2" or "avx512" (amd64) or "neon" (arm64).
+func (e *Engine) Kernel() string { return e.k.name }
+
+// KernelChoice says how the engine's kernel was chosen (by default, by the
+// PROXGEN_GEMM environment variable or by NewEngine) and why it can run
+// here, for example "the fastest of generic, avx2, avx512 on this CPU;
+// avx512: CPU and OS support AVX-512F (CPUID, XGETBV)".
+func (e *Engine) KernelChoice() string { return e.how + "; " + e.k.name + ": " + e.k.why }
 
 func lookup(name string) *microKernel {
 	for _, k := range kernels {
@@ -85,18 +112,12 @@ func lookup(name string) *microKernel {
 	return nil
 }
 
-// Kernel names the micro-kernel in use: "generic" (pure Go, every
-// platform), "avx2" or "avx512" (amd64) or "neon" (arm64).
-func Kernel() string { return active.Load().k.name }
+// Kernel names the micro-kernel of Sgemm (Default().Kernel()).
+func Kernel() string { return defaultEngine.Kernel() }
 
-// KernelChoice says how the kernel in use was chosen (by default, by the
-// PROXGEN_GEMM environment variable or by SetKernel) and why it can run
-// here, for example "the fastest of generic, avx2, avx512 on this CPU;
-// avx512: CPU and OS support AVX-512F (CPUID, XGETBV)".
-func KernelChoice() string {
-	s := active.Load()
-	return s.how + "; " + s.k.name + ": " + s.k.why
-}
+// KernelChoice says how the kernel of Sgemm was chosen
+// (Default().KernelChoice()).
+func KernelChoice() string { return defaultEngine.KernelChoice() }
 
 // Kernels lists the names of the micro-kernels this machine can run, the
 // default (fastest) last.
@@ -106,16 +127,4 @@ func Kernels() []string {
 		names[i] = k.name
 	}
 	return names
-}
-
-// SetKernel selects the micro-kernel named name for later calls and
-// returns the name of the previous one. It reports an error, and changes
-// nothing, if the kernel is unknown or the CPU cannot run it. It is meant for
-// tests and benchmarks; calls running concurrently may use either kernel.
-func SetKernel(name string) (prev string, err error) {
-	k := lookup(name)
-	if k == nil {
-		return Kernel(), fmt.Errorf("blas: kernel %q is not available (have %s)", name, strings.Join(Kernels(), ", "))
-	}
-	return active.Swap(&selection{k, "SetKernel(" + strconv.Quote(name) + ")"}).k.name, nil
 }

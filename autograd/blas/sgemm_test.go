@@ -96,16 +96,15 @@ func (g gemmCase) operands(rng *rand.Rand) (a []float32, lda int, b []float32, l
 	return
 }
 
-// checkCase runs g through gemm with the active kernel and compares with
-// the float64 reference.
-func checkCase(t *testing.T, rng *rand.Rand, g gemmCase, par bool) {
+// checkCase runs g through e and compares with the float64 reference.
+func checkCase(t *testing.T, e *Engine, rng *rand.Rand, g gemmCase, par bool) {
 	t.Helper()
 	a, lda, b, ldb, c, ldc := g.operands(rng)
 	want, mag := refGemm(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, c, ldc)
 	if par {
-		Sgemm(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, c, ldc)
+		e.Sgemm(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, c, ldc)
 	} else {
-		SgemmSerial(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, c, ldc)
+		e.SgemmSerial(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, c, ldc)
 	}
 	bad := 0
 	for i := 0; i < g.m; i++ {
@@ -113,7 +112,7 @@ func checkCase(t *testing.T, rng *rand.Rand, g gemmCase, par bool) {
 			got := c[i*ldc+j]
 			if j >= g.n {
 				if !math.IsNaN(float64(got)) {
-					t.Fatalf("%s [%s]: padding C[%d][%d] overwritten with %g", g, Kernel(), i, j, got)
+					t.Fatalf("%s [%s]: padding C[%d][%d] overwritten with %g", g, e.Kernel(), i, j, got)
 				}
 				continue
 			}
@@ -121,32 +120,31 @@ func checkCase(t *testing.T, rng *rand.Rand, g gemmCase, par bool) {
 			tol := 1e-30 + 1.2e-7*float64(g.k+4)*mag[i*g.n+j]
 			if d := math.Abs(float64(got) - w); !(d <= tol) {
 				if bad++; bad <= 3 {
-					t.Errorf("%s [%s]: C[%d][%d] = %g, want %g (tol %g)", g, Kernel(), i, j, got, w, tol)
+					t.Errorf("%s [%s]: C[%d][%d] = %g, want %g (tol %g)", g, e.Kernel(), i, j, got, w, tol)
 				}
 			}
 		}
 	}
 	if bad > 0 {
-		t.Fatalf("%s [%s]: %d wrong elements", g, Kernel(), bad)
+		t.Fatalf("%s [%s]: %d wrong elements", g, e.Kernel(), bad)
 	}
 }
 
 // forEachKernel runs f once with every kernel this machine supports.
-func forEachKernel(t *testing.T, f func(t *testing.T)) {
+func forEachKernel(t *testing.T, f func(t *testing.T, e *Engine)) {
 	for _, name := range Kernels() {
 		t.Run(name, func(t *testing.T) {
-			prev, err := SetKernel(name)
+			e, err := NewEngine(name)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer SetKernel(prev)
-			f(t)
+			f(t, e)
 		})
 	}
 }
 
 func TestSgemmSmallShapes(t *testing.T) {
-	forEachKernel(t, func(t *testing.T) {
+	forEachKernel(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(1, 2))
 		dims := []int{1, 2, 3, 5, 7, 11, 13, 16, 17, 31, 32, 33, 47, 64, 70}
 		for trial := 0; trial < 160; trial++ {
@@ -168,17 +166,17 @@ func TestSgemmSmallShapes(t *testing.T) {
 			case 3:
 				g.alpha, g.beta = 1.5, 0
 			}
-			checkCase(t, rng, g, trial%2 == 0)
+			checkCase(t, e, rng, g, trial%2 == 0)
 		}
 	})
 }
 
 func TestSgemmDegenerate(t *testing.T) {
-	forEachKernel(t, func(t *testing.T) {
+	forEachKernel(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(3, 4))
 		for _, tr := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
 			for _, s := range [][3]int{{1, 1, 1}, {1, 70, 33}, {70, 1, 33}, {33, 45, 1}, {1, 1, 300}, {1, 513, 9}, {200, 1, 150}} {
-				checkCase(t, rng, gemmCase{transA: tr[0], transB: tr[1], m: s[0], n: s[1], k: s[2], alpha: 1, beta: 0.5}, true)
+				checkCase(t, e, rng, gemmCase{transA: tr[0], transB: tr[1], m: s[0], n: s[1], k: s[2], alpha: 1, beta: 0.5}, true)
 			}
 		}
 	})
@@ -201,10 +199,10 @@ var pathCases = []gemmCase{
 }
 
 func TestSgemmPaths(t *testing.T) {
-	forEachKernel(t, func(t *testing.T) {
+	forEachKernel(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(5, 6))
 		for i, g := range pathCases {
-			checkCase(t, rng, g, i%2 == 0)
+			checkCase(t, e, rng, g, i%2 == 0)
 		}
 	})
 }
@@ -216,7 +214,6 @@ func TestKernelsAgree(t *testing.T) {
 	if len(names) < 2 {
 		t.Skip("only the generic kernel is available")
 	}
-	defer SetKernel(Kernel())
 	rng := rand.New(rand.NewPCG(9, 10))
 	cases := append([]gemmCase{
 		{m: 37, n: 45, k: 61, alpha: 1, beta: 0},
@@ -226,11 +223,12 @@ func TestKernelsAgree(t *testing.T) {
 		a, lda, b, ldb, c0, ldc := g.operands(rng)
 		results := make([][]float32, len(names))
 		for i, name := range names {
-			if _, err := SetKernel(name); err != nil {
+			e, err := NewEngine(name)
+			if err != nil {
 				t.Fatal(err)
 			}
 			results[i] = append([]float32(nil), c0...)
-			Sgemm(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, results[i], ldc)
+			e.Sgemm(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, results[i], ldc)
 		}
 		_, mag := refGemm(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, c0, ldc)
 		for i := 1; i < len(names); i++ {
@@ -273,21 +271,23 @@ func TestKernelSelection(t *testing.T) {
 	if names[0] != "generic" {
 		t.Errorf("Kernels() = %v, want generic first", names)
 	}
-	if _, err := SetKernel("nosuch"); err == nil {
-		t.Error("SetKernel(nosuch) succeeded")
+	if _, err := NewEngine("nosuch"); err == nil {
+		t.Error("NewEngine(nosuch) succeeded")
 	}
 	for _, name := range names {
-		prev, err := SetKernel(name)
+		e, err := NewEngine(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if Kernel() != name {
-			t.Errorf("after SetKernel(%q), Kernel() = %q", name, Kernel())
+		if e.Kernel() != name {
+			t.Errorf("NewEngine(%q).Kernel() = %q", name, e.Kernel())
 		}
-		if c, want := KernelChoice(), fmt.Sprintf("SetKernel(%q); %s: %s", name, name, lookup(name).why); c != want {
-			t.Errorf("after SetKernel(%q), KernelChoice() = %q, want %q", name, c, want)
+		if c, want := e.KernelChoice(), fmt.Sprintf("NewEngine(%q); %s: %s", name, name, lookup(name).why); c != want {
+			t.Errorf("NewEngine(%q).KernelChoice() = %q, want %q", name, c, want)
 		}
-		SetKernel(prev)
+	}
+	if Default().Kernel() != Kernel() || Default().KernelChoice() != KernelChoice() {
+		t.Errorf("Default() = %q, package-level %q", Default().KernelChoice(), KernelChoice())
 	}
 }
 
@@ -353,7 +353,7 @@ func TestSgemmZeroAlphaAndK(t *testing.T) {
 // any number of workers and between Sgemm and SgemmSerial.
 func TestSgemmWorkersDeterministic(t *testing.T) {
 	defer parallel.SetWorkers(parallel.SetWorkers(1))
-	forEachKernel(t, func(t *testing.T) {
+	forEachKernel(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(7, 8))
 		for _, g := range []gemmCase{
 			{m: 300, n: 517, k: 700, alpha: 1, beta: 0.5},
@@ -373,9 +373,9 @@ func TestSgemmWorkersDeterministic(t *testing.T) {
 				for _, serial := range []bool{false, true} {
 					c := append([]float32(nil), c0...)
 					if serial {
-						SgemmSerial(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, c, ldc)
+						e.SgemmSerial(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, c, ldc)
 					} else {
-						Sgemm(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, c, ldc)
+						e.Sgemm(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, c, ldc)
 					}
 					if ref == nil {
 						ref = c
@@ -426,8 +426,8 @@ func TestSgemmPanics(t *testing.T) {
 // each kind of edge tile (rows, columns, both) meets every kernel and
 // every driver path.
 func TestSgemmEdgeShapes(t *testing.T) {
-	forEachKernel(t, func(t *testing.T) {
-		kern := lookup(Kernel())
+	forEachKernel(t, func(t *testing.T, e *Engine) {
+		kern := lookup(e.Kernel())
 		rng := rand.New(rand.NewPCG(15, 16))
 		ks := []int{1, 3, 4, 5, 17}
 		if testing.Short() {
@@ -441,7 +441,7 @@ func TestSgemmEdgeShapes(t *testing.T) {
 					if (m+n)%3 == 0 {
 						g.alpha, g.beta = -1.5, 0.5
 					}
-					checkCase(t, rng, g, false)
+					checkCase(t, e, rng, g, false)
 				}
 			}
 		}

@@ -26,7 +26,7 @@ type gemmResult struct {
 	TransB  bool   `json:"transb"`
 	Threads int    `json:"threads"`
 	Kernel  string `json:"kernel"`
-	// KernelChoice says how the kernel was chosen (blas.KernelChoice).
+	// KernelChoice says how the kernel was chosen (blas.Engine.KernelChoice).
 	KernelChoice string `json:"kernel_choice"`
 	Reps         int    `json:"reps"`
 	// Stat says which repetition Seconds and GFLOPS describe: "best".
@@ -82,12 +82,12 @@ func runGemm(args []string, stdout, stderr io.Writer) error {
 	case float64(*m)*float64(*k)+float64(*k)*float64(*n)+float64(*m)*float64(*n) > 1<<31:
 		return fmt.Errorf("matrices of m=%d n=%d k=%d need more than 8 GiB", *m, *n, *k)
 	}
+	eng := blas.Default()
 	if *kernel != "" {
-		prev, err := blas.SetKernel(*kernel)
-		if err != nil {
+		var err error
+		if eng, err = blas.NewEngine(*kernel); err != nil {
 			return err
 		}
-		defer blas.SetKernel(prev)
 	}
 	defer parallel.SetWorkers(parallel.SetWorkers(*threads))
 
@@ -108,7 +108,7 @@ func runGemm(args []string, stdout, stderr io.Writer) error {
 		ldb = *k
 	}
 	gemm := func() {
-		blas.Sgemm(*transA, *transB, *m, *n, *k, 1, a, lda, b, ldb, 0, c, *n)
+		eng.Sgemm(*transA, *transB, *m, *n, *k, 1, a, lda, b, ldb, 0, c, *n)
 	}
 	for i, t0 := 0, time.Now(); i < *warmup || time.Since(t0) < *warmupTime; i++ {
 		gemm()
@@ -132,7 +132,7 @@ func runGemm(args []string, stdout, stderr io.Writer) error {
 	flops := 2 * float64(*m) * float64(*n) * float64(*k)
 	r := gemmResult{
 		Op: "sgemm", M: *m, N: *n, K: *k, TransA: *transA, TransB: *transB,
-		Threads: *threads, Kernel: blas.Kernel(), KernelChoice: blas.KernelChoice(), Reps: *reps, Stat: "best",
+		Threads: *threads, Kernel: eng.Kernel(), KernelChoice: eng.KernelChoice(), Reps: *reps, Stat: "best",
 		Seconds: times[0], GFLOPS: flops / times[0] / 1e9,
 		MedianSeconds: median, MedianGFLOPS: flops / median / 1e9,
 	}

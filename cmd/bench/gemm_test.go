@@ -30,7 +30,7 @@ func TestGemmTable(t *testing.T) {
 	if err := runGemm([]string{"-m", "8", "-n", "8", "-k", "8", "-reps", "1", "-warmup-time", "0", "-kernel", "generic"}, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
-	if s := out.String(); !strings.Contains(s, "best_GF/s") || !strings.Contains(s, `kernel generic, chosen as SetKernel("generic")`) {
+	if s := out.String(); !strings.Contains(s, "best_GF/s") || !strings.Contains(s, `kernel generic, chosen as NewEngine("generic")`) {
 		t.Errorf("table output %q lacks the header or kernel", s)
 	}
 }

@@ -39,7 +39,8 @@ func main() {
 	flag.Parse()
 	runtime.GOMAXPROCS(1) // gonum's Sgemm uses GOMAXPROCS goroutines
 	parallel.SetWorkers(1)
-	if _, err := blas.SetKernel(*kernel); err != nil {
+	eng, err := blas.NewEngine(*kernel)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -59,7 +60,7 @@ func main() {
 		name string
 		f    func()
 	}{
-		{"proxgen-" + *kernel, func() { blas.SgemmSerial(false, false, m, m, m, 1, a, m, b, m, 0, c1, m) }},
+		{"proxgen-" + *kernel, func() { eng.SgemmSerial(false, false, m, m, m, 1, a, m, b, m, 0, c1, m) }},
 		{*label, func() { impl.Sgemm(gblas.NoTrans, gblas.NoTrans, m, m, m, 1, a, m, b, m, 0, c2, m) }},
 	}
 	wall := make([][]float64, len(runs))
