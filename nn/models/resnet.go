@@ -237,3 +237,13 @@ func (r *ResNet) Buffers() []nn.Param { return nn.ChildBuffers(r.Children()) }
 
 // SetTraining sets the mode of every layer.
 func (r *ResNet) SetTraining(training bool) { nn.SetChildrenTraining(r.Children(), training) }
+
+// Targets returns, for each input channel i, the output channel the
+// shortcut copies it to (Lo+i).
+func (p *PadShortcut) Targets() []int {
+	t := make([]int, p.In)
+	for i := range t {
+		t[i] = p.Lo + i
+	}
+	return t
+}

@@ -1,0 +1,330 @@
+package prune
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/nn"
+	"github.com/proxgen/proxgen/nn/models"
+)
+
+func newModel(t *testing.T, name string, opts ...models.Option) nn.Module {
+	t.Helper()
+	m, err := models.New(name, 10, rand.New(rand.NewPCG(1, 2)), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestCountDense checks the counts of the dense networks against
+// nn.NumParams and the multiply-adds the literature reports: 40.55M for
+// ResNet-20, 125.49M for ResNet-56 (Li et al. 2017: 1.25E8), 313.2M for
+// VGG-16 (3.13E8) and 0.56G for kuangliu's ResNet-18.
+func TestCountDense(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flops int64
+	}{{"resnet20", 40551040}, {"resnet56", 125485696}, {"vgg16", 313201664}, {"resnet18", 555422720}} {
+		m := newModel(t, tc.name)
+		c, err := CountModel(m, 32, 32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Params != nn.NumParams(m) || c.ParamsTotal != c.Params {
+			t.Errorf("%s: params %d of %d, NumParams %d", tc.name, c.Params, c.ParamsTotal, nn.NumParams(m))
+		}
+		if c.FLOPs != tc.flops || c.FLOPsTotal != tc.flops {
+			t.Errorf("%s: FLOPs %d of %d, want %d", tc.name, c.FLOPs, c.FLOPsTotal, tc.flops)
+		}
+		if c.Channels != c.ChannelsTotal {
+			t.Errorf("%s: %d of %d channels kept in a dense network", tc.name, c.Channels, c.ChannelsTotal)
+		}
+	}
+}
+
+func TestAnalyzeRejects(t *testing.T) {
+	lm := models.NewLanguageModel(10, 4, 4, 1, 0, rand.New(rand.NewPCG(1, 1)))
+	if _, err := Analyze(lm, 32, 32); err == nil {
+		t.Error("Analyze accepted a language model")
+	}
+	if _, err := Analyze(newModel(t, "resnet20"), 0, 32); err == nil {
+		t.Error("Analyze accepted a 0×32 input")
+	}
+}
+
+// zeroFilter zeroes filter c of conv and sets the batch norm after it to
+// gamma, beta.
+func zeroFilter(conv *nn.Conv2d, bn *nn.BatchNorm2d, c int, gamma, beta float32) {
+	n := conv.Weight.Numel() / conv.Weight.Dim(0)
+	clear(conv.Weight.Data[c*n : (c+1)*n])
+	if conv.Bias != nil {
+		conv.Bias.Data[c] = 0
+	}
+	bn.Weight.Data[c], bn.Bias.Data[c] = gamma, beta
+}
+
+func layerCount(t *testing.T, c Count, name string) LayerCount {
+	t.Helper()
+	i := slices.IndexFunc(c.Layers, func(l LayerCount) bool { return l.Name == name })
+	if i < 0 {
+		t.Fatalf("no layer %s", name)
+	}
+	return c.Layers[i]
+}
+
+// TestRemovableInternal checks the rules for a channel inside a block: a
+// zero filter whose batch norm gives a constant ≤ 0 before the ReLU goes,
+// a positive constant stays, γ = β = 0 suffices with any filter, and a
+// channel that no kept filter reads goes.
+func TestRemovableInternal(t *testing.T) {
+	m := newModel(t, "resnet20", models.WithWidth(0.5)).(*models.ResNet)
+	b0 := m.Stages[0].Layers[0].(*models.BasicBlock)
+	b1 := m.Stages[0].Layers[1].(*models.BasicBlock)
+	b2 := m.Stages[0].Layers[2].(*models.BasicBlock)
+	zeroFilter(b0.Conv1, b0.BN1, 0, 1, -0.5) // constant −0.5: dead after ReLU
+	zeroFilter(b0.Conv1, b0.BN1, 1, 1, 0.5)  // constant 0.5: alive
+	b0.BN1.RunningMean.Data[2] = 3           // γ·(0 − 3)/√(1+ε) + β < 0
+	zeroFilter(b0.Conv1, b0.BN1, 2, 1, 2)
+	b1.BN1.Weight.Data[3], b1.BN1.Bias.Data[3] = 0, 0 // nonzero filter, γ = β = 0
+	// Channel 4 of block 2's inner space: no filter of conv2 reads it.
+	w := b2.Conv2.Weight
+	cin, kk := w.Dim(1), 9
+	for o := range w.Dim(0) {
+		clear(w.Data[(o*cin+4)*kk : (o*cin+5)*kk])
+	}
+	c, err := CountModel(m, 32, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		in, out int
+	}{
+		{"layer1.0.conv1", 8, 6}, {"layer1.0.conv2", 6, 8},
+		{"layer1.1.conv1", 8, 7}, {"layer1.1.conv2", 7, 8},
+		{"layer1.2.conv1", 8, 7}, {"layer1.2.conv2", 7, 8},
+	} {
+		l := layerCount(t, c, tc.name)
+		if l.In != tc.in || l.Out != tc.out {
+			t.Errorf("%s: in %d out %d, want %d, %d", tc.name, l.In, l.Out, tc.in, tc.out)
+		}
+		if wantF := int64(tc.in * tc.out * 9 * 32 * 32); l.FLOPs != wantF {
+			t.Errorf("%s: %d FLOPs, want %d", tc.name, l.FLOPs, wantF)
+		}
+	}
+	if c.ChannelsTotal-c.Channels != 4 {
+		t.Errorf("%d channels removed, want 4", c.ChannelsTotal-c.Channels)
+	}
+}
+
+// TestRemovableStream checks a residual-stream channel: it goes only when
+// the stem and every block of the stage write zero to it, and with
+// option A the channel it is copied to in the next stage stays unless its
+// own writers are zero too.
+func TestRemovableStream(t *testing.T) {
+	for _, kind := range []models.ShortcutKind{models.ShortcutA, models.ShortcutB} {
+		m := newModel(t, "resnet20", models.WithWidth(0.5), models.WithShortcut(kind)).(*models.ResNet)
+		const c = 5
+		zeroFilter(m.Conv1, m.BN1, c, 0, 0)
+		for i, b := range m.Stages[0].Layers {
+			blk := b.(*models.BasicBlock)
+			zeroFilter(blk.Conv2, blk.BN2, c, 0, 0)
+			count, err := CountModel(m, 32, 32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := 0
+			if i == len(m.Stages[0].Layers)-1 {
+				want = 1
+			}
+			if got := count.ChannelsTotal - count.Channels; got != want {
+				t.Errorf("%v: after zeroing %d blocks' filter: %d channels removed, want %d", kind, i+1, got, want)
+			}
+		}
+		if kind != models.ShortcutA {
+			continue
+		}
+		// Stage 2: channel Lo+c receives the (now zero) stage-1 channel.
+		d := m.Stages[1].Layers[0].(*models.BasicBlock).Shortcut.(*models.PadShortcut).Lo + c
+		for _, b := range m.Stages[1].Layers {
+			blk := b.(*models.BasicBlock)
+			zeroFilter(blk.Conv2, blk.BN2, d, 0, 0)
+		}
+		count, _ := CountModel(m, 32, 32)
+		if got := count.ChannelsTotal - count.Channels; got != 2 {
+			t.Errorf("A: %d channels removed after zeroing stage 2's channel %d, want 2", got, d)
+		}
+		if l := layerCount(t, count, "layer3.0.conv1"); l.In != l.InTotal-1 {
+			t.Errorf("layer3.0.conv1 reads %d of %d channels, want one fewer", l.In, l.InTotal)
+		}
+	}
+}
+
+// TestFiltersFraction prunes half the block-internal channels of a
+// ResNet and checks the mask, the zeroed tensors and the counts.
+func TestFiltersFraction(t *testing.T) {
+	m := newModel(t, "resnet20", models.WithWidth(0.5)).(*models.ResNet)
+	before, _ := CountModel(m, 32, 32)
+	mask, err := Filters(m, Options{Fraction: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mask.Len() != 4*3+8*3+16*3 {
+		t.Errorf("pruned %d filters", mask.Len())
+	}
+	filters := mask.Filters()
+	if len(filters) != 9 {
+		t.Errorf("pruned filters of %d layers, want the 9 first convolutions of the blocks: %v", len(filters), filters)
+	}
+	b := m.Stages[1].Layers[1].(*models.BasicBlock)
+	idx := filters["layer2.1.conv1"]
+	if len(idx) != 8 {
+		t.Fatalf("layer2.1.conv1: pruned %v, want 8 of 16", idx)
+	}
+	// The pruned filters were the smallest.
+	w := b.Conv1.Weight
+	n := w.Numel() / w.Dim(0)
+	norm := func(o int) (s float64) {
+		for _, v := range w.Data[o*n : (o+1)*n] {
+			s += float64(v) * float64(v)
+		}
+		return s
+	}
+	for _, o := range idx {
+		if norm(o) != 0 || b.BN1.Weight.Data[o] != 0 || b.BN1.Bias.Data[o] != 0 {
+			t.Errorf("layer2.1: channel %d not zeroed", o)
+		}
+	}
+	after, _ := CountModel(m, 32, 32)
+	if after.Channels != before.Channels-mask.Len() {
+		t.Errorf("%d channels left of %d after pruning %d", after.Channels, before.Channels, mask.Len())
+	}
+	// Apply puts zeroed entries back to zero after an update.
+	b.BN1.Bias.Data[idx[0]] = 1
+	w.Data[idx[1]*n] = 1
+	mask.Apply()
+	if b.BN1.Bias.Data[idx[0]] != 0 || w.Data[idx[1]*n] != 0 {
+		t.Error("Apply left pruned entries non-zero")
+	}
+}
+
+// TestFiltersFLOPs prunes to a FLOPs target, with and without the
+// residual streams.
+func TestFiltersFLOPs(t *testing.T) {
+	for _, residual := range []bool{false, true} {
+		for _, name := range []string{"resnet20", "vgg16"} {
+			m := newModel(t, name, models.WithWidth(0.25))
+			before, _ := CountModel(m, 32, 32)
+			mask, err := Filters(m, Options{KeepFLOPs: 0.6, Residual: residual})
+			if err != nil {
+				t.Fatal(err)
+			}
+			after, _ := CountModel(m, 32, 32)
+			r := float64(after.FLOPs) / float64(before.FLOPs)
+			if r > 0.6 || r < 0.45 {
+				t.Errorf("%s residual=%v: %.3f of the FLOPs left, want at most 0.6 and near it", name, residual, r)
+			}
+			if after.Channels != before.Channels-countUnits(t, mask, m) {
+				t.Errorf("%s: %d channels left of %d", name, after.Channels, before.Channels)
+			}
+		}
+	}
+	m := newModel(t, "resnet20", models.WithWidth(0.25))
+	if _, err := Filters(m, Options{KeepFLOPs: 0.01}); err == nil {
+		t.Error("an unreachable FLOPs target passed")
+	}
+	for _, opt := range []Options{{Fraction: 1}, {Fraction: -0.1}, {KeepFLOPs: 2}} {
+		if _, err := Filters(m, opt); err == nil {
+			t.Errorf("%+v passed", opt)
+		}
+	}
+}
+
+// countUnits returns the number of channels the mask kills: filters of
+// one unit share their channel index and space.
+func countUnits(t *testing.T, mask *Mask, m nn.Module) int {
+	t.Helper()
+	g, err := Analyze(m, 32, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := map[[2]int]bool{}
+	for _, f := range mask.filters {
+		for _, l := range g.layers {
+			if l.name == f.l.name {
+				dead[[2]int{l.out.space.id, f.c}] = true
+			}
+		}
+	}
+	return len(dead)
+}
+
+// TestPrunedLogits checks that pruning the residual streams too leaves
+// channels that are exactly zero: the logits do not depend on anything
+// the removed channels' readers do with them.
+func TestPrunedLogits(t *testing.T) {
+	m := newModel(t, "resnet20", models.WithWidth(0.25))
+	if _, err := Filters(m, Options{Fraction: 0.5, Residual: true}); err != nil {
+		t.Fatal(err)
+	}
+	m.SetTraining(false)
+	rng := rand.New(rand.NewPCG(3, 4))
+	x := autograd.New(2, 3, 32, 32)
+	for i := range x.Data {
+		x.Data[i] = float32(rng.NormFloat64())
+	}
+	ctx := &autograd.Context{NoGrad: true}
+	y0 := slices.Clone(m.Forward(x.In(ctx)).Data)
+	g, _ := Analyze(m, 32, 32)
+	// Change every reader's weights on removed input channels.
+	for _, l := range g.layers {
+		keep := l.in.space.keep
+		if l.conv == nil || l.in.space.input {
+			continue
+		}
+		w := l.conv.Weight
+		cin := w.Dim(1)
+		kk := w.Numel() / (w.Dim(0) * cin)
+		for o := range w.Dim(0) {
+			for i := range cin {
+				if !keep[i] {
+					for j := range kk {
+						w.Data[(o*cin+i)*kk+j] = float32(rng.NormFloat64())
+					}
+				}
+			}
+		}
+	}
+	y1 := m.Forward(x.In(ctx)).Data
+	if !slices.Equal(y0, y1) {
+		t.Errorf("logits changed when readers of removed channels changed:\n%v\n%v", y0, y1)
+	}
+}
+
+func TestNewMask(t *testing.T) {
+	m := newModel(t, "vgg16", models.WithWidth(0.125))
+	mask, err := Filters(m, Options{Fraction: 0.25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2 := newModel(t, "vgg16", models.WithWidth(0.125))
+	mask2, err := NewMask(m2, mask.Filters())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mask2.Apply()
+	for i, p := range m.Params() {
+		q := m2.Params()[i]
+		if !slices.Equal(p.T.Data, q.T.Data) {
+			t.Errorf("%s differs after applying the restored mask", p.Name)
+		}
+	}
+	for _, bad := range []map[string][]int{{"features.1": {0}}, {"features.0": {8}}, {"features.0": {-1}}} {
+		if _, err := NewMask(m2, bad); err == nil {
+			t.Errorf("NewMask accepted %v", bad)
+		}
+	}
+}
