@@ -28,6 +28,13 @@ type config struct {
 	Shortcut string  `json:"shortcut"`
 	Weights  string  `json:"weights"`
 
+	// PruneFilters and PruneFLOPs select one-shot magnitude filter
+	// pruning of the -weights before training (prune.Options Fraction
+	// and KeepFLOPs); PruneResidual includes the residual streams.
+	PruneFilters  float64 `json:"prune_filters,omitempty"`
+	PruneFLOPs    float64 `json:"prune_flops,omitempty"`
+	PruneResidual bool    `json:"prune_residual,omitempty"`
+
 	Optimizer   string  `json:"optimizer"`
 	Reg         string  `json:"reg"`
 	Lambda      float64 `json:"lambda"`
@@ -123,6 +130,10 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.Shortcut, "shortcut", c.Shortcut, "shortcut of resnet20..56: A (zero padding, akamaster default) or B (1x1 conv + BN)")
 	fs.StringVar(&c.Weights, "weights", c.Weights, "model or training-state safetensors file: the weights to evaluate (-eval-only) or to start training from")
 
+	fs.Float64Var(&c.PruneFilters, "prune-filters", c.PruneFilters, "before training, zero this fraction of the output filters (smallest ℓ2 norm) in every layer, with their batch-norm γ and β, and keep them zero (magnitude-pruning baseline; fine-tunes -weights)")
+	fs.Float64Var(&c.PruneFLOPs, "prune-flops", c.PruneFLOPs, "like -prune-filters, with the fraction (the same in every layer) that leaves at most this fraction of the dense network's FLOPs")
+	fs.BoolVar(&c.PruneResidual, "prune-residual", c.PruneResidual, "with -prune-filters or -prune-flops, also prune residual-stream channels (all filters writing a channel together); default: only the channels inside residual blocks")
+
 	fs.StringVar(&c.Optimizer, "optimizer", c.Optimizer, "method: "+strings.Join(optimizers, ", "))
 	fs.StringVar(&c.Reg, "reg", c.Reg, "regularizer: none, l0, l1, l12, l23, lq:Q, binw:Q, or group ℓ0 / group lasso over output filters gl0, gl21 (gl0:in, gl21:in: over input channels) (auto: l12 for the sparsity methods, binw:1 for proxquant, none otherwise)")
 	fs.Var(floatFlag{&c.Lambda}, "lambda", "regularization strength λ (auto: 0.1 for sparsity, 1e-4 for proxquant, 5e-8 for binw:Q with proxgen, 0.1 for l0hc)")
@@ -210,6 +221,9 @@ func (c *config) resolve() error {
 		if c.Resume {
 			return errors.New("-eval-only and -resume exclude each other")
 		}
+	}
+	if err := c.checkPrune(); err != nil {
+		return err
 	}
 	if !slices.Contains(optimizers, c.Optimizer) {
 		return fmt.Errorf("-optimizer %q: want one of %s", c.Optimizer, strings.Join(optimizers, ", "))
@@ -395,6 +409,32 @@ func (c *config) resolve() error {
 
 	if c.Out == "" {
 		c.Out = fmt.Sprintf("runs/%s-%s-%s-s%d", c.Model, c.Optimizer, strings.ReplaceAll(c.Reg, ":", ""), c.Seed)
+	}
+	return nil
+}
+
+// pruning reports whether the run prunes filters before training.
+func (c *config) pruning() bool { return c.PruneFilters > 0 || c.PruneFLOPs > 0 }
+
+// checkPrune checks the pruning flags.
+func (c *config) checkPrune() error {
+	if !(c.PruneFilters >= 0 && c.PruneFilters < 1) {
+		return fmt.Errorf("-prune-filters %v: want a fraction in [0, 1)", c.PruneFilters)
+	}
+	if !(c.PruneFLOPs >= 0 && c.PruneFLOPs <= 1) {
+		return fmt.Errorf("-prune-flops %v: want a fraction in (0, 1]", c.PruneFLOPs)
+	}
+	if c.PruneFilters > 0 && c.PruneFLOPs > 0 {
+		return errors.New("-prune-filters and -prune-flops exclude each other")
+	}
+	if c.PruneResidual && !c.pruning() {
+		return errors.New("-prune-residual needs -prune-filters or -prune-flops")
+	}
+	if c.pruning() && c.EvalOnly {
+		return errors.New("-eval-only does not prune; prune with a training run")
+	}
+	if c.pruning() && (c.Optimizer == "l0hc" || c.Optimizer == "bc" || strings.HasPrefix(c.Reg, "binw:")) {
+		return errors.New("-prune-filters and -prune-flops do not combine with ℓ0 hard-concrete gates or binary weights")
 	}
 	return nil
 }

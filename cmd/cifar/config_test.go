@@ -121,6 +121,12 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"-reg", "binw:1", "-hard-quant-epoch", "-3"}, "must not be negative"},
 		{[]string{"-eval-only"}, "needs -weights"},
 		{[]string{"-eval-only", "-weights", "w", "-resume"}, "exclude each other"},
+		{[]string{"-prune-filters", "1"}, "-prune-filters 1"},
+		{[]string{"-prune-flops", "-0.5"}, "-prune-flops -0.5"},
+		{[]string{"-prune-filters", "0.5", "-prune-flops", "0.5"}, "exclude each other"},
+		{[]string{"-prune-residual"}, "needs -prune-filters"},
+		{[]string{"-prune-filters", "0.5", "-optimizer", "bc"}, "binary weights"},
+		{[]string{"-prune-filters", "0.5", "-eval-only", "-weights", "w"}, "does not prune"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 		{[]string{"-nosuchflag"}, "not defined"},
 	}

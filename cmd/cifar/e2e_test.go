@@ -411,3 +411,55 @@ func TestGroupSparsityRun(t *testing.T) {
 		t.Fatalf("subgrad with gl0: exit %d, %s", code, stderr)
 	}
 }
+
+// TestPruneRun prunes a trained model to half its FLOPs and fine-tunes
+// it: the pruned filters stay zero, the metrics and summary report the
+// remaining network, and an interrupted run resumes with the same mask
+// and the same results.
+func TestPruneRun(t *testing.T) {
+	data := writeFixture(t, 2, 4)
+	base := t.TempDir()
+	dense := filepath.Join(base, "dense")
+	if code, _, stderr := runCmd(context.Background(), tinyArgs(data, dense, "-optimizer", "adam", "-epochs", "1")...); code != 0 {
+		t.Fatalf("dense run: exit %d\n%s", code, stderr)
+	}
+	weights := filepath.Join(dense, checkpoint.ModelFileName)
+	args := func(out string, extra ...string) []string {
+		return tinyArgs(data, out, append([]string{"-optimizer", "adam", "-weights", weights, "-prune-flops", "0.5", "-prune-residual", "-json"}, extra...)...)
+	}
+	full := filepath.Join(base, "full")
+	if code, _, stderr := runCmd(context.Background(), args(full, "-epochs", "2")...); code != 0 {
+		t.Fatalf("pruned run: exit %d\n%s", code, stderr)
+	}
+	recs := readMetrics(t, full)
+	for _, r := range recs {
+		if r.Remaining == nil || r.FLOPsRatio > 0.5 || r.FLOPsRatio < 0.3 || r.ParamsRatio >= 1 {
+			t.Fatalf("epoch %d: FLOPs ratio %v, params ratio %v, remaining %+v", r.Epoch, r.FLOPsRatio, r.ParamsRatio, r.Remaining)
+		}
+		if r.FLOPsRatio != recs[0].FLOPsRatio || len(r.Remaining.Layers) != 20 {
+			t.Fatalf("epoch %d: FLOPs ratio %v (epoch 1: %v), %d layers", r.Epoch, r.FLOPsRatio, recs[0].FLOPsRatio, len(r.Remaining.Layers))
+		}
+	}
+	var s summary
+	b, err := os.ReadFile(filepath.Join(full, summaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &s); err != nil || s.Remaining == nil || s.FLOPsRatio != recs[1].FLOPsRatio {
+		t.Fatalf("summary: %v, %s", err, b)
+	}
+	svg, err := os.ReadFile(filepath.Join(full, curvesFile))
+	if err != nil || !bytes.Contains(svg, []byte("remaining network")) {
+		t.Fatalf("curves.svg lacks the remaining-network chart (%v)", err)
+	}
+	// Interrupted after one epoch and resumed: the same run.
+	part := filepath.Join(base, "part")
+	if code, _, stderr := runCmd(context.Background(), args(part, "-epochs", "1")...); code != 0 {
+		t.Fatalf("first epoch: exit %d\n%s", code, stderr)
+	}
+	if code, _, stderr := runCmd(context.Background(), tinyArgs(data, part, "-resume", "-epochs", "2", "-json")...); code != 0 {
+		t.Fatalf("resume: exit %d\n%s", code, stderr)
+	}
+	sameHistory(t, recs, readMetrics(t, part))
+	sameTensors(t, filepath.Join(full, checkpoint.ModelFileName), filepath.Join(part, checkpoint.ModelFileName))
+}

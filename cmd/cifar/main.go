@@ -59,6 +59,7 @@ import (
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/models"
+	"github.com/proxgen/proxgen/nn/prune"
 	"github.com/proxgen/proxgen/nn/train"
 )
 
@@ -275,6 +276,8 @@ type evalResult struct {
 	TestAcc  float64     `json:"test_acc"`
 	Seconds  float64     `json:"seconds"`
 	Weight   weightStats `json:"weights_stats"`
+	// Remaining is what is left once the removable channels are removed.
+	Remaining prune.Count `json:"remaining"`
 }
 
 // evalOnly evaluates the weights file of c on the test set.
@@ -311,6 +314,9 @@ func evalOnly(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	}
 	r := evalResult{Weights: c.Weights, Model: c.Model, Params: nn.NumParams(model), Images: ds.Test.Len(),
 		TestLoss: loss, TestAcc: acc, Seconds: round3(time.Since(start).Seconds()), Weight: t.stats()}
+	if r.Remaining, err = t.remaining(); err != nil {
+		return err
+	}
 	if c.JSON {
 		line, _ := json.Marshal(r)
 		fmt.Fprintf(stdout, "%s\n", line)
@@ -320,5 +326,7 @@ func evalOnly(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 		c.Weights, c.Model, r.Params, r.Images, 100*acc, loss, r.Seconds)
 	fmt.Fprintf(stdout, "weights: %.2f%% exactly zero, %.2f%% below 1e-3, %.2f%% below 1e-2, %.2f%% at ±1\n",
 		100*r.Weight.Zero, 100*r.Weight.Small, 100*r.Weight.Below1e2, 100*r.Weight.PM1)
+	fmt.Fprintf(stdout, "compacted: %d of %d channels, %.2f%% of the parameters, %.2f%% of the FLOPs\n",
+		r.Remaining.Channels, r.Remaining.ChannelsTotal, 100*r.Remaining.ParamsRatio(), 100*r.Remaining.FLOPsRatio())
 	return nil
 }

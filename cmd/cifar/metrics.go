@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/nn/prune"
 	"github.com/proxgen/proxgen/nn/train"
 	"github.com/proxgen/proxgen/optim"
 )
@@ -103,6 +104,14 @@ type epochRecord struct {
 	// Filters of FiltersTotal output filters hold a non-zero weight.
 	Filters      int `json:"filters"`
 	FiltersTotal int `json:"filters_total"`
+	// FLOPsRatio and ParamsRatio are the fractions of the dense network's
+	// FLOPs (multiply-adds of a 32×32 image) and parameters that remain
+	// once the removable channels are removed (package nn/prune);
+	// Remaining has the channels, parameters and FLOPs in total and per
+	// layer.
+	FLOPsRatio  float64      `json:"flops_ratio"`
+	ParamsRatio float64      `json:"params_ratio"`
+	Remaining   *prune.Count `json:"remaining,omitempty"`
 	// Binary is the fraction of the binarised weights at exactly ±1; only
 	// binary runs have it.
 	Binary      *float64     `json:"binary_ratio,omitempty"`
@@ -152,10 +161,24 @@ func curves(recs []epochRecord, title string, binary bool) []train.Chart {
 			{Name: "test", X: x, Y: col(func(r *epochRecord) float64 { return 100 * r.TestAcc })},
 		}},
 		{Title: "weights", XLabel: "epoch", YLabel: "% of weights", YFixed: true, YMin: 0, YMax: percentTop(sparsity), Series: sparsity},
+		{Title: "remaining network", XLabel: "epoch", YLabel: "% of the dense network", YFixed: true, YMin: 0, YMax: 100, Series: []train.Series{
+			{Name: "FLOPs", X: x, Y: col(func(r *epochRecord) float64 { return remainingPercent(r, (*prune.Count).FLOPsRatio) })},
+			{Name: "parameters", X: x, Y: col(func(r *epochRecord) float64 { return remainingPercent(r, (*prune.Count).ParamsRatio) })},
+			{Name: "channels", X: x, Y: col(func(r *epochRecord) float64 { return remainingPercent(r, (*prune.Count).ChannelsRatio) })},
+		}},
 		{Title: "step size", XLabel: "epoch", YLabel: "lr", Series: []train.Series{
 			{Name: "lr", X: x, Y: col(func(r *epochRecord) float64 { return r.LR })},
 		}},
 	}
+}
+
+// remainingPercent returns 100·f(r.Remaining), NaN for records written
+// before the counts existed.
+func remainingPercent(r *epochRecord, f func(*prune.Count) float64) float64 {
+	if r.Remaining == nil {
+		return math.NaN()
+	}
+	return 100 * f(r.Remaining)
 }
 
 // percentTop returns the top of a percentage axis that starts at 0: a

@@ -104,7 +104,7 @@ func TestEpochRecordJSON(t *testing.T) {
 		t.Errorf("line 2: %s", lines[1])
 	}
 	cs := curves(recs, "t", true)
-	if len(cs) != 4 || len(cs[2].Series) != 4 {
+	if len(cs) != 5 || len(cs[2].Series) != 4 || len(cs[3].Series) != 3 {
 		t.Fatalf("curves: %d charts", len(cs))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/datasets/cifar10"
 	"github.com/proxgen/proxgen/nn"
+	"github.com/proxgen/proxgen/nn/prune"
 	"github.com/proxgen/proxgen/nn/train"
 	"github.com/proxgen/proxgen/optim"
 )
@@ -26,6 +27,9 @@ type runState struct {
 	Correct int `json:"correct"`
 	// RNG is the state of the method's random stream (ℓ0 gates).
 	RNG []byte `json:"rng,omitempty"`
+	// Pruned lists the filters -prune-filters or -prune-flops zeroed, by
+	// layer (prune.Mask.Filters).
+	Pruned map[string][]int `json:"pruned,omitempty"`
 }
 
 // trainer trains one model with one method on CIFAR-10: the step and
@@ -47,6 +51,8 @@ type trainer struct {
 	frozen  bool
 	lambda  float64 // per-step λ of the current epoch
 	lr      float64 // step size of the current epoch's first update
+	// mask holds the filters pruned before training at zero.
+	mask *prune.Mask
 }
 
 // loop returns the train.Loop of the run.
@@ -71,6 +77,11 @@ func (t *trainer) beginEpoch(_ context.Context, epoch, start int) error {
 	t.lambda = t.meth.lambdaAt(epoch)
 	t.lr = t.meth.lrAt(epoch * t.perEpoch)
 	t.model.SetTraining(true)
+	if c.pruning() && t.mask == nil {
+		if err := t.prune(); err != nil {
+			return err
+		}
+	}
 	t.closeLoader()
 	t.loader = cifar10.NewLoader(t.train, cifar10.LoaderConfig{
 		BatchSize: c.Batch, Shuffle: true, Augment: !c.NoAugment, DropLast: true,
@@ -111,7 +122,36 @@ func (t *trainer) step(epoch, step int) (float64, int, error) {
 func (t *trainer) update() error {
 	t.meth.endStep()
 	t.meth.opt.Step()
+	if t.mask != nil {
+		t.mask.Apply()
+	}
 	return nil
+}
+
+// prune zeroes the filters -prune-filters or -prune-flops select, once,
+// before the first step of a new run (a resumed run restores the mask).
+func (t *trainer) prune() error {
+	c := t.cfg
+	mask, err := prune.Filters(t.model, prune.Options{Fraction: c.PruneFilters, KeepFLOPs: c.PruneFLOPs, Residual: c.PruneResidual})
+	if err != nil {
+		return fmt.Errorf("pruning: %w", err)
+	}
+	t.mask = mask
+	r, err := t.remaining()
+	if err != nil {
+		return err
+	}
+	t.prog.Logf("pruned %d filters: %d of %d channels, %.1f%% of the parameters and %.1f%% of the FLOPs left",
+		mask.Len(), r.Channels, r.ChannelsTotal, 100*r.ParamsRatio(), 100*r.FLOPsRatio())
+	return nil
+}
+
+// remaining returns what is left of the network the model computes with
+// after removing its removable channels.
+func (t *trainer) remaining() (prune.Count, error) {
+	t.meth.useEffective()
+	defer t.meth.restore()
+	return prune.CountModel(t.model, cifar10.Height, cifar10.Width)
 }
 
 // endEpoch hard-quantises when due, evaluates, prints and returns the
@@ -131,6 +171,10 @@ func (t *trainer) endEpoch(ctx context.Context, epoch int, s train.EpochStats) (
 		return nil, err
 	}
 	ws := t.stats()
+	rem, err := t.remaining()
+	if err != nil {
+		return nil, err
+	}
 	rec := epochRecord{
 		Epoch:        epoch + 1,
 		Step:         t.meth.opt.Steps(),
@@ -149,6 +193,9 @@ func (t *trainer) endEpoch(ctx context.Context, epoch int, s train.EpochStats) (
 		Seconds:      round3(s.Seconds),
 		EvalSeconds:  round3(time.Since(evalStart).Seconds()),
 		Layers:       ws.Layers,
+		FLOPsRatio:   rem.FLOPsRatio(),
+		ParamsRatio:  rem.ParamsRatio(),
+		Remaining:    &rem,
 	}
 	rec.Objective = rec.Loss + rec.Penalty
 	if s.Seconds > 0 {
@@ -172,7 +219,11 @@ func (t *trainer) saveState() (train.State, error) {
 	if err != nil {
 		return train.State{}, fmt.Errorf("saving the random state: %w", err)
 	}
-	b, err := json.Marshal(&runState{Config: t.cfg, Frozen: t.frozen, Correct: t.correct, RNG: rng})
+	st := &runState{Config: t.cfg, Frozen: t.frozen, Correct: t.correct, RNG: rng}
+	if t.mask != nil {
+		st.Pruned = t.mask.Filters()
+	}
+	b, err := json.Marshal(st)
 	return train.State{JSON: b}, err
 }
 
@@ -190,6 +241,13 @@ func (t *trainer) loadState(s train.State) error {
 		return err
 	}
 	t.frozen, t.correct = st.Frozen, st.Correct
+	if t.cfg.pruning() {
+		mask, err := prune.NewMask(t.model, st.Pruned)
+		if err != nil {
+			return fmt.Errorf("bad run state: %v", err)
+		}
+		t.mask = mask
+	}
 	if t.frozen && t.meth.reg != nil {
 		t.meth.reg.Frozen = true
 	}
@@ -294,9 +352,15 @@ type summary struct {
 	Filters      int      `json:"filters"`
 	FiltersTotal int      `json:"filters_total"`
 	Binary       *float64 `json:"binary_ratio,omitempty"`
-	Seconds      float64  `json:"train_seconds"`
-	Out          string   `json:"out"`
-	Config       *config  `json:"config"`
+	// FLOPsRatio and ParamsRatio are the fractions of the dense network's
+	// FLOPs and parameters that remain once the removable channels are
+	// removed; Remaining has the counts, in total and per layer.
+	FLOPsRatio  float64      `json:"flops_ratio"`
+	ParamsRatio float64      `json:"params_ratio"`
+	Remaining   *prune.Count `json:"remaining,omitempty"`
+	Seconds     float64      `json:"train_seconds"`
+	Out         string       `json:"out"`
+	Config      *config      `json:"config"`
 }
 
 // makeSummary summarises the history h of the run.
@@ -314,6 +378,7 @@ func (t *trainer) makeSummary(h []epochRecord) summary {
 		s.TestAcc, s.TestLoss = last.TestAcc, last.TestLoss
 		s.Zero, s.Small, s.Below1e2, s.Binary = last.Zero, last.Small, last.Below1e2, last.Binary
 		s.Filters, s.FiltersTotal = last.Filters, last.FiltersTotal
+		s.FLOPsRatio, s.ParamsRatio, s.Remaining = last.FLOPsRatio, last.ParamsRatio, last.Remaining
 	}
 	s.Seconds = round3(s.Seconds)
 	return s
@@ -326,6 +391,10 @@ func printSummary(w io.Writer, s summary, files []string) {
 	fmt.Fprintf(w, "  test accuracy   %.2f%% (best %.2f%% at epoch %d), test loss %.4f\n", 100*s.TestAcc, 100*s.BestAcc, s.BestEpoch, s.TestLoss)
 	fmt.Fprintf(w, "  weights         %.2f%% exactly zero, %.2f%% below 1e-3, %.2f%% below 1e-2\n", 100*s.Zero, 100*s.Small, 100*s.Below1e2)
 	fmt.Fprintf(w, "  filters         %d of %d output filters non-zero\n", s.Filters, s.FiltersTotal)
+	if r := s.Remaining; r != nil {
+		fmt.Fprintf(w, "  compacted       %d of %d channels, %d of %d parameters (%.2f%%), %d of %d FLOPs (%.2f%%)\n",
+			r.Channels, r.ChannelsTotal, r.Params, r.ParamsTotal, 100*s.ParamsRatio, r.FLOPs, r.FLOPsTotal, 100*s.FLOPsRatio)
+	}
 	if s.Binary != nil {
 		fmt.Fprintf(w, "  binarised       %.2f%% at exactly ±1\n", 100**s.Binary)
 	}

@@ -56,10 +56,12 @@ type Mask struct {
 // Apply zeroes the pruned filters, their convolution bias and the γ and
 // β of their batch normalisation, which makes their channels exactly
 // zero in training and evaluation mode. During fine-tuning, call it after
-// every optimizer step: the pruned entries may receive gradients (β
-// does), and Apply undoes the update. The optimizer's state of those
-// entries needs no reset: they are overwritten after every step and
-// never feed into the other entries' updates.
+// every optimizer step. In the networks of nn/models a dead channel's
+// entries get zero gradients (the ReLU after it has derivative 0 at 0),
+// so gradient steps, weight decay and proximal steps leave them at zero
+// anyway; Apply makes that a guarantee for any update rule. The
+// optimizer's state of those entries needs no reset: they are overwritten
+// after every step and never feed into the other entries' updates.
 func (m *Mask) Apply() {
 	for _, f := range m.filters {
 		w := f.l.conv.Weight
