@@ -16,6 +16,7 @@ type Option func(*options)
 type options struct {
 	shortcut ShortcutKind
 	width    float64
+	widths   *Widths
 }
 
 // WithShortcut selects the shortcut of the akamaster ResNets (resnet20,
@@ -64,6 +65,12 @@ func New(name string, numClasses int, rng *rand.Rand, opts ...Option) (nn.Module
 	}
 	switch name {
 	case "vgg16":
+		if o.widths != nil {
+			if err := o.widths.checkVGG(vgg16Config); err != nil {
+				return nil, fmt.Errorf("models.New(%q): %v", name, err)
+			}
+			return newVGG(o.widths.Features, numClasses, rng), nil
+		}
 		cfg := make([]int, len(vgg16Config))
 		for i, c := range vgg16Config {
 			if c != 0 {
@@ -76,15 +83,26 @@ func New(name string, numClasses int, rng *rand.Rand, opts ...Option) (nn.Module
 		if name == "resnet34" {
 			blocks = []int{3, 4, 6, 3}
 		}
-		return newResNet(resnetConfig{widths: scale(64, 128, 256, 512), blocks: blocks, kind: ShortcutB, poolKernel: 4}, numClasses, rng), nil
+		return o.resnet(name, resnetConfig{widths: scale(64, 128, 256, 512), blocks: blocks, kind: ShortcutB, poolKernel: 4}, numClasses, rng)
 	}
 	if d, ok := strings.CutPrefix(name, "resnet"); ok {
 		depth, err := strconv.Atoi(d)
 		if err == nil && depth >= 8 && (depth-2)%6 == 0 {
 			n := (depth - 2) / 6
 			cfg := resnetConfig{widths: scale(16, 32, 64), blocks: []int{n, n, n}, kind: o.shortcut, kaiming: true}
-			return newResNet(cfg, numClasses, rng), nil
+			return o.resnet(name, cfg, numClasses, rng)
 		}
 	}
 	return nil, fmt.Errorf("models.New: unknown model %q (known: %s, or resnet<6n+2>)", name, strings.Join(Names, ", "))
+}
+
+// resnet builds the ResNet cfg, with the per-layer widths of o if given.
+func (o *options) resnet(name string, cfg resnetConfig, numClasses int, rng *rand.Rand) (nn.Module, error) {
+	if o.widths != nil {
+		if err := o.widths.checkResNet(cfg.blocks, cfg.kind); err != nil {
+			return nil, fmt.Errorf("models.New(%q): %v", name, err)
+		}
+		cfg.custom = o.widths
+	}
+	return newResNet(cfg, numClasses, rng), nil
 }

@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/nn"
@@ -47,19 +48,24 @@ type BasicBlock struct {
 	Shortcut nn.Module
 }
 
-// newBasicBlock returns a block from in to planes channels whose first
-// convolution has the given stride.
-func newBasicBlock(in, planes, stride int, kind ShortcutKind, rng *rand.Rand) *BasicBlock {
+// newBasicBlock returns a block from in to planes channels, inner
+// channels between its convolutions, whose first convolution has the
+// given stride; pad is the option-A channel map (nil: the reference
+// layout).
+func newBasicBlock(in, inner, planes, stride int, kind ShortcutKind, pad []int, rng *rand.Rand) *BasicBlock {
 	b := &BasicBlock{
-		Conv1: nn.NewConv2d(in, planes, 3, nn.ConvOpts{Stride: stride, Padding: 1}, rng),
-		BN1:   nn.NewBatchNorm2d(planes),
-		Conv2: nn.NewConv2d(planes, planes, 3, nn.ConvOpts{Stride: 1, Padding: 1}, rng),
+		Conv1: nn.NewConv2d(in, inner, 3, nn.ConvOpts{Stride: stride, Padding: 1}, rng),
+		BN1:   nn.NewBatchNorm2d(inner),
+		Conv2: nn.NewConv2d(inner, planes, 3, nn.ConvOpts{Stride: 1, Padding: 1}, rng),
 		BN2:   nn.NewBatchNorm2d(planes),
 	}
 	if stride != 1 || in != planes {
-		if kind == ShortcutA {
+		switch {
+		case kind == ShortcutA && pad != nil:
+			b.Shortcut = NewPadShortcutMap(in, planes, pad)
+		case kind == ShortcutA:
 			b.Shortcut = NewPadShortcut(in, planes)
-		} else {
+		default:
 			b.Shortcut = nn.NewSequential(
 				nn.NewConv2d(in, planes, 1, nn.ConvOpts{Stride: stride}, rng),
 				nn.NewBatchNorm2d(planes),
@@ -110,11 +116,15 @@ func (b *BasicBlock) SetTraining(training bool) { nn.SetChildrenTraining(b.Child
 // It is computed as a 1×1 convolution with stride 2 whose fixed 0/1 weight
 // maps input channel c to output channel Lo+c; every output element is one
 // input element times 1 plus zeros, so the result is exact, and gradients
-// flow back to the selected input elements only.
+// flow back to the selected input elements only. A compacted network's
+// shortcut (NewPadShortcutMap) copies each input channel to any output
+// channel, or drops it.
 type PadShortcut struct {
 	// In and Out are the input and output channel counts; Lo is the
-	// number of zero channels before the copied ones.
+	// number of zero channels before the copied ones, −1 for a shortcut
+	// made by NewPadShortcutMap.
 	In, Out, Lo int
+	dst         []int            // output channel of each input channel, −1: none
 	weight      *autograd.Tensor // (Out, In, 1, 1) selection matrix
 }
 
@@ -126,10 +136,12 @@ func NewPadShortcut(in, out int) *PadShortcut {
 		panic(fmt.Sprintf("models.NewPadShortcut: cannot pad %d channels to %d with %d leading zero channels", in, out, lo))
 	}
 	w := autograd.New(out, in, 1, 1)
+	dst := make([]int, in)
 	for c := range in {
 		w.Data[(lo+c)*in+c] = 1
+		dst[c] = lo + c
 	}
-	return &PadShortcut{In: in, Out: out, Lo: lo, weight: w}
+	return &PadShortcut{In: in, Out: out, Lo: lo, dst: dst, weight: w}
 }
 
 // Forward maps x of shape (N, In, H, W) to (N, Out, ⌈H/2⌉, ⌈W/2⌉).
@@ -172,24 +184,39 @@ type resnetConfig struct {
 	kind           ShortcutKind
 	poolKernel     int
 	kaiming        bool // kaiming_normal_ on conv and linear weights
+	// custom, when set, gives every layer its width (widths is unused);
+	// it has been checked against blocks and kind.
+	custom *Widths
 }
 
 func newResNet(cfg resnetConfig, numClasses int, rng *rand.Rand) *ResNet {
+	stem := 0
+	if cfg.custom != nil {
+		stem = cfg.custom.Stem
+	} else {
+		stem = cfg.widths[0]
+	}
 	r := &ResNet{
-		Conv1:      nn.NewConv2d(3, cfg.widths[0], 3, nn.ConvOpts{Stride: 1, Padding: 1}, rng),
-		BN1:        nn.NewBatchNorm2d(cfg.widths[0]),
+		Conv1:      nn.NewConv2d(3, stem, 3, nn.ConvOpts{Stride: 1, Padding: 1}, rng),
+		BN1:        nn.NewBatchNorm2d(stem),
 		PoolKernel: cfg.poolKernel,
 	}
-	in := cfg.widths[0]
-	for s, w := range cfg.widths {
+	in := stem
+	for s, n := range cfg.blocks {
 		stage := nn.NewSequential()
-		for i := range cfg.blocks[s] {
+		for i := range n {
 			stride := 1
 			if s > 0 && i == 0 {
 				stride = 2
 			}
-			stage.Layers = append(stage.Layers, newBasicBlock(in, w, stride, cfg.kind, rng))
-			in = w
+			bw := BlockWidths{}
+			if cfg.custom != nil {
+				bw = cfg.custom.Stages[s][i]
+			} else {
+				bw.Inner, bw.Out = cfg.widths[s], cfg.widths[s]
+			}
+			stage.Layers = append(stage.Layers, newBasicBlock(in, bw.Inner, bw.Out, stride, cfg.kind, bw.Pad, rng))
+			in = bw.Out
 		}
 		r.Stages = append(r.Stages, stage)
 	}
@@ -238,12 +265,6 @@ func (r *ResNet) Buffers() []nn.Param { return nn.ChildBuffers(r.Children()) }
 // SetTraining sets the mode of every layer.
 func (r *ResNet) SetTraining(training bool) { nn.SetChildrenTraining(r.Children(), training) }
 
-// Targets returns, for each input channel i, the output channel the
-// shortcut copies it to (Lo+i).
-func (p *PadShortcut) Targets() []int {
-	t := make([]int, p.In)
-	for i := range t {
-		t[i] = p.Lo + i
-	}
-	return t
-}
+// Targets returns, for each input channel, the output channel the
+// shortcut copies it to (Lo+i for the reference layout), −1 for none.
+func (p *PadShortcut) Targets() []int { return slices.Clone(p.dst) }

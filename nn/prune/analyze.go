@@ -29,8 +29,11 @@ func (g *Graph) analyze() {
 			if s.input {
 				continue
 			}
+			// A space keeps at least one channel (a zero one if need
+			// be), so every layer of the compacted network has inputs
+			// and outputs.
 			for c := range s.c {
-				if s.keep[c] && s.removable(c, used) {
+				if s.keep[c] && s.kept() > 1 && s.removable(c, used) {
 					s.keep[c] = false
 					changed = true
 				}

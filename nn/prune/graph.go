@@ -138,6 +138,16 @@ func Analyze(m nn.Module, height, width int) (*Graph, error) {
 	if height < 1 || width < 1 {
 		return nil, fmt.Errorf("prune.Analyze: input size %d×%d must be positive", height, width)
 	}
+	g, err := newGraph(m, height, width)
+	if err != nil {
+		return nil, err
+	}
+	g.analyze()
+	return g, nil
+}
+
+// newGraph returns the graph of m without the analysis.
+func newGraph(m nn.Module, height, width int) (*Graph, error) {
 	g := &Graph{model: m}
 	var err error
 	switch m := m.(type) {
@@ -151,7 +161,6 @@ func Analyze(m nn.Module, height, width int) (*Graph, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.analyze()
 	return g, nil
 }
 
