@@ -188,5 +188,13 @@ func weightsModel(c *config, path string) error {
 			}
 		}
 	}
+	// A compacted network (-compact) has its per-layer widths there.
+	if _, ok := meta[infer.KeyWidths]; ok && !c.explicit["model"] {
+		s, err := infer.SpecFromMetadata(meta)
+		if err != nil {
+			return fmt.Errorf("-weights %s: %v", path, err)
+		}
+		c.widths = s.Widths
+	}
 	return nil
 }

@@ -65,9 +65,14 @@ type config struct {
 	JSON      bool   `json:"json"`
 	Resume    bool   `json:"-"`
 	EvalOnly  bool   `json:"-"`
+	// Compact names the model file to write the compacted -weights to.
+	Compact string `json:"-"`
 
 	// explicit records the flags given on the command line.
 	explicit map[string]bool
+	// widths are the per-layer widths of a compacted -weights file
+	// (-eval-only).
+	widths *models.Widths
 	// resumed is the checkpoint read for -resume.
 	resumed *train.Checkpoint
 }
@@ -164,6 +169,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.JSON, "json", c.JSON, "print each epoch's metrics and the final summary as JSON lines on stdout")
 	fs.BoolVar(&c.Resume, "resume", c.Resume, "continue the run saved in -out exactly where it stopped")
 	fs.BoolVar(&c.EvalOnly, "eval-only", c.EvalOnly, "evaluate -weights on the test set and exit")
+	fs.StringVar(&c.Compact, "compact", c.Compact, "write -weights without its removable channels (zero filters) to this model file, with the per-layer widths in its metadata, and exit")
 	return fs
 }
 
@@ -220,6 +226,14 @@ func (c *config) resolve() error {
 		}
 		if c.Resume {
 			return errors.New("-eval-only and -resume exclude each other")
+		}
+	}
+	if c.Compact != "" {
+		if c.Weights == "" {
+			return errors.New("-compact needs -weights FILE")
+		}
+		if c.EvalOnly || c.Resume {
+			return errors.New("-compact excludes -eval-only and -resume")
 		}
 	}
 	if err := c.checkPrune(); err != nil {
@@ -430,8 +444,8 @@ func (c *config) checkPrune() error {
 	if c.PruneResidual && !c.pruning() {
 		return errors.New("-prune-residual needs -prune-filters or -prune-flops")
 	}
-	if c.pruning() && c.EvalOnly {
-		return errors.New("-eval-only does not prune; prune with a training run")
+	if c.pruning() && (c.EvalOnly || c.Compact != "") {
+		return errors.New("-eval-only and -compact do not prune; prune with a training run")
 	}
 	if c.pruning() && (c.Optimizer == "l0hc" || c.Optimizer == "bc" || strings.HasPrefix(c.Reg, "binw:")) {
 		return errors.New("-prune-filters and -prune-flops do not combine with ℓ0 hard-concrete gates or binary weights")

@@ -126,7 +126,9 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"-prune-filters", "0.5", "-prune-flops", "0.5"}, "exclude each other"},
 		{[]string{"-prune-residual"}, "needs -prune-filters"},
 		{[]string{"-prune-filters", "0.5", "-optimizer", "bc"}, "binary weights"},
-		{[]string{"-prune-filters", "0.5", "-eval-only", "-weights", "w"}, "does not prune"},
+		{[]string{"-prune-filters", "0.5", "-eval-only", "-weights", "w"}, "do not prune"},
+		{[]string{"-compact", "x"}, "-compact needs -weights"},
+		{[]string{"-compact", "x", "-weights", "w", "-resume"}, "-compact excludes"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 		{[]string{"-nosuchflag"}, "not defined"},
 	}

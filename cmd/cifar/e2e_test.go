@@ -463,3 +463,61 @@ func TestPruneRun(t *testing.T) {
 	sameHistory(t, recs, readMetrics(t, part))
 	sameTensors(t, filepath.Join(full, checkpoint.ModelFileName), filepath.Join(part, checkpoint.ModelFileName))
 }
+
+// TestCompactRun compacts a pruned run's model file: the compacted file
+// evaluates like the original (-eval-only reads its widths), loads with
+// nn/infer, and has the parameters the run's metrics promised.
+func TestCompactRun(t *testing.T) {
+	data := writeFixture(t, 2, 4)
+	base := t.TempDir()
+	run1 := filepath.Join(base, "pruned")
+	if code, _, stderr := runCmd(context.Background(), tinyArgs(data, run1, "-optimizer", "adam", "-epochs", "1", "-prune-filters", "0.5", "-prune-residual")...); code != 0 {
+		t.Fatalf("pruned run: exit %d\n%s", code, stderr)
+	}
+	rec := readMetrics(t, run1)[0]
+	weights := filepath.Join(run1, checkpoint.ModelFileName)
+	small := filepath.Join(base, "small.safetensors")
+	code, stdout, stderr := runCmd(context.Background(), "-weights", weights, "-compact", small, "-json")
+	if code != 0 {
+		t.Fatalf("-compact: exit %d\n%s", code, stderr)
+	}
+	var cr struct {
+		Remaining struct{ Params, Channels int }
+	}
+	if err := json.Unmarshal([]byte(stdout), &cr); err != nil || cr.Remaining.Params != rec.Remaining.Params {
+		t.Fatalf("-compact output %s (%v), the run counted %d parameters", stdout, err, rec.Remaining.Params)
+	}
+	eval := func(path string) evalResult {
+		code, stdout, stderr := runCmd(context.Background(), "-data", data, "-no-download", "-eval-only", "-weights", path, "-json", "-threads", "2", "-progress", "none")
+		if code != 0 {
+			t.Fatalf("-eval-only %s: exit %d\n%s", path, code, stderr)
+		}
+		var r evalResult
+		if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	a, b := eval(weights), eval(small)
+	if b.Params != rec.Remaining.Params || b.Params >= a.Params {
+		t.Errorf("compacted file: %d parameters, the original %d, the run counted %d", b.Params, a.Params, rec.Remaining.Params)
+	}
+	if math.Abs(a.TestLoss-b.TestLoss) > 1e-5*math.Max(1, a.TestLoss) || a.TestAcc != b.TestAcc {
+		t.Errorf("test loss %v, accuracy %v compacted; %v, %v before", b.TestLoss, b.TestAcc, a.TestLoss, a.TestAcc)
+	}
+	if b.Remaining.Channels != b.Remaining.ChannelsTotal || b.Remaining.ChannelsTotal != a.Remaining.Channels {
+		t.Errorf("compacted network: %d of %d channels; the original had %d left", b.Remaining.Channels, b.Remaining.ChannelsTotal, a.Remaining.Channels)
+	}
+	m, err := infer.Load(small, infer.Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Spec().Widths == nil {
+		t.Error("infer.Load: no widths in the spec")
+	}
+	for _, args := range [][]string{{"-compact", small}, {"-compact", small, "-weights", weights, "-eval-only"}} {
+		if code, _, _ := runCmd(context.Background(), args...); code != 2 {
+			t.Errorf("%q: exit %d, want 2", args, code)
+		}
+	}
+}

@@ -58,6 +58,7 @@ import (
 	"github.com/proxgen/proxgen/datasets/cifar10"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
+	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/models"
 	"github.com/proxgen/proxgen/nn/prune"
 	"github.com/proxgen/proxgen/nn/train"
@@ -120,9 +121,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(threads))
 	defer parallel.SetWorkers(parallel.SetWorkers(threads))
 
-	if c.EvalOnly {
+	switch {
+	case c.Compact != "":
+		err = compactOnly(c, stdout)
+	case c.EvalOnly:
 		err = evalOnly(ctx, c, stdout, stderr)
-	} else {
+	default:
 		err = trainRun(ctx, c, stdout, stderr)
 	}
 	switch {
@@ -189,6 +193,9 @@ func newModel(c *config) (nn.Module, error) {
 	opts := []models.Option{models.WithWidth(c.Width)}
 	if c.Shortcut == "B" {
 		opts = append(opts, models.WithShortcut(models.ShortcutB))
+	}
+	if c.widths != nil {
+		opts = append(opts, models.WithWidths(c.widths))
 	}
 	return models.New(c.Model, cifar10.NumClasses, rand.New(rand.NewPCG(c.Seed, 0x6d6f64656c)), opts...)
 }
@@ -328,5 +335,32 @@ func evalOnly(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 		100*r.Weight.Zero, 100*r.Weight.Small, 100*r.Weight.Below1e2, 100*r.Weight.PM1)
 	fmt.Fprintf(stdout, "compacted: %d of %d channels, %.2f%% of the parameters, %.2f%% of the FLOPs\n",
 		r.Remaining.Channels, r.Remaining.ChannelsTotal, 100*r.Remaining.ParamsRatio(), 100*r.Remaining.FLOPsRatio())
+	return nil
+}
+
+// compactOnly writes -weights without its removable channels to -compact.
+func compactOnly(c *config, stdout io.Writer) error {
+	if err := weightsModel(c, c.Weights); err != nil {
+		return err
+	}
+	if err := c.resolve(); err != nil {
+		return err
+	}
+	res, err := prune.CompactFile(c.Compact, c.Weights, infer.Spec{Model: c.Model, Width: c.Width, Shortcut: c.Shortcut})
+	if err != nil {
+		return fmt.Errorf("-compact: %w", err)
+	}
+	r := res.Count
+	if c.JSON {
+		line, _ := json.Marshal(struct {
+			Weights string      `json:"weights"`
+			Out     string      `json:"out"`
+			Count   prune.Count `json:"remaining"`
+		}{c.Weights, c.Compact, r})
+		fmt.Fprintf(stdout, "%s\n", line)
+		return nil
+	}
+	fmt.Fprintf(stdout, "%s: %d of %d channels, %d of %d parameters (%.2f%%), %d of %d FLOPs (%.2f%%) left; compacted network written to %s\n",
+		c.Weights, r.Channels, r.ChannelsTotal, r.Params, r.ParamsTotal, 100*r.ParamsRatio(), r.FLOPs, r.FLOPsTotal, 100*r.FLOPsRatio(), c.Compact)
 	return nil
 }

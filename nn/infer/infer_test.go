@@ -19,6 +19,7 @@ import (
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/infer"
+	"github.com/proxgen/proxgen/nn/models"
 )
 
 func newRng(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x1f3)) }
@@ -383,7 +384,22 @@ func TestSpecMetadataRoundTrip(t *testing.T) {
 	if m := (infer.Spec{}).Metadata(); len(m) != 0 {
 		t.Fatalf("empty spec gives %v", m)
 	}
-	for _, bad := range []map[string]string{{infer.KeyWidth: "wide"}, {infer.KeyNumClasses: "ten"}, {infer.KeyClasses: "a,b"}, {infer.KeyStd: "{}"}} {
+	// Per-layer widths of a compacted network.
+	ws := tinySpec
+	ws.Shortcut = "A"
+	ws.Widths = &models.Widths{Stem: 3, Stages: [][]models.BlockWidths{{{Inner: 2, Out: 3}}, {{Inner: 1, Out: 5, Pad: []int{0, -1, 4}}}, {{Inner: 7, Out: 6}}}}
+	meta = ws.Metadata()
+	if got, err := infer.SpecFromMetadata(meta); err != nil || !reflect.DeepEqual(got, ws) {
+		t.Fatalf("widths round trip gives %+v (%v), want %+v", got, err, ws)
+	}
+	net, err := ws.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, err := models.WidthsOf(net); err != nil || !reflect.DeepEqual(w.Stages[1], ws.Widths.Stages[1]) || w.Stem != 3 {
+		t.Fatalf("built widths %+v (%v)", w, err)
+	}
+	for _, bad := range []map[string]string{{infer.KeyWidth: "wide"}, {infer.KeyNumClasses: "ten"}, {infer.KeyClasses: "a,b"}, {infer.KeyStd: "{}"}, {infer.KeyWidths: "[1]"}} {
 		if _, err := infer.SpecFromMetadata(bad); err == nil {
 			t.Errorf("%v: no error", bad)
 		}

@@ -22,6 +22,7 @@ const (
 	KeyMean       = "mean"        // JSON array of the 3 per-channel means
 	KeyStd        = "std"         // JSON array of the 3 per-channel standard deviations
 	KeyClasses    = "classes"     // JSON array of the class names
+	KeyWidths     = "widths"      // JSON models.Widths of a compacted network
 )
 
 // Spec describes the network of a model file and how its inputs are
@@ -50,6 +51,9 @@ type Spec struct {
 	// Classes names the outputs; default cifar10.ClassNames when
 	// NumClasses is 10, otherwise the decimal class indices.
 	Classes []string
+	// Widths gives every layer its channel count (a network compacted by
+	// nn/prune.Compact); nil means the widths of Model and Width.
+	Widths *models.Widths
 }
 
 // Metadata returns s as model-file metadata under the Key constants
@@ -77,6 +81,10 @@ func (s Spec) Metadata() map[string]string {
 	if s.Classes != nil {
 		b, _ := json.Marshal(s.Classes)
 		m[KeyClasses] = string(b)
+	}
+	if s.Widths != nil {
+		b, _ := json.Marshal(s.Widths)
+		m[KeyWidths] = string(b)
 	}
 	return m
 }
@@ -113,6 +121,12 @@ func SpecFromMetadata(meta map[string]string) (Spec, error) {
 			return Spec{}, bad(KeyClasses, err)
 		}
 	}
+	if v, ok := meta[KeyWidths]; ok {
+		s.Widths = new(models.Widths)
+		if err := json.Unmarshal([]byte(v), s.Widths); err != nil {
+			return Spec{}, bad(KeyWidths, err)
+		}
+	}
 	return s, nil
 }
 
@@ -138,6 +152,9 @@ func (s Spec) Merge(base Spec) Spec {
 	}
 	if s.Classes == nil {
 		s.Classes = base.Classes
+	}
+	if s.Widths == nil {
+		s.Widths = base.Widths
 	}
 	return s
 }
@@ -198,6 +215,9 @@ func (s Spec) Build() (nn.Module, error) {
 	opts := []models.Option{models.WithWidth(s.Width)}
 	if s.Shortcut == "B" {
 		opts = append(opts, models.WithShortcut(models.ShortcutB))
+	}
+	if s.Widths != nil {
+		opts = append(opts, models.WithWidths(s.Widths))
 	}
 	return models.New(s.Model, s.NumClasses, rand.New(rand.NewPCG(0, 0)), opts...)
 }

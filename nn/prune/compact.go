@@ -2,9 +2,13 @@ package prune
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 
+	"github.com/proxgen/proxgen/autograd/safetensors"
 	"github.com/proxgen/proxgen/nn"
+	"github.com/proxgen/proxgen/nn/checkpoint"
+	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/models"
 )
 
@@ -163,4 +167,58 @@ func (l *layer) copyKept(dst *layer) {
 	gather(dst.bn.RunningVar.Data, l.bn.RunningVar.Data)
 	copy(dst.bn.NumBatchesTracked.Data, l.bn.NumBatchesTracked.Data)
 	dst.bn.Momentum, dst.bn.Eps = l.bn.Momentum, l.bn.Eps
+}
+
+// FileResult describes a model file compacted by CompactFile.
+type FileResult struct {
+	// Spec is the compacted network's description, stored in the new
+	// file's metadata (with its Widths).
+	Spec infer.Spec
+	// Count is what the analysis of the original network found: its
+	// totals are the original network's, the kept numbers the compacted
+	// one's.
+	Count Count
+}
+
+// CompactFile compacts the network stored in the model or training-state
+// file src and writes it to the model file dst with its widths in the
+// metadata, so that nn/infer.Load and checkpoint.LoadModel into
+// spec.Build() rebuild it. The network is spec merged with src's metadata
+// (fields of spec win), as nn/infer.Load reads it; the other metadata of a
+// model file are kept.
+func CompactFile(dst, src string, spec infer.Spec) (*FileResult, error) {
+	f, err := safetensors.ReadFile(src)
+	if err != nil {
+		return nil, err
+	}
+	meta, err := infer.SpecFromMetadata(f.Metadata)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src, err)
+	}
+	spec = spec.Merge(meta)
+	net, err := spec.Build()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src, err)
+	}
+	if err := checkpoint.LoadWeights(f, net); err != nil {
+		return nil, fmt.Errorf("%s: %w", src, err)
+	}
+	g, err := Analyze(net, 32, 32)
+	if err != nil {
+		return nil, err
+	}
+	c, w, err := Compact(net)
+	if err != nil {
+		return nil, err
+	}
+	spec.Widths = w
+	out := map[string]string{}
+	if f.Metadata[checkpoint.FormatKey] != checkpoint.TrainStateFormat {
+		maps.Copy(out, f.Metadata)
+	}
+	maps.Copy(out, spec.Metadata())
+	if err := checkpoint.SaveModel(dst, c, out); err != nil {
+		return nil, err
+	}
+	return &FileResult{Spec: spec, Count: g.Count()}, nil
 }
