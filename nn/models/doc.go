@@ -50,6 +50,15 @@
 //	layer<s>.<b>.shortcut.1.*          option B only: its batch norm
 //	linear.weight, linear.bias
 //
+// # Per-layer widths
+//
+// WithWidths builds any of these networks with its own channel count per
+// layer (Widths: the VGG configuration, or a ResNet's stem and every
+// block's inner and output channels, with the channel map of each option-A
+// shortcut), as compaction by package nn/prune leaves them; the parameter
+// names stay the reference ones. WidthsOf reads the widths of a network and
+// NewLike builds another of the same kind with new widths.
+//
 // # PTB language model (NewLanguageModel)
 //
 // LanguageModel is RNNModel("LSTM", ntoken, ninp, nhid, nlayers, dropout) of

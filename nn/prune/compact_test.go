@@ -144,7 +144,9 @@ func TestCompactExact(t *testing.T) {
 					t.Fatal(err)
 				}
 				yc := logits(c, x)
-				if d := closeLogits(y, yc); d > 1e-5 {
+				d := closeLogits(y, yc)
+				t.Logf("logits: max difference %.2g (relative to max(1, max |logit|))", d)
+				if d > 1e-5 {
 					t.Errorf("compacted logits differ by %.3g:\n%v\n%v", d, y, yc)
 				}
 				after, err := CountModel(c, 32, 32)
