@@ -25,8 +25,10 @@ import (
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/autograd/blas"
 	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/autograd/safetensors"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
+	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/models"
 )
 
@@ -84,7 +86,7 @@ func parseInferFlags(args []string, stderr io.Writer) (*inferConfig, error) {
 	fs := flag.NewFlagSet("bench infer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.model, "model", "resnet20", "model: "+strings.Join(inferModels, ", "))
-	fs.StringVar(&c.weights, "weights", "", "model file (safetensors, dense or compressed) to load; empty: random dense weights")
+	fs.StringVar(&c.weights, "weights", "", "model file (safetensors, dense or compressed, or compacted by cmd/cifar -compact) to load; empty: random dense weights")
 	fs.Float64Var(&c.width, "width", 1, "channel width multiplier (for quick tests)")
 	fs.IntVar(&c.batch, "batch", 64, "images per forward pass")
 	fs.IntVar(&c.threads, "threads", 0, "GOMAXPROCS and worker-pool size (0: keep GOMAXPROCS)")
@@ -133,7 +135,23 @@ func runInfer(args []string, stdout, stderr io.Writer) error {
 	}
 	defer setThreads(c.threads)()
 	rng := rand.New(rand.NewPCG(c.seed, 0x70726f7867656e)) // "proxgen"
-	m, err := models.New(c.model, cnnLabels, rng, models.WithWidth(c.width))
+	opts := []models.Option{models.WithWidth(c.width)}
+	if c.weights != "" {
+		// A compacted network (nn/prune) has its per-layer widths in the
+		// file's metadata.
+		f, err := safetensors.ReadFile(c.weights)
+		if err != nil {
+			return err
+		}
+		spec, err := infer.SpecFromMetadata(f.Metadata)
+		if err != nil {
+			return fmt.Errorf("%s: %v", c.weights, err)
+		}
+		if spec.Widths != nil {
+			opts = append(opts, models.WithWidths(spec.Widths))
+		}
+	}
+	m, err := models.New(c.model, cnnLabels, rng, opts...)
 	if err != nil {
 		return err
 	}

@@ -112,6 +112,15 @@ func TestInferWeights(t *testing.T) {
 	}
 }
 
+// TestInferCompacted runs a compacted model file (testdata/compact),
+// built with the per-layer widths of its metadata.
+func TestInferCompacted(t *testing.T) {
+	path := filepath.Join("..", "..", "testdata", "compact", "resnet20_A.compact.safetensors")
+	if _, err := runInferForTest(t, "-model", "resnet20", "-width", "0.25", "-batch", "2", "-weights", path, "-json"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestInferTableAndBadFlags(t *testing.T) {
 	out, err := runInferForTest(t, "-model", "vgg16", "-width", "0.0625", "-batch", "1", "-zeros", "0.7")
 	if err != nil {
