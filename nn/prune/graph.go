@@ -292,8 +292,14 @@ func (g *Graph) buildResNet(r *models.ResNet, h, w int) error {
 	if k == 0 {
 		k = x.w
 	}
-	pooled := g.newNode(x.space, x.c, (x.h-k)/k+1, (x.w-k)/k+1, false, term{kind: termIdentity, src: x})
-	return g.addLinear("linear", r.Linear, pooled)
+	return g.addLinear("linear", r.Linear, g.pool(x, k, k, 0))
+}
+
+// pool adds the pooling of x: an activation of the same space (max and
+// average pooling keep a zero channel zero, padding included).
+func (g *Graph) pool(x *node, kernel, stride, padding int) *node {
+	size := func(s int) int { return (s+2*padding-kernel)/stride + 1 }
+	return g.newNode(x.space, x.c, size(x.h), size(x.w), false, term{kind: termIdentity, src: x})
 }
 
 func (g *Graph) buildVGG(v *models.VGG, h, w int) error {
@@ -319,13 +325,9 @@ func (g *Graph) buildVGG(v *models.VGG, h, w int) error {
 			x = g.newNode(nil, m.Weight.Dim(0), l.h, l.w, true, term{kind: termConv, layer: l})
 			i += 2
 		case nn.MaxPool2d:
-			size := func(s int) int { return (s+2*m.Padding-m.Kernel)/m.Stride + 1 }
-			x = g.newNode(x.space, x.c, size(x.h), size(x.w), false, term{kind: termIdentity, src: x})
+			x = g.pool(x, m.Kernel, m.Stride, m.Padding)
 		case nn.AvgPool2d:
-			// Average pooling keeps a zero channel zero (padding counts
-			// zeros too).
-			size := func(s int) int { return (s+2*m.Padding-m.Kernel)/m.Stride + 1 }
-			x = g.newNode(x.space, x.c, size(x.h), size(x.w), false, term{kind: termIdentity, src: x})
+			x = g.pool(x, m.Kernel, m.Stride, m.Padding)
 		default:
 			return fmt.Errorf("prune: features.%d is a %T", i, m)
 		}
