@@ -98,35 +98,35 @@ func (l groupLayout) scatter(dst, src []float32, g int) {
 }
 
 // GroupPenalty returns Σ_g r(θ_g) for a group regularizer over a tensor of
-// the given shape.
-func GroupPenalty(r GroupRegularizer, theta []float32, shape []int) float64 {
-	l := layoutOf(r.GroupBy(), shape)
-	if l.count*l.size != len(theta) {
-		panic(fmt.Sprintf("optim.GroupPenalty: shape %v does not match %d elements", shape, len(theta)))
-	}
-	if l.contiguous() {
+// the given shape. Coordinate g of each of companions (one element per
+// group; r must group ByFilter) joins group g, as a Coupling makes it.
+func GroupPenalty(r GroupRegularizer, theta []float32, shape []int, companions ...[]float32) float64 {
+	l := checkGroupArgs("optim.GroupPenalty", r.GroupBy(), theta, shape, companions)
+	if l.contiguous() && len(companions) == 0 {
 		var s float64
 		for g := range l.count {
 			s += r.Penalty(theta[g*l.size : (g+1)*l.size])
 		}
 		return s
 	}
-	buf := make([]float32, l.size)
+	buf := make([]float32, l.size+len(companions))
 	var s float64
 	for g := range l.count {
-		l.gather(buf, theta, g)
+		gatherCoupled(buf, theta, companions, l, g)
 		s += r.Penalty(buf)
 	}
 	return s
 }
 
 // GroupNonZero returns the number of groups of a tensor of the given shape
-// that hold a non-zero coordinate, and the number of groups.
-func GroupNonZero(by GroupBy, theta []float32, shape []int) (nonzero, groups int) {
-	l := layoutOf(by, shape)
-	buf := make([]float32, l.size)
+// that hold a non-zero coordinate, and the number of groups. Coordinate g
+// of each of companions (one element per group; by must be ByFilter) joins
+// group g, as a Coupling makes it.
+func GroupNonZero(by GroupBy, theta []float32, shape []int, companions ...[]float32) (nonzero, groups int) {
+	l := checkGroupArgs("optim.GroupNonZero", by, theta, shape, companions)
+	buf := make([]float32, l.size+len(companions))
 	for g := range l.count {
-		l.gather(buf, theta, g)
+		gatherCoupled(buf, theta, companions, l, g)
 		for _, v := range buf {
 			if v != 0 {
 				nonzero++
@@ -135,6 +135,30 @@ func GroupNonZero(by GroupBy, theta []float32, shape []int) (nonzero, groups int
 		}
 	}
 	return nonzero, l.count
+}
+
+// checkGroupArgs returns the layout of a tensor of the given shape and
+// panics, naming op, when theta or the companions do not match it.
+func checkGroupArgs(op string, by GroupBy, theta []float32, shape []int, companions [][]float32) groupLayout {
+	l := layoutOf(by, shape)
+	if l.count*l.size != len(theta) {
+		panic(fmt.Sprintf("%s: shape %v does not match %d elements", op, shape, len(theta)))
+	}
+	for _, c := range companions {
+		if by != ByFilter || len(c) != l.count {
+			panic(fmt.Sprintf("%s: companion of %d elements for %d groups by %v of shape %v (want one per output filter)", op, len(c), l.count, by, shape))
+		}
+	}
+	return l
+}
+
+// gatherCoupled copies group g of theta and then coordinate g of each
+// companion into buf.
+func gatherCoupled(buf, theta []float32, companions [][]float32, l groupLayout, g int) {
+	l.gather(buf, theta, g)
+	for j, c := range companions {
+		buf[l.size+j] = c[g]
+	}
 }
 
 // groupL0 is r(x) = [x ≠ 0] over a group: the count of non-zero groups.

@@ -140,6 +140,12 @@ type slot struct {
 	// subgradient mode.
 	grouped bool
 	aux     []float32
+	// owner is 1 + the slot index of the weight this slot is a
+	// companion of (Coupling), 0 for none; aux then holds its η or λ∂R
+	// as for the weight. linked is set during a step in which the slot
+	// joins its weight's groups.
+	owner  int
+	linked bool
 }
 
 // segment is a chunk [lo, hi) of one slot.
@@ -225,6 +231,12 @@ func New(groups []*Group, cfg Config) *ProxGen {
 			o.slots = append(o.slots, s)
 		}
 	}
+	linkCouplings("optim.New", groups, o.slots, o.gwork)
+	for i := range o.slots {
+		if sl := &o.slots[i]; sl.owner != 0 {
+			sl.aux = make([]float32, sl.n)
+		}
+	}
 	return o
 }
 
@@ -277,10 +289,20 @@ func (o *ProxGen) Step() {
 	active := func(sl *slot) bool {
 		return !o.groups[sl.group].Frozen && sl.p.Grad != nil
 	}
+	for i := range o.slots {
+		if sl := &o.slots[i]; sl.owner != 0 {
+			w := &o.slots[sl.owner-1]
+			h := &hs[w.group]
+			sl.linked = (h.prox || h.subgrad) && active(w) && active(sl)
+		}
+	}
+	linked := func(sl *slot) (member, bool) {
+		return member{sl.p.Data, sl.aux, o.groups[sl.group].Clip}, sl.linked
+	}
 	if o.cfg.RegMode == RegSubgradient {
 		runGroupWork(o.gwork, o.slots, func(w *groupWork, sl *slot) {
 			if h := &hs[sl.group]; h.subgrad && active(sl) {
-				w.subgradient(sl.aux, sl.p.Data, h.lambda, o.cfg.SubgradEps)
+				w.subgradient(sl.aux, sl.p.Data, h.lambda, o.cfg.SubgradEps, w.members(o.slots, linked))
 			}
 		})
 	}
@@ -294,7 +316,7 @@ func (o *ProxGen) Step() {
 	if o.cfg.RegMode == RegProx {
 		runGroupWork(o.gwork, o.slots, func(w *groupWork, sl *slot) {
 			if h := &hs[sl.group]; h.prox && active(sl) {
-				w.prox(sl.p.Data, sl.aux, h.lambda, o.groups[sl.group].Clip)
+				w.prox(sl.p.Data, sl.aux, h.lambda, o.groups[sl.group].Clip, w.members(o.slots, linked))
 			}
 		})
 	}
@@ -316,11 +338,16 @@ func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch) {
 	th := p.Data[lo:hi:hi]
 	g := p.Grad[lo:hi:hi]
 	d := sc.d[:n:n]
-	if sl.grouped && h.prox {
+	// A linked companion takes part in its weight's group prox or
+	// subgradient although its own group has no regularizer.
+	prox := h.prox || sl.linked && o.cfg.RegMode == RegProx
+	subgrad := h.subgrad || sl.linked && o.cfg.RegMode == RegSubgradient
+	deferred := prox && (sl.grouped || sl.linked)
+	if deferred {
 		// η goes straight to where the group prox reads it.
 		d = sl.aux[lo:hi:hi]
 	}
-	if h.wdc != 0 || h.subgrad {
+	if h.wdc != 0 || subgrad {
 		gb := sc.g[:n:n]
 		copy(gb, g)
 		if h.wdc != 0 {
@@ -329,11 +356,11 @@ func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch) {
 				gb[i] += wd * v
 			}
 		}
-		if h.subgrad && sl.grouped {
+		if subgrad && (sl.grouped || sl.linked) {
 			for i, v := range sl.aux[lo:hi:hi] {
 				gb[i] += v
 			}
-		} else if h.subgrad {
+		} else if subgrad {
 			grp.Reg.(Subdifferentiable).AddSubgradient(gb, th, h.lambda, o.cfg.SubgradEps)
 		}
 		g = gb
@@ -342,7 +369,7 @@ func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch) {
 	if sl.s != nil {
 		st = sl.s[lo:hi:hi]
 	}
-	needEta := h.prox && o.cfg.Metric == Preconditioned
+	needEta := prox && o.cfg.Metric == Preconditioned
 	proxDone := false
 	lr := h.lr
 	mo := o.cfg.Momentum
@@ -362,13 +389,13 @@ func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch) {
 		o.cfg.Precond.Denom(d, st, g, o.t)
 		o.momentumStep(sl, lo, hi, th, g, d, h, needEta)
 	}
-	if h.prox && !proxDone {
+	if prox && !proxDone {
 		if o.cfg.Metric == Euclidean {
 			for i := range d {
 				d[i] = lr
 			}
 		}
-		if sl.grouped {
+		if deferred {
 			// d is sl.aux: the group prox and the clipping run once
 			// the whole tensor has taken its step (Step).
 			return
