@@ -217,7 +217,7 @@ func TestCoupledProxRule(t *testing.T) {
 		ws[0].buf = make([]float32, 2*(k+2))
 		got := append([]float32(nil), x...)
 		gz := [2][]float32{append([]float32(nil), cz[0]...), append([]float32(nil), cz[1]...)}
-		ws[0].prox(got, eta, lam, 0, []member{{gz[0], ce[0], 0}, {gz[1], ce[1], 0}})
+		ws[0].prox(got, eta, 0, lam, 0, []member{{gz[0], ce[0], 0}, {gz[1], ce[1], 0}})
 		for c := range cout {
 			z := append(append([]float32(nil), x[c*k:(c+1)*k]...), cz[0][c], cz[1][c])
 			e := append(append([]float32(nil), eta[c*k:(c+1)*k]...), ce[0][c], ce[1][c])

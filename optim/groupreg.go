@@ -280,11 +280,7 @@ func (r *groupLasso) Prox(dst, z, eta []float32, lambda float32) {
 		// Then the relative error of r is O(ε²) and that of
 		// x_i = z_i/(1 + ε_i) = z_i·(1 − ε_i(1 − ε_i)) + O(ε³) is below
 		// 2⁻³⁶: float32 precision without a division per coordinate.
-		c := lam / rho
-		for i, v := range z {
-			e := c * float64(eta[i])
-			dst[i] = float32(float64(v) * (1 - e*(1-e)))
-		}
+		scaleFirstOrder(dst, z, eta, lam/rho)
 		return
 	}
 	if hi-lo > 0x1p-30*hi {
@@ -322,48 +318,7 @@ func (r *groupLasso) Prox(dst, z, eta []float32, lambda float32) {
 			}
 		}
 	}
-	for i, v := range z {
-		dst[i] = float32(float64(v) * (rho / (rho + lam*float64(eta[i]))))
-	}
-}
-
-// groupSums returns ‖z‖₂², Σ z_i²·eta_i and the smallest and largest eta,
-// in float64. eta must be positive (NaN would be ignored).
-func groupSums(z, eta []float32) (z2, ze, emin, emax float64) {
-	eta = eta[:len(z)]
-	var s0, s1, s2, s3, w0, w1 float64
-	lo, hi := float32(math.MaxFloat32), float32(0)
-	i := 0
-	for ; i+3 < len(z); i += 4 {
-		a, b, c, d := float64(z[i]), float64(z[i+1]), float64(z[i+2]), float64(z[i+3])
-		a, b, c, d = a*a, b*b, c*c, d*d
-		s0 += a
-		s1 += b
-		s2 += c
-		s3 += d
-		w0 += a*float64(eta[i]) + b*float64(eta[i+1])
-		w1 += c*float64(eta[i+2]) + d*float64(eta[i+3])
-		for _, e := range eta[i : i+4] {
-			if e < lo {
-				lo = e
-			}
-			if e > hi {
-				hi = e
-			}
-		}
-	}
-	for ; i < len(z); i++ {
-		a, e := float64(z[i]), eta[i]
-		s0 += a * a
-		w0 += a * a * float64(e)
-		if e < lo {
-			lo = e
-		}
-		if e > hi {
-			hi = e
-		}
-	}
-	return (s0 + s1) + (s2 + s3), w0 + w1, float64(lo), float64(hi)
+	scaleRho(dst, z, eta, rho, lam)
 }
 
 // Penalty implements Regularizer for one group: ‖θ‖₂.

@@ -44,17 +44,26 @@ func runGroupWork(ws []groupWork, slots []slot, f func(w *groupWork, sl *slot)) 
 }
 
 // prox replaces each group of x by the proximal map of λ·r under the step
-// sizes eta (same layout as x), then clamps it to [−clipAt, clipAt] when
-// clipAt > 0. Coordinate g of each companion in comps (x its z, y its η)
-// joins group g and is clamped to its own bound.
-func (w *groupWork) prox(x, eta []float32, lambda float32, clipAt float64, comps []member) {
+// sizes eta, then clamps it to [−clipAt, clipAt] when clipAt > 0. eta has
+// the layout of x but starts at element off of x (off is non-zero only for
+// contiguous groups). Coordinate g of each companion in comps (x its z, y
+// its η) joins group g and is clamped to its own bound.
+func (w *groupWork) prox(x, eta []float32, off int, lambda float32, clipAt float64, comps []member) {
 	l := w.layout
+	if off != 0 && !l.contiguous() {
+		panic("optim: η offset for groups that are not contiguous")
+	}
+	s := l.size
 	if len(comps) > 0 {
-		s, k := l.size, len(comps)
+		k := len(comps)
 		zb, eb := w.buf[:s+k], w.buf[s+k:2*(s+k)]
 		for g := w.g0; g < w.g1; g++ {
 			l.gather(zb, x, g)
-			l.gather(eb, eta, g)
+			if off != 0 {
+				copy(eb, eta[g*s-off:(g+1)*s-off])
+			} else {
+				l.gather(eb, eta, g)
+			}
 			for j, m := range comps {
 				zb[s+j], eb[s+j] = m.x[g], m.y[g]
 			}
@@ -75,14 +84,14 @@ func (w *groupWork) prox(x, eta []float32, lambda float32, clipAt float64, comps
 	}
 	for g := w.g0; g < w.g1; g++ {
 		if l.contiguous() {
-			xg := x[g*l.size : (g+1)*l.size]
-			w.reg.Prox(xg, xg, eta[g*l.size:(g+1)*l.size], lambda)
+			xg := x[g*s : (g+1)*s]
+			w.reg.Prox(xg, xg, eta[g*s-off:(g+1)*s-off], lambda)
 			if clipAt > 0 {
 				clip(xg, float32(clipAt))
 			}
 			continue
 		}
-		xg, eg := w.buf[:l.size], w.buf[l.size:]
+		xg, eg := w.buf[:s], w.buf[s:]
 		l.gather(xg, x, g)
 		l.gather(eg, eta, g)
 		w.reg.Prox(xg, xg, eg, lambda)

@@ -191,7 +191,7 @@ func (o *ProxSGD) Step() {
 	runGroupWork(o.gwork, o.slots, func(w *groupWork, sl *slot) {
 		if grp := o.groups[sl.group]; active(sl) {
 			// λ = 0 leaves x̂ unchanged but for the clipping.
-			w.prox(sl.aux[:sl.n], sl.aux[sl.n:], float32(grp.Lambda), grp.Clip, w.members(o.slots, linked))
+			w.prox(sl.aux[:sl.n], sl.aux[sl.n:], 0, float32(grp.Lambda), grp.Clip, w.members(o.slots, linked))
 		}
 	})
 	parallel.For(len(o.segs), 1, func(lo, hi int) {
