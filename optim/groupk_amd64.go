@@ -13,7 +13,7 @@ func groupSumsAVX2(z, eta *float32, n int, acc *[16]float64, mm *[2]float32)
 // scaleFirstOrderAVX2 is scaleFirstOrderGo.
 //
 //go:noescape
-func scaleFirstOrderAVX2(dst, z, eta *float32, n int, c float64)
+func scaleFirstOrderAVX2(dst, z, eta *float32, n int, c float32)
 
 // scaleRhoAVX2 is scaleRhoGo.
 //

@@ -9,6 +9,9 @@
 DATA gone<>+0(SB)/8, $1.0
 GLOBL gone<>(SB), RODATA|NOPTR, $8
 
+DATA gone32<>+0(SB)/4, $1.0
+GLOBL gone32<>(SB), RODATA|NOPTR, $4
+
 // func groupSumsAVX2(z, eta *float32, n int, acc *[16]float64, mm *[2]float32)
 // acc[j] += z[8k+j]², acc[8+j] += z[8k+j]²·eta[8k+j]; mm[0], mm[1] take the
 // smallest and largest eta.
@@ -68,36 +71,25 @@ gsdone:
 	VZEROUPPER
 	RET
 
-// func scaleFirstOrderAVX2(dst, z, eta *float32, n int, c float64)
-// dst = z·(1 − e(1 − e)) with e = c·eta, in float64.
-TEXT ·scaleFirstOrderAVX2(SB), NOSPLIT, $0-40
+// func scaleFirstOrderAVX2(dst, z, eta *float32, n int, c float32)
+// dst = z − z·(e·(1 − e)) with e = c·eta, in float32.
+TEXT ·scaleFirstOrderAVX2(SB), NOSPLIT, $0-36
 	MOVQ dst+0(FP), DI
 	MOVQ z+8(FP), SI
 	MOVQ eta+16(FP), DX
 	MOVQ n+24(FP), CX
-	VBROADCASTSD c+32(FP), Y15
-	VBROADCASTSD gone<>(SB), Y14
+	VBROADCASTSS c+32(FP), Y15
+	VBROADCASTSS gone32<>(SB), Y14
 	SHRQ $3, CX
 	JZ   sfdone
 sfloop:
-	VCVTPS2PD  (DX), Y0
-	VCVTPS2PD  16(DX), Y4
-	VMULPD     Y15, Y0, Y0       // e = c·η
-	VMULPD     Y15, Y4, Y4
-	VSUBPD     Y0, Y14, Y1       // 1 − e
-	VSUBPD     Y4, Y14, Y5
-	VMULPD     Y1, Y0, Y1        // t = e·(1 − e)
-	VMULPD     Y5, Y4, Y5
-	VSUBPD     Y1, Y14, Y1       // 1 − t
-	VSUBPD     Y5, Y14, Y5
-	VCVTPS2PD  (SI), Y2
-	VCVTPS2PD  16(SI), Y6
-	VMULPD     Y1, Y2, Y2
-	VMULPD     Y5, Y6, Y6
-	VCVTPD2PSY Y2, X2
-	VCVTPD2PSY Y6, X6
-	VMOVUPS    X2, (DI)
-	VMOVUPS    X6, 16(DI)
+	VMULPS  (DX), Y15, Y0        // e = c·η
+	VSUBPS  Y0, Y14, Y1          // 1 − e
+	VMULPS  Y1, Y0, Y1           // t = e·(1 − e)
+	VMOVUPS (SI), Y2
+	VMULPS  Y1, Y2, Y1           // z·t
+	VSUBPS  Y1, Y2, Y2           // z − z·t
+	VMOVUPS Y2, (DI)
 	ADDQ $32, SI
 	ADDQ $32, DX
 	ADDQ $32, DI

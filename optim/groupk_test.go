@@ -30,16 +30,18 @@ func TestGroupKernelsMatchGo(t *testing.T) {
 			}
 		}
 		type out struct {
-			sums       [4]float64
-			first, rho []float32
-			inPlace    []float32
+			sums              [4]float64
+			first, rho        []float32
+			inPlace, inPlace2 []float32
 		}
 		run := func(asm bool) out {
 			haveAVX2 = asm
 			var o out
 			o.sums[0], o.sums[1], o.sums[2], o.sums[3] = groupSums(z, eta)
 			o.first = make([]float32, n)
+			o.inPlace2 = append([]float32(nil), z...)
 			scaleFirstOrder(o.first, z, eta, 3e-4)
+			scaleFirstOrder(o.inPlace2, o.inPlace2, eta, 1e-7)
 			o.rho = make([]float32, n)
 			scaleRho(o.rho, z, eta, 0.37, 2e-3)
 			o.inPlace = append([]float32(nil), z...)
@@ -52,7 +54,7 @@ func TestGroupKernelsMatchGo(t *testing.T) {
 				t.Fatalf("n = %d: groupSums result %d: AVX2 %g, Go %g", n, i, a.sums[i], g.sums[i])
 			}
 		}
-		for name, pair := range map[string][2][]float32{"scaleFirstOrder": {a.first, g.first}, "scaleRho": {a.rho, g.rho}, "scaleRho in place": {a.inPlace, g.inPlace}} {
+		for name, pair := range map[string][2][]float32{"scaleFirstOrder": {a.first, g.first}, "scaleRho": {a.rho, g.rho}, "scaleRho in place": {a.inPlace, g.inPlace}, "scaleFirstOrder in place": {a.inPlace2, g.inPlace2}} {
 			for i := range pair[0] {
 				if math.Float32bits(pair[0][i]) != math.Float32bits(pair[1][i]) {
 					t.Fatalf("n = %d: %s element %d: AVX2 %g, Go %g", n, name, i, pair[0][i], pair[1][i])

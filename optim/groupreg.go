@@ -83,17 +83,39 @@ func (l groupLayout) contiguous() bool { return l.outer == 1 }
 
 // gather copies group g of src into dst[:l.size].
 func (l groupLayout) gather(dst, src []float32, g int) {
+	in := l.inner
+	if in >= 32 {
+		for o := range l.outer {
+			base := o*l.stride + g*in
+			copy(dst[o*in:(o+1)*in], src[base:base+in])
+		}
+		return
+	}
+	// Short runs (a 3×3 kernel per input channel): a loop costs less
+	// than a call to copy per run.
 	for o := range l.outer {
-		base := o*l.stride + g*l.inner
-		copy(dst[o*l.inner:(o+1)*l.inner], src[base:base+l.inner])
+		d, s := dst[o*in:(o+1)*in], src[o*l.stride+g*in:][:in]
+		for i, v := range s {
+			d[i] = v
+		}
 	}
 }
 
 // scatter copies src[:l.size] back into group g of dst.
 func (l groupLayout) scatter(dst, src []float32, g int) {
+	in := l.inner
+	if in >= 32 {
+		for o := range l.outer {
+			base := o*l.stride + g*in
+			copy(dst[base:base+in], src[o*in:(o+1)*in])
+		}
+		return
+	}
 	for o := range l.outer {
-		base := o*l.stride + g*l.inner
-		copy(dst[base:base+l.inner], src[o*l.inner:(o+1)*l.inner])
+		d, s := dst[o*l.stride+g*in:][:in], src[o*in:(o+1)*in]
+		for i, v := range s {
+			d[i] = v
+		}
 	}
 }
 
@@ -280,7 +302,7 @@ func (r *groupLasso) Prox(dst, z, eta []float32, lambda float32) {
 		// Then the relative error of r is O(ε²) and that of
 		// x_i = z_i/(1 + ε_i) = z_i·(1 − ε_i(1 − ε_i)) + O(ε³) is below
 		// 2⁻³⁶: float32 precision without a division per coordinate.
-		scaleFirstOrder(dst, z, eta, lam/rho)
+		scaleFirstOrder(dst, z, eta, float32(lam/rho))
 		return
 	}
 	if hi-lo > 0x1p-30*hi {
