@@ -40,6 +40,12 @@
 // can be exported as named float32 vectors plus integers and restored
 // exactly, so a resumed run continues bit-identically.
 //
+// Group regularizers (GroupL0, GroupLasso) couple the coordinates of a
+// weight's output filters or input channels; a Coupling adds
+// per-output-channel tensors of other groups (the batch-norm γ and β after
+// a convolution, see Couple and nn.ConvNorms) to the filter groups, so a
+// zero group is a zero channel.
+//
 // Baselines with the same Optimizer interface: SGD (heavy-ball momentum,
 // Nesterov, weight decay), Adam, AdamW, AdaGrad and RMSprop (all as ProxGen
 // configurations without a regularizer), subgradient methods (RegMode

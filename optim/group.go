@@ -29,6 +29,11 @@ type Group struct {
 	// Frozen groups are not updated (ProxQuant freezes the binarised
 	// weights after hard quantisation).
 	Frozen bool
+	// Couplings add per-output-channel companion tensors (for example
+	// batch-norm γ and β) to the filter groups of some of Params; Reg
+	// must then be a GroupRegularizer grouping ByFilter. See Coupling
+	// and Couple.
+	Couplings []Coupling
 }
 
 // name returns the state name of parameter j of group i.
@@ -88,7 +93,8 @@ func SplitGroups(names []string, params []*autograd.Tensor, regularized func(nam
 }
 
 // Penalty returns Σ_groups λ·R(θ) over the groups that have a
-// regularizer, accumulated in float64 in a fixed order.
+// regularizer, accumulated in float64 in a fixed order. Coupled companions
+// count in their weight's groups.
 func Penalty(groups []*Group) float64 {
 	var s float64
 	for _, g := range groups {
@@ -96,6 +102,10 @@ func Penalty(groups []*Group) float64 {
 			continue
 		}
 		for _, p := range g.Params {
+			if gr, ok := g.Reg.(GroupRegularizer); ok && len(g.Couplings) > 0 {
+				s += g.Lambda * GroupPenalty(gr, p.Data, p.Shape(), coupledData(g, p)...)
+				continue
+			}
 			s += g.Lambda * TensorPenalty(g.Reg, p)
 		}
 	}

@@ -83,50 +83,72 @@ func (l groupLayout) contiguous() bool { return l.outer == 1 }
 
 // gather copies group g of src into dst[:l.size].
 func (l groupLayout) gather(dst, src []float32, g int) {
+	in := l.inner
+	if in >= 32 {
+		for o := range l.outer {
+			base := o*l.stride + g*in
+			copy(dst[o*in:(o+1)*in], src[base:base+in])
+		}
+		return
+	}
+	// Short runs (a 3×3 kernel per input channel): a loop costs less
+	// than a call to copy per run.
 	for o := range l.outer {
-		base := o*l.stride + g*l.inner
-		copy(dst[o*l.inner:(o+1)*l.inner], src[base:base+l.inner])
+		d, s := dst[o*in:(o+1)*in], src[o*l.stride+g*in:][:in]
+		for i, v := range s {
+			d[i] = v
+		}
 	}
 }
 
 // scatter copies src[:l.size] back into group g of dst.
 func (l groupLayout) scatter(dst, src []float32, g int) {
+	in := l.inner
+	if in >= 32 {
+		for o := range l.outer {
+			base := o*l.stride + g*in
+			copy(dst[base:base+in], src[o*in:(o+1)*in])
+		}
+		return
+	}
 	for o := range l.outer {
-		base := o*l.stride + g*l.inner
-		copy(dst[base:base+l.inner], src[o*l.inner:(o+1)*l.inner])
+		d, s := dst[o*l.stride+g*in:][:in], src[o*in:(o+1)*in]
+		for i, v := range s {
+			d[i] = v
+		}
 	}
 }
 
 // GroupPenalty returns Σ_g r(θ_g) for a group regularizer over a tensor of
-// the given shape.
-func GroupPenalty(r GroupRegularizer, theta []float32, shape []int) float64 {
-	l := layoutOf(r.GroupBy(), shape)
-	if l.count*l.size != len(theta) {
-		panic(fmt.Sprintf("optim.GroupPenalty: shape %v does not match %d elements", shape, len(theta)))
-	}
-	if l.contiguous() {
+// the given shape. Coordinate g of each of companions (one element per
+// group; r must group ByFilter) joins group g, as a Coupling makes it.
+func GroupPenalty(r GroupRegularizer, theta []float32, shape []int, companions ...[]float32) float64 {
+	l := checkGroupArgs("optim.GroupPenalty", r.GroupBy(), theta, shape, companions)
+	if l.contiguous() && len(companions) == 0 {
 		var s float64
 		for g := range l.count {
 			s += r.Penalty(theta[g*l.size : (g+1)*l.size])
 		}
 		return s
 	}
-	buf := make([]float32, l.size)
+	buf := make([]float32, l.size+len(companions))
 	var s float64
 	for g := range l.count {
-		l.gather(buf, theta, g)
+		gatherCoupled(buf, theta, companions, l, g)
 		s += r.Penalty(buf)
 	}
 	return s
 }
 
 // GroupNonZero returns the number of groups of a tensor of the given shape
-// that hold a non-zero coordinate, and the number of groups.
-func GroupNonZero(by GroupBy, theta []float32, shape []int) (nonzero, groups int) {
-	l := layoutOf(by, shape)
-	buf := make([]float32, l.size)
+// that hold a non-zero coordinate, and the number of groups. Coordinate g
+// of each of companions (one element per group; by must be ByFilter) joins
+// group g, as a Coupling makes it.
+func GroupNonZero(by GroupBy, theta []float32, shape []int, companions ...[]float32) (nonzero, groups int) {
+	l := checkGroupArgs("optim.GroupNonZero", by, theta, shape, companions)
+	buf := make([]float32, l.size+len(companions))
 	for g := range l.count {
-		l.gather(buf, theta, g)
+		gatherCoupled(buf, theta, companions, l, g)
 		for _, v := range buf {
 			if v != 0 {
 				nonzero++
@@ -135,6 +157,30 @@ func GroupNonZero(by GroupBy, theta []float32, shape []int) (nonzero, groups int
 		}
 	}
 	return nonzero, l.count
+}
+
+// checkGroupArgs returns the layout of a tensor of the given shape and
+// panics, naming op, when theta or the companions do not match it.
+func checkGroupArgs(op string, by GroupBy, theta []float32, shape []int, companions [][]float32) groupLayout {
+	l := layoutOf(by, shape)
+	if l.count*l.size != len(theta) {
+		panic(fmt.Sprintf("%s: shape %v does not match %d elements", op, shape, len(theta)))
+	}
+	for _, c := range companions {
+		if by != ByFilter || len(c) != l.count {
+			panic(fmt.Sprintf("%s: companion of %d elements for %d groups by %v of shape %v (want one per output filter)", op, len(c), l.count, by, shape))
+		}
+	}
+	return l
+}
+
+// gatherCoupled copies group g of theta and then coordinate g of each
+// companion into buf.
+func gatherCoupled(buf, theta []float32, companions [][]float32, l groupLayout, g int) {
+	l.gather(buf, theta, g)
+	for j, c := range companions {
+		buf[l.size+j] = c[g]
+	}
 }
 
 // groupL0 is r(x) = [x ≠ 0] over a group: the count of non-zero groups.
@@ -256,11 +302,7 @@ func (r *groupLasso) Prox(dst, z, eta []float32, lambda float32) {
 		// Then the relative error of r is O(ε²) and that of
 		// x_i = z_i/(1 + ε_i) = z_i·(1 − ε_i(1 − ε_i)) + O(ε³) is below
 		// 2⁻³⁶: float32 precision without a division per coordinate.
-		c := lam / rho
-		for i, v := range z {
-			e := c * float64(eta[i])
-			dst[i] = float32(float64(v) * (1 - e*(1-e)))
-		}
+		scaleFirstOrder(dst, z, eta, float32(lam/rho))
 		return
 	}
 	if hi-lo > 0x1p-30*hi {
@@ -298,48 +340,7 @@ func (r *groupLasso) Prox(dst, z, eta []float32, lambda float32) {
 			}
 		}
 	}
-	for i, v := range z {
-		dst[i] = float32(float64(v) * (rho / (rho + lam*float64(eta[i]))))
-	}
-}
-
-// groupSums returns ‖z‖₂², Σ z_i²·eta_i and the smallest and largest eta,
-// in float64. eta must be positive (NaN would be ignored).
-func groupSums(z, eta []float32) (z2, ze, emin, emax float64) {
-	eta = eta[:len(z)]
-	var s0, s1, s2, s3, w0, w1 float64
-	lo, hi := float32(math.MaxFloat32), float32(0)
-	i := 0
-	for ; i+3 < len(z); i += 4 {
-		a, b, c, d := float64(z[i]), float64(z[i+1]), float64(z[i+2]), float64(z[i+3])
-		a, b, c, d = a*a, b*b, c*c, d*d
-		s0 += a
-		s1 += b
-		s2 += c
-		s3 += d
-		w0 += a*float64(eta[i]) + b*float64(eta[i+1])
-		w1 += c*float64(eta[i+2]) + d*float64(eta[i+3])
-		for _, e := range eta[i : i+4] {
-			if e < lo {
-				lo = e
-			}
-			if e > hi {
-				hi = e
-			}
-		}
-	}
-	for ; i < len(z); i++ {
-		a, e := float64(z[i]), eta[i]
-		s0 += a * a
-		w0 += a * a * float64(e)
-		if e < lo {
-			lo = e
-		}
-		if e > hi {
-			hi = e
-		}
-	}
-	return (s0 + s1) + (s2 + s3), w0 + w1, float64(lo), float64(hi)
+	scaleRho(dst, z, eta, rho, lam)
 }
 
 // Penalty implements Regularizer for one group: ‖θ‖₂.

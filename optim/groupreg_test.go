@@ -478,7 +478,7 @@ func BenchmarkGroupProx(b *testing.B) {
 			for range b.N {
 				copy(dst, z)
 				for i := range ws {
-					ws[i].prox(dst, eta, 1e-4, 0)
+					ws[i].prox(dst, eta, 0, 1e-4, 0, nil)
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/elem")

@@ -11,7 +11,9 @@ type groupWork struct {
 	reg    GroupRegularizer
 	layout groupLayout
 	g0, g1 int
-	buf    []float32 // gather space (2·size) for groups that are not contiguous
+	buf    []float32 // gather space (2·(size + len(comps))) for groups that are not contiguous or coupled
+	comps  []int     // slots of the companions coupled with the parameter (Coupling)
+	mem    []member  // the companions of one step (members)
 }
 
 // appendGroupWork appends the work items of a parameter of the given shape
@@ -42,20 +44,54 @@ func runGroupWork(ws []groupWork, slots []slot, f func(w *groupWork, sl *slot)) 
 }
 
 // prox replaces each group of x by the proximal map of λ·r under the step
-// sizes eta (same layout as x), then clamps it to [−clipAt, clipAt] when
-// clipAt > 0.
-func (w *groupWork) prox(x, eta []float32, lambda float32, clipAt float64) {
+// sizes eta, then clamps it to [−clipAt, clipAt] when clipAt > 0. eta has
+// the layout of x but starts at element off of x (off is non-zero only for
+// contiguous groups). Coordinate g of each companion in comps (x its z, y
+// its η) joins group g and is clamped to its own bound.
+func (w *groupWork) prox(x, eta []float32, off int, lambda float32, clipAt float64, comps []member) {
 	l := w.layout
+	if off != 0 && !l.contiguous() {
+		panic("optim: η offset for groups that are not contiguous")
+	}
+	s := l.size
+	if len(comps) > 0 {
+		k := len(comps)
+		zb, eb := w.buf[:s+k], w.buf[s+k:2*(s+k)]
+		for g := w.g0; g < w.g1; g++ {
+			l.gather(zb, x, g)
+			if off != 0 {
+				copy(eb, eta[g*s-off:(g+1)*s-off])
+			} else {
+				l.gather(eb, eta, g)
+			}
+			for j, m := range comps {
+				zb[s+j], eb[s+j] = m.x[g], m.y[g]
+			}
+			w.reg.Prox(zb, zb, eb, lambda)
+			if clipAt > 0 {
+				clip(zb[:s], float32(clipAt))
+			}
+			l.scatter(x, zb, g)
+			for j, m := range comps {
+				v := zb[s+j]
+				if m.clip > 0 {
+					v = min(max(v, -float32(m.clip)), float32(m.clip))
+				}
+				m.x[g] = v
+			}
+		}
+		return
+	}
 	for g := w.g0; g < w.g1; g++ {
 		if l.contiguous() {
-			xg := x[g*l.size : (g+1)*l.size]
-			w.reg.Prox(xg, xg, eta[g*l.size:(g+1)*l.size], lambda)
+			xg := x[g*s : (g+1)*s]
+			w.reg.Prox(xg, xg, eta[g*s-off:(g+1)*s-off], lambda)
 			if clipAt > 0 {
 				clip(xg, float32(clipAt))
 			}
 			continue
 		}
-		xg, eg := w.buf[:l.size], w.buf[l.size:]
+		xg, eg := w.buf[:s], w.buf[s:]
 		l.gather(xg, x, g)
 		l.gather(eg, eta, g)
 		w.reg.Prox(xg, xg, eg, lambda)
@@ -67,10 +103,28 @@ func (w *groupWork) prox(x, eta []float32, lambda float32, clipAt float64) {
 }
 
 // subgradient stores λ times a subgradient of r at each group of theta in
-// the same positions of out.
-func (w *groupWork) subgradient(out, theta []float32, lambda, eps float32) {
+// the same positions of out; the companions in comps (x their θ, y their
+// output) join the groups as in prox.
+func (w *groupWork) subgradient(out, theta []float32, lambda, eps float32, comps []member) {
 	sd := w.reg.(Subdifferentiable)
 	l := w.layout
+	if len(comps) > 0 {
+		s, k := l.size, len(comps)
+		tb, ob := w.buf[:s+k], w.buf[s+k:2*(s+k)]
+		for g := w.g0; g < w.g1; g++ {
+			l.gather(tb, theta, g)
+			for j, m := range comps {
+				tb[s+j] = m.x[g]
+			}
+			clear(ob)
+			sd.AddSubgradient(ob, tb, lambda, eps)
+			l.scatter(out, ob, g)
+			for j, m := range comps {
+				m.y[g] = ob[s+j]
+			}
+		}
+		return
+	}
 	for g := w.g0; g < w.g1; g++ {
 		if l.contiguous() {
 			og := out[g*l.size : (g+1)*l.size]

@@ -140,6 +140,17 @@ type slot struct {
 	// subgradient mode.
 	grouped bool
 	aux     []float32
+	// owner is 1 + the slot index of the weight this slot is a
+	// companion of (Coupling), 0 for none; aux then holds its η or λ∂R
+	// as for the weight. linked is set during a step in which the slot
+	// joins its weight's groups.
+	owner  int
+	linked bool
+	// contiguous is set for grouped slots whose groups are contiguous
+	// runs; fused is set during a step in which such a slot takes its
+	// gradient step and group prox together, group work item by work
+	// item, while the coordinates are in cache.
+	contiguous, fused bool
 }
 
 // segment is a chunk [lo, hi) of one slot.
@@ -218,11 +229,18 @@ func New(groups []*Group, cfg Config) *ProxGen {
 				s.grouped = true
 				s.aux = make([]float32, s.n)
 				o.gwork = appendGroupWork(o.gwork, len(o.slots), gr, p.Shape())
+				s.contiguous = layoutOf(gr.GroupBy(), p.Shape()).contiguous()
 			}
 			for lo := 0; lo < s.n; lo += chunkSize {
 				o.segs = append(o.segs, segment{len(o.slots), lo, min(lo+chunkSize, s.n)})
 			}
 			o.slots = append(o.slots, s)
+		}
+	}
+	linkCouplings("optim.New", groups, o.slots, o.gwork)
+	for i := range o.slots {
+		if sl := &o.slots[i]; sl.owner != 0 {
+			sl.aux = make([]float32, sl.n)
 		}
 	}
 	return o
@@ -277,30 +295,71 @@ func (o *ProxGen) Step() {
 	active := func(sl *slot) bool {
 		return !o.groups[sl.group].Frozen && sl.p.Grad != nil
 	}
+	for i := range o.slots {
+		sl := &o.slots[i]
+		if sl.owner != 0 {
+			w := &o.slots[sl.owner-1]
+			h := &hs[w.group]
+			sl.linked = (h.prox || h.subgrad) && active(w) && active(sl)
+		}
+		sl.fused = sl.contiguous && hs[sl.group].prox && active(sl)
+	}
+	linked := func(sl *slot) (member, bool) {
+		return member{sl.p.Data, sl.aux, o.groups[sl.group].Clip}, sl.linked
+	}
 	if o.cfg.RegMode == RegSubgradient {
 		runGroupWork(o.gwork, o.slots, func(w *groupWork, sl *slot) {
 			if h := &hs[sl.group]; h.subgrad && active(sl) {
-				w.subgradient(sl.aux, sl.p.Data, h.lambda, o.cfg.SubgradEps)
+				w.subgradient(sl.aux, sl.p.Data, h.lambda, o.cfg.SubgradEps, w.members(o.slots, linked))
 			}
 		})
 	}
 	parallel.For(len(o.segs), 1, func(lo, hi int) {
 		sc := scratchPool.Get().(*scratch)
 		for i := lo; i < hi; i++ {
-			o.stepSegment(o.segs[i], hs, sc)
+			if !o.slots[o.segs[i].slot].fused {
+				o.stepSegment(o.segs[i], hs, sc, nil)
+			}
 		}
 		scratchPool.Put(sc)
 	})
 	if o.cfg.RegMode == RegProx {
 		runGroupWork(o.gwork, o.slots, func(w *groupWork, sl *slot) {
-			if h := &hs[sl.group]; h.prox && active(sl) {
-				w.prox(sl.p.Data, sl.aux, h.lambda, o.groups[sl.group].Clip)
+			h := &hs[sl.group]
+			if !h.prox || !active(sl) {
+				return
 			}
+			clipAt := o.groups[sl.group].Clip
+			if !sl.fused {
+				w.prox(sl.p.Data, sl.aux, 0, h.lambda, clipAt, w.members(o.slots, linked))
+				return
+			}
+			// The step of the work item's groups, then their prox while
+			// z and η are in cache; the step is element-wise, so its
+			// split into pieces changes nothing.
+			lo, hi := w.g0*w.layout.size, w.g1*w.layout.size
+			eta := etaPool.Get().(*[]float32)
+			if cap(*eta) < hi-lo {
+				*eta = make([]float32, hi-lo)
+			}
+			sc := scratchPool.Get().(*scratch)
+			for a := lo; a < hi; a += chunkSize {
+				b := min(a+chunkSize, hi)
+				o.stepSegment(segment{w.slot, a, b}, hs, sc, (*eta)[a-lo:b-lo])
+			}
+			scratchPool.Put(sc)
+			w.prox(sl.p.Data, (*eta)[:hi-lo], lo, h.lambda, clipAt, w.members(o.slots, linked))
+			etaPool.Put(eta)
 		})
 	}
 }
 
-func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch) {
+// etaPool holds the η buffers of fused group work items.
+var etaPool = sync.Pool{New: func() any { return new([]float32) }}
+
+// stepSegment updates one chunk of a slot. When eta is not nil and the
+// group prox is deferred, η goes there instead of the slot's aux.
+func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch, eta []float32) {
 	sl := &o.slots[sg.slot]
 	grp := o.groups[sl.group]
 	p := sl.p
@@ -316,11 +375,19 @@ func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch) {
 	th := p.Data[lo:hi:hi]
 	g := p.Grad[lo:hi:hi]
 	d := sc.d[:n:n]
-	if sl.grouped && h.prox {
+	// A linked companion takes part in its weight's group prox or
+	// subgradient although its own group has no regularizer.
+	prox := h.prox || sl.linked && o.cfg.RegMode == RegProx
+	subgrad := h.subgrad || sl.linked && o.cfg.RegMode == RegSubgradient
+	deferred := prox && (sl.grouped || sl.linked)
+	if deferred {
 		// η goes straight to where the group prox reads it.
 		d = sl.aux[lo:hi:hi]
+		if eta != nil {
+			d = eta[:n:n]
+		}
 	}
-	if h.wdc != 0 || h.subgrad {
+	if h.wdc != 0 || subgrad {
 		gb := sc.g[:n:n]
 		copy(gb, g)
 		if h.wdc != 0 {
@@ -329,11 +396,11 @@ func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch) {
 				gb[i] += wd * v
 			}
 		}
-		if h.subgrad && sl.grouped {
+		if subgrad && (sl.grouped || sl.linked) {
 			for i, v := range sl.aux[lo:hi:hi] {
 				gb[i] += v
 			}
-		} else if h.subgrad {
+		} else if subgrad {
 			grp.Reg.(Subdifferentiable).AddSubgradient(gb, th, h.lambda, o.cfg.SubgradEps)
 		}
 		g = gb
@@ -342,7 +409,7 @@ func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch) {
 	if sl.s != nil {
 		st = sl.s[lo:hi:hi]
 	}
-	needEta := h.prox && o.cfg.Metric == Preconditioned
+	needEta := prox && o.cfg.Metric == Preconditioned
 	proxDone := false
 	lr := h.lr
 	mo := o.cfg.Momentum
@@ -362,13 +429,13 @@ func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch) {
 		o.cfg.Precond.Denom(d, st, g, o.t)
 		o.momentumStep(sl, lo, hi, th, g, d, h, needEta)
 	}
-	if h.prox && !proxDone {
+	if prox && !proxDone {
 		if o.cfg.Metric == Euclidean {
 			for i := range d {
 				d[i] = lr
 			}
 		}
-		if sl.grouped {
+		if deferred {
 			// d is sl.aux: the group prox and the clipping run once
 			// the whole tensor has taken its step (Step).
 			return

@@ -95,6 +95,12 @@ func NewProxSGD(groups []*Group, cfg ProxSGDConfig) *ProxSGD {
 			o.slots = append(o.slots, s)
 		}
 	}
+	linkCouplings("optim.NewProxSGD", groups, o.slots, o.gwork)
+	for i := range o.slots {
+		if sl := &o.slots[i]; sl.owner != 0 {
+			sl.aux = make([]float32, 2*sl.n)
+		}
+	}
 	return o
 }
 
@@ -118,6 +124,12 @@ func (o *ProxSGD) Step() {
 		hs[i] = scal{eps: float32(eps), rho: float32(rho), decay: float32(1 - eps*g.WeightDecay), gs: 1}
 		if o.cfg.ScaledGradient {
 			hs[i].gs = float32(eps)
+		}
+	}
+	active := func(sl *slot) bool { return !o.groups[sl.group].Frozen && sl.p.Grad != nil }
+	for i := range o.slots {
+		if sl := &o.slots[i]; sl.owner != 0 {
+			sl.linked = active(&o.slots[sl.owner-1]) && active(sl)
 		}
 	}
 	parallel.For(len(o.segs), 1, func(lo, hi int) {
@@ -153,9 +165,10 @@ func (o *ProxSGD) Step() {
 				xh[i] = th[i] - h.gs*(vi*inv)
 				d[i] = inv
 			}
-			if sl.grouped {
+			if sl.grouped || sl.linked {
 				// The group prox, the clipping and the step toward x̂
-				// run once the whole tensor has its x̂ and η.
+				// run once the whole tensor (and those coupled with
+				// it) has its x̂ and η.
 				copy(sl.aux[a:b], xh)
 				copy(sl.aux[sl.n+a:sl.n+b], d)
 				continue
@@ -172,17 +185,19 @@ func (o *ProxSGD) Step() {
 	if len(o.gwork) == 0 {
 		return
 	}
-	active := func(sl *slot) bool { return !o.groups[sl.group].Frozen && sl.p.Grad != nil }
+	linked := func(sl *slot) (member, bool) {
+		return member{sl.aux[:sl.n], sl.aux[sl.n:], o.groups[sl.group].Clip}, sl.linked
+	}
 	runGroupWork(o.gwork, o.slots, func(w *groupWork, sl *slot) {
 		if grp := o.groups[sl.group]; active(sl) {
 			// λ = 0 leaves x̂ unchanged but for the clipping.
-			w.prox(sl.aux[:sl.n], sl.aux[sl.n:], float32(grp.Lambda), grp.Clip)
+			w.prox(sl.aux[:sl.n], sl.aux[sl.n:], 0, float32(grp.Lambda), grp.Clip, w.members(o.slots, linked))
 		}
 	})
 	parallel.For(len(o.segs), 1, func(lo, hi int) {
 		for _, sg := range o.segs[lo:hi] {
 			sl := &o.slots[sg.slot]
-			if sl.grouped && active(sl) {
+			if (sl.grouped || sl.linked) && active(sl) {
 				blend(sl.p.Data[sg.lo:sg.hi], sl.aux[sg.lo:sg.hi], hs[sl.group].eps)
 			}
 		}

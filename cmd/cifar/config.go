@@ -46,6 +46,7 @@ type config struct {
 	Beta2       float64 `json:"beta2"`
 	Eps         float64 `json:"eps"`
 	Schedule    string  `json:"schedule"`
+	NoCoupleBN  bool    `json:"no_couple_bn"`
 
 	Homotopy       string `json:"homotopy"`
 	HardQuantEpoch int    `json:"hard_quant_epoch"`
@@ -150,6 +151,8 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.Float64Var(&c.Beta2, "beta2", c.Beta2, "second-moment decay β of the Adam family")
 	fs.Float64Var(&c.Eps, "eps", c.Eps, "δ added to the preconditioner")
 	fs.StringVar(&c.Schedule, "schedule", c.Schedule, "step-size schedule: const, multistep:E1,E2[:GAMMA] (epochs), step:EVERY:GAMMA (epochs), invsqrt[:OFFSET] (lr/sqrt(t+OFFSET), t = update), plateau:FACTOR (on the test loss), cosine[:FLOOR] (per update down to FLOOR at the end), onecycle[:PCT[:DIV[:FINALDIV]]][:three][:linear] (peak -lr), any but plateau preceded by warmup:EPOCHS[:START]+ (linear from START·lr, default 1/3); auto: multistep at 1/2 and 5/6 of -epochs, const for proxquant/bc, invsqrt:4 (Prox-SGD's ε_t) for proxsgd")
+
+	fs.BoolVar(&c.NoCoupleBN, "no-couple-bn", c.NoCoupleBN, "gl0/gl21 over output filters group each convolution filter with the γ and β of the batch norm after it (a zero group is a zero channel); this flag groups the filter alone")
 
 	fs.StringVar(&c.Homotopy, "homotopy", c.Homotopy, "on: ProxQuant homotopy λ_t = λ·epoch (epoch counted from 0); off; auto: on for binary regularizers")
 	fs.IntVar(&c.HardQuantEpoch, "hard-quant-epoch", c.HardQuantEpoch, "after this many epochs set binarised weights to sign(w) and freeze them (0: never; default: 2/3 of -epochs for binary runs, never otherwise)")

@@ -79,6 +79,12 @@ func newMethod(c *config, model nn.Module, nTrain, perEpoch int) (*method, error
 	}
 	isReg := func(name string, t *autograd.Tensor) bool { return regularized(c, name, t) }
 	groups := optim.SplitGroups(names, params, isReg, reg, m.lambda, c.WD, c.LR)
+	if !c.NoCoupleBN {
+		// Only filter-grouped regularizers take the coupling.
+		for _, p := range nn.ConvNorms(model) {
+			optim.Couple(groups, p.Weight.T, p.Gamma.T, p.Beta.T)
+		}
+	}
 	if c.Optimizer == "l0hc" {
 		if m.hc, err = newHardConcrete(model, isReg, m.lambda, c.Seed); err != nil {
 			return nil, err

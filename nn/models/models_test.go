@@ -398,3 +398,47 @@ func TestModelsOutputShape(t *testing.T) {
 		}
 	}
 }
+
+// TestConvNorms checks that nn.ConvNorms pairs every convolution of the
+// CIFAR models with the batch norm that follows it.
+func TestConvNorms(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		opts  []models.Option
+		pairs int
+	}{
+		{"vgg16", nil, 13},
+		{"resnet20", nil, 19},
+		{"resnet20", []models.Option{models.WithShortcut(models.ShortcutB)}, 21},
+		{"resnet18", nil, 20},
+	} {
+		m, err := models.New(c.name, 10, newRng(1), append(c.opts, models.WithWidth(0.125))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byName := map[string]*autograd.Tensor{}
+		convs := 0
+		for _, p := range m.Params() {
+			byName[p.Name] = p.T
+			if p.T.Rank() == 4 {
+				convs++
+			}
+		}
+		cn := nn.ConvNorms(m)
+		seen := map[*autograd.Tensor]bool{}
+		for _, p := range cn {
+			w := p.Weight.T
+			if seen[w] || w.Rank() != 4 || byName[p.Weight.Name] != w || byName[p.Gamma.Name] != p.Gamma.T || byName[p.Beta.Name] != p.Beta.T {
+				t.Fatalf("%s: pair %s, %s, %s does not name the model's tensors", c.name, p.Weight.Name, p.Gamma.Name, p.Beta.Name)
+			}
+			seen[w] = true
+			stem := strings.TrimSuffix(p.Gamma.Name, ".weight")
+			if p.Beta.Name != stem+".bias" || p.Gamma.T.Numel() != w.Dim(0) {
+				t.Fatalf("%s: %s is not the batch norm of %s", c.name, stem, p.Weight.Name)
+			}
+		}
+		if len(cn) != c.pairs || convs != c.pairs {
+			t.Errorf("%s: %d pairs for %d convolutions, want %d", c.name, len(cn), convs, c.pairs)
+		}
+	}
+}

@@ -96,6 +96,11 @@ func (b *BasicBlock) Children() []nn.Child {
 	return cs
 }
 
+// NormPairs implements nn.NormPairer: conv1 feeds bn1 and conv2 feeds
+// bn2 (an option-B shortcut is a Sequential, which nn.ConvNorms reads
+// itself).
+func (b *BasicBlock) NormPairs() [][2]string { return [][2]string{{"conv1", "bn1"}, {"conv2", "bn2"}} }
+
 // Params returns the block's parameters in PyTorch's order.
 func (b *BasicBlock) Params() []nn.Param { return nn.ChildParams(b.Children()) }
 
@@ -255,6 +260,9 @@ func (r *ResNet) Children() []nn.Child {
 	}
 	return append(cs, nn.Child{Name: "linear", Module: r.Linear})
 }
+
+// NormPairs implements nn.NormPairer: the stem conv1 feeds bn1.
+func (r *ResNet) NormPairs() [][2]string { return [][2]string{{"conv1", "bn1"}} }
 
 // Params returns the network's parameters in PyTorch's order.
 func (r *ResNet) Params() []nn.Param { return nn.ChildParams(r.Children()) }

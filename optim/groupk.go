@@ -1,0 +1,107 @@
+package optim
+
+import "math"
+
+// The group maps' passes over a group's coordinates. Each has a Go loop
+// and, on amd64, an AVX2 kernel (groupk_amd64.s) that computes the same
+// float64 operations in the same order, bit for bit; the conversions to
+// float64 around products keep the Go compiler from fusing them into
+// multiply-adds, which the kernels do not use.
+
+// groupSums returns ‖z‖₂², Σ z_i²·eta_i and the smallest and largest eta,
+// in float64. eta must be positive (NaN would be ignored). The sums run in
+// eight lanes, element i in lane i mod 8, added up in a fixed order at the
+// end.
+func groupSums(z, eta []float32) (z2, ze, emin, emax float64) {
+	eta = eta[:len(z)]
+	var acc [16]float64
+	mm := [2]float32{math.MaxFloat32, 0}
+	n8 := len(z) &^ 7
+	if n8 > 0 {
+		if haveAVX2 {
+			groupSumsAVX2(&z[0], &eta[0], n8, &acc, &mm)
+		} else {
+			groupSumsGo(z[:n8], eta[:n8], &acc, &mm)
+		}
+	}
+	if n8 < len(z) {
+		// The tail as one more block: zeros add nothing to the sums,
+		// and the last η repeated changes neither bound.
+		var zt, et [8]float32
+		copy(zt[:], z[n8:])
+		copy(et[:], eta[n8:])
+		for i := len(z) - n8; i < 8; i++ {
+			et[i] = eta[len(z)-1]
+		}
+		groupSumsGo(zt[:], et[:], &acc, &mm)
+	}
+	z2 = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
+	ze = ((acc[8] + acc[9]) + (acc[10] + acc[11])) + ((acc[12] + acc[13]) + (acc[14] + acc[15]))
+	return z2, ze, float64(mm[0]), float64(mm[1])
+}
+
+// groupSumsGo adds z_i² to acc[i mod 8] and z_i²·eta_i to acc[8 + i mod 8]
+// and lowers mm[0] / raises mm[1] to the range of eta, for len(z) a
+// multiple of 8: the loop of groupSumsAVX2.
+func groupSumsGo(z, eta []float32, acc *[16]float64, mm *[2]float32) {
+	eta = eta[:len(z)]
+	lo, hi := mm[0], mm[1]
+	for i := 0; i+8 <= len(z); i += 8 {
+		for j := range 8 {
+			a, e := float64(z[i+j]), eta[i+j]
+			a *= a
+			acc[j] += a
+			acc[8+j] += float64(a * float64(e))
+			lo = min(lo, e)
+			hi = max(hi, e)
+		}
+	}
+	mm[0], mm[1] = lo, hi
+}
+
+// scaleFirstOrder sets dst_i = z_i − z_i·t_i with t_i = e_i(1 − e_i) and
+// e_i = c·eta_i, in float32: z_i/(1 + e_i) to second order in e_i. For
+// e_i ≤ 2⁻¹² the float32 rounding of t_i moves z_i·t_i by less than
+// 2⁻³⁴·|z_i|, so the result is within about half an ulp of z_i/(1 + e_i).
+func scaleFirstOrder(dst, z, eta []float32, c float32) {
+	z, eta = z[:len(dst)], eta[:len(dst)]
+	n8 := 0
+	if haveAVX2 {
+		n8 = len(dst) &^ 7
+		if n8 > 0 {
+			scaleFirstOrderAVX2(&dst[0], &z[0], &eta[0], n8, c)
+		}
+	}
+	scaleFirstOrderGo(dst[n8:], z[n8:], eta[n8:], c)
+}
+
+// scaleFirstOrderGo is the loop of scaleFirstOrder.
+func scaleFirstOrderGo(dst, z, eta []float32, c float32) {
+	z, eta = z[:len(dst)], eta[:len(dst)]
+	for i, v := range z {
+		e := c * eta[i]
+		t := e * (1 - e)
+		dst[i] = v - float32(v*t)
+	}
+}
+
+// scaleRho sets dst_i = z_i·(ρ/(ρ + λ·eta_i)) in float64.
+func scaleRho(dst, z, eta []float32, rho, lam float64) {
+	z, eta = z[:len(dst)], eta[:len(dst)]
+	n8 := 0
+	if haveAVX2 {
+		n8 = len(dst) &^ 7
+		if n8 > 0 {
+			scaleRhoAVX2(&dst[0], &z[0], &eta[0], n8, rho, lam)
+		}
+	}
+	scaleRhoGo(dst[n8:], z[n8:], eta[n8:], rho, lam)
+}
+
+// scaleRhoGo is the loop of scaleRho.
+func scaleRhoGo(dst, z, eta []float32, rho, lam float64) {
+	z, eta = z[:len(dst)], eta[:len(dst)]
+	for i, v := range z {
+		dst[i] = float32(float64(v) * (rho / (rho + float64(lam*float64(eta[i])))))
+	}
+}

@@ -1,0 +1,21 @@
+//go:build !purego
+
+package optim
+
+// The group kernels below are in groupk_amd64.s; each computes what the Go
+// loop it names computes, bit for bit, on n elements, n a multiple of 8.
+
+// groupSumsAVX2 is groupSumsGo.
+//
+//go:noescape
+func groupSumsAVX2(z, eta *float32, n int, acc *[16]float64, mm *[2]float32)
+
+// scaleFirstOrderAVX2 is scaleFirstOrderGo.
+//
+//go:noescape
+func scaleFirstOrderAVX2(dst, z, eta *float32, n int, c float32)
+
+// scaleRhoAVX2 is scaleRhoGo.
+//
+//go:noescape
+func scaleRhoAVX2(dst, z, eta *float32, n int, rho, lam float64)

@@ -1,0 +1,137 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// AVX2 kernels of the group maps (groupk.go). float32 inputs are widened
+// to float64 and every operation is the float64 operation of the Go loop,
+// without fused multiply-adds, so the results are bit-identical.
+
+DATA gone<>+0(SB)/8, $1.0
+GLOBL gone<>(SB), RODATA|NOPTR, $8
+
+DATA gone32<>+0(SB)/4, $1.0
+GLOBL gone32<>(SB), RODATA|NOPTR, $4
+
+// func groupSumsAVX2(z, eta *float32, n int, acc *[16]float64, mm *[2]float32)
+// acc[j] += z[8k+j]², acc[8+j] += z[8k+j]²·eta[8k+j]; mm[0], mm[1] take the
+// smallest and largest eta.
+TEXT ·groupSumsAVX2(SB), NOSPLIT, $0-40
+	MOVQ z+0(FP), SI
+	MOVQ eta+8(FP), DX
+	MOVQ n+16(FP), CX
+	MOVQ acc+24(FP), DI
+	MOVQ mm+32(FP), R8
+	VMOVUPD 0(DI), Y0            // Σz², lanes 0-3
+	VMOVUPD 32(DI), Y1           // Σz², lanes 4-7
+	VMOVUPD 64(DI), Y2           // Σz²η, lanes 0-3
+	VMOVUPD 96(DI), Y3           // Σz²η, lanes 4-7
+	VBROADCASTSS 0(R8), Y4       // min η
+	VBROADCASTSS 4(R8), Y5       // max η
+	SHRQ $3, CX
+	JZ   gsdone
+gsloop:
+	VMOVUPS   (DX), Y6
+	VMINPS    Y6, Y4, Y4
+	VMAXPS    Y6, Y5, Y5
+	VCVTPS2PD (SI), Y7
+	VCVTPS2PD 16(SI), Y8
+	VCVTPS2PD (DX), Y9
+	VCVTPS2PD 16(DX), Y10
+	VMULPD    Y7, Y7, Y7         // z²
+	VMULPD    Y8, Y8, Y8
+	VADDPD    Y7, Y0, Y0
+	VADDPD    Y8, Y1, Y1
+	VMULPD    Y9, Y7, Y9         // z²·η
+	VMULPD    Y10, Y8, Y10
+	VADDPD    Y9, Y2, Y2
+	VADDPD    Y10, Y3, Y3
+	ADDQ $32, SI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ  gsloop
+gsdone:
+	VMOVUPD Y0, 0(DI)
+	VMOVUPD Y1, 32(DI)
+	VMOVUPD Y2, 64(DI)
+	VMOVUPD Y3, 96(DI)
+	VEXTRACTF128 $1, Y4, X6
+	VMINPS       X6, X4, X4
+	VPERMILPS    $0x4e, X4, X6
+	VMINPS       X6, X4, X4
+	VPERMILPS    $0xb1, X4, X6
+	VMINPS       X6, X4, X4
+	VMOVSS       X4, 0(R8)
+	VEXTRACTF128 $1, Y5, X6
+	VMAXPS       X6, X5, X5
+	VPERMILPS    $0x4e, X5, X6
+	VMAXPS       X6, X5, X5
+	VPERMILPS    $0xb1, X5, X6
+	VMAXPS       X6, X5, X5
+	VMOVSS       X5, 4(R8)
+	VZEROUPPER
+	RET
+
+// func scaleFirstOrderAVX2(dst, z, eta *float32, n int, c float32)
+// dst = z − z·(e·(1 − e)) with e = c·eta, in float32.
+TEXT ·scaleFirstOrderAVX2(SB), NOSPLIT, $0-36
+	MOVQ dst+0(FP), DI
+	MOVQ z+8(FP), SI
+	MOVQ eta+16(FP), DX
+	MOVQ n+24(FP), CX
+	VBROADCASTSS c+32(FP), Y15
+	VBROADCASTSS gone32<>(SB), Y14
+	SHRQ $3, CX
+	JZ   sfdone
+sfloop:
+	VMULPS  (DX), Y15, Y0        // e = c·η
+	VSUBPS  Y0, Y14, Y1          // 1 − e
+	VMULPS  Y1, Y0, Y1           // t = e·(1 − e)
+	VMOVUPS (SI), Y2
+	VMULPS  Y1, Y2, Y1           // z·t
+	VSUBPS  Y1, Y2, Y2           // z − z·t
+	VMOVUPS Y2, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  sfloop
+sfdone:
+	VZEROUPPER
+	RET
+
+// func scaleRhoAVX2(dst, z, eta *float32, n int, rho, lam float64)
+// dst = z·(ρ/(ρ + λ·eta)) in float64.
+TEXT ·scaleRhoAVX2(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ z+8(FP), SI
+	MOVQ eta+16(FP), DX
+	MOVQ n+24(FP), CX
+	VBROADCASTSD rho+32(FP), Y15
+	VBROADCASTSD lam+40(FP), Y14
+	SHRQ $3, CX
+	JZ   srdone
+srloop:
+	VCVTPS2PD  (DX), Y0
+	VCVTPS2PD  16(DX), Y4
+	VMULPD     Y14, Y0, Y0       // λ·η
+	VMULPD     Y14, Y4, Y4
+	VADDPD     Y15, Y0, Y0       // ρ + λ·η
+	VADDPD     Y15, Y4, Y4
+	VDIVPD     Y0, Y15, Y0       // ρ/(ρ + λ·η)
+	VDIVPD     Y4, Y15, Y4
+	VCVTPS2PD  (SI), Y2
+	VCVTPS2PD  16(SI), Y6
+	VMULPD     Y0, Y2, Y2
+	VMULPD     Y4, Y6, Y6
+	VCVTPD2PSY Y2, X2
+	VCVTPD2PSY Y6, X6
+	VMOVUPS    X2, (DI)
+	VMOVUPS    X6, 16(DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  srloop
+srdone:
+	VZEROUPPER
+	RET

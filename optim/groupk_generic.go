@@ -1,0 +1,9 @@
+//go:build !amd64 || purego
+
+package optim
+
+func groupSumsAVX2(z, eta *float32, n int, acc *[16]float64, mm *[2]float32) { noKernels() }
+
+func scaleFirstOrderAVX2(dst, z, eta *float32, n int, c float32) { noKernels() }
+
+func scaleRhoAVX2(dst, z, eta *float32, n int, rho, lam float64) { noKernels() }

@@ -1,0 +1,87 @@
+package optim
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestGroupKernelsMatchGo checks that the AVX2 group kernels give
+// bit-identical results to the Go loops, for lengths around the 8-lane
+// boundaries, values over the float32 range and dst aliasing z.
+func TestGroupKernelsMatchGo(t *testing.T) {
+	if !haveAVX2 {
+		t.Skip("no AVX2 on this machine (or built with purego)")
+	}
+	defer func() { haveAVX2 = true }()
+	rng := rand.New(rand.NewPCG(51, 52))
+	special := []float32{0, float32(math.Copysign(0, -1)), 1e-30, -1e-20, 1e20, -math.MaxFloat32, math.SmallestNonzeroFloat32}
+	for _, n := range []int{1, 7, 8, 9, 16, 27, 64, 576, 4608 + 3} {
+		z := make([]float32, n)
+		eta := make([]float32, n)
+		for i := range z {
+			z[i] = float32(rng.NormFloat64() * logU(rng, 1e-4, 10))
+			if rng.IntN(10) == 0 {
+				z[i] = special[rng.IntN(len(special))]
+			}
+			eta[i] = float32(logU(rng, 1e-8, 1e3))
+			if rng.IntN(50) == 0 {
+				eta[i] = float32(math.Abs(float64(special[rng.IntN(len(special))]))) + math.SmallestNonzeroFloat32
+			}
+		}
+		type out struct {
+			sums              [4]float64
+			first, rho        []float32
+			inPlace, inPlace2 []float32
+		}
+		run := func(asm bool) out {
+			haveAVX2 = asm
+			var o out
+			o.sums[0], o.sums[1], o.sums[2], o.sums[3] = groupSums(z, eta)
+			o.first = make([]float32, n)
+			o.inPlace2 = append([]float32(nil), z...)
+			scaleFirstOrder(o.first, z, eta, 3e-4)
+			scaleFirstOrder(o.inPlace2, o.inPlace2, eta, 1e-7)
+			o.rho = make([]float32, n)
+			scaleRho(o.rho, z, eta, 0.37, 2e-3)
+			o.inPlace = append([]float32(nil), z...)
+			scaleRho(o.inPlace, o.inPlace, eta, 1.5, 1e-5)
+			return o
+		}
+		a, g := run(true), run(false)
+		for i := range a.sums {
+			if math.Float64bits(a.sums[i]) != math.Float64bits(g.sums[i]) {
+				t.Fatalf("n = %d: groupSums result %d: AVX2 %g, Go %g", n, i, a.sums[i], g.sums[i])
+			}
+		}
+		for name, pair := range map[string][2][]float32{"scaleFirstOrder": {a.first, g.first}, "scaleRho": {a.rho, g.rho}, "scaleRho in place": {a.inPlace, g.inPlace}, "scaleFirstOrder in place": {a.inPlace2, g.inPlace2}} {
+			for i := range pair[0] {
+				if math.Float32bits(pair[0][i]) != math.Float32bits(pair[1][i]) {
+					t.Fatalf("n = %d: %s element %d: AVX2 %g, Go %g", n, name, i, pair[0][i], pair[1][i])
+				}
+			}
+		}
+	}
+}
+
+// TestGroupSums checks the sums against a float64 reference.
+func TestGroupSums(t *testing.T) {
+	rng := rand.New(rand.NewPCG(53, 54))
+	for _, n := range []int{1, 5, 8, 13, 100} {
+		z, eta := make([]float32, n), make([]float32, n)
+		var w2, we float64
+		wlo, whi := math.Inf(1), 0.0
+		for i := range z {
+			z[i] = float32(rng.NormFloat64())
+			eta[i] = float32(0.1 + rng.Float64())
+			a := float64(z[i]) * float64(z[i])
+			w2 += a
+			we += a * float64(eta[i])
+			wlo, whi = math.Min(wlo, float64(eta[i])), math.Max(whi, float64(eta[i]))
+		}
+		z2, ze, lo, hi := groupSums(z, eta)
+		if !near(z2, w2, 1e-14, 0) || !near(ze, we, 1e-14, 0) || lo != wlo || hi != whi {
+			t.Fatalf("n = %d: groupSums = %g %g %g %g, want %g %g %g %g", n, z2, ze, lo, hi, w2, we, wlo, whi)
+		}
+	}
+}
