@@ -9,7 +9,11 @@
 # stopped (and an interrupted run is resumed with -resume). At the end the
 # script prints the two result tables in Markdown (scripts/cifar_tables.py).
 #
-# Usage: scripts/cifar_suite.sh [sparse|binary|tables]...   (default: all)
+# and the structured-sparsity comparison of docs/cifar-group.md (group ℓ0
+# and group lasso over filters, the subgradient method and magnitude filter
+# pruning with fine-tuning; compaction and inference latency).
+#
+# Usage: scripts/cifar_suite.sh [sparse|binary|group|tables]...   (default: all)
 # Environment:
 #   DATA     CIFAR-10 folder (default: ../shared/data/cifar10/prepare's output,
 #            built on first use)
@@ -24,6 +28,12 @@
 #   LAMBDA_L1, LAMBDA_L23, LAMBDA_L12, LAMBDA_L0, LAMBDA_L0HC
 #            -lambda of each regularizer (defaults 20, 4, 1.5, 0.1, 0.1;
 #            divided by TRAIN per step, see docs/cifar-experiments.md)
+#   LAMBDA_GL0, LAMBDA_GL21
+#            the -lambda values of the group runs (defaults "30000 60000
+#            100000" and "100 300 1000", divided by TRAIN per step)
+#   FINETUNE epochs of fine-tuning after magnitude filter pruning (default 5)
+#   LATENCY_REPEATS
+#            alternating repeats of each inference timing (default 3)
 #   LAMBDA_PQ_SCALED, LAMBDA_BINW_SCALED
 #            λ of the binary runs scaled to the paper's total pull towards
 #            ±1 (defaults 0.66 for ProxQuant, 3.3e-4 for revised ProxQuant)
@@ -43,6 +53,10 @@ LAMBDA_L23=${LAMBDA_L23:-4}
 LAMBDA_L12=${LAMBDA_L12:-1.5}
 LAMBDA_L0=${LAMBDA_L0:-0.1}
 LAMBDA_L0HC=${LAMBDA_L0HC:-0.1}
+LAMBDA_GL0=${LAMBDA_GL0:-30000 60000 100000}
+LAMBDA_GL21=${LAMBDA_GL21:-100 300 1000}
+FINETUNE=${FINETUNE:-5}
+LATENCY_REPEATS=${LATENCY_REPEATS:-3}
 LAMBDA_PQ_SCALED=${LAMBDA_PQ_SCALED:-0.66}
 LAMBDA_BINW_SCALED=${LAMBDA_BINW_SCALED:-3.3e-4}
 if [ -z "${DATA:-}" ]; then
@@ -51,12 +65,14 @@ fi
 
 parts=("$@")
 if [ ${#parts[@]} -eq 0 ]; then
-	parts=(sparse binary tables)
+	parts=(sparse binary group tables)
 fi
 
 mkdir -p "$RUNS"
 bin="$RUNS/cifar"
 go build -o "$bin" ./cmd/cifar
+bench="$RUNS/bench"
+go build -o "$bench" ./cmd/bench
 
 # run NAME FLAGS...: one cmd/cifar run into $RUNS/NAME, skipped when done.
 run() {
@@ -121,13 +137,78 @@ binary() {
 	run binary-proxgen-binw12-scaled "${pre[@]}" "${rq[@]}" -reg binw:1/2 -lambda "$LAMBDA_BINW_SCALED"
 }
 
+# flops_ratio NAME: the remaining FLOPs fraction in RUNS/NAME/summary.json.
+flops_ratio() {
+	/usr/bin/env python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["flops_ratio"])' "$RUNS/$1/summary.json"
+}
+
+group() {
+	local e=(-epochs "$EPOCHS")
+	local l
+	run adam "${e[@]}" -optimizer adam
+	# Group ℓ0 has no useful subgradient (zero almost everywhere), so only
+	# group lasso runs with the subgradient method. Filter groups include
+	# the γ and β of the batch norm after each convolution (cmd/cifar's
+	# default), so a zero group is a removable channel.
+	for l in $LAMBDA_GL0; do
+		run "proxgen-gl0-$l" "${e[@]}" -optimizer proxgen -reg gl0 -lambda "$l"
+	done
+	for l in $LAMBDA_GL21; do
+		run "proxgen-gl21-$l" "${e[@]}" -optimizer proxgen -reg gl21 -lambda "$l"
+		run "subgrad-gl21-$l" "${e[@]}" -optimizer subgrad -reg gl21 -lambda "$l"
+	done
+	# One-shot magnitude filter pruning of the dense Adam model to the FLOPs
+	# each ProxGen run kept, then fine-tuning with Adam.
+	local r
+	for r in $(for l in $LAMBDA_GL0; do echo "proxgen-gl0-$l"; done) \
+		$(for l in $LAMBDA_GL21; do echo "proxgen-gl21-$l"; done); do
+		local f
+		f=$(flops_ratio "$r")
+		if /usr/bin/env python3 -c 'import sys; sys.exit(float(sys.argv[1]) < 0.999)' "$f"; then
+			echo "== prune-$r: skipped ($r kept all FLOPs)"
+			continue
+		fi
+		run "prune-$r" -epochs "$FINETUNE" -optimizer adam \
+			-weights "$RUNS/adam/model.safetensors" -prune-flops "$f"
+	done
+	# Compact every run's model and time inference of the compacted and the
+	# dense network (1 thread, batch 1 and 64), the two alternated.
+	local lat="$RUNS/group-latency.jsonl"
+	if [ ! -f "$lat" ]; then
+		local tmp="$lat.tmp"
+		: >"$tmp"
+		local names=(adam)
+		for r in "$RUNS"/proxgen-gl* "$RUNS"/subgrad-gl* "$RUNS"/prune-*; do
+			[ -f "$r/summary.json" ] && names+=("$(basename "$r")")
+		done
+		for r in "${names[@]}"; do
+			"$bin" -weights "$RUNS/$r/model.safetensors" -compact "$RUNS/$r/compact.safetensors" >/dev/null
+		done
+		local i b
+		for i in $(seq "$LATENCY_REPEATS"); do
+			for b in 1 64; do
+				for r in "${names[@]}"; do
+					"$bench" infer -json -dense -threads 1 -batch "$b" -min-time 2s \
+						-weights "$RUNS/$r/compact.safetensors" |
+						tail -1 | sed "s/^{/{\"run\":\"$r\",\"repeat\":$i,/" >>"$tmp"
+				done
+			done
+		done
+		mv "$tmp" "$lat"
+	fi
+}
+
 for p in "${parts[@]}"; do
 	case $p in
 	sparse) sparse ;;
 	binary) binary ;;
-	tables) /usr/bin/env python3 scripts/cifar_tables.py "$RUNS" ;;
+	group) group ;;
+	tables)
+		/usr/bin/env python3 scripts/cifar_tables.py "$RUNS"
+		/usr/bin/env python3 scripts/group_tables.py "$RUNS"
+		;;
 	*)
-		echo "cifar_suite.sh: unknown part $p (want sparse, binary or tables)" >&2
+		echo "cifar_suite.sh: unknown part $p (want sparse, binary, group or tables)" >&2
 		exit 2
 		;;
 	esac
