@@ -7,10 +7,9 @@
 // compiler keeps in registers: on amd64 there are 15 SSE registers for
 // them (X15 is reserved by the Go ABI), the values of A and the products,
 // and larger blocks make the compiler spill accumulators. The k loop is
-// unrolled goUnroll times and walks the packed panels with byte offsets
-// (unsafe.Add), which the compiler folds into the loads' addressing
-// modes, so it has no bounds checks and no index arithmetic (go build
-// -gcflags=-d=ssa/check_bce shows none in goTile's loops).
+// unrolled goUnroll times and walks the packed panels as slices of arrays,
+// so it has no bounds checks (go build -gcflags=-d=ssa/check_bce shows
+// none in goTile's loops).
 package main
 
 import (
@@ -92,17 +91,18 @@ func main() {
 	p("// ap and bp. It is separate from goKernel so that alpha and beta do not")
 	p("// occupy registers during the loop, which needs all of them on amd64.")
 	p("//")
-	p("// The loop walks both panels with byte offsets from their first")
-	p("// elements, which the compiler folds into the loads' addressing modes:")
-	p("// no bounds checks and no index arithmetic. The reslicing at the top")
-	p("// makes the panels' lengths (kc·goMR and kc·goNR) a checked precondition.")
+	p("//")
+	p("// The loop walks the panels as slices of arrays of goUnroll steps, so")
+	p("// it has no bounds checks, and the reslicing at the top makes the")
+	p("// panels' lengths (kc·goMR and kc·goNR) a checked precondition.")
 	if twice > 0 {
 		p("//")
 		p("// bq is bp again: the first %d values of B of each step are read once", twice)
-		p("// per row, the row's own load through bq for all rows but the first, so")
-		p("// that each product gets a fresh register from a load; the compiler")
-		p("// cannot merge loads through different pointers. It must not be")
-		p("// inlined into a caller that passes the same slice twice.")
+		p("// per row, through bp for the first row and through bq for the others,")
+		p("// so that each of those products gets a fresh register from a load")
+		p("// instead of a copy; the compiler cannot merge loads through different")
+		p("// pointers. goTile must not be inlined into a caller that passes the")
+		p("// same slice twice.")
 		p("//")
 		p("//go:noinline")
 		p("func goTile(kc int, ap, bp, bq []float32) (%s float32) {", all)
@@ -110,24 +110,30 @@ func main() {
 	} else {
 		p("func goTile(kc int, ap, bp []float32) (%s float32) {", all)
 		p("\tap, bp = ap[:kc*goMR], bp[:kc*goNR]")
+		p("\tbq := bp")
 	}
-	p("\tif kc <= 0 {")
-	p("\t\treturn")
-	p("\t}")
-	p("\tpa, pb := unsafe.Pointer(&ap[0]), unsafe.Pointer(&bp[0])")
-	if twice > 0 {
-		p("\tpq := unsafe.Pointer(&bq[0])")
-	}
-	p("\tconst sa, sb = 4 * goMR, 4 * goNR // bytes per step of A and B")
-	p("\tend, last := uintptr(kc/goUnroll*goUnroll)*sa, uintptr(kc)*sa")
-	p("\tvar oa, ob uintptr")
-	p("\tfor ; oa < end; oa, ob = oa+goUnroll*sa, ob+goUnroll*sb {")
+	p("\tgroups := kc / goUnroll")
+	p("\tif groups > 0 {")
+	p("\t\tau := unsafe.Slice((*[goUnroll * goMR]float32)(unsafe.Pointer(&ap[0])), groups)")
+	p("\t\tbu := unsafe.Slice((*[goUnroll * goNR]float32)(unsafe.Pointer(&bp[0])), groups)")
+	p("\t\tqu := unsafe.Slice((*[goUnroll * goNR]float32)(unsafe.Pointer(&bq[0])), groups)")
+	p("\t\tbu, qu = bu[:len(au)], qu[:len(au)]")
+	p("\t\tfor g := range au {")
+	p("\t\t\ta, b, q := &au[g], &bu[g], &qu[g]")
 	for u := 0; u < unroll; u++ {
-		step("\t\t", u)
+		step("\t\t\t", u)
 	}
+	p("\t\t}")
 	p("\t}")
-	p("\tfor ; oa < last; oa, ob = oa+sa, ob+sb {")
-	step("\t\t", 0)
+	p("\tif rest := kc - groups*goUnroll; rest > 0 {")
+	p("\t\tat := unsafe.Slice((*[goMR]float32)(unsafe.Pointer(&ap[groups*goUnroll*goMR])), rest)")
+	p("\t\tbt := unsafe.Slice((*[goNR]float32)(unsafe.Pointer(&bp[groups*goUnroll*goNR])), rest)")
+	p("\t\tqt := unsafe.Slice((*[goNR]float32)(unsafe.Pointer(&bq[groups*goUnroll*goNR])), rest)")
+	p("\t\tbt, qt = bt[:len(at)], qt[:len(at)]")
+	p("\t\tfor s := range at {")
+	p("\t\t\ta, b, q := &at[s], &bt[s], &qt[s]")
+	step("\t\t\t", 0)
+	p("\t\t}")
 	p("\t}")
 	p("\treturn")
 	p("}")
@@ -174,26 +180,29 @@ func list(f string, i int) string {
 	return s
 }
 
-// step emits k step u of an unrolled group: the mr values of A, then for
-// each value of B its products with them. With one row (mr == 1) each
-// value of B is read by the instruction that multiplies it.
+// step emits k step u of the arrays a, b and q (q is b again): the mr
+// values of A, then for each value of B its products with them. The first
+// twice values of B are read once per row, through b for row 0 and q for
+// the others; with one row (mr == 1) each value of B is read by the
+// instruction that multiplies it.
 func step(ind string, u int) {
 	p("%s{", ind)
 	for i := 0; i < mr; i++ {
-		p("%s\ta%d := *(*float32)(unsafe.Add(pa, %s))", ind, i, offset("oa", 4*(u*mr+i)))
+		p("%s\ta%d := a[%d]", ind, i, u*mr+i)
 	}
 	for j := 0; j < nr; j++ {
-		b := fmt.Sprintf("*(*float32)(unsafe.Add(pb, %s))", offset("ob", 4*(u*nr+j)))
+		k := u*nr + j
 		if j < twice {
 			for i := 0; i < mr; i++ {
-				ptr := "pb"
+				arr := "b"
 				if i > 0 {
-					ptr = "pq"
+					arr = "q"
 				}
-				p("%s\tc%d%d += a%d * *(*float32)(unsafe.Add(%s, %s))", ind, i, j, i, ptr, offset("ob", 4*(u*nr+j)))
+				p("%s\tc%d%d += a%d * %s[%d]", ind, i, j, i, arr, k)
 			}
 			continue
 		}
+		b := fmt.Sprintf("b[%d]", k)
 		if mr > 1 {
 			p("%s\tb%d := %s", ind, j, b)
 			b = fmt.Sprintf("b%d", j)
@@ -203,12 +212,4 @@ func step(ind string, u int) {
 		}
 	}
 	p("%s}", ind)
-}
-
-// offset returns the Go expression for base+off.
-func offset(base string, off int) string {
-	if off == 0 {
-		return base
-	}
-	return fmt.Sprintf("%s+%d", base, off)
 }

@@ -25,268 +25,275 @@ func goKernel(_, _, kc int, ap, bp []float32, _ int, c []float32, ldc int, alpha
 // ap and bp. It is separate from goKernel so that alpha and beta do not
 // occupy registers during the loop, which needs all of them on amd64.
 //
-// The loop walks both panels with byte offsets from their first
-// elements, which the compiler folds into the loads' addressing modes:
-// no bounds checks and no index arithmetic. The reslicing at the top
-// makes the panels' lengths (kc·goMR and kc·goNR) a checked precondition.
+// The loop walks the panels as slices of arrays of goUnroll steps, so
+// it has no bounds checks, and the reslicing at the top makes the
+// panels' lengths (kc·goMR and kc·goNR) a checked precondition.
 //
 // bq is bp again: the first 2 values of B of each step are read once
-// per row, the row's own load through bq for all rows but the first, so
-// that each product gets a fresh register from a load; the compiler
-// cannot merge loads through different pointers. It must not be
-// inlined into a caller that passes the same slice twice.
+// per row, through bp for the first row and through bq for the others,
+// so that each of those products gets a fresh register from a load
+// instead of a copy; the compiler cannot merge loads through different
+// pointers. goTile must not be inlined into a caller that passes the
+// same slice twice.
 //
 //go:noinline
 func goTile(kc int, ap, bp, bq []float32) (c00, c01, c02, c03, c10, c11, c12, c13 float32) {
 	ap, bp, bq = ap[:kc*goMR], bp[:kc*goNR], bq[:kc*goNR]
-	if kc <= 0 {
-		return
+	groups := kc / goUnroll
+	if groups > 0 {
+		au := unsafe.Slice((*[goUnroll * goMR]float32)(unsafe.Pointer(&ap[0])), groups)
+		bu := unsafe.Slice((*[goUnroll * goNR]float32)(unsafe.Pointer(&bp[0])), groups)
+		qu := unsafe.Slice((*[goUnroll * goNR]float32)(unsafe.Pointer(&bq[0])), groups)
+		bu, qu = bu[:len(au)], qu[:len(au)]
+		for g := range au {
+			a, b, q := &au[g], &bu[g], &qu[g]
+			{
+				a0 := a[0]
+				a1 := a[1]
+				c00 += a0 * b[0]
+				c10 += a1 * q[0]
+				c01 += a0 * b[1]
+				c11 += a1 * q[1]
+				b2 := b[2]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[3]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+			{
+				a0 := a[2]
+				a1 := a[3]
+				c00 += a0 * b[4]
+				c10 += a1 * q[4]
+				c01 += a0 * b[5]
+				c11 += a1 * q[5]
+				b2 := b[6]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[7]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+			{
+				a0 := a[4]
+				a1 := a[5]
+				c00 += a0 * b[8]
+				c10 += a1 * q[8]
+				c01 += a0 * b[9]
+				c11 += a1 * q[9]
+				b2 := b[10]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[11]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+			{
+				a0 := a[6]
+				a1 := a[7]
+				c00 += a0 * b[12]
+				c10 += a1 * q[12]
+				c01 += a0 * b[13]
+				c11 += a1 * q[13]
+				b2 := b[14]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[15]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+			{
+				a0 := a[8]
+				a1 := a[9]
+				c00 += a0 * b[16]
+				c10 += a1 * q[16]
+				c01 += a0 * b[17]
+				c11 += a1 * q[17]
+				b2 := b[18]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[19]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+			{
+				a0 := a[10]
+				a1 := a[11]
+				c00 += a0 * b[20]
+				c10 += a1 * q[20]
+				c01 += a0 * b[21]
+				c11 += a1 * q[21]
+				b2 := b[22]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[23]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+			{
+				a0 := a[12]
+				a1 := a[13]
+				c00 += a0 * b[24]
+				c10 += a1 * q[24]
+				c01 += a0 * b[25]
+				c11 += a1 * q[25]
+				b2 := b[26]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[27]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+			{
+				a0 := a[14]
+				a1 := a[15]
+				c00 += a0 * b[28]
+				c10 += a1 * q[28]
+				c01 += a0 * b[29]
+				c11 += a1 * q[29]
+				b2 := b[30]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[31]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+			{
+				a0 := a[16]
+				a1 := a[17]
+				c00 += a0 * b[32]
+				c10 += a1 * q[32]
+				c01 += a0 * b[33]
+				c11 += a1 * q[33]
+				b2 := b[34]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[35]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+			{
+				a0 := a[18]
+				a1 := a[19]
+				c00 += a0 * b[36]
+				c10 += a1 * q[36]
+				c01 += a0 * b[37]
+				c11 += a1 * q[37]
+				b2 := b[38]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[39]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+			{
+				a0 := a[20]
+				a1 := a[21]
+				c00 += a0 * b[40]
+				c10 += a1 * q[40]
+				c01 += a0 * b[41]
+				c11 += a1 * q[41]
+				b2 := b[42]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[43]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+			{
+				a0 := a[22]
+				a1 := a[23]
+				c00 += a0 * b[44]
+				c10 += a1 * q[44]
+				c01 += a0 * b[45]
+				c11 += a1 * q[45]
+				b2 := b[46]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[47]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+			{
+				a0 := a[24]
+				a1 := a[25]
+				c00 += a0 * b[48]
+				c10 += a1 * q[48]
+				c01 += a0 * b[49]
+				c11 += a1 * q[49]
+				b2 := b[50]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[51]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+			{
+				a0 := a[26]
+				a1 := a[27]
+				c00 += a0 * b[52]
+				c10 += a1 * q[52]
+				c01 += a0 * b[53]
+				c11 += a1 * q[53]
+				b2 := b[54]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[55]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+			{
+				a0 := a[28]
+				a1 := a[29]
+				c00 += a0 * b[56]
+				c10 += a1 * q[56]
+				c01 += a0 * b[57]
+				c11 += a1 * q[57]
+				b2 := b[58]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[59]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+			{
+				a0 := a[30]
+				a1 := a[31]
+				c00 += a0 * b[60]
+				c10 += a1 * q[60]
+				c01 += a0 * b[61]
+				c11 += a1 * q[61]
+				b2 := b[62]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[63]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+		}
 	}
-	pa, pb := unsafe.Pointer(&ap[0]), unsafe.Pointer(&bp[0])
-	pq := unsafe.Pointer(&bq[0])
-	const sa, sb = 4 * goMR, 4 * goNR // bytes per step of A and B
-	end, last := uintptr(kc/goUnroll*goUnroll)*sa, uintptr(kc)*sa
-	var oa, ob uintptr
-	for ; oa < end; oa, ob = oa+goUnroll*sa, ob+goUnroll*sb {
-		{
-			a0 := *(*float32)(unsafe.Add(pa, oa))
-			a1 := *(*float32)(unsafe.Add(pa, oa+4))
-			c00 += a0 * *(*float32)(unsafe.Add(pb, ob))
-			c10 += a1 * *(*float32)(unsafe.Add(pq, ob))
-			c01 += a0 * *(*float32)(unsafe.Add(pb, ob+4))
-			c11 += a1 * *(*float32)(unsafe.Add(pq, ob+4))
-			b2 := *(*float32)(unsafe.Add(pb, ob+8))
-			c02 += a0 * b2
-			c12 += a1 * b2
-			b3 := *(*float32)(unsafe.Add(pb, ob+12))
-			c03 += a0 * b3
-			c13 += a1 * b3
-		}
-		{
-			a0 := *(*float32)(unsafe.Add(pa, oa+8))
-			a1 := *(*float32)(unsafe.Add(pa, oa+12))
-			c00 += a0 * *(*float32)(unsafe.Add(pb, ob+16))
-			c10 += a1 * *(*float32)(unsafe.Add(pq, ob+16))
-			c01 += a0 * *(*float32)(unsafe.Add(pb, ob+20))
-			c11 += a1 * *(*float32)(unsafe.Add(pq, ob+20))
-			b2 := *(*float32)(unsafe.Add(pb, ob+24))
-			c02 += a0 * b2
-			c12 += a1 * b2
-			b3 := *(*float32)(unsafe.Add(pb, ob+28))
-			c03 += a0 * b3
-			c13 += a1 * b3
-		}
-		{
-			a0 := *(*float32)(unsafe.Add(pa, oa+16))
-			a1 := *(*float32)(unsafe.Add(pa, oa+20))
-			c00 += a0 * *(*float32)(unsafe.Add(pb, ob+32))
-			c10 += a1 * *(*float32)(unsafe.Add(pq, ob+32))
-			c01 += a0 * *(*float32)(unsafe.Add(pb, ob+36))
-			c11 += a1 * *(*float32)(unsafe.Add(pq, ob+36))
-			b2 := *(*float32)(unsafe.Add(pb, ob+40))
-			c02 += a0 * b2
-			c12 += a1 * b2
-			b3 := *(*float32)(unsafe.Add(pb, ob+44))
-			c03 += a0 * b3
-			c13 += a1 * b3
-		}
-		{
-			a0 := *(*float32)(unsafe.Add(pa, oa+24))
-			a1 := *(*float32)(unsafe.Add(pa, oa+28))
-			c00 += a0 * *(*float32)(unsafe.Add(pb, ob+48))
-			c10 += a1 * *(*float32)(unsafe.Add(pq, ob+48))
-			c01 += a0 * *(*float32)(unsafe.Add(pb, ob+52))
-			c11 += a1 * *(*float32)(unsafe.Add(pq, ob+52))
-			b2 := *(*float32)(unsafe.Add(pb, ob+56))
-			c02 += a0 * b2
-			c12 += a1 * b2
-			b3 := *(*float32)(unsafe.Add(pb, ob+60))
-			c03 += a0 * b3
-			c13 += a1 * b3
-		}
-		{
-			a0 := *(*float32)(unsafe.Add(pa, oa+32))
-			a1 := *(*float32)(unsafe.Add(pa, oa+36))
-			c00 += a0 * *(*float32)(unsafe.Add(pb, ob+64))
-			c10 += a1 * *(*float32)(unsafe.Add(pq, ob+64))
-			c01 += a0 * *(*float32)(unsafe.Add(pb, ob+68))
-			c11 += a1 * *(*float32)(unsafe.Add(pq, ob+68))
-			b2 := *(*float32)(unsafe.Add(pb, ob+72))
-			c02 += a0 * b2
-			c12 += a1 * b2
-			b3 := *(*float32)(unsafe.Add(pb, ob+76))
-			c03 += a0 * b3
-			c13 += a1 * b3
-		}
-		{
-			a0 := *(*float32)(unsafe.Add(pa, oa+40))
-			a1 := *(*float32)(unsafe.Add(pa, oa+44))
-			c00 += a0 * *(*float32)(unsafe.Add(pb, ob+80))
-			c10 += a1 * *(*float32)(unsafe.Add(pq, ob+80))
-			c01 += a0 * *(*float32)(unsafe.Add(pb, ob+84))
-			c11 += a1 * *(*float32)(unsafe.Add(pq, ob+84))
-			b2 := *(*float32)(unsafe.Add(pb, ob+88))
-			c02 += a0 * b2
-			c12 += a1 * b2
-			b3 := *(*float32)(unsafe.Add(pb, ob+92))
-			c03 += a0 * b3
-			c13 += a1 * b3
-		}
-		{
-			a0 := *(*float32)(unsafe.Add(pa, oa+48))
-			a1 := *(*float32)(unsafe.Add(pa, oa+52))
-			c00 += a0 * *(*float32)(unsafe.Add(pb, ob+96))
-			c10 += a1 * *(*float32)(unsafe.Add(pq, ob+96))
-			c01 += a0 * *(*float32)(unsafe.Add(pb, ob+100))
-			c11 += a1 * *(*float32)(unsafe.Add(pq, ob+100))
-			b2 := *(*float32)(unsafe.Add(pb, ob+104))
-			c02 += a0 * b2
-			c12 += a1 * b2
-			b3 := *(*float32)(unsafe.Add(pb, ob+108))
-			c03 += a0 * b3
-			c13 += a1 * b3
-		}
-		{
-			a0 := *(*float32)(unsafe.Add(pa, oa+56))
-			a1 := *(*float32)(unsafe.Add(pa, oa+60))
-			c00 += a0 * *(*float32)(unsafe.Add(pb, ob+112))
-			c10 += a1 * *(*float32)(unsafe.Add(pq, ob+112))
-			c01 += a0 * *(*float32)(unsafe.Add(pb, ob+116))
-			c11 += a1 * *(*float32)(unsafe.Add(pq, ob+116))
-			b2 := *(*float32)(unsafe.Add(pb, ob+120))
-			c02 += a0 * b2
-			c12 += a1 * b2
-			b3 := *(*float32)(unsafe.Add(pb, ob+124))
-			c03 += a0 * b3
-			c13 += a1 * b3
-		}
-		{
-			a0 := *(*float32)(unsafe.Add(pa, oa+64))
-			a1 := *(*float32)(unsafe.Add(pa, oa+68))
-			c00 += a0 * *(*float32)(unsafe.Add(pb, ob+128))
-			c10 += a1 * *(*float32)(unsafe.Add(pq, ob+128))
-			c01 += a0 * *(*float32)(unsafe.Add(pb, ob+132))
-			c11 += a1 * *(*float32)(unsafe.Add(pq, ob+132))
-			b2 := *(*float32)(unsafe.Add(pb, ob+136))
-			c02 += a0 * b2
-			c12 += a1 * b2
-			b3 := *(*float32)(unsafe.Add(pb, ob+140))
-			c03 += a0 * b3
-			c13 += a1 * b3
-		}
-		{
-			a0 := *(*float32)(unsafe.Add(pa, oa+72))
-			a1 := *(*float32)(unsafe.Add(pa, oa+76))
-			c00 += a0 * *(*float32)(unsafe.Add(pb, ob+144))
-			c10 += a1 * *(*float32)(unsafe.Add(pq, ob+144))
-			c01 += a0 * *(*float32)(unsafe.Add(pb, ob+148))
-			c11 += a1 * *(*float32)(unsafe.Add(pq, ob+148))
-			b2 := *(*float32)(unsafe.Add(pb, ob+152))
-			c02 += a0 * b2
-			c12 += a1 * b2
-			b3 := *(*float32)(unsafe.Add(pb, ob+156))
-			c03 += a0 * b3
-			c13 += a1 * b3
-		}
-		{
-			a0 := *(*float32)(unsafe.Add(pa, oa+80))
-			a1 := *(*float32)(unsafe.Add(pa, oa+84))
-			c00 += a0 * *(*float32)(unsafe.Add(pb, ob+160))
-			c10 += a1 * *(*float32)(unsafe.Add(pq, ob+160))
-			c01 += a0 * *(*float32)(unsafe.Add(pb, ob+164))
-			c11 += a1 * *(*float32)(unsafe.Add(pq, ob+164))
-			b2 := *(*float32)(unsafe.Add(pb, ob+168))
-			c02 += a0 * b2
-			c12 += a1 * b2
-			b3 := *(*float32)(unsafe.Add(pb, ob+172))
-			c03 += a0 * b3
-			c13 += a1 * b3
-		}
-		{
-			a0 := *(*float32)(unsafe.Add(pa, oa+88))
-			a1 := *(*float32)(unsafe.Add(pa, oa+92))
-			c00 += a0 * *(*float32)(unsafe.Add(pb, ob+176))
-			c10 += a1 * *(*float32)(unsafe.Add(pq, ob+176))
-			c01 += a0 * *(*float32)(unsafe.Add(pb, ob+180))
-			c11 += a1 * *(*float32)(unsafe.Add(pq, ob+180))
-			b2 := *(*float32)(unsafe.Add(pb, ob+184))
-			c02 += a0 * b2
-			c12 += a1 * b2
-			b3 := *(*float32)(unsafe.Add(pb, ob+188))
-			c03 += a0 * b3
-			c13 += a1 * b3
-		}
-		{
-			a0 := *(*float32)(unsafe.Add(pa, oa+96))
-			a1 := *(*float32)(unsafe.Add(pa, oa+100))
-			c00 += a0 * *(*float32)(unsafe.Add(pb, ob+192))
-			c10 += a1 * *(*float32)(unsafe.Add(pq, ob+192))
-			c01 += a0 * *(*float32)(unsafe.Add(pb, ob+196))
-			c11 += a1 * *(*float32)(unsafe.Add(pq, ob+196))
-			b2 := *(*float32)(unsafe.Add(pb, ob+200))
-			c02 += a0 * b2
-			c12 += a1 * b2
-			b3 := *(*float32)(unsafe.Add(pb, ob+204))
-			c03 += a0 * b3
-			c13 += a1 * b3
-		}
-		{
-			a0 := *(*float32)(unsafe.Add(pa, oa+104))
-			a1 := *(*float32)(unsafe.Add(pa, oa+108))
-			c00 += a0 * *(*float32)(unsafe.Add(pb, ob+208))
-			c10 += a1 * *(*float32)(unsafe.Add(pq, ob+208))
-			c01 += a0 * *(*float32)(unsafe.Add(pb, ob+212))
-			c11 += a1 * *(*float32)(unsafe.Add(pq, ob+212))
-			b2 := *(*float32)(unsafe.Add(pb, ob+216))
-			c02 += a0 * b2
-			c12 += a1 * b2
-			b3 := *(*float32)(unsafe.Add(pb, ob+220))
-			c03 += a0 * b3
-			c13 += a1 * b3
-		}
-		{
-			a0 := *(*float32)(unsafe.Add(pa, oa+112))
-			a1 := *(*float32)(unsafe.Add(pa, oa+116))
-			c00 += a0 * *(*float32)(unsafe.Add(pb, ob+224))
-			c10 += a1 * *(*float32)(unsafe.Add(pq, ob+224))
-			c01 += a0 * *(*float32)(unsafe.Add(pb, ob+228))
-			c11 += a1 * *(*float32)(unsafe.Add(pq, ob+228))
-			b2 := *(*float32)(unsafe.Add(pb, ob+232))
-			c02 += a0 * b2
-			c12 += a1 * b2
-			b3 := *(*float32)(unsafe.Add(pb, ob+236))
-			c03 += a0 * b3
-			c13 += a1 * b3
-		}
-		{
-			a0 := *(*float32)(unsafe.Add(pa, oa+120))
-			a1 := *(*float32)(unsafe.Add(pa, oa+124))
-			c00 += a0 * *(*float32)(unsafe.Add(pb, ob+240))
-			c10 += a1 * *(*float32)(unsafe.Add(pq, ob+240))
-			c01 += a0 * *(*float32)(unsafe.Add(pb, ob+244))
-			c11 += a1 * *(*float32)(unsafe.Add(pq, ob+244))
-			b2 := *(*float32)(unsafe.Add(pb, ob+248))
-			c02 += a0 * b2
-			c12 += a1 * b2
-			b3 := *(*float32)(unsafe.Add(pb, ob+252))
-			c03 += a0 * b3
-			c13 += a1 * b3
-		}
-	}
-	for ; oa < last; oa, ob = oa+sa, ob+sb {
-		{
-			a0 := *(*float32)(unsafe.Add(pa, oa))
-			a1 := *(*float32)(unsafe.Add(pa, oa+4))
-			c00 += a0 * *(*float32)(unsafe.Add(pb, ob))
-			c10 += a1 * *(*float32)(unsafe.Add(pq, ob))
-			c01 += a0 * *(*float32)(unsafe.Add(pb, ob+4))
-			c11 += a1 * *(*float32)(unsafe.Add(pq, ob+4))
-			b2 := *(*float32)(unsafe.Add(pb, ob+8))
-			c02 += a0 * b2
-			c12 += a1 * b2
-			b3 := *(*float32)(unsafe.Add(pb, ob+12))
-			c03 += a0 * b3
-			c13 += a1 * b3
+	if rest := kc - groups*goUnroll; rest > 0 {
+		at := unsafe.Slice((*[goMR]float32)(unsafe.Pointer(&ap[groups*goUnroll*goMR])), rest)
+		bt := unsafe.Slice((*[goNR]float32)(unsafe.Pointer(&bp[groups*goUnroll*goNR])), rest)
+		qt := unsafe.Slice((*[goNR]float32)(unsafe.Pointer(&bq[groups*goUnroll*goNR])), rest)
+		bt, qt = bt[:len(at)], qt[:len(at)]
+		for s := range at {
+			a, b, q := &at[s], &bt[s], &qt[s]
+			{
+				a0 := a[0]
+				a1 := a[1]
+				c00 += a0 * b[0]
+				c10 += a1 * q[0]
+				c01 += a0 * b[1]
+				c11 += a1 * q[1]
+				b2 := b[2]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[3]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
 		}
 	}
 	return
