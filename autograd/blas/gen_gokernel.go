@@ -33,13 +33,16 @@ import (
 // by their last products, with the last value of B; loading the first two
 // values of B once per row (8 loads, 1 copy: 4.25 cycles for 8 products)
 // beats loading every value once (6 loads, 3 copies: 4.75) and a 1×8 block
-// (9 loads: 4.5). Measured, one thread, 1024³ (GFLOP/s, CPU time): 2×4
-// loading each value once 12.5–13.5, 1×8 13.5–14.1, this 2×4 14.5–15.0;
-// hand-written assembly of the same three instruction sequences runs
-// 14.0, 15.0 and 15.7 on L1-resident panels. 1×8 and 2×4 blocks spill one
-// or two accumulators once per unrolled group: the compiler schedules the
-// group's last additions, whose only uses are the loop's phis, after every
-// other value.
+// (9 loads: 4.5). Measured in one process, one thread, 1024³ (GFLOP/s,
+// CPU time): 2×4 loading each value once (unrolled 4 times, kc = 256)
+// 12.1–12.4, 1×8 13.5–14.0, this 2×4 14.4–15.0; hand-written assembly of
+// the same three instruction sequences runs 14.0, 15.0 and 15.7 on
+// L1-resident panels. 1×8 and 2×4 blocks spill accumulators once per
+// unrolled group (three here): the compiler schedules the group's last
+// additions, whose only uses are the loop's phis, after every other value,
+// so eight products and eight accumulators are live at once. A larger
+// unrolling (32) measured the same, a smaller one (8) 3 % slower. See
+// docs/benchmarks.md.
 const (
 	mr     = 2
 	nr     = 4
