@@ -5,11 +5,11 @@
 //
 // The kernel keeps its goMR×goNR block of C in local variables, which the
 // compiler keeps in registers: on amd64 there are 15 SSE registers for
-// them (X15 is reserved by the Go ABI), the values of A, one of B and a
-// product, and larger blocks make the compiler spill accumulators. The
-// k loop is unrolled goUnroll times and walks the packed panels as slices
-// of arrays, so it has no bounds checks (go build
-// -gcflags=-d=ssa/check_bce shows none in goKernel's loops).
+// them (X15 is reserved by the Go ABI), the values of A and the products,
+// and larger blocks make the compiler spill accumulators. The k loop is
+// unrolled goUnroll times and walks the packed panels as slices of arrays,
+// so it has no bounds checks (go build -gcflags=-d=ssa/check_bce shows
+// none in goTile's loops).
 package main
 
 import (
@@ -20,14 +20,34 @@ import (
 	"os"
 )
 
-// The register block and the unrolling. On one Zen 4 core (one thread,
-// 1024³) 2×4, 2×5, 3×2 and 2×3 blocks unrolled 4 or 8 times all reach about
-// 10 GFLOP/s, the scalar SSE limit of two multiplies and two adds a cycle
-// less the moves between them; 3×3 spills registers (8.5) and 2×6 more (6.6).
+// The register block, the unrolling, and how many values of B per step are
+// loaded once per row (twice) rather than once.
+//
+// Without FMA (amd64 before GOAMD64=v3), SSE's two-operand MULSS overwrites
+// one factor, so every product needs a fresh register: a load or a copy.
+// On one Zen 5 core, scalar code issues at most two MULSS and two ADDSS a
+// cycle and at most two loads of floating-point registers, and a copy
+// (MOVUPS) takes a floating-point slot as a multiply or add does. A step
+// of an mr×nr block then takes at least max((2·mr·nr + copies)/4,
+// loads/2) cycles. In a 2×4 step the values of A can only be overwritten
+// by their last products, with the last value of B; loading the first two
+// values of B once per row (8 loads, 1 copy: 4.25 cycles for 8 products)
+// beats loading every value once (6 loads, 3 copies: 4.75) and a 1×8 block
+// (9 loads: 4.5). Measured in one process, one thread, 1024³ (GFLOP/s,
+// CPU time): 2×4 loading each value once (unrolled 4 times, kc = 256)
+// 12.1–12.4, 1×8 13.5–14.0, this 2×4 14.4–15.0; hand-written assembly of
+// the same three instruction sequences runs 14.0, 15.0 and 15.7 on
+// L1-resident panels. 1×8 and 2×4 blocks spill accumulators once per
+// unrolled group (three here): the compiler schedules the group's last
+// additions, whose only uses are the loop's phis, after every other value,
+// so eight products and eight accumulators are live at once. A larger
+// unrolling (32) measured the same, a smaller one (8) 3 % slower. See
+// docs/benchmarks.md.
 const (
 	mr     = 2
 	nr     = 4
-	unroll = 4
+	unroll = 16
+	twice  = 2
 )
 
 var out bytes.Buffer
@@ -60,7 +80,11 @@ func main() {
 		}
 		all += list("c%d%d", i)
 	}
-	p("\t%s := goTile(kc, ap, bp)", all)
+	if twice > 0 {
+		p("\t%s := goTile(kc, ap, bp, bp)", all)
+	} else {
+		p("\t%s := goTile(kc, ap, bp)", all)
+	}
 	for i := 0; i < mr; i++ {
 		p("\tstore%d(c[%d*ldc:], %s, alpha, beta)", nr, i, list("c%d%d", i))
 	}
@@ -69,26 +93,49 @@ func main() {
 	p("// goTile returns the %d×%d products of the kc steps of the packed panels", mr, nr)
 	p("// ap and bp. It is separate from goKernel so that alpha and beta do not")
 	p("// occupy registers during the loop, which needs all of them on amd64.")
-	p("func goTile(kc int, ap, bp []float32) (%s float32) {", all)
-	p("\tap, bp = ap[:kc*goMR], bp[:kc*goNR]")
+	p("//")
+	p("//")
+	p("// The loop walks the panels as slices of arrays of goUnroll steps, so")
+	p("// it has no bounds checks, and the reslicing at the top makes the")
+	p("// panels' lengths (kc·goMR and kc·goNR) a checked precondition.")
+	if twice > 0 {
+		p("//")
+		p("// bq is bp again: the first %d values of B of each step are read once", twice)
+		p("// per row, through bp for the first row and through bq for the others,")
+		p("// so that each of those products gets a fresh register from a load")
+		p("// instead of a copy; the compiler cannot merge loads through different")
+		p("// pointers. goTile must not be inlined into a caller that passes the")
+		p("// same slice twice.")
+		p("//")
+		p("//go:noinline")
+		p("func goTile(kc int, ap, bp, bq []float32) (%s float32) {", all)
+		p("\tap, bp, bq = ap[:kc*goMR], bp[:kc*goNR], bq[:kc*goNR]")
+	} else {
+		p("func goTile(kc int, ap, bp []float32) (%s float32) {", all)
+		p("\tap, bp = ap[:kc*goMR], bp[:kc*goNR]")
+		p("\tbq := bp")
+	}
 	p("\tgroups := kc / goUnroll")
 	p("\tif groups > 0 {")
-	p("\t\t// Groups of goUnroll steps as arrays: no bounds checks below.")
-	p("\t\tau := unsafe.Slice((*[goUnroll][goMR]float32)(unsafe.Pointer(&ap[0])), groups)")
-	p("\t\tbu := unsafe.Slice((*[goUnroll][goNR]float32)(unsafe.Pointer(&bp[0])), groups)")
-	p("\t\tbu = bu[:len(au)]")
-	p("\t\tfor q := range au {")
+	p("\t\tau := unsafe.Slice((*[goUnroll * goMR]float32)(unsafe.Pointer(&ap[0])), groups)")
+	p("\t\tbu := unsafe.Slice((*[goUnroll * goNR]float32)(unsafe.Pointer(&bp[0])), groups)")
+	p("\t\tqu := unsafe.Slice((*[goUnroll * goNR]float32)(unsafe.Pointer(&bq[0])), groups)")
+	p("\t\tbu, qu = bu[:len(au)], qu[:len(au)]")
+	p("\t\tfor g := range au {")
+	p("\t\t\ta, b, q := &au[g], &bu[g], &qu[g]")
 	for u := 0; u < unroll; u++ {
-		step("\t\t\t", fmt.Sprintf("&au[q][%d]", u), fmt.Sprintf("&bu[q][%d]", u))
+		step("\t\t\t", u)
 	}
 	p("\t\t}")
 	p("\t}")
 	p("\tif rest := kc - groups*goUnroll; rest > 0 {")
 	p("\t\tat := unsafe.Slice((*[goMR]float32)(unsafe.Pointer(&ap[groups*goUnroll*goMR])), rest)")
 	p("\t\tbt := unsafe.Slice((*[goNR]float32)(unsafe.Pointer(&bp[groups*goUnroll*goNR])), rest)")
-	p("\t\tbt = bt[:len(at)]")
-	p("\t\tfor q := range at {")
-	step("\t\t\t", "&at[q]", "&bt[q]")
+	p("\t\tqt := unsafe.Slice((*[goNR]float32)(unsafe.Pointer(&bq[groups*goUnroll*goNR])), rest)")
+	p("\t\tbt, qt = bt[:len(at)], qt[:len(at)]")
+	p("\t\tfor s := range at {")
+	p("\t\t\ta, b, q := &at[s], &bt[s], &qt[s]")
+	step("\t\t\t", 0)
 	p("\t\t}")
 	p("\t}")
 	p("\treturn")
@@ -136,30 +183,35 @@ func list(f string, i int) string {
 	return s
 }
 
-// step emits one k step: the mr values of A at a, then for each of the nr
-// values of B at b its products with them.
-func step(ind, a, b string) {
+// step emits k step u of the arrays a, b and q (q is b again): the mr
+// values of A, then for each value of B its products with them. The first
+// twice values of B are read once per row, through b for row 0 and q for
+// the others; with one row (mr == 1) each value of B is read by the
+// instruction that multiplies it.
+func step(ind string, u int) {
 	p("%s{", ind)
-	p("%s\ta, b := %s, %s", ind, a, b)
-	as := ""
 	for i := 0; i < mr; i++ {
-		if i > 0 {
-			as += ", "
-		}
-		as += fmt.Sprintf("a[%d]", i)
+		p("%s\ta%d := a[%d]", ind, i, u*mr+i)
 	}
-	names := ""
-	for i := 0; i < mr; i++ {
-		if i > 0 {
-			names += ", "
-		}
-		names += fmt.Sprintf("a%d", i)
-	}
-	p("%s\t%s := %s", ind, names, as)
 	for j := 0; j < nr; j++ {
-		p("%s\tb%d := b[%d]", ind, j, j)
+		k := u*nr + j
+		if j < twice {
+			for i := 0; i < mr; i++ {
+				arr := "b"
+				if i > 0 {
+					arr = "q"
+				}
+				p("%s\tc%d%d += a%d * %s[%d]", ind, i, j, i, arr, k)
+			}
+			continue
+		}
+		b := fmt.Sprintf("b[%d]", k)
+		if mr > 1 {
+			p("%s\tb%d := %s", ind, j, b)
+			b = fmt.Sprintf("b%d", j)
+		}
 		for i := 0; i < mr; i++ {
-			p("%s\tc%d%d += a%d * b%d", ind, i, j, i, j)
+			p("%s\tc%d%d += a%d * %s", ind, i, j, i, b)
 		}
 	}
 	p("%s}", ind)

@@ -8,7 +8,7 @@ import "unsafe"
 const (
 	goMR     = 2
 	goNR     = 4
-	goUnroll = 4
+	goUnroll = 16
 )
 
 // goKernel is the pure-Go micro-kernel for a full 2×4 tile with packed B;
@@ -16,7 +16,7 @@ const (
 // is formed (c += a·b), which compilers for targets with fused
 // multiply-add (arm64, GOAMD64=v3, ...) turn into one instruction.
 func goKernel(_, _, kc int, ap, bp []float32, _ int, c []float32, ldc int, alpha, beta float32, _ *float32) {
-	c00, c01, c02, c03, c10, c11, c12, c13 := goTile(kc, ap, bp)
+	c00, c01, c02, c03, c10, c11, c12, c13 := goTile(kc, ap, bp, bp)
 	store4(c[0*ldc:], c00, c01, c02, c03, alpha, beta)
 	store4(c[1*ldc:], c10, c11, c12, c13, alpha, beta)
 }
@@ -24,24 +24,36 @@ func goKernel(_, _, kc int, ap, bp []float32, _ int, c []float32, ldc int, alpha
 // goTile returns the 2×4 products of the kc steps of the packed panels
 // ap and bp. It is separate from goKernel so that alpha and beta do not
 // occupy registers during the loop, which needs all of them on amd64.
-func goTile(kc int, ap, bp []float32) (c00, c01, c02, c03, c10, c11, c12, c13 float32) {
-	ap, bp = ap[:kc*goMR], bp[:kc*goNR]
+//
+// The loop walks the panels as slices of arrays of goUnroll steps, so
+// it has no bounds checks, and the reslicing at the top makes the
+// panels' lengths (kc·goMR and kc·goNR) a checked precondition.
+//
+// bq is bp again: the first 2 values of B of each step are read once
+// per row, through bp for the first row and through bq for the others,
+// so that each of those products gets a fresh register from a load
+// instead of a copy; the compiler cannot merge loads through different
+// pointers. goTile must not be inlined into a caller that passes the
+// same slice twice.
+//
+//go:noinline
+func goTile(kc int, ap, bp, bq []float32) (c00, c01, c02, c03, c10, c11, c12, c13 float32) {
+	ap, bp, bq = ap[:kc*goMR], bp[:kc*goNR], bq[:kc*goNR]
 	groups := kc / goUnroll
 	if groups > 0 {
-		// Groups of goUnroll steps as arrays: no bounds checks below.
-		au := unsafe.Slice((*[goUnroll][goMR]float32)(unsafe.Pointer(&ap[0])), groups)
-		bu := unsafe.Slice((*[goUnroll][goNR]float32)(unsafe.Pointer(&bp[0])), groups)
-		bu = bu[:len(au)]
-		for q := range au {
+		au := unsafe.Slice((*[goUnroll * goMR]float32)(unsafe.Pointer(&ap[0])), groups)
+		bu := unsafe.Slice((*[goUnroll * goNR]float32)(unsafe.Pointer(&bp[0])), groups)
+		qu := unsafe.Slice((*[goUnroll * goNR]float32)(unsafe.Pointer(&bq[0])), groups)
+		bu, qu = bu[:len(au)], qu[:len(au)]
+		for g := range au {
+			a, b, q := &au[g], &bu[g], &qu[g]
 			{
-				a, b := &au[q][0], &bu[q][0]
-				a0, a1 := a[0], a[1]
-				b0 := b[0]
-				c00 += a0 * b0
-				c10 += a1 * b0
-				b1 := b[1]
-				c01 += a0 * b1
-				c11 += a1 * b1
+				a0 := a[0]
+				a1 := a[1]
+				c00 += a0 * b[0]
+				c10 += a1 * q[0]
+				c01 += a0 * b[1]
+				c11 += a1 * q[1]
 				b2 := b[2]
 				c02 += a0 * b2
 				c12 += a1 * b2
@@ -50,50 +62,212 @@ func goTile(kc int, ap, bp []float32) (c00, c01, c02, c03, c10, c11, c12, c13 fl
 				c13 += a1 * b3
 			}
 			{
-				a, b := &au[q][1], &bu[q][1]
-				a0, a1 := a[0], a[1]
-				b0 := b[0]
-				c00 += a0 * b0
-				c10 += a1 * b0
-				b1 := b[1]
-				c01 += a0 * b1
-				c11 += a1 * b1
-				b2 := b[2]
+				a0 := a[2]
+				a1 := a[3]
+				c00 += a0 * b[4]
+				c10 += a1 * q[4]
+				c01 += a0 * b[5]
+				c11 += a1 * q[5]
+				b2 := b[6]
 				c02 += a0 * b2
 				c12 += a1 * b2
-				b3 := b[3]
+				b3 := b[7]
 				c03 += a0 * b3
 				c13 += a1 * b3
 			}
 			{
-				a, b := &au[q][2], &bu[q][2]
-				a0, a1 := a[0], a[1]
-				b0 := b[0]
-				c00 += a0 * b0
-				c10 += a1 * b0
-				b1 := b[1]
-				c01 += a0 * b1
-				c11 += a1 * b1
-				b2 := b[2]
+				a0 := a[4]
+				a1 := a[5]
+				c00 += a0 * b[8]
+				c10 += a1 * q[8]
+				c01 += a0 * b[9]
+				c11 += a1 * q[9]
+				b2 := b[10]
 				c02 += a0 * b2
 				c12 += a1 * b2
-				b3 := b[3]
+				b3 := b[11]
 				c03 += a0 * b3
 				c13 += a1 * b3
 			}
 			{
-				a, b := &au[q][3], &bu[q][3]
-				a0, a1 := a[0], a[1]
-				b0 := b[0]
-				c00 += a0 * b0
-				c10 += a1 * b0
-				b1 := b[1]
-				c01 += a0 * b1
-				c11 += a1 * b1
-				b2 := b[2]
+				a0 := a[6]
+				a1 := a[7]
+				c00 += a0 * b[12]
+				c10 += a1 * q[12]
+				c01 += a0 * b[13]
+				c11 += a1 * q[13]
+				b2 := b[14]
 				c02 += a0 * b2
 				c12 += a1 * b2
-				b3 := b[3]
+				b3 := b[15]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+			{
+				a0 := a[8]
+				a1 := a[9]
+				c00 += a0 * b[16]
+				c10 += a1 * q[16]
+				c01 += a0 * b[17]
+				c11 += a1 * q[17]
+				b2 := b[18]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[19]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+			{
+				a0 := a[10]
+				a1 := a[11]
+				c00 += a0 * b[20]
+				c10 += a1 * q[20]
+				c01 += a0 * b[21]
+				c11 += a1 * q[21]
+				b2 := b[22]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[23]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+			{
+				a0 := a[12]
+				a1 := a[13]
+				c00 += a0 * b[24]
+				c10 += a1 * q[24]
+				c01 += a0 * b[25]
+				c11 += a1 * q[25]
+				b2 := b[26]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[27]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+			{
+				a0 := a[14]
+				a1 := a[15]
+				c00 += a0 * b[28]
+				c10 += a1 * q[28]
+				c01 += a0 * b[29]
+				c11 += a1 * q[29]
+				b2 := b[30]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[31]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+			{
+				a0 := a[16]
+				a1 := a[17]
+				c00 += a0 * b[32]
+				c10 += a1 * q[32]
+				c01 += a0 * b[33]
+				c11 += a1 * q[33]
+				b2 := b[34]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[35]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+			{
+				a0 := a[18]
+				a1 := a[19]
+				c00 += a0 * b[36]
+				c10 += a1 * q[36]
+				c01 += a0 * b[37]
+				c11 += a1 * q[37]
+				b2 := b[38]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[39]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+			{
+				a0 := a[20]
+				a1 := a[21]
+				c00 += a0 * b[40]
+				c10 += a1 * q[40]
+				c01 += a0 * b[41]
+				c11 += a1 * q[41]
+				b2 := b[42]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[43]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+			{
+				a0 := a[22]
+				a1 := a[23]
+				c00 += a0 * b[44]
+				c10 += a1 * q[44]
+				c01 += a0 * b[45]
+				c11 += a1 * q[45]
+				b2 := b[46]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[47]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+			{
+				a0 := a[24]
+				a1 := a[25]
+				c00 += a0 * b[48]
+				c10 += a1 * q[48]
+				c01 += a0 * b[49]
+				c11 += a1 * q[49]
+				b2 := b[50]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[51]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+			{
+				a0 := a[26]
+				a1 := a[27]
+				c00 += a0 * b[52]
+				c10 += a1 * q[52]
+				c01 += a0 * b[53]
+				c11 += a1 * q[53]
+				b2 := b[54]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[55]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+			{
+				a0 := a[28]
+				a1 := a[29]
+				c00 += a0 * b[56]
+				c10 += a1 * q[56]
+				c01 += a0 * b[57]
+				c11 += a1 * q[57]
+				b2 := b[58]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[59]
+				c03 += a0 * b3
+				c13 += a1 * b3
+			}
+			{
+				a0 := a[30]
+				a1 := a[31]
+				c00 += a0 * b[60]
+				c10 += a1 * q[60]
+				c01 += a0 * b[61]
+				c11 += a1 * q[61]
+				b2 := b[62]
+				c02 += a0 * b2
+				c12 += a1 * b2
+				b3 := b[63]
 				c03 += a0 * b3
 				c13 += a1 * b3
 			}
@@ -102,17 +276,17 @@ func goTile(kc int, ap, bp []float32) (c00, c01, c02, c03, c10, c11, c12, c13 fl
 	if rest := kc - groups*goUnroll; rest > 0 {
 		at := unsafe.Slice((*[goMR]float32)(unsafe.Pointer(&ap[groups*goUnroll*goMR])), rest)
 		bt := unsafe.Slice((*[goNR]float32)(unsafe.Pointer(&bp[groups*goUnroll*goNR])), rest)
-		bt = bt[:len(at)]
-		for q := range at {
+		qt := unsafe.Slice((*[goNR]float32)(unsafe.Pointer(&bq[groups*goUnroll*goNR])), rest)
+		bt, qt = bt[:len(at)], qt[:len(at)]
+		for s := range at {
+			a, b, q := &at[s], &bt[s], &qt[s]
 			{
-				a, b := &at[q], &bt[q]
-				a0, a1 := a[0], a[1]
-				b0 := b[0]
-				c00 += a0 * b0
-				c10 += a1 * b0
-				b1 := b[1]
-				c01 += a0 * b1
-				c11 += a1 * b1
+				a0 := a[0]
+				a1 := a[1]
+				c00 += a0 * b[0]
+				c10 += a1 * q[0]
+				c01 += a0 * b[1]
+				c11 += a1 * q[1]
 				b2 := b[2]
 				c02 += a0 * b2
 				c12 += a1 * b2
