@@ -220,7 +220,9 @@ func (r *groupL0) Prox(dst, z, eta []float32, lambda float32) {
 		keep = s > lam2
 	}
 	if keep {
-		copy(dst, z)
+		if len(z) > 0 && &dst[0] != &z[0] { // in place (the optimizers): nothing to copy
+			copy(dst, z)
+		}
 	} else {
 		clear(dst)
 	}
