@@ -59,6 +59,66 @@ func groupSumsGo(z, eta []float32, acc *[16]float64, mm *[2]float32) {
 	mm[0], mm[1] = lo, hi
 }
 
+// groupSums32 returns ‖z‖₂² and Σ z_i²·eta_i summed in float32, the
+// smallest and largest eta, and a bound tol on the relative error of the
+// two sums; ok is false when the sums left [1e-25, 1e30], where float32
+// rounding, underflow or overflow could spoil them. The sums run in 16
+// lanes, element i in lane i mod 16, added up in a fixed order at the end.
+// The group maps decide most groups from these cheaper sums and fall back
+// to groupSums near their thresholds.
+func groupSums32(z, eta []float32) (z2, ze, emin, emax, tol float64, ok bool) {
+	eta = eta[:len(z)]
+	var acc [32]float32
+	mm := [2]float32{math.MaxFloat32, 0}
+	n16 := len(z) &^ 15
+	if n16 > 0 {
+		if haveAVX2 {
+			groupSums32AVX2(&z[0], &eta[0], n16, &acc, &mm)
+		} else {
+			groupSums32Go(z[:n16], eta[:n16], &acc, &mm)
+		}
+	}
+	if n16 < len(z) {
+		var zt, et [16]float32
+		copy(zt[:], z[n16:])
+		copy(et[:], eta[n16:])
+		for i := len(z) - n16; i < 16; i++ {
+			et[i] = eta[len(z)-1]
+		}
+		groupSums32Go(zt[:], et[:], &acc, &mm)
+	}
+	// Lane sums of float64 values: exact enough, in a fixed order.
+	for j := range 16 {
+		z2 += float64(acc[j])
+		ze += float64(acc[16+j])
+	}
+	// Each lane adds at most len(z)/16 + 1 rounded terms of one sign,
+	// each product rounds once more: relative error below
+	// (len(z)/16 + 3)·2⁻²⁴ with room to spare.
+	tol = float64(len(z)/16+4) * 0x1p-23
+	ok = z2 >= 1e-25 && z2 <= 1e30 && ze >= 1e-25 && ze <= 1e30
+	return z2, ze, float64(mm[0]), float64(mm[1]), tol, ok
+}
+
+// groupSums32Go adds z_i² to acc[i mod 16] and z_i²·eta_i to
+// acc[16 + i mod 16] in float32 and lowers mm[0] / raises mm[1] to the range
+// of eta, for len(z) a multiple of 16: the loop of groupSums32AVX2.
+func groupSums32Go(z, eta []float32, acc *[32]float32, mm *[2]float32) {
+	eta = eta[:len(z)]
+	lo, hi := mm[0], mm[1]
+	for i := 0; i+16 <= len(z); i += 16 {
+		for j := range 16 {
+			v, e := z[i+j], eta[i+j]
+			a := float32(v * v)
+			acc[j] += a
+			acc[16+j] += float32(a * e)
+			lo = min(lo, e)
+			hi = max(hi, e)
+		}
+	}
+	mm[0], mm[1] = lo, hi
+}
+
 // scaleFirstOrder sets dst_i = z_i − z_i·t_i with t_i = e_i(1 − e_i) and
 // e_i = c·eta_i, in float32: z_i/(1 + e_i) to second order in e_i. For
 // e_i ≤ 2⁻¹² the float32 rounding of t_i moves z_i·t_i by less than

@@ -19,3 +19,8 @@ func scaleFirstOrderAVX2(dst, z, eta *float32, n int, c float32)
 //
 //go:noescape
 func scaleRhoAVX2(dst, z, eta *float32, n int, rho, lam float64)
+
+// groupSums32AVX2 is groupSums32Go.
+//
+//go:noescape
+func groupSums32AVX2(z, eta *float32, n int, acc *[32]float32, mm *[2]float32)

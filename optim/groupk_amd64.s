@@ -71,6 +71,66 @@ gsdone:
 	VZEROUPPER
 	RET
 
+// func groupSums32AVX2(z, eta *float32, n int, acc *[32]float32, mm *[2]float32)
+// acc[j] += z[16k+j]², acc[16+j] += z[16k+j]²·eta[16k+j] in float32; mm[0],
+// mm[1] take the smallest and largest eta.
+TEXT ·groupSums32AVX2(SB), NOSPLIT, $0-40
+	MOVQ z+0(FP), SI
+	MOVQ eta+8(FP), DX
+	MOVQ n+16(FP), CX
+	MOVQ acc+24(FP), DI
+	MOVQ mm+32(FP), R8
+	VMOVUPS 0(DI), Y0            // Σz², lanes 0-7
+	VMOVUPS 32(DI), Y1           // Σz², lanes 8-15
+	VMOVUPS 64(DI), Y2           // Σz²η, lanes 0-7
+	VMOVUPS 96(DI), Y3           // Σz²η, lanes 8-15
+	VBROADCASTSS 0(R8), Y4       // min η
+	VBROADCASTSS 4(R8), Y5       // max η
+	SHRQ $4, CX
+	JZ   g3done
+g3loop:
+	VMOVUPS (SI), Y6
+	VMOVUPS 32(SI), Y7
+	VMOVUPS (DX), Y8
+	VMOVUPS 32(DX), Y9
+	VMINPS  Y8, Y4, Y4
+	VMAXPS  Y8, Y5, Y5
+	VMINPS  Y9, Y4, Y4
+	VMAXPS  Y9, Y5, Y5
+	VMULPS  Y6, Y6, Y6           // z²
+	VMULPS  Y7, Y7, Y7
+	VADDPS  Y6, Y0, Y0
+	VADDPS  Y7, Y1, Y1
+	VMULPS  Y8, Y6, Y6           // z²·η
+	VMULPS  Y9, Y7, Y7
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	ADDQ $64, SI
+	ADDQ $64, DX
+	DECQ CX
+	JNZ  g3loop
+g3done:
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VEXTRACTF128 $1, Y4, X6
+	VMINPS       X6, X4, X4
+	VPERMILPS    $0x4e, X4, X6
+	VMINPS       X6, X4, X4
+	VPERMILPS    $0xb1, X4, X6
+	VMINPS       X6, X4, X4
+	VMOVSS       X4, 0(R8)
+	VEXTRACTF128 $1, Y5, X6
+	VMAXPS       X6, X5, X5
+	VPERMILPS    $0x4e, X5, X6
+	VMAXPS       X6, X5, X5
+	VPERMILPS    $0xb1, X5, X6
+	VMAXPS       X6, X5, X5
+	VMOVSS       X5, 4(R8)
+	VZEROUPPER
+	RET
+
 // func scaleFirstOrderAVX2(dst, z, eta *float32, n int, c float32)
 // dst = z − z·(e·(1 − e)) with e = c·eta, in float32.
 TEXT ·scaleFirstOrderAVX2(SB), NOSPLIT, $0-36
