@@ -266,10 +266,13 @@ type groupLasso struct{ by GroupBy }
 //
 //	f(r) = Σ_i z_i²/(r + λη_i)² − 1,
 //
-// which lies in [‖z‖ − λ·max η, ‖z‖ − λ·min η]. The map solves it in
-// float64 by Newton's method from the left end of that bracket (monotone
-// for a convex decreasing f), falling back to bisection if rounding sends
-// an iterate out of the bracket. With a constant η it reduces to block soft
+// which lies in [‖z‖ − λ·max η, ‖z‖ − λ·min η]. When λ·max η/r ≤ 2⁻¹²
+// (most groups of a training step) the first-order root ‖z‖ − λΣz_i²η_i/‖z‖²
+// and x_i = z_i(1 − ε_i(1 − ε_i)), ε_i = λη_i/r, are exact to float32
+// precision. Otherwise the map solves f(r) = 0 in float64 by Newton's
+// method from that first-order root (monotone after at most one step for a
+// convex decreasing f), falling back to bisection if rounding sends an
+// iterate out of the bracket. With a constant η it reduces to block soft
 // thresholding x = z·max(0, 1 − λη/‖z‖).
 func GroupLasso(by GroupBy) GroupRegularizer { return &groupLasso{by} }
 
