@@ -2,7 +2,9 @@
 
 package optim
 
-func groupSumsAVX2(z, eta *float32, n int, acc *[16]float64, mm *[2]float32) { noKernels() }
+func groupSumsAVX2(z, eta *float32, n int, acc *[24]float64, mm *[2]float32) { noKernels() }
+
+func newtonSumsAVX2(z, eta *float32, n int, rho, lam float64, acc *[16]float64) { noKernels() }
 
 func scaleFirstOrderAVX2(dst, z, eta *float32, n int, c float32) { noKernels() }
 
