@@ -270,9 +270,9 @@ type groupLasso struct{ by GroupBy }
 // (most groups of a training step) the first-order root ‖z‖ − λΣz_i²η_i/‖z‖²
 // and x_i = z_i(1 − ε_i(1 − ε_i)), ε_i = λη_i/r, are exact to float32
 // precision. Otherwise the map solves f(r) = 0 in float64 by Newton's
-// method from that first-order root (monotone after at most one step for a
-// convex decreasing f), falling back to bisection if rounding sends an
-// iterate out of the bracket. With a constant η it reduces to block soft
+// method from the second-order root (usually one or two passes over the
+// group), falling back to bisection if rounding sends an iterate out of
+// the bracket. With a constant η it reduces to block soft
 // thresholding x = z·max(0, 1 − λη/‖z‖).
 func GroupLasso(by GroupBy) GroupRegularizer { return &groupLasso{by} }
 
