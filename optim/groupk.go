@@ -25,18 +25,24 @@ func groupSums(z, eta []float32) (z2, ze, ze2, emin, emax float64) {
 		}
 	}
 	if n8 < len(z) {
-		// The tail as one more block: zeros add nothing to the sums,
-		// and the last η repeated changes neither bound.
 		var zt, et [8]float32
-		copy(zt[:], z[n8:])
-		copy(et[:], eta[n8:])
-		for i := len(z) - n8; i < 8; i++ {
-			et[i] = eta[len(z)-1]
-		}
+		tailBlock(zt[:], et[:], z, eta, n8)
 		groupSumsGo(zt[:], et[:], &acc, &mm)
 	}
 	lanes := func(a []float64) float64 { return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])) }
 	return lanes(acc[0:8]), lanes(acc[8:16]), lanes(acc[16:24]), float64(mm[0]), float64(mm[1])
+}
+
+// tailBlock fills the block zt, et with the elements of z and eta from n0
+// on: z padded with zeros, which add nothing to the sums, and eta with its
+// last element, which changes neither bound.
+func tailBlock(zt, et, z, eta []float32, n0 int) {
+	clear(zt)
+	copy(zt, z[n0:])
+	copy(et, eta[n0:])
+	for i := len(z) - n0; i < len(et); i++ {
+		et[i] = eta[len(z)-1]
+	}
 }
 
 // groupSumsGo adds z_i², z_i²·eta_i and z_i²·eta_i² to acc[k·8 + i mod 8]
@@ -121,11 +127,7 @@ func groupSums32(z, eta []float32) (z2, ze, emin, emax, tol float64, ok bool) {
 	}
 	if n16 < len(z) {
 		var zt, et [16]float32
-		copy(zt[:], z[n16:])
-		copy(et[:], eta[n16:])
-		for i := len(z) - n16; i < 16; i++ {
-			et[i] = eta[len(z)-1]
-		}
+		tailBlock(zt[:], et[:], z, eta, n16)
 		groupSums32Go(zt[:], et[:], &acc, &mm)
 	}
 	// Lane sums of float64 values: exact enough, in a fixed order.

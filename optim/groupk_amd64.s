@@ -6,6 +6,24 @@
 // to float64 and every operation is the float64 operation of the Go loop,
 // without fused multiply-adds, so the results are bit-identical.
 
+// ETA_RANGE_STORE reduces the lane minima in Y4 and maxima in Y5 and
+// stores them at 0(R8) and 4(R8); it uses X6.
+#define ETA_RANGE_STORE \
+	VEXTRACTF128 $1, Y4, X6 \
+	VMINPS       X6, X4, X4 \
+	VPERMILPS    $0x4e, X4, X6 \
+	VMINPS       X6, X4, X4 \
+	VPERMILPS    $0xb1, X4, X6 \
+	VMINPS       X6, X4, X4 \
+	VMOVSS       X4, 0(R8) \
+	VEXTRACTF128 $1, Y5, X6 \
+	VMAXPS       X6, X5, X5 \
+	VPERMILPS    $0x4e, X5, X6 \
+	VMAXPS       X6, X5, X5 \
+	VPERMILPS    $0xb1, X5, X6 \
+	VMAXPS       X6, X5, X5 \
+	VMOVSS       X5, 4(R8)
+
 DATA gone<>+0(SB)/8, $1.0
 GLOBL gone<>(SB), RODATA|NOPTR, $8
 
@@ -62,20 +80,7 @@ gsdone:
 	VMOVUPD Y3, 96(DI)
 	VMOVUPD Y11, 128(DI)
 	VMOVUPD Y12, 160(DI)
-	VEXTRACTF128 $1, Y4, X6
-	VMINPS       X6, X4, X4
-	VPERMILPS    $0x4e, X4, X6
-	VMINPS       X6, X4, X4
-	VPERMILPS    $0xb1, X4, X6
-	VMINPS       X6, X4, X4
-	VMOVSS       X4, 0(R8)
-	VEXTRACTF128 $1, Y5, X6
-	VMAXPS       X6, X5, X5
-	VPERMILPS    $0x4e, X5, X6
-	VMAXPS       X6, X5, X5
-	VPERMILPS    $0xb1, X5, X6
-	VMAXPS       X6, X5, X5
-	VMOVSS       X5, 4(R8)
+	ETA_RANGE_STORE
 	VZEROUPPER
 	RET
 
@@ -172,20 +177,7 @@ g3done:
 	VMOVUPS Y1, 32(DI)
 	VMOVUPS Y2, 64(DI)
 	VMOVUPS Y3, 96(DI)
-	VEXTRACTF128 $1, Y4, X6
-	VMINPS       X6, X4, X4
-	VPERMILPS    $0x4e, X4, X6
-	VMINPS       X6, X4, X4
-	VPERMILPS    $0xb1, X4, X6
-	VMINPS       X6, X4, X4
-	VMOVSS       X4, 0(R8)
-	VEXTRACTF128 $1, Y5, X6
-	VMAXPS       X6, X5, X5
-	VPERMILPS    $0x4e, X5, X6
-	VMAXPS       X6, X5, X5
-	VPERMILPS    $0xb1, X5, X6
-	VMAXPS       X6, X5, X5
-	VMOVSS       X5, 4(R8)
+	ETA_RANGE_STORE
 	VZEROUPPER
 	RET
 
