@@ -27,10 +27,13 @@
 //
 // The maps run in float32 where that is exact to about an ulp (the
 // common case) and fall back to float64 elsewhere, so no finite input
-// gives NaN or Inf. On amd64 with AVX2 the ℓ0, ℓ1 and ℓ1/2 maps and the
-// fused Adam update use assembly kernels that perform the same float32
-// operations in the same order as the Go loops (bit-identical results;
-// build with -tags purego to use only Go).
+// gives NaN or Inf. On amd64 with AVX2 the ℓ0, ℓ1 and ℓ1/2 maps, the
+// group maps' sums and scalings and the fused Adam update use assembly
+// kernels that perform the same operations in the same order as the Go
+// loops (bit-identical results; build with -tags purego to use only Go).
+// ProxGen takes the gradient step of a tensor with contiguous groups (output
+// filters) work item by work item, each followed at once by the group maps
+// of its groups while their coordinates are in cache.
 //
 // Optimizers work directly on *autograd.Tensor parameters (their Data and
 // Grad slices), organised in Groups that each carry their own regularizer,

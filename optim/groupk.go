@@ -8,13 +8,13 @@ import "math"
 // float64 around products keep the Go compiler from fusing them into
 // multiply-adds, which the kernels do not use.
 
-// groupSums returns ‖z‖₂², Σ z_i²·eta_i and the smallest and largest eta,
-// in float64. eta must be positive (NaN would be ignored). The sums run in
-// eight lanes, element i in lane i mod 8, added up in a fixed order at the
-// end.
-func groupSums(z, eta []float32) (z2, ze, emin, emax float64) {
+// groupSums returns ‖z‖₂², Σ z_i²·eta_i, Σ z_i²·eta_i² and the smallest and
+// largest eta, in float64. eta must be positive (NaN would be ignored).
+// The sums run in eight lanes, element i in lane i mod 8, added up in a
+// fixed order at the end.
+func groupSums(z, eta []float32) (z2, ze, ze2, emin, emax float64) {
 	eta = eta[:len(z)]
-	var acc [16]float64
+	var acc [24]float64
 	mm := [2]float32{math.MaxFloat32, 0}
 	n8 := len(z) &^ 7
 	if n8 > 0 {
@@ -25,33 +25,136 @@ func groupSums(z, eta []float32) (z2, ze, emin, emax float64) {
 		}
 	}
 	if n8 < len(z) {
-		// The tail as one more block: zeros add nothing to the sums,
-		// and the last η repeated changes neither bound.
 		var zt, et [8]float32
-		copy(zt[:], z[n8:])
-		copy(et[:], eta[n8:])
-		for i := len(z) - n8; i < 8; i++ {
-			et[i] = eta[len(z)-1]
-		}
+		tailBlock(zt[:], et[:], z, eta, n8)
 		groupSumsGo(zt[:], et[:], &acc, &mm)
 	}
-	z2 = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
-	ze = ((acc[8] + acc[9]) + (acc[10] + acc[11])) + ((acc[12] + acc[13]) + (acc[14] + acc[15]))
-	return z2, ze, float64(mm[0]), float64(mm[1])
+	lanes := func(a []float64) float64 { return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])) }
+	return lanes(acc[0:8]), lanes(acc[8:16]), lanes(acc[16:24]), float64(mm[0]), float64(mm[1])
 }
 
-// groupSumsGo adds z_i² to acc[i mod 8] and z_i²·eta_i to acc[8 + i mod 8]
-// and lowers mm[0] / raises mm[1] to the range of eta, for len(z) a
-// multiple of 8: the loop of groupSumsAVX2.
-func groupSumsGo(z, eta []float32, acc *[16]float64, mm *[2]float32) {
+// tailBlock fills the block zt, et with the elements of z and eta from n0
+// on: z padded with zeros, which add nothing to the sums, and eta with its
+// last element, which changes neither bound.
+func tailBlock(zt, et, z, eta []float32, n0 int) {
+	clear(zt)
+	copy(zt, z[n0:])
+	copy(et, eta[n0:])
+	for i := len(z) - n0; i < len(et); i++ {
+		et[i] = eta[len(z)-1]
+	}
+}
+
+// groupSumsGo adds z_i², z_i²·eta_i and z_i²·eta_i² to acc[k·8 + i mod 8]
+// (k = 0, 1, 2) and lowers mm[0] / raises mm[1] to the range of eta, for
+// len(z) a multiple of 8: the loop of groupSumsAVX2.
+func groupSumsGo(z, eta []float32, acc *[24]float64, mm *[2]float32) {
 	eta = eta[:len(z)]
 	lo, hi := mm[0], mm[1]
 	for i := 0; i+8 <= len(z); i += 8 {
 		for j := range 8 {
 			a, e := float64(z[i+j]), eta[i+j]
 			a *= a
+			b := float64(a * float64(e))
 			acc[j] += a
-			acc[8+j] += float64(a * float64(e))
+			acc[8+j] += b
+			acc[16+j] += float64(b * float64(e))
+			lo = min(lo, e)
+			hi = max(hi, e)
+		}
+	}
+	mm[0], mm[1] = lo, hi
+}
+
+// newtonSums returns Σ u_i² and Σ u_i²/(ρ + λη_i) with u_i = z_i/(ρ + λη_i),
+// in float64: f(ρ) + 1 and −f′(ρ)/2 for the group-lasso equation. The
+// sums run in eight lanes as in groupSums.
+func newtonSums(z, eta []float32, rho, lam float64) (v, s float64) {
+	eta = eta[:len(z)]
+	var acc [16]float64
+	n8 := len(z) &^ 7
+	if n8 > 0 {
+		if haveAVX2 {
+			newtonSumsAVX2(&z[0], &eta[0], n8, rho, lam, &acc)
+		} else {
+			newtonSumsGo(z[:n8], eta[:n8], rho, lam, &acc)
+		}
+	}
+	if n8 < len(z) {
+		// Zeros in z add nothing; η = 1 keeps the quotients finite.
+		zt, et := [8]float32{}, [8]float32{1, 1, 1, 1, 1, 1, 1, 1}
+		copy(zt[:], z[n8:])
+		copy(et[:], eta[n8:])
+		newtonSumsGo(zt[:], et[:], rho, lam, &acc)
+	}
+	lanes := func(a []float64) float64 { return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])) }
+	return lanes(acc[0:8]), lanes(acc[8:16])
+}
+
+// newtonSumsGo adds u_i² to acc[i mod 8] and u_i²/(ρ + λη_i) to
+// acc[8 + i mod 8], for len(z) a multiple of 8: the loop of newtonSumsAVX2.
+func newtonSumsGo(z, eta []float32, rho, lam float64, acc *[16]float64) {
+	eta = eta[:len(z)]
+	for i := 0; i+8 <= len(z); i += 8 {
+		for j := range 8 {
+			inv := 1 / (rho + float64(lam*float64(eta[i+j])))
+			u := float64(z[i+j]) * inv
+			u2 := u * u
+			acc[j] += u2
+			acc[8+j] += float64(u2 * inv)
+		}
+	}
+}
+
+// groupSums32 returns ‖z‖₂² and Σ z_i²·eta_i summed in float32, the
+// smallest and largest eta, and a bound tol on the relative error of the
+// two sums; ok is false when the sums left [1e-25, 1e30], where float32
+// rounding, underflow or overflow could spoil them. The sums run in 16
+// lanes, element i in lane i mod 16, added up in a fixed order at the end.
+// The group maps decide most groups from these cheaper sums and fall back
+// to groupSums near their thresholds.
+func groupSums32(z, eta []float32) (z2, ze, emin, emax, tol float64, ok bool) {
+	eta = eta[:len(z)]
+	var acc [32]float32
+	mm := [2]float32{math.MaxFloat32, 0}
+	n16 := len(z) &^ 15
+	if n16 > 0 {
+		if haveAVX2 {
+			groupSums32AVX2(&z[0], &eta[0], n16, &acc, &mm)
+		} else {
+			groupSums32Go(z[:n16], eta[:n16], &acc, &mm)
+		}
+	}
+	if n16 < len(z) {
+		var zt, et [16]float32
+		tailBlock(zt[:], et[:], z, eta, n16)
+		groupSums32Go(zt[:], et[:], &acc, &mm)
+	}
+	// Lane sums of float64 values: exact enough, in a fixed order.
+	for j := range 16 {
+		z2 += float64(acc[j])
+		ze += float64(acc[16+j])
+	}
+	// Each lane adds at most len(z)/16 + 1 rounded terms of one sign,
+	// each product rounds once more: relative error below
+	// (len(z)/16 + 3)·2⁻²⁴ with room to spare.
+	tol = float64(len(z)/16+4) * 0x1p-23
+	ok = z2 >= 1e-25 && z2 <= 1e30 && ze >= 1e-25 && ze <= 1e30
+	return z2, ze, float64(mm[0]), float64(mm[1]), tol, ok
+}
+
+// groupSums32Go adds z_i² to acc[i mod 16] and z_i²·eta_i to
+// acc[16 + i mod 16] in float32 and lowers mm[0] / raises mm[1] to the range
+// of eta, for len(z) a multiple of 16: the loop of groupSums32AVX2.
+func groupSums32Go(z, eta []float32, acc *[32]float32, mm *[2]float32) {
+	eta = eta[:len(z)]
+	lo, hi := mm[0], mm[1]
+	for i := 0; i+16 <= len(z); i += 16 {
+		for j := range 16 {
+			v, e := z[i+j], eta[i+j]
+			a := float32(v * v)
+			acc[j] += a
+			acc[16+j] += float32(a * e)
 			lo = min(lo, e)
 			hi = max(hi, e)
 		}

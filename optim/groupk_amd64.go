@@ -8,7 +8,12 @@ package optim
 // groupSumsAVX2 is groupSumsGo.
 //
 //go:noescape
-func groupSumsAVX2(z, eta *float32, n int, acc *[16]float64, mm *[2]float32)
+func groupSumsAVX2(z, eta *float32, n int, acc *[24]float64, mm *[2]float32)
+
+// newtonSumsAVX2 is newtonSumsGo.
+//
+//go:noescape
+func newtonSumsAVX2(z, eta *float32, n int, rho, lam float64, acc *[16]float64)
 
 // scaleFirstOrderAVX2 is scaleFirstOrderGo.
 //
@@ -19,3 +24,8 @@ func scaleFirstOrderAVX2(dst, z, eta *float32, n int, c float32)
 //
 //go:noescape
 func scaleRhoAVX2(dst, z, eta *float32, n int, rho, lam float64)
+
+// groupSums32AVX2 is groupSums32Go.
+//
+//go:noescape
+func groupSums32AVX2(z, eta *float32, n int, acc *[32]float32, mm *[2]float32)

@@ -6,15 +6,33 @@
 // to float64 and every operation is the float64 operation of the Go loop,
 // without fused multiply-adds, so the results are bit-identical.
 
+// ETA_RANGE_STORE reduces the lane minima in Y4 and maxima in Y5 and
+// stores them at 0(R8) and 4(R8); it uses X6.
+#define ETA_RANGE_STORE \
+	VEXTRACTF128 $1, Y4, X6 \
+	VMINPS       X6, X4, X4 \
+	VPERMILPS    $0x4e, X4, X6 \
+	VMINPS       X6, X4, X4 \
+	VPERMILPS    $0xb1, X4, X6 \
+	VMINPS       X6, X4, X4 \
+	VMOVSS       X4, 0(R8) \
+	VEXTRACTF128 $1, Y5, X6 \
+	VMAXPS       X6, X5, X5 \
+	VPERMILPS    $0x4e, X5, X6 \
+	VMAXPS       X6, X5, X5 \
+	VPERMILPS    $0xb1, X5, X6 \
+	VMAXPS       X6, X5, X5 \
+	VMOVSS       X5, 4(R8)
+
 DATA gone<>+0(SB)/8, $1.0
 GLOBL gone<>(SB), RODATA|NOPTR, $8
 
 DATA gone32<>+0(SB)/4, $1.0
 GLOBL gone32<>(SB), RODATA|NOPTR, $4
 
-// func groupSumsAVX2(z, eta *float32, n int, acc *[16]float64, mm *[2]float32)
-// acc[j] += z[8k+j]², acc[8+j] += z[8k+j]²·eta[8k+j]; mm[0], mm[1] take the
-// smallest and largest eta.
+// func groupSumsAVX2(z, eta *float32, n int, acc *[24]float64, mm *[2]float32)
+// acc[j] += z², acc[8+j] += z²·eta, acc[16+j] += (z²·eta)·eta for element
+// 8k+j; mm[0], mm[1] take the smallest and largest eta.
 TEXT ·groupSumsAVX2(SB), NOSPLIT, $0-40
 	MOVQ z+0(FP), SI
 	MOVQ eta+8(FP), DX
@@ -25,6 +43,8 @@ TEXT ·groupSumsAVX2(SB), NOSPLIT, $0-40
 	VMOVUPD 32(DI), Y1           // Σz², lanes 4-7
 	VMOVUPD 64(DI), Y2           // Σz²η, lanes 0-3
 	VMOVUPD 96(DI), Y3           // Σz²η, lanes 4-7
+	VMOVUPD 128(DI), Y11         // Σz²η², lanes 0-3
+	VMOVUPD 160(DI), Y12         // Σz²η², lanes 4-7
 	VBROADCASTSS 0(R8), Y4       // min η
 	VBROADCASTSS 4(R8), Y5       // max η
 	SHRQ $3, CX
@@ -41,10 +61,14 @@ gsloop:
 	VMULPD    Y8, Y8, Y8
 	VADDPD    Y7, Y0, Y0
 	VADDPD    Y8, Y1, Y1
-	VMULPD    Y9, Y7, Y9         // z²·η
-	VMULPD    Y10, Y8, Y10
-	VADDPD    Y9, Y2, Y2
-	VADDPD    Y10, Y3, Y3
+	VMULPD    Y9, Y7, Y7         // z²·η
+	VMULPD    Y10, Y8, Y8
+	VADDPD    Y7, Y2, Y2
+	VADDPD    Y8, Y3, Y3
+	VMULPD    Y9, Y7, Y7         // z²·η·η
+	VMULPD    Y10, Y8, Y8
+	VADDPD    Y7, Y11, Y11
+	VADDPD    Y8, Y12, Y12
 	ADDQ $32, SI
 	ADDQ $32, DX
 	DECQ CX
@@ -54,20 +78,106 @@ gsdone:
 	VMOVUPD Y1, 32(DI)
 	VMOVUPD Y2, 64(DI)
 	VMOVUPD Y3, 96(DI)
-	VEXTRACTF128 $1, Y4, X6
-	VMINPS       X6, X4, X4
-	VPERMILPS    $0x4e, X4, X6
-	VMINPS       X6, X4, X4
-	VPERMILPS    $0xb1, X4, X6
-	VMINPS       X6, X4, X4
-	VMOVSS       X4, 0(R8)
-	VEXTRACTF128 $1, Y5, X6
-	VMAXPS       X6, X5, X5
-	VPERMILPS    $0x4e, X5, X6
-	VMAXPS       X6, X5, X5
-	VPERMILPS    $0xb1, X5, X6
-	VMAXPS       X6, X5, X5
-	VMOVSS       X5, 4(R8)
+	VMOVUPD Y11, 128(DI)
+	VMOVUPD Y12, 160(DI)
+	ETA_RANGE_STORE
+	VZEROUPPER
+	RET
+
+// func newtonSumsAVX2(z, eta *float32, n int, rho, lam float64, acc *[16]float64)
+// With inv = 1/(ρ + λ·eta) and u = z·inv: acc[j] += u², acc[8+j] += u²·inv
+// for element 8k+j.
+TEXT ·newtonSumsAVX2(SB), NOSPLIT, $0-48
+	MOVQ z+0(FP), SI
+	MOVQ eta+8(FP), DX
+	MOVQ n+16(FP), CX
+	VBROADCASTSD rho+24(FP), Y15
+	VBROADCASTSD lam+32(FP), Y14
+	MOVQ acc+40(FP), DI
+	VBROADCASTSD gone<>(SB), Y13
+	VMOVUPD 0(DI), Y0            // Σu², lanes 0-3
+	VMOVUPD 32(DI), Y1           // Σu², lanes 4-7
+	VMOVUPD 64(DI), Y2           // Σu²·inv, lanes 0-3
+	VMOVUPD 96(DI), Y3           // Σu²·inv, lanes 4-7
+	SHRQ $3, CX
+	JZ   nsdone
+nsloop:
+	VCVTPS2PD (DX), Y4
+	VCVTPS2PD 16(DX), Y5
+	VMULPD    Y14, Y4, Y4        // λ·η
+	VMULPD    Y14, Y5, Y5
+	VADDPD    Y15, Y4, Y4        // ρ + λ·η
+	VADDPD    Y15, Y5, Y5
+	VDIVPD    Y4, Y13, Y4        // inv
+	VDIVPD    Y5, Y13, Y5
+	VCVTPS2PD (SI), Y6
+	VCVTPS2PD 16(SI), Y7
+	VMULPD    Y4, Y6, Y6         // u
+	VMULPD    Y5, Y7, Y7
+	VMULPD    Y6, Y6, Y6         // u²
+	VMULPD    Y7, Y7, Y7
+	VADDPD    Y6, Y0, Y0
+	VADDPD    Y7, Y1, Y1
+	VMULPD    Y4, Y6, Y6         // u²·inv
+	VMULPD    Y5, Y7, Y7
+	VADDPD    Y6, Y2, Y2
+	VADDPD    Y7, Y3, Y3
+	ADDQ $32, SI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ  nsloop
+nsdone:
+	VMOVUPD Y0, 0(DI)
+	VMOVUPD Y1, 32(DI)
+	VMOVUPD Y2, 64(DI)
+	VMOVUPD Y3, 96(DI)
+	VZEROUPPER
+	RET
+
+// func groupSums32AVX2(z, eta *float32, n int, acc *[32]float32, mm *[2]float32)
+// acc[j] += z[16k+j]², acc[16+j] += z[16k+j]²·eta[16k+j] in float32; mm[0],
+// mm[1] take the smallest and largest eta.
+TEXT ·groupSums32AVX2(SB), NOSPLIT, $0-40
+	MOVQ z+0(FP), SI
+	MOVQ eta+8(FP), DX
+	MOVQ n+16(FP), CX
+	MOVQ acc+24(FP), DI
+	MOVQ mm+32(FP), R8
+	VMOVUPS 0(DI), Y0            // Σz², lanes 0-7
+	VMOVUPS 32(DI), Y1           // Σz², lanes 8-15
+	VMOVUPS 64(DI), Y2           // Σz²η, lanes 0-7
+	VMOVUPS 96(DI), Y3           // Σz²η, lanes 8-15
+	VBROADCASTSS 0(R8), Y4       // min η
+	VBROADCASTSS 4(R8), Y5       // max η
+	SHRQ $4, CX
+	JZ   g3done
+g3loop:
+	VMOVUPS (SI), Y6
+	VMOVUPS 32(SI), Y7
+	VMOVUPS (DX), Y8
+	VMOVUPS 32(DX), Y9
+	VMINPS  Y8, Y4, Y4
+	VMAXPS  Y8, Y5, Y5
+	VMINPS  Y9, Y4, Y4
+	VMAXPS  Y9, Y5, Y5
+	VMULPS  Y6, Y6, Y6           // z²
+	VMULPS  Y7, Y7, Y7
+	VADDPS  Y6, Y0, Y0
+	VADDPS  Y7, Y1, Y1
+	VMULPS  Y8, Y6, Y6           // z²·η
+	VMULPS  Y9, Y7, Y7
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	ADDQ $64, SI
+	ADDQ $64, DX
+	DECQ CX
+	JNZ  g3loop
+g3done:
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ETA_RANGE_STORE
 	VZEROUPPER
 	RET
 

@@ -30,14 +30,19 @@ func TestGroupKernelsMatchGo(t *testing.T) {
 			}
 		}
 		type out struct {
-			sums              [4]float64
+			sums32            [5]float64
+			ok32              bool
+			sums              [5]float64
+			newton            [2]float64
 			first, rho        []float32
 			inPlace, inPlace2 []float32
 		}
 		run := func(asm bool) out {
 			haveAVX2 = asm
 			var o out
-			o.sums[0], o.sums[1], o.sums[2], o.sums[3] = groupSums(z, eta)
+			o.sums[0], o.sums[1], o.sums[2], o.sums[3], o.sums[4] = groupSums(z, eta)
+			o.newton[0], o.newton[1] = newtonSums(z, eta, 0.3, 5e-3)
+			o.sums32[0], o.sums32[1], o.sums32[2], o.sums32[3], o.sums32[4], o.ok32 = groupSums32(z, eta)
 			o.first = make([]float32, n)
 			o.inPlace2 = append([]float32(nil), z...)
 			scaleFirstOrder(o.first, z, eta, 3e-4)
@@ -54,6 +59,16 @@ func TestGroupKernelsMatchGo(t *testing.T) {
 				t.Fatalf("n = %d: groupSums result %d: AVX2 %g, Go %g", n, i, a.sums[i], g.sums[i])
 			}
 		}
+		for i := range a.newton {
+			if math.Float64bits(a.newton[i]) != math.Float64bits(g.newton[i]) {
+				t.Fatalf("n = %d: newtonSums result %d: AVX2 %g, Go %g", n, i, a.newton[i], g.newton[i])
+			}
+		}
+		for i := range a.sums32 {
+			if math.Float64bits(a.sums32[i]) != math.Float64bits(g.sums32[i]) || a.ok32 != g.ok32 {
+				t.Fatalf("n = %d: groupSums32 result %d: AVX2 %g, Go %g", n, i, a.sums32[i], g.sums32[i])
+			}
+		}
 		for name, pair := range map[string][2][]float32{"scaleFirstOrder": {a.first, g.first}, "scaleRho": {a.rho, g.rho}, "scaleRho in place": {a.inPlace, g.inPlace}, "scaleFirstOrder in place": {a.inPlace2, g.inPlace2}} {
 			for i := range pair[0] {
 				if math.Float32bits(pair[0][i]) != math.Float32bits(pair[1][i]) {
@@ -64,12 +79,13 @@ func TestGroupKernelsMatchGo(t *testing.T) {
 	}
 }
 
-// TestGroupSums checks the sums against a float64 reference.
+// TestGroupSums checks the sums against a float64 reference, the float32
+// sums within their error bound.
 func TestGroupSums(t *testing.T) {
 	rng := rand.New(rand.NewPCG(53, 54))
-	for _, n := range []int{1, 5, 8, 13, 100} {
+	for _, n := range []int{1, 5, 8, 13, 100, 4608, 100000} {
 		z, eta := make([]float32, n), make([]float32, n)
-		var w2, we float64
+		var w2, we, we2 float64
 		wlo, whi := math.Inf(1), 0.0
 		for i := range z {
 			z[i] = float32(rng.NormFloat64())
@@ -77,11 +93,17 @@ func TestGroupSums(t *testing.T) {
 			a := float64(z[i]) * float64(z[i])
 			w2 += a
 			we += a * float64(eta[i])
+			we2 += a * float64(eta[i]) * float64(eta[i])
 			wlo, whi = math.Min(wlo, float64(eta[i])), math.Max(whi, float64(eta[i]))
 		}
-		z2, ze, lo, hi := groupSums(z, eta)
-		if !near(z2, w2, 1e-14, 0) || !near(ze, we, 1e-14, 0) || lo != wlo || hi != whi {
+		z2, ze, ze2, lo, hi := groupSums(z, eta)
+		if tol64 := float64(n) * 0x1p-52; !near(z2, w2, tol64, 0) || !near(ze, we, tol64, 0) || !near(ze2, we2, tol64, 0) || lo != wlo || hi != whi {
 			t.Fatalf("n = %d: groupSums = %g %g %g %g, want %g %g %g %g", n, z2, ze, lo, hi, w2, we, wlo, whi)
+		}
+		// The float32 sums stay within their error bound.
+		z2, ze, lo, hi, tol, ok := groupSums32(z, eta)
+		if !ok || !near(z2, w2, tol, 0) || !near(ze, we, tol, 0) || lo != wlo || hi != whi {
+			t.Fatalf("n = %d: groupSums32 = %g %g %g %g (tol %g, ok %v), want %g %g %g %g", n, z2, ze, lo, hi, tol, ok, w2, we, wlo, whi)
 		}
 	}
 }

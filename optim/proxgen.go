@@ -136,8 +136,9 @@ type slot struct {
 	s     []float32 // preconditioner state (nil when stateless)
 	// grouped is set when the group's regularizer is a GroupRegularizer
 	// that the optimizer applies; aux then holds, for the whole tensor,
-	// η between the gradient step and the group prox, or λ∂R in
-	// subgradient mode.
+	// η between the gradient step and the group prox (groups that are
+	// not contiguous; contiguous ones are fused), or λ∂R in subgradient
+	// mode.
 	grouped bool
 	aux     []float32
 	// owner is 1 + the slot index of the weight this slot is a
@@ -227,9 +228,12 @@ func New(groups []*Group, cfg Config) *ProxGen {
 			}
 			if gr, ok := g.Reg.(GroupRegularizer); ok && cfg.RegMode != RegIgnore {
 				s.grouped = true
-				s.aux = make([]float32, s.n)
 				o.gwork = appendGroupWork(o.gwork, len(o.slots), gr, p.Shape())
 				s.contiguous = layoutOf(gr.GroupBy(), p.Shape()).contiguous()
+				if !s.contiguous || cfg.RegMode == RegSubgradient {
+					// Fused steps keep η in a buffer per work item.
+					s.aux = make([]float32, s.n)
+				}
 			}
 			for lo := 0; lo < s.n; lo += chunkSize {
 				o.segs = append(o.segs, segment{len(o.slots), lo, min(lo+chunkSize, s.n)})
@@ -342,13 +346,14 @@ func (o *ProxGen) Step() {
 			if cap(*eta) < hi-lo {
 				*eta = make([]float32, hi-lo)
 			}
+			*eta = (*eta)[:hi-lo]
 			sc := scratchPool.Get().(*scratch)
 			for a := lo; a < hi; a += chunkSize {
 				b := min(a+chunkSize, hi)
 				o.stepSegment(segment{w.slot, a, b}, hs, sc, (*eta)[a-lo:b-lo])
 			}
 			scratchPool.Put(sc)
-			w.prox(sl.p.Data, (*eta)[:hi-lo], lo, h.lambda, clipAt, w.members(o.slots, linked))
+			w.prox(sl.p.Data, *eta, lo, h.lambda, clipAt, w.members(o.slots, linked))
 			etaPool.Put(eta)
 		})
 	}
@@ -382,9 +387,10 @@ func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch, eta []f
 	deferred := prox && (sl.grouped || sl.linked)
 	if deferred {
 		// η goes straight to where the group prox reads it.
-		d = sl.aux[lo:hi:hi]
 		if eta != nil {
 			d = eta[:n:n]
+		} else {
+			d = sl.aux[lo:hi:hi]
 		}
 	}
 	if h.wdc != 0 || subgrad {
