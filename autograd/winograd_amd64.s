@@ -146,3 +146,88 @@ outrows_store:
 	JLT     outrows_loop
 	VZEROUPPER
 	RET
+
+// WFOUT stores float32(a), float32(½((a+b)+c)), float32(½((a−b)+c)) and
+// float32(c), four lanes each, at R9 and the next three rows pitch (R10)
+// apart, leaving R9 at the row after them. It uses Y13 and Y9 = ½.
+#define WFOUT(a, b, c) \
+	VCVTPD2PSY a, X13;   \
+	VMOVUPS    X13, (R9); \
+	ADDQ       R10, R9;   \
+	VADDPD     b, a, Y13; \
+	VADDPD     c, Y13, Y13; \
+	VMULPD     Y9, Y13, Y13; \
+	VCVTPD2PSY Y13, X13;  \
+	VMOVUPS    X13, (R9); \
+	ADDQ       R10, R9;   \
+	VSUBPD     b, a, Y13; \
+	VADDPD     c, Y13, Y13; \
+	VMULPD     Y9, Y13, Y13; \
+	VCVTPD2PSY Y13, X13;  \
+	VMOVUPS    X13, (R9); \
+	ADDQ       R10, R9;   \
+	VCVTPD2PSY c, X13;    \
+	VMOVUPS    X13, (R9); \
+	ADDQ       R10, R9
+
+// GROW computes into dst ½((x+y)+z) (op VADDPD) or ½((x−y)+z) (op
+// VSUBPD) of float64 lanes, with Y9 = ½.
+#define GROW(op, x, y, z, dst) \
+	op     y, x, dst;   \
+	VADDPD z, dst, dst; \
+	VMULPD Y9, dst, dst
+
+// GATHER loads tap BX of the four filters (offsets in X15) as float64
+// lanes into Y(reg) and moves BX to the next tap.
+#define GATHER(x, y) \
+	VPCMPEQD   X14, X14, X14;      \
+	VGATHERDPS X14, (BX)(X15*4), x; \
+	VCVTPS2PD  x, y;               \
+	ADDQ       R8, BX
+
+// func winoFilterAVX2(src *float32, idx *[4]int32, step int, dst *float32, pitch, n int)
+TEXT ·winoFilterAVX2(SB), NOSPLIT, $0-48
+	MOVQ src+0(FP), SI
+	MOVQ idx+8(FP), AX
+	MOVQ step+16(FP), R8
+	MOVQ dst+24(FP), DI
+	MOVQ pitch+32(FP), R10
+	MOVQ n+40(FP), CX
+	SHLQ $2, R8           // tap step in bytes
+	SHLQ $2, R10          // row pitch in bytes
+	VMOVDQU (AX), X15     // element offsets of the four filters
+	MOVL    4(AX), R11
+	SHLQ    $4, R11       // four filters further, in bytes
+	MOVQ    $0x3FE0000000000000, AX
+	VMOVQ   AX, X9
+	VBROADCASTSD X9, Y9   // ½
+
+filter_loop:
+	MOVQ SI, BX
+	GATHER(X0, Y0)
+	GATHER(X1, Y1)
+	GATHER(X2, Y2)
+	GATHER(X3, Y3)
+	GATHER(X4, Y4)
+	GATHER(X5, Y5)
+	GATHER(X6, Y6)
+	GATHER(X7, Y7)
+	GATHER(X8, Y8)
+	MOVQ DI, R9
+	// Rows of G·f: (f0, f1, f2), ½((f0+f3)+f6)…, ½((f0−f3)+f6)…, (f6, f7, f8).
+	WFOUT(Y0, Y1, Y2)
+	GROW(VADDPD, Y0, Y3, Y6, Y10)
+	GROW(VADDPD, Y1, Y4, Y7, Y11)
+	GROW(VADDPD, Y2, Y5, Y8, Y12)
+	WFOUT(Y10, Y11, Y12)
+	GROW(VSUBPD, Y0, Y3, Y6, Y10)
+	GROW(VSUBPD, Y1, Y4, Y7, Y11)
+	GROW(VSUBPD, Y2, Y5, Y8, Y12)
+	WFOUT(Y10, Y11, Y12)
+	WFOUT(Y6, Y7, Y8)
+	ADDQ R11, SI
+	ADDQ $16, DI
+	SUBQ $4, CX
+	JGT  filter_loop
+	VZEROUPPER
+	RET
