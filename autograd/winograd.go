@@ -64,7 +64,7 @@ func winoFilters(w []float32, m, k int, swap bool, u []float32) {
 	parallel.For(k, max(1, 4096/m), func(lo, hi int) {
 		tmp := colScratch.get(16 * pitch * (hi - lo))
 		defer colScratch.put(tmp)
-		winoFilterRange(w, m, k, swap, tmp, pitch, lo, hi, true)
+		winoFilterRange(w, m, k, swap, tmp, pitch, lo, hi)
 		for c := lo; c < hi; c++ {
 			for xi := range 16 {
 				r := ((c-lo)*16 + xi) * pitch
@@ -76,35 +76,9 @@ func winoFilters(w []float32, m, k int, swap bool, u []float32) {
 
 // winoFilterRange writes the transformed filters of the input channels c
 // in [lo, hi) into t, as rows t[c−lo][ξ] of pitch elements indexed by o.
-// The Go loop reads, for each o, the filters of the consecutive channels
-// together; with asm, the AVX2 kernel (bit-identical: the same float64
-// operations in the same order) takes four outputs o at a time for each
-// channel and the Go loop the rest.
-func winoFilterRange(w []float32, m, k int, swap bool, t []float32, pitch, lo, hi int, asm bool) {
-	o0 := 0
-	if asm && haveWinoAVX2 && m >= 4 && hi > lo {
-		o0 = m &^ 3
-		// Filter o of channel c: taps 0…8 from w[(o·k+c)·9], or for the
-		// input gradient taps 8…0 from w[(c·m+o)·9].
-		fs, step := 9*k, 1
-		if swap {
-			fs, step = 9, -1
-		}
-		idx := [4]int32{0, int32(fs), int32(2 * fs), int32(3 * fs)}
-		_ = t[(hi-lo-1)*16*pitch+15*pitch+o0-1]
-		for c := lo; c < hi; c++ {
-			var src *float32
-			if swap {
-				_ = w[(c*m+o0-1)*9+8]
-				src = &w[c*m*9+8]
-			} else {
-				_ = w[((o0-1)*k+c)*9+8]
-				src = &w[c*9]
-			}
-			winoFilterAVX2(src, &idx, step, &t[(c-lo)*16*pitch], pitch, o0)
-		}
-	}
-	for o := o0; o < m; o++ {
+// It reads, for each o, the filters of the consecutive channels together.
+func winoFilterRange(w []float32, m, k int, swap bool, t []float32, pitch, lo, hi int) {
+	for o := 0; o < m; o++ {
 		for c := lo; c < hi; c++ {
 			var f [9]float64
 			if swap {

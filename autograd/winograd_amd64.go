@@ -31,11 +31,3 @@ func winoOutColsAVX2(o0, o1, d0, d1, d2, d3 *float32, n int)
 //
 //go:noescape
 func winoOutRowsAVX2(row, d0, d1, d2, d3 *float32, n int, accumulate int, half, adv int)
-
-// winoFilterAVX2 writes the transforms of n filters, n a positive multiple
-// of 4: tap t (in the row-major order of f in winoFilterRange) of filter i
-// is src[idx[1]·i + step·t] (step is 1 or −1), and value ξ of its
-// transform goes to dst[ξ·pitch + i]; idx holds 0, s, 2s, 3s.
-//
-//go:noescape
-func winoFilterAVX2(src *float32, idx *[4]int32, step int, dst *float32, pitch, n int)

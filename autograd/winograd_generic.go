@@ -18,7 +18,3 @@ func winoOutColsAVX2(o0, o1, d0, d1, d2, d3 *float32, n int) { panic("autograd: 
 func winoOutRowsAVX2(row, d0, d1, d2, d3 *float32, n int, accumulate int, half, adv int) {
 	panic("autograd: no AVX2 kernels")
 }
-
-func winoFilterAVX2(src *float32, idx *[4]int32, step int, dst *float32, pitch, n int) {
-	panic("autograd: no AVX2 kernels")
-}
