@@ -63,32 +63,23 @@ func MaxPool2d(x *Tensor, kernel, stride, padding int) *Tensor {
 	planes, hw, p := x.shape[0]*x.shape[1], g.h*g.w, g.cols
 	c := contextOf("MaxPool2d", x)
 	out := c.empty(x.shape[0], x.shape[1], g.ho, g.wo)
-	var arg []int32 // index within its plane of each output's maximum
+	// The index within its plane of each output's maximum, stored as the
+	// bits of a float32 so that the buffer can come from the arena.
+	var arg []float32
 	if c.needsGrad(x) {
-		arg = make([]int32, len(out.Data))
+		arg = c.alloc(len(out.Data), false)
+	}
+	plane := maxPoolPlane
+	if g.kh == 2 && g.sh == 2 && g.ph == 0 {
+		plane = maxPool2Plane
 	}
 	parallel.For(planes, poolGrain(hw), func(lo, hi int) {
 		for pl := lo; pl < hi; pl++ {
-			src := x.Data[pl*hw : (pl+1)*hw]
-			dst := out.Data[pl*p : (pl+1)*p]
-			for oh := 0; oh < g.ho; oh++ {
-				for ow := 0; ow < g.wo; ow++ {
-					h0, h1, w0, w1 := g.window(oh, ow)
-					best, m := h0*g.w+w0, float32(math.Inf(-1))
-					for ih := h0; ih < h1; ih++ {
-						for iw := w0; iw < w1; iw++ {
-							if v := src[ih*g.w+iw]; v > m || v != v {
-								m, best = v, ih*g.w+iw
-							}
-						}
-					}
-					o := oh*g.wo + ow
-					dst[o] = m
-					if arg != nil {
-						arg[pl*p+o] = int32(best)
-					}
-				}
+			var a []float32
+			if arg != nil {
+				a = arg[pl*p : (pl+1)*p]
 			}
+			plane(g, x.Data[pl*hw:(pl+1)*hw], out.Data[pl*p:(pl+1)*p], a)
 		}
 	})
 	return c.record("MaxPool2d", out, func(gy []float32) {
@@ -97,11 +88,65 @@ func MaxPool2d(x *Tensor, kernel, stride, padding int) *Tensor {
 			for pl := lo; pl < hi; pl++ {
 				gxp := gx[pl*hw : (pl+1)*hw]
 				for o, v := range gy[pl*p : (pl+1)*p] {
-					gxp[arg[pl*p+o]] += v
+					gxp[math.Float32bits(arg[pl*p+o])] += v
 				}
 			}
 		})
 	}, x)
+}
+
+// maxPoolPlane writes the window maxima of the plane src into dst and, if
+// arg is not nil, the index in src of each maximum, the first in row-major
+// scan order or the last NaN, as the bits of a float32 (math.Float32bits
+// reads it back).
+func maxPoolPlane(g *convGeom, src, dst []float32, arg []float32) {
+	for oh := 0; oh < g.ho; oh++ {
+		for ow := 0; ow < g.wo; ow++ {
+			h0, h1, w0, w1 := g.window(oh, ow)
+			best, m := h0*g.w+w0, float32(math.Inf(-1))
+			for ih := h0; ih < h1; ih++ {
+				for iw := w0; iw < w1; iw++ {
+					if v := src[ih*g.w+iw]; v > m || v != v {
+						m, best = v, ih*g.w+iw
+					}
+				}
+			}
+			o := oh*g.wo + ow
+			dst[o] = m
+			if arg != nil {
+				arg[o] = math.Float32frombits(uint32(best))
+			}
+		}
+	}
+}
+
+// maxPool2Plane is maxPoolPlane for 2×2 windows with stride 2 and no
+// padding, whose windows all lie inside the plane. Starting from the
+// window's first element gives what maxPoolPlane's start from −∞ gives.
+func maxPool2Plane(g *convGeom, src, dst []float32, arg []float32) {
+	w := g.w
+	for oh := 0; oh < g.ho; oh++ {
+		r0 := src[2*oh*w : 2*oh*w+2*g.wo]
+		r1 := src[(2*oh+1)*w : (2*oh+1)*w+2*g.wo]
+		d := dst[oh*g.wo : (oh+1)*g.wo]
+		for ow := range d {
+			i := 2 * ow
+			m, k := r0[i], 0
+			if v := r0[i+1]; v > m || v != v {
+				m, k = v, 1
+			}
+			if v := r1[i]; v > m || v != v {
+				m, k = v, w
+			}
+			if v := r1[i+1]; v > m || v != v {
+				m, k = v, w+1
+			}
+			d[ow] = m
+			if arg != nil {
+				arg[oh*g.wo+ow] = math.Float32frombits(uint32(2*oh*w + i + k))
+			}
+		}
+	}
 }
 
 // AvgPool2d returns the mean over kernel×kernel windows of every plane of x

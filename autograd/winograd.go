@@ -122,14 +122,22 @@ func winoInRows(h *[16][]float32, plane []float32, wp, th, tw int, asm bool) {
 	n := th * tw
 	for l := range 4 {
 		h0, h1, h2, h3 := h[4*l][:n], h[4*l+1][:n], h[4*l+2][:n], h[4*l+3][:n]
-		for i := 0; i < th; i++ {
+		i0 := 0
+		if asm && haveWinoAVX2 && tw == 4 && th >= 2 {
+			// Eight tiles at a time from two tile rows, whose windows'
+			// row l lies two plane rows apart.
+			i0 = th &^ 1
+			_ = plane[(2*(i0-2)+l+2)*wp+2*tw+1]
+			winoInRowsAVX2(&plane[l*wp], &h0[0], &h1[0], &h2[0], &h3[0], i0*tw, 2*wp, 4*wp)
+		}
+		for i := i0; i < th; i++ {
 			row := plane[(2*i+l)*wp : (2*i+l)*wp+2*tw+2]
 			t0 := i * tw
 			o0, o1, o2, o3 := h0[t0:t0+tw], h1[t0:t0+tw], h2[t0:t0+tw], h3[t0:t0+tw]
 			q0 := 0
 			if asm && haveWinoAVX2 && tw >= 8 {
 				q0 = tw &^ 7
-				winoInRowsAVX2(&row[0], &o0[0], &o1[0], &o2[0], &o3[0], q0)
+				winoInRowsAVX2(&row[0], &o0[0], &o1[0], &o2[0], &o3[0], q0, 8, 16)
 			}
 			for q := q0; q < tw; q++ {
 				w := row[2*q : 2*q+4 : 2*q+4]
@@ -186,9 +194,21 @@ func winoOutCols(o *[2][]float32, d *[4][]float32, asm bool) {
 func winoOutRows(out []float32, ho, wo int, h *[8][]float32, th, tw int, accumulate, asm bool) {
 	n := th * tw
 	full := wo / 2 // tiles whose two columns lie inside the plane
+	acc := 0
+	if accumulate {
+		acc = 1
+	}
 	for x := range 2 {
 		h0, h1, h2, h3 := h[4*x][:n], h[4*x+1][:n], h[4*x+2][:n], h[4*x+3][:n]
-		for i := 0; i < th && 2*i+x < ho; i++ {
+		i0 := 0
+		if rows := (ho - x + 1) / 2; asm && haveWinoAVX2 && tw == 4 && full == 4 && rows >= 2 {
+			// Eight tiles at a time from two tile rows: output rows
+			// 2i+x and 2i+2+x.
+			i0 = rows &^ 1
+			_ = out[(2*(i0-2)+x+2)*wo+2*full-1]
+			winoOutRowsAVX2(&out[x*wo], &h0[0], &h1[0], &h2[0], &h3[0], i0*tw, acc, 2*wo, 4*wo)
+		}
+		for i := i0; i < th && 2*i+x < ho; i++ {
 			row := out[(2*i+x)*wo : (2*i+x+1)*wo]
 			t0 := i * tw
 			d0, d1, d2, d3 := h0[t0:t0+tw], h1[t0:t0+tw], h2[t0:t0+tw], h3[t0:t0+tw]
@@ -196,11 +216,7 @@ func winoOutRows(out []float32, ho, wo int, h *[8][]float32, th, tw int, accumul
 			q0 := 0
 			if asm && haveWinoAVX2 && full >= 8 {
 				q0 = full &^ 7
-				acc := 0
-				if accumulate {
-					acc = 1
-				}
-				winoOutRowsAVX2(&r[0], &d0[0], &d1[0], &d2[0], &d3[0], q0, acc)
+				winoOutRowsAVX2(&r[0], &d0[0], &d1[0], &d2[0], &d3[0], q0, acc, 8, 16)
 			}
 			if accumulate {
 				for q := q0; q < full; q++ {

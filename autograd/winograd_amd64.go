@@ -12,8 +12,14 @@ var haveWinoAVX2 = cpu.X86.AVX2
 // the Go loops of winograd.go do the rest. Each computes what those loops
 // compute, bit for bit.
 
+// winoInRowsAVX2 and winoOutRowsAVX2 take the inputs (outputs) of the
+// first four of every eight tiles at row and those of the other four half
+// elements further, then move row on by adv elements: half 8 and adv 16
+// for tiles along one row, other values for four tiles from each of two
+// tile rows.
+//
 //go:noescape
-func winoInRowsAVX2(row, o0, o1, o2, o3 *float32, n int)
+func winoInRowsAVX2(row, o0, o1, o2, o3 *float32, n, half, adv int)
 
 //go:noescape
 func winoInColsAVX2(o0, o1, o2, o3, d0, d1, d2, d3 *float32, n int)
@@ -24,4 +30,4 @@ func winoOutColsAVX2(o0, o1, d0, d1, d2, d3 *float32, n int)
 // winoOutRowsAVX2 adds to row instead of storing if accumulate != 0.
 //
 //go:noescape
-func winoOutRowsAVX2(row, d0, d1, d2, d3 *float32, n int, accumulate int)
+func winoOutRowsAVX2(row, d0, d1, d2, d3 *float32, n int, accumulate int, half, adv int)

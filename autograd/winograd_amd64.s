@@ -31,20 +31,24 @@
 	VSUBPS  Y2, Y1, Y5;         \
 	VSUBPS  (R13)(AX*4), Y5, Y5
 
-// func winoInRowsAVX2(row, o0, o1, o2, o3 *float32, n int)
-TEXT ·winoInRowsAVX2(SB), NOSPLIT, $0-48
+// func winoInRowsAVX2(row, o0, o1, o2, o3 *float32, n, half, adv int)
+TEXT ·winoInRowsAVX2(SB), NOSPLIT, $0-64
 	MOVQ row+0(FP), SI
 	MOVQ o0+8(FP), DI
 	MOVQ o1+16(FP), R8
 	MOVQ o2+24(FP), R9
 	MOVQ o3+32(FP), R10
 	MOVQ n+40(FP), CX
+	MOVQ half+48(FP), DX
+	MOVQ adv+56(FP), R11
+	SHLQ $2, DX
+	SHLQ $2, R11
 
 inrows_loop:
 	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
+	VMOVUPS (SI)(DX*1), Y1
 	VMOVUPS 8(SI), Y2
-	VMOVUPS 40(SI), Y3
+	VMOVUPS 8(SI)(DX*1), Y3
 	DEINTERLEAVE(Y0, Y1, Y4, Y5) // a = row[2q], b = row[2q+1]
 	DEINTERLEAVE(Y2, Y3, Y6, Y7) // c = row[2q+2], d = row[2q+3]
 	VSUBPS  Y6, Y4, Y8           // a − c
@@ -55,7 +59,7 @@ inrows_loop:
 	VMOVUPS Y9, (R8)
 	VMOVUPS Y10, (R9)
 	VMOVUPS Y11, (R10)
-	ADDQ    $64, SI
+	ADDQ    R11, SI
 	ADDQ    $32, DI
 	ADDQ    $32, R8
 	ADDQ    $32, R9
@@ -118,8 +122,8 @@ outcols_loop:
 	VZEROUPPER
 	RET
 
-// func winoOutRowsAVX2(row, d0, d1, d2, d3 *float32, n int, accumulate int)
-TEXT ·winoOutRowsAVX2(SB), NOSPLIT, $0-56
+// func winoOutRowsAVX2(row, d0, d1, d2, d3 *float32, n int, accumulate int, half, adv int)
+TEXT ·winoOutRowsAVX2(SB), NOSPLIT, $0-72
 	MOVQ row+0(FP), DI
 	MOVQ d0+8(FP), SI
 	MOVQ d1+16(FP), R11
@@ -127,6 +131,10 @@ TEXT ·winoOutRowsAVX2(SB), NOSPLIT, $0-56
 	MOVQ d3+32(FP), R13
 	MOVQ n+40(FP), CX
 	MOVQ accumulate+48(FP), DX
+	MOVQ half+56(FP), R8
+	MOVQ adv+64(FP), R9
+	SHLQ $2, R8
+	SHLQ $2, R9
 	XORQ AX, AX
 
 outrows_loop:
@@ -135,12 +143,12 @@ outrows_loop:
 	TESTQ   DX, DX
 	JZ      outrows_store
 	VADDPS  (DI), Y6, Y6
-	VADDPS  32(DI), Y7, Y7
+	VADDPS  (DI)(R8*1), Y7, Y7
 
 outrows_store:
 	VMOVUPS Y6, (DI)
-	VMOVUPS Y7, 32(DI)
-	ADDQ    $64, DI
+	VMOVUPS Y7, (DI)(R8*1)
+	ADDQ    R9, DI
 	ADDQ    $8, AX
 	CMPQ    AX, CX
 	JLT     outrows_loop

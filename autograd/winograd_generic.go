@@ -5,7 +5,9 @@ package autograd
 // haveWinoAVX2 is false where the assembly kernels are not built.
 const haveWinoAVX2 = false
 
-func winoInRowsAVX2(row, o0, o1, o2, o3 *float32, n int) { panic("autograd: no AVX2 kernels") }
+func winoInRowsAVX2(row, o0, o1, o2, o3 *float32, n, half, adv int) {
+	panic("autograd: no AVX2 kernels")
+}
 
 func winoInColsAVX2(o0, o1, o2, o3, d0, d1, d2, d3 *float32, n int) {
 	panic("autograd: no AVX2 kernels")
@@ -13,6 +15,6 @@ func winoInColsAVX2(o0, o1, o2, o3, d0, d1, d2, d3 *float32, n int) {
 
 func winoOutColsAVX2(o0, o1, d0, d1, d2, d3 *float32, n int) { panic("autograd: no AVX2 kernels") }
 
-func winoOutRowsAVX2(row, d0, d1, d2, d3 *float32, n int, accumulate int) {
+func winoOutRowsAVX2(row, d0, d1, d2, d3 *float32, n int, accumulate int, half, adv int) {
 	panic("autograd: no AVX2 kernels")
 }

@@ -97,6 +97,8 @@ type trainResult struct {
 	Loss       float64  `json:"loss"`
 	GoVersion  string   `json:"go_version"`
 	GOMAXPROCS int      `json:"gomaxprocs"`
+
+	elapsed time.Duration // the timed steps' wall time, unrounded
 }
 
 // parseTrainFlags parses the arguments of the train subcommand. Usage and
@@ -175,7 +177,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	res.Params = params
-	rate := float64(samples) * float64(res.Steps) / res.Seconds
+	// From the unrounded time: steps of a tiny model may take less than
+	// the 0.1 ms that Seconds resolves.
+	rate := float64(samples) * float64(res.Steps) / res.elapsed.Seconds()
 	rate = math.Round(rate*100) / 100
 	if c.model == "lstm" {
 		res.BPTT = c.bptt
@@ -286,6 +290,7 @@ func timeSteps(c *trainConfig, step func() float32) (*trainResult, error) {
 		Loss:       float64(loss),
 		GoVersion:  runtime.Version(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
+		elapsed:    elapsed,
 	}, nil
 }
 
