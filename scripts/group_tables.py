@@ -53,7 +53,8 @@ def order_key(name):
 def runs_of(runs):
     names = []
     for name in os.listdir(runs):
-        if name == "adam" or re.match(r"(proxgen|subgrad)-gl|prune-proxgen-gl", name):
+        if os.path.isdir(os.path.join(runs, name)) and (
+                name == "adam" or re.match(r"(proxgen|subgrad)-gl|prune-proxgen-gl", name)):
             if load(runs, name) is not None:
                 names.append(name)
     return sorted(names, key=order_key)
