@@ -50,6 +50,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -62,7 +63,19 @@ import (
 	"github.com/proxgen/proxgen/nn/train"
 )
 
+// gcPercent is the garbage collector's target (GOGC) unless the environment
+// sets GOGC. The step arena and the dataset are almost all of the live heap
+// and a step allocates little else, so collecting at 20 % growth instead of
+// Go's default 100 % keeps the heap from doubling between collections (peak
+// RSS of a ResNet-20 epoch at 1 thread: 1.05 GB of heap became 0.6) for
+// about one collection every 20 steps, each marking only the slice headers
+// of pointer-free buffers.
+const gcPercent = 20
+
 func main() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
