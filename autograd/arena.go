@@ -17,23 +17,27 @@ import "sync"
 // the same size reuse it, so that, as in PyTorch, a step holds the
 // activations but only the gradients still in flight, not all of them.
 //
-// Free buffers are kept by size. Reset keeps exactly the buffers the step
-// since the previous Reset used, so an arena holds at most what the largest
-// of two consecutive steps needed, also when steps change shape. Which
-// buffer of a size an allocation gets does not change results: an op
-// writes or zeroes all of what it receives. Allocation is safe from several
-// goroutines (an op may allocate from its workers).
+// Free buffers are kept by size. An allocation takes a free buffer of its
+// size, else the smallest larger one (a smaller last batch reuses the
+// buffers of the full ones), else a new one. Reset keeps exactly the
+// buffers the step since the previous Reset used, so an arena holds at
+// most what the larger of two consecutive steps needed, also when steps
+// change shape. Which buffer an allocation gets does not change results:
+// an op writes or zeroes all of what it receives. Allocation is safe from
+// several goroutines (an op may allocate from its workers).
 type Arena struct {
 	mu   sync.Mutex
-	free map[int][][]float32   // buffers available, by length
-	out  map[*float32]struct{} // buffers handed out and not handed back
-	used [][]float32           // every buffer handed out since Reset, once
-	seen map[*float32]struct{} // the first elements of used
+	free map[int][][]float32    // buffers available, by capacity
+	out  map[*float32][]float32 // buffers handed out and not handed back, whole
+	used [][]float32            // every buffer handed out since Reset, whole, once
+	seen map[*float32]struct{}  // the first elements of used
 }
 
 // NewArena returns an empty arena.
 func NewArena() *Arena {
-	return &Arena{free: map[int][][]float32{}, out: map[*float32]struct{}{}, seen: map[*float32]struct{}{}}
+	a := &Arena{}
+	a.lazyInit()
+	return a
 }
 
 // Reset makes every buffer handed out so far available again and drops
@@ -44,7 +48,7 @@ func (a *Arena) Reset() {
 	a.lazyInit()
 	clear(a.free)
 	for _, b := range a.used {
-		a.free[len(b)] = append(a.free[len(b)], b)
+		a.free[cap(b)] = append(a.free[cap(b)], b)
 	}
 	a.used = a.used[:0]
 	clear(a.out)
@@ -75,7 +79,7 @@ func (a *Arena) Bytes() int {
 func (a *Arena) lazyInit() {
 	if a.free == nil {
 		a.free = map[int][][]float32{}
-		a.out = map[*float32]struct{}{}
+		a.out = map[*float32][]float32{}
 		a.seen = map[*float32]struct{}{}
 	}
 }
@@ -85,23 +89,33 @@ func (a *Arena) get(n int, zero bool) []float32 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.lazyInit()
+	size := n
+	if len(a.free[n]) == 0 {
+		size = 0
+		for c, bs := range a.free {
+			if c > n && len(bs) > 0 && (size == 0 || c < size) {
+				size = c
+			}
+		}
+	}
 	var b []float32
-	if bs := a.free[n]; len(bs) > 0 {
+	if size > 0 {
+		bs := a.free[size]
 		b = bs[len(bs)-1]
-		a.free[n] = bs[:len(bs)-1]
+		a.free[size] = bs[:len(bs)-1]
 		if zero {
-			clear(b)
+			clear(b[:n])
 		}
 	} else {
 		b = make([]float32, n)
 	}
 	p := &b[0]
-	a.out[p] = struct{}{}
+	a.out[p] = b
 	if _, ok := a.seen[p]; !ok {
 		a.seen[p] = struct{}{}
 		a.used = append(a.used, b)
 	}
-	return b
+	return b[:n:n]
 }
 
 // release hands back b, which no tensor refers to any more, if the arena
@@ -113,9 +127,10 @@ func (a *Arena) release(b []float32) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	p := &b[0]
-	if _, ok := a.out[p]; !ok || len(b) != cap(b) {
+	whole, ok := a.out[p]
+	if !ok {
 		return
 	}
 	delete(a.out, p)
-	a.free[len(b)] = append(a.free[len(b)], b)
+	a.free[cap(whole)] = append(a.free[cap(whole)], whole)
 }

@@ -136,4 +136,22 @@ func TestArenaRecyclesGradients(t *testing.T) {
 	if got := len(a.free[8]); got != 1 {
 		t.Fatalf("%d free buffers of 8 after releasing one buffer twice and a foreign one, want 1", got)
 	}
+	// A smaller step (a short last batch) reuses the larger buffers, zeroed
+	// where asked, and the step after it finds them again.
+	a.Reset()
+	fill(a.get(100, false), 3)
+	a.get(60, false)
+	a.Reset()
+	held := a.Bytes()
+	small := a.get(80, true)
+	a.get(50, false)
+	if len(small) != 80 || cap(small) != 80 || !slices.Equal(small, make([]float32, 80)) || a.Bytes() != held {
+		t.Fatalf("smaller step: len %d cap %d, zeroed %v, arena %d bytes, was %d", len(small), cap(small),
+			slices.Equal(small, make([]float32, 80)), a.Bytes(), held)
+	}
+	a.release(small)
+	a.Reset()
+	if a.get(100, false); a.Bytes() != held {
+		t.Fatalf("full step after a smaller one: arena %d bytes, want %d", a.Bytes(), held)
+	}
 }
