@@ -12,26 +12,47 @@ import "sync"
 // what must survive with Clone). Tensors of other contexts, and leaves such
 // as parameters created with New, are never touched.
 //
-// A training loop repeats the same sequence of allocations every step, so
-// the arena hands out the buffer of the same position in the sequence when
-// its size fits, and allocates only when the sequence changes. Allocation
-// is safe from several goroutines (an op may allocate from its workers),
-// but the positions then depend on their timing: an arena belongs to one
-// computation at a time.
+// Backward also hands back the gradient buffer of every op result as soon
+// as the op's backward function has consumed it, and later gradients of
+// the same size reuse it, so that, as in PyTorch, a step holds the
+// activations but only the gradients still in flight, not all of them.
+//
+// Free buffers are kept by size. An allocation takes a free buffer of its
+// size, else the smallest larger one (a smaller last batch reuses the
+// buffers of the full ones), else a new one. Reset keeps exactly the
+// buffers the step since the previous Reset used, so an arena holds at
+// most what the larger of two consecutive steps needed, also when steps
+// change shape. Which buffer an allocation gets does not change results:
+// an op writes or zeroes all of what it receives. Allocation is safe from
+// several goroutines (an op may allocate from its workers).
 type Arena struct {
 	mu   sync.Mutex
-	bufs [][]float32
-	next int
+	free map[int][][]float32    // buffers available, by capacity
+	out  map[*float32][]float32 // buffers handed out and not handed back, whole
+	used [][]float32            // every buffer handed out since Reset, whole, once
+	seen map[*float32]struct{}  // the first elements of used
 }
 
 // NewArena returns an empty arena.
-func NewArena() *Arena { return &Arena{} }
+func NewArena() *Arena {
+	a := &Arena{}
+	a.lazyInit()
+	return a
+}
 
-// Reset makes every buffer handed out so far available again.
+// Reset makes every buffer handed out so far available again and drops
+// the free buffers the last step did not use.
 func (a *Arena) Reset() {
 	a.mu.Lock()
-	a.next = 0
-	a.mu.Unlock()
+	defer a.mu.Unlock()
+	a.lazyInit()
+	clear(a.free)
+	for _, b := range a.used {
+		a.free[cap(b)] = append(a.free[cap(b)], b)
+	}
+	a.used = a.used[:0]
+	clear(a.out)
+	clear(a.seen)
 }
 
 // Bytes reports the memory the arena holds.
@@ -39,34 +60,77 @@ func (a *Arena) Bytes() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	n := 0
-	for _, b := range a.bufs {
+	counted := map[*float32]bool{}
+	for _, b := range a.used {
+		counted[&b[0]] = true
 		n += 4 * cap(b)
+	}
+	for _, bs := range a.free {
+		for _, b := range bs {
+			if !counted[&b[0]] {
+				n += 4 * cap(b)
+			}
+		}
 	}
 	return n
 }
 
-// get returns a buffer of n elements, zeroed if zero is set.
+// lazyInit makes the zero Arena usable. The caller holds a.mu.
+func (a *Arena) lazyInit() {
+	if a.free == nil {
+		a.free = map[int][][]float32{}
+		a.out = map[*float32][]float32{}
+		a.seen = map[*float32]struct{}{}
+	}
+}
+
+// get returns a buffer of n > 0 elements, zeroed if zero is set.
 func (a *Arena) get(n int, zero bool) []float32 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.next < len(a.bufs) {
-		b := a.bufs[a.next]
-		if cap(b) >= n {
-			a.next++
-			b = b[:n]
-			if zero {
-				clear(b)
+	a.lazyInit()
+	size := n
+	if len(a.free[n]) == 0 {
+		size = 0
+		for c, bs := range a.free {
+			if c > n && len(bs) > 0 && (size == 0 || c < size) {
+				size = c
 			}
-			return b
 		}
-		// The allocation sequence changed: replace this slot.
-		b = make([]float32, n)
-		a.bufs[a.next] = b
-		a.next++
-		return b
 	}
-	b := make([]float32, n)
-	a.bufs = append(a.bufs, b)
-	a.next++
-	return b
+	var b []float32
+	if size > 0 {
+		bs := a.free[size]
+		b = bs[len(bs)-1]
+		a.free[size] = bs[:len(bs)-1]
+		if zero {
+			clear(b[:n])
+		}
+	} else {
+		b = make([]float32, n)
+	}
+	p := &b[0]
+	a.out[p] = b
+	if _, ok := a.seen[p]; !ok {
+		a.seen[p] = struct{}{}
+		a.used = append(a.used, b)
+	}
+	return b[:n:n]
+}
+
+// release hands back b, which no tensor refers to any more, if the arena
+// handed it out since the last Reset; other buffers are left alone.
+func (a *Arena) release(b []float32) {
+	if len(b) == 0 {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p := &b[0]
+	whole, ok := a.out[p]
+	if !ok {
+		return
+	}
+	delete(a.out, p)
+	a.free[cap(whole)] = append(a.free[cap(whole)], whole)
 }

@@ -2,22 +2,19 @@ package autograd
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
-// fromArena reports whether s starts at one of a's buffers.
+// fromArena reports whether s starts at a buffer a handed out since Reset.
 func fromArena(a *Arena, s []float32) bool {
 	if len(s) == 0 {
 		return false
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for _, b := range a.bufs[:a.next] {
-		if len(b) > 0 && &b[:1][0] == &s[0] {
-			return true
-		}
-	}
-	return false
+	_, ok := a.seen[&s[0]]
+	return ok
 }
 
 // probe is the identity op; its backward pass reports through seen
@@ -64,13 +61,13 @@ func TestContextArenaAllocation(t *testing.T) {
 	}
 
 	// Without a context the same computation leaves the arena alone.
-	used := a.next
+	used := len(a.used)
 	seen = nil
 	x2 := x.Clone().RequireGrad()
 	h2 := Linear(x2, w, nil)
 	Sum(probe(Tanh(probe(h2, a, &seen)), a, &seen)).Backward()
-	if a.next != used || h2.Context() != nil || fromArena(a, h2.Data) || seen[0] || seen[1] {
-		t.Errorf("nil context: arena positions %d → %d, result context %p, grads from the arena %v", used, a.next, h2.Context(), seen)
+	if len(a.used) != used || h2.Context() != nil || fromArena(a, h2.Data) || seen[0] || seen[1] {
+		t.Errorf("nil context: arena buffers %d → %d, result context %p, grads from the arena %v", used, len(a.used), h2.Context(), seen)
 	}
 
 	// Context.New takes zeroed storage from the arena, even a reused one.
@@ -85,5 +82,76 @@ func TestContextArenaAllocation(t *testing.T) {
 		if v != 0 {
 			t.Fatalf("Context.New on a reused buffer: %v, want zeros", z.Data)
 		}
+	}
+}
+
+// TestArenaRecyclesGradients checks that Backward hands the gradient of an
+// op result back to the arena once consumed, so that a chain of n ops uses
+// n result buffers and a few gradient buffers instead of 2n, that the
+// results do not change, and that Reset keeps only what the last step used.
+func TestArenaRecyclesGradients(t *testing.T) {
+	const n, size = 12, 1000
+	rng := rand.New(rand.NewPCG(3, 4))
+	w := RandN(rng, size).RequireGrad()
+	step := func(ctx *Context) float32 {
+		h := Mul(w.In(ctx), w)
+		for range n {
+			h = Tanh(h)
+		}
+		loss := Sum(h)
+		loss.Backward()
+		return loss.Item()
+	}
+	want := step(nil)
+	wantG := append([]float32(nil), w.Grad...)
+	a := NewArena()
+	ctx := &Context{Arena: a}
+	for i := range 3 {
+		w.Grad = nil
+		a.Reset()
+		if got := step(ctx); got != want || !slices.Equal(w.Grad, wantG) {
+			t.Fatalf("step %d under the arena: loss %v, want %v (or the gradient differs)", i, got, want)
+		}
+		// n+1 results (Mul, n Tanh), the Sum result and its gradient, and
+		// at most two gradient buffers of the chain alive at once.
+		if len(a.used) > n+5 {
+			t.Fatalf("step %d: %d buffers for a chain of %d ops, want at most %d", i, len(a.used), n+1, n+5)
+		}
+	}
+	before := a.Bytes()
+	if before == 0 || before > 4*(n+5)*size+64 {
+		t.Fatalf("arena holds %d bytes", before)
+	}
+	// A step that needs nothing from the arena: the next Reset drops all.
+	a.Reset()
+	a.Reset()
+	if got := a.Bytes(); got != 0 {
+		t.Fatalf("after an empty step the arena holds %d bytes, want 0", got)
+	}
+	// Buffers handed back twice, or not from this arena, are ignored.
+	b := a.get(8, true)
+	a.release(b)
+	a.release(b)
+	a.release(make([]float32, 8))
+	if got := len(a.free[8]); got != 1 {
+		t.Fatalf("%d free buffers of 8 after releasing one buffer twice and a foreign one, want 1", got)
+	}
+	// A smaller step (a short last batch) reuses the larger buffers, zeroed
+	// where asked, and the step after it finds them again.
+	a.Reset()
+	fill(a.get(100, false), 3)
+	a.get(60, false)
+	a.Reset()
+	held := a.Bytes()
+	small := a.get(80, true)
+	a.get(50, false)
+	if len(small) != 80 || cap(small) != 80 || !slices.Equal(small, make([]float32, 80)) || a.Bytes() != held {
+		t.Fatalf("smaller step: len %d cap %d, zeroed %v, arena %d bytes, was %d", len(small), cap(small),
+			slices.Equal(small, make([]float32, 80)), a.Bytes(), held)
+	}
+	a.release(small)
+	a.Reset()
+	if a.get(100, false); a.Bytes() != held {
+		t.Fatalf("full step after a smaller one: arena %d bytes, want %d", a.Bytes(), held)
 	}
 }

@@ -75,11 +75,15 @@ func (t *Tensor) BackwardWith(seed []float32) {
 			n.backward(u.Grad)
 		}
 		// Release the graph: the result becomes a leaf that no longer
-		// requires a gradient, and its gradient buffer is dropped unless
-		// it is the tensor Backward was called on.
+		// requires a gradient, and its gradient buffer is dropped (handed
+		// back to the arena it came from) unless it is the tensor Backward
+		// was called on.
 		u.node = nil
 		u.requiresGrad = false
 		if u != t {
+			if u.ctx != nil && u.ctx.Arena != nil {
+				u.ctx.Arena.release(u.Grad)
+			}
 			u.Grad = nil
 		}
 	}

@@ -15,11 +15,10 @@
 #   GEMMs of ResNet-20's 3x3 convolutions), PYTHON (/usr/bin/python3),
 #   OUT (directory for the JSON lines; default a temporary directory).
 #
-# numpy is installed with apt if missing. If numpy is not linked to
-# OpenBLAS (Debian's default libblas3 is the slow reference BLAS), the
-# script uses /usr/lib/x86_64-linux-gnu/openblas-pthread when
-# libopenblas0-pthread is installed, and otherwise unpacks that package
-# (apt-get download) into ~/.cache/proxgen without installing it.
+# The peers are set up by scripts/peers.sh: numpy is installed with apt if
+# missing, and OpenBLAS (libopenblas0-pthread) when the system BLAS is
+# Debian's reference BLAS; OPENBLAS_CORETYPE=SkylakeX on AVX-512 CPUs. The
+# script prints the BLAS numpy loads and the Go GEMM kernel.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,37 +54,13 @@ SIZES=${SIZES:-1024x1024x1024 2048x2048x2048
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 
-if [ "$(id -u)" -eq 0 ]; then sudo=; else sudo=sudo; fi
-if ! "$PYTHON" -c 'import numpy' 2>/dev/null; then
-	echo "bench.sh: installing python3-numpy with apt" >&2
-	$sudo apt-get update -qq
-	$sudo apt-get install -y -qq python3-numpy
-fi
-
-# Which BLAS does numpy load?
-numpy_blas() {
-	"$PYTHON" -c '
-import os, numpy as np
-a = np.ones((64, 64), np.float32); a @ a
-libs = [l.split()[-1] for l in open("/proc/self/maps")]
-print(next((p for p in libs if "blas" in os.path.basename(p)), "none"))'
-}
-if ! numpy_blas | grep -q openblas; then
-	dir=/usr/lib/x86_64-linux-gnu/openblas-pthread
-	if [ ! -e "$dir/libblas.so.3" ]; then
-		cache=${XDG_CACHE_HOME:-$HOME/.cache}/proxgen/openblas
-		dir=$cache/usr/lib/x86_64-linux-gnu/openblas-pthread
-		if [ ! -e "$dir/libblas.so.3" ]; then
-			echo "bench.sh: numpy is not linked to OpenBLAS; unpacking libopenblas0-pthread into $cache" >&2
-			mkdir -p "$cache"
-			(cd "$cache" && apt-get download libopenblas0-pthread >/dev/null && dpkg-deb -x libopenblas0-pthread_*.deb .)
-		fi
-	fi
-	export LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-fi
-echo "bench.sh: numpy uses $(numpy_blas)" >&2
+source scripts/peers.sh
+peers_python numpy
+peers_openblas
+peers_coretype
 
 go build -o "$OUT/bench" ./cmd/bench
+peers_report "$OUT/bench" numpy
 : >"$OUT/go.jsonl"
 : >"$OUT/openblas.jsonl"
 for r in $(seq 1 "$REPEAT"); do

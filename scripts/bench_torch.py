@@ -261,6 +261,41 @@ LM_VOCAB, LM_EMB, LM_HIDDEN, LM_LAYERS, LM_DROPOUT = 10000, 300, 300, 1, 0.2
 LM_BPTT, LM_BATCH = 35, 20
 
 
+def peak_rss_mb():
+    """Peak resident set size of this process in MB (10^6 bytes): VmHWM
+    from /proc/self/status, else getrusage's ru_maxrss (KiB on Linux)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) * 1024 / 1e6, 1)
+    except OSError:
+        pass
+    import resource
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6, 1)
+
+
+def blas_library():
+    """The BLAS shared library this process has loaded (after a matmul)."""
+    a = torch.ones(64, 64)
+    a @ a
+    try:
+        with open("/proc/self/maps") as f:
+            libs = {line.split()[-1] for line in f if "/" in line}
+    except OSError:
+        return "unknown"
+    hits = sorted(p for p in libs if "blas" in os.path.basename(p).lower())
+    return ",".join(os.path.realpath(p) for p in hits) or "none (statically linked or unknown)"
+
+
+def cpu_capability():
+    """ATen's vectorised-kernel level ("AVX2", "AVX512", ...)."""
+    for line in torch.__config__.show().splitlines():
+        if "CPU capability usage" in line:
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
 def build(name):
     if name == "vgg16":
         return VGG("VGG16")
@@ -370,6 +405,12 @@ def main(argv=None):
         "ms_per_step_min": round(1000 * fastest, 3),
         "cpu_ms_per_step": round(1000 * cpu / n, 3),
         "loss": loss,
+        "peak_rss_mb": peak_rss_mb(),
+        "blas": blas_library(),
+        "cpu_capability": cpu_capability(),
+        "mkldnn": torch.backends.mkldnn.is_available(),
+        "onednn_max_cpu_isa": os.environ.get("ONEDNN_MAX_CPU_ISA", os.environ.get("DNNL_MAX_CPU_ISA", "")),
+        "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", ""),
     }
     if args.model == "lstm":
         res["bptt"] = args.bptt

@@ -791,3 +791,27 @@ func BenchmarkFloat32(b *testing.B) {
 		})
 	}
 }
+
+// TestMarshalExactSize checks that Marshal returns what Write writes, in a
+// buffer of exactly that size, and rejects what Write rejects.
+func TestMarshalExactSize(t *testing.T) {
+	f := &File{Tensors: map[string]Tensor{}, Metadata: map[string]string{"k": "v"}}
+	f.Set("a", FromFloat32([]int{3, 5}, make([]float32, 15)))
+	f.Set("b", FromInt64([]int{2}, []int64{1, 2}))
+	f.Set("c", FromFloat32(nil, []float32{1}))
+	var w bytes.Buffer
+	if err := Write(&w, f); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b, w.Bytes()) || cap(b) != len(b) {
+		t.Fatalf("Marshal: %d bytes (cap %d), equal to Write's %d bytes: %v", len(b), cap(b), w.Len(), bytes.Equal(b, w.Bytes()))
+	}
+	f.Set("__metadata__", FromFloat32(nil, []float32{1}))
+	if _, err := Marshal(f); err == nil {
+		t.Fatal("Marshal accepted a tensor named __metadata__")
+	}
+}

@@ -141,10 +141,18 @@ func Write(w io.Writer, f *File) error {
 	return nil
 }
 
-// Marshal returns f encoded as by Write.
+// Marshal returns f encoded as by Write, in a buffer of exactly the file's
+// size (growing one would copy a large checkpoint several times over).
 func Marshal(f *File) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := Write(&buf, f); err != nil {
+	if err := f.validate(); err != nil {
+		return nil, err
+	}
+	size := len(f.header(f.order()))
+	for _, t := range f.Tensors {
+		size += len(t.Data)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	if err := Write(buf, f); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil

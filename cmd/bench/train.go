@@ -94,6 +94,7 @@ type trainResult struct {
 	TokPerS    *float64 `json:"tok_per_s,omitempty"`
 	AllocMB    float64  `json:"alloc_mb_per_step"`
 	GCPerStep  float64  `json:"gc_per_step"`
+	PeakRSSMB  float64  `json:"peak_rss_mb,omitempty"`
 	Loss       float64  `json:"loss"`
 	GoVersion  string   `json:"go_version"`
 	GOMAXPROCS int      `json:"gomaxprocs"`
@@ -219,6 +220,9 @@ func writeTrainTable(w io.Writer, r *trainResult) error {
 	fmt.Fprintf(tw, "parameters\t%d\n", r.Params)
 	fmt.Fprintf(tw, "arena\t%v\n", r.Arena)
 	fmt.Fprintf(tw, "allocated/step\t%.1f MB, %.2f GCs\n", r.AllocMB, r.GCPerStep)
+	if r.PeakRSSMB > 0 {
+		fmt.Fprintf(tw, "peak RSS\t%.1f MB (process high-water mark)\n", r.PeakRSSMB)
+	}
 	fmt.Fprintf(tw, "last loss\t%.4f\n", r.Loss)
 	return tw.Flush()
 }
@@ -272,6 +276,10 @@ func timeSteps(c *trainConfig, step func() float32) (*trainResult, error) {
 	if lt.cpuOK {
 		cpuMs = ms(lt.cpu / time.Duration(n))
 	}
+	var rssMB float64
+	if b, ok := peakRSS(); ok {
+		rssMB = math.Round(float64(b)/1e5) / 10
+	}
 	return &trainResult{
 		Impl:       "go",
 		Model:      c.model,
@@ -287,6 +295,7 @@ func timeSteps(c *trainConfig, step func() float32) (*trainResult, error) {
 		CPUMs:      cpuMs,
 		AllocMB:    math.Round(float64(after.TotalAlloc-before.TotalAlloc)/float64(n)/1e4) / 100,
 		GCPerStep:  math.Round(float64(after.NumGC-before.NumGC)/float64(n)*100) / 100,
+		PeakRSSMB:  rssMB,
 		Loss:       float64(loss),
 		GoVersion:  runtime.Version(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0),

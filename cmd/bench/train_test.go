@@ -88,6 +88,11 @@ func TestTrainJSON(t *testing.T) {
 			if k, _ := m["kernel"].(string); k == "" {
 				t.Errorf("kernel missing: %v", m)
 			}
+			if _, ok := peakRSS(); ok {
+				if r := num(t, m, "peak_rss_mb"); !(r > 0) {
+					t.Errorf("peak_rss_mb = %v, want > 0", r)
+				}
+			}
 			if runtime.GOMAXPROCS(0) != procs || parallel.Workers() != workers {
 				t.Errorf("GOMAXPROCS/workers not restored: %d/%d, want %d/%d", runtime.GOMAXPROCS(0), parallel.Workers(), procs, workers)
 			}

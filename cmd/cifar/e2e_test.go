@@ -521,3 +521,33 @@ func TestCompactRun(t *testing.T) {
 		}
 	}
 }
+
+// TestEvalPieces checks that evaluating an -eval-batch in pieces of at most
+// -batch images (which bounds the evaluation arena) gives the accuracy of
+// one pass over the whole batch and its loss up to rounding.
+func TestEvalPieces(t *testing.T) {
+	data := writeFixture(t, 4, 10)
+	out := filepath.Join(t.TempDir(), "run")
+	if code, _, stderr := runCmd(context.Background(), tinyArgs(data, out, "-epochs", "1")...); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	eval := func(batch string) evalResult {
+		t.Helper()
+		code, stdout, stderr := runCmd(context.Background(), "-data", data, "-no-download", "-model", "resnet20",
+			"-width", "0.25", "-weights", filepath.Join(out, checkpoint.ModelFileName), "-eval-only", "-json",
+			"-eval-batch", "10", "-batch", batch, "-threads", "2", "-progress", "none")
+		if code != 0 {
+			t.Fatalf("-batch %s: exit %d\n%s", batch, code, stderr)
+		}
+		var r evalResult
+		if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+			t.Fatalf("-batch %s: %v in %q", batch, err, stdout)
+		}
+		return r
+	}
+	whole, pieces := eval("10"), eval("3")
+	if whole.Images != 10 || pieces.TestAcc != whole.TestAcc || math.Abs(pieces.TestLoss-whole.TestLoss) > 1e-5*math.Abs(whole.TestLoss) {
+		t.Fatalf("in pieces of 3: %d images, accuracy %v, loss %v; in one pass %d, %v, %v",
+			pieces.Images, pieces.TestAcc, pieces.TestLoss, whole.Images, whole.TestAcc, whole.TestLoss)
+	}
+}

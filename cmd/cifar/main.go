@@ -50,6 +50,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -64,7 +65,19 @@ import (
 	"github.com/proxgen/proxgen/nn/train"
 )
 
+// gcPercent is the garbage collector's target (GOGC) unless the environment
+// sets GOGC. The step arena and the data set are almost all of the live
+// heap and a step allocates only a few MB besides, so collecting at 20 %
+// growth instead of Go's default 100 % keeps the heap from doubling between
+// collections (a ResNet-20 epoch at 1 thread reached 1.05 GB of heap with
+// 0.53 GB live) for one collection every few dozen steps, each costing well
+// under a millisecond of CPU (the buffers hold no pointers).
+const gcPercent = 20
+
 func main() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"time"
 
 	"github.com/proxgen/proxgen/autograd"
@@ -115,7 +116,9 @@ func (t *trainer) step(epoch, step int) (float64, int, error) {
 	}
 	total.Backward()
 	t.correct += countCorrect(logits, b.Y)
-	return float64(l.Item()), b.N, nil
+	loss := float64(l.Item())
+	t.loader.Recycle(b)
+	return loss, b.N, nil
 }
 
 // update applies the optimizer after step.
@@ -285,20 +288,42 @@ func (t *trainer) evaluate(ctx context.Context, split *cifar10.Split) (loss, acc
 	// buffers never exceed the data.
 	l := cifar10.NewLoader(split, cifar10.LoaderConfig{BatchSize: max(1, min(t.cfg.EvalBatch, split.Len()))})
 	defer l.Close()
+	// Training and evaluation never run at the same time: each phase hands
+	// its arena's buffers to the other instead of both being held.
+	t.releaseArena(t.trainCtx)
+	defer t.releaseArena(t.evalCtx)
 	var sum float64
 	correct := 0
 	for b, ok := l.Next(); ok; b, ok = l.Next() {
-		if err := ctx.Err(); err != nil {
-			return 0, 0, err
+		// The network sees at most a training batch at a time: the
+		// evaluation arena holds every activation of the forward pass, so
+		// its size grows with the images per pass, not with -eval-batch.
+		for lo := 0; lo < b.N; lo += t.cfg.Batch {
+			if err := ctx.Err(); err != nil {
+				return 0, 0, err
+			}
+			hi := min(lo+t.cfg.Batch, b.N)
+			t.evalCtx.Arena.Reset()
+			x := autograd.FromSlice(b.X[lo*cifar10.ImageSize:hi*cifar10.ImageSize], hi-lo,
+				cifar10.Channels, cifar10.Height, cifar10.Width).In(t.evalCtx)
+			logits := t.model.Forward(x)
+			sum += float64(autograd.CrossEntropySum(logits, b.Y[lo:hi]).Item())
+			correct += countCorrect(logits, b.Y[lo:hi])
 		}
-		t.evalCtx.Arena.Reset()
-		x := autograd.FromSlice(b.X, b.N, cifar10.Channels, cifar10.Height, cifar10.Width).In(t.evalCtx)
-		logits := t.model.Forward(x)
-		sum += float64(autograd.CrossEntropySum(logits, b.Y).Item())
-		correct += countCorrect(logits, b.Y)
+		l.Recycle(b)
 	}
 	n := float64(split.Len())
 	return sum / n, float64(correct) / n, nil
+}
+
+// releaseArena drops the buffers of ctx's arena (ctx may be nil) and
+// collects them, so that the next phase reuses their memory.
+func (t *trainer) releaseArena(ctx *autograd.Context) {
+	if ctx == nil || ctx.Arena == nil || ctx.Arena.Bytes() == 0 {
+		return
+	}
+	ctx.Arena = autograd.NewArena()
+	runtime.GC()
 }
 
 // stats returns the statistics of the weights the network computes with.

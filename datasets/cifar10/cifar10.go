@@ -160,16 +160,28 @@ func Load(dir string) (*Dataset, error) {
 		return nil, err
 	}
 	// Check that every file exists before reading 150 MB.
+	// Their sizes also give the training split's final size: reserving it
+	// up front keeps loading from holding the copies of a growing slice
+	// (another 300 MB at the peak).
 	names := append(append([]string(nil), TrainFiles...), TestFile)
-	for _, name := range names {
-		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
+	var trainRecords int64
+	for i, name := range names {
+		st, err := os.Stat(filepath.Join(bin, name))
+		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil, fmt.Errorf("cifar10: missing file %s in %s", name, bin)
 			}
 			return nil, fmt.Errorf("cifar10: %w", err)
 		}
+		if i < len(TrainFiles) && st.Mode().IsRegular() {
+			trainRecords += st.Size() / RecordSize
+		}
 	}
 	train := &Split{}
+	if trainRecords <= maxReserve {
+		train.Images = make([]uint8, 0, trainRecords*ImageSize)
+		train.Labels = make([]uint8, 0, trainRecords)
+	}
 	for _, name := range TrainFiles {
 		if err := readInto(train, filepath.Join(bin, name)); err != nil {
 			return nil, err
@@ -241,6 +253,11 @@ func readInto(s *Split, path string) error {
 	}
 	return nil
 }
+
+// maxReserve bounds the number of training records Load reserves room for
+// from the file sizes alone (ten times the official 50,000), so that a
+// huge file fails in readInto's checks rather than in one giant allocation.
+const maxReserve = 10 * 5 * recordsPer
 
 // growBytes makes room for n more bytes in b without changing its length.
 func growBytes(b []byte, n int) []byte {

@@ -91,6 +91,7 @@ type Loader struct {
 	tf      *transform
 	batches int
 	out     chan Batch
+	free    chan Batch // batches handed back by Recycle
 	done    chan struct{}
 	exited  chan struct{}
 	once    sync.Once
@@ -148,6 +149,7 @@ func NewLoader(split *Split, cfg LoaderConfig) *Loader {
 		tf:      newTransform(mean, std, cfg.Pad),
 		batches: NumBatches(n, cfg.BatchSize, cfg.DropLast),
 		out:     make(chan Batch, cfg.Prefetch),
+		free:    make(chan Batch, cfg.Prefetch+2),
 		done:    make(chan struct{}),
 		exited:  make(chan struct{}),
 	}
@@ -177,6 +179,21 @@ func (l *Loader) Next() (Batch, bool) {
 	}
 	b, ok := <-l.out
 	return b, ok
+}
+
+// Recycle hands a batch returned by Next back to the loader, which then
+// prepares a later batch in its buffers instead of allocating new ones. The
+// caller must not use b (its X, Y or Indices) afterwards. Recycling is
+// optional; batches that are not recycled are left to the garbage
+// collector, and surplus ones are dropped.
+func (l *Loader) Recycle(b Batch) {
+	if b.X == nil {
+		return
+	}
+	select {
+	case l.free <- b:
+	default:
+	}
 }
 
 // Close stops the background goroutine and waits for it to exit. It is safe
@@ -210,12 +227,15 @@ func (l *Loader) makeBatch(b int) Batch {
 	lo := b * l.cfg.BatchSize
 	hi := min(lo+l.cfg.BatchSize, len(l.order))
 	n := hi - lo
-	batch := Batch{
-		X:       make([]float32, n*ImageSize),
-		Y:       make([]int, n),
-		N:       n,
-		Indices: append([]int(nil), l.order[lo:hi]...),
+	var batch Batch
+	select {
+	case batch = <-l.free:
+	default:
 	}
+	batch.X = resize(batch.X, n*ImageSize)
+	batch.Y = resize(batch.Y, n)
+	batch.N = n
+	batch.Indices = append(batch.Indices[:0], l.order[lo:hi]...)
 	workers := min(l.cfg.Workers, n)
 	if workers <= 1 {
 		l.fill(&batch, 0, n)
@@ -232,6 +252,14 @@ func (l *Loader) makeBatch(b int) Batch {
 	}
 	wg.Wait()
 	return batch
+}
+
+// resize returns b with length n, reusing its storage when large enough.
+func resize[T any](b []T, n int) []T {
+	if cap(b) >= n {
+		return b[:n]
+	}
+	return make([]T, n)
 }
 
 // fill prepares images lo..hi-1 of batch.

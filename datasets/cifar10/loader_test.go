@@ -383,6 +383,37 @@ func TestLoaderDeterminism(t *testing.T) {
 	}
 }
 
+// TestLoaderRecycle checks that recycled batches give the same epoch
+// (including a short last batch) and that their buffers are reused.
+func TestLoaderRecycle(t *testing.T) {
+	s := randomSplit(37, 3)
+	cfg := LoaderConfig{BatchSize: 6, Shuffle: true, Augment: true, Seed: 5, Epoch: 2, Prefetch: 1}
+	ref := collect(t, s, cfg)
+	l := NewLoader(s, cfg)
+	defer l.Close()
+	var got []Batch
+	seen := map[*float32]bool{}
+	for b, ok := l.Next(); ok; b, ok = l.Next() {
+		seen[&b.X[0]] = true
+		got = append(got, Batch{X: slices.Clone(b.X), Y: slices.Clone(b.Y), N: b.N, Indices: slices.Clone(b.Indices)})
+		// Scribble over the batch: the loader must overwrite all of it.
+		for i := range b.X {
+			b.X[i] = float32(i)
+		}
+		clear(b.Y)
+		l.Recycle(b)
+	}
+	if !equalBatches(ref, got) {
+		t.Fatal("recycling changed the batches")
+	}
+	// Prefetch 1: at most the batch in the channel, the one being filled
+	// and the one being consumed hold distinct buffers.
+	if len(seen) > cfg.Prefetch+2 || len(seen) == len(ref) {
+		t.Fatalf("%d batches used %d distinct buffers", len(ref), len(seen))
+	}
+	l.Recycle(Batch{}) // ignored
+}
+
 func TestLoaderCloseNoLeak(t *testing.T) {
 	s := randomSplit(64, 3)
 	before := runtime.NumGoroutine()

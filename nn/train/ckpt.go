@@ -2,6 +2,7 @@ package train
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -250,14 +251,22 @@ func (r *runner) save() error {
 			f.Set(StatePrefix+k, safetensors.FromFloat32([]int{len(v)}, v))
 		}
 	}
+	// Check the encoded values a block at a time: decoding whole tensors
+	// would add a float32 copy of the checkpoint to the peak memory.
+	var block [1024]float32
 	for _, name := range f.Names() {
 		t := f.Tensors[name]
 		if t.DType != safetensors.F32 {
 			continue
 		}
-		v, _ := t.Float32()
-		if i := nonFinite(v); i >= 0 {
-			return r.diverged(fmt.Sprintf("tensor %q holds %v; no checkpoint written", name, v[i]))
+		for lo := 0; lo < len(t.Data); lo += 4 * len(block) {
+			v := block[:min(len(block), (len(t.Data)-lo)/4)]
+			for i := range v {
+				v[i] = math.Float32frombits(binary.LittleEndian.Uint32(t.Data[lo+4*i:]))
+			}
+			if i := nonFinite(v); i >= 0 {
+				return r.diverged(fmt.Sprintf("tensor %q holds %v; no checkpoint written", name, v[i]))
+			}
 		}
 	}
 	pos := r.pos
@@ -279,6 +288,9 @@ func (r *runner) save() error {
 	if err != nil {
 		return fmt.Errorf("encoding the checkpoint: %w", err)
 	}
+	// The encoded copies of the tensors are in data now; drop them before
+	// the outputs (the model file) make their own.
+	clear(f.Tensors)
 	saved := r.pos
 	r.pos = pos
 	if err := r.writeOutputs(pos.Generation); err != nil {
