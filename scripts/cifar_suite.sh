@@ -91,8 +91,11 @@ run() {
 	fi
 	echo "== $name: $*"
 	local t0=$SECONDS
-	"$bin" "${common[@]}" -model resnet20 -width "$WIDTH" -seed "$SEED" \
-		-train-subset "$TRAIN" -test-subset "$TEST" "$@" >"$dir.log" 2>&1
+	if ! "$bin" "${common[@]}" -model resnet20 -width "$WIDTH" -seed "$SEED" \
+		-train-subset "$TRAIN" -test-subset "$TEST" "$@" >"$dir.log" 2>&1; then
+		echo "   failed: $(tail -1 "$dir.log" | cut -c1-160)"
+		return 1
+	fi
 	echo "   $((SECONDS - t0)) s: $(tail -1 "$dir.log" | cut -c1-160)"
 }
 
@@ -157,6 +160,13 @@ group() {
 		run "proxgen-gl21-$l" "${e[@]}" -optimizer proxgen -reg gl21 -lambda "$l"
 		run "subgrad-gl21-$l" "${e[@]}" -optimizer subgrad -reg gl21 -lambda "$l"
 	done
+	# Pruning + fine-tuning below trains 10 + FINETUNE epochs; ProxGen at the
+	# middle λ of each map gets the same budget.
+	local mid
+	mid=$(echo $LAMBDA_GL0 | awk '{print $2}')
+	[ -n "$mid" ] && run "proxgen15-gl0-$mid" -epochs $((EPOCHS + FINETUNE)) -optimizer proxgen -reg gl0 -lambda "$mid"
+	mid=$(echo $LAMBDA_GL21 | awk '{print $2}')
+	[ -n "$mid" ] && run "proxgen15-gl21-$mid" -epochs $((EPOCHS + FINETUNE)) -optimizer proxgen -reg gl21 -lambda "$mid"
 	# One-shot magnitude filter pruning of the dense Adam model to the FLOPs
 	# each ProxGen run kept, then fine-tuning with Adam.
 	local r
@@ -168,8 +178,13 @@ group() {
 			echo "== prune-$r: skipped ($r kept all FLOPs)"
 			continue
 		fi
-		run "prune-$r" -epochs "$FINETUNE" -optimizer adam \
-			-weights "$RUNS/adam/model.safetensors" -prune-flops "$f"
+		# Pruning only inside the residual blocks cannot go below about 10 %
+		# of the FLOPs; then residual-stream channels are pruned too.
+		local p=(-epochs "$FINETUNE" -optimizer adam -weights "$RUNS/adam/model.safetensors" -prune-flops "$f")
+		if ! run "prune-$r" "${p[@]}"; then
+			rm -rf "${RUNS:?}/prune-$r"
+			run "prune-$r" "${p[@]}" -prune-residual
+		fi
 	done
 	# Compact every run's model and time inference of the compacted and the
 	# dense network (1 thread, batch 1 and 64), the two alternated.
@@ -178,7 +193,7 @@ group() {
 		local tmp="$lat.tmp"
 		: >"$tmp"
 		local names=(adam)
-		for r in "$RUNS"/proxgen-gl* "$RUNS"/subgrad-gl* "$RUNS"/prune-*; do
+		for r in "$RUNS"/proxgen-gl* "$RUNS"/proxgen15-gl* "$RUNS"/subgrad-gl* "$RUNS"/prune-*; do
 			[ -f "$r/summary.json" ] && names+=("$(basename "$r")")
 		done
 		for r in "${names[@]}"; do

@@ -31,9 +31,9 @@ def method_of(name):
     """(method label, regularizer, series key) of a run folder name."""
     if name == "adam":
         return "Adam (dense reference)", "-", "dense"
-    m = re.match(r"(proxgen|subgrad)-(gl0|gl21)-", name)
+    m = re.match(r"(proxgen|proxgen15|subgrad)-(gl0|gl21)-", name)
     if m:
-        label = "ProxGen" if m.group(1) == "proxgen" else "subgradient (Adam)"
+        label = {"proxgen": "ProxGen", "proxgen15": "ProxGen, 15 epochs", "subgrad": "subgradient (Adam)"}[m.group(1)]
         return label, m.group(2), "%s %s" % (label, m.group(2))
     m = re.match(r"prune-proxgen-(gl0|gl21)-", name)
     if m:
@@ -42,7 +42,8 @@ def method_of(name):
 
 
 def order_key(name):
-    kinds = ["adam", "proxgen-gl0", "prune-proxgen-gl0", "proxgen-gl21", "prune-proxgen-gl21", "subgrad-gl21"]
+    kinds = ["adam", "proxgen-gl0", "prune-proxgen-gl0", "proxgen15-gl0", "proxgen-gl21", "prune-proxgen-gl21",
+             "proxgen15-gl21", "subgrad-gl21"]
     for i, k in enumerate(kinds):
         if name == k or name.startswith(k + "-"):
             lam = re.findall(r"-([0-9.e+]+)$", name)
@@ -54,7 +55,7 @@ def runs_of(runs):
     names = []
     for name in os.listdir(runs):
         if os.path.isdir(os.path.join(runs, name)) and (
-                name == "adam" or re.match(r"(proxgen|subgrad)-gl|prune-proxgen-gl", name)):
+                name == "adam" or re.match(r"(proxgen|proxgen15|subgrad)-gl|prune-proxgen-gl", name)):
             if load(runs, name) is not None:
                 names.append(name)
     return sorted(names, key=order_key)
@@ -82,6 +83,7 @@ def rng(xs, fmt):
 
 
 COLORS = {"dense": "#000000", "ProxGen gl0": "#1f77b4", "ProxGen gl21": "#2ca02c",
+          "ProxGen, 15 epochs gl0": "#9467bd", "ProxGen, 15 epochs gl21": "#8c564b",
           "subgradient (Adam) gl21": "#d62728", "magnitude pruning + FT": "#ff7f0e"}
 
 
