@@ -36,6 +36,8 @@ func TestGroupKernelsMatchGo(t *testing.T) {
 			newton            [2]float64
 			first, rho        []float32
 			inPlace, inPlace2 []float32
+			acc               [4][]float32
+			vec, vecInPlace   []float32
 		}
 		run := func(asm bool) out {
 			haveAVX2 = asm
@@ -51,6 +53,24 @@ func TestGroupKernelsMatchGo(t *testing.T) {
 			scaleRho(o.rho, z, eta, 0.37, 2e-3)
 			o.inPlace = append([]float32(nil), z...)
 			scaleRho(o.inPlace, o.inPlace, eta, 1.5, 1e-5)
+			// Two accumulations onto random starting sums and bounds.
+			arng := rand.New(rand.NewPCG(uint64(n), 9))
+			for k := range o.acc {
+				o.acc[k] = make([]float32, n)
+				for i := range o.acc[k] {
+					o.acc[k][i] = float32(logU(arng, 1e-8, 1e3))
+				}
+			}
+			accumSums32(z, eta, o.acc[0], o.acc[1], o.acc[2], o.acc[3])
+			accumSums32(eta, z, o.acc[0], o.acc[1], o.acc[2], o.acc[3])
+			c := make([]float32, n)
+			for i := range c {
+				c[i] = float32(logU(arng, 1e-9, 1e-3))
+			}
+			o.vec = make([]float32, n)
+			scaleFirstOrderVec(o.vec, z, eta, c)
+			o.vecInPlace = append([]float32(nil), z...)
+			scaleFirstOrderVec(o.vecInPlace, o.vecInPlace, eta, c)
 			return o
 		}
 		a, g := run(true), run(false)
@@ -69,7 +89,9 @@ func TestGroupKernelsMatchGo(t *testing.T) {
 				t.Fatalf("n = %d: groupSums32 result %d: AVX2 %g, Go %g", n, i, a.sums32[i], g.sums32[i])
 			}
 		}
-		for name, pair := range map[string][2][]float32{"scaleFirstOrder": {a.first, g.first}, "scaleRho": {a.rho, g.rho}, "scaleRho in place": {a.inPlace, g.inPlace}, "scaleFirstOrder in place": {a.inPlace2, g.inPlace2}} {
+		for name, pair := range map[string][2][]float32{"scaleFirstOrder": {a.first, g.first}, "scaleRho": {a.rho, g.rho}, "scaleRho in place": {a.inPlace, g.inPlace}, "scaleFirstOrder in place": {a.inPlace2, g.inPlace2},
+			"accumSums32 z²": {a.acc[0], g.acc[0]}, "accumSums32 z²η": {a.acc[1], g.acc[1]}, "accumSums32 min": {a.acc[2], g.acc[2]}, "accumSums32 max": {a.acc[3], g.acc[3]},
+			"scaleFirstOrderVec": {a.vec, g.vec}, "scaleFirstOrderVec in place": {a.vecInPlace, g.vecInPlace}} {
 			for i := range pair[0] {
 				if math.Float32bits(pair[0][i]) != math.Float32bits(pair[1][i]) {
 					t.Fatalf("n = %d: %s element %d: AVX2 %g, Go %g", n, name, i, pair[0][i], pair[1][i])

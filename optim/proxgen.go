@@ -137,8 +137,7 @@ type slot struct {
 	// grouped is set when the group's regularizer is a GroupRegularizer
 	// that the optimizer applies; aux then holds, for the whole tensor,
 	// η between the gradient step and the group prox (groups that are
-	// not contiguous; contiguous ones are fused), or λ∂R in subgradient
-	// mode.
+	// not fused, see contiguous and strided), or λ∂R in subgradient mode.
 	grouped bool
 	aux     []float32
 	// owner is 1 + the slot index of the weight this slot is a
@@ -152,6 +151,10 @@ type slot struct {
 	// gradient step and group prox together, group work item by work
 	// item, while the coordinates are in cache.
 	contiguous, fused bool
+	// strided is set for grouped slots whose groups are not contiguous
+	// (ByInputChannel, never coupled) but whose regularizer proxStrided
+	// maps in memory order; fused is then set as for contiguous ones.
+	strided bool
 }
 
 // segment is a chunk [lo, hi) of one slot.
@@ -229,8 +232,10 @@ func New(groups []*Group, cfg Config) *ProxGen {
 			if gr, ok := g.Reg.(GroupRegularizer); ok && cfg.RegMode != RegIgnore {
 				s.grouped = true
 				o.gwork = appendGroupWork(o.gwork, len(o.slots), gr, p.Shape())
-				s.contiguous = layoutOf(gr.GroupBy(), p.Shape()).contiguous()
-				if !s.contiguous || cfg.RegMode == RegSubgradient {
+				l := layoutOf(gr.GroupBy(), p.Shape())
+				s.contiguous = l.contiguous()
+				s.strided = stridedOK(gr, l)
+				if !(s.contiguous || s.strided) || cfg.RegMode == RegSubgradient {
 					// Fused steps keep η in a buffer per work item.
 					s.aux = make([]float32, s.n)
 				}
@@ -306,7 +311,7 @@ func (o *ProxGen) Step() {
 			h := &hs[w.group]
 			sl.linked = (h.prox || h.subgrad) && active(w) && active(sl)
 		}
-		sl.fused = sl.contiguous && hs[sl.group].prox && active(sl)
+		sl.fused = (sl.contiguous || sl.strided) && hs[sl.group].prox && active(sl)
 	}
 	linked := func(sl *slot) (member, bool) {
 		return member{sl.p.Data, sl.aux, o.groups[sl.group].Clip}, sl.linked
@@ -336,6 +341,17 @@ func (o *ProxGen) Step() {
 			clipAt := o.groups[sl.group].Clip
 			if !sl.fused {
 				w.prox(sl.p.Data, sl.aux, 0, h.lambda, clipAt, w.members(o.slots, linked))
+				return
+			}
+			if sl.strided {
+				sc := scratchPool.Get().(*scratch)
+				w.proxStrided(sl.p.Data, h.lambda, clipAt, func(lo, hi int, eta []float32) {
+					for a := lo; a < hi; a += chunkSize {
+						b := min(a+chunkSize, hi)
+						o.stepSegment(segment{w.slot, a, b}, hs, sc, eta[a-lo:b-lo])
+					}
+				})
+				scratchPool.Put(sc)
 				return
 			}
 			// The step of the work item's groups, then their prox while
