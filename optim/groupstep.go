@@ -27,9 +27,9 @@ func appendGroupWork(ws []groupWork, slot int, r GroupRegularizer, shape []int) 
 	l := layoutOf(r.GroupBy(), shape)
 	per := max(1, chunkSize/max(l.size, 1))
 	if !l.contiguous() {
-		// proxStrided passes over rows of per groups: at least about 128
+		// proxStrided passes over rows of per groups: at least about 512
 		// elements each, whole 8-lane vectors for runs of 3×3 kernels.
-		per = max(per, (128/l.inner+8)&^7)
+		per = max(per, (512/l.inner+8)&^7)
 	}
 	for g := 0; g < l.count; g += per {
 		w := groupWork{slot: slot, reg: r, layout: l, g0: g, g1: min(g+per, l.count)}
