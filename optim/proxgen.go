@@ -152,9 +152,11 @@ type slot struct {
 	// item, while the coordinates are in cache.
 	contiguous, fused bool
 	// strided is set for grouped slots whose groups are not contiguous
-	// (ByInputChannel, never coupled) but whose regularizer proxStrided
-	// maps in memory order; fused is then set as for contiguous ones.
+	// (ByInputChannel, never coupled) but whose regularizer sp maps in
+	// memory order, step included; fused is then set as for contiguous
+	// ones.
 	strided bool
+	sp      *stridedPass
 }
 
 // segment is a chunk [lo, hi) of one slot.
@@ -235,7 +237,10 @@ func New(groups []*Group, cfg Config) *ProxGen {
 				l := layoutOf(gr.GroupBy(), p.Shape())
 				s.contiguous = l.contiguous()
 				s.strided = stridedOK(gr, l)
-				if !(s.contiguous || s.strided) || cfg.RegMode == RegSubgradient {
+				if s.strided && cfg.RegMode == RegProx {
+					s.sp = newStridedPass(gr, l)
+				}
+				if !s.contiguous || cfg.RegMode == RegSubgradient {
 					// Fused steps keep η in a buffer per work item.
 					s.aux = make([]float32, s.n)
 				}
@@ -344,15 +349,7 @@ func (o *ProxGen) Step() {
 				return
 			}
 			if sl.strided {
-				sc := scratchPool.Get().(*scratch)
-				w.proxStrided(sl.p.Data, h.lambda, clipAt, func(lo, hi int, eta []float32) {
-					for a := lo; a < hi; a += chunkSize {
-						b := min(a+chunkSize, hi)
-						o.stepSegment(segment{w.slot, a, b}, hs, sc, eta[a-lo:b-lo])
-					}
-				})
-				scratchPool.Put(sc)
-				return
+				return // below
 			}
 			// The step of the work item's groups, then their prox while
 			// z and η are in cache; the step is element-wise, so its
@@ -372,6 +369,17 @@ func (o *ProxGen) Step() {
 			w.prox(sl.p.Data, *eta, lo, h.lambda, clipAt, w.members(o.slots, linked))
 			etaPool.Put(eta)
 		})
+		for i := range o.slots {
+			sl := &o.slots[i]
+			if !sl.strided || !sl.fused {
+				continue
+			}
+			sl.sp.run(sl.p.Data, sl.aux, hs[sl.group].lambda, o.groups[sl.group].Clip, func(lo, hi int) {
+				sc := scratchPool.Get().(*scratch)
+				o.stepSegment(segment{i, lo, hi}, hs, sc, nil)
+				scratchPool.Put(sc)
+			})
+		}
 	}
 }
 
