@@ -182,10 +182,15 @@ func scaleFirstOrder(dst, z, eta []float32, c float32) {
 func scaleFirstOrderGo(dst, z, eta []float32, c float32) {
 	z, eta = z[:len(dst)], eta[:len(dst)]
 	for i, v := range z {
-		e := c * eta[i]
-		t := e * (1 - e)
-		dst[i] = v - float32(v*t)
+		dst[i] = firstOrder(v, c*eta[i])
 	}
+}
+
+// firstOrder returns z − z·t with t = e(1 − e) in float32: the element of
+// scaleFirstOrder and scaleFirstOrderVec.
+func firstOrder(z, e float32) float32 {
+	t := e * (1 - e)
+	return z - float32(z*t)
 }
 
 // scaleRho sets dst_i = z_i·(ρ/(ρ + λ·eta_i)) in float64.
@@ -259,8 +264,6 @@ func scaleFirstOrderVecGo(dst, z, eta, c []float32) {
 	n := len(dst)
 	z, eta, c = z[:n], eta[:n], c[:n]
 	for i, v := range z {
-		e := c[i] * eta[i]
-		t := e * (1 - e)
-		dst[i] = v - float32(v*t)
+		dst[i] = firstOrder(v, c[i]*eta[i])
 	}
 }

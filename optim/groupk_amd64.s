@@ -24,6 +24,16 @@
 	VMAXPS       X6, X5, X5 \
 	VMOVSS       X5, 4(R8)
 
+// FIRST_ORDER_STORE stores z − z·(e·(1 − e)) at (DI), with e in Y0, z at
+// (SI) and 1 in Y14; it uses Y1 and Y2.
+#define FIRST_ORDER_STORE \
+	VSUBPS  Y0, Y14, Y1 \
+	VMULPS  Y1, Y0, Y1 \
+	VMOVUPS (SI), Y2 \
+	VMULPS  Y1, Y2, Y1 \
+	VSUBPS  Y1, Y2, Y2 \
+	VMOVUPS Y2, (DI)
+
 DATA gone<>+0(SB)/8, $1.0
 GLOBL gone<>(SB), RODATA|NOPTR, $8
 
@@ -194,12 +204,7 @@ TEXT ·scaleFirstOrderAVX2(SB), NOSPLIT, $0-36
 	JZ   sfdone
 sfloop:
 	VMULPS  (DX), Y15, Y0        // e = c·η
-	VSUBPS  Y0, Y14, Y1          // 1 − e
-	VMULPS  Y1, Y0, Y1           // t = e·(1 − e)
-	VMOVUPS (SI), Y2
-	VMULPS  Y1, Y2, Y1           // z·t
-	VSUBPS  Y1, Y2, Y2           // z − z·t
-	VMOVUPS Y2, (DI)
+	FIRST_ORDER_STORE
 	ADDQ $32, SI
 	ADDQ $32, DX
 	ADDQ $32, DI
@@ -298,12 +303,7 @@ TEXT ·scaleFirstOrderVecAVX2(SB), NOSPLIT, $0-40
 svloop:
 	VMOVUPS (R8), Y0
 	VMULPS  (DX), Y0, Y0         // e = c·η
-	VSUBPS  Y0, Y14, Y1          // 1 − e
-	VMULPS  Y1, Y0, Y1           // t = e·(1 − e)
-	VMOVUPS (SI), Y2
-	VMULPS  Y1, Y2, Y1           // z·t
-	VSUBPS  Y1, Y2, Y2           // z − z·t
-	VMOVUPS Y2, (DI)
+	FIRST_ORDER_STORE
 	ADDQ $32, SI
 	ADDQ $32, DX
 	ADDQ $32, DI
