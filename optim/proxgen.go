@@ -241,7 +241,8 @@ func New(groups []*Group, cfg Config) *ProxGen {
 					s.sp = newStridedPass(gr, l)
 				}
 				if !s.contiguous || cfg.RegMode == RegSubgradient {
-					// Fused steps keep η in a buffer per work item.
+					// Contiguous fused steps keep η in a buffer per
+					// work item; a stridedPass keeps it here.
 					s.aux = make([]float32, s.n)
 				}
 			}
@@ -349,7 +350,7 @@ func (o *ProxGen) Step() {
 				return
 			}
 			if sl.strided {
-				return // below
+				return // stepped and mapped by its stridedPass below
 			}
 			// The step of the work item's groups, then their prox while
 			// z and η are in cache; the step is element-wise, so its
