@@ -186,7 +186,7 @@ func BenchmarkStepRatio(b *testing.B) {
 	for _, rc := range []struct {
 		name string
 		reg  Regularizer
-	}{{"l1", L1()}, {"l1/2", Lq(0.5)}, {"l2/3", Lq(2.0 / 3)}, {"l0", L0()}, {"gl0", GroupL0(ByFilter)}, {"gl21", GroupLasso(ByFilter)}, {"gl21:in", GroupLasso(ByInputChannel)}} {
+	}{{"l1", L1()}, {"l1/2", Lq(0.5)}, {"l2/3", Lq(2.0 / 3)}, {"l0", L0()}, {"gl0", GroupL0(ByFilter)}, {"gl21", GroupLasso(ByFilter)}, {"gl0:in", GroupL0(ByInputChannel)}, {"gl21:in", GroupLasso(ByInputChannel)}} {
 		b.Run(rc.name, func(b *testing.B) {
 			adam, _ := benchOpt(plainAdam(), nil, 0)
 			prox, _ := benchOpt(proxGenAdam(), rc.reg, 0)

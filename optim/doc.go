@@ -33,7 +33,11 @@
 // loops (bit-identical results; build with -tags purego to use only Go).
 // ProxGen takes the gradient step of a tensor with contiguous groups (output
 // filters) work item by work item, each followed at once by the group maps
-// of its groups while their coordinates are in cache.
+// of its groups while their coordinates are in cache; a tensor grouped by
+// input channel is stepped in blocks of whole rows that add up each
+// group's sums as they go, and its groups are then decided and scaled in
+// one more pass in memory order (gathering only the few groups near a
+// threshold).
 //
 // Optimizers work directly on *autograd.Tensor parameters (their Data and
 // Grad slices), organised in Groups that each carry their own regularizer,

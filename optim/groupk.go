@@ -182,10 +182,15 @@ func scaleFirstOrder(dst, z, eta []float32, c float32) {
 func scaleFirstOrderGo(dst, z, eta []float32, c float32) {
 	z, eta = z[:len(dst)], eta[:len(dst)]
 	for i, v := range z {
-		e := c * eta[i]
-		t := e * (1 - e)
-		dst[i] = v - float32(v*t)
+		dst[i] = firstOrder(v, c*eta[i])
 	}
+}
+
+// firstOrder returns z − z·t with t = e(1 − e) in float32: the element of
+// scaleFirstOrder and scaleFirstOrderVec.
+func firstOrder(z, e float32) float32 {
+	t := e * (1 - e)
+	return z - float32(z*t)
 }
 
 // scaleRho sets dst_i = z_i·(ρ/(ρ + λ·eta_i)) in float64.
@@ -206,5 +211,59 @@ func scaleRhoGo(dst, z, eta []float32, rho, lam float64) {
 	z, eta = z[:len(dst)], eta[:len(dst)]
 	for i, v := range z {
 		dst[i] = float32(float64(v) * (rho / (rho + float64(lam*float64(eta[i])))))
+	}
+}
+
+// accumSums32 adds z_i² to a2[i] and z_i²·eta_i to ae[i] in float32 and
+// lowers lo[i] / raises hi[i] to eta_i, element by element: the per-position
+// sums of proxStrided, one row of groups at a time.
+func accumSums32(z, eta, a2, ae, lo, hi []float32) {
+	n := len(z)
+	eta, a2, ae, lo, hi = eta[:n], a2[:n], ae[:n], lo[:n], hi[:n]
+	n8 := 0
+	if haveAVX2 {
+		n8 = n &^ 7
+		if n8 > 0 {
+			accumSums32AVX2(&z[0], &eta[0], &a2[0], &ae[0], &lo[0], &hi[0], n8)
+		}
+	}
+	accumSums32Go(z[n8:], eta[n8:], a2[n8:], ae[n8:], lo[n8:], hi[n8:])
+}
+
+// accumSums32Go is the loop of accumSums32.
+func accumSums32Go(z, eta, a2, ae, lo, hi []float32) {
+	n := len(z)
+	eta, a2, ae, lo, hi = eta[:n], a2[:n], ae[:n], lo[:n], hi[:n]
+	for i, v := range z {
+		e := eta[i]
+		a := float32(v * v)
+		a2[i] += a
+		ae[i] += float32(a * e)
+		lo[i] = min(lo[i], e)
+		hi[i] = max(hi[i], e)
+	}
+}
+
+// scaleFirstOrderVec is scaleFirstOrder with a factor per element: dst_i =
+// z_i − z_i·t_i with t_i = e_i(1 − e_i) and e_i = c_i·eta_i.
+func scaleFirstOrderVec(dst, z, eta, c []float32) {
+	n := len(dst)
+	z, eta, c = z[:n], eta[:n], c[:n]
+	n8 := 0
+	if haveAVX2 {
+		n8 = n &^ 7
+		if n8 > 0 {
+			scaleFirstOrderVecAVX2(&dst[0], &z[0], &eta[0], &c[0], n8)
+		}
+	}
+	scaleFirstOrderVecGo(dst[n8:], z[n8:], eta[n8:], c[n8:])
+}
+
+// scaleFirstOrderVecGo is the loop of scaleFirstOrderVec.
+func scaleFirstOrderVecGo(dst, z, eta, c []float32) {
+	n := len(dst)
+	z, eta, c = z[:n], eta[:n], c[:n]
+	for i, v := range z {
+		dst[i] = firstOrder(v, c[i]*eta[i])
 	}
 }

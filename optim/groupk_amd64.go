@@ -29,3 +29,13 @@ func scaleRhoAVX2(dst, z, eta *float32, n int, rho, lam float64)
 //
 //go:noescape
 func groupSums32AVX2(z, eta *float32, n int, acc *[32]float32, mm *[2]float32)
+
+// accumSums32AVX2 is accumSums32Go.
+//
+//go:noescape
+func accumSums32AVX2(z, eta, a2, ae, lo, hi *float32, n int)
+
+// scaleFirstOrderVecAVX2 is scaleFirstOrderVecGo.
+//
+//go:noescape
+func scaleFirstOrderVecAVX2(dst, z, eta, c *float32, n int)

@@ -24,6 +24,16 @@
 	VMAXPS       X6, X5, X5 \
 	VMOVSS       X5, 4(R8)
 
+// FIRST_ORDER_STORE stores z − z·(e·(1 − e)) at (DI), with e in Y0, z at
+// (SI) and 1 in Y14; it uses Y1 and Y2.
+#define FIRST_ORDER_STORE \
+	VSUBPS  Y0, Y14, Y1 \
+	VMULPS  Y1, Y0, Y1 \
+	VMOVUPS (SI), Y2 \
+	VMULPS  Y1, Y2, Y1 \
+	VSUBPS  Y1, Y2, Y2 \
+	VMOVUPS Y2, (DI)
+
 DATA gone<>+0(SB)/8, $1.0
 GLOBL gone<>(SB), RODATA|NOPTR, $8
 
@@ -194,12 +204,7 @@ TEXT ·scaleFirstOrderAVX2(SB), NOSPLIT, $0-36
 	JZ   sfdone
 sfloop:
 	VMULPS  (DX), Y15, Y0        // e = c·η
-	VSUBPS  Y0, Y14, Y1          // 1 − e
-	VMULPS  Y1, Y0, Y1           // t = e·(1 − e)
-	VMOVUPS (SI), Y2
-	VMULPS  Y1, Y2, Y1           // z·t
-	VSUBPS  Y1, Y2, Y2           // z − z·t
-	VMOVUPS Y2, (DI)
+	FIRST_ORDER_STORE
 	ADDQ $32, SI
 	ADDQ $32, DX
 	ADDQ $32, DI
@@ -243,5 +248,68 @@ srloop:
 	DECQ CX
 	JNZ  srloop
 srdone:
+	VZEROUPPER
+	RET
+
+// func accumSums32AVX2(z, eta, a2, ae, lo, hi *float32, n int)
+// a2 += z², ae += z²·eta, lo = min(lo, eta), hi = max(hi, eta), element by
+// element, in float32.
+TEXT ·accumSums32AVX2(SB), NOSPLIT, $0-56
+	MOVQ z+0(FP), SI
+	MOVQ eta+8(FP), DX
+	MOVQ a2+16(FP), DI
+	MOVQ ae+24(FP), R8
+	MOVQ lo+32(FP), R9
+	MOVQ hi+40(FP), R10
+	MOVQ n+48(FP), CX
+	SHRQ $3, CX
+	JZ   acdone
+acloop:
+	VMOVUPS (SI), Y0
+	VMOVUPS (DX), Y1
+	VMULPS  Y0, Y0, Y0           // z²
+	VADDPS  (DI), Y0, Y2
+	VMOVUPS Y2, (DI)
+	VMULPS  Y1, Y0, Y0           // z²·η
+	VADDPS  (R8), Y0, Y0
+	VMOVUPS Y0, (R8)
+	VMINPS  (R9), Y1, Y3         // min(η, lo): η is never NaN
+	VMOVUPS Y3, (R9)
+	VMAXPS  (R10), Y1, Y4
+	VMOVUPS Y4, (R10)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	ADDQ $32, R8
+	ADDQ $32, R9
+	ADDQ $32, R10
+	DECQ CX
+	JNZ  acloop
+acdone:
+	VZEROUPPER
+	RET
+
+// func scaleFirstOrderVecAVX2(dst, z, eta, c *float32, n int)
+// dst = z − z·(e·(1 − e)) with e = c·eta, in float32.
+TEXT ·scaleFirstOrderVecAVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ z+8(FP), SI
+	MOVQ eta+16(FP), DX
+	MOVQ c+24(FP), R8
+	MOVQ n+32(FP), CX
+	VBROADCASTSS gone32<>(SB), Y14
+	SHRQ $3, CX
+	JZ   svdone
+svloop:
+	VMOVUPS (R8), Y0
+	VMULPS  (DX), Y0, Y0         // e = c·η
+	FIRST_ORDER_STORE
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	ADDQ $32, R8
+	DECQ CX
+	JNZ  svloop
+svdone:
 	VZEROUPPER
 	RET

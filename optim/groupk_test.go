@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/proxgen/proxgen/autograd"
 )
 
 // TestGroupKernelsMatchGo checks that the AVX2 group kernels give
@@ -36,6 +38,8 @@ func TestGroupKernelsMatchGo(t *testing.T) {
 			newton            [2]float64
 			first, rho        []float32
 			inPlace, inPlace2 []float32
+			acc               [4][]float32
+			vec, vecInPlace   []float32
 		}
 		run := func(asm bool) out {
 			haveAVX2 = asm
@@ -51,6 +55,24 @@ func TestGroupKernelsMatchGo(t *testing.T) {
 			scaleRho(o.rho, z, eta, 0.37, 2e-3)
 			o.inPlace = append([]float32(nil), z...)
 			scaleRho(o.inPlace, o.inPlace, eta, 1.5, 1e-5)
+			// Two accumulations onto random starting sums and bounds.
+			arng := rand.New(rand.NewPCG(uint64(n), 9))
+			for k := range o.acc {
+				o.acc[k] = make([]float32, n)
+				for i := range o.acc[k] {
+					o.acc[k][i] = float32(logU(arng, 1e-8, 1e3))
+				}
+			}
+			accumSums32(z, eta, o.acc[0], o.acc[1], o.acc[2], o.acc[3])
+			accumSums32(eta, z, o.acc[0], o.acc[1], o.acc[2], o.acc[3])
+			c := make([]float32, n)
+			for i := range c {
+				c[i] = float32(logU(arng, 1e-9, 1e-3))
+			}
+			o.vec = make([]float32, n)
+			scaleFirstOrderVec(o.vec, z, eta, c)
+			o.vecInPlace = append([]float32(nil), z...)
+			scaleFirstOrderVec(o.vecInPlace, o.vecInPlace, eta, c)
 			return o
 		}
 		a, g := run(true), run(false)
@@ -69,7 +91,9 @@ func TestGroupKernelsMatchGo(t *testing.T) {
 				t.Fatalf("n = %d: groupSums32 result %d: AVX2 %g, Go %g", n, i, a.sums32[i], g.sums32[i])
 			}
 		}
-		for name, pair := range map[string][2][]float32{"scaleFirstOrder": {a.first, g.first}, "scaleRho": {a.rho, g.rho}, "scaleRho in place": {a.inPlace, g.inPlace}, "scaleFirstOrder in place": {a.inPlace2, g.inPlace2}} {
+		for name, pair := range map[string][2][]float32{"scaleFirstOrder": {a.first, g.first}, "scaleRho": {a.rho, g.rho}, "scaleRho in place": {a.inPlace, g.inPlace}, "scaleFirstOrder in place": {a.inPlace2, g.inPlace2},
+			"accumSums32 z²": {a.acc[0], g.acc[0]}, "accumSums32 z²η": {a.acc[1], g.acc[1]}, "accumSums32 min": {a.acc[2], g.acc[2]}, "accumSums32 max": {a.acc[3], g.acc[3]},
+			"scaleFirstOrderVec": {a.vec, g.vec}, "scaleFirstOrderVec in place": {a.vecInPlace, g.vecInPlace}} {
 			for i := range pair[0] {
 				if math.Float32bits(pair[0][i]) != math.Float32bits(pair[1][i]) {
 					t.Fatalf("n = %d: %s element %d: AVX2 %g, Go %g", n, name, i, pair[0][i], pair[1][i])
@@ -104,6 +128,57 @@ func TestGroupSums(t *testing.T) {
 		z2, ze, lo, hi, tol, ok := groupSums32(z, eta)
 		if !ok || !near(z2, w2, tol, 0) || !near(ze, we, tol, 0) || lo != wlo || hi != whi {
 			t.Fatalf("n = %d: groupSums32 = %g %g %g %g (tol %g, ok %v), want %g %g %g %g", n, z2, ze, lo, hi, tol, ok, w2, we, wlo, whi)
+		}
+	}
+}
+
+// TestStridedStepMatchesGo checks that ProxGen-Adam steps with
+// input-channel groups (proxStrided: the Adam kernel, the per-position
+// sums and the scaling of rows of groups) give the same bits with the AVX2
+// kernels as with the Go loops.
+func TestStridedStepMatchesGo(t *testing.T) {
+	if !haveAVX2 {
+		t.Skip("no AVX2 on this machine (or built with purego)")
+	}
+	defer func() { haveAVX2 = true }()
+	for _, reg := range []GroupRegularizer{GroupL0(ByInputChannel), GroupLasso(ByInputChannel)} {
+		for _, lam := range []float64{1e-5, 0.3} {
+			run := func(asm bool) [][]float32 {
+				haveAVX2 = asm
+				rng := rand.New(rand.NewPCG(71, 72))
+				var ps []*autograd.Tensor
+				for _, sh := range [][]int{{70, 40, 3, 3}, {5, 1003}, {3, 600, 1, 1}} {
+					p := autograd.RandN(rng, sh...)
+					for i := range p.Data {
+						p.Data[i] *= float32(logU(rng, 1e-3, 1))
+					}
+					p.Grad = make([]float32, p.Numel())
+					ps = append(ps, p)
+				}
+				o := New([]*Group{{Params: ps, Reg: reg, Lambda: lam, LR: 1e-2}}, ProxGenAdam(0.9, 0.999, 1e-8))
+				for range 3 {
+					for _, p := range ps {
+						for i := range p.Grad {
+							p.Grad[i] = float32(rng.NormFloat64() * logU(rng, 1e-4, 1))
+						}
+					}
+					o.Step()
+				}
+				var out [][]float32
+				st := o.State()
+				for i, sl := range o.slots {
+					out = append(out, ps[i].Data, st.Tensors[sl.name+".m"], st.Tensors[sl.name+".v"])
+				}
+				return out
+			}
+			want, got := run(false), run(true)
+			for j := range want {
+				for i := range want[j] {
+					if math.Float32bits(got[j][i]) != math.Float32bits(want[j][i]) {
+						t.Fatalf("%v λ=%g vector %d [%d]: asm %g, go %g", reg, lam, j, i, got[j][i], want[j][i])
+					}
+				}
+			}
 		}
 	}
 }

@@ -183,6 +183,23 @@ func gatherCoupled(buf, theta []float32, companions [][]float32, l groupLayout, 
 	}
 }
 
+// Decisions of the group maps from float32 sums of a group (groupSums32,
+// or the strided accumulation of groupWork.proxStrided).
+const (
+	decideUndecided = iota // near a threshold: the full map decides
+	decideKeep             // x = z
+	decideZero             // x = 0
+	decideScale            // x = z − z·t, t = e(1 − e), e = c·η: scaleFirstOrder
+)
+
+// sums32Decider is a group map that decides most groups from ‖z‖₂² and
+// Σ z_i²·η_i summed in float32 with relative error at most tol and the
+// range [emin, emax] of η (sums in [1e-25, 1e30]); c is the factor of
+// decideScale. The decisions are exact: the error bound is accounted for.
+type sums32Decider interface {
+	decide32(z2, ze, emin, emax, tol float64, lambda float32) (act int, c float32)
+}
+
 // groupL0 is r(x) = [x ≠ 0] over a group: the count of non-zero groups.
 type groupL0 struct{ by GroupBy }
 
@@ -209,19 +226,19 @@ func (r *groupL0) Prox(dst, z, eta []float32, lambda float32) {
 	// Σ z²/max η ≤ Σ z²/η ≤ Σ z²/min η decides most groups without a
 	// division per coordinate, and most of those from the float32 sums
 	// and their error bound.
-	lam2 := 2 * float64(lambda)
-	if z2, _, emin, emax, tol, ok := groupSums32(z, eta); ok {
-		if z2*(1-tol) > lam2*emax {
+	if z2, ze, emin, emax, tol, ok := groupSums32(z, eta); ok {
+		switch act, _ := r.decide32(z2, ze, emin, emax, tol, lambda); act {
+		case decideKeep:
 			if len(z) > 0 && &dst[0] != &z[0] { // in place: nothing to copy
 				copy(dst, z)
 			}
 			return
-		}
-		if z2*(1+tol) <= lam2*emin {
+		case decideZero:
 			clear(dst)
 			return
 		}
 	}
+	lam2 := 2 * float64(lambda)
 	z2, _, _, emin, emax := groupSums(z, eta)
 	keep := z2 > lam2*emax
 	if !keep && z2 > lam2*emin {
@@ -239,6 +256,19 @@ func (r *groupL0) Prox(dst, z, eta []float32, lambda float32) {
 	} else {
 		clear(dst)
 	}
+}
+
+// decide32 implements sums32Decider: keep when Σz²/max η exceeds 2λ, zero
+// when Σz²/min η does not, with the sums' error bound on either side.
+func (r *groupL0) decide32(z2, _, emin, emax, tol float64, lambda float32) (act int, c float32) {
+	lam2 := 2 * float64(lambda)
+	switch {
+	case z2*(1-tol) > lam2*emax:
+		return decideKeep, 0
+	case z2*(1+tol) <= lam2*emin:
+		return decideZero, 0
+	}
+	return decideUndecided, 0
 }
 
 // Penalty implements Regularizer for one group: 1 if any coordinate is
@@ -295,10 +325,13 @@ func (r *groupLasso) Prox(dst, z, eta []float32, lambda float32) {
 	// float32 sums then suffice: with relative error tol ≤ 2⁻¹³ they give
 	// r to about tol/2, which moves x_i by at most ε_i·tol/2 ≤ 2⁻²⁶
 	// relative. Elsewhere the float64 sums decide.
-	if z2, ze, _, emax, tol, ok := groupSums32(z, eta); ok && tol <= 0x1p-13 {
-		rho := math.Sqrt(z2) - lam*ze/z2
-		if rho > 0 && lam*emax <= 0x1p-13*rho {
-			scaleFirstOrder(dst, z, eta, float32(lam/rho))
+	if z2, ze, emin, emax, tol, ok := groupSums32(z, eta); ok {
+		switch act, c := r.decide32(z2, ze, emin, emax, tol, lambda); act {
+		case decideScale:
+			scaleFirstOrder(dst, z, eta, c)
+			return
+		case decideZero:
+			clear(dst)
 			return
 		}
 	}
@@ -370,6 +403,23 @@ func (r *groupLasso) Prox(dst, z, eta []float32, lambda float32) {
 		}
 	}
 	scaleRho(dst, z, eta, rho, lam)
+}
+
+// decide32 implements sums32Decider: zero when ‖z‖ ≤ λ·min η (then
+// ‖z/η‖ ≤ λ), the first-order scaling when λ·max η ≤ 2⁻¹³·r for the
+// first-order root r, each with the sums' error bound.
+func (r *groupLasso) decide32(z2, ze, emin, emax, tol float64, lambda float32) (act int, c float32) {
+	lam := float64(lambda)
+	if le := lam * emin; z2*(1+tol) <= le*le {
+		return decideZero, 0
+	}
+	if tol > 0x1p-13 {
+		return decideUndecided, 0
+	}
+	if rho := math.Sqrt(z2) - lam*ze/z2; rho > 0 && lam*emax <= 0x1p-13*rho {
+		return decideScale, float32(lam / rho)
+	}
+	return decideUndecided, 0
 }
 
 // Penalty implements Regularizer for one group: ‖θ‖₂.

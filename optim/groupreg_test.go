@@ -500,3 +500,57 @@ func BenchmarkGroupProx(b *testing.B) {
 		})
 	}
 }
+
+// hiddenDecider hides the sums32Decider of a group map, so that the
+// optimizers gather its groups one by one instead of mapping them with
+// proxStrided.
+type hiddenDecider struct{ GroupRegularizer }
+
+// TestProxStridedMatchesGather checks the memory-order group prox of
+// input-channel groups (proxStrided) against gathering each group and
+// mapping it with Prox, over several ProxGen-Adam steps and λ from the
+// first-order regime to one where many groups are zeroed or decided by the
+// full map: the same groups are zero, the rest agree to the rounding of
+// the sums in the first-order factor.
+func TestProxStridedMatchesGather(t *testing.T) {
+	for _, shape := range [][]int{{70, 40, 3, 3}, {50, 300}, {9, 20, 5, 5}, {3, 17, 1, 1}} {
+		for _, reg := range []GroupRegularizer{GroupL0(ByInputChannel), GroupLasso(ByInputChannel)} {
+			mixed := false
+			for _, lam := range []float64{1e-5, 0.3, 3, 10} {
+				name := fmt.Sprintf("%v/%v/%g", shape, reg, lam)
+				rng := rand.New(rand.NewPCG(61, 62))
+				p := autograd.RandN(rng, shape...)
+				// Groups of sizes from 1 down to 1e-3, so that λ zeroes some.
+				l := layoutOf(ByInputChannel, shape)
+				for i := range p.Data {
+					p.Data[i] *= float32(math.Pow(1e-3, float64(i/l.inner%l.count)/float64(l.count)))
+				}
+				q := autograd.FromSlice(append([]float32(nil), p.Data...), shape...)
+				op := New([]*Group{{Params: []*autograd.Tensor{p}, Reg: reg, Lambda: lam, LR: 1e-2}}, ProxGenAdam(0.9, 0.999, 1e-8))
+				oq := New([]*Group{{Params: []*autograd.Tensor{q}, Reg: hiddenDecider{reg}, Lambda: lam, LR: 1e-2}}, ProxGenAdam(0.9, 0.999, 1e-8))
+				if !op.slots[0].strided || oq.slots[0].strided {
+					t.Fatalf("%s: strided = %v and %v, want true and false", name, op.slots[0].strided, oq.slots[0].strided)
+				}
+				for step := range 4 {
+					p.Grad = make([]float32, p.Numel())
+					for i := range p.Grad {
+						p.Grad[i] = float32(rng.NormFloat64() * 0.1 * float64(1+i%5))
+					}
+					q.Grad = p.Grad
+					op.Step()
+					oq.Step()
+					for i := range p.Data {
+						if (p.Data[i] == 0) != (q.Data[i] == 0) || !near(float64(p.Data[i]), float64(q.Data[i]), 1e-6, 0) {
+							t.Fatalf("%s, step %d, element %d: strided %g, gathered %g", name, step, i, p.Data[i], q.Data[i])
+						}
+					}
+				}
+				nz, n := GroupNonZero(ByInputChannel, p.Data, shape)
+				mixed = mixed || nz > 0 && nz < n
+			}
+			if !mixed {
+				t.Errorf("%v/%v: no λ zeroed some but not all groups", shape, reg)
+			}
+		}
+	}
+}

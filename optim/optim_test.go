@@ -503,6 +503,9 @@ func optCases() []optCase {
 			c.RegMode = RegProx
 			return New(DefaultGroups(names, ps, GroupL0(ByInputChannel), 1e-3, 0, 1e-2), c)
 		}},
+		{"proxgen-adam-gl21-input", func(ps []*autograd.Tensor) Optimizer {
+			return New(DefaultGroups(names, ps, GroupLasso(ByInputChannel), 0.05, 1e-2, 1e-2), ProxGenAdam(0.9, 0.999, 1e-8))
+		}},
 		{"adam-subgradient-gl21-input", func(ps []*autograd.Tensor) Optimizer {
 			c := AdamConfig(0.9, 0.999, 1e-8)
 			c.RegMode = RegSubgradient

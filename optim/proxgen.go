@@ -137,8 +137,7 @@ type slot struct {
 	// grouped is set when the group's regularizer is a GroupRegularizer
 	// that the optimizer applies; aux then holds, for the whole tensor,
 	// η between the gradient step and the group prox (groups that are
-	// not contiguous; contiguous ones are fused), or λ∂R in subgradient
-	// mode.
+	// not fused, see contiguous and strided), or λ∂R in subgradient mode.
 	grouped bool
 	aux     []float32
 	// owner is 1 + the slot index of the weight this slot is a
@@ -152,6 +151,12 @@ type slot struct {
 	// gradient step and group prox together, group work item by work
 	// item, while the coordinates are in cache.
 	contiguous, fused bool
+	// strided is set for grouped slots whose groups are not contiguous
+	// (ByInputChannel, never coupled) but whose regularizer sp maps in
+	// memory order, step included; fused is then set as for contiguous
+	// ones.
+	strided bool
+	sp      *stridedPass
 }
 
 // segment is a chunk [lo, hi) of one slot.
@@ -229,9 +234,15 @@ func New(groups []*Group, cfg Config) *ProxGen {
 			if gr, ok := g.Reg.(GroupRegularizer); ok && cfg.RegMode != RegIgnore {
 				s.grouped = true
 				o.gwork = appendGroupWork(o.gwork, len(o.slots), gr, p.Shape())
-				s.contiguous = layoutOf(gr.GroupBy(), p.Shape()).contiguous()
+				l := layoutOf(gr.GroupBy(), p.Shape())
+				s.contiguous = l.contiguous()
+				s.strided = stridedOK(gr, l)
+				if s.strided && cfg.RegMode == RegProx {
+					s.sp = newStridedPass(gr, l)
+				}
 				if !s.contiguous || cfg.RegMode == RegSubgradient {
-					// Fused steps keep η in a buffer per work item.
+					// Contiguous fused steps keep η in a buffer per
+					// work item; a stridedPass keeps it here.
 					s.aux = make([]float32, s.n)
 				}
 			}
@@ -306,7 +317,7 @@ func (o *ProxGen) Step() {
 			h := &hs[w.group]
 			sl.linked = (h.prox || h.subgrad) && active(w) && active(sl)
 		}
-		sl.fused = sl.contiguous && hs[sl.group].prox && active(sl)
+		sl.fused = (sl.contiguous || sl.strided) && hs[sl.group].prox && active(sl)
 	}
 	linked := func(sl *slot) (member, bool) {
 		return member{sl.p.Data, sl.aux, o.groups[sl.group].Clip}, sl.linked
@@ -338,6 +349,9 @@ func (o *ProxGen) Step() {
 				w.prox(sl.p.Data, sl.aux, 0, h.lambda, clipAt, w.members(o.slots, linked))
 				return
 			}
+			if sl.strided {
+				return // stepped and mapped by its stridedPass below
+			}
 			// The step of the work item's groups, then their prox while
 			// z and η are in cache; the step is element-wise, so its
 			// split into pieces changes nothing.
@@ -356,6 +370,17 @@ func (o *ProxGen) Step() {
 			w.prox(sl.p.Data, *eta, lo, h.lambda, clipAt, w.members(o.slots, linked))
 			etaPool.Put(eta)
 		})
+		for i := range o.slots {
+			sl := &o.slots[i]
+			if !sl.strided || !sl.fused {
+				continue
+			}
+			sl.sp.run(sl.p.Data, sl.aux, hs[sl.group].lambda, o.groups[sl.group].Clip, func(lo, hi int) {
+				sc := scratchPool.Get().(*scratch)
+				o.stepSegment(segment{i, lo, hi}, hs, sc, nil)
+				scratchPool.Put(sc)
+			})
+		}
 	}
 }
 
