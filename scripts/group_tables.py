@@ -109,9 +109,9 @@ def svg(runs, names, path):
         fy = lambda v: top + ph - ph * (v - lo) / (hi - lo)
         out.append('<text x="%d" y="%d" font-weight="bold">test accuracy %% against %s</text>' % (x0, top - 10, title))
         out.append('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#888"/>' % (x0, top, pw, ph))
+        for v in range(lo, hi + 1, 10):
+            out.append('<text x="%d" y="%.1f" text-anchor="end">%d</text>' % (x0 - 4, fy(v) + 4, v))
         for t in range(5):
-            v = lo + (hi - lo) * t / 4
-            out.append('<text x="%d" y="%.1f" text-anchor="end">%.0f</text>' % (x0 - 4, fy(v) + 4, v))
             out.append('<text x="%.1f" y="%d" text-anchor="middle">%d</text>' % (fx(25 * t), top + ph + 14, 25 * t))
         out.append('<text x="%d" y="%d" text-anchor="middle">%s</text>' % (x0 + pw // 2, top + ph + 30, title))
         for key, ps in pts.items():
