@@ -108,15 +108,20 @@ def svg(runs, path):
         f.write("\n".join(out) + "\n")
 
 
-def main():
-    args = sys.argv[1:]
+def parse_args(argv, usage):
+    """RUNS and the --svg FILE (or None) of a command line RUNS [--svg FILE]."""
+    args = argv[1:]
     out_svg = None
     if len(args) == 3 and args[1] == "--svg":
         out_svg = args[2]
         args = args[:1]
     if len(args) != 1:
-        sys.exit(__doc__)
-    runs = args[0]
+        sys.exit(usage)
+    return args[0], out_svg
+
+
+def main():
+    runs, out_svg = parse_args(sys.argv, __doc__)
     if out_svg:
         svg(runs, out_svg)
 

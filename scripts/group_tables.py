@@ -18,6 +18,8 @@ import re
 import statistics
 import sys
 
+from cifar_tables import parse_args
+
 
 def load(runs, name):
     try:
@@ -133,14 +135,7 @@ def svg(runs, names, path):
 
 
 def main():
-    args = sys.argv[1:]
-    out_svg = None
-    if len(args) == 3 and args[1] == "--svg":
-        out_svg = args[2]
-        args = args[:1]
-    if len(args) != 1:
-        sys.exit(__doc__)
-    runs = args[0]
+    runs, out_svg = parse_args(sys.argv, __doc__)
     names = runs_of(runs)
     if not names:
         sys.exit("group_tables.py: no group runs in %s" % runs)
