@@ -66,16 +66,18 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 	// transform) is made once per call instead of once per image.
 	wino := useWinograd(g, n, cout)
 	var wT []float32
+	var u *[16]*blas.PackedA
 	gs := groupSize(p)
 	if wino {
-		wT = partialScratch.get(16 * cout * g.c)
-		winoFilters(w.Data, cout, g.c, false, wT)
+		wT = partialScratch.get(winoFiltersSize(cout, g.c))
+		u = winoFilters(w.Data, cout, g.c, false, wT)
 		gs = winoGroupSize(g)
 	} else {
 		wT = partialScratch.get(len(w.Data))
 		transpose(cout, g.rows, w.Data, wT)
 	}
 	defer partialScratch.put(wT)
+	serial := serialGemm(parallel.Chunks(n, gs))
 	gemm := gemmFor(parallel.Chunks(n, gs))
 	parallel.For(n, gs, func(lo, hi int) {
 		if b != nil {
@@ -86,7 +88,7 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 			}
 		}
 		if wino {
-			winoGroup(gemm, g, cout, wT, x.Data, xSize, out.Data, ySize, lo, hi, b != nil)
+			winoGroup(serial, g, cout, u, x.Data, xSize, out.Data, ySize, lo, hi, b != nil)
 			return
 		}
 		convGroup(gemm, g, cout, wT, x.Data, xSize, out.Data, ySize, lo, hi, b != nil)
@@ -212,6 +214,7 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 	needW, needX := w.requiresGrad, x.requiresGrad
 	strideOne := g.sh == 1 && g.sw == 1
 	var gx, wf []float32
+	var u *[16]*blas.PackedA
 	var gd *convGeom   // geometry of the input-gradient convolution
 	wino := false      // whether it runs with Winograd
 	overwrite := false // whether the stride-1 input gradient may be stored, not added
@@ -227,8 +230,8 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 				rows: cout * g.kh * g.kw, cols: hw, algo: g.algo,
 			}
 			if wino = useWinograd(gd, n, g.c); wino {
-				wf = partialScratch.get(16 * cout * g.c)
-				winoFilters(w.Data, g.c, cout, true, wf)
+				wf = partialScratch.get(winoFiltersSize(g.c, cout))
+				u = winoFilters(w.Data, g.c, cout, true, wf)
 			} else {
 				wf = partialScratch.get(len(w.Data))
 				flipFilters(g, cout, w.Data, wf)
@@ -272,10 +275,11 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 	if wino {
 		gs = winoGroupSize(gd)
 	}
+	serial := serialGemm(parallel.Chunks(n, gs))
 	gemm := gemmFor(parallel.Chunks(n, gs))
 	parallel.For(n, gs, func(lo, hi int) {
 		if wino {
-			winoGroup(gemm, gd, g.c, wf, gy, ySize, gx, xSize, lo, hi, !overwrite)
+			winoGroup(serial, gd, g.c, u, gy, ySize, gx, xSize, lo, hi, !overwrite)
 			return
 		}
 		if strideOne {
@@ -464,11 +468,15 @@ func (g *convGeom) direct() bool {
 // number of chunks: the serial one when the chunks alone keep every worker
 // busy, the parallel one otherwise. Both give identical results.
 func gemmFor(chunks int) gemmFunc {
-	if chunks >= parallel.Workers() {
+	if serialGemm(chunks) {
 		return blas.SgemmSerial
 	}
 	return blas.Sgemm
 }
+
+// serialGemm reports whether GEMMs inside a parallel loop of the given
+// number of chunks run on the calling goroutine (see gemmFor).
+func serialGemm(chunks int) bool { return chunks >= parallel.Workers() }
 
 // fill sets every element of s to v.
 func fill(s []float32, v float32) {
