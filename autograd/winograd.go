@@ -308,11 +308,12 @@ func winoGroup(serial bool, g *convGeom, m int, u *[16]*blas.PackedA, src []floa
 	hw := g.h * g.w
 
 	// Input transform: half[l·4+s] = Σ_j Bᵀ[s][j]·window[l][j], then
-	// V[r·4+s][c] = Σ_l Bᵀ[r][l]·half[l·4+s].
+	// V[r·4+s][c] = Σ_l Bᵀ[r][l]·half[l·4+s]. Every image fills the same
+	// part of the plane, so its zero border is written once.
+	clear(plane)
 	for c := 0; c < k; c++ {
 		for j := 0; j < cnt; j++ {
 			img := src[(lo+j)*srcSize+c*hw : (lo+j)*srcSize+(c+1)*hw]
-			clear(plane)
 			for ih := 0; ih < g.h; ih++ {
 				copy(plane[(ih+g.ph)*wp+g.pw:], img[ih*g.w:(ih+1)*g.w])
 			}
