@@ -260,7 +260,7 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 				merge.done(lo/ws, weightGradWide(gemm, g, cout, x.Data, gy, lo, hi))
 				return
 			}
-			merge.done(lo/ws, weightGradGroup(gemm, g, cout, x.Data, gy, lo, hi))
+			merge.done(lo/ws, weightGradGroup(serialGemm(chunks), g, cout, x.Data, gy, lo, hi))
 		})
 		if wide {
 			addTo(w.grad(), acc)
@@ -298,19 +298,21 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 // weightGradGroup returns, in a buffer from partialScratch, the weight
 // gradient Σ dY_i·colT_i over the images i in [lo, hi) with its columns in
 // (ki, kj, ci) order.
-func weightGradGroup(gemm gemmFunc, g *convGeom, cout int, x, gy []float32, lo, hi int) []float32 {
+func weightGradGroup(serial bool, g *convGeom, cout int, x, gy []float32, lo, hi int) []float32 {
+	gemm := gemmOf(serial)
 	k, p, hw, cnt := g.rows, g.cols, g.h*g.w, hi-lo
 	xSize, ySize := g.c*hw, cout*p
 	kk := cnt * p // GEMM depth: the output positions of all images
-	a := gy[lo*ySize : hi*ySize]
+	var pa *blas.PackedA
 	if cnt > 1 {
-		// Lay the images' output gradients side by side: cout × kk.
-		a = colScratch.get(cout * kk)
-		defer colScratch.put(a)
+		// The images' output gradients side by side (cout × kk), packed
+		// for the GEMM straight from each image's cout × p block.
+		e := blas.Default()
+		buf := colScratch.get(e.PackedASize(cout, kk))
+		defer colScratch.put(buf)
+		pa = e.NewPackedA(false, cout, kk, buf)
 		for j := 0; j < cnt; j++ {
-			for o := 0; o < cout; o++ {
-				copy(a[o*kk+j*p:o*kk+(j+1)*p], gy[(lo+j)*ySize+o*p:(lo+j)*ySize+(o+1)*p])
-			}
+			pa.Pack(gy[(lo+j)*ySize:(lo+j+1)*ySize], p, j*p, (j+1)*p)
 		}
 	}
 	colT := colScratch.get(kk * k)
@@ -331,7 +333,14 @@ func weightGradGroup(gemm gemmFunc, g *convGeom, cout int, x, gy []float32, lo, 
 		im2colT(g, xT, block)
 	}
 	part := partialScratch.get(cout * k)
-	gemm(false, false, cout, k, kk, 1, a, kk, colT, k, 0, part, k)
+	switch {
+	case pa == nil:
+		gemm(false, false, cout, k, kk, 1, gy[lo*ySize:hi*ySize], kk, colT, k, 0, part, k)
+	case serial:
+		pa.SgemmSerial(false, k, 1, colT, k, 0, part, k)
+	default:
+		pa.Sgemm(false, k, 1, colT, k, 0, part, k)
+	}
 	return part
 }
 
@@ -467,8 +476,11 @@ func (g *convGeom) direct() bool {
 // gemmFor returns the GEMM to call inside a parallel loop of the given
 // number of chunks: the serial one when the chunks alone keep every worker
 // busy, the parallel one otherwise. Both give identical results.
-func gemmFor(chunks int) gemmFunc {
-	if serialGemm(chunks) {
+func gemmFor(chunks int) gemmFunc { return gemmOf(serialGemm(chunks)) }
+
+// gemmOf returns blas.SgemmSerial if serial, else blas.Sgemm.
+func gemmOf(serial bool) gemmFunc {
+	if serial {
 		return blas.SgemmSerial
 	}
 	return blas.Sgemm
