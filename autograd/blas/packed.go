@@ -78,18 +78,48 @@ func (pa *PackedA) Pack(a []float32, lda, k0, k1 int) {
 		blk := pa.data[bs*mp : bs*mp+mp*kcb]
 		if q0 == bs && q1 == bs+kcb {
 			packA(transA, a, lda, 0, pa.m, q0-k0, kcb, mr, blk)
+		} else if transA {
+			packRows(a[(q0-k0)*lda:], lda, q1-q0, pa.m, mr, kcb, blk[(q0-bs)*mr:])
 		} else {
 			for t := 0; t*mr < pa.m; t++ {
 				w := min(mr, pa.m-t*mr)
-				dst := blk[t*kcb*mr+(q0-bs)*mr:]
-				if transA {
-					packContiguous(a[(q0-k0)*lda+t*mr:], lda, q1-q0, w, mr, dst)
-				} else {
-					packStrided(a[t*mr*lda+q0-k0:], lda, q1-q0, w, mr, dst)
-				}
+				packStrided(a[t*mr*lda+q0-k0:], lda, q1-q0, w, mr, blk[t*kcb*mr+(q0-bs)*mr:])
 			}
 		}
 		q0 = q1
+	}
+}
+
+// packRows hands each of np rows of m values, src[p·ld:][:m], to the
+// panels of mr values at dst, kcb·mr apart: value i of row p goes to
+// dst[(i/mr)·kcb·mr + p·mr + i%mr], and the last panel's values past m are
+// zero. Walking each row once from left to right keeps the reads
+// sequential when only a few rows of a block are packed at a time.
+func packRows(src []float32, ld, np, m, mr, kcb int, dst []float32) {
+	full, step := m/mr, kcb*mr
+	for p := 0; p < np; p++ {
+		row, d := src[p*ld:p*ld+m], dst[p*mr:]
+		t := 0
+		switch mr {
+		case 12:
+			for ; t < full; t++ {
+				*(*[12]float32)(d[t*step:]) = *(*[12]float32)(row[t*12:])
+			}
+		case 8:
+			for ; t < full; t++ {
+				*(*[8]float32)(d[t*step:]) = *(*[8]float32)(row[t*8:])
+			}
+		case 6:
+			for ; t < full; t++ {
+				*(*[6]float32)(d[t*step:]) = *(*[6]float32)(row[t*6:])
+			}
+		}
+		for ; t*mr < m; t++ {
+			w := min(mr, m-t*mr)
+			panel := d[t*step : t*step+mr]
+			copy(panel, row[t*mr:t*mr+w])
+			clear(panel[w:])
+		}
 	}
 }
 
