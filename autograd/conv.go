@@ -78,7 +78,7 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 	}
 	defer partialScratch.put(wT)
 	serial := serialGemm(parallel.Chunks(n, gs))
-	gemm := gemmFor(parallel.Chunks(n, gs))
+	gemm := gemmOf(serial)
 	parallel.For(n, gs, func(lo, hi int) {
 		if b != nil {
 			for i := lo; i < hi; i++ {
@@ -242,7 +242,7 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 	if needW {
 		ws := weightGroupSize(p)
 		chunks := parallel.Chunks(n, ws)
-		gemm := gemmFor(chunks)
+		serial := serialGemm(chunks)
 		acc := partialScratch.get(cout * k) // Σ of the partial sums, in (Cout, kh, kw, Cin) order
 		defer partialScratch.put(acc)
 		clear(acc)
@@ -257,10 +257,10 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 		wide := wideWeightGrad(g, cout)
 		parallel.For(n, ws, func(lo, hi int) {
 			if wide {
-				merge.done(lo/ws, weightGradWide(gemm, g, cout, x.Data, gy, lo, hi))
+				merge.done(lo/ws, weightGradWide(gemmOf(serial), g, cout, x.Data, gy, lo, hi))
 				return
 			}
-			merge.done(lo/ws, weightGradGroup(serialGemm(chunks), g, cout, x.Data, gy, lo, hi))
+			merge.done(lo/ws, weightGradGroup(serial, g, cout, x.Data, gy, lo, hi))
 		})
 		if wide {
 			addTo(w.grad(), acc)
@@ -276,7 +276,7 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 		gs = winoGroupSize(gd)
 	}
 	serial := serialGemm(parallel.Chunks(n, gs))
-	gemm := gemmFor(parallel.Chunks(n, gs))
+	gemm := gemmOf(serial)
 	parallel.For(n, gs, func(lo, hi int) {
 		if wino {
 			winoGroup(serial, gd, g.c, u, gy, ySize, gx, xSize, lo, hi, !overwrite)
@@ -473,10 +473,11 @@ func (g *convGeom) direct() bool {
 	return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0
 }
 
-// gemmFor returns the GEMM to call inside a parallel loop of the given
-// number of chunks: the serial one when the chunks alone keep every worker
-// busy, the parallel one otherwise. Both give identical results.
-func gemmFor(chunks int) gemmFunc { return gemmOf(serialGemm(chunks)) }
+// serialGemm reports whether the GEMMs inside a parallel loop of the
+// given number of chunks run on the calling goroutine: when the chunks
+// alone keep every worker busy. Serial and parallel GEMMs give identical
+// results.
+func serialGemm(chunks int) bool { return chunks >= parallel.Workers() }
 
 // gemmOf returns blas.SgemmSerial if serial, else blas.Sgemm.
 func gemmOf(serial bool) gemmFunc {
@@ -485,10 +486,6 @@ func gemmOf(serial bool) gemmFunc {
 	}
 	return blas.Sgemm
 }
-
-// serialGemm reports whether GEMMs inside a parallel loop of the given
-// number of chunks run on the calling goroutine (see gemmFor).
-func serialGemm(chunks int) bool { return chunks >= parallel.Workers() }
 
 // fill sets every element of s to v.
 func fill(s []float32, v float32) {
