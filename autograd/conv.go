@@ -66,17 +66,19 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 	// transform) is made once per call instead of once per image.
 	wino := useWinograd(g, n, cout)
 	var wT []float32
+	var u *[16]*blas.PackedA
 	gs := groupSize(p)
 	if wino {
-		wT = partialScratch.get(16 * cout * g.c)
-		winoFilters(w.Data, cout, g.c, false, wT)
+		wT = partialScratch.get(winoFiltersSize(cout, g.c))
+		u = winoFilters(w.Data, cout, g.c, false, wT)
 		gs = winoGroupSize(g)
 	} else {
 		wT = partialScratch.get(len(w.Data))
 		transpose(cout, g.rows, w.Data, wT)
 	}
 	defer partialScratch.put(wT)
-	gemm := gemmFor(parallel.Chunks(n, gs))
+	serial := serialGemm(parallel.Chunks(n, gs))
+	gemm := gemmOf(serial)
 	parallel.For(n, gs, func(lo, hi int) {
 		if b != nil {
 			for i := lo; i < hi; i++ {
@@ -86,7 +88,7 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 			}
 		}
 		if wino {
-			winoGroup(gemm, g, cout, wT, x.Data, xSize, out.Data, ySize, lo, hi, b != nil)
+			winoGroup(serial, g, cout, u, x.Data, xSize, out.Data, ySize, lo, hi, b != nil)
 			return
 		}
 		convGroup(gemm, g, cout, wT, x.Data, xSize, out.Data, ySize, lo, hi, b != nil)
@@ -212,6 +214,7 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 	needW, needX := w.requiresGrad, x.requiresGrad
 	strideOne := g.sh == 1 && g.sw == 1
 	var gx, wf []float32
+	var u *[16]*blas.PackedA
 	var gd *convGeom   // geometry of the input-gradient convolution
 	wino := false      // whether it runs with Winograd
 	overwrite := false // whether the stride-1 input gradient may be stored, not added
@@ -227,8 +230,8 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 				rows: cout * g.kh * g.kw, cols: hw, algo: g.algo,
 			}
 			if wino = useWinograd(gd, n, g.c); wino {
-				wf = partialScratch.get(16 * cout * g.c)
-				winoFilters(w.Data, g.c, cout, true, wf)
+				wf = partialScratch.get(winoFiltersSize(g.c, cout))
+				u = winoFilters(w.Data, g.c, cout, true, wf)
 			} else {
 				wf = partialScratch.get(len(w.Data))
 				flipFilters(g, cout, w.Data, wf)
@@ -239,7 +242,7 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 	if needW {
 		ws := weightGroupSize(p)
 		chunks := parallel.Chunks(n, ws)
-		gemm := gemmFor(chunks)
+		serial := serialGemm(chunks)
 		acc := partialScratch.get(cout * k) // Σ of the partial sums, in (Cout, kh, kw, Cin) order
 		defer partialScratch.put(acc)
 		clear(acc)
@@ -254,10 +257,10 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 		wide := wideWeightGrad(g, cout)
 		parallel.For(n, ws, func(lo, hi int) {
 			if wide {
-				merge.done(lo/ws, weightGradWide(gemm, g, cout, x.Data, gy, lo, hi))
+				merge.done(lo/ws, weightGradWide(gemmOf(serial), g, cout, x.Data, gy, lo, hi))
 				return
 			}
-			merge.done(lo/ws, weightGradGroup(gemm, g, cout, x.Data, gy, lo, hi))
+			merge.done(lo/ws, weightGradGroup(serial, g, cout, x.Data, gy, lo, hi))
 		})
 		if wide {
 			addTo(w.grad(), acc)
@@ -272,10 +275,11 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 	if wino {
 		gs = winoGroupSize(gd)
 	}
-	gemm := gemmFor(parallel.Chunks(n, gs))
+	serial := serialGemm(parallel.Chunks(n, gs))
+	gemm := gemmOf(serial)
 	parallel.For(n, gs, func(lo, hi int) {
 		if wino {
-			winoGroup(gemm, gd, g.c, wf, gy, ySize, gx, xSize, lo, hi, !overwrite)
+			winoGroup(serial, gd, g.c, u, gy, ySize, gx, xSize, lo, hi, !overwrite)
 			return
 		}
 		if strideOne {
@@ -294,19 +298,21 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 // weightGradGroup returns, in a buffer from partialScratch, the weight
 // gradient Σ dY_i·colT_i over the images i in [lo, hi) with its columns in
 // (ki, kj, ci) order.
-func weightGradGroup(gemm gemmFunc, g *convGeom, cout int, x, gy []float32, lo, hi int) []float32 {
+func weightGradGroup(serial bool, g *convGeom, cout int, x, gy []float32, lo, hi int) []float32 {
+	gemm := gemmOf(serial)
 	k, p, hw, cnt := g.rows, g.cols, g.h*g.w, hi-lo
 	xSize, ySize := g.c*hw, cout*p
 	kk := cnt * p // GEMM depth: the output positions of all images
-	a := gy[lo*ySize : hi*ySize]
+	var pa *blas.PackedA
 	if cnt > 1 {
-		// Lay the images' output gradients side by side: cout × kk.
-		a = colScratch.get(cout * kk)
-		defer colScratch.put(a)
+		// The images' output gradients side by side (cout × kk), packed
+		// for the GEMM straight from each image's cout × p block.
+		e := blas.Default()
+		buf := colScratch.get(e.PackedASize(cout, kk))
+		defer colScratch.put(buf)
+		pa = e.NewPackedA(false, cout, kk, buf)
 		for j := 0; j < cnt; j++ {
-			for o := 0; o < cout; o++ {
-				copy(a[o*kk+j*p:o*kk+(j+1)*p], gy[(lo+j)*ySize+o*p:(lo+j)*ySize+(o+1)*p])
-			}
+			pa.Pack(gy[(lo+j)*ySize:(lo+j+1)*ySize], p, j*p, (j+1)*p)
 		}
 	}
 	colT := colScratch.get(kk * k)
@@ -327,7 +333,14 @@ func weightGradGroup(gemm gemmFunc, g *convGeom, cout int, x, gy []float32, lo, 
 		im2colT(g, xT, block)
 	}
 	part := partialScratch.get(cout * k)
-	gemm(false, false, cout, k, kk, 1, a, kk, colT, k, 0, part, k)
+	switch {
+	case pa == nil:
+		gemm(false, false, cout, k, kk, 1, gy[lo*ySize:hi*ySize], kk, colT, k, 0, part, k)
+	case serial:
+		pa.SgemmSerial(false, k, 1, colT, k, 0, part, k)
+	default:
+		pa.Sgemm(false, k, 1, colT, k, 0, part, k)
+	}
 	return part
 }
 
@@ -460,11 +473,15 @@ func (g *convGeom) direct() bool {
 	return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0
 }
 
-// gemmFor returns the GEMM to call inside a parallel loop of the given
-// number of chunks: the serial one when the chunks alone keep every worker
-// busy, the parallel one otherwise. Both give identical results.
-func gemmFor(chunks int) gemmFunc {
-	if chunks >= parallel.Workers() {
+// serialGemm reports whether the GEMMs inside a parallel loop of the
+// given number of chunks run on the calling goroutine: when the chunks
+// alone keep every worker busy. Serial and parallel GEMMs give identical
+// results.
+func serialGemm(chunks int) bool { return chunks >= parallel.Workers() }
+
+// gemmOf returns blas.SgemmSerial if serial, else blas.Sgemm.
+func gemmOf(serial bool) gemmFunc {
+	if serial {
 		return blas.SgemmSerial
 	}
 	return blas.Sgemm

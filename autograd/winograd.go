@@ -1,6 +1,9 @@
 package autograd
 
-import "github.com/proxgen/proxgen/autograd/parallel"
+import (
+	"github.com/proxgen/proxgen/autograd/blas"
+	"github.com/proxgen/proxgen/autograd/parallel"
+)
 
 // Winograd's minimal filtering F(2×2, 3×3) (Lavin and Gray, 2016)
 // computes a 2×2 tile of a 3×3 convolution from the 4×4 window of its input
@@ -50,29 +53,42 @@ var (
 	}
 )
 
-// winoFilters writes the transformed filters of a convolution with m
-// output and k input channels, transposed for the GEMMs: u holds the 16
-// matrices U_ξᵀ (k × m) one after the other. With swap false the
-// filter of output o and input c is w[o][c] (w is m×k×3×3); with swap true
-// it is w[c][o] rotated by 180° (w is k×m×3×3), the filter of the input
-// gradient. The transform is computed in float64.
-func winoFilters(w []float32, m, k int, swap bool, u []float32) {
+// winoFilters transforms the filters of a convolution with m output and
+// k input channels and packs them once for the 16 GEMMs of every image
+// group: u[ξ] is U_ξ (m × k), packed from its transpose, so that the GEMMs
+// read it where it lies. With swap false the filter of output o and input
+// c is w[o][c] (w is m×k×3×3); with swap true it is w[c][o] rotated by
+// 180° (w is k×m×3×3), the filter of the input gradient. The transform is
+// computed in float64. buf holds the packed filters if its capacity is at
+// least winoFiltersSize(m, k).
+func winoFilters(w []float32, m, k int, swap bool, buf []float32) *[16]*blas.PackedA {
+	e := blas.Default()
+	size := e.PackedASize(m, k)
+	if cap(buf) < 16*size {
+		buf = make([]float32, 16*size)
+	}
+	var u [16]*blas.PackedA
+	for xi := range u {
+		u[xi] = e.NewPackedA(true, m, k, buf[xi*size:(xi+1)*size])
+	}
 	// Rows of the scratch are a cache line longer than m, which is often
 	// a power of two, so that the 16 rows written at once do not collide
-	// in the caches; the 16 planes of u, m·k apart, are written row by row.
+	// in the caches; each U_ξᵀ is packed from every 16th row.
 	pitch := m + 16
 	parallel.For(k, max(1, 4096/m), func(lo, hi int) {
 		tmp := colScratch.get(16 * pitch * (hi - lo))
 		defer colScratch.put(tmp)
 		winoFilterRange(w, m, k, swap, tmp, pitch, lo, hi)
-		for c := lo; c < hi; c++ {
-			for xi := range 16 {
-				r := ((c-lo)*16 + xi) * pitch
-				copy(u[(xi*k+c)*m:(xi*k+c+1)*m], tmp[r:r+m])
-			}
+		for xi, pa := range u {
+			pa.Pack(tmp[xi*pitch:], 16*pitch, lo, hi)
 		}
 	})
+	return &u
 }
+
+// winoFiltersSize returns how many float32 values the packed filters of
+// winoFilters take.
+func winoFiltersSize(m, k int) int { return 16 * blas.Default().PackedASize(m, k) }
 
 // winoFilterRange writes the transformed filters of the input channels c
 // in [lo, hi) into t, as rows t[c−lo][ξ] of pitch elements indexed by o.
@@ -257,7 +273,8 @@ func winoTiles(g *convGeom) (th, tw int) {
 
 // winoGroup is convGroup computed with Winograd F(2×2, 3×3) for the
 // images i in [lo, hi): out_i (m channels) = conv(src_i, filters U) where
-// U comes from winoFilters, adding to out_i if accumulate.
+// U comes from winoFilters, adding to out_i if accumulate. The GEMMs run
+// on the calling goroutine if serial, else on the worker pool.
 //
 // The transforms run along the rows of the tile windows on short vectors
 // (the tiles of one tile row) and along their columns on long contiguous
@@ -269,7 +286,7 @@ func winoTiles(g *convGeom) (th, tw int) {
 // columns. The output transform applies Aᵀ along the columns of the
 // products of one output channel, then along the rows straight into the
 // output rows.
-func winoGroup(gemm gemmFunc, g *convGeom, m int, u, src []float32, srcSize int, dst []float32, dstSize int, lo, hi int, accumulate bool) {
+func winoGroup(serial bool, g *convGeom, m int, u *[16]*blas.PackedA, src []float32, srcSize int, dst []float32, dstSize int, lo, hi int, accumulate bool) {
 	k := g.c
 	th, tw := winoTiles(g)
 	tpi := th * tw // tiles per image
@@ -291,11 +308,12 @@ func winoGroup(gemm gemmFunc, g *convGeom, m int, u, src []float32, srcSize int,
 	hw := g.h * g.w
 
 	// Input transform: half[l·4+s] = Σ_j Bᵀ[s][j]·window[l][j], then
-	// V[r·4+s][c] = Σ_l Bᵀ[r][l]·half[l·4+s].
+	// V[r·4+s][c] = Σ_l Bᵀ[r][l]·half[l·4+s]. Every image fills the same
+	// part of the plane, so its zero border is written once.
+	clear(plane)
 	for c := 0; c < k; c++ {
 		for j := 0; j < cnt; j++ {
 			img := src[(lo+j)*srcSize+c*hw : (lo+j)*srcSize+(c+1)*hw]
-			clear(plane)
 			for ih := 0; ih < g.h; ih++ {
 				copy(plane[(ih+g.ph)*wp+g.pw:], img[ih*g.w:(ih+1)*g.w])
 			}
@@ -314,8 +332,13 @@ func winoGroup(gemm gemmFunc, g *convGeom, m int, u, src []float32, srcSize int,
 		}
 	}
 
-	for xi := 0; xi < 16; xi++ {
-		gemm(true, false, m, p, k, 1, u[xi*m*k:(xi+1)*m*k], m, v[xi*k*p:(xi+1)*k*p], p, 0, prod[xi*m*p:(xi+1)*m*p], p)
+	for xi, pa := range u {
+		vx, px := v[xi*k*p:(xi+1)*k*p], prod[xi*m*p:(xi+1)*m*p]
+		if serial {
+			pa.SgemmSerial(false, p, 1, vx, p, 0, px, p)
+		} else {
+			pa.Sgemm(false, p, 1, vx, p, 0, px, p)
+		}
 	}
 
 	// Output transform: half[x·4+s] = Σ_r Aᵀ[x][r]·M[r·4+s][o], then

@@ -332,7 +332,7 @@ func BenchmarkWinoFilters(b *testing.B) {
 	for i := range w { // written, so that w is not the kernel's shared zero page
 		w[i] = float32(rng.NormFloat64())
 	}
-	u := make([]float32, 16*m*k)
+	u := make([]float32, winoFiltersSize(m, k))
 	for _, swap := range []bool{false, true} {
 		b.Run(fmt.Sprintf("swap=%v", swap), func(b *testing.B) {
 			for range b.N {

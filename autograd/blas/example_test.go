@@ -39,3 +39,25 @@ func ExampleKernels() {
 	// Output:
 	// true
 }
+
+// ExamplePackedA packs A once and multiplies it with two matrices B, the
+// second time adding to C; the columns of op(A) are packed in two pieces,
+// as a producer computing A piece by piece would.
+func ExamplePackedA() {
+	a := []float32{
+		1, 2, 3,
+		4, 5, 6,
+	}
+	e := blas.Default()
+	pa := e.NewPackedA(false, 2, 3, nil)
+	pa.Pack(a, 3, 0, 2)     // columns 0 and 1
+	pa.Pack(a[2:], 3, 2, 3) // column 2: a[2:] starts there
+	c := make([]float32, 2)
+	pa.Sgemm(false, 1, 1, []float32{1, 1, 1}, 1, 0, c, 1) // row sums
+	fmt.Println(c)
+	pa.Sgemm(false, 1, 1, []float32{1, 0, 0}, 1, 1, c, 1) // plus column 0
+	fmt.Println(c)
+	// Output:
+	// [6 15]
+	// [7 19]
+}

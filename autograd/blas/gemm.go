@@ -106,6 +106,32 @@ func grid(w, tilesM, panels int) (wm, wn int) {
 // number of workers, and every tile is computed by the same kernel code in
 // the same order, so results do not depend on how work is shared.
 func gemm(kern *microKernel, par, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	gemmFrom(kern, par, aSource{transA: transA, a: a, lda: lda}, transB, m, n, k, alpha, b, ldb, beta, c, ldc)
+}
+
+// aSource is op(A) of a product: either the stored matrix a, packed block
+// by block as the loops need it, or, if pa is not nil, a matrix packed
+// beforehand.
+type aSource struct {
+	transA bool
+	a      []float32
+	lda    int
+	pa     *PackedA
+}
+
+// block returns rows [i0, i0+rows) and columns [pc, pc+kcb) of op(A)
+// packed as packA packs them, in buf unless a packed matrix holds the
+// block as it is.
+func (s aSource) block(i0, rows, pc, kcb, mr int, buf []float32) []float32 {
+	if s.pa != nil {
+		return s.pa.block(i0, rows, pc, kcb, buf)
+	}
+	packA(s.transA, s.a, s.lda, i0, rows, pc, kcb, mr, buf)
+	return buf
+}
+
+// gemmFrom is gemm with op(A) given by src.
+func gemmFrom(kern *microKernel, par bool, src aSource, transB bool, m, n, k int, alpha float32, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if m == 0 || n == 0 {
 		return
 	}
@@ -119,22 +145,31 @@ func gemm(kern *microKernel, par, transA, transB bool, m, n, k int, alpha float3
 	}
 	// C = A·Bᵀ with few rows: transposing B to pack it would cost more than
 	// the product, so take dot products of the rows of A and B instead.
-	if kern.dot != nil && !transA && transB && m <= dotMaxM {
+	if kern.dot != nil && !src.transA && transB && m <= dotMaxM {
+		a, lda := src.a, src.lda
+		if src.pa != nil {
+			// The rows of a packed A, unpacked: m·k values against
+			// the n·k of B and the m·n·k of the product.
+			tmp := getB(m * k)
+			defer bFree.put(tmp)
+			a, lda = (*tmp)[:m*k], k
+			src.pa.unpack(a)
+		}
 		gemmDot(kern, workers, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
 	// With few rows of C each panel of B is used by few tiles, so packing
 	// B costs more than it saves: the kernel reads op(B) in place.
 	if kern.strided && !transB && m <= kern.inPlaceM && n >= kern.nr {
-		gemmInPlaceB(kern, workers, transA, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		gemmInPlaceB(kern, workers, src, m, n, k, alpha, b, ldb, beta, c, ldc)
 		return
 	}
-	gemmPacked(kern, workers, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	gemmPacked(kern, workers, src, transB, m, n, k, alpha, b, ldb, beta, c, ldc)
 }
 
 // gemmPacked packs op(B) into a buffer shared by the workers, block by
 // block, and each worker packs its own blocks of op(A).
-func gemmPacked(kern *microKernel, workers int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+func gemmPacked(kern *microKernel, workers int, src aSource, transB bool, m, n, k int, alpha float32, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	mr, nr, kc := kern.mr, kern.nr, kern.kc
 	nc := min(kern.nc, roundUp(n, nr))
 	tilesM := ceilDiv(m, mr)
@@ -160,7 +195,11 @@ func gemmPacked(kern *microKernel, workers int, transA, transB bool, m, n, k int
 				packB(transB, b, ldb, jc, ncb, pc, kcb, nr, 0, panels, bbuf)
 			}
 			region := func(lo, hi int) {
-				ws := getWS(min(kern.mc, roundUp(m, mr))*kcb, 0, mr*nr)
+				na := min(kern.mc, roundUp(m, mr)) * kcb
+				if src.pa != nil && src.pa.kc == kc {
+					na = 0 // the blocks of A are read where they lie
+				}
+				ws := getWS(na, 0, mr*nr)
 				for u := lo; u < hi; u++ {
 					t0, t1 := split(tilesM, wm, u/wn)
 					p0, p1 := split(panels, wn, u%wn)
@@ -169,14 +208,14 @@ func gemmPacked(kern *microKernel, workers int, transA, transB bool, m, n, k int
 					mcb := roundUp(ceilDiv(r1-r0, ceilDiv(r1-r0, kern.mc)), mr)
 					for i0 := r0; i0 < r1; i0 += mcb {
 						rows := min(mcb, r1-i0)
-						packA(transA, a, lda, i0, rows, pc, kcb, mr, ws.a)
+						ap := src.block(i0, rows, pc, kcb, mr, ws.a)
 						for t := p0; t < p1; t++ {
 							cols := min(nr, ncb-t*nr)
 							var next []float32
 							if t+1 < p1 {
 								next = bbuf[(t+1)*kcb*nr : (t+2)*kcb*nr]
 							}
-							macroKernel(kern, ws, kcb, rows, cols, bbuf[t*kcb*nr:(t+1)*kcb*nr], nr, next, c[i0*ldc+jc+t*nr:], ldc, alpha, betaEff)
+							macroKernel(kern, ws, ap, kcb, rows, cols, bbuf[t*kcb*nr:(t+1)*kcb*nr], nr, next, c[i0*ldc+jc+t*nr:], ldc, alpha, betaEff)
 						}
 					}
 				}
@@ -195,13 +234,17 @@ func gemmPacked(kern *microKernel, workers int, transA, transB bool, m, n, k int
 // each panel of B where it lies, except a partial panel at the right edge,
 // which is packed. The workers split the rows of C if there are enough,
 // else its columns.
-func gemmInPlaceB(kern *microKernel, workers int, transA bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+func gemmInPlaceB(kern *microKernel, workers int, src aSource, m, n, k int, alpha float32, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	mr, nr, kc := kern.mr, kern.nr, kern.inPlaceKC
 	panels := ceilDiv(n, nr)
 	tilesM := ceilDiv(m, mr)
 	wm, wn := grid(workers, tilesM, panels)
 	region := func(lo, hi int) {
-		ws := getWS(roundUp(m, mr)*min(kc, k), min(kc, k)*nr, mr*nr)
+		na := roundUp(m, mr) * min(kc, k)
+		if src.pa != nil && src.pa.kc == kc {
+			na = 0 // the blocks of A are read where they lie
+		}
+		ws := getWS(na, min(kc, k)*nr, mr*nr)
 		for u := lo; u < hi; u++ {
 			t0, t1 := split(tilesM, wm, u/wn)
 			p0, p1 := split(panels, wn, u%wn)
@@ -213,7 +256,7 @@ func gemmInPlaceB(kern *microKernel, workers int, transA bool, m, n, k int, alph
 				if pc > 0 {
 					betaEff = 1
 				}
-				packA(transA, a, lda, i0, rows, pc, kcb, mr, ws.a)
+				ap := src.block(i0, rows, pc, kcb, mr, ws.a)
 				for t := p0; t < p1; t++ {
 					j := t * nr
 					cols := min(nr, n-j)
@@ -222,7 +265,7 @@ func gemmInPlaceB(kern *microKernel, workers int, transA bool, m, n, k int, alph
 						packB(false, b, ldb, j, cols, pc, kcb, nr, 0, 1, ws.b)
 						panel, ld = ws.b, nr
 					}
-					macroKernel(kern, ws, kcb, rows, cols, panel, ld, nil, c[i0*ldc+j:], ldc, alpha, betaEff)
+					macroKernel(kern, ws, ap, kcb, rows, cols, panel, ld, nil, c[i0*ldc+j:], ldc, alpha, betaEff)
 				}
 			}
 		}
@@ -300,13 +343,12 @@ func gemmDot(kern *microKernel, workers int, m, n, k int, alpha float32, a []flo
 	}
 }
 
-// macroKernel multiplies the packed rows×kcb block of A in ws.a with one
+// macroKernel multiplies the packed rows×kcb block of A in ap with one
 // kcb×cols panel of B (row stride ldb), updating the rows×cols block of C
 // at c. next, if not nil, is the packed panel of B to be used next: the
 // kernels bring it into the L2 cache piece by piece, 4·kcb values a call.
-func macroKernel(kern *microKernel, ws *workspace, kcb, rows, cols int, bpanel []float32, ldb int, next, c []float32, ldc int, alpha, beta float32) {
+func macroKernel(kern *microKernel, ws *workspace, ap []float32, kcb, rows, cols int, bpanel []float32, ldb int, next, c []float32, ldc int, alpha, beta float32) {
 	mr, nr := kern.mr, kern.nr
-	ap := ws.a
 	for i := 0; i < rows; i += mr {
 		rr := min(mr, rows-i)
 		apanel := ap[(i/mr)*kcb*mr : (i/mr+1)*kcb*mr]

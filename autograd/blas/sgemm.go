@@ -10,6 +10,9 @@
 // (each panel of B would be used only a few times), and C = A·Bᵀ with few
 // rows is computed as blocks of dot products of rows of A and B, which
 // needs no packing at all (transposing B would cost more than the product).
+// A PackedA holds op(A) packed once for many products with the same left
+// operand, such as the transformed filters of a Winograd convolution that
+// meet every group of images; its products equal Sgemm's bit for bit.
 //
 // The rows and columns of C are split between the workers of package
 // autograd/parallel; products with m·n·k below about four million run on
