@@ -99,7 +99,7 @@ func newtonSumsGo(z, eta []float32, rho, lam float64, acc *[16]float64) {
 		for j := range 8 {
 			inv := 1 / (rho + float64(lam*float64(eta[i+j])))
 			u := float64(z[i+j]) * inv
-			u2 := u * u
+			u2 := float64(u * u) // rounded, as the kernel does: no fused multiply-add
 			acc[j] += u2
 			acc[8+j] += float64(u2 * inv)
 		}
