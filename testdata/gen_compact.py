@@ -5,6 +5,8 @@ tool (`go run ./cmd/cifar -compact`) from the repository root:
 
     /usr/bin/python3 testdata/gen_compact.py                   # write testdata/compact/
     /usr/bin/python3 testdata/gen_compact.py DENSE COMPACT     # check two files
+    /usr/bin/python3 testdata/gen_compact.py DENSE COMPACT test_batch.bin [N]
+                                          # ... on the first N (1000) real CIFAR-10 test images
 
 For each case (ResNet-20 with option-A and option-B shortcuts, VGG-16, all at
 reduced width) it
@@ -36,7 +38,9 @@ all equal PyTorch's, and that Go compacts the dense file to exactly the
 committed compacted file.
 
 With two file arguments it only runs steps 4 (on the files given) and prints
-the largest logit difference on random inputs.
+the largest logit difference on random inputs; with a CIFAR-10 binary batch
+file (3073-byte records: label, then 32x32 R, G and B planes) as the third,
+on the first N images of that file, normalised as in training.
 """
 
 import json
@@ -268,6 +272,17 @@ def images(n, seed):
     return torch.from_numpy(np.stack(out).astype(np.float32))
 
 
+def cifar_images(path, n):
+    """The first n images of a CIFAR-10 binary batch file, normalised with the
+    CIFAR-10 constants."""
+    raw = np.fromfile(path, np.uint8)
+    if raw.size % 3073 != 0 or raw.size == 0:
+        raise SystemExit(f"{path}: {raw.size} bytes is not a whole number of 3073-byte CIFAR-10 records")
+    rec = raw.reshape(-1, 3073)[:n, 1:].reshape(-1, 3, 32, 32).astype(np.float32) / 255.0
+    rec = (rec - np.array(MEAN, np.float32)[:, None, None]) / np.array(STD, np.float32)[:, None, None]
+    return torch.from_numpy(rec.astype(np.float32))
+
+
 def logits64(model, x):
     model.eval()
     with torch.no_grad():
@@ -306,8 +321,12 @@ CASES = [
 
 def main():
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
-    if len(sys.argv) == 3:
-        compare(sys.argv[1], sys.argv[2], torch.randn(4, 3, 32, 32))
+    if len(sys.argv) in (3, 4, 5):
+        x = torch.randn(4, 3, 32, 32)
+        if len(sys.argv) >= 4:
+            x = cifar_images(sys.argv[3], int(sys.argv[4]) if len(sys.argv) == 5 else 1000)
+        yd, _ = compare(sys.argv[1], sys.argv[2], x)
+        print(f"{x.shape[0]} images; dense model's predictions: {yd.argmax(1).tolist()[:10]}...")
         print("OK")
         return
     os.makedirs(OUT, exist_ok=True)
