@@ -172,6 +172,45 @@ func TestLinearGradients(t *testing.T) {
 	mustPanic(t, func() { autograd.Linear(autograd.New(2, 5), w, b) }, "autograd.Linear", "[2 5]", "[3 4]")
 }
 
+// TestLinearBiasWorkerIndependent checks the parallel bias passes of
+// Linear at a size where they split into several chunks of rows (forward)
+// and columns (bias gradient): the output and every gradient are the same
+// for 1, 2 and 8 workers, and the bias gradient equals the upstream rows
+// added one after another, as the serial loop adds them.
+func TestLinearBiasWorkerIndependent(t *testing.T) {
+	rng := newRNG(6)
+	const batch, in, out = 37, 5, 1100 // 5 row chunks, 5 column chunks
+	x, w, b := param(rng, batch, in), param(rng, out, in), param(rng, out)
+	up := param(rng, batch, out)
+	run := func(workers int) [][]float32 {
+		defer parallel.SetWorkers(parallel.SetWorkers(workers))
+		x.Grad, w.Grad = nil, nil
+		b.Grad = make([]float32, out)
+		copy(b.Grad, up.Data[:out]) // accumulates into an existing gradient
+		y := autograd.Linear(x, w, b)
+		autograd.Sum(autograd.Mul(y, up)).Backward()
+		return [][]float32{slices.Clone(y.Data), x.Grad, w.Grad, b.Grad}
+	}
+	want := run(1)
+	wantBias := slices.Clone(up.Data[:out])
+	for i := range batch {
+		for j, v := range up.Data[i*out : (i+1)*out] {
+			wantBias[j] += v
+		}
+	}
+	if !slices.Equal(want[3], wantBias) {
+		t.Error("bias gradient differs from the rows added in order")
+	}
+	for _, workers := range []int{2, 8} {
+		got := run(workers)
+		for i, name := range []string{"output", "grad x", "grad w", "grad bias"} {
+			if !slices.Equal(got[i], want[i]) {
+				t.Errorf("%s differs between 1 and %d workers", name, workers)
+			}
+		}
+	}
+}
+
 func TestGradientAccumulatesAndNoGrad(t *testing.T) {
 	w := autograd.FromSlice([]float32{1, 2}, 2).RequireGrad()
 	for i := 0; i < 2; i++ {

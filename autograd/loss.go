@@ -51,13 +51,21 @@ func exp32(x float32) float32 {
 	if x > 89 {
 		x = 89
 	}
-	z := expInvLn * float64(x)
+	// The conversions round every product, so that no compiler fuses
+	// it with an addition: the AVX2 kernel does not either.
+	z := float64(expInvLn * float64(x))
 	kd := z + expShift
 	ki := math.Float64bits(kd)
 	r := z - (kd - expShift)
 	s := math.Float64frombits(expTable[ki%expN] + ki<<(52-expBits))
-	return float32(((expC0*r+expC1)*(r*r) + (expC2*r + 1)) * s)
+	p := float64(float64(float64(expC0*r)+expC1)*float64(r*r)) + (float64(expC2*r) + 1)
+	return float32(p * s)
 }
+
+// expK holds exp32's constants for the AVX2 kernel: expN/ln 2, expShift,
+// expC0, expC1, expC2, 1, the clamp bounds −150 and 89, and the table
+// index mask expN−1 as bits.
+var expK = [9]float64{expInvLn, expShift, expC0, expC1, expC2, 1, -150, 89, math.Float64frombits(expN - 1)}
 
 // rowMax returns the largest element of row (−Inf for an empty row). NaNs
 // are skipped here; they still propagate through the exponentials.
@@ -103,38 +111,48 @@ func logSumExp(row []float32) float64 {
 
 // expShiftSum returns Σ_j exp(row[j] − m) accumulated in float64, and
 // stores the terms in dst unless dst is nil. The exponentials are exp32;
-// four accumulators, summed in a fixed order, keep the additions from
-// waiting on each other.
+// four accumulators, lane l taking the elements j ≡ l (mod 4) of the full
+// blocks of four and lane 0 the rest, summed in a fixed order, keep the
+// additions from waiting on each other. The blocks run on the AVX2 kernel
+// where there is one, with the same results.
 func expShiftSum(dst, row []float32, m float32) float64 {
-	var s0, s1, s2, s3 float64
-	j := 0
+	var s [4]float64
+	n := len(row) &^ 3
 	if dst != nil {
 		dst = dst[:len(row)]
-		for ; j+4 <= len(row); j += 4 {
-			e0, e1, e2, e3 := exp32(row[j]-m), exp32(row[j+1]-m), exp32(row[j+2]-m), exp32(row[j+3]-m)
-			dst[j], dst[j+1], dst[j+2], dst[j+3] = e0, e1, e2, e3
-			s0 += float64(e0)
-			s1 += float64(e1)
-			s2 += float64(e2)
-			s3 += float64(e3)
-		}
-		for ; j < len(row); j++ {
-			e0 := exp32(row[j] - m)
-			dst[j] = e0
-			s0 += float64(e0)
-		}
-	} else {
-		for ; j+4 <= len(row); j += 4 {
-			s0 += float64(exp32(row[j] - m))
-			s1 += float64(exp32(row[j+1] - m))
-			s2 += float64(exp32(row[j+2] - m))
-			s3 += float64(exp32(row[j+3] - m))
-		}
-		for ; j < len(row); j++ {
-			s0 += float64(exp32(row[j] - m))
-		}
 	}
-	return (s0 + s1) + (s2 + s3)
+	if haveExpAVX2 && n > 0 {
+		var d *float32
+		if dst != nil {
+			d = &dst[0]
+		}
+		expBlocksAVX2(d, &row[0], n, m, &s)
+	} else {
+		expBlocksGo(dst, row[:n], m, &s)
+	}
+	for j := n; j < len(row); j++ {
+		e := exp32(row[j] - m)
+		if dst != nil {
+			dst[j] = e
+		}
+		s[0] += float64(e)
+	}
+	return (s[0] + s[1]) + (s[2] + s[3])
+}
+
+// expBlocksGo adds exp32(row[j] − m) to s[j%4] for the elements of row, a
+// multiple of four of them, and stores them in dst unless dst is nil.
+func expBlocksGo(dst, row []float32, m float32, s *[4]float64) {
+	for j := 0; j+4 <= len(row); j += 4 {
+		e0, e1, e2, e3 := exp32(row[j]-m), exp32(row[j+1]-m), exp32(row[j+2]-m), exp32(row[j+3]-m)
+		if dst != nil {
+			dst[j], dst[j+1], dst[j+2], dst[j+3] = e0, e1, e2, e3
+		}
+		s[0] += float64(e0)
+		s[1] += float64(e1)
+		s[2] += float64(e2)
+		s[3] += float64(e3)
+	}
 }
 
 // LogSoftmax returns log softmax over the last dimension of the rank-2

@@ -374,14 +374,22 @@ func lstmSeqBackward(ctx *Context, x, h0, c0, wIH, wHH, bIH, bHH *Tensor, gates,
 // m, each column summed over the rows in order.
 func columnSums(ctx *Context, m []float32, rows, cols int) []float32 {
 	s := ctx.alloc(cols, true)
+	addColumnSums(s, m, rows, cols)
+	return s
+}
+
+// addColumnSums adds the rows of the row-major (rows, cols) matrix m into
+// dst, row by row in order: each element of dst receives the same additions
+// in the same order whatever the number of workers, which split the columns.
+func addColumnSums(dst, m []float32, rows, cols int) {
 	parallel.For(cols, 256, func(lo, hi int) {
+		d := dst[lo:hi]
 		for r := 0; r < rows; r++ {
 			for j, v := range m[r*cols+lo : r*cols+hi] {
-				s[lo+j] += v
+				d[j] += v
 			}
 		}
 	})
-	return s
 }
 
 // sigmoid32 returns 1/(1 + e**−v) in float32 using exp32 (relative error

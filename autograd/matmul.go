@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/proxgen/proxgen/autograd/blas"
+	"github.com/proxgen/proxgen/autograd/parallel"
 )
 
 // matDims returns the rows and columns of op(t) for a rank-2 tensor.
@@ -68,9 +69,11 @@ func Linear(x, w, b *Tensor) *Tensor {
 	c := contextOf("Linear", x, w, b)
 	out := c.empty(batch, nOut)
 	if b != nil {
-		for i := 0; i < batch; i++ {
-			copy(out.Data[i*nOut:(i+1)*nOut], b.Data)
-		}
+		parallel.For(batch, rowGrain(nOut), func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				copy(out.Data[i*nOut:(i+1)*nOut], b.Data)
+			}
+		})
 	}
 	beta := float32(0)
 	if b != nil {
@@ -80,12 +83,7 @@ func Linear(x, w, b *Tensor) *Tensor {
 	return c.record("Linear", out, func(g []float32) {
 		matMulBackward(x, w, false, true, batch, nOut, x.shape[1], g)
 		if b != nil && b.requiresGrad {
-			gb := b.grad()
-			for i := 0; i < batch; i++ {
-				for j, v := range g[i*nOut : (i+1)*nOut] {
-					gb[j] += v
-				}
-			}
+			addColumnSums(b.grad(), g, batch, nOut)
 		}
 	}, x, w, b)
 }

@@ -8,22 +8,36 @@
 // The pool starts lazily with runtime.GOMAXPROCS(0) workers (the caller of
 // For counts as one of them). SetWorkers changes the number of workers used
 // by later calls. Calls may nest: a nested For that finds no idle worker runs
-// its chunks on the calling goroutine, so nesting never deadlocks.
+// its chunks on the calling goroutine, so nesting never deadlocks. An idle
+// worker polls for the next call for a short while (spinFor) before it
+// parks, so calls in quick succession find their helpers awake.
 package parallel
 
 import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
+
+// spinFor is how long an idle worker keeps polling for the next call of
+// For before it parks, and how long the caller of For polls for its helpers
+// to finish before it blocks. Waking a parked goroutine on another core
+// takes tens of microseconds (a futex wake of an idle OS thread, more in a
+// VM): as long as a small GEMM. Loops that call For back to back, such as
+// the time steps of a recurrent network, would otherwise run every call on
+// the caller alone while the helper is still waking up.
+const spinFor = 50 * time.Microsecond
 
 // job is one call of For shared between the caller and helping workers.
 type job struct {
 	n, grain int
 	chunks   int64
-	next     atomic.Int64
+	next     atomic.Int64 // the next chunk to take
+	done     atomic.Int64 // chunks finished
+	seats    atomic.Int64 // helpers that may still join
 	body     func(lo, hi int)
-	wg       sync.WaitGroup
+	fin      chan struct{} // closed when the last chunk has finished
 }
 
 // run takes chunks until none are left.
@@ -36,14 +50,36 @@ func (j *job) run() {
 		lo := int(c) * j.grain
 		hi := min(lo+j.grain, j.n)
 		j.body(lo, hi)
+		if j.done.Add(1) == j.chunks {
+			close(j.fin)
+		}
 	}
+}
+
+// join takes one of j's seats for a helper and reports whether it got one.
+func (j *job) join() bool {
+	for {
+		s := j.seats.Load()
+		if s <= 0 {
+			return false
+		}
+		if j.seats.CompareAndSwap(s, s-1) {
+			return true
+		}
+	}
+}
+
+// open reports whether a helper could still take a chunk of j.
+func (j *job) open() bool {
+	return j.seats.Load() > 0 && j.next.Load() < j.chunks
 }
 
 var (
 	mu       sync.Mutex
 	started  int // worker goroutines started so far
 	limit    atomic.Int64
-	requests = make(chan *job)
+	requests = make(chan *job)   // hands jobs to parked workers
+	offered  atomic.Pointer[job] // the latest job, for polling workers
 )
 
 func init() {
@@ -69,12 +105,7 @@ func ensure(n int) {
 	defer mu.Unlock()
 	for started < n-1 {
 		started++
-		go func() {
-			for j := range requests {
-				j.run()
-				j.wg.Done()
-			}
-		}()
+		go worker()
 	}
 }
 
@@ -110,19 +141,60 @@ func For(n, grain int, body func(lo, hi int)) {
 		return
 	}
 	ensure(w)
-	j := &job{n: n, grain: grain, chunks: int64(chunks), body: body}
-	for i := 0; i < w-1; i++ {
-		j.wg.Add(1)
+	j := &job{n: n, grain: grain, chunks: int64(chunks), body: body, fin: make(chan struct{})}
+	j.seats.Store(int64(w - 1))
+	offered.Store(j)
+	// Hand seats to parked workers while there are any; polling workers
+	// take the seats left over.
+	for j.join() {
 		select {
 		case requests <- j:
+			continue
 		default:
-			// Every worker is busy (for example in an enclosing For):
-			// the caller does the work itself.
-			j.wg.Done()
+			// No worker is parked: the others are polling or busy
+			// (for example in an enclosing For).
+			j.seats.Add(1)
 		}
+		break
 	}
 	j.run()
-	j.wg.Wait()
+	offered.CompareAndSwap(j, nil)
+	// Wait for chunks that helpers took: poll first, then block.
+	for start, i := time.Now(), 0; j.done.Load() < j.chunks; i++ {
+		if i%64 == 63 && time.Since(start) > spinFor {
+			<-j.fin
+			break
+		}
+	}
+}
+
+// worker is the loop of a pool goroutine: it polls for an offered job for
+// spinFor after each job it ran, then parks until For hands it one.
+func worker() {
+	for {
+		j := poll()
+		if j == nil {
+			j = <-requests
+		}
+		j.run()
+	}
+}
+
+// poll returns the offered job once it has a free seat and chunks left,
+// having taken a seat, or nil after spinFor without one.
+func poll() *job {
+	start := time.Now()
+	for i := 0; ; i++ {
+		if j := offered.Load(); j != nil && j.open() && j.join() {
+			return j
+		}
+		if i%64 == 63 {
+			if time.Since(start) > spinFor {
+				return nil
+			}
+			runtime.Gosched()
+		}
+	}
 }
 
 // Grain returns a grain size that splits n items into about 4 chunks per

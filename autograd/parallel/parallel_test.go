@@ -1,7 +1,9 @@
 package parallel
 
 import (
+	"fmt"
 	"math"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -67,5 +69,82 @@ func TestNestedForDoesNotDeadlock(t *testing.T) {
 	})
 	if total.Load() != 1600 {
 		t.Fatalf("nested total %d, want 1600", total.Load())
+	}
+}
+
+// TestForRespectsWorkerLimit starts more pool goroutines than a later
+// limit allows and checks that back-to-back calls, which polling workers
+// join without being handed the job, never run more bodies at once than
+// the limit, and still cover every index once.
+func TestForRespectsWorkerLimit(t *testing.T) {
+	old := SetWorkers(6)
+	defer SetWorkers(old)
+	For(6, 1, func(lo, hi int) {}) // starts 5 pool goroutines
+	for _, limit := range []int{1, 2, 3} {
+		SetWorkers(limit)
+		var active, peak atomic.Int32
+		var sink atomic.Uint64
+		for range 30 {
+			hits := make([]atomic.Int32, 64)
+			For(len(hits), 1, func(lo, hi int) {
+				a := active.Add(1)
+				for p := peak.Load(); a > p && !peak.CompareAndSwap(p, a); p = peak.Load() {
+				}
+				for i := lo; i < hi; i++ {
+					hits[i].Add(1)
+				}
+				s := 0.0
+				for i := range 20000 { // long enough for helpers to join
+					s += math.Sqrt(float64(i))
+				}
+				sink.Store(math.Float64bits(s))
+				active.Add(-1)
+			})
+			for i := range hits {
+				if n := hits[i].Load(); n != 1 {
+					t.Fatalf("limit %d: index %d visited %d times", limit, i, n)
+				}
+			}
+		}
+		if p := peak.Load(); p > int32(limit) {
+			t.Errorf("limit %d: %d bodies ran at once", limit, p)
+		}
+	}
+}
+
+// TestForFromSeveralGoroutines runs independent For calls from several
+// goroutines at once, as concurrent models do: the offered job changes
+// under the polling workers, and every call must still cover its range
+// once and return only after all of its chunks have finished.
+func TestForFromSeveralGoroutines(t *testing.T) {
+	old := SetWorkers(4)
+	defer SetWorkers(old)
+	var wg sync.WaitGroup
+	errs := make(chan string, 4)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range 300 {
+				n := 37 + 13*g + it%50
+				hits := make([]atomic.Int32, n)
+				For(n, 3, func(lo, hi int) {
+					for i := lo; i < hi; i++ {
+						hits[i].Add(1)
+					}
+				})
+				for i := range hits {
+					if hits[i].Load() != 1 {
+						errs <- fmt.Sprintf("goroutine %d call %d: index %d visited %d times", g, it, i, hits[i].Load())
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
