@@ -31,6 +31,7 @@ func modelMetadata(c *config) map[string]string {
 		Model:      c.Model,
 		Width:      c.Width,
 		Shortcut:   c.Shortcut,
+		Widths:     c.Widths,
 		NumClasses: cifar10.NumClasses,
 		Mean:       cifar10.DefaultMean,
 		Std:        cifar10.DefaultStd,
@@ -173,13 +174,45 @@ func loadWeights(path string, m nn.Module) (map[string]string, error) {
 }
 
 // weightsModel returns the network settings stored in a weights file's
-// metadata for the flags not given explicitly (used by -eval-only).
+// metadata for the flags not given explicitly (used by -eval-only and
+// -compact).
 func weightsModel(c *config, path string) error {
 	file, err := safetensors.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("-weights: %w", err)
 	}
-	meta := file.Metadata
+	return applyWeightsMeta(c, path, file.Metadata)
+}
+
+// compactedWeights prepares a new training run from a compacted -weights
+// file (written by -compact, with the per-layer widths in its metadata):
+// the run takes the network (the flags -width and -shortcut not given,
+// -model and the widths) from the file's metadata, and its default -out
+// names that model; an explicit -model is a usage error. Any other
+// weights file leaves c as it is.
+func compactedWeights(c *config) error {
+	file, err := safetensors.ReadFile(c.Weights)
+	if err != nil {
+		return fmt.Errorf("-weights: %w", err)
+	}
+	if _, ok := file.Metadata[infer.KeyWidths]; !ok {
+		return nil
+	}
+	if c.explicit["model"] {
+		return usageError{fmt.Errorf("-weights %s holds a compacted network (per-layer widths in its metadata), which -model %s does not build; leave out -model to train it", c.Weights, c.Model)}
+	}
+	if err := applyWeightsMeta(c, c.Weights, file.Metadata); err != nil {
+		return err
+	}
+	if !c.explicit["out"] {
+		c.Out = ""
+	}
+	return c.resolve()
+}
+
+// applyWeightsMeta sets the network settings of c not given explicitly
+// from the metadata meta of the weights file path.
+func applyWeightsMeta(c *config, path string, meta map[string]string) error {
 	fs := newFlagSet(c, io.Discard)
 	for _, k := range []string{"model", "width", "shortcut"} {
 		if v, ok := meta[k]; ok && !c.explicit[k] {
@@ -194,7 +227,7 @@ func weightsModel(c *config, path string) error {
 		if err != nil {
 			return fmt.Errorf("-weights %s: %v", path, err)
 		}
-		c.widths = s.Widths
+		c.Widths = s.Widths
 	}
 	return nil
 }

@@ -27,6 +27,11 @@ type config struct {
 	Width    float64 `json:"width"`
 	Shortcut string  `json:"shortcut"`
 	Weights  string  `json:"weights"`
+	// Widths are the per-layer channel counts of a compacted network
+	// (read from the widths metadata of a -weights file written by
+	// -compact); nil: the widths of Model and Width. Stored so that
+	// -resume rebuilds the same network without reading -weights.
+	Widths *models.Widths `json:"widths,omitempty"`
 
 	// PruneFilters and PruneFLOPs select one-shot magnitude filter
 	// pruning of the -weights before training (prune.Options Fraction
@@ -71,9 +76,6 @@ type config struct {
 
 	// explicit records the flags given on the command line.
 	explicit map[string]bool
-	// widths are the per-layer widths of a compacted -weights file
-	// (-eval-only).
-	widths *models.Widths
 	// resumed is the checkpoint read for -resume.
 	resumed *train.Checkpoint
 }
@@ -134,7 +136,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.Model, "model", c.Model, "network: "+strings.Join(models.Names, ", ")+" or any resnet<6n+2>")
 	fs.Float64Var(&c.Width, "width", c.Width, "channel-width multiplier (1 = the reference network)")
 	fs.StringVar(&c.Shortcut, "shortcut", c.Shortcut, "shortcut of resnet20..56: A (zero padding, akamaster default) or B (1x1 conv + BN)")
-	fs.StringVar(&c.Weights, "weights", c.Weights, "model or training-state safetensors file: the weights to evaluate (-eval-only) or to start training from")
+	fs.StringVar(&c.Weights, "weights", c.Weights, "model or training-state safetensors file: the weights to evaluate (-eval-only) or to start training from (a compacted file from -compact: without -model, its network)")
 
 	fs.Float64Var(&c.PruneFilters, "prune-filters", c.PruneFilters, "before training, zero this fraction of the output filters (smallest ℓ2 norm) in every layer, with their batch-norm γ and β, and keep them zero (magnitude-pruning baseline; fine-tunes -weights)")
 	fs.Float64Var(&c.PruneFLOPs, "prune-flops", c.PruneFLOPs, "like -prune-filters, with the fraction (the same in every layer) that leaves at most this fraction of the dense network's FLOPs")

@@ -551,3 +551,96 @@ func TestEvalPieces(t *testing.T) {
 			pieces.Images, pieces.TestAcc, pieces.TestLoss, whole.Images, whole.TestAcc, whole.TestLoss)
 	}
 }
+
+// TestFineTuneCompacted trains from a compacted model file: without -model
+// the run builds the compacted network from the file's widths (its
+// parameters, and the totals of the remaining-network count, are the
+// compacted network's), stores the widths in its configuration and its
+// model file, and a run interrupted inside its epoch resumes, with the
+// weights file gone, to the same result. Magnitude pruning of the
+// compacted network works too.
+func TestFineTuneCompacted(t *testing.T) {
+	data := writeFixture(t, 4, 10) // 20 training images: 2 batches of 8
+	base := t.TempDir()
+	run1 := filepath.Join(base, "pruned")
+	if code, _, stderr := runCmd(context.Background(), tinyArgs(data, run1, "-optimizer", "adam", "-epochs", "1", "-prune-filters", "0.5", "-prune-residual")...); code != 0 {
+		t.Fatalf("pruned run: exit %d\n%s", code, stderr)
+	}
+	small := filepath.Join(base, "small.safetensors")
+	code, stdout, stderr := runCmd(context.Background(), "-weights", filepath.Join(run1, checkpoint.ModelFileName), "-compact", small, "-json")
+	if code != 0 {
+		t.Fatalf("-compact: exit %d\n%s", code, stderr)
+	}
+	var cr struct {
+		Remaining struct{ Params, Channels int }
+	}
+	if err := json.Unmarshal([]byte(stdout), &cr); err != nil {
+		t.Fatalf("-compact output %s: %v", stdout, err)
+	}
+	// No -model or -width: the network comes from the file.
+	args := func(weights, out string, more ...string) []string {
+		return append([]string{"-data", data, "-out", out, "-no-download", "-weights", weights, "-optimizer", "adam",
+			"-batch", "8", "-eval-batch", "5", "-threads", "2", "-progress", "none", "-seed", "7", "-epochs", "1"}, more...)
+	}
+	full := filepath.Join(base, "full")
+	if code, _, stderr := runCmd(context.Background(), args(small, full)...); code != 0 {
+		t.Fatalf("fine-tuning: exit %d\n%s", code, stderr)
+	}
+	recs := readMetrics(t, full)
+	if len(recs) != 1 || recs[0].Step != 2 {
+		t.Fatalf("metrics %+v", recs)
+	}
+	if r := recs[0].Remaining; r == nil || r.ParamsTotal != cr.Remaining.Params || r.ChannelsTotal != cr.Remaining.Channels {
+		t.Fatalf("remaining network %+v; the compacted one has %d parameters, %d channels", r, cr.Remaining.Params, cr.Remaining.Channels)
+	}
+	var s summary
+	b, err := os.ReadFile(filepath.Join(full, summaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &s); err != nil || s.Params != cr.Remaining.Params || s.Config.Widths == nil || s.Model != "resnet20" || s.Config.Width != 0.25 {
+		t.Fatalf("summary (%v): %d parameters (the compacted network has %d)\n%s", err, s.Params, cr.Remaining.Params, b)
+	}
+	// The run's model file is a compacted model file again.
+	code, stdout, stderr = runCmd(context.Background(), "-data", data, "-no-download", "-eval-only", "-weights", filepath.Join(full, checkpoint.ModelFileName),
+		"-json", "-threads", "2", "-progress", "none")
+	var ev evalResult
+	if code != 0 || json.Unmarshal([]byte(stdout), &ev) != nil || ev.Params != cr.Remaining.Params || ev.TestAcc != recs[0].TestAcc {
+		t.Fatalf("-eval-only of the fine-tuned model: exit %d, %+v\n%s", code, ev, stderr)
+	}
+
+	// Interrupted after the first batch, then resumed from the stored
+	// configuration alone: the weights file is no longer there.
+	moved := filepath.Join(base, "moved.safetensors")
+	if err := os.Link(small, moved); err != nil {
+		t.Fatal(err)
+	}
+	part := filepath.Join(base, "part")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if code, _, stderr := runCmd(ctx, args(moved, part)...); code != exitInterrupted {
+		t.Fatalf("interrupted run: exit %d\n%s", code, stderr)
+	}
+	if err := os.Remove(moved); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCmd(context.Background(), "-out", part, "-resume", "-data", data, "-progress", "none", "-threads", "1"); code != 0 {
+		t.Fatalf("resume: exit %d\n%s", code, stderr)
+	}
+	sameHistory(t, recs, readMetrics(t, part))
+	sameTensors(t, filepath.Join(full, checkpoint.ModelFileName), filepath.Join(part, checkpoint.ModelFileName))
+
+	// -model would build another network than the file's.
+	if code, _, stderr := runCmd(context.Background(), args(small, filepath.Join(base, "model"), "-model", "resnet20")...); code != exitUsage || !strings.Contains(stderr, "compacted") {
+		t.Errorf("-model with a compacted file: exit %d, want %d\n%s", code, exitUsage, stderr)
+	}
+
+	// Pruning the compacted network: counted against its own totals.
+	pruned := filepath.Join(base, "pruned-again")
+	if code, _, stderr := runCmd(context.Background(), args(small, pruned, "-prune-filters", "0.5")...); code != 0 {
+		t.Fatalf("pruning the compacted network: exit %d\n%s", code, stderr)
+	}
+	if r := readMetrics(t, pruned)[0].Remaining; r == nil || r.ParamsTotal != cr.Remaining.Params || r.Params >= r.ParamsTotal {
+		t.Fatalf("pruned compacted network: %+v", r)
+	}
+}

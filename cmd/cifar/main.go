@@ -87,6 +87,12 @@ func main() {
 // errInterrupted reports that an evaluation stopped on a signal.
 var errInterrupted = errors.New("interrupted")
 
+// usageError is an error of the flags found after parsing (exit status
+// exitUsage).
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
 // Exit statuses of run.
 const (
 	exitOK          = 0
@@ -147,6 +153,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	case errors.Is(err, errInterrupted), errors.Is(err, train.ErrInterrupted):
 		return exitInterrupted
+	case errors.As(err, new(usageError)):
+		fmt.Fprintf(stderr, "cifar: %v\n", err)
+		return exitUsage
 	default:
 		fmt.Fprintf(stderr, "cifar: %v\n", err)
 		return exitError
@@ -207,14 +216,19 @@ func newModel(c *config) (nn.Module, error) {
 	if c.Shortcut == "B" {
 		opts = append(opts, models.WithShortcut(models.ShortcutB))
 	}
-	if c.widths != nil {
-		opts = append(opts, models.WithWidths(c.widths))
+	if c.Widths != nil {
+		opts = append(opts, models.WithWidths(c.Widths))
 	}
 	return models.New(c.Model, cifar10.NumClasses, rand.New(rand.NewPCG(c.Seed, 0x6d6f64656c)), opts...)
 }
 
 // trainRun runs (or resumes) the training described by c.
 func trainRun(ctx context.Context, c *config, stdout, stderr io.Writer) error {
+	if !c.Resume && c.Weights != "" {
+		if err := compactedWeights(c); err != nil {
+			return err
+		}
+	}
 	if !c.Resume {
 		if _, err := os.Lstat(filepath.Join(c.Out, train.CheckpointName)); err == nil {
 			return fmt.Errorf("%s already holds a run (%s); continue it with -resume or choose another -out", c.Out, train.CheckpointName)
