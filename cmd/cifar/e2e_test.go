@@ -601,12 +601,14 @@ func TestFineTuneCompacted(t *testing.T) {
 	if err := json.Unmarshal(b, &s); err != nil || s.Params != cr.Remaining.Params || s.Config.Widths == nil || s.Model != "resnet20" || s.Config.Width != 0.25 {
 		t.Fatalf("summary (%v): %d parameters (the compacted network has %d)\n%s", err, s.Params, cr.Remaining.Params, b)
 	}
-	// The run's model file is a compacted model file again.
-	code, stdout, stderr = runCmd(context.Background(), "-data", data, "-no-download", "-eval-only", "-weights", filepath.Join(full, checkpoint.ModelFileName),
-		"-json", "-threads", "2", "-progress", "none")
-	var ev evalResult
-	if code != 0 || json.Unmarshal([]byte(stdout), &ev) != nil || ev.Params != cr.Remaining.Params || ev.TestAcc != recs[0].TestAcc {
-		t.Fatalf("-eval-only of the fine-tuned model: exit %d, %+v\n%s", code, ev, stderr)
+	// The run's model and state files describe the compacted network.
+	for _, f := range []string{checkpoint.ModelFileName, checkpoint.TrainStateFileName} {
+		code, stdout, stderr = runCmd(context.Background(), "-data", data, "-no-download", "-eval-only", "-weights", filepath.Join(full, f),
+			"-json", "-threads", "2", "-progress", "none")
+		var ev evalResult
+		if code != 0 || json.Unmarshal([]byte(stdout), &ev) != nil || ev.Params != cr.Remaining.Params || ev.TestAcc != recs[0].TestAcc {
+			t.Fatalf("-eval-only of the fine-tuned %s: exit %d, %+v\n%s", f, code, ev, stderr)
+		}
 	}
 
 	// Interrupted after the first batch, then resumed from the stored
