@@ -29,8 +29,7 @@ func groupSums(z, eta []float32) (z2, ze, ze2, emin, emax float64) {
 		tailBlock(zt[:], et[:], z, eta, n8)
 		groupSumsGo(zt[:], et[:], &acc, &mm)
 	}
-	lanes := func(a []float64) float64 { return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])) }
-	return lanes(acc[0:8]), lanes(acc[8:16]), lanes(acc[16:24]), float64(mm[0]), float64(mm[1])
+	return lanes8(acc[0:8]), lanes8(acc[8:16]), lanes8(acc[16:24]), float64(mm[0]), float64(mm[1])
 }
 
 // tailBlock fills the block zt, et with the elements of z and eta from n0
@@ -87,8 +86,14 @@ func newtonSums(z, eta []float32, rho, lam float64) (v, s float64) {
 		copy(et[:], eta[n8:])
 		newtonSumsGo(zt[:], et[:], rho, lam, &acc)
 	}
-	lanes := func(a []float64) float64 { return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])) }
-	return lanes(acc[0:8]), lanes(acc[8:16])
+	return lanes8(acc[0:8]), lanes8(acc[8:16])
+}
+
+// lanes8 adds up the eight lane sums a[0:8] of groupSums and newtonSums
+// in a fixed pairwise order.
+func lanes8(a []float64) float64 {
+	a = a[:8]
+	return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))
 }
 
 // newtonSumsGo adds u_i² to acc[i mod 8] and u_i²/(ρ + λη_i) to
