@@ -54,7 +54,8 @@ func (w *groupWork) prox(x, eta []float32, off int, lambda float32, clipAt float
 		panic("optim: η offset for groups that are not contiguous")
 	}
 	s := l.size
-	if len(comps) > 0 {
+	if len(comps) > 0 || !l.contiguous() {
+		// Gathered groups: strided, or grown by the companions.
 		k := len(comps)
 		zb, eb := w.buf[:s+k], w.buf[s+k:2*(s+k)]
 		for g := w.g0; g < w.g1; g++ {
@@ -83,22 +84,11 @@ func (w *groupWork) prox(x, eta []float32, off int, lambda float32, clipAt float
 		return
 	}
 	for g := w.g0; g < w.g1; g++ {
-		if l.contiguous() {
-			xg := x[g*s : (g+1)*s]
-			w.reg.Prox(xg, xg, eta[g*s-off:(g+1)*s-off], lambda)
-			if clipAt > 0 {
-				clip(xg, float32(clipAt))
-			}
-			continue
-		}
-		xg, eg := w.buf[:s], w.buf[s:]
-		l.gather(xg, x, g)
-		l.gather(eg, eta, g)
-		w.reg.Prox(xg, xg, eg, lambda)
+		xg := x[g*s : (g+1)*s]
+		w.reg.Prox(xg, xg, eta[g*s-off:(g+1)*s-off], lambda)
 		if clipAt > 0 {
 			clip(xg, float32(clipAt))
 		}
-		l.scatter(x, xg, g)
 	}
 }
 
@@ -108,7 +98,8 @@ func (w *groupWork) prox(x, eta []float32, off int, lambda float32, clipAt float
 func (w *groupWork) subgradient(out, theta []float32, lambda, eps float32, comps []member) {
 	sd := w.reg.(Subdifferentiable)
 	l := w.layout
-	if len(comps) > 0 {
+	if len(comps) > 0 || !l.contiguous() {
+		// Gathered groups: strided, or grown by the companions.
 		s, k := l.size, len(comps)
 		tb, ob := w.buf[:s+k], w.buf[s+k:2*(s+k)]
 		for g := w.g0; g < w.g1; g++ {
@@ -126,16 +117,8 @@ func (w *groupWork) subgradient(out, theta []float32, lambda, eps float32, comps
 		return
 	}
 	for g := w.g0; g < w.g1; g++ {
-		if l.contiguous() {
-			og := out[g*l.size : (g+1)*l.size]
-			clear(og)
-			sd.AddSubgradient(og, theta[g*l.size:(g+1)*l.size], lambda, eps)
-			continue
-		}
-		tg, og := w.buf[:l.size], w.buf[l.size:]
-		l.gather(tg, theta, g)
+		og := out[g*l.size : (g+1)*l.size]
 		clear(og)
-		sd.AddSubgradient(og, tg, lambda, eps)
-		l.scatter(out, og, g)
+		sd.AddSubgradient(og, theta[g*l.size:(g+1)*l.size], lambda, eps)
 	}
 }
