@@ -221,7 +221,7 @@ func scaleRhoGo(dst, z, eta []float32, rho, lam float64) {
 
 // accumSums32 adds z_i² to a2[i] and z_i²·eta_i to ae[i] in float32 and
 // lowers lo[i] / raises hi[i] to eta_i, element by element: the per-position
-// sums of proxStrided, one row of groups at a time.
+// sums of stridedPass.run, one row of groups at a time.
 func accumSums32(z, eta, a2, ae, lo, hi []float32) {
 	n := len(z)
 	eta, a2, ae, lo, hi = eta[:n], a2[:n], ae[:n], lo[:n], hi[:n]

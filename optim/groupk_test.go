@@ -133,7 +133,7 @@ func TestGroupSums(t *testing.T) {
 }
 
 // TestStridedStepMatchesGo checks that ProxGen-Adam steps with
-// input-channel groups (proxStrided: the Adam kernel, the per-position
+// input-channel groups (stridedPass.run: the Adam kernel, the per-position
 // sums and the scaling of rows of groups) give the same bits with the AVX2
 // kernels as with the Go loops.
 func TestStridedStepMatchesGo(t *testing.T) {

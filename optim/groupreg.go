@@ -184,7 +184,7 @@ func gatherCoupled(buf, theta []float32, companions [][]float32, l groupLayout, 
 }
 
 // Decisions of the group maps from float32 sums of a group (groupSums32,
-// or the strided accumulation of groupWork.proxStrided).
+// or the strided accumulation of stridedPass.run).
 const (
 	decideUndecided = iota // near a threshold: the full map decides
 	decideKeep             // x = z

@@ -503,11 +503,11 @@ func BenchmarkGroupProx(b *testing.B) {
 
 // hiddenDecider hides the sums32Decider of a group map, so that the
 // optimizers gather its groups one by one instead of mapping them with
-// proxStrided.
+// stridedPass.run.
 type hiddenDecider struct{ GroupRegularizer }
 
 // TestProxStridedMatchesGather checks the memory-order group prox of
-// input-channel groups (proxStrided) against gathering each group and
+// input-channel groups (stridedPass.run) against gathering each group and
 // mapping it with Prox, over several ProxGen-Adam steps and λ from the
 // first-order regime to one where many groups are zeroed or decided by the
 // full map: the same groups are zero, the rest agree to the rounding of
