@@ -144,8 +144,14 @@ func groupSums32(z, eta []float32) (z2, ze, emin, emax, tol float64, ok bool) {
 	// each product rounds once more: relative error below
 	// (len(z)/16 + 3)·2⁻²⁴ with room to spare.
 	tol = float64(len(z)/16+4) * 0x1p-23
-	ok = z2 >= 1e-25 && z2 <= 1e30 && ze >= 1e-25 && ze <= 1e30
-	return z2, ze, float64(mm[0]), float64(mm[1]), tol, ok
+	return z2, ze, float64(mm[0]), float64(mm[1]), tol, sums32InRange(z2, ze)
+}
+
+// sums32InRange reports whether float32 sums z2 and ze lie in
+// [1e-25, 1e30], where their error bound holds: outside it float32
+// rounding, underflow or overflow could spoil them.
+func sums32InRange(z2, ze float64) bool {
+	return z2 >= 1e-25 && z2 <= 1e30 && ze >= 1e-25 && ze <= 1e30
 }
 
 // groupSums32Go adds z_i² to acc[i mod 16] and z_i²·eta_i to

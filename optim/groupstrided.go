@@ -130,7 +130,7 @@ func (p *stridedPass) run(x, eta []float32, lambda float32, clipAt float64, step
 			emin, emax = min(emin, p.prange[2*k*b+c]), max(emax, p.prange[2*k*b+k+c])
 		}
 		a, f := decideUndecided, float32(0)
-		if z2 >= 1e-25 && z2 <= 1e30 && ze >= 1e-25 && ze <= 1e30 {
+		if sums32InRange(z2, ze) {
 			a, f = p.dec.decide32(z2, ze, float64(emin), float64(emax), tol, lambda)
 		}
 		p.act[c], p.fac[c] = int8(a), f
