@@ -74,6 +74,14 @@ func (c *Context) alloc(n int, zero bool) []float32 {
 	return make([]float32, n)
 }
 
+// release hands b, which no tensor refers to any more, back to c's arena
+// if it came from there.
+func (c *Context) release(b []float32) {
+	if c != nil && c.Arena != nil {
+		c.Arena.release(b)
+	}
+}
+
 // empty returns a tensor bound to c whose elements the caller overwrites
 // completely; its contents are unspecified when c has an arena.
 func (c *Context) empty(shape ...int) *Tensor {

@@ -299,7 +299,6 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 // gradient Σ dY_i·colT_i over the images i in [lo, hi) with its columns in
 // (ki, kj, ci) order.
 func weightGradGroup(serial bool, g *convGeom, cout int, x, gy []float32, lo, hi int) []float32 {
-	gemm := gemmOf(serial)
 	k, p, hw, cnt := g.rows, g.cols, g.h*g.w, hi-lo
 	xSize, ySize := g.c*hw, cout*p
 	kk := cnt * p // GEMM depth: the output positions of all images
@@ -333,13 +332,10 @@ func weightGradGroup(serial bool, g *convGeom, cout int, x, gy []float32, lo, hi
 		im2colT(g, xT, block)
 	}
 	part := partialScratch.get(cout * k)
-	switch {
-	case pa == nil:
-		gemm(false, false, cout, k, kk, 1, gy[lo*ySize:hi*ySize], kk, colT, k, 0, part, k)
-	case serial:
-		pa.SgemmSerial(false, k, 1, colT, k, 0, part, k)
-	default:
-		pa.Sgemm(false, k, 1, colT, k, 0, part, k)
+	if pa == nil {
+		gemmOf(serial)(false, false, cout, k, kk, 1, gy[lo*ySize:hi*ySize], kk, colT, k, 0, part, k)
+	} else {
+		packedProduct(serial, pa, k, colT, part)
 	}
 	return part
 }
@@ -485,6 +481,16 @@ func gemmOf(serial bool) gemmFunc {
 		return blas.SgemmSerial
 	}
 	return blas.Sgemm
+}
+
+// packedProduct sets c to pa·b, where b and c have n columns and row
+// stride n, on the calling goroutine if serial, else on the worker pool.
+func packedProduct(serial bool, pa *blas.PackedA, n int, b, c []float32) {
+	if serial {
+		pa.SgemmSerial(false, n, 1, b, n, 0, c, n)
+		return
+	}
+	pa.Sgemm(false, n, 1, b, n, 0, c, n)
 }
 
 // fill sets every element of s to v.

@@ -81,9 +81,7 @@ func (t *Tensor) BackwardWith(seed []float32) {
 		u.node = nil
 		u.requiresGrad = false
 		if u != t {
-			if u.ctx != nil && u.ctx.Arena != nil {
-				u.ctx.Arena.release(u.Grad)
-			}
+			u.ctx.release(u.Grad)
 			u.Grad = nil
 		}
 	}

@@ -333,12 +333,7 @@ func winoGroup(serial bool, g *convGeom, m int, u *[16]*blas.PackedA, src []floa
 	}
 
 	for xi, pa := range u {
-		vx, px := v[xi*k*p:(xi+1)*k*p], prod[xi*m*p:(xi+1)*m*p]
-		if serial {
-			pa.SgemmSerial(false, p, 1, vx, p, 0, px, p)
-		} else {
-			pa.Sgemm(false, p, 1, vx, p, 0, px, p)
-		}
+		packedProduct(serial, pa, p, v[xi*k*p:(xi+1)*k*p], prod[xi*m*p:(xi+1)*m*p])
 	}
 
 	// Output transform: half[x·4+s] = Σ_r Aᵀ[x][r]·M[r·4+s][o], then

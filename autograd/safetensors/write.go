@@ -130,7 +130,13 @@ func Write(w io.Writer, f *File) error {
 		return err
 	}
 	names := f.order()
-	if _, err := w.Write(f.header(names)); err != nil {
+	return f.write(w, names, f.header(names))
+}
+
+// write writes the validated f, whose header for the tensor order names
+// is header, to w.
+func (f *File) write(w io.Writer, names []string, header []byte) error {
+	if _, err := w.Write(header); err != nil {
 		return fmt.Errorf("safetensors: writing header: %w", err)
 	}
 	for _, name := range names {
@@ -147,12 +153,14 @@ func Marshal(f *File) ([]byte, error) {
 	if err := f.validate(); err != nil {
 		return nil, err
 	}
-	size := len(f.header(f.order()))
+	names := f.order()
+	header := f.header(names)
+	size := len(header)
 	for _, t := range f.Tensors {
 		size += len(t.Data)
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, size))
-	if err := Write(buf, f); err != nil {
+	if err := f.write(buf, names, header); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
