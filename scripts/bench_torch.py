@@ -37,6 +37,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torch.nn.init as init
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peers import loaded_blas  # noqa: E402
+
 # ---------------------------------------------------------------------------
 # kuangliu/pytorch-cifar: VGG
 
@@ -279,13 +282,7 @@ def blas_library():
     """The BLAS shared library this process has loaded (after a matmul)."""
     a = torch.ones(64, 64)
     a @ a
-    try:
-        with open("/proc/self/maps") as f:
-            libs = {line.split()[-1] for line in f if "/" in line}
-    except OSError:
-        return "unknown"
-    hits = sorted(p for p in libs if "blas" in os.path.basename(p).lower())
-    return ",".join(os.path.realpath(p) for p in hits) or "none (statically linked or unknown)"
+    return loaded_blas(",")
 
 
 def cpu_capability():

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # The CIFAR-10 experiment suite of docs/cifar-experiments.md, scaled down to
-# fit a 2-core machine: the paper's sparse-training comparison (Figs. 1-2)
-# and its binary ResNet-20 table (Table 3).
+# fit a 2-core machine: the paper's sparse-training comparison (Figs. 1-2),
+# its binary ResNet-20 table (Table 3) and the structured-sparsity comparison
+# of docs/cifar-group.md (group ℓ0 and group lasso over filters, the
+# subgradient method and magnitude filter pruning with fine-tuning;
+# compaction and inference latency).
 #
 # Every run is an ordinary `cmd/cifar` run; each writes its own folder under
 # $RUNS (metrics.jsonl, summary.json, curves.svg, checkpoints). A run whose
 # summary.json exists is skipped, so an interrupted suite continues where it
 # stopped (and an interrupted run is resumed with -resume). At the end the
-# script prints the two result tables in Markdown (scripts/cifar_tables.py).
-#
-# and the structured-sparsity comparison of docs/cifar-group.md (group ℓ0
-# and group lasso over filters, the subgradient method and magnitude filter
-# pruning with fine-tuning; compaction and inference latency).
+# script prints the result tables in Markdown (scripts/cifar_tables.py and
+# scripts/group_tables.py).
 #
 # Usage: scripts/cifar_suite.sh [sparse|binary|group|tables]...   (default: all)
 # Environment:

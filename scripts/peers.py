@@ -10,12 +10,16 @@ import subprocess
 import sys
 
 
-def loaded_blas():
-    """The BLAS libraries this process has mapped, resolved."""
-    with open("/proc/self/maps") as f:
-        libs = {line.split()[-1] for line in f if "/" in line}
+def loaded_blas(sep=", "):
+    """The BLAS libraries this process has mapped, resolved, joined with sep
+    (bench_torch.py's JSON uses it too)."""
+    try:
+        with open("/proc/self/maps") as f:
+            libs = {line.split()[-1] for line in f if "/" in line}
+    except OSError:
+        return "unknown"
     hits = sorted({os.path.realpath(p) for p in libs if "blas" in os.path.basename(p).lower()})
-    return ", ".join(hits) or "none found (statically linked?)"
+    return sep.join(hits) or "none found (statically linked?)"
 
 
 def main():

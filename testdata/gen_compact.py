@@ -58,7 +58,7 @@ ROOT = os.path.dirname(HERE)
 OUT = os.path.join(HERE, "compact")
 sys.path.insert(0, HERE)
 from fixturelib import save  # noqa: E402
-from check_go_checkpoint import MEAN, STD, build, load_strict, model_tensors  # noqa: E402
+from check_go_checkpoint import MEAN, STD, VGG, AkaBlock, build, load_strict, model_tensors  # noqa: E402
 
 
 # ------------------------------------------------------ reduced architectures
@@ -80,11 +80,11 @@ class PadMap(nn.Module):
         return y
 
 
-class Block(nn.Module):
-    """BasicBlock with its own inner and output widths."""
+class Block(AkaBlock):
+    """BasicBlock with its own inner and output widths; AkaBlock's forward."""
 
     def __init__(self, in_planes, inner, planes, stride, option, pad):
-        super().__init__()
+        nn.Module.__init__(self)  # AkaBlock's layers have one width
         self.conv1 = nn.Conv2d(in_planes, inner, 3, stride=stride, padding=1, bias=False)
         self.bn1 = nn.BatchNorm2d(inner)
         self.conv2 = nn.Conv2d(inner, planes, 3, stride=1, padding=1, bias=False)
@@ -98,11 +98,6 @@ class Block(nn.Module):
             else:
                 self.shortcut = nn.Sequential(nn.Conv2d(in_planes, planes, 1, stride=stride, bias=False),
                                               nn.BatchNorm2d(planes))
-
-    def forward(self, x):
-        out = F.relu(self.bn1(self.conv1(x)))
-        out = self.bn2(self.conv2(out))
-        return F.relu(out + self.shortcut(x))
 
 
 class CompactResNet(nn.Module):
@@ -134,11 +129,12 @@ class CompactResNet(nn.Module):
         return self.linear(out.view(out.size(0), -1))
 
 
-class CompactVGG(nn.Module):
-    """kuangliu VGG with the per-layer widths of models.Widths.features."""
+class CompactVGG(VGG):
+    """kuangliu VGG with the per-layer widths of models.Widths.features; VGG's
+    forward."""
 
     def __init__(self, features, num_classes):
-        super().__init__()
+        nn.Module.__init__(self)  # VGG's layers come from VGG16 and one width
         layers, c_in = [], 3
         for c in features:
             if c == 0:
@@ -149,10 +145,6 @@ class CompactVGG(nn.Module):
         layers += [nn.AvgPool2d(kernel_size=1, stride=1)]
         self.features = nn.Sequential(*layers)
         self.classifier = nn.Linear(c_in, num_classes)
-
-    def forward(self, x):
-        out = self.features(x)
-        return self.classifier(out.view(out.size(0), -1))
 
 
 def build_compact(meta):

@@ -136,11 +136,11 @@ func runInfer(args []string, stdout, stderr io.Writer) error {
 	defer setThreads(c.threads)()
 	rng := rand.New(rand.NewPCG(c.seed, 0x70726f7867656e)) // "proxgen"
 	opts := []models.Option{models.WithWidth(c.width)}
+	var f *safetensors.File
 	if c.weights != "" {
 		// A compacted network (nn/prune) has its per-layer widths in the
 		// file's metadata.
-		f, err := safetensors.ReadFile(c.weights)
-		if err != nil {
+		if f, err = safetensors.ReadFile(c.weights); err != nil {
 			return err
 		}
 		spec, err := infer.SpecFromMetadata(f.Metadata)
@@ -155,9 +155,9 @@ func runInfer(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if c.weights != "" {
-		if _, err := checkpoint.LoadModel(c.weights, m); err != nil {
-			return err
+	if f != nil {
+		if err := checkpoint.LoadStateDict(f, m, checkpoint.LoadOptions{}); err != nil {
+			return fmt.Errorf("checkpoint: loading %s: %w", c.weights, err)
 		}
 	}
 	if c.zeros > 0 {
