@@ -169,7 +169,7 @@ func NewLike(m nn.Module, w *Widths, rng *rand.Rand) (nn.Module, error) {
 		}
 		return newVGG(w.Features, m.Classifier.Weight.Dim(0), rng), nil
 	case *ResNet:
-		cfg := resnetConfig{kind: ShortcutB, poolKernel: m.PoolKernel, custom: w}
+		cfg := resnetConfig{widths: w, kind: ShortcutB, poolKernel: m.PoolKernel}
 		for _, st := range m.Stages {
 			cfg.blocks = append(cfg.blocks, len(st.Layers))
 			for _, l := range st.Layers {
