@@ -92,7 +92,7 @@ func (m *Mask) Filters() map[string][]int {
 // Mask.Filters returns them (to restore a mask saved with a training
 // run). It fails on an unknown layer or filter index.
 func NewMask(m nn.Module, filters map[string][]int) (*Mask, error) {
-	g, err := Analyze(m, 32, 32)
+	g, err := newGraph(m, 32, 32) // only its layers are needed
 	if err != nil {
 		return nil, err
 	}
