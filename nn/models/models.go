@@ -83,26 +83,29 @@ func New(name string, numClasses int, rng *rand.Rand, opts ...Option) (nn.Module
 		if name == "resnet34" {
 			blocks = []int{3, 4, 6, 3}
 		}
-		return o.resnet(name, resnetConfig{widths: scale(64, 128, 256, 512), blocks: blocks, kind: ShortcutB, poolKernel: 4}, numClasses, rng)
+		return o.resnet(name, scale(64, 128, 256, 512), resnetConfig{blocks: blocks, kind: ShortcutB, poolKernel: 4}, numClasses, rng)
 	}
 	if d, ok := strings.CutPrefix(name, "resnet"); ok {
 		depth, err := strconv.Atoi(d)
 		if err == nil && depth >= 8 && (depth-2)%6 == 0 {
 			n := (depth - 2) / 6
-			cfg := resnetConfig{widths: scale(16, 32, 64), blocks: []int{n, n, n}, kind: o.shortcut, kaiming: true}
-			return o.resnet(name, cfg, numClasses, rng)
+			cfg := resnetConfig{blocks: []int{n, n, n}, kind: o.shortcut, kaiming: true}
+			return o.resnet(name, scale(16, 32, 64), cfg, numClasses, rng)
 		}
 	}
 	return nil, fmt.Errorf("models.New: unknown model %q (known: %s, or resnet<6n+2>)", name, strings.Join(Names, ", "))
 }
 
-// resnet builds the ResNet cfg, with the per-layer widths of o if given.
-func (o *options) resnet(name string, cfg resnetConfig, numClasses int, rng *rand.Rand) (nn.Module, error) {
+// resnet builds the ResNet cfg with the per-layer widths of o if given,
+// else with stage[s] channels throughout stage s.
+func (o *options) resnet(name string, stage []int, cfg resnetConfig, numClasses int, rng *rand.Rand) (nn.Module, error) {
 	if o.widths != nil {
 		if err := o.widths.checkResNet(cfg.blocks, cfg.kind); err != nil {
 			return nil, fmt.Errorf("models.New(%q): %v", name, err)
 		}
-		cfg.custom = o.widths
+		cfg.widths = o.widths
+	} else {
+		cfg.widths = uniformWidths(stage, cfg.blocks)
 	}
 	return newResNet(cfg, numClasses, rng), nil
 }

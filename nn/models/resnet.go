@@ -185,22 +185,26 @@ type ResNet struct {
 
 // resnetConfig describes a CIFAR ResNet.
 type resnetConfig struct {
-	widths, blocks []int
-	kind           ShortcutKind
-	poolKernel     int
-	kaiming        bool // kaiming_normal_ on conv and linear weights
-	// custom, when set, gives every layer its width (widths is unused);
-	// it has been checked against blocks and kind.
-	custom *Widths
+	// widths gives every layer its width; it fits blocks and kind.
+	widths     *Widths
+	blocks     []int
+	kind       ShortcutKind
+	poolKernel int
+	kaiming    bool // kaiming_normal_ on conv and linear weights
+}
+
+// uniformWidths returns the widths of a ResNet whose stage s has
+// blocks[s] blocks of stage[s] channels, its stem stage[0] channels.
+func uniformWidths(stage, blocks []int) *Widths {
+	w := &Widths{Stem: stage[0]}
+	for s, n := range blocks {
+		w.Stages = append(w.Stages, slices.Repeat([]BlockWidths{{Inner: stage[s], Out: stage[s]}}, n))
+	}
+	return w
 }
 
 func newResNet(cfg resnetConfig, numClasses int, rng *rand.Rand) *ResNet {
-	stem := 0
-	if cfg.custom != nil {
-		stem = cfg.custom.Stem
-	} else {
-		stem = cfg.widths[0]
-	}
+	stem := cfg.widths.Stem
 	r := &ResNet{
 		Conv1:      nn.NewConv2d(3, stem, 3, nn.ConvOpts{Stride: 1, Padding: 1}, rng),
 		BN1:        nn.NewBatchNorm2d(stem),
@@ -214,12 +218,7 @@ func newResNet(cfg resnetConfig, numClasses int, rng *rand.Rand) *ResNet {
 			if s > 0 && i == 0 {
 				stride = 2
 			}
-			bw := BlockWidths{}
-			if cfg.custom != nil {
-				bw = cfg.custom.Stages[s][i]
-			} else {
-				bw.Inner, bw.Out = cfg.widths[s], cfg.widths[s]
-			}
+			bw := cfg.widths.Stages[s][i]
 			stage.Layers = append(stage.Layers, newBasicBlock(in, bw.Inner, bw.Out, stride, cfg.kind, bw.Pad, rng))
 			in = bw.Out
 		}

@@ -153,27 +153,22 @@ func WidthsOf(m nn.Module) (*Widths, error) {
 // this package: the same classes, shortcut kind and pooling) with the
 // channel counts of w, its weights drawn from rng as New draws them.
 func NewLike(m nn.Module, w *Widths, rng *rand.Rand) (nn.Module, error) {
+	ref, err := WidthsOf(m)
+	if err != nil {
+		return nil, fmt.Errorf("models.NewLike: %T is not a VGG or ResNet", m)
+	}
 	switch m := m.(type) {
 	case *VGG:
-		ref := make([]int, 0, len(m.Features.Layers))
-		for _, l := range m.Features.Layers {
-			switch l.(type) {
-			case *nn.Conv2d:
-				ref = append(ref, 1)
-			case nn.MaxPool2d:
-				ref = append(ref, 0)
-			}
-		}
-		if err := w.checkVGG(ref); err != nil {
+		if err := w.checkVGG(ref.Features); err != nil {
 			return nil, err
 		}
 		return newVGG(w.Features, m.Classifier.Weight.Dim(0), rng), nil
 	case *ResNet:
-		cfg := resnetConfig{kind: ShortcutB, poolKernel: m.PoolKernel, custom: w}
-		for _, st := range m.Stages {
-			cfg.blocks = append(cfg.blocks, len(st.Layers))
-			for _, l := range st.Layers {
-				if _, ok := l.(*BasicBlock).Shortcut.(*PadShortcut); ok {
+		cfg := resnetConfig{widths: w, kind: ShortcutB, poolKernel: m.PoolKernel}
+		for _, st := range ref.Stages {
+			cfg.blocks = append(cfg.blocks, len(st))
+			for _, bw := range st {
+				if bw.Pad != nil {
 					cfg.kind = ShortcutA
 				}
 			}

@@ -30,6 +30,12 @@ func Compact(m nn.Module) (nn.Module, *models.Widths, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	return g.compact()
+}
+
+// compact is Compact of the analysed model of g.
+func (g *Graph) compact() (nn.Module, *models.Widths, error) {
+	m := g.model
 	w, err := g.widths()
 	if err != nil {
 		return nil, nil, err
@@ -207,7 +213,7 @@ func CompactFile(dst, src string, spec infer.Spec) (*FileResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, w, err := Compact(net)
+	c, w, err := g.compact()
 	if err != nil {
 		return nil, err
 	}

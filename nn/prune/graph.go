@@ -269,9 +269,12 @@ func (g *Graph) buildResNet(r *models.ResNet, h, w int) error {
 				}
 				sc = term{kind: termPad, src: x, dst: v.Targets()}
 			case *nn.Sequential:
+				if len(v.Layers) != 2 {
+					return fmt.Errorf("prune: %sshortcut is not a convolution and a batch norm", p)
+				}
 				conv, ok1 := v.Layers[0].(*nn.Conv2d)
 				bn, ok2 := v.Layers[1].(*nn.BatchNorm2d)
-				if len(v.Layers) != 2 || !ok1 || !ok2 {
+				if !ok1 || !ok2 {
 					return fmt.Errorf("prune: %sshortcut is not a convolution and a batch norm", p)
 				}
 				l, err := g.addConv(p+"shortcut.0", conv, p+"shortcut.1", bn, x)

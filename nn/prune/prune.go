@@ -92,7 +92,7 @@ func (m *Mask) Filters() map[string][]int {
 // Mask.Filters returns them (to restore a mask saved with a training
 // run). It fails on an unknown layer or filter index.
 func NewMask(m nn.Module, filters map[string][]int) (*Mask, error) {
-	g, err := Analyze(m, 32, 32)
+	g, err := newGraph(m, 32, 32) // only its layers are needed
 	if err != nil {
 		return nil, err
 	}
@@ -149,42 +149,35 @@ func Filters(m nn.Module, opt Options) (*Mask, error) {
 	total := g.Count().FLOPsTotal
 	target := int64(math.Floor(opt.KeepFLOPs * float64(total)))
 	snap := g.snapshot()
-	flopsAt := func(f float64) (int64, *Mask, error) {
+	// The graph refers to the model's tensors: analysing it again sees
+	// the mask's zeros.
+	flopsAt := func(f float64) (int64, *Mask) {
 		snap.restore()
 		mask := selectUnits(units, f)
 		mask.Apply()
-		g2, err := Analyze(m, opt.Height, opt.Width)
-		if err != nil {
-			return 0, nil, err
-		}
-		return g2.Count().FLOPs, mask, nil
+		g.analyze()
+		return g.Count().FLOPs, mask
 	}
 	// The remaining FLOPs fall as the fraction grows: bisect for the
 	// smallest fraction that reaches the target.
 	lo, hi := 0.0, 1.0
-	if fl, mask, err := flopsAt(lo); err != nil || fl <= target {
-		return mask, err
+	if fl, mask := flopsAt(lo); fl <= target {
+		return mask, nil
 	}
-	if fl, _, err := flopsAt(math.Nextafter(hi, 0)); err != nil {
-		return nil, err
-	} else if fl > target {
+	if fl, _ := flopsAt(math.Nextafter(hi, 0)); fl > target {
 		snap.restore()
 		return nil, fmt.Errorf("prune.Filters: keeping one channel per space leaves %d of %d FLOPs, more than the target %v", fl, total, opt.KeepFLOPs)
 	}
 	for range 40 {
 		mid := (lo + hi) / 2
-		fl, _, err := flopsAt(mid)
-		if err != nil {
-			return nil, err
-		}
-		if fl <= target {
+		if fl, _ := flopsAt(mid); fl <= target {
 			hi = mid
 		} else {
 			lo = mid
 		}
 	}
-	_, mask, err := flopsAt(hi)
-	return mask, err
+	_, mask := flopsAt(hi)
+	return mask, nil
 }
 
 // units returns the pruning units of g: connected sets of channels of
