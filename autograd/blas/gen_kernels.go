@@ -19,6 +19,7 @@ import (
 	"go/format"
 	"log"
 	"os"
+	"strings"
 )
 
 // spec describes one family of micro-kernels.
@@ -56,6 +57,9 @@ func main() {
 	}
 	for r := 1; r <= avx2.mr; r++ {
 		gen(avx2, r)
+	}
+	for r := 1; r <= avx512.mr; r++ {
+		genGather(avx512, r)
 	}
 	genDot()
 	if err := os.WriteFile("kernel_amd64.s", out.Bytes(), 0o644); err != nil {
@@ -210,24 +214,42 @@ func gen(s spec, rows int) {
 	p("\tDECQ CX")
 	p("\tJNZ %s_stailloop", name)
 
-	// C = alpha·acc + beta·C.
+	epilogue(s, name, rows, 48, 52, 56)
+}
+
+// epilogue emits the end of a kernel named name for rows rows: the label
+// name_done, then C = alpha·acc + beta·C with alpha, beta and the column
+// mask (for masked kernels) at the given frame offsets, C's first row at DX
+// and its row stride in bytes in R8.
+func epilogue(s spec, name string, rows, alphaOff, betaOff, maskOff int) {
+	vbytes := s.lanes * 4
+	nacc := rows * s.vecs
+	acc := func(r, v int) string { return fmt.Sprintf("%s%d", s.reg, r*s.vecs+v) }
+	nregs := 16
+	if s.reg == "Z" {
+		nregs = 32
+	}
+	top := s.mr * s.vecs
+	breg := func(v int) string { return fmt.Sprintf("%s%d", s.reg, top+v) }
+	nbc := nregs - top - s.vecs
+	bc := func(r int) string { return fmt.Sprintf("%s%d", s.reg, top+s.vecs+r%nbc) }
 	p("%s_done:", name)
-	p("\tVBROADCASTSS alpha+48(FP), %s", breg(0))
+	p("\tVBROADCASTSS alpha+%d(FP), %s", alphaOff, breg(0))
 	for i := 0; i < nacc; i++ {
 		p("\tVMULPS %s, %s%d, %s%d", breg(0), s.reg, i, s.reg, i)
 	}
 	mask := func(v int) string { return "" }
 	if s.masked {
-		p("\tMOVL mask+56(FP), R9")
+		p("\tMOVL mask+%d(FP), R9", maskOff)
 		p("\tKMOVW R9, K1")
 		p("\tSHRL $16, R9")
 		p("\tKMOVW R9, K2")
 		mask = func(v int) string { return fmt.Sprintf("K%d, ", v+1) }
 	}
-	p("\tMOVL beta+52(FP), R9")
+	p("\tMOVL beta+%d(FP), R9", betaOff)
 	p("\tANDL $0x7fffffff, R9")
 	p("\tJZ %s_store", name)
-	p("\tVBROADCASTSS beta+52(FP), %s", breg(1))
+	p("\tVBROADCASTSS beta+%d(FP), %s", betaOff, breg(1))
 	for r := 0; r < rows; r++ {
 		for v := 0; v < s.vecs; v++ {
 			if s.masked {
@@ -255,6 +277,96 @@ func gen(s spec, rows int) {
 	}
 	p("\tVZEROUPPER")
 	p("\tRET")
+}
+
+// genGather emits the gather kernel for rows rows of the masked AVX-512
+// family: the same product as gen's, but row p of B is read at two places
+// of src, vector 0 at element b0 + offs[p] and vector 1 at b1 + offs[p],
+// so that B can be an implicit matrix such as the im2col matrix of an
+// image, read where the image lies.
+func genGather(s spec, rows int) {
+	if !s.masked || s.vecs != 2 {
+		log.Fatal("genGather needs a masked family with two vectors per row")
+	}
+	name := fmt.Sprintf("%sG%d", strings.TrimSuffix(s.prefix, "x"), rows)
+	nr := s.vecs * s.lanes
+	nacc := rows * s.vecs
+	acc := func(r, v int) string { return fmt.Sprintf("%s%d", s.reg, r*s.vecs+v) }
+	top := s.mr * s.vecs
+	breg := func(v int) string { return fmt.Sprintf("%s%d", s.reg, top+v) }
+	nbc := 32 - top - s.vecs
+	bc := func(r int) string { return fmt.Sprintf("%s%d", s.reg, top+s.vecs+r%nbc) }
+	base := []string{"BX", "SI"}
+	// step emits one k step whose offset is loaded from off(DI) into idx.
+	step := func(aOff, off int, idx string) {
+		p("\tMOVL %d(DI), %s", off, idx)
+		for v := 0; v < s.vecs; v++ {
+			p("\tVMOVUPS (%s)(%s*4), %s", base[v], idx, breg(v))
+		}
+		for r := 0; r < rows; r++ {
+			p("\tVBROADCASTSS %d(AX), %s", aOff+r*4, bc(r))
+			for v := 0; v < s.vecs; v++ {
+				p("\tVFMADD231PS %s, %s, %s", breg(v), bc(r), acc(r, v))
+			}
+		}
+	}
+	args := "kc int, a, src *float32, offs *int32, b0, b1 int, c *float32, ldc int, alpha, beta float32, mask uint32"
+	d("")
+	d("// %s computes C = alpha·A·B + beta·C for the first %d rows of a %d×%d", name, rows, s.mr, nr)
+	d("// tile, where row p of B is the %d values at src[b0+offs[p]:] followed by", s.lanes)
+	d("// the %d at src[b1+offs[p]:]. Bit j of mask enables column j.", s.lanes)
+	d("//")
+	d("//go:noescape")
+	d("func %s(%s)", name, args)
+	p("")
+	p("// func %s(%s)", name, args)
+	p("TEXT ·%s(SB), NOSPLIT, $0-76", name)
+	p("\tMOVQ kc+0(FP), CX")
+	p("\tMOVQ a+8(FP), AX")
+	p("\tMOVQ src+16(FP), BX")
+	p("\tMOVQ offs+24(FP), DI")
+	p("\tMOVQ b1+40(FP), SI")
+	p("\tLEAQ (BX)(SI*4), SI")
+	p("\tMOVQ b0+32(FP), R9")
+	p("\tLEAQ (BX)(R9*4), BX")
+	p("\tMOVQ c+48(FP), DX")
+	p("\tMOVQ ldc+56(FP), R8")
+	p("\tSHLQ $2, R8")
+	p("\tMOVQ DX, R9")
+	for r := 0; r < rows; r++ {
+		for off := 0; off < nr*4; off += 64 {
+			p("\tPREFETCHT0 %d(R9)", off)
+		}
+		if r < rows-1 {
+			p("\tADDQ R8, R9")
+		}
+	}
+	for i := 0; i < nacc; i++ {
+		p("\tVPXORD %s%d, %s%d, %s%d", s.reg, i, s.reg, i, s.reg, i)
+	}
+	p("\tMOVQ CX, R10")
+	p("\tSHRQ $%d, R10", log2(s.unroll))
+	p("\tANDQ $%d, CX", s.unroll-1)
+	p("\tTESTQ R10, R10")
+	p("\tJZ %s_tail", name)
+	p("%s_loop:", name)
+	for u := 0; u < s.unroll; u++ {
+		step(u*s.mr*4, 4*u, []string{"R11", "R12"}[u%2])
+	}
+	p("\tADDQ $%d, AX", s.unroll*s.mr*4)
+	p("\tADDQ $%d, DI", s.unroll*4)
+	p("\tDECQ R10")
+	p("\tJNZ %s_loop", name)
+	p("%s_tail:", name)
+	p("\tTESTQ CX, CX")
+	p("\tJZ %s_done", name)
+	p("%s_tailloop:", name)
+	step(0, 0, "R11")
+	p("\tADDQ $%d, AX", s.mr*4)
+	p("\tADDQ $4, DI")
+	p("\tDECQ CX")
+	p("\tJNZ %s_tailloop", name)
+	epilogue(s, name, rows, 64, 68, 72)
 }
 
 func log2(n int) int {

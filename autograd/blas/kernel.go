@@ -35,6 +35,11 @@ type microKernel struct {
 	// dot, if set, stores in out[i*6+j] the dot products of the k values
 	// at rows[i] (i < 4) and rows[4+j] (j < 6); see gemmDot.
 	dot func(k int, rows *[10]*float32, out *[24]float32)
+	// gather, if set, is run with B read in place from a Gathered matrix:
+	// row p of the tile's B is the 16 values at src[b0+offs[p]:] followed
+	// by the 16 at src[b1+offs[p]:] (nr == 32). It accepts partial rows
+	// and columns. Without it, SgemmGather packs the panels of B.
+	gather func(rows, cols, kc int, ap, src []float32, offs []int32, b0, b1 int, c []float32, ldc int, alpha, beta float32)
 }
 
 //go:generate go run gen_gokernel.go

@@ -36,7 +36,8 @@ func archKernels() []*microKernel {
 			inPlaceM: 480, inPlaceKC: 256,
 			run:         runAVX512,
 			partialRows: true, partialCols: true, strided: true,
-			dot: dotAVX512,
+			dot:    dotAVX512,
+			gather: gatherAVX512,
 		})
 	}
 	return ks
@@ -47,6 +48,23 @@ var avx512Kernels = [12]func(kc int, a, b *float32, ldb int, c *float32, ldc int
 	kernelAVX512x1, kernelAVX512x2, kernelAVX512x3, kernelAVX512x4,
 	kernelAVX512x5, kernelAVX512x6, kernelAVX512x7, kernelAVX512x8,
 	kernelAVX512x9, kernelAVX512x10, kernelAVX512x11, kernelAVX512x12,
+}
+
+// avx512GatherKernels[r-1] is the AVX-512 gather kernel for r rows.
+var avx512GatherKernels = [12]func(kc int, a, src *float32, offs *int32, b0, b1 int, c *float32, ldc int, alpha, beta float32, mask uint32){
+	kernelAVX512G1, kernelAVX512G2, kernelAVX512G3, kernelAVX512G4,
+	kernelAVX512G5, kernelAVX512G6, kernelAVX512G7, kernelAVX512G8,
+	kernelAVX512G9, kernelAVX512G10, kernelAVX512G11, kernelAVX512G12,
+}
+
+// gatherAVX512 implements microKernel.gather for the AVX-512 kernels. The
+// caller (SgemmGather) has checked that every offset lies in src.
+func gatherAVX512(rows, cols, kc int, ap, src []float32, offs []int32, b0, b1 int, c []float32, ldc int, alpha, beta float32) {
+	_ = ap[kc*12-1]
+	_ = offs[kc-1]
+	_ = c[(rows-1)*ldc+cols-1]
+	mask := uint32(1)<<cols - 1
+	avx512GatherKernels[rows-1](kc, &ap[0], &src[0], &offs[0], b0, b1, &c[0], ldc, alpha, beta, mask)
 }
 
 // avx2Kernels[r-1] is the AVX2 kernel for r rows (kernel_amd64.s).

@@ -106,6 +106,90 @@ func kernelAVX2x5(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, be
 //go:noescape
 func kernelAVX2x6(kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, pf *float32)
 
+// kernelAVX512G1 computes C = alpha·A·B + beta·C for the first 1 rows of a 12×32
+// tile, where row p of B is the 16 values at src[b0+offs[p]:] followed by
+// the 16 at src[b1+offs[p]:]. Bit j of mask enables column j.
+//
+//go:noescape
+func kernelAVX512G1(kc int, a, src *float32, offs *int32, b0, b1 int, c *float32, ldc int, alpha, beta float32, mask uint32)
+
+// kernelAVX512G2 computes C = alpha·A·B + beta·C for the first 2 rows of a 12×32
+// tile, where row p of B is the 16 values at src[b0+offs[p]:] followed by
+// the 16 at src[b1+offs[p]:]. Bit j of mask enables column j.
+//
+//go:noescape
+func kernelAVX512G2(kc int, a, src *float32, offs *int32, b0, b1 int, c *float32, ldc int, alpha, beta float32, mask uint32)
+
+// kernelAVX512G3 computes C = alpha·A·B + beta·C for the first 3 rows of a 12×32
+// tile, where row p of B is the 16 values at src[b0+offs[p]:] followed by
+// the 16 at src[b1+offs[p]:]. Bit j of mask enables column j.
+//
+//go:noescape
+func kernelAVX512G3(kc int, a, src *float32, offs *int32, b0, b1 int, c *float32, ldc int, alpha, beta float32, mask uint32)
+
+// kernelAVX512G4 computes C = alpha·A·B + beta·C for the first 4 rows of a 12×32
+// tile, where row p of B is the 16 values at src[b0+offs[p]:] followed by
+// the 16 at src[b1+offs[p]:]. Bit j of mask enables column j.
+//
+//go:noescape
+func kernelAVX512G4(kc int, a, src *float32, offs *int32, b0, b1 int, c *float32, ldc int, alpha, beta float32, mask uint32)
+
+// kernelAVX512G5 computes C = alpha·A·B + beta·C for the first 5 rows of a 12×32
+// tile, where row p of B is the 16 values at src[b0+offs[p]:] followed by
+// the 16 at src[b1+offs[p]:]. Bit j of mask enables column j.
+//
+//go:noescape
+func kernelAVX512G5(kc int, a, src *float32, offs *int32, b0, b1 int, c *float32, ldc int, alpha, beta float32, mask uint32)
+
+// kernelAVX512G6 computes C = alpha·A·B + beta·C for the first 6 rows of a 12×32
+// tile, where row p of B is the 16 values at src[b0+offs[p]:] followed by
+// the 16 at src[b1+offs[p]:]. Bit j of mask enables column j.
+//
+//go:noescape
+func kernelAVX512G6(kc int, a, src *float32, offs *int32, b0, b1 int, c *float32, ldc int, alpha, beta float32, mask uint32)
+
+// kernelAVX512G7 computes C = alpha·A·B + beta·C for the first 7 rows of a 12×32
+// tile, where row p of B is the 16 values at src[b0+offs[p]:] followed by
+// the 16 at src[b1+offs[p]:]. Bit j of mask enables column j.
+//
+//go:noescape
+func kernelAVX512G7(kc int, a, src *float32, offs *int32, b0, b1 int, c *float32, ldc int, alpha, beta float32, mask uint32)
+
+// kernelAVX512G8 computes C = alpha·A·B + beta·C for the first 8 rows of a 12×32
+// tile, where row p of B is the 16 values at src[b0+offs[p]:] followed by
+// the 16 at src[b1+offs[p]:]. Bit j of mask enables column j.
+//
+//go:noescape
+func kernelAVX512G8(kc int, a, src *float32, offs *int32, b0, b1 int, c *float32, ldc int, alpha, beta float32, mask uint32)
+
+// kernelAVX512G9 computes C = alpha·A·B + beta·C for the first 9 rows of a 12×32
+// tile, where row p of B is the 16 values at src[b0+offs[p]:] followed by
+// the 16 at src[b1+offs[p]:]. Bit j of mask enables column j.
+//
+//go:noescape
+func kernelAVX512G9(kc int, a, src *float32, offs *int32, b0, b1 int, c *float32, ldc int, alpha, beta float32, mask uint32)
+
+// kernelAVX512G10 computes C = alpha·A·B + beta·C for the first 10 rows of a 12×32
+// tile, where row p of B is the 16 values at src[b0+offs[p]:] followed by
+// the 16 at src[b1+offs[p]:]. Bit j of mask enables column j.
+//
+//go:noescape
+func kernelAVX512G10(kc int, a, src *float32, offs *int32, b0, b1 int, c *float32, ldc int, alpha, beta float32, mask uint32)
+
+// kernelAVX512G11 computes C = alpha·A·B + beta·C for the first 11 rows of a 12×32
+// tile, where row p of B is the 16 values at src[b0+offs[p]:] followed by
+// the 16 at src[b1+offs[p]:]. Bit j of mask enables column j.
+//
+//go:noescape
+func kernelAVX512G11(kc int, a, src *float32, offs *int32, b0, b1 int, c *float32, ldc int, alpha, beta float32, mask uint32)
+
+// kernelAVX512G12 computes C = alpha·A·B + beta·C for the first 12 rows of a 12×32
+// tile, where row p of B is the 16 values at src[b0+offs[p]:] followed by
+// the 16 at src[b1+offs[p]:]. Bit j of mask enables column j.
+//
+//go:noescape
+func kernelAVX512G12(kc int, a, src *float32, offs *int32, b0, b1 int, c *float32, ldc int, alpha, beta float32, mask uint32)
+
 // dotAVX512 stores in out[i*6+j] the dot product of the k values at rows[i]
 // (rows of A, i < 4) and rows[4+j] (rows of B, j < 6).
 //

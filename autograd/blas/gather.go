@@ -1,0 +1,117 @@
+package blas
+
+import "fmt"
+
+// GatherRun is the number of consecutive columns of a Gathered matrix
+// that lie side by side in its source.
+const GatherRun = 16
+
+// Gathered is a k×n matrix read in place from Src, without being copied
+// out first: its element (p, j) is Src[Rows[p] + Runs[j/GatherRun] +
+// j%GatherRun]. Row offsets and run offsets add, so every row of the
+// matrix is the same pattern of runs shifted by its own offset: the
+// im2col matrix of an image is one, with a row per kernel tap and input
+// channel and a run per GatherRun output positions of an output row
+// (when the output width is a multiple of GatherRun and the image is
+// zero-padded).
+type Gathered struct {
+	Src  []float32
+	Rows []int32 // k offsets, one per row
+	Runs []int32 // ⌈n/GatherRun⌉ offsets, one per run of columns
+}
+
+// SgemmGather computes C = op(A)·B + beta·C on the calling goroutine for the
+// packed op(A) (m×k), B (k×n) gathered from b, and C (m×n) with row stride
+// ldc. Kernels that can read B in this form do so; the others pack its
+// panels. With beta == 0, C is not read. The result equals pa's
+// SgemmSerial with B stored out, bit for bit, whenever that product
+// blocks K as pa does (n at least the kernel's tile width). It panics if the offsets reach outside b.Src, if
+// len(b.Rows) != k, or if C is too short.
+func (pa *PackedA) SgemmGather(n int, b Gathered, beta float32, c []float32, ldc int) {
+	m, k := pa.m, pa.k
+	runs := ceilDiv(n, GatherRun)
+	if n < 0 || len(b.Rows) != k || len(b.Runs) < runs {
+		panic(fmt.Sprintf("blas.PackedA.SgemmGather: n=%d needs %d row offsets and %d run offsets, have %d and %d (m=%d k=%d)",
+			n, k, runs, len(b.Rows), len(b.Runs), m, k))
+	}
+	checkMat("PackedA.SgemmGather", "C", false, m, n, k, m, n, c, ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		scaleC(m, n, beta, c, ldc)
+		return
+	}
+	lo, hi := offsetRange(b.Rows)
+	rlo, rhi := offsetRange(b.Runs[:runs])
+	if lo+rlo < 0 || hi+rhi+GatherRun > len(b.Src) {
+		panic(fmt.Sprintf("blas.PackedA.SgemmGather: offsets reach [%d, %d) but len(Src) = %d (m=%d n=%d k=%d)",
+			lo+rlo, hi+rhi+GatherRun, len(b.Src), m, n, k))
+	}
+	kern := pa.kern
+	mr, nr, kc := kern.mr, kern.nr, pa.kc
+	// The blocks of K are pa's, so its blocks of A are read where they lie.
+	ws := getWS(0, 0, mr*nr)
+	defer wsFree.put(ws)
+	var panel []float32
+	if kern.gather == nil || nr != 2*GatherRun {
+		bp := getB(min(kc, k) * nr)
+		defer bFree.put(bp)
+		panel = *bp
+	}
+	for pc := 0; pc < k; pc += kc {
+		kcb := min(kc, k-pc)
+		betaEff := beta
+		if pc > 0 {
+			betaEff = 1
+		}
+		ap := pa.block(0, m, pc, kcb, ws.a)
+		offs := b.Rows[pc : pc+kcb]
+		for j := 0; j < n; j += nr {
+			cols := min(nr, n-j)
+			if panel == nil {
+				b0 := int(b.Runs[j/GatherRun])
+				b1 := b0
+				if cols > GatherRun {
+					b1 = int(b.Runs[j/GatherRun+1])
+				}
+				for i := 0; i < m; i += mr {
+					rows := min(mr, m-i)
+					kern.gather(rows, cols, kcb, ap[(i/mr)*kcb*mr:], b.Src, offs, b0, b1, c[i*ldc+j:], ldc, 1, betaEff)
+				}
+				continue
+			}
+			packGathered(b, offs, j, cols, nr, panel[:kcb*nr])
+			macroKernel(kern, ws, ap, kcb, m, cols, panel[:kcb*nr], nr, nil, c[j:], ldc, 1, betaEff)
+		}
+	}
+}
+
+// packGathered packs columns [j0, j0+cols) of the rows of b at the
+// offsets offs into a panel of nr columns, zero past cols.
+func packGathered(b Gathered, offs []int32, j0, cols, nr int, panel []float32) {
+	for p, off := range offs {
+		dst := panel[p*nr : (p+1)*nr]
+		for c := 0; c < cols; {
+			j := j0 + c
+			w := min(cols-c, GatherRun-j%GatherRun)
+			s := int(off) + int(b.Runs[j/GatherRun]) + j%GatherRun
+			copy(dst[c:c+w], b.Src[s:s+w])
+			c += w
+		}
+		clear(dst[cols:])
+	}
+}
+
+// offsetRange returns the least and the greatest of offs (0, 0 if empty).
+func offsetRange(offs []int32) (lo, hi int) {
+	for i, o := range offs {
+		if i == 0 || int(o) < lo {
+			lo = int(o)
+		}
+		if i == 0 || int(o) > hi {
+			hi = int(o)
+		}
+	}
+	return lo, hi
+}
