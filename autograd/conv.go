@@ -65,6 +65,15 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 	// operand is a plain copy, and the transpose (or Winograd's filter
 	// transform) is made once per call instead of once per image.
 	wino := useWinograd(g, n, cout)
+	if !wino && useGather(g) {
+		if b != nil {
+			fillBias(out.Data, b.Data, n, p)
+		}
+		buf := partialScratch.get(gatherPackedSize(g, cout))
+		newGatherConv(g, cout, w.Data, false, buf).run(n, x.Data, xSize, out.Data, ySize, b != nil)
+		partialScratch.put(buf)
+		return c.record("Conv2d", out, convGrad(g, x, w, b, n, cout), x, w, b)
+	}
 	var wT []float32
 	var u *[16]*blas.PackedA
 	gs := groupSize(p)
@@ -81,11 +90,7 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 	gemm := gemmOf(serial)
 	parallel.For(n, gs, func(lo, hi int) {
 		if b != nil {
-			for i := lo; i < hi; i++ {
-				for c, v := range b.Data {
-					fill(out.Data[i*ySize+c*p:i*ySize+(c+1)*p], v)
-				}
-			}
+			fillBias(out.Data[lo*ySize:hi*ySize], b.Data, hi-lo, p)
 		}
 		if wino {
 			winoGroup(serial, g, cout, u, x.Data, xSize, out.Data, ySize, lo, hi, b != nil)
@@ -93,8 +98,24 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 		}
 		convGroup(gemm, g, cout, wT, x.Data, xSize, out.Data, ySize, lo, hi, b != nil)
 	})
+	return c.record("Conv2d", out, convGrad(g, x, w, b, n, cout), x, w, b)
+}
 
-	return c.record("Conv2d", out, func(gy []float32) {
+// fillBias sets every output plane of the n images in out (each with
+// len(bias) planes of p values) to its channel's bias.
+func fillBias(out, bias []float32, n, p int) {
+	for i := 0; i < n; i++ {
+		for c, v := range bias {
+			fill(out[(i*len(bias)+c)*p:(i*len(bias)+c+1)*p], v)
+		}
+	}
+}
+
+// convGrad returns the backward function of a convolution of geometry g.
+func convGrad(g *convGeom, x, w, b *Tensor, n, cout int) func(gy []float32) {
+	p := g.cols
+	ySize := cout * p
+	return func(gy []float32) {
 		if b != nil && b.requiresGrad {
 			gb := b.grad()
 			parallel.For(cout, 1, func(lo, hi int) {
@@ -112,7 +133,7 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 		if w.requiresGrad || x.requiresGrad {
 			convBackward(g, x, w, gy)
 		}
-	}, x, w, b)
+	}
 }
 
 // gemmFunc is the signature of blas.Sgemm and blas.SgemmSerial.
@@ -269,6 +290,12 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 		}
 	}
 	if !needX {
+		return
+	}
+	if strideOne && !wino && useGather(gd) {
+		buf := partialScratch.get(gatherPackedSize(gd, g.c))
+		newGatherConv(gd, g.c, wf, true, buf).run(n, gy, ySize, gx, xSize, !overwrite)
+		partialScratch.put(buf)
 		return
 	}
 	gs := groupSize(p)

@@ -211,6 +211,17 @@ func testConvMatchesDirect(t *testing.T, algo string) {
 		{2, 3, 4, 5, 6, 3, 3, convCfg(1, 1, 3, 0, 1, 1)}, // input gradient with negative padding
 		// Large enough for the automatic choice to take Winograd.
 		{2, 64, 64, 16, 16, 3, 3, convCfg(1, 1, 1, 1, 1, 1)},
+		// Output widths of whole runs of 16, where gatherConv applies:
+		// filters in a full and a partial tile of rows, one image split
+		// between the workers, dilation, an output of one run per row, a
+		// forward pass without it but an input gradient with it (width
+		// 16, no padding), and enough input channels for two blocks of K.
+		{2, 3, 13, 7, 32, 3, 3, convCfg(1, 1, 1, 1, 1, 1)},
+		{1, 4, 5, 16, 48, 3, 3, convCfg(1, 1, 1, 1, 1, 1)},
+		{2, 3, 2, 9, 20, 3, 5, convCfg(1, 1, 1, 2, 1, 2)},
+		{3, 2, 3, 5, 16, 5, 5, convCfg(1, 1, 2, 2, 1, 1)},
+		{2, 3, 4, 6, 16, 3, 3, convCfg(1, 1, 0, 0, 1, 1)},
+		{2, 40, 6, 4, 16, 3, 3, convCfg(1, 1, 1, 1, 1, 1)},
 	}
 	for trial := 0; trial < 40+len(large); trial++ {
 		kh, kw := 1+rng.IntN(4), 1+rng.IntN(4)
@@ -270,6 +281,7 @@ func TestConv2dGradients(t *testing.T) {
 		{"frozen weight 1x1", []int{2, 3, 4, 4}, []int{2, 3, 1, 1}, false, convCfg(1, 1, 0, 0, 1, 1), false, true},
 		{"3x3 s1 p0 one tile", []int{2, 3, 5, 6}, []int{2, 3, 3, 3}, true, convCfg(1, 1, 0, 0, 1, 1), false, false},
 		{"3x3 s1 p2 frozen weight", []int{1, 2, 5, 4}, []int{3, 2, 3, 3}, false, convCfg(1, 1, 2, 1, 1, 1), false, true},
+		{"3x3 s1 p1 width 16", []int{2, 2, 3, 16}, []int{3, 2, 3, 3}, true, convCfg(1, 1, 1, 1, 1, 1), false, false},
 	}
 	for _, algo := range autograd.ConvAlgos {
 		for i, c := range cases {
@@ -546,6 +558,36 @@ func testConvPoolUnderArena(t *testing.T, algo string) {
 		for j := range want {
 			if !slices.Equal(got[j], want[j]) {
 				t.Fatalf("step %d under arena: result %d differs", i, j)
+			}
+		}
+	}
+}
+
+// TestConvGatherMatchesIm2col checks that the convolutions gatherConv
+// computes (output and input gradient) are bit-identical to the im2col
+// GEMM's, whose products it reads in place instead of copying out, and
+// that the weight gradients agree too.
+func TestConvGatherMatchesIm2col(t *testing.T) {
+	rng := newRNG(23)
+	for _, c := range []struct {
+		n, cin, cout, h, w, k, pad int
+	}{
+		{3, 16, 16, 32, 32, 3, 1}, {2, 5, 13, 8, 16, 3, 1}, {1, 3, 4, 6, 32, 5, 2}, {2, 4, 7, 7, 16, 3, 0},
+	} {
+		x := param(rng, c.n, c.cin, c.h, c.w)
+		w := param(rng, c.cout, c.cin, c.k, c.k)
+		b := param(rng, c.cout)
+		run := func(algo string) [][]float32 {
+			x.Grad, w.Grad, b.Grad = nil, nil, nil
+			out := autograd.Conv2dWith(x, w, b, autograd.WithConvAlgo(convCfg(1, 1, c.pad, c.pad, 1, 1), algo))
+			seed := autograd.RandN(newRNG(5), out.Shape()...).Data
+			out.BackwardWith(seed)
+			return [][]float32{slices.Clone(out.Data), slices.Clone(x.Grad), slices.Clone(w.Grad), slices.Clone(b.Grad)}
+		}
+		want, got := run("im2col"), run("gather")
+		for i, what := range []string{"output", "input gradient", "weight gradient", "bias gradient"} {
+			if !slices.Equal(got[i], want[i]) {
+				t.Errorf("%+v: %s differs between gather and im2col", c, what)
 			}
 		}
 	}

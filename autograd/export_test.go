@@ -1,7 +1,7 @@
 package autograd
 
 // ConvAlgos names the algorithms a test can force on a convolution.
-var ConvAlgos = []string{"auto", "im2col", "winograd"}
+var ConvAlgos = []string{"auto", "im2col", "winograd", "gather"}
 
 // WithConvAlgo returns cfg with the convolution algorithm forced to the
 // named one of ConvAlgos; an algorithm that does not apply to a layer

@@ -249,12 +249,23 @@ func Conv2dSparse(x, w *Tensor, s *SparseWeight, b *Tensor, cfg ConvConfig) *Ten
 func padImage(g *convGeom, x, pad []float32) {
 	wp, hp := g.widePitch(), g.h+2*g.ph
 	plane := hp * wp
-	clear(pad)
+	// One pass over pad: each plane's top padding rows and the left
+	// padding of its first row, then every image row followed by the
+	// right padding of its row and the left padding of the next, and the
+	// bottom padding rows with what follows the last plane.
 	for ci := 0; ci < g.c; ci++ {
+		dst := pad[ci*plane : (ci+1)*plane]
+		clear(dst[:g.ph*wp+g.pw])
 		for ih := 0; ih < g.h; ih++ {
-			copy(pad[ci*plane+(ih+g.ph)*wp+g.pw:], x[(ci*g.h+ih)*g.w:(ci*g.h+ih+1)*g.w])
+			at := (ih+g.ph)*wp + g.pw
+			copy(dst[at:at+g.w], x[(ci*g.h+ih)*g.w:(ci*g.h+ih+1)*g.w])
+			if ih < g.h-1 {
+				clear(dst[at+g.w : at+wp])
+			}
 		}
+		clear(dst[(g.h-1+g.ph)*wp+g.pw+g.w:])
 	}
+	clear(pad[g.c*plane : g.padSize()])
 }
 
 // dropWide copies the product on the widened grid (cout rows of g.ho ×

@@ -30,6 +30,7 @@ const (
 	algoAuto     convAlgo = iota // chosen by chooseAlgo
 	algoIm2col                   // im2col + GEMM
 	algoWinograd                 // Winograd F(2×2, 3×3)
+	algoGather                   // gatherConv: im2col read in place
 )
 
 // The transform matrices of F(2×2, 3×3): Bᵀ (4×4), G (4×3) and Aᵀ (2×4).
@@ -372,7 +373,7 @@ func useWinograd(g *convGeom, n, m int) bool {
 		return false
 	}
 	switch g.algo {
-	case algoIm2col:
+	case algoIm2col, algoGather:
 		return false
 	case algoWinograd:
 		return true

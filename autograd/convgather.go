@@ -1,0 +1,110 @@
+package autograd
+
+import (
+	"math"
+
+	"github.com/proxgen/proxgen/autograd/blas"
+	"github.com/proxgen/proxgen/autograd/parallel"
+)
+
+// gatherOK reports whether a convolution of geometry g can be computed by
+// gatherConv: stride 1 and no negative padding (so that every row of the
+// im2col matrix is the zero-padded image read at an offset), output rows
+// made of whole runs of blas.GatherRun positions, offsets that fit in an
+// int32, and not a 1×1 convolution that needs no im2col at all.
+func gatherOK(g *convGeom) bool {
+	return g.wide() && !g.direct() && g.wo%blas.GatherRun == 0 && g.padSize() <= math.MaxInt32
+}
+
+// useGather reports whether a convolution of geometry g that does not run
+// with Winograd runs with gatherConv: whenever it can, unless the caller
+// forced im2col.
+func useGather(g *convGeom) bool {
+	return gatherOK(g) && g.algo != algoIm2col
+}
+
+// gatherConv computes a convolution as blas.PackedA.SgemmGather products,
+// one per image: the filter matrix times the image's im2col matrix, which
+// is never stored, because its row (ci, ki, kj) is the zero-padded image
+// (see padImage) read from offset ci·plane + ki·dh·wp + kj·dw, and its
+// columns for output row oh are that row's ho·wp-pitched positions. The
+// product goes straight into the output. Each element is computed by the
+// same kernel in the same order as by convGroup's im2col GEMM, so the two
+// give identical results.
+type gatherConv struct {
+	g          *convGeom
+	pa         *blas.PackedA // the m × g.rows filter matrix
+	rows, runs []int32       // the blas.Gathered offsets
+}
+
+// newGatherConv prepares the convolution of geometry g with the m×g.rows
+// filter matrix a (transA: a holds its transpose), packed into buf.
+func newGatherConv(g *convGeom, m int, a []float32, transA bool, buf []float32) *gatherConv {
+	e := blas.Default()
+	pa := e.NewPackedA(transA, m, g.rows, buf)
+	lda := g.rows
+	if transA {
+		lda = m
+	}
+	pa.Pack(a, lda, 0, g.rows)
+	wp := g.widePitch()
+	plane := (g.h + 2*g.ph) * wp
+	rows := make([]int32, 0, g.rows)
+	for ci := 0; ci < g.c; ci++ {
+		for ki := 0; ki < g.kh; ki++ {
+			for kj := 0; kj < g.kw; kj++ {
+				rows = append(rows, int32(ci*plane+ki*g.dh*wp+kj*g.dw))
+			}
+		}
+	}
+	runs := make([]int32, g.cols/blas.GatherRun)
+	for r := range runs {
+		q := r * blas.GatherRun
+		runs[r] = int32(q/g.wo*wp + q%g.wo)
+	}
+	return &gatherConv{g: g, pa: pa, rows: rows, runs: runs}
+}
+
+// gatherPackedSize returns the buffer size newGatherConv needs for m
+// filters of geometry g.
+func gatherPackedSize(g *convGeom, m int) int { return blas.Default().PackedASize(m, g.rows) }
+
+// run computes dst_i = conv(src_i) (or adds it, if accumulate) for the n
+// images src_i of srcSize elements into the outputs dst_i of dstSize
+// elements, in parallel over the images; with fewer images than workers,
+// the output columns of each image are split too (which changes no
+// result).
+func (gc *gatherConv) run(n int, src []float32, srcSize int, dst []float32, dstSize int, accumulate bool) {
+	g := gc.g
+	p := g.cols
+	parts := 1
+	if w := parallel.Workers(); n < w {
+		// Split on whole output rows' worth of runs, at least 64 columns.
+		parts = max(1, min((w+n-1)/n, p/64))
+	}
+	chunk := (len(gc.runs) + parts - 1) / parts // runs per part
+	beta := float32(0)
+	if accumulate {
+		beta = 1
+	}
+	parallel.For(n*parts, 1, func(lo, hi int) {
+		pad := colScratch.get(g.padSize())
+		defer colScratch.put(pad)
+		last := -1
+		for t := lo; t < hi; t++ {
+			i, part := t/parts, t%parts
+			if i != last {
+				padImage(g, src[i*srcSize:(i+1)*srcSize], pad)
+				last = i
+			}
+			r0 := min(part*chunk, len(gc.runs))
+			r1 := min(r0+chunk, len(gc.runs))
+			if r0 == r1 {
+				continue
+			}
+			j0, j1 := r0*blas.GatherRun, r1*blas.GatherRun
+			b := blas.Gathered{Src: pad, Rows: gc.rows, Runs: gc.runs[r0:r1]}
+			gc.pa.SgemmGather(j1-j0, b, beta, dst[i*dstSize+j0:(i+1)*dstSize], p)
+		}
+	})
+}
