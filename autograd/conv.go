@@ -275,15 +275,25 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 				}
 			},
 		}
-		wide := wideWeightGrad(g, cout)
+		// The gathered and wide weight gradients come in the layout of
+		// the weights, weightGradGroup's in (Cout, kh, kw, Cin) order.
+		var rows, runs []int32
+		gather := gatherWeightGrad(g, cout)
+		if gather {
+			rows, runs = gatherOffsets(g)
+		}
+		wide := !gather && wideWeightGrad(g, cout)
 		parallel.For(n, ws, func(lo, hi int) {
-			if wide {
+			switch {
+			case gather:
+				merge.done(lo/ws, weightGradGather(g, cout, rows, runs, x.Data, gy, lo, hi))
+			case wide:
 				merge.done(lo/ws, weightGradWide(gemmOf(serial), g, cout, x.Data, gy, lo, hi))
-				return
+			default:
+				merge.done(lo/ws, weightGradGroup(serial, g, cout, x.Data, gy, lo, hi))
 			}
-			merge.done(lo/ws, weightGradGroup(serial, g, cout, x.Data, gy, lo, hi))
 		})
-		if wide {
+		if gather || wide {
 			addTo(w.grad(), acc)
 		} else {
 			addFilterGrad(g, cout, w.grad(), acc)

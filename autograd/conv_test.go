@@ -566,7 +566,8 @@ func testConvPoolUnderArena(t *testing.T, algo string) {
 // TestConvGatherMatchesIm2col checks that the convolutions gatherConv
 // computes (output and input gradient) are bit-identical to the im2col
 // GEMM's, whose products it reads in place instead of copying out, and
-// that the weight gradients agree too.
+// that the weight gradients, whose sums are grouped differently, agree
+// to rounding.
 func TestConvGatherMatchesIm2col(t *testing.T) {
 	rng := newRNG(23)
 	for _, c := range []struct {
@@ -585,8 +586,9 @@ func TestConvGatherMatchesIm2col(t *testing.T) {
 			return [][]float32{slices.Clone(out.Data), slices.Clone(x.Grad), slices.Clone(w.Grad), slices.Clone(b.Grad)}
 		}
 		want, got := run("im2col"), run("gather")
-		for i, what := range []string{"output", "input gradient", "weight gradient", "bias gradient"} {
-			if !slices.Equal(got[i], want[i]) {
+		closeTo(t, fmt.Sprintf("%+v: weight gradient", c), got[2], want[2], 1e-4, 1e-4)
+		for i, what := range []string{"output", "input gradient", "", "bias gradient"} {
+			if what != "" && !slices.Equal(got[i], want[i]) {
 				t.Errorf("%+v: %s differs between gather and im2col", c, what)
 			}
 		}

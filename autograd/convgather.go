@@ -47,9 +47,16 @@ func newGatherConv(g *convGeom, m int, a []float32, transA bool, buf []float32) 
 		lda = m
 	}
 	pa.Pack(a, lda, 0, g.rows)
+	rows, runs := gatherOffsets(g)
+	return &gatherConv{g: g, pa: pa, rows: rows, runs: runs}
+}
+
+// gatherOffsets returns the blas.Gathered row and run offsets of the im2col
+// matrix of geometry g in its zero-padded image (see gatherConv).
+func gatherOffsets(g *convGeom) (rows, runs []int32) {
 	wp := g.widePitch()
 	plane := (g.h + 2*g.ph) * wp
-	rows := make([]int32, 0, g.rows)
+	rows = make([]int32, 0, g.rows)
 	for ci := 0; ci < g.c; ci++ {
 		for ki := 0; ki < g.kh; ki++ {
 			for kj := 0; kj < g.kw; kj++ {
@@ -57,12 +64,12 @@ func newGatherConv(g *convGeom, m int, a []float32, transA bool, buf []float32) 
 			}
 		}
 	}
-	runs := make([]int32, g.cols/blas.GatherRun)
+	runs = make([]int32, g.cols/blas.GatherRun)
 	for r := range runs {
 		q := r * blas.GatherRun
 		runs[r] = int32(q/g.wo*wp + q%g.wo)
 	}
-	return &gatherConv{g: g, pa: pa, rows: rows, runs: runs}
+	return rows, runs
 }
 
 // gatherPackedSize returns the buffer size newGatherConv needs for m
@@ -107,4 +114,34 @@ func (gc *gatherConv) run(n int, src []float32, srcSize int, dst []float32, dstS
 			gc.pa.SgemmGather(j1-j0, b, beta, dst[i*dstSize+j0:(i+1)*dstSize], p)
 		}
 	})
+}
+
+// gatherWeightGrad reports whether the weight gradient of a convolution
+// with geometry g and cout filters is computed by weightGradGather: where
+// gatherConv applies and the product runs as dot products of rows (at
+// most 64 filters), which read the im2col matrix in place.
+func gatherWeightGrad(g *convGeom, cout int) bool {
+	return useGather(g) && cout <= 64
+}
+
+// weightGradGather returns, in a buffer from partialScratch, the weight
+// gradient Σ dY_i·col_iᵀ over the images i in [lo, hi) in the (Cout, Cin,
+// kh, kw) layout of the weights, with each im2col matrix col_i read in
+// place from the padded image (blas.Engine.SgemmGatherT).
+func weightGradGather(g *convGeom, cout int, rows, runs []int32, x, gy []float32, lo, hi int) []float32 {
+	xSize, p := g.c*g.h*g.w, g.cols
+	ySize := cout * p
+	pad := colScratch.get(g.padSize())
+	defer colScratch.put(pad)
+	part := partialScratch.get(cout * g.rows)
+	e := blas.Default()
+	for i := lo; i < hi; i++ {
+		padImage(g, x[i*xSize:(i+1)*xSize], pad)
+		beta := float32(1)
+		if i == lo {
+			beta = 0
+		}
+		e.SgemmGatherT(cout, p, g.rows, gy[i*ySize:(i+1)*ySize], p, blas.Gathered{Src: pad, Rows: rows, Runs: runs}, beta, part, g.rows)
+	}
+	return part
 }

@@ -87,6 +87,100 @@ func (pa *PackedA) SgemmGather(n int, b Gathered, beta float32, c []float32, ldc
 	}
 }
 
+// SgemmGatherT computes C = A·Bᵀ + beta·C with e's kernel on the calling
+// goroutine, where A is m×n with row stride lda, B (k×n) is gathered from
+// b, and C is m×k with row stride ldc: with B an image's im2col matrix and
+// A the gradient of a convolution's output, C is the filters' gradient.
+// Where Sgemm would compute the product as dot products of the rows of A
+// and B, B's rows are read in place; otherwise they are copied out in
+// blocks. The result equals SgemmSerial(false, true, ...) with B stored
+// out, bit for bit. With beta == 0, C is not read. It panics if the
+// offsets reach outside b.Src, if len(b.Rows) != k, or if A or C is too
+// short.
+func (e *Engine) SgemmGatherT(m, n, k int, a []float32, lda int, b Gathered, beta float32, c []float32, ldc int) {
+	runs := ceilDiv(n, GatherRun)
+	if m < 0 || n < 0 || len(b.Rows) != k || len(b.Runs) < runs {
+		panic(fmt.Sprintf("blas.SgemmGatherT: m=%d n=%d k=%d needs %d row offsets and %d run offsets, have %d and %d",
+			m, n, k, k, runs, len(b.Rows), len(b.Runs)))
+	}
+	checkMat("SgemmGatherT", "A", false, m, k, n, m, n, a, lda)
+	checkMat("SgemmGatherT", "C", false, m, k, n, m, k, c, ldc)
+	if m == 0 || k == 0 {
+		return
+	}
+	if n == 0 {
+		scaleC(m, k, beta, c, ldc)
+		return
+	}
+	lo, hi := offsetRange(b.Rows)
+	rlo, rhi := offsetRange(b.Runs[:runs])
+	if lo+rlo < 0 || hi+rhi+GatherRun > len(b.Src) {
+		panic(fmt.Sprintf("blas.SgemmGatherT: offsets reach [%d, %d) but len(Src) = %d (m=%d n=%d k=%d)",
+			lo+rlo, hi+rhi+GatherRun, len(b.Src), m, n, k))
+	}
+	kern := e.k
+	if kern.dotGather == nil || kern.dot == nil || m > dotMaxM {
+		gatherRowsT(kern, m, n, k, a, lda, b, beta, c, ldc)
+		return
+	}
+	// gemmDot's blocking: 4×6 blocks of C, K (here n) in blocks of dotKC.
+	var rows [10]*float32
+	var out [24]float32
+	for pc := 0; pc < n; pc += dotKC {
+		ncb := min(dotKC, n-pc)
+		betaEff := beta
+		if pc > 0 {
+			betaEff = 1
+		}
+		offs := &b.Runs[pc/GatherRun]
+		for j0 := 0; j0 < k; j0 += 6 {
+			nj := min(6, k-j0)
+			for j := range 6 {
+				rows[4+j] = &b.Src[b.Rows[j0+min(j, nj-1)]]
+			}
+			for i0 := 0; i0 < m; i0 += 4 {
+				ni := min(4, m-i0)
+				for i := range 4 {
+					rows[i] = &a[(i0+min(i, ni-1))*lda+pc]
+				}
+				kern.dotGather(ncb, offs, &rows, &out)
+				for i := 0; i < ni; i++ {
+					crow := c[(i0+i)*ldc+j0 : (i0+i)*ldc+j0+nj]
+					res := out[i*6 : i*6+nj]
+					if betaEff == 0 {
+						copy(crow, res)
+					} else {
+						for j, v := range res {
+							crow[j] = v + betaEff*crow[j]
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// gatherRowsT is SgemmGatherT for kernels without a gathering dot
+// product: it copies blocks of rows of B out and multiplies them as
+// SgemmSerial does.
+func gatherRowsT(kern *microKernel, m, n, k int, a []float32, lda int, b Gathered, beta float32, c []float32, ldc int) {
+	const block = 64 // rows of B per product
+	bp := getB(min(block, k) * n)
+	defer bFree.put(bp)
+	tmp := *bp
+	for j0 := 0; j0 < k; j0 += block {
+		nj := min(block, k-j0)
+		for j := 0; j < nj; j++ {
+			row := tmp[j*n : (j+1)*n]
+			for t := 0; t < n; t += GatherRun {
+				s := int(b.Rows[j0+j]) + int(b.Runs[t/GatherRun])
+				copy(row[t:min(t+GatherRun, n)], b.Src[s:])
+			}
+		}
+		gemm(kern, false, false, true, m, nj, n, 1, a, lda, tmp[:nj*n], n, beta, c[j0:], ldc)
+	}
+}
+
 // packGathered packs columns [j0, j0+cols) of the rows of b at the
 // offsets offs into a panel of nr columns, zero past cols.
 func packGathered(b Gathered, offs []int32, j0, cols, nr int, panel []float32) {

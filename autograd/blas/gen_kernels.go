@@ -62,6 +62,7 @@ func main() {
 		genGather(avx512, r)
 	}
 	genDot()
+	genDotGather()
 	if err := os.WriteFile("kernel_amd64.s", out.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
 	}
@@ -452,6 +453,12 @@ func genDot() {
 	step(true)
 	p("%s_reduce:", name)
 	p("\tMOVQ out+16(FP), R13")
+	dotReduce()
+}
+
+// dotReduce emits the end of the dot-product kernels: the 16 lanes of each
+// accumulator Z0..Z23 added up in a fixed tree and stored to (R13).
+func dotReduce() {
 	for i := 0; i < 24; i++ {
 		z := fmt.Sprintf("Z%d", i)
 		p("\tVSHUFF32X4 $0x4E, %s, %s, Z30", z, z)
@@ -466,4 +473,79 @@ func genDot() {
 	}
 	p("\tVZEROUPPER")
 	p("\tRET")
+}
+
+// genDotGather emits dotGatherAVX512, dotAVX512 for rows of B gathered in
+// runs of 16: element t of B row j is at rows[4+j] + 4·(offs[t/16] +
+// t%16) bytes, while the rows of A are contiguous. Lane l of every
+// accumulator sums the elements t ≡ l mod 16, as in dotAVX512.
+func genDotGather() {
+	const name = "dotGatherAVX512"
+	d("")
+	d("// %s stores in out[i*6+j] the dot product of the n values at rows[i]", name)
+	d("// (rows of A, i < 4) and row j of B (j < 6), whose element t is at")
+	d("// rows[4+j][offs[t/16] + t%%16].")
+	d("//")
+	d("//go:noescape")
+	d("func %s(n int, offs *int32, rows *[10]*float32, out *[24]float32)", name)
+	ptr := []string{"AX", "BX", "DX", "SI", "DI", "R8", "R9", "R10", "R11", "R12"}
+	acc := func(i, j int) string { return fmt.Sprintf("Z%d", i*6+j) }
+	// R13: byte offset into the rows of A; R14: the next run offset;
+	// CX: the current run offset.
+	step := func(masked bool) {
+		z := ""
+		k := ""
+		if masked {
+			z, k = ".Z", "K1, "
+		}
+		p("\tMOVL (R14), CX")
+		for i := 0; i < 4; i++ {
+			p("\tVMOVUPS%s (%s)(R13*1), %sZ%d", z, ptr[i], k, 24+i)
+		}
+		for j := 0; j < 6; j++ {
+			bz := fmt.Sprintf("Z%d", 28+j%2)
+			p("\tVMOVUPS%s (%s)(CX*4), %s%s", z, ptr[4+j], k, bz)
+			for i := 0; i < 4; i++ {
+				p("\tVFMADD231PS Z%d, %s, %s", 24+i, bz, acc(i, j))
+			}
+		}
+		p("\tADDQ $4, R14")
+		p("\tADDQ $64, R13")
+	}
+	p("")
+	p("// func %s(n int, offs *int32, rows *[10]*float32, out *[24]float32)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-32", name)
+	// K1 masks the n mod 16 values of the last, partial run.
+	p("\tMOVQ n+0(FP), CX")
+	p("\tANDQ $15, CX")
+	p("\tMOVL $1, R13")
+	p("\tSHLL CX, R13")
+	p("\tDECL R13")
+	p("\tKMOVW R13, K1")
+	p("\tMOVQ offs+8(FP), R14")
+	p("\tMOVQ rows+16(FP), CX")
+	for r, reg := range ptr {
+		p("\tMOVQ %d(CX), %s", 8*r, reg)
+	}
+	for i := 0; i < 24; i++ {
+		p("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
+	}
+	p("\tXORQ R13, R13")
+	// The loop runs while R13 < 64·⌊n/16⌋, kept in the frame slot of n.
+	p("\tMOVQ n+0(FP), CX")
+	p("\tSHRQ $4, CX")
+	p("\tSHLQ $6, CX")
+	p("\tJZ %s_tail", name)
+	p("\tMOVQ CX, n+0(FP)")
+	p("%s_loop:", name)
+	step(false)
+	p("\tCMPQ R13, n+0(FP)")
+	p("\tJLT %s_loop", name)
+	p("%s_tail:", name)
+	p("\tKORTESTW K1, K1")
+	p("\tJZ %s_reduce", name)
+	step(true)
+	p("%s_reduce:", name)
+	p("\tMOVQ out+24(FP), R13")
+	dotReduce()
 }

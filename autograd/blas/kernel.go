@@ -40,6 +40,10 @@ type microKernel struct {
 	// by the 16 at src[b1+offs[p]:] (nr == 32). It accepts partial rows
 	// and columns. Without it, SgemmGather packs the panels of B.
 	gather func(rows, cols, kc int, ap, src []float32, offs []int32, b0, b1 int, c []float32, ldc int, alpha, beta float32)
+	// dotGather, if set, is dot for rows of B gathered in runs of 16:
+	// element t of row j is at rows[4+j][offs[t/16]+t%16] (see
+	// SgemmGatherT).
+	dotGather func(n int, offs *int32, rows *[10]*float32, out *[24]float32)
 }
 
 //go:generate go run gen_gokernel.go

@@ -37,7 +37,8 @@ func archKernels() []*microKernel {
 			run:         runAVX512,
 			partialRows: true, partialCols: true, strided: true,
 			dot:    dotAVX512,
-			gather: gatherAVX512,
+			gather:    gatherAVX512,
+			dotGather: dotGatherAVX512,
 		})
 	}
 	return ks
