@@ -36,7 +36,7 @@ func archKernels() []*microKernel {
 			inPlaceM: 480, inPlaceKC: 256,
 			run:         runAVX512,
 			partialRows: true, partialCols: true, strided: true,
-			dot:    dotAVX512,
+			dot:       dotAVX512,
 			gather:    gatherAVX512,
 			dotGather: dotGatherAVX512,
 		})
