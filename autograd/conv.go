@@ -260,6 +260,10 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 			defer partialScratch.put(wf)
 		}
 	}
+	if needW && needX && strideOne && !wino && useGatherBackward(gd, g.c) {
+		gatherBackward(g, gd, n, cout, x.Data, wf, gy, gx, w.grad(), !overwrite)
+		return
+	}
 	if needW {
 		ws := weightGroupSize(p)
 		chunks := parallel.Chunks(n, ws)

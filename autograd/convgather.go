@@ -145,3 +145,82 @@ func weightGradGather(g *convGeom, cout int, rows, runs []int32, x, gy []float32
 	}
 	return part
 }
+
+// useGatherBackward reports whether both gradients of a stride-1
+// convolution on n images with cin input channels are computed by
+// gatherBackward, given the geometry gd of its input-gradient
+// convolution: where that convolution runs as a gatherConv and the weight
+// gradient's products are dot products (at most 64 input channels). The
+// choice must not depend on the number of workers, which would change the
+// rounding of the weight gradient; with fewer groups of images than
+// workers, some idle.
+func useGatherBackward(gd *convGeom, cin int) bool {
+	return useGather(gd) && cin <= 64
+}
+
+// gatherBackward computes both gradients of a stride-1 convolution of
+// geometry g on n images from one zero-padded copy of each image's output
+// gradient dY_i (see padImage), where gd is the geometry of the
+// input-gradient convolution and wf its transposed filter matrix (see
+// flipFilters). The input gradient is gatherConv's. The weight gradient
+// uses the same padded image: with the input-gradient convolution's
+// im2col matrix col_i of dY_i, whose row (co, a, b) is dYpad read from
+// co·plane + a·dh·wp + b·dw,
+//
+//	dW[co][ci][kh−1−a][kw−1−b] = Σ_q x_i[ci][q]·col_i[(co, a, b)][q],
+//
+// a product of the rows of x_i and the gathered rows of col_i
+// (blas.Engine.SgemmGatherT), summed over the images of each group and the
+// groups in order as convBackward does. gx is added to if accumulate;
+// the weight gradient is added to dw.
+func gatherBackward(g, gd *convGeom, n, cout int, x, wf, gy, gx, dw []float32, accumulate bool) {
+	cin, hw := g.c, g.h*g.w
+	xSize, ySize := cin*hw, cout*g.cols
+	buf := partialScratch.get(gatherPackedSize(gd, cin))
+	defer partialScratch.put(buf)
+	gc := newGatherConv(gd, cin, wf, true, buf)
+	beta := float32(0)
+	if accumulate {
+		beta = 1
+	}
+	ws := weightGroupSize(hw)
+	chunks := parallel.Chunks(n, ws)
+	acc := partialScratch.get(cin * gd.rows) // in (Cin; Cout, a, b) order
+	defer partialScratch.put(acc)
+	clear(acc)
+	merge := &orderedSum{
+		pending: make([][]float32, chunks),
+		add: func(part []float32) {
+			for i, v := range part {
+				acc[i] += v
+			}
+		},
+	}
+	e := blas.Default()
+	parallel.For(n, ws, func(lo, hi int) {
+		pad := colScratch.get(gd.padSize())
+		defer colScratch.put(pad)
+		part := partialScratch.get(cin * gd.rows)
+		for i := lo; i < hi; i++ {
+			padImage(gd, gy[i*ySize:(i+1)*ySize], pad)
+			b := blas.Gathered{Src: pad, Rows: gc.rows, Runs: gc.runs}
+			gc.pa.SgemmGather(hw, b, beta, gx[i*xSize:(i+1)*xSize], hw)
+			wBeta := float32(1)
+			if i == lo {
+				wBeta = 0
+			}
+			e.SgemmGatherT(cin, hw, gd.rows, x[i*xSize:(i+1)*xSize], hw, b, wBeta, part, gd.rows)
+		}
+		merge.done(lo/ws, part)
+	})
+	khw := g.kh * g.kw
+	for ci := 0; ci < cin; ci++ {
+		for co := 0; co < cout; co++ {
+			src := acc[ci*gd.rows+co*khw : ci*gd.rows+(co+1)*khw]
+			dst := dw[(co*cin+ci)*khw : (co*cin+ci+1)*khw]
+			for t, v := range src {
+				dst[khw-1-t] += v
+			}
+		}
+	}
+}
