@@ -50,8 +50,19 @@ func (pa *PackedA) SgemmGather(n int, b Gathered, beta float32, c []float32, ldc
 	}
 	kern := pa.kern
 	mr, nr, kc := kern.mr, kern.nr, pa.kc
-	// The blocks of K are pa's, so its blocks of A are read where they lie.
-	ws := getWS(0, 0, mr*nr)
+	// The gather kernels take the rows in near-equal panels (16 rows as
+	// 8 + 8, not 12 + 4: a 4-row tile runs short of independent
+	// multiply-adds and long on loads), repacked from pa's blocks; the
+	// others read pa's blocks where they lie.
+	h := mr
+	if kern.gather != nil {
+		h = ceilDiv(m, ceilDiv(m, mr))
+	}
+	na := 0
+	if h != mr {
+		na = roundUp(m, h) / h * mr * min(kc, k)
+	}
+	ws := getWS(na, 0, mr*nr)
 	defer wsFree.put(ws)
 	var panel []float32
 	if kern.gather == nil || nr != 2*GatherRun {
@@ -65,8 +76,11 @@ func (pa *PackedA) SgemmGather(n int, b Gathered, beta float32, c []float32, ldc
 		if pc > 0 {
 			betaEff = 1
 		}
-		ap := pa.block(0, m, pc, kcb, ws.a)
+		ap := pa.block(0, m, pc, kcb, nil)
 		offs := b.Rows[pc : pc+kcb]
+		if h != mr {
+			ap = repanel(ap, m, kcb, mr, h, ws.a)
+		}
 		for j := 0; j < n; j += nr {
 			cols := min(nr, n-j)
 			if panel == nil {
@@ -75,9 +89,9 @@ func (pa *PackedA) SgemmGather(n int, b Gathered, beta float32, c []float32, ldc
 				if cols > GatherRun {
 					b1 = int(b.Runs[j/GatherRun+1])
 				}
-				for i := 0; i < m; i += mr {
-					rows := min(mr, m-i)
-					kern.gather(rows, cols, kcb, ap[(i/mr)*kcb*mr:], b.Src, offs, b0, b1, c[i*ldc+j:], ldc, 1, betaEff)
+				for i := 0; i < m; i += h {
+					rows := min(h, m-i)
+					kern.gather(rows, cols, kcb, ap[(i/h)*kcb*mr:], b.Src, offs, b0, b1, c[i*ldc+j:], ldc, 1, betaEff)
 				}
 				continue
 			}
@@ -179,6 +193,20 @@ func gatherRowsT(kern *microKernel, m, n, k int, a []float32, lda int, b Gathere
 		}
 		gemm(kern, false, false, true, m, nj, n, 1, a, lda, tmp[:nj*n], n, beta, c[j0:], ldc)
 	}
+}
+
+// repanel copies the m rows of a packed block of kcb columns, held in
+// panels of mr rows, into panels of h <= mr rows, still mr values apart
+// per column, in dst: row i goes to panel i/h, place i%h.
+func repanel(ap []float32, m, kcb, mr, h int, dst []float32) []float32 {
+	for i := 0; i < m; i++ {
+		src := ap[(i/mr)*kcb*mr+i%mr:]
+		out := dst[(i/h)*kcb*mr+i%h:]
+		for p := 0; p < kcb; p++ {
+			out[p*mr] = src[p*mr]
+		}
+	}
+	return dst[:ceilDiv(m, h)*kcb*mr]
 }
 
 // packGathered packs columns [j0, j0+cols) of the rows of b at the
