@@ -23,7 +23,7 @@ func useGather(g *convGeom) bool {
 	return gatherOK(g) && g.algo != algoIm2col
 }
 
-// gatherConv computes a convolution as blas.PackedA.SgemmGather products,
+// gatherConv computes a convolution as blas.GatherA.SgemmGather products,
 // one per image: the filter matrix times the image's im2col matrix, which
 // is never stored, because its row (ci, ki, kj) is the zero-padded image
 // (see padImage) read from offset ci·plane + ki·dh·wp + kj·dw, and its
@@ -33,20 +33,18 @@ func useGather(g *convGeom) bool {
 // give identical results.
 type gatherConv struct {
 	g          *convGeom
-	pa         *blas.PackedA // the m × g.rows filter matrix
+	pa         *blas.GatherA // the m × g.rows filter matrix
 	rows, runs []int32       // the blas.Gathered offsets
 }
 
 // newGatherConv prepares the convolution of geometry g with the m×g.rows
 // filter matrix a (transA: a holds its transpose), packed into buf.
 func newGatherConv(g *convGeom, m int, a []float32, transA bool, buf []float32) *gatherConv {
-	e := blas.Default()
-	pa := e.NewPackedA(transA, m, g.rows, buf)
 	lda := g.rows
 	if transA {
 		lda = m
 	}
-	pa.Pack(a, lda, 0, g.rows)
+	pa := blas.Default().PackGatherA(transA, m, g.rows, a, lda, buf)
 	rows, runs := gatherOffsets(g)
 	return &gatherConv{g: g, pa: pa, rows: rows, runs: runs}
 }

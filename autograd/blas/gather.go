@@ -20,21 +20,73 @@ type Gathered struct {
 	Runs []int32 // ⌈n/GatherRun⌉ offsets, one per run of columns
 }
 
+// GatherA is the left operand op(A) of SgemmGather products, packed once
+// for an engine's kernel. For the AVX-512 gather kernels its rows are held
+// in near-equal panels (16 rows as 8 + 8, not 12 + 4: a 4-row tile runs
+// short of independent multiply-adds and long on loads); otherwise as a
+// PackedA holds them.
+type GatherA struct {
+	kern *microKernel
+	m, k int
+	kc   int // length of the blocks of K
+	h    int // rows per panel; panels are kern.mr values apart per column
+	data []float32
+}
+
+// PackGatherA returns op(A), which is m×k, packed for SgemmGather with e's
+// kernel, from the stored matrix a with row stride lda (transA: a holds
+// op(A)ᵀ). It is held in buf when buf's capacity is at least
+// PackedASize(m, k), else in a new slice.
+func (e *Engine) PackGatherA(transA bool, m, k int, a []float32, lda int, buf []float32) *GatherA {
+	kern := e.k
+	mr := kern.mr
+	size := e.PackedASize(m, k)
+	if cap(buf) < size {
+		buf = alignedFloats(size)
+	}
+	tmp := getB(size)
+	defer bFree.put(tmp)
+	pa := e.NewPackedA(transA, m, k, *tmp)
+	pa.Pack(a, lda, 0, k)
+	ga := &GatherA{kern: kern, m: m, k: k, kc: pa.kc, h: mr, data: buf[:size]}
+	if kern.gather != nil && m > 0 {
+		ga.h = ceilDiv(m, ceilDiv(m, mr))
+	}
+	mp := roundUp(m, mr) // rows of a block, either way
+	for pc := 0; pc < k; pc += pa.kc {
+		kcb := min(pa.kc, k-pc)
+		src, dst := pa.data[pc*mp:pc*mp+mp*kcb], ga.data[pc*mp:pc*mp+mp*kcb]
+		if ga.h == mr {
+			copy(dst, src)
+			continue
+		}
+		// Row i goes from panel i/mr, place i%mr to panel i/h, place i%h.
+		for i := 0; i < m; i++ {
+			s, d := src[(i/mr)*kcb*mr+i%mr:], dst[(i/ga.h)*kcb*mr+i%ga.h:]
+			for p := 0; p < kcb; p++ {
+				d[p*mr] = s[p*mr]
+			}
+		}
+	}
+	return ga
+}
+
 // SgemmGather computes C = op(A)·B + beta·C on the calling goroutine for the
 // packed op(A) (m×k), B (k×n) gathered from b, and C (m×n) with row stride
 // ldc. Kernels that can read B in this form do so; the others pack its
-// panels. With beta == 0, C is not read. The result equals pa's
-// SgemmSerial with B stored out, bit for bit, whenever that product
-// blocks K as pa does (n at least the kernel's tile width). It panics if the offsets reach outside b.Src, if
-// len(b.Rows) != k, or if C is too short.
-func (pa *PackedA) SgemmGather(n int, b Gathered, beta float32, c []float32, ldc int) {
-	m, k := pa.m, pa.k
+// panels. With beta == 0, C is not read. The result equals SgemmSerial's
+// with B stored out, bit for bit, whenever that product blocks K as a
+// PackedA of op(A) does (n at least the kernel's tile width). It panics
+// if the offsets reach outside b.Src, if len(b.Rows) != k, or if C is too
+// short.
+func (ga *GatherA) SgemmGather(n int, b Gathered, beta float32, c []float32, ldc int) {
+	m, k := ga.m, ga.k
 	runs := ceilDiv(n, GatherRun)
 	if n < 0 || len(b.Rows) != k || len(b.Runs) < runs {
-		panic(fmt.Sprintf("blas.PackedA.SgemmGather: n=%d needs %d row offsets and %d run offsets, have %d and %d (m=%d k=%d)",
+		panic(fmt.Sprintf("blas.GatherA.SgemmGather: n=%d needs %d row offsets and %d run offsets, have %d and %d (m=%d k=%d)",
 			n, k, runs, len(b.Rows), len(b.Runs), m, k))
 	}
-	checkMat("PackedA.SgemmGather", "C", false, m, n, k, m, n, c, ldc)
+	checkMat("GatherA.SgemmGather", "C", false, m, n, k, m, n, c, ldc)
 	if m == 0 || n == 0 {
 		return
 	}
@@ -45,24 +97,13 @@ func (pa *PackedA) SgemmGather(n int, b Gathered, beta float32, c []float32, ldc
 	lo, hi := offsetRange(b.Rows)
 	rlo, rhi := offsetRange(b.Runs[:runs])
 	if lo+rlo < 0 || hi+rhi+GatherRun > len(b.Src) {
-		panic(fmt.Sprintf("blas.PackedA.SgemmGather: offsets reach [%d, %d) but len(Src) = %d (m=%d n=%d k=%d)",
+		panic(fmt.Sprintf("blas.GatherA.SgemmGather: offsets reach [%d, %d) but len(Src) = %d (m=%d n=%d k=%d)",
 			lo+rlo, hi+rhi+GatherRun, len(b.Src), m, n, k))
 	}
-	kern := pa.kern
-	mr, nr, kc := kern.mr, kern.nr, pa.kc
-	// The gather kernels take the rows in near-equal panels (16 rows as
-	// 8 + 8, not 12 + 4: a 4-row tile runs short of independent
-	// multiply-adds and long on loads), repacked from pa's blocks; the
-	// others read pa's blocks where they lie.
-	h := mr
-	if kern.gather != nil {
-		h = ceilDiv(m, ceilDiv(m, mr))
-	}
-	na := 0
-	if h != mr {
-		na = roundUp(m, h) / h * mr * min(kc, k)
-	}
-	ws := getWS(na, 0, mr*nr)
+	kern := ga.kern
+	mr, nr, kc, h := kern.mr, kern.nr, ga.kc, ga.h
+	mp := roundUp(m, mr)
+	ws := getWS(0, 0, mr*nr)
 	defer wsFree.put(ws)
 	var panel []float32
 	if kern.gather == nil || nr != 2*GatherRun {
@@ -76,11 +117,8 @@ func (pa *PackedA) SgemmGather(n int, b Gathered, beta float32, c []float32, ldc
 		if pc > 0 {
 			betaEff = 1
 		}
-		ap := pa.block(0, m, pc, kcb, nil)
+		ap := ga.data[pc*mp : pc*mp+mp*kcb]
 		offs := b.Rows[pc : pc+kcb]
-		if h != mr {
-			ap = repanel(ap, m, kcb, mr, h, ws.a)
-		}
 		for j := 0; j < n; j += nr {
 			cols := min(nr, n-j)
 			if panel == nil {
@@ -193,20 +231,6 @@ func gatherRowsT(kern *microKernel, m, n, k int, a []float32, lda int, b Gathere
 		}
 		gemm(kern, false, false, true, m, nj, n, 1, a, lda, tmp[:nj*n], n, beta, c[j0:], ldc)
 	}
-}
-
-// repanel copies the m rows of a packed block of kcb columns, held in
-// panels of mr rows, into panels of h <= mr rows, still mr values apart
-// per column, in dst: row i goes to panel i/h, place i%h.
-func repanel(ap []float32, m, kcb, mr, h int, dst []float32) []float32 {
-	for i := 0; i < m; i++ {
-		src := ap[(i/mr)*kcb*mr+i%mr:]
-		out := dst[(i/h)*kcb*mr+i%h:]
-		for p := 0; p < kcb; p++ {
-			out[p*mr] = src[p*mr]
-		}
-	}
-	return dst[:ceilDiv(m, h)*kcb*mr]
 }
 
 // packGathered packs columns [j0, j0+cols) of the rows of b at the

@@ -40,6 +40,7 @@ func TestSgemmGatherMatchesSgemm(t *testing.T) {
 			}
 			a := randSlice(rng, m*k)
 			pa := e.PackA(true, m, k, a, m)
+			ga := e.PackGatherA(true, m, k, a, m, nil)
 			for _, beta := range []float32{0, 1} {
 				ldc := n + 5
 				c0 := randSlice(rng, m*ldc)
@@ -51,7 +52,7 @@ func TestSgemmGatherMatchesSgemm(t *testing.T) {
 				want := append([]float32(nil), c0...)
 				pa.SgemmSerial(false, n, 1, b, ldb, beta, want, ldc)
 				got := append([]float32(nil), c0...)
-				pa.SgemmGather(n, g, beta, got, ldc)
+				ga.SgemmGather(n, g, beta, got, ldc)
 				for i := 0; i < m; i++ {
 					for j := 0; j < ldc; j++ {
 						x, y := got[i*ldc+j], want[i*ldc+j]
@@ -67,7 +68,7 @@ func TestSgemmGatherMatchesSgemm(t *testing.T) {
 
 func TestSgemmGatherPanics(t *testing.T) {
 	e := Default()
-	pa := e.PackA(false, 2, 3, make([]float32, 6), 3)
+	pa := e.PackGatherA(false, 2, 3, make([]float32, 6), 3, nil)
 	src := make([]float32, 40)
 	c := make([]float32, 64)
 	for _, tc := range []struct {
