@@ -290,7 +290,7 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 		parallel.For(n, ws, func(lo, hi int) {
 			switch {
 			case gather:
-				merge.done(lo/ws, weightGradGather(g, cout, rows, runs, x.Data, gy, lo, hi))
+				merge.done(lo/ws, weightGradGather(g, cout, rows, runs, x.Data, gy, lo, hi, ws))
 			case wide:
 				merge.done(lo/ws, weightGradWide(gemmOf(serial), g, cout, x.Data, gy, lo, hi))
 			default:

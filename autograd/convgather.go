@@ -124,24 +124,47 @@ func gatherWeightGrad(g *convGeom, cout int) bool {
 
 // weightGradGather returns, in a buffer from partialScratch, the weight
 // gradient Σ dY_i·col_iᵀ over the images i in [lo, hi) in the (Cout, Cin,
-// kh, kw) layout of the weights, with each im2col matrix col_i read in
-// place from the padded image (blas.Engine.SgemmGatherT).
-func weightGradGather(g *convGeom, cout int, rows, runs []int32, x, gy []float32, lo, hi int) []float32 {
-	xSize, p := g.c*g.h*g.w, g.cols
-	ySize := cout * p
-	pad := colScratch.get(g.padSize())
+// kh, kw) layout of the weights, as one product of the images' output
+// gradients side by side and their im2col matrices side by side, read in
+// place from the padded images (blas.Engine.SgemmGatherT). rows and runs
+// are g's gather offsets; ws is the most images of a call.
+func weightGradGather(g *convGeom, cout int, rows, runs []int32, x, gy []float32, lo, hi, ws int) []float32 {
+	xSize, p, ps := g.c*g.h*g.w, g.cols, g.padSize()
+	ySize, cnt := cout*p, hi-lo
+	pad := colScratch.get(ws * ps)
 	defer colScratch.put(pad)
-	part := partialScratch.get(cout * g.rows)
-	e := blas.Default()
-	for i := lo; i < hi; i++ {
-		padImage(g, x[i*xSize:(i+1)*xSize], pad)
-		beta := float32(1)
-		if i == lo {
-			beta = 0
-		}
-		e.SgemmGatherT(cout, p, g.rows, gy[i*ySize:(i+1)*ySize], p, blas.Gathered{Src: pad, Rows: rows, Runs: runs}, beta, part, g.rows)
+	for j := 0; j < cnt; j++ {
+		padImage(g, x[(lo+j)*xSize:(lo+j+1)*xSize], pad[j*ps:(j+1)*ps])
 	}
+	a := blas.Gathered{Src: gy[lo*ySize : hi*ySize], Rows: planeOffsets(cout, p), Runs: stackRuns(denseRuns(p), cnt, ySize)}
+	b := blas.Gathered{Src: pad[:cnt*ps], Rows: rows, Runs: stackRuns(runs, cnt, ps)}
+	part := partialScratch.get(cout * g.rows)
+	blas.Default().SgemmGatherT(cout, cnt*p, g.rows, a, b, 0, part, g.rows)
 	return part
+}
+
+// planeOffsets returns the offsets of c planes of p values: 0, p, 2p, ...
+func planeOffsets(c, p int) []int32 {
+	offs := make([]int32, c)
+	for i := range offs {
+		offs[i] = int32(i * p)
+	}
+	return offs
+}
+
+// denseRuns returns the run offsets of p contiguous values.
+func denseRuns(p int) []int32 { return planeOffsets(p/blas.GatherRun, blas.GatherRun) }
+
+// stackRuns returns the run offsets of cnt images stride apart, each with
+// the run offsets runs.
+func stackRuns(runs []int32, cnt, stride int) []int32 {
+	out := make([]int32, 0, cnt*len(runs))
+	for j := 0; j < cnt; j++ {
+		for _, r := range runs {
+			out = append(out, int32(j*stride)+r)
+		}
+	}
+	return out
 }
 
 // useGatherBackward reports whether both gradients of a stride-1
@@ -194,21 +217,28 @@ func gatherBackward(g, gd *convGeom, n, cout int, x, wf, gy, gx, dw []float32, a
 			}
 		},
 	}
+	// The offsets of a full group of images; shorter groups use their
+	// first runs.
+	ps := gd.padSize()
+	aRows := planeOffsets(cin, hw)
+	aRuns := stackRuns(denseRuns(hw), min(ws, n), xSize)
+	bRuns := stackRuns(gc.runs, min(ws, n), ps)
 	e := blas.Default()
 	parallel.For(n, ws, func(lo, hi int) {
-		pad := colScratch.get(gd.padSize())
+		cnt := hi - lo
+		pad := colScratch.get(cnt * ps)
 		defer colScratch.put(pad)
-		part := partialScratch.get(cin * gd.rows)
-		for i := lo; i < hi; i++ {
-			padImage(gd, gy[i*ySize:(i+1)*ySize], pad)
-			b := blas.Gathered{Src: pad, Rows: gc.rows, Runs: gc.runs}
-			gc.pa.SgemmGather(hw, b, beta, gx[i*xSize:(i+1)*xSize], hw)
-			wBeta := float32(1)
-			if i == lo {
-				wBeta = 0
-			}
-			e.SgemmGatherT(cin, hw, gd.rows, x[i*xSize:(i+1)*xSize], hw, b, wBeta, part, gd.rows)
+		for j := 0; j < cnt; j++ {
+			dy := pad[j*ps : (j+1)*ps]
+			padImage(gd, gy[(lo+j)*ySize:(lo+j+1)*ySize], dy)
+			b := blas.Gathered{Src: dy, Rows: gc.rows, Runs: gc.runs}
+			gc.pa.SgemmGather(hw, b, beta, gx[(lo+j)*xSize:(lo+j+1)*xSize], hw)
 		}
+		r := cnt * hw / blas.GatherRun
+		a := blas.Gathered{Src: x[lo*xSize : hi*xSize], Rows: aRows, Runs: aRuns[:r]}
+		b := blas.Gathered{Src: pad, Rows: gc.rows, Runs: bRuns[:r]}
+		part := partialScratch.get(cin * gd.rows)
+		e.SgemmGatherT(cin, cnt*hw, gd.rows, a, b, 0, part, gd.rows)
 		merge.done(lo/ws, part)
 	})
 	khw := g.kh * g.kw

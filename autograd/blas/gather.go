@@ -80,25 +80,19 @@ func (e *Engine) PackGatherA(transA bool, m, k int, a []float32, lda int, buf []
 // if the offsets reach outside b.Src, if len(b.Rows) != k, or if C is too
 // short.
 func (ga *GatherA) SgemmGather(n int, b Gathered, beta float32, c []float32, ldc int) {
+	const fn = "GatherA.SgemmGather"
 	m, k := ga.m, ga.k
-	runs := ceilDiv(n, GatherRun)
-	if n < 0 || len(b.Rows) != k || len(b.Runs) < runs {
-		panic(fmt.Sprintf("blas.GatherA.SgemmGather: n=%d needs %d row offsets and %d run offsets, have %d and %d (m=%d k=%d)",
-			n, k, runs, len(b.Rows), len(b.Runs), m, k))
+	if n < 0 {
+		panic(fmt.Sprintf("blas.%s: negative dimension n=%d (m=%d k=%d)", fn, n, m, k))
 	}
-	checkMat("GatherA.SgemmGather", "C", false, m, n, k, m, n, c, ldc)
+	checkGathered(fn, "B", k, n, b)
+	checkMat(fn, "C", false, m, n, k, m, n, c, ldc)
 	if m == 0 || n == 0 {
 		return
 	}
 	if k == 0 {
 		scaleC(m, n, beta, c, ldc)
 		return
-	}
-	lo, hi := offsetRange(b.Rows)
-	rlo, rhi := offsetRange(b.Runs[:runs])
-	if lo+rlo < 0 || hi+rhi+GatherRun > len(b.Src) {
-		panic(fmt.Sprintf("blas.GatherA.SgemmGather: offsets reach [%d, %d) but len(Src) = %d (m=%d n=%d k=%d)",
-			lo+rlo, hi+rhi+GatherRun, len(b.Src), m, n, k))
 	}
 	kern := ga.kern
 	mr, nr, kc, h := kern.mr, kern.nr, ga.kc, ga.h
@@ -140,23 +134,23 @@ func (ga *GatherA) SgemmGather(n int, b Gathered, beta float32, c []float32, ldc
 }
 
 // SgemmGatherT computes C = A·Bᵀ + beta·C with e's kernel on the calling
-// goroutine, where A is m×n with row stride lda, B (k×n) is gathered from
-// b, and C is m×k with row stride ldc: with B an image's im2col matrix and
-// A the gradient of a convolution's output, C is the filters' gradient.
-// Where Sgemm would compute the product as dot products of the rows of A
-// and B, B's rows are read in place; otherwise they are copied out in
-// blocks. The result equals SgemmSerial(false, true, ...) with B stored
-// out, bit for bit. With beta == 0, C is not read. It panics if the
-// offsets reach outside b.Src, if len(b.Rows) != k, or if A or C is too
-// short.
-func (e *Engine) SgemmGatherT(m, n, k int, a []float32, lda int, b Gathered, beta float32, c []float32, ldc int) {
-	runs := ceilDiv(n, GatherRun)
-	if m < 0 || n < 0 || len(b.Rows) != k || len(b.Runs) < runs {
-		panic(fmt.Sprintf("blas.SgemmGatherT: m=%d n=%d k=%d needs %d row offsets and %d run offsets, have %d and %d",
-			m, n, k, k, runs, len(b.Rows), len(b.Runs)))
+// goroutine, where A (m×n) is gathered from a, B (k×n) from b, and C is
+// m×k with row stride ldc: with A the gradients of a convolution's
+// outputs and B the im2col matrix of its inputs, both over a group of
+// images, C is the filters' gradient. Where Sgemm would compute the
+// product as dot products of the rows of A and B, both are read in place;
+// otherwise they are copied out. The result equals SgemmSerial(false,
+// true, ...) with A and B stored out, bit for bit. With beta == 0, C is
+// not read. It panics if the offsets reach outside a.Src or b.Src, if
+// len(a.Rows) != m or len(b.Rows) != k, or if C is too short.
+func (e *Engine) SgemmGatherT(m, n, k int, a, b Gathered, beta float32, c []float32, ldc int) {
+	const fn = "SgemmGatherT"
+	if m < 0 || n < 0 || k < 0 {
+		panic(fmt.Sprintf("blas.%s: negative dimension m=%d n=%d k=%d", fn, m, n, k))
 	}
-	checkMat("SgemmGatherT", "A", false, m, k, n, m, n, a, lda)
-	checkMat("SgemmGatherT", "C", false, m, k, n, m, k, c, ldc)
+	checkGathered(fn, "A", m, n, a)
+	checkGathered(fn, "B", k, n, b)
+	checkMat(fn, "C", false, m, k, n, m, k, c, ldc)
 	if m == 0 || k == 0 {
 		return
 	}
@@ -164,16 +158,20 @@ func (e *Engine) SgemmGatherT(m, n, k int, a []float32, lda int, b Gathered, bet
 		scaleC(m, k, beta, c, ldc)
 		return
 	}
-	lo, hi := offsetRange(b.Rows)
-	rlo, rhi := offsetRange(b.Runs[:runs])
-	if lo+rlo < 0 || hi+rhi+GatherRun > len(b.Src) {
-		panic(fmt.Sprintf("blas.SgemmGatherT: offsets reach [%d, %d) but len(Src) = %d (m=%d n=%d k=%d)",
-			lo+rlo, hi+rhi+GatherRun, len(b.Src), m, n, k))
-	}
 	kern := e.k
 	if kern.dotGather == nil || kern.dot == nil || m > dotMaxM {
-		gatherRowsT(kern, m, n, k, a, lda, b, beta, c, ldc)
+		gatherRowsT(kern, m, n, k, a, b, beta, c, ldc)
 		return
+	}
+	runs := ceilDiv(n, GatherRun)
+	pp := int32Free.get()
+	defer int32Free.put(pp)
+	if cap(*pp) < 2*runs {
+		*pp = make([]int32, 2*runs)
+	}
+	pairs := (*pp)[:2*runs]
+	for u := range runs {
+		pairs[2*u], pairs[2*u+1] = a.Runs[u], b.Runs[u]
 	}
 	// gemmDot's blocking: 4×6 blocks of C, K (here n) in blocks of dotKC.
 	var rows [10]*float32
@@ -184,7 +182,7 @@ func (e *Engine) SgemmGatherT(m, n, k int, a []float32, lda int, b Gathered, bet
 		if pc > 0 {
 			betaEff = 1
 		}
-		offs := &b.Runs[pc/GatherRun]
+		offs := &pairs[2*(pc/GatherRun)]
 		for j0 := 0; j0 < k; j0 += 6 {
 			nj := min(6, k-j0)
 			for j := range 6 {
@@ -193,7 +191,7 @@ func (e *Engine) SgemmGatherT(m, n, k int, a []float32, lda int, b Gathered, bet
 			for i0 := 0; i0 < m; i0 += 4 {
 				ni := min(4, m-i0)
 				for i := range 4 {
-					rows[i] = &a[(i0+min(i, ni-1))*lda+pc]
+					rows[i] = &a.Src[a.Rows[i0+min(i, ni-1)]]
 				}
 				kern.dotGather(ncb, offs, &rows, &out)
 				for i := 0; i < ni; i++ {
@@ -212,24 +210,56 @@ func (e *Engine) SgemmGatherT(m, n, k int, a []float32, lda int, b Gathered, bet
 	}
 }
 
+// int32Free keeps the run offset tables of SgemmGatherT.
+var int32Free freeList[[]int32]
+
+// checkGathered checks that the gathered rows×n matrix g has its offsets
+// and that they lie inside g.Src.
+func checkGathered(fn, name string, rows, n int, g Gathered) {
+	runs := ceilDiv(n, GatherRun)
+	if len(g.Rows) != rows || len(g.Runs) < runs {
+		panic(fmt.Sprintf("blas.%s: the %dx%d %s needs %d row offsets and %d run offsets, have %d and %d",
+			fn, rows, n, name, rows, runs, len(g.Rows), len(g.Runs)))
+	}
+	if rows == 0 || n == 0 {
+		return
+	}
+	lo, hi := offsetRange(g.Rows)
+	rlo, rhi := offsetRange(g.Runs[:runs])
+	if lo+rlo < 0 || hi+rhi+GatherRun > len(g.Src) {
+		panic(fmt.Sprintf("blas.%s: offsets of %s reach [%d, %d) but len(Src) = %d (%dx%d)",
+			fn, name, lo+rlo, hi+rhi+GatherRun, len(g.Src), rows, n))
+	}
+}
+
 // gatherRowsT is SgemmGatherT for kernels without a gathering dot
-// product: it copies blocks of rows of B out and multiplies them as
+// product: it copies A and blocks of rows of B out and multiplies them as
 // SgemmSerial does.
-func gatherRowsT(kern *microKernel, m, n, k int, a []float32, lda int, b Gathered, beta float32, c []float32, ldc int) {
+func gatherRowsT(kern *microKernel, m, n, k int, a, b Gathered, beta float32, c []float32, ldc int) {
 	const block = 64 // rows of B per product
+	ap := getB(m * n)
+	defer bFree.put(ap)
+	am := (*ap)[:m*n]
+	gatherRows(a, 0, m, n, am)
 	bp := getB(min(block, k) * n)
 	defer bFree.put(bp)
-	tmp := *bp
 	for j0 := 0; j0 < k; j0 += block {
 		nj := min(block, k-j0)
-		for j := 0; j < nj; j++ {
-			row := tmp[j*n : (j+1)*n]
-			for t := 0; t < n; t += GatherRun {
-				s := int(b.Rows[j0+j]) + int(b.Runs[t/GatherRun])
-				copy(row[t:min(t+GatherRun, n)], b.Src[s:])
-			}
+		bm := (*bp)[:nj*n]
+		gatherRows(b, j0, nj, n, bm)
+		gemm(kern, false, false, true, m, nj, n, 1, am, n, bm, n, beta, c[j0:], ldc)
+	}
+}
+
+// gatherRows copies rows [r0, r0+nr) of the gathered matrix g, n columns
+// each, into dst.
+func gatherRows(g Gathered, r0, nr, n int, dst []float32) {
+	for r := 0; r < nr; r++ {
+		row := dst[r*n : (r+1)*n]
+		for t := 0; t < n; t += GatherRun {
+			s := int(g.Rows[r0+r]) + int(g.Runs[t/GatherRun])
+			copy(row[t:min(t+GatherRun, n)], g.Src[s:])
 		}
-		gemm(kern, false, false, true, m, nj, n, 1, a, lda, tmp[:nj*n], n, beta, c[j0:], ldc)
 	}
 }
 

@@ -96,33 +96,48 @@ func TestSgemmGatherPanics(t *testing.T) {
 }
 
 // TestSgemmGatherTMatchesSgemm checks, for every kernel, that SgemmGatherT
-// is bit-identical to SgemmSerial(false, true, ...) with B stored out, on
-// random offsets, partial runs, blocks of 4×6 at the edges, n past one
-// block of dot products, and more rows than the dot-product limit.
+// is bit-identical to SgemmSerial(false, true, ...) with A and B stored
+// out, on random offsets (A contiguous or gathered), partial runs, blocks
+// of 4×6 at the edges, n past one block of dot products, and more rows
+// than the dot-product limit.
 func TestSgemmGatherTMatchesSgemm(t *testing.T) {
 	forEachKernel(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(33, 34))
-		for _, sh := range []struct{ m, n, k int }{
+		for trial, sh := range []struct{ m, n, k int }{
 			{16, 1024, 144}, {16, 256, 288}, {5, 37, 7}, {1, 16, 1}, {13, 2080, 20}, {70, 96, 30}, {4, 9, 6},
+			{32, 2048, 288}, {3, 64, 5},
 		} {
 			m, n, k := sh.m, sh.n, sh.k
 			runs := ceilDiv(n, GatherRun)
-			src := randSlice(rng, 6000)
-			g := Gathered{Src: src, Rows: make([]int32, k), Runs: make([]int32, runs)}
-			for j := range g.Rows {
-				g.Rows[j] = int32(rng.IntN(1500))
-			}
-			for r := range g.Runs {
-				g.Runs[r] = int32(rng.IntN(4000))
-			}
-			bt := make([]float32, k*n) // B stored out, k×n
-			for j := 0; j < k; j++ {
-				for q := 0; q < n; q++ {
-					bt[j*n+q] = src[int(g.Rows[j])+int(g.Runs[q/GatherRun])+q%GatherRun]
+			// gathered returns a rows×n matrix with random offsets, or,
+			// if contiguous, stored as plain rows of n values.
+			gathered := func(rows int, contiguous bool) (Gathered, []float32) {
+				g := Gathered{Src: randSlice(rng, 1500+3900+GatherRun), Rows: make([]int32, rows), Runs: make([]int32, runs)}
+				for j := range g.Rows {
+					g.Rows[j] = int32(rng.IntN(1500))
 				}
+				for r := range g.Runs {
+					g.Runs[r] = int32(rng.IntN(3900))
+				}
+				if contiguous {
+					g.Src = randSlice(rng, rows*n+GatherRun)
+					for j := range g.Rows {
+						g.Rows[j] = int32(j * n)
+					}
+					for r := range g.Runs {
+						g.Runs[r] = int32(r * GatherRun)
+					}
+				}
+				x := make([]float32, rows*n) // stored out
+				for j := 0; j < rows; j++ {
+					for q := 0; q < n; q++ {
+						x[j*n+q] = g.Src[int(g.Rows[j])+int(g.Runs[q/GatherRun])+q%GatherRun]
+					}
+				}
+				return g, x
 			}
-			lda := n + 2
-			a := randSlice(rng, m*lda)
+			ga, am := gathered(m, trial%2 == 0)
+			gb, bt := gathered(k, false)
 			for _, beta := range []float32{0, 1} {
 				ldc := k + 3
 				c0 := randSlice(rng, m*ldc)
@@ -132,9 +147,9 @@ func TestSgemmGatherTMatchesSgemm(t *testing.T) {
 					}
 				}
 				want := append([]float32(nil), c0...)
-				e.SgemmSerial(false, true, m, k, n, 1, a, lda, bt, n, beta, want, ldc)
+				e.SgemmSerial(false, true, m, k, n, 1, am, n, bt, n, beta, want, ldc)
 				got := append([]float32(nil), c0...)
-				e.SgemmGatherT(m, n, k, a, lda, g, beta, got, ldc)
+				e.SgemmGatherT(m, n, k, ga, gb, beta, got, ldc)
 				for i := 0; i < m; i++ {
 					for j := 0; j < ldc; j++ {
 						x, y := got[i*ldc+j], want[i*ldc+j]

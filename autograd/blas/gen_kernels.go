@@ -475,32 +475,34 @@ func dotReduce() {
 	p("\tRET")
 }
 
-// genDotGather emits dotGatherAVX512, dotAVX512 for rows of B gathered in
-// runs of 16: element t of B row j is at rows[4+j] + 4·(offs[t/16] +
-// t%16) bytes, while the rows of A are contiguous. Lane l of every
-// accumulator sums the elements t ≡ l mod 16, as in dotAVX512.
+// genDotGather emits dotGatherAVX512, dotAVX512 for rows of A and B
+// gathered in runs of 16: element t of A row i is at rows[i] + 4·(offs[2u]
+// + t%16) bytes and element t of B row j at rows[4+j] + 4·(offs[2u+1] +
+// t%16) bytes, where u = t/16. Lane l of every accumulator sums the
+// elements t ≡ l mod 16, as in dotAVX512.
 func genDotGather() {
 	const name = "dotGatherAVX512"
 	d("")
-	d("// %s stores in out[i*6+j] the dot product of the n values at rows[i]", name)
-	d("// (rows of A, i < 4) and row j of B (j < 6), whose element t is at")
-	d("// rows[4+j][offs[t/16] + t%%16].")
+	d("// %s stores in out[i*6+j] the dot product of row i of A (i < 4) and", name)
+	d("// row j of B (j < 6), n values each, whose element t is at")
+	d("// rows[i][offs[2*(t/16)] + t%%16] and rows[4+j][offs[2*(t/16)+1] + t%%16].")
 	d("//")
 	d("//go:noescape")
 	d("func %s(n int, offs *int32, rows *[10]*float32, out *[24]float32)", name)
 	ptr := []string{"AX", "BX", "DX", "SI", "DI", "R8", "R9", "R10", "R11", "R12"}
 	acc := func(i, j int) string { return fmt.Sprintf("Z%d", i*6+j) }
-	// R13: byte offset into the rows of A; R14: the next run offset;
-	// CX: the current run offset.
+	// R14: the next pair of run offsets; R13, CX: the current run's
+	// offsets into the rows of A and of B.
 	step := func(masked bool) {
 		z := ""
 		k := ""
 		if masked {
 			z, k = ".Z", "K1, "
 		}
-		p("\tMOVL (R14), CX")
+		p("\tMOVL (R14), R13")
+		p("\tMOVL 4(R14), CX")
 		for i := 0; i < 4; i++ {
-			p("\tVMOVUPS%s (%s)(R13*1), %sZ%d", z, ptr[i], k, 24+i)
+			p("\tVMOVUPS%s (%s)(R13*4), %sZ%d", z, ptr[i], k, 24+i)
 		}
 		for j := 0; j < 6; j++ {
 			bz := fmt.Sprintf("Z%d", 28+j%2)
@@ -509,8 +511,7 @@ func genDotGather() {
 				p("\tVFMADD231PS Z%d, %s, %s", 24+i, bz, acc(i, j))
 			}
 		}
-		p("\tADDQ $4, R14")
-		p("\tADDQ $64, R13")
+		p("\tADDQ $8, R14")
 	}
 	p("")
 	p("// func %s(n int, offs *int32, rows *[10]*float32, out *[24]float32)", name)
@@ -530,17 +531,17 @@ func genDotGather() {
 	for i := 0; i < 24; i++ {
 		p("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
 	}
-	p("\tXORQ R13, R13")
-	// The loop runs while R13 < 64·⌊n/16⌋, kept in the frame slot of n.
+	// The loop runs while R14 is below the pairs of the full runs; that
+	// end is kept in the frame slot of n.
 	p("\tMOVQ n+0(FP), CX")
 	p("\tSHRQ $4, CX")
-	p("\tSHLQ $6, CX")
 	p("\tJZ %s_tail", name)
+	p("\tLEAQ (R14)(CX*8), CX")
 	p("\tMOVQ CX, n+0(FP)")
 	p("%s_loop:", name)
 	step(false)
-	p("\tCMPQ R13, n+0(FP)")
-	p("\tJLT %s_loop", name)
+	p("\tCMPQ R14, n+0(FP)")
+	p("\tJCS %s_loop", name)
 	p("%s_tail:", name)
 	p("\tKORTESTW K1, K1")
 	p("\tJZ %s_reduce", name)

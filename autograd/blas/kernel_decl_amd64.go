@@ -196,9 +196,9 @@ func kernelAVX512G12(kc int, a, src *float32, offs *int32, b0, b1 int, c *float3
 //go:noescape
 func dotAVX512(k int, rows *[10]*float32, out *[24]float32)
 
-// dotGatherAVX512 stores in out[i*6+j] the dot product of the n values at rows[i]
-// (rows of A, i < 4) and row j of B (j < 6), whose element t is at
-// rows[4+j][offs[t/16] + t%16].
+// dotGatherAVX512 stores in out[i*6+j] the dot product of row i of A (i < 4) and
+// row j of B (j < 6), n values each, whose element t is at
+// rows[i][offs[2*(t/16)] + t%16] and rows[4+j][offs[2*(t/16)+1] + t%16].
 //
 //go:noescape
 func dotGatherAVX512(n int, offs *int32, rows *[10]*float32, out *[24]float32)
