@@ -222,6 +222,13 @@ func testConvMatchesDirect(t *testing.T, algo string) {
 		{3, 2, 3, 5, 16, 5, 5, convCfg(1, 1, 2, 2, 1, 1)},
 		{2, 3, 4, 6, 16, 3, 3, convCfg(1, 1, 0, 0, 1, 1)},
 		{2, 40, 6, 4, 16, 3, 3, convCfg(1, 1, 1, 1, 1, 1)},
+		// Outputs as wide as the input but not of whole runs, where
+		// gatherConv takes the flat layout: 8×8 (whole runs per image),
+		// 9×10, a 5×5 kernel, dilation 2.
+		{3, 4, 6, 8, 8, 3, 3, convCfg(1, 1, 1, 1, 1, 1)},
+		{2, 3, 5, 9, 10, 3, 3, convCfg(1, 1, 1, 1, 1, 1)},
+		{2, 2, 3, 12, 11, 5, 5, convCfg(1, 1, 2, 2, 1, 1)},
+		{2, 3, 2, 8, 9, 3, 3, convCfg(1, 1, 2, 2, 2, 2)},
 	}
 	for trial := 0; trial < 40+len(large); trial++ {
 		kh, kw := 1+rng.IntN(4), 1+rng.IntN(4)
@@ -282,6 +289,7 @@ func TestConv2dGradients(t *testing.T) {
 		{"3x3 s1 p0 one tile", []int{2, 3, 5, 6}, []int{2, 3, 3, 3}, true, convCfg(1, 1, 0, 0, 1, 1), false, false},
 		{"3x3 s1 p2 frozen weight", []int{1, 2, 5, 4}, []int{3, 2, 3, 3}, false, convCfg(1, 1, 2, 1, 1, 1), false, true},
 		{"3x3 s1 p1 width 16", []int{2, 2, 3, 16}, []int{3, 2, 3, 3}, true, convCfg(1, 1, 1, 1, 1, 1), false, false},
+		{"3x3 s1 p1 8x8 flat", []int{1, 2, 8, 8}, []int{3, 2, 3, 3}, false, convCfg(1, 1, 1, 1, 1, 1), false, false},
 	}
 	for _, algo := range autograd.ConvAlgos {
 		for i, c := range cases {
@@ -488,6 +496,7 @@ func benchConvAlgo(b *testing.B, n, cin, cout, hw int, algo string) {
 func BenchmarkConv2dAlgos(b *testing.B) {
 	layers := []struct{ c, hw int }{
 		{16, 32}, {32, 16}, {64, 8}, // ResNet-20
+		{32, 8}, {16, 16}, // ResNet-20 at width 0.5, third stage; and at 16 px
 		{64, 32}, {128, 16}, {256, 8}, {512, 4}, {512, 2}, // VGG-16, ResNet-34
 	}
 	for _, l := range layers {
@@ -574,6 +583,7 @@ func TestConvGatherMatchesIm2col(t *testing.T) {
 		n, cin, cout, h, w, k, pad int
 	}{
 		{3, 16, 16, 32, 32, 3, 1}, {2, 5, 13, 8, 16, 3, 1}, {1, 3, 4, 6, 32, 5, 2}, {2, 4, 7, 7, 16, 3, 0},
+		{3, 6, 5, 8, 8, 3, 1}, {2, 3, 4, 9, 10, 3, 1}, // flat layout
 	} {
 		x := param(rng, c.n, c.cin, c.h, c.w)
 		w := param(rng, c.cout, c.cin, c.k, c.k)

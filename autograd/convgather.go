@@ -8,12 +8,91 @@ import (
 )
 
 // gatherOK reports whether a convolution of geometry g can be computed by
-// gatherConv: stride 1 and no negative padding (so that every row of the
-// im2col matrix is the zero-padded image read at an offset), output rows
-// made of whole runs of blas.GatherRun positions, offsets that fit in an
-// int32, and not a 1×1 convolution that needs no im2col at all.
+// gatherConv: stride 1 and no negative padding, so that every row of the
+// im2col matrix is a zero-padded copy of the image read at an offset (see
+// gatherImage), in one of two layouts: wide, for output rows made of whole
+// runs of blas.GatherRun positions, or flat, for outputs as wide as the
+// input with at least 64 positions. Offsets must fit in an int32, and a 1×1
+// convolution without padding needs no im2col at all.
 func gatherOK(g *convGeom) bool {
-	return g.wide() && !g.direct() && g.wo%blas.GatherRun == 0 && g.padSize() <= math.MaxInt32
+	return g.wide() && !g.direct() && (g.gatherWide() || g.gatherFlat()) && g.gatherSize() <= math.MaxInt32
+}
+
+// gatherWide reports whether gatherConv uses the wide layout: the image
+// zero-padded as im2colWide reads it (padImage), each output row made of
+// whole runs.
+func (g *convGeom) gatherWide() bool { return g.wo%blas.GatherRun == 0 }
+
+// gatherFlat reports whether gatherConv uses the flat layout (see
+// flatImage): outputs as wide as the input (2·pw = dw·(kw−1)), pw < w,
+// and at least 64 output positions (a 32-column tile of the product
+// takes one image's, so fewer would leave it idle), unless the wide layout
+// applies.
+func (g *convGeom) gatherFlat() bool {
+	return !g.gatherWide() && g.wo == g.w && g.pw < g.w && g.cols >= 64
+}
+
+// gatherSize returns the length of the buffer gatherImage fills.
+func (g *convGeom) gatherSize() int {
+	if g.gatherWide() {
+		return g.padSize()
+	}
+	return g.kw * g.flatCopySize()
+}
+
+// flatCopySize returns the length of one copy of the image in the flat
+// layout: a guard of pw zeros, the c planes of (h + 2·ph) rows of w values
+// with the padding rows zero, and pw + 16 zeros, which the last runs may
+// read past the last plane.
+func (g *convGeom) flatCopySize() int {
+	return g.c*(g.h+2*g.ph)*g.w + 2*g.pw + blas.GatherRun
+}
+
+// gatherImage writes the image x in the layout gatherConv reads for
+// geometry g into buf (g.gatherSize() values).
+func gatherImage(g *convGeom, x, buf []float32) {
+	if g.gatherWide() {
+		padImage(g, x, buf)
+		return
+	}
+	flatImage(g, x, buf)
+}
+
+// flatImage writes the flat layout of the image x for geometry g into buf:
+// kw copies of the vertically zero-padded image with rows of w values
+// (see flatCopySize), one per kernel column kj. Output position q = oh·w
+// + ow under tap (ki, kj) then reads copy kj at ci·plane + (oh + ki·dh)·w
+// + kj·dw + ow: the whole output is one run of consecutive positions. Where
+// the tap's column ow + kj·dw − pw lies left or right of the image, that
+// read lands on the other end of the previous or next row (or the guard
+// zeros), so copy kj has the columns that tap never reads legitimately
+// zeroed: the last pw − kj·dw, or the first kj·dw − pw.
+func flatImage(g *convGeom, x, buf []float32) {
+	size, plane := g.flatCopySize(), (g.h+2*g.ph)*g.w
+	hw := g.h * g.w
+	for kj := 0; kj < g.kw; kj++ {
+		dst := buf[kj*size : (kj+1)*size]
+		clear(dst[:g.pw])
+		lo, hi := 0, g.w // the columns kept
+		if s := kj*g.dw - g.pw; s < 0 {
+			hi = g.w + s
+		} else {
+			lo = s
+		}
+		for ci := 0; ci < g.c; ci++ {
+			pl := dst[g.pw+ci*plane : g.pw+(ci+1)*plane]
+			clear(pl[:g.ph*g.w])
+			for r := 0; r < g.h; r++ {
+				row := pl[(r+g.ph)*g.w : (r+g.ph+1)*g.w]
+				src := x[ci*hw+r*g.w : ci*hw+(r+1)*g.w]
+				clear(row[:lo])
+				copyRow(row[lo:hi], src[lo:hi])
+				clear(row[hi:])
+			}
+			clear(pl[(g.h+g.ph)*g.w:])
+		}
+		clear(dst[g.pw+g.c*plane:])
+	}
 }
 
 // useGather reports whether a convolution of geometry g that does not run
@@ -50,19 +129,27 @@ func newGatherConv(g *convGeom, m int, a []float32, transA bool, buf []float32) 
 }
 
 // gatherOffsets returns the blas.Gathered row and run offsets of the im2col
-// matrix of geometry g in its zero-padded image (see gatherConv).
+// matrix of geometry g in the layout of gatherImage: in the wide layout,
+// row (ci, ki, kj) starts at ci·plane + ki·dh·wp + kj·dw and the runs of
+// output row oh at oh·wp; in the flat one, row (ci, ki, kj) starts at
+// kj·copy + ci·plane + ki·dh·w + kj·dw and the runs are consecutive.
 func gatherOffsets(g *convGeom) (rows, runs []int32) {
 	wp := g.widePitch()
+	base := 0 // of the copy for kj, flat
+	if !g.gatherWide() {
+		wp = g.w
+		base = g.flatCopySize()
+	}
 	plane := (g.h + 2*g.ph) * wp
 	rows = make([]int32, 0, g.rows)
 	for ci := 0; ci < g.c; ci++ {
 		for ki := 0; ki < g.kh; ki++ {
 			for kj := 0; kj < g.kw; kj++ {
-				rows = append(rows, int32(ci*plane+ki*g.dh*wp+kj*g.dw))
+				rows = append(rows, int32(kj*base+ci*plane+ki*g.dh*wp+kj*g.dw))
 			}
 		}
 	}
-	runs = make([]int32, g.cols/blas.GatherRun)
+	runs = make([]int32, (g.cols+blas.GatherRun-1)/blas.GatherRun)
 	for r := range runs {
 		q := r * blas.GatherRun
 		runs[r] = int32(q/g.wo*wp + q%g.wo)
@@ -93,13 +180,13 @@ func (gc *gatherConv) run(n int, src []float32, srcSize int, dst []float32, dstS
 		beta = 1
 	}
 	parallel.For(n*parts, 1, func(lo, hi int) {
-		pad := colScratch.get(g.padSize())
+		pad := colScratch.get(g.gatherSize())
 		defer colScratch.put(pad)
 		last := -1
 		for t := lo; t < hi; t++ {
 			i, part := t/parts, t%parts
 			if i != last {
-				padImage(g, src[i*srcSize:(i+1)*srcSize], pad)
+				gatherImage(g, src[i*srcSize:(i+1)*srcSize], pad)
 				last = i
 			}
 			r0 := min(part*chunk, len(gc.runs))
@@ -107,7 +194,7 @@ func (gc *gatherConv) run(n int, src []float32, srcSize int, dst []float32, dstS
 			if r0 == r1 {
 				continue
 			}
-			j0, j1 := r0*blas.GatherRun, r1*blas.GatherRun
+			j0, j1 := r0*blas.GatherRun, min(r1*blas.GatherRun, p)
 			b := blas.Gathered{Src: pad, Rows: gc.rows, Runs: gc.runs[r0:r1]}
 			gc.pa.SgemmGather(j1-j0, b, beta, dst[i*dstSize+j0:(i+1)*dstSize], p)
 		}
@@ -116,10 +203,15 @@ func (gc *gatherConv) run(n int, src []float32, srcSize int, dst []float32, dstS
 
 // gatherWeightGrad reports whether the weight gradient of a convolution
 // with geometry g and cout filters is computed by weightGradGather: where
-// gatherConv applies and the product runs as dot products of rows (at
-// most 64 filters), which read the im2col matrix in place.
+// gatherConv applies in the wide layout and the product runs as dot
+// products of rows (at most 64 filters), which read the im2col matrix in
+// place. Measured per layer pass at batch 128, the dot products beat
+// weightGradGroup with 64 filters at 32×32 (124-125 against 132-134 ms)
+// but lose in the flat layout, whose three copies of each image no longer
+// fit the cache beside the group's other images (64 filters at 8×8: 11.0-
+// 12.3 against 9.5-10.6 ms; 32 at 8×8: 4.0 against 3.4).
 func gatherWeightGrad(g *convGeom, cout int) bool {
-	return useGather(g) && cout <= 64
+	return useGather(g) && g.gatherWide() && cout <= 64
 }
 
 // weightGradGather returns, in a buffer from partialScratch, the weight
@@ -129,18 +221,40 @@ func gatherWeightGrad(g *convGeom, cout int) bool {
 // place from the padded images (blas.Engine.SgemmGatherT). rows and runs
 // are g's gather offsets; ws is the most images of a call.
 func weightGradGather(g *convGeom, cout int, rows, runs []int32, x, gy []float32, lo, hi, ws int) []float32 {
-	xSize, p, ps := g.c*g.h*g.w, g.cols, g.padSize()
+	xSize, p, ps := g.c*g.h*g.w, g.cols, g.gatherSize()
 	ySize, cnt := cout*p, hi-lo
 	pad := colScratch.get(ws * ps)
 	defer colScratch.put(pad)
 	for j := 0; j < cnt; j++ {
-		padImage(g, x[(lo+j)*xSize:(lo+j+1)*xSize], pad[j*ps:(j+1)*ps])
+		gatherImage(g, x[(lo+j)*xSize:(lo+j+1)*xSize], pad[j*ps:(j+1)*ps])
 	}
-	a := blas.Gathered{Src: gy[lo*ySize : hi*ySize], Rows: planeOffsets(cout, p), Runs: stackRuns(denseRuns(p), cnt, ySize)}
-	b := blas.Gathered{Src: pad[:cnt*ps], Rows: rows, Runs: stackRuns(runs, cnt, ps)}
 	part := partialScratch.get(cout * g.rows)
-	blas.Default().SgemmGatherT(cout, cnt*p, g.rows, a, b, 0, part, g.rows)
+	sumProductsT(cout, g.rows, p, cnt, gy[lo*ySize:hi*ySize], ySize, planeOffsets(cout, p), denseRuns(p), pad[:cnt*ps], ps, rows, runs, part)
 	return part
+}
+
+// sumProductsT sets part (m×k) to Σ_j A_j·B_jᵀ over cnt images j, where
+// A_j (m×p) is gathered from aSrc[j·aStride:] with the offsets aRows and
+// aRuns, and B_j (k×p) likewise from bSrc. With p a whole number of runs
+// the images make one product, their runs side by side; otherwise each
+// image is one.
+func sumProductsT(m, k, p, cnt int, aSrc []float32, aStride int, aRows, aRuns []int32, bSrc []float32, bStride int, bRows, bRuns []int32, part []float32) {
+	e := blas.Default()
+	if p%blas.GatherRun == 0 {
+		a := blas.Gathered{Src: aSrc, Rows: aRows, Runs: stackRuns(aRuns, cnt, aStride)}
+		b := blas.Gathered{Src: bSrc, Rows: bRows, Runs: stackRuns(bRuns, cnt, bStride)}
+		e.SgemmGatherT(m, cnt*p, k, a, b, 0, part, k)
+		return
+	}
+	for j := 0; j < cnt; j++ {
+		beta := float32(1)
+		if j == 0 {
+			beta = 0
+		}
+		a := blas.Gathered{Src: aSrc[j*aStride:], Rows: aRows, Runs: aRuns}
+		b := blas.Gathered{Src: bSrc[j*bStride:], Rows: bRows, Runs: bRuns}
+		e.SgemmGatherT(m, p, k, a, b, beta, part, k)
+	}
 }
 
 // planeOffsets returns the offsets of c planes of p values: 0, p, 2p, ...
@@ -153,7 +267,9 @@ func planeOffsets(c, p int) []int32 {
 }
 
 // denseRuns returns the run offsets of p contiguous values.
-func denseRuns(p int) []int32 { return planeOffsets(p/blas.GatherRun, blas.GatherRun) }
+func denseRuns(p int) []int32 {
+	return planeOffsets((p+blas.GatherRun-1)/blas.GatherRun, blas.GatherRun)
+}
 
 // stackRuns returns the run offsets of cnt images stride apart, each with
 // the run offsets runs.
@@ -176,17 +292,17 @@ func stackRuns(runs []int32, cnt, stride int) []int32 {
 // rounding of the weight gradient; with fewer groups of images than
 // workers, some idle.
 func useGatherBackward(gd *convGeom, cin int) bool {
-	return useGather(gd) && cin <= 64
+	return gatherWeightGrad(gd, cin)
 }
 
 // gatherBackward computes both gradients of a stride-1 convolution of
 // geometry g on n images from one zero-padded copy of each image's output
-// gradient dY_i (see padImage), where gd is the geometry of the
+// gradient dY_i (see gatherImage), where gd is the geometry of the
 // input-gradient convolution and wf its transposed filter matrix (see
 // flipFilters). The input gradient is gatherConv's. The weight gradient
 // uses the same padded image: with the input-gradient convolution's
-// im2col matrix col_i of dY_i, whose row (co, a, b) is dYpad read from
-// co·plane + a·dh·wp + b·dw,
+// im2col matrix col_i of dY_i, whose row (co, a, b) is the padded dY_i
+// read at an offset (see gatherOffsets),
 //
 //	dW[co][ci][kh−1−a][kw−1−b] = Σ_q x_i[ci][q]·col_i[(co, a, b)][q],
 //
@@ -217,28 +333,20 @@ func gatherBackward(g, gd *convGeom, n, cout int, x, wf, gy, gx, dw []float32, a
 			}
 		},
 	}
-	// The offsets of a full group of images; shorter groups use their
-	// first runs.
-	ps := gd.padSize()
-	aRows := planeOffsets(cin, hw)
-	aRuns := stackRuns(denseRuns(hw), min(ws, n), xSize)
-	bRuns := stackRuns(gc.runs, min(ws, n), ps)
-	e := blas.Default()
+	ps := gd.gatherSize()
+	aRows, aRuns := planeOffsets(cin, hw), denseRuns(hw)
 	parallel.For(n, ws, func(lo, hi int) {
 		cnt := hi - lo
 		pad := colScratch.get(cnt * ps)
 		defer colScratch.put(pad)
 		for j := 0; j < cnt; j++ {
 			dy := pad[j*ps : (j+1)*ps]
-			padImage(gd, gy[(lo+j)*ySize:(lo+j+1)*ySize], dy)
+			gatherImage(gd, gy[(lo+j)*ySize:(lo+j+1)*ySize], dy)
 			b := blas.Gathered{Src: dy, Rows: gc.rows, Runs: gc.runs}
 			gc.pa.SgemmGather(hw, b, beta, gx[(lo+j)*xSize:(lo+j+1)*xSize], hw)
 		}
-		r := cnt * hw / blas.GatherRun
-		a := blas.Gathered{Src: x[lo*xSize : hi*xSize], Rows: aRows, Runs: aRuns[:r]}
-		b := blas.Gathered{Src: pad, Rows: gc.rows, Runs: bRuns[:r]}
 		part := partialScratch.get(cin * gd.rows)
-		e.SgemmGatherT(cin, cnt*hw, gd.rows, a, b, 0, part, gd.rows)
+		sumProductsT(cin, gd.rows, hw, cnt, x[lo*xSize:hi*xSize], xSize, aRows, aRuns, pad, ps, gc.rows, gc.runs, part)
 		merge.done(lo/ws, part)
 	})
 	khw := g.kh * g.kw

@@ -393,11 +393,13 @@ func useWinograd(g *convGeom, n, m int) bool {
 // 0.65 of im2col's 9 per output, which excludes outputs of 3×3 or one
 // pixel wide).
 func winogradPays(g *convGeom, n, m int) bool {
-	if gatherOK(g) && min(g.c, m) < 64 {
-		// gatherConv, which copies nothing, is faster than Winograd up to
-		// 32 channels (32 channels at 16×16: 11.1 against 12.7-12.9 ms
-		// per layer pass at batch 128), slower from 64 on (64 at 32×32:
-		// 133 against 124-125).
+	if gatherOK(g) && g.gatherWide() && min(g.c, m) < 64 {
+		// gatherConv in the wide layout, which copies each image once, is
+		// faster than Winograd up to 32 channels (32 channels at 16×16:
+		// 11.1 against 12.7-12.9 ms per layer pass at batch 128), slower
+		// from 64 on (64 at 32×32: 133 against 124-125). In the flat
+		// layout, three copies, it is slower (32 channels at 8×8: 3.9
+		// against 3.2 ms).
 		return false
 	}
 	th, tw := winoTiles(g)

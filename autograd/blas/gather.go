@@ -85,7 +85,7 @@ func (ga *GatherA) SgemmGather(n int, b Gathered, beta float32, c []float32, ldc
 	if n < 0 {
 		panic(fmt.Sprintf("blas.%s: negative dimension n=%d (m=%d k=%d)", fn, n, m, k))
 	}
-	checkGathered(fn, "B", k, n, b)
+	checkGathered(fn, "B", k, n, b, true)
 	checkMat(fn, "C", false, m, n, k, m, n, c, ldc)
 	if m == 0 || n == 0 {
 		return
@@ -148,8 +148,8 @@ func (e *Engine) SgemmGatherT(m, n, k int, a, b Gathered, beta float32, c []floa
 	if m < 0 || n < 0 || k < 0 {
 		panic(fmt.Sprintf("blas.%s: negative dimension m=%d n=%d k=%d", fn, m, n, k))
 	}
-	checkGathered(fn, "A", m, n, a)
-	checkGathered(fn, "B", k, n, b)
+	checkGathered(fn, "A", m, n, a, false)
+	checkGathered(fn, "B", k, n, b, false)
 	checkMat(fn, "C", false, m, k, n, m, k, c, ldc)
 	if m == 0 || k == 0 {
 		return
@@ -214,8 +214,10 @@ func (e *Engine) SgemmGatherT(m, n, k int, a, b Gathered, beta float32, c []floa
 var int32Free freeList[[]int32]
 
 // checkGathered checks that the gathered rows×n matrix g has its offsets
-// and that they lie inside g.Src.
-func checkGathered(fn, name string, rows, n int, g Gathered) {
+// and that they lie inside g.Src: every run whole if whole, else (for
+// kernels that mask their loads) the last run only as long as the n
+// columns need.
+func checkGathered(fn, name string, rows, n int, g Gathered, whole bool) {
 	runs := ceilDiv(n, GatherRun)
 	if len(g.Rows) != rows || len(g.Runs) < runs {
 		panic(fmt.Sprintf("blas.%s: the %dx%d %s needs %d row offsets and %d run offsets, have %d and %d",
@@ -226,9 +228,17 @@ func checkGathered(fn, name string, rows, n int, g Gathered) {
 	}
 	lo, hi := offsetRange(g.Rows)
 	rlo, rhi := offsetRange(g.Runs[:runs])
-	if lo+rlo < 0 || hi+rhi+GatherRun > len(g.Src) {
+	end := rhi + GatherRun // past the furthest run
+	if last := n - (runs-1)*GatherRun; !whole && last < GatherRun {
+		end = int(g.Runs[runs-1]) + last
+		if runs > 1 {
+			_, full := offsetRange(g.Runs[:runs-1])
+			end = max(end, full+GatherRun)
+		}
+	}
+	if lo+rlo < 0 || hi+end > len(g.Src) {
 		panic(fmt.Sprintf("blas.%s: offsets of %s reach [%d, %d) but len(Src) = %d (%dx%d)",
-			fn, name, lo+rlo, hi+rhi+GatherRun, len(g.Src), rows, n))
+			fn, name, lo+rlo, hi+end, len(g.Src), rows, n))
 	}
 }
 
