@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/proxgen/proxgen/autograd/blas"
+	"github.com/proxgen/proxgen/autograd/internal/vec"
 	"github.com/proxgen/proxgen/autograd/parallel"
 )
 
@@ -101,9 +102,7 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 				for c := lo; c < hi; c++ {
 					s := 0.0
 					for i := 0; i < n; i++ {
-						for _, v := range gy[i*ySize+c*p : i*ySize+(c+1)*p] {
-							s += float64(v)
-						}
+						s += vec.Sum(gy[i*ySize+c*p : i*ySize+(c+1)*p])
 					}
 					gb[c] += float32(s)
 				}
