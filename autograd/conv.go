@@ -97,21 +97,35 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 
 	return c.record("Conv2d", out, func(gy []float32) {
 		if b != nil && b.requiresGrad {
-			gb := b.grad()
-			parallel.For(cout, 1, func(lo, hi int) {
-				for c := lo; c < hi; c++ {
-					s := 0.0
-					for i := 0; i < n; i++ {
-						s += vec.Sum(gy[i*ySize+c*p : i*ySize+(c+1)*p])
-					}
-					gb[c] += float32(s)
-				}
-			})
+			biasGrad(b.grad(), gy, n, p)
 		}
 		if w.requiresGrad || x.requiresGrad {
 			convBackward(g, x, w, gy)
 		}
 	}, x, w, b)
+}
+
+// biasGrad adds to gb (one element per channel) the sums of the output
+// gradient gy of n images over their planes of p elements: gb[c] +=
+// Σ_i Σ gy_i[c], each plane summed by vec.Sum and the planes added in
+// image order in float64. A chunk of channels reads each image's planes
+// as one contiguous block, which keeps the reads streaming where the
+// planes are small; the chunks never change the sums.
+func biasGrad(gb, gy []float32, n, p int) {
+	const maxGrain = 64
+	cout := len(gb)
+	ySize := cout * p
+	parallel.For(cout, min(maxGrain, max(1, 4096/p)), func(lo, hi int) {
+		var s [maxGrain]float64
+		for i := 0; i < n; i++ {
+			for c := lo; c < hi; c++ {
+				s[c-lo] += vec.Sum(gy[i*ySize+c*p : i*ySize+(c+1)*p])
+			}
+		}
+		for c := lo; c < hi; c++ {
+			gb[c] += float32(s[c-lo])
+		}
+	})
 }
 
 // gemmFunc is the signature of blas.Sgemm and blas.SgemmSerial.
