@@ -78,7 +78,7 @@ func winoFilters(w []float32, m, k int, swap bool, buf []float32) *[16]*blas.Pac
 	parallel.For(k, max(1, 4096/m), func(lo, hi int) {
 		tmp := colScratch.get(16 * pitch * (hi - lo))
 		defer colScratch.put(tmp)
-		winoFilterRange(w, m, k, swap, tmp, pitch, lo, hi)
+		winoFilterRange(w, m, k, swap, tmp, pitch, lo, hi, true)
 		for xi, pa := range u {
 			pa.Pack(tmp[xi*pitch:], 16*pitch, lo, hi)
 		}
@@ -92,38 +92,59 @@ func winoFiltersSize(m, k int) int { return 16 * blas.Default().PackedASize(m, k
 
 // winoFilterRange writes the transformed filters of the input channels c
 // in [lo, hi) into t, as rows t[c−lo][ξ] of pitch elements indexed by o.
-// It reads, for each o, the filters of the consecutive channels together.
-func winoFilterRange(w []float32, m, k int, swap bool, t []float32, pitch, lo, hi int) {
-	for o := 0; o < m; o++ {
-		for c := lo; c < hi; c++ {
-			var f [9]float64
-			if swap {
-				src := w[(c*m+o)*9 : (c*m+o+1)*9]
-				for i := range f {
-					f[i] = float64(src[8-i])
-				}
-			} else {
-				src := w[(o*k+c)*9 : (o*k+c+1)*9]
-				for i := range f {
-					f[i] = float64(src[i])
-				}
-			}
-			// g = G·f (4×3), then U = g·Gᵀ (4×4), with G's rows (1, 0, 0),
-			// ½(1, 1, 1), ½(1, −1, 1) and (0, 0, 1).
-			var g [12]float64
-			for j := range 3 {
-				a, b, c := f[j], f[3+j], f[6+j]
-				g[j], g[3+j], g[6+j], g[9+j] = a, 0.5*(a+b+c), 0.5*(a-b+c), c
-			}
-			dst := t[(c-lo)*16*pitch+o:]
-			for i := range 4 {
-				a, b, c := g[3*i], g[3*i+1], g[3*i+2]
-				dst[(4*i)*pitch] = float32(a)
-				dst[(4*i+1)*pitch] = float32(0.5 * (a + b + c))
-				dst[(4*i+2)*pitch] = float32(0.5 * (a - b + c))
-				dst[(4*i+3)*pitch] = float32(c)
-			}
+// For each c it transforms the filters of all output channels in turn,
+// four at a time with the AVX2 kernel if asm allows it and the CPU has
+// it; the results are bit-identical to winoFilter's.
+func winoFilterRange(w []float32, m, k int, swap bool, t []float32, pitch, lo, hi int, asm bool) {
+	for c := lo; c < hi; c++ {
+		dst := t[(c-lo)*16*pitch : (c-lo)*16*pitch+15*pitch+m]
+		// The filter of output o starts at src[o·stride].
+		src, stride := w[c*9:], k*9
+		if swap {
+			src, stride = w[c*m*9:], 9
 		}
+		o0 := 0
+		if asm && haveWinoAVX2 && m >= 4 {
+			o0 = m &^ 3
+			_ = src[(o0-1)*stride+8]
+			winoFilterAVX2(&dst[0], pitch, &src[0], stride, o0, swap)
+		}
+		for o := o0; o < m; o++ {
+			winoFilter(dst[o:], pitch, src[o*stride:o*stride+9], swap)
+		}
+	}
+}
+
+// winoFilter writes the transform U = G·f·Gᵀ (4×4) of the 3×3 filter f
+// held in src, rotated by 180° if swap, to dst[ξ·pitch] for ξ = 4i+j. It
+// computes in float64; every product is rounded explicitly (float64(…)),
+// so that the compiler cannot fuse it with the following addition, and
+// the AVX2 kernel performs the same operations in the same order.
+func winoFilter(dst []float32, pitch int, src []float32, swap bool) {
+	var f [9]float64
+	if swap {
+		for i := range f {
+			f[i] = float64(src[8-i])
+		}
+	} else {
+		for i := range f {
+			f[i] = float64(src[i])
+		}
+	}
+	// g = G·f (4×3), then U = g·Gᵀ (4×4), with G's rows (1, 0, 0),
+	// ½(1, 1, 1), ½(1, −1, 1) and (0, 0, 1).
+	var g [12]float64
+	for j := range 3 {
+		a, b, c := f[j], f[3+j], f[6+j]
+		g[j], g[3+j], g[6+j], g[9+j] = a, float64(0.5*(a+b+c)), float64(0.5*(a-b+c)), c
+	}
+	_ = dst[15*pitch]
+	for i := range 4 {
+		a, b, c := g[3*i], g[3*i+1], g[3*i+2]
+		dst[(4*i)*pitch] = float32(a)
+		dst[(4*i+1)*pitch] = float32(0.5 * (a + b + c))
+		dst[(4*i+2)*pitch] = float32(0.5 * (a - b + c))
+		dst[(4*i+3)*pitch] = float32(c)
 	}
 }
 

@@ -31,3 +31,10 @@ func winoOutColsAVX2(o0, o1, d0, d1, d2, d3 *float32, n int)
 //
 //go:noescape
 func winoOutRowsAVX2(row, d0, d1, d2, d3 *float32, n int, accumulate int, half, adv int)
+
+// winoFilterAVX2 is winoFilter for the n filters (n a positive multiple
+// of 4) at src[o·stride], o < n, writing U_ξ of filter o to
+// dst[ξ·pitch + o].
+//
+//go:noescape
+func winoFilterAVX2(dst *float32, pitch int, src *float32, stride, n int, swap bool)

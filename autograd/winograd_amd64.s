@@ -154,3 +154,121 @@ outrows_store:
 	JLT     outrows_loop
 	VZEROUPPER
 	RET
+
+// FILTERLOAD loads the filters of the next four output channels, lane l
+// at SI + l·R8 (R9 = 2·R8, R10 = 3·R8), transposes them and converts them
+// to float64: Yj holds element j of the four filters for j = 0, …, 8.
+#define FILTERLOAD \
+	VMOVUPS      (SI), Y0;                \
+	VMOVUPS      (SI)(R8*1), Y1;          \
+	VMOVUPS      (SI)(R9*1), Y2;          \
+	VMOVUPS      (SI)(R10*1), Y3;         \
+	VMOVSS       32(SI), X8;              \
+	VINSERTPS    $0x10, 32(SI)(R8*1), X8, X8;  \
+	VINSERTPS    $0x20, 32(SI)(R9*1), X8, X8;  \
+	VINSERTPS    $0x30, 32(SI)(R10*1), X8, X8; \
+	VUNPCKLPS    Y1, Y0, Y4;              \
+	VUNPCKHPS    Y1, Y0, Y5;              \
+	VUNPCKLPS    Y3, Y2, Y6;              \
+	VUNPCKHPS    Y3, Y2, Y7;              \
+	VSHUFPS      $0x44, Y6, Y4, Y0;       \
+	VSHUFPS      $0xEE, Y6, Y4, Y1;       \
+	VSHUFPS      $0x44, Y7, Y5, Y2;       \
+	VSHUFPS      $0xEE, Y7, Y5, Y3;       \
+	VEXTRACTF128 $1, Y0, X4;              \
+	VEXTRACTF128 $1, Y1, X5;              \
+	VEXTRACTF128 $1, Y2, X6;              \
+	VEXTRACTF128 $1, Y3, X7;              \
+	VCVTPS2PD    X0, Y0;                  \
+	VCVTPS2PD    X1, Y1;                  \
+	VCVTPS2PD    X2, Y2;                  \
+	VCVTPS2PD    X3, Y3;                  \
+	VCVTPS2PD    X4, Y4;                  \
+	VCVTPS2PD    X5, Y5;                  \
+	VCVTPS2PD    X6, Y6;                  \
+	VCVTPS2PD    X7, Y7;                  \
+	VCVTPS2PD    X8, Y8
+
+// GCOL computes column j of g = G·f from a = f[j], b = f[3+j] and
+// c = f[6+j]: g1 = ½((a + b) + c) into g and g2 = ½((a − b) + c) into b
+// (½ in Y15).
+#define GCOL(a, b, c, g) \
+	VADDPD b, a, g;   \
+	VADDPD c, g, g;   \
+	VMULPD Y15, g, g; \
+	VSUBPD b, a, b;   \
+	VADDPD c, b, b;   \
+	VMULPD Y15, b, b
+
+// UROW converts row (a, b, c) of g to float32 and stores U = g·Gᵀ's row
+// a, ½((a + b) + c), ½((a − b) + c), c at BX, BX + DX, BX + 2·DX and
+// BX + R11 (R11 = 3·DX), then moves BX on by four rows.
+#define UROW(a, b, c) \
+	VCVTPD2PSY a, X12;         \
+	VMOVUPS    X12, (BX);      \
+	VADDPD     b, a, Y12;      \
+	VADDPD     c, Y12, Y12;    \
+	VMULPD     Y15, Y12, Y12;  \
+	VCVTPD2PSY Y12, X12;       \
+	VMOVUPS    X12, (BX)(DX*1); \
+	VSUBPD     b, a, Y13;      \
+	VADDPD     c, Y13, Y13;    \
+	VMULPD     Y15, Y13, Y13;  \
+	VCVTPD2PSY Y13, X13;       \
+	VMOVUPS    X13, (BX)(DX*2); \
+	VCVTPD2PSY c, X14;         \
+	VMOVUPS    X14, (BX)(R11*1); \
+	LEAQ       (BX)(DX*4), BX
+
+// FILTER transforms the four filters f0, …, f8 (registers) and stores
+// the 16 rows of U, four floats each, at DI + ξ·DX.
+#define FILTER(f0, f1, f2, f3, f4, f5, f6, f7, f8) \
+	GCOL(f0, f3, f6, Y9);  \
+	GCOL(f1, f4, f7, Y10); \
+	GCOL(f2, f5, f8, Y11); \
+	MOVQ DI, BX;           \
+	UROW(f0, f1, f2);      \
+	UROW(Y9, Y10, Y11);    \
+	UROW(f3, f4, f5);      \
+	UROW(f6, f7, f8)
+
+// func winoFilterAVX2(dst *float32, pitch int, src *float32, stride, n int, swap bool)
+TEXT ·winoFilterAVX2(SB), NOSPLIT, $0-41
+	MOVQ         dst+0(FP), DI
+	MOVQ         pitch+8(FP), DX
+	MOVQ         src+16(FP), SI
+	MOVQ         stride+24(FP), R8
+	MOVQ         n+32(FP), CX
+	MOVBLZX      swap+40(FP), AX
+	SHLQ         $2, DX
+	SHLQ         $2, R8
+	LEAQ         (R8)(R8*1), R9
+	LEAQ         (R9)(R8*1), R10
+	LEAQ         (DX)(DX*2), R11
+	LEAQ         (R8)(R8*1), R12
+	SHLQ         $1, R12 // four lanes of source
+	MOVQ         $0x3FE0000000000000, BX
+	MOVQ         BX, X15
+	VBROADCASTSD X15, Y15
+	TESTQ        AX, AX
+	JNZ          filter_swap
+
+filter_loop:
+	FILTERLOAD
+	FILTER(Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8)
+	ADDQ R12, SI
+	ADDQ $16, DI
+	SUBQ $4, CX
+	JNZ  filter_loop
+	VZEROUPPER
+	RET
+
+filter_swap:
+	FILTERLOAD
+	FILTER(Y8, Y7, Y6, Y5, Y4, Y3, Y2, Y1, Y0)
+	ADDQ R12, SI
+	ADDQ $16, DI
+	SUBQ $4, CX
+	JNZ  filter_swap
+	VZEROUPPER
+	RET

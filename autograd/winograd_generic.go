@@ -18,3 +18,7 @@ func winoOutColsAVX2(o0, o1, d0, d1, d2, d3 *float32, n int) { panic("autograd: 
 func winoOutRowsAVX2(row, d0, d1, d2, d3 *float32, n int, accumulate int, half, adv int) {
 	panic("autograd: no AVX2 kernels")
 }
+
+func winoFilterAVX2(dst *float32, pitch int, src *float32, stride, n int, swap bool) {
+	panic("autograd: no AVX2 kernels")
+}

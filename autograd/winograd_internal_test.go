@@ -210,6 +210,66 @@ func TestWinogradAsmMatchesGo(t *testing.T) {
 	}
 }
 
+// TestWinogradFilterTransform checks the filter transform against
+// G·f·Gᵀ, and the AVX2 kernel against the Go loop bit for bit, for
+// numbers of output channels that leave 0 to 3 filters to the Go loop,
+// both filter layouts, two chunks of input channels, and taps that span
+// 40 binary orders of magnitude, so that some float64 sums are inexact.
+func TestWinogradFilterTransform(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, mk := range [][2]int{{1, 2}, {3, 1}, {4, 3}, {7, 5}, {13, 2}, {32, 3}} {
+		m, k := mk[0], mk[1]
+		w := make([]float32, m*k*9)
+		for i := range w {
+			w[i] = float32(math.Ldexp(rng.NormFloat64(), rng.IntN(40)-20))
+		}
+		for _, swap := range []bool{false, true} {
+			pitch := m + 3
+			var u [2][]float32
+			for a := range u {
+				u[a] = make([]float32, 16*pitch*k)
+				// Two calls, as two chunks of input channels.
+				winoFilterRange(w, m, k, swap, u[a], pitch, 0, 1, a == 1)
+				winoFilterRange(w, m, k, swap, u[a][16*pitch:], pitch, 1, k, a == 1)
+			}
+			if haveWinoAVX2 {
+				if !slices.EqualFunc(u[0], u[1], sameFloat32) {
+					t.Fatalf("m=%d k=%d swap=%v: the AVX2 kernel's filters differ from the Go loop's", m, k, swap)
+				}
+			}
+			for o := 0; o < m; o++ {
+				for c := 0; c < k; c++ {
+					var f [3][3]float64
+					for a := range 3 {
+						for b := range 3 {
+							if swap {
+								f[a][b] = float64(w[(c*m+o)*9+(2-a)*3+2-b])
+							} else {
+								f[a][b] = float64(w[(o*k+c)*9+a*3+b])
+							}
+						}
+					}
+					for i := range 4 {
+						for j := range 4 {
+							want, scale := 0.0, 0.0
+							for a := range 3 {
+								for b := range 3 {
+									want += winoG[i][a] * f[a][b] * winoG[j][b]
+									scale += math.Abs(winoG[i][a] * f[a][b] * winoG[j][b])
+								}
+							}
+							got := float64(u[1][(c*16+4*i+j)*pitch+o])
+							if math.Abs(got-want) > 1e-7*scale {
+								t.Fatalf("m=%d k=%d swap=%v: U[%d][%d] of filter (%d, %d) = %g, want %g", m, k, swap, i, j, o, c, got, want)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestWinogradRule checks the per-layer choice on the layers it was
 // measured on.
 func TestWinogradRule(t *testing.T) {
