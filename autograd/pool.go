@@ -121,15 +121,54 @@ func maxPoolPlane(g *convGeom, src, dst []float32, arg []float32) {
 }
 
 // maxPool2Plane is maxPoolPlane for 2×2 windows with stride 2 and no
-// padding, whose windows all lie inside the plane. Starting from the
-// window's first element gives what maxPoolPlane's start from −∞ gives.
+// padding, whose windows all lie inside the plane.
 func maxPool2Plane(g *convGeom, src, dst []float32, arg []float32) {
-	w := g.w
-	for oh := 0; oh < g.ho; oh++ {
-		r0 := src[2*oh*w : 2*oh*w+2*g.wo]
-		r1 := src[(2*oh+1)*w : (2*oh+1)*w+2*g.wo]
-		d := dst[oh*g.wo : (oh+1)*g.wo]
-		for ow := range d {
+	maxPool2(g, src, dst, arg, true)
+}
+
+// maxPool2 is maxPool2Plane; asm allows the AVX2 kernel where the CPU has
+// it, so that the tests can compare it with the Go loop. The kernel takes
+// eight windows at a time along an output row, or four from each of two
+// rows where the rows are four windows wide, and whole planes at once
+// where the rows are four or eight windows wide. Starting from the window's
+// first element gives what maxPoolPlane's start from −∞ gives.
+func maxPool2(g *convGeom, src, dst []float32, arg []float32, asm bool) {
+	w, wo := g.w, g.wo
+	argAt := func(i int) *float32 {
+		if arg == nil {
+			return nil
+		}
+		return &arg[i]
+	}
+	oh0 := 0 // the rows before oh0 are done
+	if asm && havePoolAVX2 && (wo == 8 || wo == 4 && g.ho >= 2) {
+		// The whole plane in one call: one row per eight windows, or
+		// two rows four windows wide.
+		half, adv := 8, 2*w
+		oh0 = g.ho
+		if wo == 4 {
+			half, adv = 2*w, 4*w
+			oh0 = g.ho &^ 1
+		}
+		_, _ = src[(2*oh0-1)*w+2*wo-1], dst[oh0*wo-1]
+		if arg != nil {
+			_ = arg[oh0*wo-1]
+		}
+		maxPool2AVX2(&src[0], &dst[0], argAt(0), oh0*wo, w, half, adv, 0)
+	}
+	for oh := oh0; oh < g.ho; oh++ {
+		r0 := src[2*oh*w : 2*oh*w+2*wo]
+		r1 := src[(2*oh+1)*w : (2*oh+1)*w+2*wo]
+		d := dst[oh*wo : (oh+1)*wo]
+		q0 := 0
+		if asm && havePoolAVX2 && wo >= 8 {
+			q0 = wo &^ 7
+			if arg != nil {
+				_ = arg[oh*wo+q0-1]
+			}
+			maxPool2AVX2(&r0[0], &d[0], argAt(oh*wo), q0, w, 8, 16, 2*oh*w)
+		}
+		for ow := q0; ow < wo; ow++ {
 			i := 2 * ow
 			m, k := r0[i], 0
 			if v := r0[i+1]; v > m || v != v {
@@ -143,7 +182,7 @@ func maxPool2Plane(g *convGeom, src, dst []float32, arg []float32) {
 			}
 			d[ow] = m
 			if arg != nil {
-				arg[oh*g.wo+ow] = math.Float32frombits(uint32(2*oh*w + i + k))
+				arg[oh*wo+ow] = math.Float32frombits(uint32(2*oh*w + i + k))
 			}
 		}
 	}

@@ -1,0 +1,100 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// AVX2 kernel of the 2×2, stride-2 max pool (pool.go). It only compares
+// and selects, in the order of the Go loop, so it keeps every bit of the
+// values, NaN payloads included.
+
+// EVENODD splits the 16 floats lo:hi into their even elements (into ev)
+// and odd elements (into od), in order.
+#define EVENODD(lo, hi, ev, od) \
+	VSHUFPS $0x88, hi, lo, ev; \
+	VSHUFPS $0xDD, hi, lo, od; \
+	VPERMPD $0xD8, ev, ev;     \
+	VPERMPD $0xD8, od, od
+
+// TAKE replaces the maxima in Y4 and their offsets in the window in Y8 by
+// the candidates v and the offset k where v > max or v is NaN.
+#define TAKE(v, k) \
+	VCMPPS    $0x1e, Y4, v, Y9; \
+	VCMPPS    $3, v, v, Y10;    \
+	VORPS     Y10, Y9, Y9;      \
+	VBLENDVPS Y9, v, Y4, Y4;    \
+	VBLENDVPS Y9, k, Y8, Y8
+
+// func maxPool2AVX2(src, dst, arg *float32, n, w, half, adv, start int)
+TEXT ·maxPool2AVX2(SB), NOSPLIT, $0-64
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ arg+16(FP), R8
+	MOVQ n+24(FP), CX
+	MOVQ w+32(FP), DX
+	MOVQ half+40(FP), R9
+	MOVQ adv+48(FP), R10
+	MOVQ start+56(FP), AX
+
+	// Offsets k of the window's elements: 1, w and w + 1.
+	MOVL         $1, BX
+	MOVQ         BX, X12
+	VPBROADCASTD X12, Y12
+	MOVQ         DX, X13
+	VPBROADCASTD X13, Y13
+	VPADDD       Y12, Y13, Y14
+
+	// Y15: the index in the plane of each window's first element, start +
+	// 2l for the first four windows and start + half + 2l for the others;
+	// Y11: adv in every lane.
+	MOVQ         AX, X15
+	VPBROADCASTD X15, Y15
+	MOVQ         R9, X0
+	VPBROADCASTD X0, Y0
+	VPXOR        Y2, Y2, Y2
+	VPBLENDD     $0xF0, Y0, Y2, Y0 // half in lanes 4-7, 0 in lanes 0-3
+	VPADDD       pool2Lanes<>(SB), Y15, Y15
+	VPADDD       Y0, Y15, Y15
+	MOVQ         R10, X11
+	VPBROADCASTD X11, Y11
+
+	SHLQ $2, DX
+	SHLQ $2, R9
+	SHLQ $2, R10
+
+pool2_loop:
+	VMOVUPS (SI), Y0
+	VMOVUPS (SI)(R9*1), Y1
+	LEAQ    (SI)(DX*1), BX
+	VMOVUPS (BX), Y2
+	VMOVUPS (BX)(R9*1), Y3
+	EVENODD(Y0, Y1, Y4, Y5)   // top-left, top-right
+	EVENODD(Y2, Y3, Y6, Y7)   // bottom-left, bottom-right
+	VPXOR   Y8, Y8, Y8
+	TAKE(Y5, Y12)
+	TAKE(Y6, Y13)
+	TAKE(Y7, Y14)
+	VMOVUPS Y4, (DI)
+	TESTQ   R8, R8
+	JZ      pool2_next
+	VPADDD  Y15, Y8, Y8
+	VMOVDQU Y8, (R8)
+	ADDQ    $32, R8
+
+pool2_next:
+	VPADDD Y11, Y15, Y15
+	ADDQ   R10, SI
+	ADDQ   $32, DI
+	SUBQ   $8, CX
+	JNZ    pool2_loop
+	VZEROUPPER
+	RET
+
+// 0, 2, 4, 6 in the low lanes: the offsets of four windows along a row.
+DATA pool2Lanes<>+0(SB)/4, $0
+DATA pool2Lanes<>+4(SB)/4, $2
+DATA pool2Lanes<>+8(SB)/4, $4
+DATA pool2Lanes<>+12(SB)/4, $6
+DATA pool2Lanes<>+16(SB)/4, $0
+DATA pool2Lanes<>+20(SB)/4, $2
+DATA pool2Lanes<>+24(SB)/4, $4
+DATA pool2Lanes<>+28(SB)/4, $6
+GLOBL pool2Lanes<>(SB), RODATA|NOPTR, $32
