@@ -159,13 +159,19 @@ func winoInRows(h *[16][]float32, plane []float32, wp, th, tw int, asm bool) {
 	n := th * tw
 	for l := range 4 {
 		h0, h1, h2, h3 := h[4*l][:n], h[4*l+1][:n], h[4*l+2][:n], h[4*l+3][:n]
-		i0 := 0
-		if asm && haveWinoAVX2 && tw == 4 && th >= 2 {
-			// Eight tiles at a time from two tile rows, whose windows'
-			// row l lies two plane rows apart.
-			i0 = th &^ 1
-			_ = plane[(2*(i0-2)+l+2)*wp+2*tw+1]
-			winoInRowsAVX2(&plane[l*wp], &h0[0], &h1[0], &h2[0], &h3[0], i0*tw, 2*wp, 4*wp)
+		i0 := 0 // the tile rows before i0 are done
+		if asm && haveWinoAVX2 && (tw == 8 || tw == 4 && th >= 2) {
+			// The whole plane in one call: eight tiles at a time from one
+			// tile row, or from two, whose windows' row l lies two plane
+			// rows apart.
+			half, adv := 8, 2*wp
+			i0 = th
+			if tw == 4 {
+				half, adv = 2*wp, 4*wp
+				i0 = th &^ 1
+			}
+			_ = plane[(2*i0-2+l)*wp+2*tw+1]
+			winoInRowsAVX2(&plane[l*wp], &h0[0], &h1[0], &h2[0], &h3[0], i0*tw, half, adv)
 		}
 		for i := i0; i < th; i++ {
 			row := plane[(2*i+l)*wp : (2*i+l)*wp+2*tw+2]
@@ -237,13 +243,18 @@ func winoOutRows(out []float32, ho, wo int, h *[8][]float32, th, tw int, accumul
 	}
 	for x := range 2 {
 		h0, h1, h2, h3 := h[4*x][:n], h[4*x+1][:n], h[4*x+2][:n], h[4*x+3][:n]
-		i0 := 0
-		if rows := (ho - x + 1) / 2; asm && haveWinoAVX2 && tw == 4 && full == 4 && rows >= 2 {
-			// Eight tiles at a time from two tile rows: output rows
-			// 2i+x and 2i+2+x.
-			i0 = rows &^ 1
-			_ = out[(2*(i0-2)+x+2)*wo+2*full-1]
-			winoOutRowsAVX2(&out[x*wo], &h0[0], &h1[0], &h2[0], &h3[0], i0*tw, acc, 2*wo, 4*wo)
+		i0 := 0 // the tile rows before i0 are done
+		if rows := (ho - x + 1) / 2; asm && haveWinoAVX2 && (tw == 8 && full == 8 || tw == 4 && full == 4 && rows >= 2) {
+			// All the tile rows in one call: eight tiles at a time from
+			// one tile row, or from two: output rows 2i+x and 2i+2+x.
+			half, adv := 8, 2*wo
+			i0 = rows
+			if tw == 4 {
+				half, adv = 2*wo, 4*wo
+				i0 = rows &^ 1
+			}
+			_ = out[(2*i0-2+x)*wo+2*full-1]
+			winoOutRowsAVX2(&out[x*wo], &h0[0], &h1[0], &h2[0], &h3[0], i0*tw, acc, half, adv)
 		}
 		for i := i0; i < th && 2*i+x < ho; i++ {
 			row := out[(2*i+x)*wo : (2*i+x+1)*wo]

@@ -156,7 +156,7 @@ func TestWinogradAsmMatchesGo(t *testing.T) {
 		}
 		return v
 	}
-	for _, sz := range [][2]int{{1, 8}, {3, 16}, {2, 17}, {4, 31}} {
+	for _, sz := range [][2]int{{1, 8}, {3, 8}, {3, 16}, {2, 17}, {4, 31}} {
 		th, tw := sz[0], sz[1]
 		n, wp := th*tw, 2*tw+2
 		plane := randVec((2*th + 2) * wp)
