@@ -80,17 +80,19 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 	defer partialScratch.put(wT)
 	serial := serialGemm(parallel.Chunks(n, gs))
 	gemm := gemmOf(serial)
+	var bias []float32
+	if b != nil {
+		bias = b.Data
+	}
 	parallel.For(n, gs, func(lo, hi int) {
-		if b != nil {
-			for i := lo; i < hi; i++ {
-				for c, v := range b.Data {
-					fill(out.Data[i*ySize+c*p:i*ySize+(c+1)*p], v)
-				}
-			}
-		}
 		if wino {
-			winoGroup(serial, g, cout, u, x.Data, xSize, out.Data, ySize, lo, hi, b != nil)
+			winoGroup(serial, g, cout, u, x.Data, xSize, out.Data, ySize, lo, hi, false, bias)
 			return
+		}
+		for i := lo; i < hi && b != nil; i++ {
+			for c, v := range b.Data {
+				fill(out.Data[i*ySize+c*p:i*ySize+(c+1)*p], v)
+			}
 		}
 		convGroup(gemm, g, cout, wT, x.Data, xSize, out.Data, ySize, lo, hi, b != nil)
 	})
@@ -292,7 +294,7 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 	gemm := gemmOf(serial)
 	parallel.For(n, gs, func(lo, hi int) {
 		if wino {
-			winoGroup(serial, gd, g.c, u, gy, ySize, gx, xSize, lo, hi, !overwrite)
+			winoGroup(serial, gd, g.c, u, gy, ySize, gx, xSize, lo, hi, !overwrite, nil)
 			return
 		}
 		if strideOne {

@@ -230,17 +230,22 @@ func winoOutCols(o *[2][]float32, d *[4][]float32, asm bool) {
 	}
 }
 
+// outMode says how winoOutRows writes the output plane.
+type outMode int
+
+const (
+	outStore outMode = iota // store the results
+	outAdd                  // add them to the plane
+	outBias                 // store them plus a bias
+)
+
 // winoOutRows applies Aᵀ along the rows of the th×tw tiles of an ho×wo
-// output plane and stores (or adds, if accumulate) the results: output
-// (2i+x, 2q+y) = Σ_s Aᵀ[y][s]·h[x·4+s][i·tw+q], dropping a last row or
-// column past the plane's edge.
-func winoOutRows(out []float32, ho, wo int, h *[8][]float32, th, tw int, accumulate, asm bool) {
+// output plane and writes the results as mode says: output
+// (2i+x, 2q+y) = Σ_s Aᵀ[y][s]·h[x·4+s][i·tw+q] (+ bias for outBias),
+// dropping a last row or column past the plane's edge.
+func winoOutRows(out []float32, ho, wo int, h *[8][]float32, th, tw int, mode outMode, bias float32, asm bool) {
 	n := th * tw
 	full := wo / 2 // tiles whose two columns lie inside the plane
-	acc := 0
-	if accumulate {
-		acc = 1
-	}
 	for x := range 2 {
 		h0, h1, h2, h3 := h[4*x][:n], h[4*x+1][:n], h[4*x+2][:n], h[4*x+3][:n]
 		i0 := 0 // the tile rows before i0 are done
@@ -254,7 +259,7 @@ func winoOutRows(out []float32, ho, wo int, h *[8][]float32, th, tw int, accumul
 				i0 = rows &^ 1
 			}
 			_ = out[(2*i0-2+x)*wo+2*full-1]
-			winoOutRowsAVX2(&out[x*wo], &h0[0], &h1[0], &h2[0], &h3[0], i0*tw, acc, half, adv)
+			winoOutRowsAVX2(&out[x*wo], &h0[0], &h1[0], &h2[0], &h3[0], i0*tw, int(mode), bias, half, adv)
 		}
 		for i := i0; i < th && 2*i+x < ho; i++ {
 			row := out[(2*i+x)*wo : (2*i+x+1)*wo]
@@ -264,9 +269,10 @@ func winoOutRows(out []float32, ho, wo int, h *[8][]float32, th, tw int, accumul
 			q0 := 0
 			if asm && haveWinoAVX2 && full >= 8 {
 				q0 = full &^ 7
-				winoOutRowsAVX2(&r[0], &d0[0], &d1[0], &d2[0], &d3[0], q0, acc, 8, 16)
+				winoOutRowsAVX2(&r[0], &d0[0], &d1[0], &d2[0], &d3[0], q0, int(mode), bias, 8, 16)
 			}
-			if accumulate {
+			switch mode {
+			case outAdd:
 				for q := q0; q < full; q++ {
 					b, c := d1[q], d2[q]
 					s := r[2*q : 2*q+2 : 2*q+2]
@@ -276,16 +282,26 @@ func winoOutRows(out []float32, ho, wo int, h *[8][]float32, th, tw int, accumul
 				if full < tw {
 					row[2*full] += d0[full] + d1[full] + d2[full]
 				}
-				continue
-			}
-			for q := q0; q < full; q++ {
-				b, c := d1[q], d2[q]
-				s := r[2*q : 2*q+2 : 2*q+2]
-				s[0] = d0[q] + b + c
-				s[1] = b - c - d3[q]
-			}
-			if full < tw {
-				row[2*full] = d0[full] + d1[full] + d2[full]
+			case outBias:
+				for q := q0; q < full; q++ {
+					b, c := d1[q], d2[q]
+					s := r[2*q : 2*q+2 : 2*q+2]
+					s[0] = d0[q] + b + c + bias
+					s[1] = b - c - d3[q] + bias
+				}
+				if full < tw {
+					row[2*full] = d0[full] + d1[full] + d2[full] + bias
+				}
+			default:
+				for q := q0; q < full; q++ {
+					b, c := d1[q], d2[q]
+					s := r[2*q : 2*q+2 : 2*q+2]
+					s[0] = d0[q] + b + c
+					s[1] = b - c - d3[q]
+				}
+				if full < tw {
+					row[2*full] = d0[full] + d1[full] + d2[full]
+				}
 			}
 		}
 	}
@@ -305,8 +321,9 @@ func winoTiles(g *convGeom) (th, tw int) {
 
 // winoGroup is convGroup computed with Winograd F(2×2, 3×3) for the
 // images i in [lo, hi): out_i (m channels) = conv(src_i, filters U) where
-// U comes from winoFilters, adding to out_i if accumulate. The GEMMs run
-// on the calling goroutine if serial, else on the worker pool.
+// U comes from winoFilters, adding to out_i if accumulate, else plus
+// bias[o] in output channel o if bias is not nil. The GEMMs run on the
+// calling goroutine if serial, else on the worker pool.
 //
 // The transforms run along the rows of the tile windows on short vectors
 // (the tiles of one tile row) and along their columns on long contiguous
@@ -318,7 +335,7 @@ func winoTiles(g *convGeom) (th, tw int) {
 // columns. The output transform applies Aᵀ along the columns of the
 // products of one output channel, then along the rows straight into the
 // output rows.
-func winoGroup(serial bool, g *convGeom, m int, u *[16]*blas.PackedA, src []float32, srcSize int, dst []float32, dstSize int, lo, hi int, accumulate bool) {
+func winoGroup(serial bool, g *convGeom, m int, u *[16]*blas.PackedA, src []float32, srcSize int, dst []float32, dstSize int, lo, hi int, accumulate bool, bias []float32) {
 	k := g.c
 	th, tw := winoTiles(g)
 	tpi := th * tw // tiles per image
@@ -370,7 +387,14 @@ func winoGroup(serial bool, g *convGeom, m int, u *[16]*blas.PackedA, src []floa
 
 	// Output transform: half[x·4+s] = Σ_r Aᵀ[x][r]·M[r·4+s][o], then
 	// output row 2i+x of tile row i = Σ_s Aᵀ[y][s]·half[x·4+s].
+	mode, bo := outStore, float32(0)
+	if accumulate {
+		mode = outAdd
+	}
 	for o := 0; o < m; o++ {
+		if bias != nil && !accumulate {
+			mode, bo = outBias, bias[o]
+		}
 		for s := 0; s < 4; s++ {
 			for r := 0; r < 4; r++ {
 				off := ((r*4+s)*m + o) * p
@@ -384,7 +408,7 @@ func winoGroup(serial bool, g *convGeom, m int, u *[16]*blas.PackedA, src []floa
 			for xi := range 8 {
 				outRows[xi] = half[xi*p+j*tpi : xi*p+(j+1)*tpi]
 			}
-			winoOutRows(out, g.ho, g.wo, &outRows, th, tw, accumulate, true)
+			winoOutRows(out, g.ho, g.wo, &outRows, th, tw, mode, bo, true)
 		}
 	}
 }

@@ -27,10 +27,10 @@ func winoInColsAVX2(o0, o1, o2, o3, d0, d1, d2, d3 *float32, n int)
 //go:noescape
 func winoOutColsAVX2(o0, o1, d0, d1, d2, d3 *float32, n int)
 
-// winoOutRowsAVX2 adds to row instead of storing if accumulate != 0.
+// winoOutRowsAVX2 writes row as mode (an outMode) says.
 //
 //go:noescape
-func winoOutRowsAVX2(row, d0, d1, d2, d3 *float32, n int, accumulate int, half, adv int)
+func winoOutRowsAVX2(row, d0, d1, d2, d3 *float32, n int, mode int, bias float32, half, adv int)
 
 // winoFilterAVX2 is winoFilter for the n filters (n a positive multiple
 // of 4) at src[o·stride], o < n, writing U_ξ of filter o to

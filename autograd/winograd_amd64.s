@@ -122,28 +122,35 @@ outcols_loop:
 	VZEROUPPER
 	RET
 
-// func winoOutRowsAVX2(row, d0, d1, d2, d3 *float32, n int, accumulate int, half, adv int)
-TEXT ·winoOutRowsAVX2(SB), NOSPLIT, $0-72
-	MOVQ row+0(FP), DI
-	MOVQ d0+8(FP), SI
-	MOVQ d1+16(FP), R11
-	MOVQ d2+24(FP), R12
-	MOVQ d3+32(FP), R13
-	MOVQ n+40(FP), CX
-	MOVQ accumulate+48(FP), DX
-	MOVQ half+56(FP), R8
-	MOVQ adv+64(FP), R9
-	SHLQ $2, R8
-	SHLQ $2, R9
-	XORQ AX, AX
+// func winoOutRowsAVX2(row, d0, d1, d2, d3 *float32, n int, mode int, bias float32, half, adv int)
+TEXT ·winoOutRowsAVX2(SB), NOSPLIT, $0-80
+	MOVQ         row+0(FP), DI
+	MOVQ         d0+8(FP), SI
+	MOVQ         d1+16(FP), R11
+	MOVQ         d2+24(FP), R12
+	MOVQ         d3+32(FP), R13
+	MOVQ         n+40(FP), CX
+	MOVQ         mode+48(FP), DX
+	VBROADCASTSS bias+56(FP), Y9
+	MOVQ         half+64(FP), R8
+	MOVQ         adv+72(FP), R9
+	SHLQ         $2, R8
+	SHLQ         $2, R9
+	XORQ         AX, AX
 
 outrows_loop:
 	ATCOLS
 	INTERLEAVE(Y4, Y5, Y6, Y7, Y8)
-	TESTQ   DX, DX
-	JZ      outrows_store
-	VADDPS  (DI), Y6, Y6
+	CMPQ    DX, $1
+	JLT     outrows_store // outStore
+	JGT     outrows_bias  // outBias
+	VADDPS  (DI), Y6, Y6  // outAdd
 	VADDPS  (DI)(R8*1), Y7, Y7
+	JMP     outrows_store
+
+outrows_bias:
+	VADDPS Y9, Y6, Y6
+	VADDPS Y9, Y7, Y7
 
 outrows_store:
 	VMOVUPS Y6, (DI)

@@ -117,23 +117,27 @@ func testWinogradKernels(t *testing.T, asm bool) {
 		copy(ho[:], h[:8])
 		for _, odd := range []int{0, 1} {
 			oh, ow := 2*th-odd, 2*tw-odd
-			for _, acc := range []bool{false, true} {
+			for _, mode := range []outMode{outStore, outAdd, outBias} {
+				const bias = -0.75
 				out := make([]float32, oh*ow)
 				for i := range out {
 					out[i] = float32(i)
 				}
-				winoOutRows(out, oh, ow, &ho, th, tw, acc, asm)
+				winoOutRows(out, oh, ow, &ho, th, tw, mode, bias, asm)
 				for r := 0; r < oh; r++ {
 					for c := 0; c < ow; c++ {
 						want := 0.0
 						for s := range 4 {
 							want += winoAT[c%2][s] * float64(ho[(r%2)*4+s][(r/2)*tw+c/2])
 						}
-						if acc {
+						switch mode {
+						case outAdd:
 							want += float64(r*ow + c)
+						case outBias:
+							want += bias
 						}
 						if got := float64(out[r*ow+c]); math.Abs(got-want) > 1e-5*(1+math.Abs(want)) {
-							t.Fatalf("%d×%d output, accumulate %v: winoOutRows[%d][%d] = %g, want %g", oh, ow, acc, r, c, got, want)
+							t.Fatalf("%d×%d output, mode %d: winoOutRows[%d][%d] = %g, want %g", oh, ow, mode, r, c, got, want)
 						}
 					}
 				}
@@ -183,11 +187,16 @@ func TestWinogradAsmMatchesGo(t *testing.T) {
 			copy(rows[k][:], h[k][8:])
 		}
 		base := randVec(4 * n)
-		var out [2][]float32
+		var out, outB [2][]float32
 		for k := range out {
 			out[k] = append([]float32(nil), base...)
-			winoOutRows(out[k], 2*th, 2*tw, &rows[k], th, tw, false, k == 1)
-			winoOutRows(out[k], 2*th-1, 2*tw-1, &rows[k], th, tw, true, k == 1)
+			winoOutRows(out[k], 2*th, 2*tw, &rows[k], th, tw, outStore, 0, k == 1)
+			winoOutRows(out[k], 2*th-1, 2*tw-1, &rows[k], th, tw, outAdd, 0, k == 1)
+			outB[k] = append([]float32(nil), base...)
+			winoOutRows(outB[k], 2*th, 2*tw, &rows[k], th, tw, outBias, 0.3, k == 1)
+		}
+		if !slices.Equal(outB[0], outB[1]) {
+			t.Fatalf("%d×%d tiles: winoOutRows with a bias differs", th, tw)
 		}
 		for i := range h[0] {
 			if !slices.Equal(h[0][i], h[1][i]) {
