@@ -172,6 +172,11 @@ func winoInRows(h *[16][]float32, plane []float32, wp, th, tw int, asm bool) {
 			}
 			_ = plane[(2*i0-2+l)*wp+2*tw+1]
 			winoInRowsAVX2(&plane[l*wp], &h0[0], &h1[0], &h2[0], &h3[0], i0*tw, half, adv)
+		} else if asm && haveWinoAVX2 && tw == 2 && th >= 2 {
+			// Four tiles at a time from two tile rows.
+			i0 = th &^ 1
+			_ = plane[(2*i0-2+l)*wp+2*tw+1]
+			winoInRows2AVX2(&plane[l*wp], &h0[0], &h1[0], &h2[0], &h3[0], i0*tw, wp)
 		}
 		for i := i0; i < th; i++ {
 			row := plane[(2*i+l)*wp : (2*i+l)*wp+2*tw+2]
@@ -260,6 +265,11 @@ func winoOutRows(out []float32, ho, wo int, h *[8][]float32, th, tw int, mode ou
 			}
 			_ = out[(2*i0-2+x)*wo+2*full-1]
 			winoOutRowsAVX2(&out[x*wo], &h0[0], &h1[0], &h2[0], &h3[0], i0*tw, int(mode), bias, half, adv)
+		} else if asm && haveWinoAVX2 && tw == 2 && full == 2 && rows >= 2 {
+			// Four tiles at a time from two tile rows.
+			i0 = rows &^ 1
+			_ = out[(2*i0-2+x)*wo+2*full-1]
+			winoOutRows2AVX2(&out[x*wo], &h0[0], &h1[0], &h2[0], &h3[0], i0*tw, int(mode), bias, wo)
 		}
 		for i := i0; i < th && 2*i+x < ho; i++ {
 			row := out[(2*i+x)*wo : (2*i+x+1)*wo]

@@ -279,3 +279,88 @@ filter_swap:
 	JNZ  filter_swap
 	VZEROUPPER
 	RET
+
+// func winoInRows2AVX2(row, o0, o1, o2, o3 *float32, n, wp int)
+TEXT ·winoInRows2AVX2(SB), NOSPLIT, $0-56
+	MOVQ row+0(FP), SI
+	MOVQ o0+8(FP), DI
+	MOVQ o1+16(FP), R8
+	MOVQ o2+24(FP), R9
+	MOVQ o3+32(FP), R10
+	MOVQ n+40(FP), CX
+	MOVQ wp+48(FP), DX
+	SHLQ $3, DX           // two plane rows, in bytes
+	XORQ AX, AX
+
+inrows2_loop:
+	// The windows of tiles (i, 0), (i, 1), (i+1, 0) and (i+1, 1).
+	VMOVUPS   (SI), X0
+	VMOVUPS   8(SI), X1
+	VMOVUPS   (SI)(DX*1), X2
+	VMOVUPS   8(SI)(DX*1), X3
+	VUNPCKLPS X1, X0, X4
+	VUNPCKHPS X1, X0, X5
+	VUNPCKLPS X3, X2, X6
+	VUNPCKHPS X3, X2, X7
+	VMOVLHPS  X6, X4, X0  // a
+	VMOVHLPS  X4, X6, X1  // b
+	VMOVLHPS  X7, X5, X2  // c
+	VMOVHLPS  X5, X7, X3  // d
+	VSUBPS    X2, X0, X4  // a − c
+	VADDPS    X2, X1, X5  // b + c
+	VSUBPS    X1, X2, X6  // c − b
+	VSUBPS    X3, X1, X7  // b − d
+	VMOVUPS   X4, (DI)(AX*4)
+	VMOVUPS   X5, (R8)(AX*4)
+	VMOVUPS   X6, (R9)(AX*4)
+	VMOVUPS   X7, (R10)(AX*4)
+	LEAQ      (SI)(DX*2), SI
+	ADDQ      $4, AX
+	CMPQ      AX, CX
+	JLT       inrows2_loop
+	VZEROUPPER
+	RET
+
+// func winoOutRows2AVX2(row, d0, d1, d2, d3 *float32, n int, mode int, bias float32, wo int)
+TEXT ·winoOutRows2AVX2(SB), NOSPLIT, $0-72
+	MOVQ         row+0(FP), DI
+	MOVQ         d0+8(FP), SI
+	MOVQ         d1+16(FP), R11
+	MOVQ         d2+24(FP), R12
+	MOVQ         d3+32(FP), R13
+	MOVQ         n+40(FP), CX
+	MOVQ         mode+48(FP), DX
+	VBROADCASTSS bias+56(FP), X9
+	MOVQ         wo+64(FP), R8
+	SHLQ         $3, R8            // two output rows, in bytes
+	XORQ         AX, AX
+
+outrows2_loop:
+	VMOVUPS   (R11)(AX*4), X1
+	VMOVUPS   (R12)(AX*4), X2
+	VADDPS    (SI)(AX*4), X1, X4
+	VADDPS    X2, X4, X4           // s0 = d0 + d1 + d2
+	VSUBPS    X2, X1, X5
+	VSUBPS    (R13)(AX*4), X5, X5  // s1 = d1 − d2 − d3
+	VUNPCKLPS X5, X4, X6           // output row 2i+x
+	VUNPCKHPS X5, X4, X7           // output row 2i+2+x
+	CMPQ      DX, $1
+	JLT       outrows2_store       // outStore
+	JGT       outrows2_bias        // outBias
+	VADDPS    (DI), X6, X6         // outAdd
+	VADDPS    (DI)(R8*1), X7, X7
+	JMP       outrows2_store
+
+outrows2_bias:
+	VADDPS X9, X6, X6
+	VADDPS X9, X7, X7
+
+outrows2_store:
+	VMOVUPS X6, (DI)
+	VMOVUPS X7, (DI)(R8*1)
+	LEAQ    (DI)(R8*2), DI
+	ADDQ    $4, AX
+	CMPQ    AX, CX
+	JLT     outrows2_loop
+	VZEROUPPER
+	RET

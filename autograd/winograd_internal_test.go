@@ -86,7 +86,7 @@ func testWinogradKernels(t *testing.T, asm bool) {
 	}
 	// The row transforms over whole planes of th×tw tiles, with an output
 	// plane of even and odd size, stored and added.
-	for _, sz := range [][2]int{{1, 1}, {2, 3}, {5, 4}, {4, 4}, {2, 4}, {3, 8}, {2, 16}, {2, 19}} {
+	for _, sz := range [][2]int{{1, 1}, {2, 3}, {5, 4}, {4, 4}, {2, 4}, {3, 8}, {2, 16}, {2, 19}, {2, 2}, {5, 2}} {
 		th, tw := sz[0], sz[1]
 		n, wp := th*tw, 2*tw+2
 		plane := make([]float32, (2*th+2)*wp)
@@ -160,7 +160,7 @@ func TestWinogradAsmMatchesGo(t *testing.T) {
 		}
 		return v
 	}
-	for _, sz := range [][2]int{{1, 8}, {3, 8}, {3, 16}, {2, 17}, {4, 31}} {
+	for _, sz := range [][2]int{{1, 8}, {3, 8}, {3, 16}, {2, 17}, {4, 31}, {2, 2}, {5, 2}} {
 		th, tw := sz[0], sz[1]
 		n, wp := th*tw, 2*tw+2
 		plane := randVec((2*th + 2) * wp)
