@@ -8,3 +8,7 @@ const havePoolAVX2 = false
 func maxPool2AVX2(src, dst, arg *float32, n, w, half, adv, start int) {
 	panic("autograd: no AVX2 kernels")
 }
+
+func maxPool2GradAVX2(gx, gy, arg *float32, n, w, half, adv, start int, store bool) {
+	panic("autograd: no AVX2 kernels")
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -50,8 +51,65 @@ func testMaxPool2(t *testing.T, asm bool) {
 	}
 }
 
-// BenchmarkMaxPool2 times the 2×2, stride-2 max pool with indices on the
-// plane sizes of VGG-16's pools, with the Go loop and the AVX2 kernel.
+// TestMaxPool2GradMatchesScatter checks the backward pass of the 2×2,
+// stride-2 max pool, with the Go loop and the AVX2 kernel, bit for bit
+// against adding each output gradient at its maximum's index: adding to a
+// gradient, and storing into a buffer of garbage as if it were zeroed
+// first, with gradients that include −0.
+func TestMaxPool2GradMatchesScatter(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	negZero := float32(math.Copysign(0, -1))
+	for _, hw := range [][2]int{{2, 2}, {3, 3}, {4, 6}, {7, 5}, {16, 16}, {33, 17}, {8, 8}, {9, 9}, {6, 8}, {5, 40}, {4, 34}, {6, 16}, {7, 17}} {
+		x := New(1, 1, hw[0], hw[1])
+		for i := range x.Data {
+			x.Data[i] = float32(rng.IntN(3)) // ties
+		}
+		g := poolGeometry("MaxPool2d", x, 2, 2, 0)
+		out, arg := make([]float32, g.cols), make([]float32, g.cols)
+		maxPoolPlane(g, x.Data, out, arg)
+		gy := make([]float32, g.cols)
+		for i := range gy {
+			gy[i] = float32(rng.NormFloat64())
+			if i%5 == 0 {
+				gy[i] = negZero
+			}
+		}
+		init := make([]float32, len(x.Data))
+		for i := range init {
+			init[i] = float32(rng.NormFloat64())
+			if i%7 == 0 {
+				init[i] = negZero
+			}
+		}
+		for _, store := range []bool{false, true} {
+			want := make([]float32, len(init))
+			if !store {
+				copy(want, init)
+			}
+			for o, v := range gy {
+				want[math.Float32bits(arg[o])] += v
+			}
+			for _, asm := range []bool{false, true} {
+				got := slices.Clone(init)
+				if store {
+					for i := range got {
+						got[i] = float32(math.NaN())
+					}
+				}
+				maxPool2Grad(g, gy, arg, got, store, asm)
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%v store=%v asm=%v: gx[%d] = %v, want %v", hw, store, asm, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkMaxPool2 times the 2×2, stride-2 max pool with indices and its
+// backward pass (storing) on the plane sizes of VGG-16's pools, with the
+// Go loops and the AVX2 kernels.
 func BenchmarkMaxPool2(b *testing.B) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, hw := range []int{32, 16, 8, 4} {
@@ -61,11 +119,18 @@ func BenchmarkMaxPool2(b *testing.B) {
 		}
 		g := poolGeometry("MaxPool2d", x, 2, 2, 0)
 		out, arg := make([]float32, g.cols), make([]float32, g.cols)
+		gx := make([]float32, len(x.Data))
 		for _, asm := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%dx%d/asm=%v", hw, hw, asm), func(b *testing.B) {
 				b.SetBytes(int64(4 * len(x.Data)))
 				for b.Loop() {
 					maxPool2(g, x.Data, out, arg, asm)
+				}
+			})
+			b.Run(fmt.Sprintf("%dx%d/grad/asm=%v", hw, hw, asm), func(b *testing.B) {
+				b.SetBytes(int64(4 * len(x.Data)))
+				for b.Loop() {
+					maxPool2Grad(g, out, arg, gx, true, asm)
 				}
 			})
 		}
