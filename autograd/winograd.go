@@ -149,17 +149,27 @@ func winoFilter(dst []float32, pitch int, src []float32, swap bool) {
 }
 
 // winoInRows applies Bᵀ along the rows of the 4×4 windows of the th×tw
-// tiles of a padded plane with row pitch wp: h[l·4+s][i·tw+q] =
+// tiles of a padded plane with row pitch wp: h[(l·4+s)·stride + i·tw+q] =
 // Σ_j Bᵀ[s][j]·plane[(2i+l)·wp + 2q+j].
 //
 // The four transforms take asm, which allows the AVX2 kernels where the
 // CPU has them, so that the tests can compare them with the Go loops; the
 // results are bit-identical.
-func winoInRows(h *[16][]float32, plane []float32, wp, th, tw int, asm bool) {
+func winoInRows(h []float32, stride int, plane []float32, wp, th, tw int, asm bool) {
 	n := th * tw
+	_ = h[15*stride+n-1]
+	if n == 1 {
+		// A single tile: 16 values, the loops' overheads saved.
+		for l := range 4 {
+			w := plane[l*wp : l*wp+4 : l*wp+4]
+			a, b, c, d := w[0], w[1], w[2], w[3]
+			h[4*l*stride], h[(4*l+1)*stride], h[(4*l+2)*stride], h[(4*l+3)*stride] = a-c, b+c, c-b, b-d
+		}
+		return
+	}
 	for l := range 4 {
-		h0, h1, h2, h3 := h[4*l][:n], h[4*l+1][:n], h[4*l+2][:n], h[4*l+3][:n]
-		i0 := 0 // the tile rows before i0 are done
+		o := h[4*l*stride:] // the outputs of row l, stride apart
+		i0 := 0             // the tile rows before i0 are done
 		if asm && haveWinoAVX2 && (tw == 8 || tw == 4 && th >= 2) {
 			// The whole plane in one call: eight tiles at a time from one
 			// tile row, or from two, whose windows' row l lies two plane
@@ -171,13 +181,17 @@ func winoInRows(h *[16][]float32, plane []float32, wp, th, tw int, asm bool) {
 				i0 = th &^ 1
 			}
 			_ = plane[(2*i0-2+l)*wp+2*tw+1]
-			winoInRowsAVX2(&plane[l*wp], &h0[0], &h1[0], &h2[0], &h3[0], i0*tw, half, adv)
+			winoInRowsAVX2(&plane[l*wp], &o[0], &o[stride], &o[2*stride], &o[3*stride], i0*tw, half, adv)
 		} else if asm && haveWinoAVX2 && tw == 2 && th >= 2 {
 			// Four tiles at a time from two tile rows.
 			i0 = th &^ 1
 			_ = plane[(2*i0-2+l)*wp+2*tw+1]
-			winoInRows2AVX2(&plane[l*wp], &h0[0], &h1[0], &h2[0], &h3[0], i0*tw, wp)
+			winoInRows2AVX2(&plane[l*wp], &o[0], &o[stride], &o[2*stride], &o[3*stride], i0*tw, wp)
 		}
+		if i0 == th {
+			continue
+		}
+		h0, h1, h2, h3 := o[:n], o[stride:stride+n], o[2*stride:2*stride+n], o[3*stride:3*stride+n]
 		for i := i0; i < th; i++ {
 			row := plane[(2*i+l)*wp : (2*i+l)*wp+2*tw+2]
 			t0 := i * tw
@@ -246,14 +260,32 @@ const (
 
 // winoOutRows applies Aᵀ along the rows of the th×tw tiles of an ho×wo
 // output plane and writes the results as mode says: output
-// (2i+x, 2q+y) = Σ_s Aᵀ[y][s]·h[x·4+s][i·tw+q] (+ bias for outBias),
-// dropping a last row or column past the plane's edge.
-func winoOutRows(out []float32, ho, wo int, h *[8][]float32, th, tw int, mode outMode, bias float32, asm bool) {
+// (2i+x, 2q+y) = Σ_s Aᵀ[y][s]·h[(x·4+s)·stride + i·tw+q] (+ bias for
+// outBias), dropping a last row or column past the plane's edge.
+func winoOutRows(out []float32, ho, wo int, h []float32, stride, th, tw int, mode outMode, bias float32, asm bool) {
 	n := th * tw
 	full := wo / 2 // tiles whose two columns lie inside the plane
+	_ = h[7*stride+n-1]
+	if n == 1 {
+		// A single tile, the loops' overheads saved.
+		for x := 0; x < 2 && x < ho; x++ {
+			d0, b, c, d3 := h[4*x*stride], h[(4*x+1)*stride], h[(4*x+2)*stride], h[(4*x+3)*stride]
+			y := [2]float32{d0 + b + c, b - c - d3}
+			for q, v := range out[x*wo : x*wo+min(wo, 2)] {
+				switch mode {
+				case outAdd:
+					y[q] = v + y[q]
+				case outBias:
+					y[q] += bias
+				}
+				out[x*wo+q] = y[q]
+			}
+		}
+		return
+	}
 	for x := range 2 {
-		h0, h1, h2, h3 := h[4*x][:n], h[4*x+1][:n], h[4*x+2][:n], h[4*x+3][:n]
-		i0 := 0 // the tile rows before i0 are done
+		d := h[4*x*stride:] // the inputs of output row x, stride apart
+		i0 := 0             // the tile rows before i0 are done
 		if rows := (ho - x + 1) / 2; asm && haveWinoAVX2 && (tw == 8 && full == 8 || tw == 4 && full == 4 && rows >= 2) {
 			// All the tile rows in one call: eight tiles at a time from
 			// one tile row, or from two: output rows 2i+x and 2i+2+x.
@@ -264,13 +296,17 @@ func winoOutRows(out []float32, ho, wo int, h *[8][]float32, th, tw int, mode ou
 				i0 = rows &^ 1
 			}
 			_ = out[(2*i0-2+x)*wo+2*full-1]
-			winoOutRowsAVX2(&out[x*wo], &h0[0], &h1[0], &h2[0], &h3[0], i0*tw, int(mode), bias, half, adv)
+			winoOutRowsAVX2(&out[x*wo], &d[0], &d[stride], &d[2*stride], &d[3*stride], i0*tw, int(mode), bias, half, adv)
 		} else if asm && haveWinoAVX2 && tw == 2 && full == 2 && rows >= 2 {
 			// Four tiles at a time from two tile rows.
 			i0 = rows &^ 1
 			_ = out[(2*i0-2+x)*wo+2*full-1]
-			winoOutRows2AVX2(&out[x*wo], &h0[0], &h1[0], &h2[0], &h3[0], i0*tw, int(mode), bias, wo)
+			winoOutRows2AVX2(&out[x*wo], &d[0], &d[stride], &d[2*stride], &d[3*stride], i0*tw, int(mode), bias, wo)
 		}
+		if i0 >= th || 2*i0+x >= ho {
+			continue
+		}
+		h0, h1, h2, h3 := d[:n], d[stride:stride+n], d[2*stride:2*stride+n], d[3*stride:3*stride+n]
 		for i := i0; i < th && 2*i+x < ho; i++ {
 			row := out[(2*i+x)*wo : (2*i+x+1)*wo]
 			t0 := i * tw
@@ -362,8 +398,6 @@ func winoGroup(serial bool, g *convGeom, m int, u *[16]*blas.PackedA, src []floa
 	plane, half := work[:hp*wp], work[hp*wp:]
 	var ins, outs [4][]float32
 	var two [2][]float32
-	var rows [16][]float32
-	var outRows [8][]float32
 	hw := g.h * g.w
 
 	// Input transform: half[l·4+s] = Σ_j Bᵀ[s][j]·window[l][j], then
@@ -376,10 +410,7 @@ func winoGroup(serial bool, g *convGeom, m int, u *[16]*blas.PackedA, src []floa
 			for ih := 0; ih < g.h; ih++ {
 				copy(plane[(ih+g.ph)*wp+g.pw:], img[ih*g.w:(ih+1)*g.w])
 			}
-			for xi := range 16 {
-				rows[xi] = half[xi*p+j*tpi : xi*p+(j+1)*tpi]
-			}
-			winoInRows(&rows, plane, wp, th, tw, true)
+			winoInRows(half[j*tpi:], p, plane, wp, th, tw, true)
 		}
 		for s := 0; s < 4; s++ {
 			for r := 0; r < 4; r++ {
@@ -415,10 +446,7 @@ func winoGroup(serial bool, g *convGeom, m int, u *[16]*blas.PackedA, src []floa
 		}
 		for j := 0; j < cnt; j++ {
 			out := dst[(lo+j)*dstSize+o*g.ho*g.wo : (lo+j)*dstSize+(o+1)*g.ho*g.wo]
-			for xi := range 8 {
-				outRows[xi] = half[xi*p+j*tpi : xi*p+(j+1)*tpi]
-			}
-			winoOutRows(out, g.ho, g.wo, &outRows, th, tw, mode, bo, true)
+			winoOutRows(out, g.ho, g.wo, half[j*tpi:], p, th, tw, mode, bo, true)
 		}
 	}
 }

@@ -93,11 +93,14 @@ func testWinogradKernels(t *testing.T, asm bool) {
 		for i := range plane {
 			plane[i] = float32(rng.NormFloat64())
 		}
+		// The 16 vectors lie in one buffer, stride elements apart.
+		stride := n + 3
+		hb := make([]float32, 16*stride)
 		var h [16][]float32
 		for i := range h {
-			h[i] = make([]float32, n)
+			h[i] = hb[i*stride : i*stride+n]
 		}
-		winoInRows(&h, plane, wp, th, tw, asm)
+		winoInRows(hb, stride, plane, wp, th, tw, asm)
 		for l := range 4 {
 			for s := range 4 {
 				for i := 0; i < th; i++ {
@@ -113,8 +116,7 @@ func testWinogradKernels(t *testing.T, asm bool) {
 				}
 			}
 		}
-		var ho [8][]float32
-		copy(ho[:], h[:8])
+		ho := h[:8]
 		for _, odd := range []int{0, 1} {
 			oh, ow := 2*th-odd, 2*tw-odd
 			for _, mode := range []outMode{outStore, outAdd, outBias} {
@@ -123,7 +125,7 @@ func testWinogradKernels(t *testing.T, asm bool) {
 				for i := range out {
 					out[i] = float32(i)
 				}
-				winoOutRows(out, oh, ow, &ho, th, tw, mode, bias, asm)
+				winoOutRows(out, oh, ow, hb, stride, th, tw, mode, bias, asm)
 				for r := 0; r < oh; r++ {
 					for c := 0; c < ow; c++ {
 						want := 0.0
@@ -164,12 +166,15 @@ func TestWinogradAsmMatchesGo(t *testing.T) {
 		th, tw := sz[0], sz[1]
 		n, wp := th*tw, 2*tw+2
 		plane := randVec((2*th + 2) * wp)
+		stride := n + 5
+		var hb [2][]float32
 		var h [2][16][]float32
 		for k := range h {
+			hb[k] = make([]float32, 16*stride)
 			for i := range h[k] {
-				h[k][i] = make([]float32, n)
+				h[k][i] = hb[k][i*stride : i*stride+n]
 			}
-			winoInRows(&h[k], plane, wp, th, tw, k == 1)
+			winoInRows(hb[k], stride, plane, wp, th, tw, k == 1)
 		}
 		var c [2][4][]float32
 		var o [2][2][]float32
@@ -182,18 +187,19 @@ func TestWinogradAsmMatchesGo(t *testing.T) {
 			winoInCols(&c[k], &d, k == 1)
 			winoOutCols(&o[k], &d, k == 1)
 		}
-		var rows [2][8][]float32
+		// The output transforms read the second eight vectors.
+		var rows [2][]float32
 		for k := range rows {
-			copy(rows[k][:], h[k][8:])
+			rows[k] = hb[k][8*stride:]
 		}
 		base := randVec(4 * n)
 		var out, outB [2][]float32
 		for k := range out {
 			out[k] = append([]float32(nil), base...)
-			winoOutRows(out[k], 2*th, 2*tw, &rows[k], th, tw, outStore, 0, k == 1)
-			winoOutRows(out[k], 2*th-1, 2*tw-1, &rows[k], th, tw, outAdd, 0, k == 1)
+			winoOutRows(out[k], 2*th, 2*tw, rows[k], stride, th, tw, outStore, 0, k == 1)
+			winoOutRows(out[k], 2*th-1, 2*tw-1, rows[k], stride, th, tw, outAdd, 0, k == 1)
 			outB[k] = append([]float32(nil), base...)
-			winoOutRows(outB[k], 2*th, 2*tw, &rows[k], th, tw, outBias, 0.3, k == 1)
+			winoOutRows(outB[k], 2*th, 2*tw, rows[k], stride, th, tw, outBias, 0.3, k == 1)
 		}
 		if !slices.Equal(outB[0], outB[1]) {
 			t.Fatalf("%d×%d tiles: winoOutRows with a bias differs", th, tw)
