@@ -188,6 +188,15 @@ func winoInRows(h []float32, stride int, plane []float32, wp, th, tw int, asm bo
 			_ = plane[(2*i0-2+l)*wp+2*tw+1]
 			winoInRows2AVX2(&plane[l*wp], &o[0], &o[stride], &o[2*stride], &o[3*stride], i0*tw, wp)
 		}
+		if asm && haveWinoAVX2 && i0 == 0 && tw%8 == 0 {
+			// A call per tile row, eight tiles at a time along it.
+			_ = plane[(2*th-2+l)*wp+2*tw+1]
+			for i := range th {
+				r, t := (2*i+l)*wp, i*tw
+				winoInRowsAVX2(&plane[r], &o[t], &o[stride+t], &o[2*stride+t], &o[3*stride+t], tw, 8, 16)
+			}
+			continue
+		}
 		if i0 == th {
 			continue
 		}
@@ -302,6 +311,15 @@ func winoOutRows(out []float32, ho, wo int, h []float32, stride, th, tw int, mod
 			i0 = rows &^ 1
 			_ = out[(2*i0-2+x)*wo+2*full-1]
 			winoOutRows2AVX2(&out[x*wo], &d[0], &d[stride], &d[2*stride], &d[3*stride], i0*tw, int(mode), bias, wo)
+		}
+		if rows := (ho - x + 1) / 2; asm && haveWinoAVX2 && i0 == 0 && full == tw && tw%8 == 0 {
+			// A call per tile row, eight tiles at a time along it.
+			_ = out[(2*rows-2+x)*wo+2*full-1]
+			for i := range rows {
+				t := i * tw
+				winoOutRowsAVX2(&out[(2*i+x)*wo], &d[t], &d[stride+t], &d[2*stride+t], &d[3*stride+t], tw, int(mode), bias, 8, 16)
+			}
+			continue
 		}
 		if i0 >= th || 2*i0+x >= ho {
 			continue
