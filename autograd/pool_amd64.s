@@ -1,26 +1,12 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "shuffle_amd64.h"
 
 // AVX2 kernels of the 2×2, stride-2 max pool (pool.go). The forward pass
 // only compares and selects, in the order of the Go loop, so it keeps
 // every bit of the values, NaN payloads included; the gradient adds as
 // the Go loop adds.
-
-// EVENODD splits the 16 floats lo:hi into their even elements (into ev)
-// and odd elements (into od), in order.
-#define EVENODD(lo, hi, ev, od) \
-	VSHUFPS $0x88, hi, lo, ev; \
-	VSHUFPS $0xDD, hi, lo, od; \
-	VPERMPD $0xD8, ev, ev;     \
-	VPERMPD $0xD8, od, od
-
-// ZIP writes x0 y0 x1 y1 … x7 y7 into lo (first 8) and hi.
-#define ZIP(x, y, lo, hi, t) \
-	VUNPCKLPS  y, x, t;          \
-	VUNPCKHPS  y, x, hi;         \
-	VPERM2F128 $0x20, hi, t, lo; \
-	VPERM2F128 $0x31, hi, t, hi
 
 // TAKE replaces the maxima in Y4 and their offsets in the window in Y8 by
 // the candidates v and the offset k where v > max or v is NaN.
@@ -76,8 +62,8 @@ pool2_loop:
 	LEAQ    (SI)(DX*1), BX
 	VMOVUPS (BX), Y2
 	VMOVUPS (BX)(R9*1), Y3
-	EVENODD(Y0, Y1, Y4, Y5)   // top-left, top-right
-	EVENODD(Y2, Y3, Y6, Y7)   // bottom-left, bottom-right
+	DEINTERLEAVE(Y0, Y1, Y4, Y5)   // top-left, top-right
+	DEINTERLEAVE(Y2, Y3, Y6, Y7)   // bottom-left, bottom-right
 	VPXOR   Y8, Y8, Y8
 	TAKE(Y5, Y12)
 	TAKE(Y6, Y13)
@@ -141,19 +127,19 @@ pool2grad_loop:
 	VPCMPEQD Y12, Y1, Y3
 	VPCMPEQD Y13, Y1, Y4
 	VPCMPEQD Y14, Y1, Y5
-	ZIP(Y2, Y3, Y2, Y3, Y8)  // masks of the top row
-	ZIP(Y4, Y5, Y4, Y5, Y8)  // masks of the bottom row
+	INTERLEAVE(Y2, Y3, Y2, Y3, Y8)  // masks of the top row
+	INTERLEAVE(Y4, Y5, Y4, Y5, Y8)  // masks of the bottom row
 	LEAQ     (DI)(DX*1), R11 // the bottom row
 	TESTQ    BX, BX
 	JZ       pool2grad_add
 	VADDPS   Y10, Y0, Y0     // 0 + g, as added to a zeroed gradient
-	ZIP(Y0, Y0, Y6, Y7, Y8)
+	INTERLEAVE(Y0, Y0, Y6, Y7, Y8)
 	STOREROW(DI, Y2, Y3)
 	STOREROW(R11, Y4, Y5)
 	JMP      pool2grad_next
 
 pool2grad_add:
-	ZIP(Y0, Y0, Y6, Y7, Y8)
+	INTERLEAVE(Y0, Y0, Y6, Y7, Y8)
 	ADDROW(DI, Y2, Y3)
 	ADDROW(R11, Y4, Y5)
 

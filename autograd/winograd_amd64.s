@@ -1,25 +1,11 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "shuffle_amd64.h"
 
 // AVX2 kernels of the Winograd F(2×2, 3×3) data transforms (winograd.go).
 // Only additions and subtractions, in the order of the Go loops, so every
 // lane rounds exactly as they do. n is a positive multiple of 8.
-
-// DEINTERLEAVE splits the 16 floats lo:hi into their even elements (into
-// ev) and odd elements (into od), in order.
-#define DEINTERLEAVE(lo, hi, ev, od) \
-	VSHUFPS $0x88, hi, lo, ev; \
-	VSHUFPS $0xDD, hi, lo, od; \
-	VPERMPD $0xD8, ev, ev;     \
-	VPERMPD $0xD8, od, od
-
-// INTERLEAVE writes x0 y0 x1 y1 … x7 y7 into lo (first 8) and hi.
-#define INTERLEAVE(x, y, lo, hi, t) \
-	VUNPCKLPS  y, x, t;      \
-	VUNPCKHPS  y, x, hi;     \
-	VPERM2F128 $0x20, hi, t, lo; \
-	VPERM2F128 $0x31, hi, t, hi
 
 // ATCOLS computes, for the next 8 elements at index AX of d0-d3 (SI, R11,
 // R12, R13), s0 = d0 + d1 + d2 into Y4 and s1 = d1 − d2 − d3 into Y5.
