@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/proxgen/proxgen/autograd/blas"
+	"github.com/proxgen/proxgen/autograd/internal/vec"
 	"github.com/proxgen/proxgen/autograd/parallel"
 )
 
@@ -88,13 +89,17 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 	defer partialScratch.put(wT)
 	serial := serialGemm(parallel.Chunks(n, gs))
 	gemm := gemmOf(serial)
+	var bias []float32
+	if b != nil {
+		bias = b.Data
+	}
 	parallel.For(n, gs, func(lo, hi int) {
+		if wino {
+			winoGroup(serial, g, cout, u, x.Data, xSize, out.Data, ySize, lo, hi, false, bias)
+			return
+		}
 		if b != nil {
 			fillBias(out.Data[lo*ySize:hi*ySize], b.Data, hi-lo, p)
-		}
-		if wino {
-			winoGroup(serial, g, cout, u, x.Data, xSize, out.Data, ySize, lo, hi, b != nil)
-			return
 		}
 		convGroup(gemm, g, cout, wT, x.Data, xSize, out.Data, ySize, lo, hi, b != nil)
 	})
@@ -117,23 +122,35 @@ func convGrad(g *convGeom, x, w, b *Tensor, n, cout int) func(gy []float32) {
 	ySize := cout * p
 	return func(gy []float32) {
 		if b != nil && b.requiresGrad {
-			gb := b.grad()
-			parallel.For(cout, 1, func(lo, hi int) {
-				for c := lo; c < hi; c++ {
-					s := 0.0
-					for i := 0; i < n; i++ {
-						for _, v := range gy[i*ySize+c*p : i*ySize+(c+1)*p] {
-							s += float64(v)
-						}
-					}
-					gb[c] += float32(s)
-				}
-			})
+			biasGrad(b.grad(), gy, n, p)
 		}
 		if w.requiresGrad || x.requiresGrad {
 			convBackward(g, x, w, gy)
 		}
 	}
+}
+
+// biasGrad adds to gb (one element per channel) the sums of the output
+// gradient gy of n images over their planes of p elements: gb[c] +=
+// Σ_i Σ gy_i[c], each plane summed by vec.Sum and the planes added in
+// image order in float64. A chunk of channels reads each image's planes
+// as one contiguous block, which keeps the reads streaming where the
+// planes are small; the chunks never change the sums.
+func biasGrad(gb, gy []float32, n, p int) {
+	const maxGrain = 64
+	cout := len(gb)
+	ySize := cout * p
+	parallel.For(cout, min(maxGrain, max(1, 4096/p)), func(lo, hi int) {
+		var s [maxGrain]float64
+		for i := 0; i < n; i++ {
+			for c := lo; c < hi; c++ {
+				s[c-lo] += vec.Sum(gy[i*ySize+c*p : i*ySize+(c+1)*p])
+			}
+		}
+		for c := lo; c < hi; c++ {
+			gb[c] += float32(s[c-lo])
+		}
+	})
 }
 
 // gemmFunc is the signature of blas.Sgemm and blas.SgemmSerial.
@@ -320,7 +337,7 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 	gemm := gemmOf(serial)
 	parallel.For(n, gs, func(lo, hi int) {
 		if wino {
-			winoGroup(serial, gd, g.c, u, gy, ySize, gx, xSize, lo, hi, !overwrite)
+			winoGroup(serial, gd, g.c, u, gy, ySize, gx, xSize, lo, hi, !overwrite, nil)
 			return
 		}
 		if strideOne {

@@ -363,6 +363,7 @@ func TestConv2dDeterministicAcrossWorkers(t *testing.T) {
 		{[]int{9, 4, 24, 24}, []int{5, 4, 3, 3}, convCfg(1, 1, 1, 1, 1, 1)},   // one image per GEMM
 		{[]int{7, 3, 24, 24}, []int{4, 3, 3, 3}, convCfg(2, 2, 1, 1, 1, 1)},   // stride 2
 		{[]int{40, 9, 4, 4}, []int{10, 9, 3, 3}, convCfg(1, 1, 1, 1, 1, 1)},   // Winograd: few chunks, parallel GEMMs
+		{[]int{5, 6, 2, 2}, []int{70, 6, 1, 1}, convCfg(1, 1, 0, 0, 1, 1)},    // bias gradient in two chunks of channels
 	}
 	for _, algo := range autograd.ConvAlgos {
 		for i, c := range cases {

@@ -70,7 +70,8 @@ func MaxPool2d(x *Tensor, kernel, stride, padding int) *Tensor {
 		arg = c.alloc(len(out.Data), false)
 	}
 	plane := maxPoolPlane
-	if g.kh == 2 && g.sh == 2 && g.ph == 0 {
+	two := g.kh == 2 && g.sh == 2 && g.ph == 0
+	if two {
 		plane = maxPool2Plane
 	}
 	parallel.For(planes, poolGrain(hw), func(lo, hi int) {
@@ -83,6 +84,15 @@ func MaxPool2d(x *Tensor, kernel, stride, padding int) *Tensor {
 		}
 	})
 	return c.record("MaxPool2d", out, func(gy []float32) {
+		if two {
+			gx, store := x.gradTarget()
+			parallel.For(planes, poolGrain(hw), func(lo, hi int) {
+				for pl := lo; pl < hi; pl++ {
+					maxPool2Grad(g, gy[pl*p:(pl+1)*p], arg[pl*p:(pl+1)*p], gx[pl*hw:(pl+1)*hw], store, true)
+				}
+			})
+			return
+		}
 		gx := x.grad()
 		parallel.For(planes, poolGrain(hw), func(lo, hi int) {
 			for pl := lo; pl < hi; pl++ {
@@ -121,15 +131,65 @@ func maxPoolPlane(g *convGeom, src, dst []float32, arg []float32) {
 }
 
 // maxPool2Plane is maxPoolPlane for 2×2 windows with stride 2 and no
-// padding, whose windows all lie inside the plane. Starting from the
-// window's first element gives what maxPoolPlane's start from −∞ gives.
+// padding, whose windows all lie inside the plane.
 func maxPool2Plane(g *convGeom, src, dst []float32, arg []float32) {
-	w := g.w
-	for oh := 0; oh < g.ho; oh++ {
-		r0 := src[2*oh*w : 2*oh*w+2*g.wo]
-		r1 := src[(2*oh+1)*w : (2*oh+1)*w+2*g.wo]
-		d := dst[oh*g.wo : (oh+1)*g.wo]
-		for ow := range d {
+	maxPool2(g, src, dst, arg, true)
+}
+
+// pool2Runs splits the windows of a 2×2, stride-2 pool without padding
+// between the AVX2 kernels, where asm allows them and the CPU has them,
+// and the Go loops. It calls kern for each run of n windows (n a multiple
+// of 8) that a kernel takes, eight at a time: four windows from the plane
+// element at on, four more half elements further, then on by adv
+// elements, with output index o on; and rest for each output row oh from
+// column ow0 on that is left to the Go loop. The kernels take whole planes
+// whose rows are four or eight windows wide (four from each of two rows
+// for four) and otherwise runs of eight windows along a row.
+func pool2Runs(g *convGeom, asm bool, kern func(at, o, n, half, adv int), rest func(oh, ow0 int)) {
+	w, wo := g.w, g.wo
+	asm = asm && havePoolAVX2
+	oh0 := 0 // the rows before oh0 are done
+	if asm && (wo == 8 || wo == 4 && g.ho >= 2) {
+		half, adv := 8, 2*w
+		oh0 = g.ho
+		if wo == 4 {
+			half, adv = 2*w, 4*w
+			oh0 = g.ho &^ 1
+		}
+		kern(0, 0, oh0*wo, half, adv)
+	}
+	for oh := oh0; oh < g.ho; oh++ {
+		ow0 := 0
+		if asm && wo >= 8 {
+			ow0 = wo &^ 7
+			kern(2*oh*w, oh*wo, ow0, 8, 16)
+		}
+		rest(oh, ow0)
+	}
+}
+
+// pool2Last returns the index of the last plane element that a kernel
+// run of pool2Runs reads or writes.
+func pool2Last(w, at, n, half, adv int) int { return at + (n/8-1)*adv + half + w + 7 }
+
+// maxPool2 is maxPool2Plane; asm allows the AVX2 kernel (see pool2Runs),
+// so that the tests can compare it with the Go loop. Starting from the
+// window's first element gives what maxPoolPlane's start from −∞ gives.
+func maxPool2(g *convGeom, src, dst []float32, arg []float32, asm bool) {
+	w, wo := g.w, g.wo
+	pool2Runs(g, asm, func(at, o, n, half, adv int) {
+		_, _ = src[pool2Last(w, at, n, half, adv)], dst[o+n-1]
+		var ap *float32
+		if arg != nil {
+			_ = arg[o+n-1]
+			ap = &arg[o]
+		}
+		maxPool2AVX2(&src[at], &dst[o], ap, n, w, half, adv, at)
+	}, func(oh, ow0 int) {
+		r0 := src[2*oh*w : 2*oh*w+2*wo]
+		r1 := src[(2*oh+1)*w : (2*oh+1)*w+2*wo]
+		d := dst[oh*wo : (oh+1)*wo]
+		for ow := ow0; ow < wo; ow++ {
 			i := 2 * ow
 			m, k := r0[i], 0
 			if v := r0[i+1]; v > m || v != v {
@@ -143,10 +203,37 @@ func maxPool2Plane(g *convGeom, src, dst []float32, arg []float32) {
 			}
 			d[ow] = m
 			if arg != nil {
-				arg[oh*g.wo+ow] = math.Float32frombits(uint32(2*oh*w + i + k))
+				arg[oh*wo+ow] = math.Float32frombits(uint32(2*oh*w + i + k))
 			}
 		}
+	})
+}
+
+// maxPool2Grad is the backward pass of maxPool2 for one plane: it adds
+// each output gradient gy[o] to gx at the index arg[o] of its maximum.
+// If store, gx has unspecified contents and every element is written: as
+// if it were zeroed first. asm allows the AVX2 kernel (see pool2Runs).
+func maxPool2Grad(g *convGeom, gy, arg, gx []float32, store, asm bool) {
+	w, wo := g.w, g.wo
+	if store {
+		// The elements outside every window: a last odd row and column.
+		clear(gx[2*g.ho*w:])
+		for r := 0; r < 2*g.ho && 2*wo < w; r++ {
+			clear(gx[r*w+2*wo : (r+1)*w])
+		}
 	}
+	pool2Runs(g, asm, func(at, o, n, half, adv int) {
+		_, _, _ = gx[pool2Last(w, at, n, half, adv)], gy[o+n-1], arg[o+n-1]
+		maxPool2GradAVX2(&gx[at], &gy[o], &arg[o], n, w, half, adv, at, store)
+	}, func(oh, ow0 int) {
+		for ow := ow0; ow < wo; ow++ {
+			o, at := oh*wo+ow, 2*oh*w+2*ow
+			if store {
+				gx[at], gx[at+1], gx[at+w], gx[at+w+1] = 0, 0, 0, 0
+			}
+			gx[math.Float32bits(arg[o])] += gy[o]
+		}
+	})
 }
 
 // AvgPool2d returns the mean over kernel×kernel windows of every plane of x

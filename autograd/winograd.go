@@ -79,7 +79,7 @@ func winoFilters(w []float32, m, k int, swap bool, buf []float32) *[16]*blas.Pac
 	parallel.For(k, max(1, 4096/m), func(lo, hi int) {
 		tmp := colScratch.get(16 * pitch * (hi - lo))
 		defer colScratch.put(tmp)
-		winoFilterRange(w, m, k, swap, tmp, pitch, lo, hi)
+		winoFilterRange(w, m, k, swap, tmp, pitch, lo, hi, true)
 		for xi, pa := range u {
 			pa.Pack(tmp[xi*pitch:], 16*pitch, lo, hi)
 		}
@@ -93,60 +93,115 @@ func winoFiltersSize(m, k int) int { return 16 * blas.Default().PackedASize(m, k
 
 // winoFilterRange writes the transformed filters of the input channels c
 // in [lo, hi) into t, as rows t[c−lo][ξ] of pitch elements indexed by o.
-// It reads, for each o, the filters of the consecutive channels together.
-func winoFilterRange(w []float32, m, k int, swap bool, t []float32, pitch, lo, hi int) {
-	for o := 0; o < m; o++ {
-		for c := lo; c < hi; c++ {
-			var f [9]float64
-			if swap {
-				src := w[(c*m+o)*9 : (c*m+o+1)*9]
-				for i := range f {
-					f[i] = float64(src[8-i])
-				}
-			} else {
-				src := w[(o*k+c)*9 : (o*k+c+1)*9]
-				for i := range f {
-					f[i] = float64(src[i])
-				}
-			}
-			// g = G·f (4×3), then U = g·Gᵀ (4×4), with G's rows (1, 0, 0),
-			// ½(1, 1, 1), ½(1, −1, 1) and (0, 0, 1).
-			var g [12]float64
-			for j := range 3 {
-				a, b, c := f[j], f[3+j], f[6+j]
-				g[j], g[3+j], g[6+j], g[9+j] = a, 0.5*(a+b+c), 0.5*(a-b+c), c
-			}
-			dst := t[(c-lo)*16*pitch+o:]
-			for i := range 4 {
-				a, b, c := g[3*i], g[3*i+1], g[3*i+2]
-				dst[(4*i)*pitch] = float32(a)
-				dst[(4*i+1)*pitch] = float32(0.5 * (a + b + c))
-				dst[(4*i+2)*pitch] = float32(0.5 * (a - b + c))
-				dst[(4*i+3)*pitch] = float32(c)
-			}
+// For each c it transforms the filters of all output channels in turn,
+// four at a time with the AVX2 kernel if asm allows it and the CPU has
+// it; the results are bit-identical to winoFilter's.
+func winoFilterRange(w []float32, m, k int, swap bool, t []float32, pitch, lo, hi int, asm bool) {
+	for c := lo; c < hi; c++ {
+		dst := t[(c-lo)*16*pitch : (c-lo)*16*pitch+15*pitch+m]
+		// The filter of output o starts at src[o·stride].
+		src, stride := w[c*9:], k*9
+		if swap {
+			src, stride = w[c*m*9:], 9
+		}
+		o0 := 0
+		if asm && haveWinoAVX2 && m >= 4 {
+			o0 = m &^ 3
+			_ = src[(o0-1)*stride+8]
+			winoFilterAVX2(&dst[0], pitch, &src[0], stride, o0, swap)
+		}
+		for o := o0; o < m; o++ {
+			winoFilter(dst[o:], pitch, src[o*stride:o*stride+9], swap)
 		}
 	}
 }
 
+// winoFilter writes the transform U = G·f·Gᵀ (4×4) of the 3×3 filter f
+// held in src, rotated by 180° if swap, to dst[ξ·pitch] for ξ = 4i+j. It
+// computes in float64; every product is rounded explicitly (float64(…)),
+// so that the compiler cannot fuse it with the following addition, and
+// the AVX2 kernel performs the same operations in the same order.
+func winoFilter(dst []float32, pitch int, src []float32, swap bool) {
+	var f [9]float64
+	if swap {
+		for i := range f {
+			f[i] = float64(src[8-i])
+		}
+	} else {
+		for i := range f {
+			f[i] = float64(src[i])
+		}
+	}
+	// g = G·f (4×3), then U = g·Gᵀ (4×4), with G's rows (1, 0, 0),
+	// ½(1, 1, 1), ½(1, −1, 1) and (0, 0, 1).
+	var g [12]float64
+	for j := range 3 {
+		a, b, c := f[j], f[3+j], f[6+j]
+		g[j], g[3+j], g[6+j], g[9+j] = a, float64(0.5*(a+b+c)), float64(0.5*(a-b+c)), c
+	}
+	_ = dst[15*pitch]
+	for i := range 4 {
+		a, b, c := g[3*i], g[3*i+1], g[3*i+2]
+		dst[(4*i)*pitch] = float32(a)
+		dst[(4*i+1)*pitch] = float32(0.5 * (a + b + c))
+		dst[(4*i+2)*pitch] = float32(0.5 * (a - b + c))
+		dst[(4*i+3)*pitch] = float32(c)
+	}
+}
+
 // winoInRows applies Bᵀ along the rows of the 4×4 windows of the th×tw
-// tiles of a padded plane with row pitch wp: h[l·4+s][i·tw+q] =
+// tiles of a padded plane with row pitch wp: h[(l·4+s)·stride + i·tw+q] =
 // Σ_j Bᵀ[s][j]·plane[(2i+l)·wp + 2q+j].
 //
 // The four transforms take asm, which allows the AVX2 kernels where the
 // CPU has them, so that the tests can compare them with the Go loops; the
 // results are bit-identical.
-func winoInRows(h *[16][]float32, plane []float32, wp, th, tw int, asm bool) {
+func winoInRows(h []float32, stride int, plane []float32, wp, th, tw int, asm bool) {
 	n := th * tw
-	for l := range 4 {
-		h0, h1, h2, h3 := h[4*l][:n], h[4*l+1][:n], h[4*l+2][:n], h[4*l+3][:n]
-		i0 := 0
-		if asm && haveWinoAVX2 && tw == 4 && th >= 2 {
-			// Eight tiles at a time from two tile rows, whose windows'
-			// row l lies two plane rows apart.
-			i0 = th &^ 1
-			_ = plane[(2*(i0-2)+l+2)*wp+2*tw+1]
-			winoInRowsAVX2(&plane[l*wp], &h0[0], &h1[0], &h2[0], &h3[0], i0*tw, 2*wp, 4*wp)
+	_ = h[15*stride+n-1]
+	if n == 1 {
+		// A single tile: 16 values, the loops' overheads saved.
+		for l := range 4 {
+			w := plane[l*wp : l*wp+4 : l*wp+4]
+			a, b, c, d := w[0], w[1], w[2], w[3]
+			h[4*l*stride], h[(4*l+1)*stride], h[(4*l+2)*stride], h[(4*l+3)*stride] = a-c, b+c, c-b, b-d
 		}
+		return
+	}
+	for l := range 4 {
+		o := h[4*l*stride:] // the outputs of row l, stride apart
+		i0 := 0             // the tile rows before i0 are done
+		if asm && haveWinoAVX2 && (tw == 8 || tw == 4 && th >= 2) {
+			// The whole plane in one call: eight tiles at a time from one
+			// tile row, or from two, whose windows' row l lies two plane
+			// rows apart.
+			half, adv := 8, 2*wp
+			i0 = th
+			if tw == 4 {
+				half, adv = 2*wp, 4*wp
+				i0 = th &^ 1
+			}
+			_ = plane[(2*i0-2+l)*wp+2*tw+1]
+			winoInRowsAVX2(&plane[l*wp], &o[0], &o[stride], &o[2*stride], &o[3*stride], i0*tw, half, adv)
+		} else if asm && haveWinoAVX2 && tw == 2 && th >= 2 {
+			// Four tiles at a time from two tile rows.
+			i0 = th &^ 1
+			_ = plane[(2*i0-2+l)*wp+2*tw+1]
+			winoInRows2AVX2(&plane[l*wp], &o[0], &o[stride], &o[2*stride], &o[3*stride], i0*tw, wp)
+		}
+		if asm && haveWinoAVX2 && i0 == 0 && tw%8 == 0 {
+			// A call per tile row, eight tiles at a time along it.
+			_ = plane[(2*th-2+l)*wp+2*tw+1]
+			for i := range th {
+				r, t := (2*i+l)*wp, i*tw
+				winoInRowsAVX2(&plane[r], &o[t], &o[stride+t], &o[2*stride+t], &o[3*stride+t], tw, 8, 16)
+			}
+			continue
+		}
+		if i0 == th {
+			continue
+		}
+		h0, h1, h2, h3 := o[:n], o[stride:stride+n], o[2*stride:2*stride+n], o[3*stride:3*stride+n]
 		for i := i0; i < th; i++ {
 			row := plane[(2*i+l)*wp : (2*i+l)*wp+2*tw+2]
 			t0 := i * tw
@@ -204,27 +259,73 @@ func winoOutCols(o *[2][]float32, d *[4][]float32, asm bool) {
 	}
 }
 
+// outMode says how winoOutRows writes the output plane.
+type outMode int
+
+const (
+	outStore outMode = iota // store the results
+	outAdd                  // add them to the plane
+	outBias                 // store them plus a bias
+)
+
 // winoOutRows applies Aᵀ along the rows of the th×tw tiles of an ho×wo
-// output plane and stores (or adds, if accumulate) the results: output
-// (2i+x, 2q+y) = Σ_s Aᵀ[y][s]·h[x·4+s][i·tw+q], dropping a last row or
-// column past the plane's edge.
-func winoOutRows(out []float32, ho, wo int, h *[8][]float32, th, tw int, accumulate, asm bool) {
+// output plane and writes the results as mode says: output
+// (2i+x, 2q+y) = Σ_s Aᵀ[y][s]·h[(x·4+s)·stride + i·tw+q] (+ bias for
+// outBias), dropping a last row or column past the plane's edge.
+func winoOutRows(out []float32, ho, wo int, h []float32, stride, th, tw int, mode outMode, bias float32, asm bool) {
 	n := th * tw
 	full := wo / 2 // tiles whose two columns lie inside the plane
-	acc := 0
-	if accumulate {
-		acc = 1
+	_ = h[7*stride+n-1]
+	if n == 1 {
+		// A single tile, the loops' overheads saved.
+		for x := 0; x < 2 && x < ho; x++ {
+			d0, b, c, d3 := h[4*x*stride], h[(4*x+1)*stride], h[(4*x+2)*stride], h[(4*x+3)*stride]
+			y := [2]float32{d0 + b + c, b - c - d3}
+			for q, v := range out[x*wo : x*wo+min(wo, 2)] {
+				switch mode {
+				case outAdd:
+					y[q] = v + y[q]
+				case outBias:
+					y[q] += bias
+				}
+				out[x*wo+q] = y[q]
+			}
+		}
+		return
 	}
 	for x := range 2 {
-		h0, h1, h2, h3 := h[4*x][:n], h[4*x+1][:n], h[4*x+2][:n], h[4*x+3][:n]
-		i0 := 0
-		if rows := (ho - x + 1) / 2; asm && haveWinoAVX2 && tw == 4 && full == 4 && rows >= 2 {
-			// Eight tiles at a time from two tile rows: output rows
-			// 2i+x and 2i+2+x.
+		d := h[4*x*stride:] // the inputs of output row x, stride apart
+		i0 := 0             // the tile rows before i0 are done
+		if rows := (ho - x + 1) / 2; asm && haveWinoAVX2 && (tw == 8 && full == 8 || tw == 4 && full == 4 && rows >= 2) {
+			// All the tile rows in one call: eight tiles at a time from
+			// one tile row, or from two: output rows 2i+x and 2i+2+x.
+			half, adv := 8, 2*wo
+			i0 = rows
+			if tw == 4 {
+				half, adv = 2*wo, 4*wo
+				i0 = rows &^ 1
+			}
+			_ = out[(2*i0-2+x)*wo+2*full-1]
+			winoOutRowsAVX2(&out[x*wo], &d[0], &d[stride], &d[2*stride], &d[3*stride], i0*tw, int(mode), bias, half, adv)
+		} else if asm && haveWinoAVX2 && tw == 2 && full == 2 && rows >= 2 {
+			// Four tiles at a time from two tile rows.
 			i0 = rows &^ 1
-			_ = out[(2*(i0-2)+x+2)*wo+2*full-1]
-			winoOutRowsAVX2(&out[x*wo], &h0[0], &h1[0], &h2[0], &h3[0], i0*tw, acc, 2*wo, 4*wo)
+			_ = out[(2*i0-2+x)*wo+2*full-1]
+			winoOutRows2AVX2(&out[x*wo], &d[0], &d[stride], &d[2*stride], &d[3*stride], i0*tw, int(mode), bias, wo)
 		}
+		if rows := (ho - x + 1) / 2; asm && haveWinoAVX2 && i0 == 0 && full == tw && tw%8 == 0 {
+			// A call per tile row, eight tiles at a time along it.
+			_ = out[(2*rows-2+x)*wo+2*full-1]
+			for i := range rows {
+				t := i * tw
+				winoOutRowsAVX2(&out[(2*i+x)*wo], &d[t], &d[stride+t], &d[2*stride+t], &d[3*stride+t], tw, int(mode), bias, 8, 16)
+			}
+			continue
+		}
+		if i0 >= th || 2*i0+x >= ho {
+			continue
+		}
+		h0, h1, h2, h3 := d[:n], d[stride:stride+n], d[2*stride:2*stride+n], d[3*stride:3*stride+n]
 		for i := i0; i < th && 2*i+x < ho; i++ {
 			row := out[(2*i+x)*wo : (2*i+x+1)*wo]
 			t0 := i * tw
@@ -233,9 +334,10 @@ func winoOutRows(out []float32, ho, wo int, h *[8][]float32, th, tw int, accumul
 			q0 := 0
 			if asm && haveWinoAVX2 && full >= 8 {
 				q0 = full &^ 7
-				winoOutRowsAVX2(&r[0], &d0[0], &d1[0], &d2[0], &d3[0], q0, acc, 8, 16)
+				winoOutRowsAVX2(&r[0], &d0[0], &d1[0], &d2[0], &d3[0], q0, int(mode), bias, 8, 16)
 			}
-			if accumulate {
+			switch mode {
+			case outAdd:
 				for q := q0; q < full; q++ {
 					b, c := d1[q], d2[q]
 					s := r[2*q : 2*q+2 : 2*q+2]
@@ -245,16 +347,26 @@ func winoOutRows(out []float32, ho, wo int, h *[8][]float32, th, tw int, accumul
 				if full < tw {
 					row[2*full] += d0[full] + d1[full] + d2[full]
 				}
-				continue
-			}
-			for q := q0; q < full; q++ {
-				b, c := d1[q], d2[q]
-				s := r[2*q : 2*q+2 : 2*q+2]
-				s[0] = d0[q] + b + c
-				s[1] = b - c - d3[q]
-			}
-			if full < tw {
-				row[2*full] = d0[full] + d1[full] + d2[full]
+			case outBias:
+				for q := q0; q < full; q++ {
+					b, c := d1[q], d2[q]
+					s := r[2*q : 2*q+2 : 2*q+2]
+					s[0] = d0[q] + b + c + bias
+					s[1] = b - c - d3[q] + bias
+				}
+				if full < tw {
+					row[2*full] = d0[full] + d1[full] + d2[full] + bias
+				}
+			default:
+				for q := q0; q < full; q++ {
+					b, c := d1[q], d2[q]
+					s := r[2*q : 2*q+2 : 2*q+2]
+					s[0] = d0[q] + b + c
+					s[1] = b - c - d3[q]
+				}
+				if full < tw {
+					row[2*full] = d0[full] + d1[full] + d2[full]
+				}
 			}
 		}
 	}
@@ -274,8 +386,9 @@ func winoTiles(g *convGeom) (th, tw int) {
 
 // winoGroup is convGroup computed with Winograd F(2×2, 3×3) for the
 // images i in [lo, hi): out_i (m channels) = conv(src_i, filters U) where
-// U comes from winoFilters, adding to out_i if accumulate. The GEMMs run
-// on the calling goroutine if serial, else on the worker pool.
+// U comes from winoFilters, adding to out_i if accumulate, else plus
+// bias[o] in output channel o if bias is not nil. The GEMMs run on the
+// calling goroutine if serial, else on the worker pool.
 //
 // The transforms run along the rows of the tile windows on short vectors
 // (the tiles of one tile row) and along their columns on long contiguous
@@ -287,7 +400,7 @@ func winoTiles(g *convGeom) (th, tw int) {
 // columns. The output transform applies Aᵀ along the columns of the
 // products of one output channel, then along the rows straight into the
 // output rows.
-func winoGroup(serial bool, g *convGeom, m int, u *[16]*blas.PackedA, src []float32, srcSize int, dst []float32, dstSize int, lo, hi int, accumulate bool) {
+func winoGroup(serial bool, g *convGeom, m int, u *[16]*blas.PackedA, src []float32, srcSize int, dst []float32, dstSize int, lo, hi int, accumulate bool, bias []float32) {
 	k := g.c
 	th, tw := winoTiles(g)
 	tpi := th * tw // tiles per image
@@ -304,8 +417,6 @@ func winoGroup(serial bool, g *convGeom, m int, u *[16]*blas.PackedA, src []floa
 	plane, half := work[:hp*wp], work[hp*wp:]
 	var ins, outs [4][]float32
 	var two [2][]float32
-	var rows [16][]float32
-	var outRows [8][]float32
 	hw := g.h * g.w
 
 	// Input transform: half[l·4+s] = Σ_j Bᵀ[s][j]·window[l][j], then
@@ -318,10 +429,7 @@ func winoGroup(serial bool, g *convGeom, m int, u *[16]*blas.PackedA, src []floa
 			for ih := 0; ih < g.h; ih++ {
 				copy(plane[(ih+g.ph)*wp+g.pw:], img[ih*g.w:(ih+1)*g.w])
 			}
-			for xi := range 16 {
-				rows[xi] = half[xi*p+j*tpi : xi*p+(j+1)*tpi]
-			}
-			winoInRows(&rows, plane, wp, th, tw, true)
+			winoInRows(half[j*tpi:], p, plane, wp, th, tw, true)
 		}
 		for s := 0; s < 4; s++ {
 			for r := 0; r < 4; r++ {
@@ -339,7 +447,14 @@ func winoGroup(serial bool, g *convGeom, m int, u *[16]*blas.PackedA, src []floa
 
 	// Output transform: half[x·4+s] = Σ_r Aᵀ[x][r]·M[r·4+s][o], then
 	// output row 2i+x of tile row i = Σ_s Aᵀ[y][s]·half[x·4+s].
+	mode, bo := outStore, float32(0)
+	if accumulate {
+		mode = outAdd
+	}
 	for o := 0; o < m; o++ {
+		if bias != nil && !accumulate {
+			mode, bo = outBias, bias[o]
+		}
 		for s := 0; s < 4; s++ {
 			for r := 0; r < 4; r++ {
 				off := ((r*4+s)*m + o) * p
@@ -350,10 +465,7 @@ func winoGroup(serial bool, g *convGeom, m int, u *[16]*blas.PackedA, src []floa
 		}
 		for j := 0; j < cnt; j++ {
 			out := dst[(lo+j)*dstSize+o*g.ho*g.wo : (lo+j)*dstSize+(o+1)*g.ho*g.wo]
-			for xi := range 8 {
-				outRows[xi] = half[xi*p+j*tpi : xi*p+(j+1)*tpi]
-			}
-			winoOutRows(out, g.ho, g.wo, &outRows, th, tw, accumulate, true)
+			winoOutRows(out, g.ho, g.wo, half[j*tpi:], p, th, tw, mode, bo, true)
 		}
 	}
 }

@@ -86,18 +86,21 @@ func testWinogradKernels(t *testing.T, asm bool) {
 	}
 	// The row transforms over whole planes of th×tw tiles, with an output
 	// plane of even and odd size, stored and added.
-	for _, sz := range [][2]int{{1, 1}, {2, 3}, {5, 4}, {4, 4}, {2, 4}, {3, 8}, {2, 16}, {2, 19}} {
+	for _, sz := range [][2]int{{1, 1}, {2, 3}, {5, 4}, {4, 4}, {2, 4}, {3, 8}, {2, 16}, {2, 19}, {2, 2}, {5, 2}} {
 		th, tw := sz[0], sz[1]
 		n, wp := th*tw, 2*tw+2
 		plane := make([]float32, (2*th+2)*wp)
 		for i := range plane {
 			plane[i] = float32(rng.NormFloat64())
 		}
+		// The 16 vectors lie in one buffer, stride elements apart.
+		stride := n + 3
+		hb := make([]float32, 16*stride)
 		var h [16][]float32
 		for i := range h {
-			h[i] = make([]float32, n)
+			h[i] = hb[i*stride : i*stride+n]
 		}
-		winoInRows(&h, plane, wp, th, tw, asm)
+		winoInRows(hb, stride, plane, wp, th, tw, asm)
 		for l := range 4 {
 			for s := range 4 {
 				for i := 0; i < th; i++ {
@@ -113,27 +116,30 @@ func testWinogradKernels(t *testing.T, asm bool) {
 				}
 			}
 		}
-		var ho [8][]float32
-		copy(ho[:], h[:8])
+		ho := h[:8]
 		for _, odd := range []int{0, 1} {
 			oh, ow := 2*th-odd, 2*tw-odd
-			for _, acc := range []bool{false, true} {
+			for _, mode := range []outMode{outStore, outAdd, outBias} {
+				const bias = -0.75
 				out := make([]float32, oh*ow)
 				for i := range out {
 					out[i] = float32(i)
 				}
-				winoOutRows(out, oh, ow, &ho, th, tw, acc, asm)
+				winoOutRows(out, oh, ow, hb, stride, th, tw, mode, bias, asm)
 				for r := 0; r < oh; r++ {
 					for c := 0; c < ow; c++ {
 						want := 0.0
 						for s := range 4 {
 							want += winoAT[c%2][s] * float64(ho[(r%2)*4+s][(r/2)*tw+c/2])
 						}
-						if acc {
+						switch mode {
+						case outAdd:
 							want += float64(r*ow + c)
+						case outBias:
+							want += bias
 						}
 						if got := float64(out[r*ow+c]); math.Abs(got-want) > 1e-5*(1+math.Abs(want)) {
-							t.Fatalf("%d×%d output, accumulate %v: winoOutRows[%d][%d] = %g, want %g", oh, ow, acc, r, c, got, want)
+							t.Fatalf("%d×%d output, mode %d: winoOutRows[%d][%d] = %g, want %g", oh, ow, mode, r, c, got, want)
 						}
 					}
 				}
@@ -156,16 +162,19 @@ func TestWinogradAsmMatchesGo(t *testing.T) {
 		}
 		return v
 	}
-	for _, sz := range [][2]int{{1, 8}, {3, 16}, {2, 17}, {4, 31}} {
+	for _, sz := range [][2]int{{1, 8}, {3, 8}, {3, 16}, {2, 17}, {4, 31}, {2, 2}, {5, 2}} {
 		th, tw := sz[0], sz[1]
 		n, wp := th*tw, 2*tw+2
 		plane := randVec((2*th + 2) * wp)
+		stride := n + 5
+		var hb [2][]float32
 		var h [2][16][]float32
 		for k := range h {
+			hb[k] = make([]float32, 16*stride)
 			for i := range h[k] {
-				h[k][i] = make([]float32, n)
+				h[k][i] = hb[k][i*stride : i*stride+n]
 			}
-			winoInRows(&h[k], plane, wp, th, tw, k == 1)
+			winoInRows(hb[k], stride, plane, wp, th, tw, k == 1)
 		}
 		var c [2][4][]float32
 		var o [2][2][]float32
@@ -178,16 +187,22 @@ func TestWinogradAsmMatchesGo(t *testing.T) {
 			winoInCols(&c[k], &d, k == 1)
 			winoOutCols(&o[k], &d, k == 1)
 		}
-		var rows [2][8][]float32
+		// The output transforms read the second eight vectors.
+		var rows [2][]float32
 		for k := range rows {
-			copy(rows[k][:], h[k][8:])
+			rows[k] = hb[k][8*stride:]
 		}
 		base := randVec(4 * n)
-		var out [2][]float32
+		var out, outB [2][]float32
 		for k := range out {
 			out[k] = append([]float32(nil), base...)
-			winoOutRows(out[k], 2*th, 2*tw, &rows[k], th, tw, false, k == 1)
-			winoOutRows(out[k], 2*th-1, 2*tw-1, &rows[k], th, tw, true, k == 1)
+			winoOutRows(out[k], 2*th, 2*tw, rows[k], stride, th, tw, outStore, 0, k == 1)
+			winoOutRows(out[k], 2*th-1, 2*tw-1, rows[k], stride, th, tw, outAdd, 0, k == 1)
+			outB[k] = append([]float32(nil), base...)
+			winoOutRows(outB[k], 2*th, 2*tw, rows[k], stride, th, tw, outBias, 0.3, k == 1)
+		}
+		if !slices.Equal(outB[0], outB[1]) {
+			t.Fatalf("%d×%d tiles: winoOutRows with a bias differs", th, tw)
 		}
 		for i := range h[0] {
 			if !slices.Equal(h[0][i], h[1][i]) {
@@ -206,6 +221,66 @@ func TestWinogradAsmMatchesGo(t *testing.T) {
 		}
 		if !slices.Equal(out[0], out[1]) {
 			t.Fatalf("%d×%d tiles: winoOutRows differs", th, tw)
+		}
+	}
+}
+
+// TestWinogradFilterTransform checks the filter transform against
+// G·f·Gᵀ, and the AVX2 kernel against the Go loop bit for bit, for
+// numbers of output channels that leave 0 to 3 filters to the Go loop,
+// both filter layouts, two chunks of input channels, and taps that span
+// 40 binary orders of magnitude, so that some float64 sums are inexact.
+func TestWinogradFilterTransform(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, mk := range [][2]int{{1, 2}, {3, 1}, {4, 3}, {7, 5}, {13, 2}, {32, 3}} {
+		m, k := mk[0], mk[1]
+		w := make([]float32, m*k*9)
+		for i := range w {
+			w[i] = float32(math.Ldexp(rng.NormFloat64(), rng.IntN(40)-20))
+		}
+		for _, swap := range []bool{false, true} {
+			pitch := m + 3
+			var u [2][]float32
+			for a := range u {
+				u[a] = make([]float32, 16*pitch*k)
+				// Two calls, as two chunks of input channels.
+				winoFilterRange(w, m, k, swap, u[a], pitch, 0, 1, a == 1)
+				winoFilterRange(w, m, k, swap, u[a][16*pitch:], pitch, 1, k, a == 1)
+			}
+			if haveWinoAVX2 {
+				if !slices.EqualFunc(u[0], u[1], sameFloat32) {
+					t.Fatalf("m=%d k=%d swap=%v: the AVX2 kernel's filters differ from the Go loop's", m, k, swap)
+				}
+			}
+			for o := 0; o < m; o++ {
+				for c := 0; c < k; c++ {
+					var f [3][3]float64
+					for a := range 3 {
+						for b := range 3 {
+							if swap {
+								f[a][b] = float64(w[(c*m+o)*9+(2-a)*3+2-b])
+							} else {
+								f[a][b] = float64(w[(o*k+c)*9+a*3+b])
+							}
+						}
+					}
+					for i := range 4 {
+						for j := range 4 {
+							want, scale := 0.0, 0.0
+							for a := range 3 {
+								for b := range 3 {
+									want += winoG[i][a] * f[a][b] * winoG[j][b]
+									scale += math.Abs(winoG[i][a] * f[a][b] * winoG[j][b])
+								}
+							}
+							got := float64(u[1][(c*16+4*i+j)*pitch+o])
+							if math.Abs(got-want) > 1e-7*scale {
+								t.Fatalf("m=%d k=%d swap=%v: U[%d][%d] of filter (%d, %d) = %g, want %g", m, k, swap, i, j, o, c, got, want)
+							}
+						}
+					}
+				}
+			}
 		}
 	}
 }
