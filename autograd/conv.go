@@ -73,7 +73,7 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 		buf := partialScratch.get(gatherPackedSize(g, cout))
 		newGatherConv(g, cout, w.Data, false, buf).run(n, x.Data, xSize, out.Data, ySize, b != nil)
 		partialScratch.put(buf)
-		return c.record("Conv2d", out, convGrad(g, x, w, b, n, cout), x, w, b)
+		return c.record("Conv2d", out, convGrad(g, x, w, b, n), x, w, b)
 	}
 	var wT []float32
 	var u *[16]*blas.PackedA
@@ -103,7 +103,7 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 		}
 		convGroup(gemm, g, cout, wT, x.Data, xSize, out.Data, ySize, lo, hi, b != nil)
 	})
-	return c.record("Conv2d", out, convGrad(g, x, w, b, n, cout), x, w, b)
+	return c.record("Conv2d", out, convGrad(g, x, w, b, n), x, w, b)
 }
 
 // fillBias sets every output plane of the n images in out (each with
@@ -117,9 +117,8 @@ func fillBias(out, bias []float32, n, p int) {
 }
 
 // convGrad returns the backward function of a convolution of geometry g.
-func convGrad(g *convGeom, x, w, b *Tensor, n, cout int) func(gy []float32) {
+func convGrad(g *convGeom, x, w, b *Tensor, n int) func(gy []float32) {
 	p := g.cols
-	ySize := cout * p
 	return func(gy []float32) {
 		if b != nil && b.requiresGrad {
 			biasGrad(b.grad(), gy, n, p)
