@@ -48,12 +48,22 @@ func Conv2d(x, w, b *Tensor, stride, padding, dilation int) *Tensor {
 // gradient sums per-group partial products in group order, so the results
 // are bit-identical for every number of workers.
 //
+// Stride-1 convolutions whose output rows are whole runs of 16 positions,
+// or whose outputs are as wide as their inputs, never store the im2col
+// matrix: gatherConv multiplies the filters with it read in place from
+// one zero-padded copy of each image (blas.GatherA.SgemmGather), straight
+// into the output, with results bit-identical to im2col's; with at most
+// 64 filters (input channels, for the input gradient) the weight gradient
+// reads it in place too (blas.Engine.SgemmGatherT), and both gradients
+// share one padded copy of each output gradient (gatherBackward).
+//
 // 3×3 convolutions with stride 1 and dilation 1 on layers wide enough for
-// it to pay (at least 32 input and output channels, see winogradPays)
-// compute the output and the input gradient with Winograd's F(2×2, 3×3)
-// instead, which needs 16 multiplications per 2×2 outputs instead of 36;
-// its results differ from im2col's only in rounding (about 4e-6 at most
-// on outputs of unit scale with 512 channels, docs/benchmarks.md).
+// it to pay (at least 32 input and output channels, and 64 where
+// gatherConv's wide layout applies; see winogradPays) compute the output
+// and the input gradient with Winograd's F(2×2, 3×3) instead, which needs
+// 16 multiplications per 2×2 outputs instead of 36; its results differ
+// from im2col's only in rounding (about 4e-6 at most on outputs of unit
+// scale with 512 channels, docs/benchmarks.md).
 func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 	g := convGeometry(x, w, b, cfg)
 	n, cout := x.shape[0], w.shape[0]

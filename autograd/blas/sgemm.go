@@ -13,6 +13,10 @@
 // A PackedA holds op(A) packed once for many products with the same left
 // operand, such as the transformed filters of a Winograd convolution that
 // meet every group of images; its products equal Sgemm's bit for bit.
+// A Gathered matrix is read in place at row and run offsets instead of
+// being stored: GatherA.SgemmGather and Engine.SgemmGatherT multiply with
+// the im2col matrix of an image without building it, again bit-identical
+// to Sgemm with the matrix stored out.
 //
 // The rows and columns of C are split between the workers of package
 // autograd/parallel; products with m·n·k below about four million run on
