@@ -229,6 +229,12 @@ func testConvMatchesDirect(t *testing.T, algo string) {
 		{2, 3, 5, 9, 10, 3, 3, convCfg(1, 1, 1, 1, 1, 1)},
 		{2, 2, 3, 12, 11, 5, 5, convCfg(1, 1, 2, 2, 1, 1)},
 		{2, 3, 2, 8, 9, 3, 3, convCfg(1, 1, 2, 2, 2, 2)},
+		// Strides above 1 with output rows of whole runs: the phase
+		// layout (an odd number of rows, a 1×1 kernel, stride 3).
+		{2, 3, 5, 32, 32, 3, 3, convCfg(2, 2, 1, 1, 1, 1)},
+		{2, 4, 3, 33, 64, 3, 3, convCfg(2, 2, 1, 1, 1, 1)},
+		{2, 4, 6, 32, 32, 1, 1, convCfg(2, 2, 0, 0, 1, 1)},
+		{2, 2, 3, 48, 48, 5, 5, convCfg(3, 3, 2, 2, 1, 1)},
 	}
 	for trial := 0; trial < 40+len(large); trial++ {
 		kh, kw := 1+rng.IntN(4), 1+rng.IntN(4)
@@ -290,6 +296,7 @@ func TestConv2dGradients(t *testing.T) {
 		{"3x3 s1 p2 frozen weight", []int{1, 2, 5, 4}, []int{3, 2, 3, 3}, false, convCfg(1, 1, 2, 1, 1, 1), false, true},
 		{"3x3 s1 p1 width 16", []int{2, 2, 3, 16}, []int{3, 2, 3, 3}, true, convCfg(1, 1, 1, 1, 1, 1), false, false},
 		{"3x3 s1 p1 8x8 flat", []int{1, 2, 8, 8}, []int{3, 2, 3, 3}, false, convCfg(1, 1, 1, 1, 1, 1), false, false},
+		{"3x3 s2 p1 phase", []int{1, 2, 5, 32}, []int{3, 2, 3, 3}, true, convCfg(2, 2, 1, 1, 1, 1), false, false},
 	}
 	for _, algo := range autograd.ConvAlgos {
 		for i, c := range cases {
@@ -581,17 +588,18 @@ func testConvPoolUnderArena(t *testing.T, algo string) {
 func TestConvGatherMatchesIm2col(t *testing.T) {
 	rng := newRNG(23)
 	for _, c := range []struct {
-		n, cin, cout, h, w, k, pad int
+		n, cin, cout, h, w, k, pad, stride int
 	}{
-		{3, 16, 16, 32, 32, 3, 1}, {2, 5, 13, 8, 16, 3, 1}, {1, 3, 4, 6, 32, 5, 2}, {2, 4, 7, 7, 16, 3, 0},
-		{3, 6, 5, 8, 8, 3, 1}, {2, 3, 4, 9, 10, 3, 1}, // flat layout
+		{3, 16, 16, 32, 32, 3, 1, 1}, {2, 5, 13, 8, 16, 3, 1, 1}, {1, 3, 4, 6, 32, 5, 2, 1}, {2, 4, 7, 7, 16, 3, 0, 1},
+		{3, 6, 5, 8, 8, 3, 1, 1}, {2, 3, 4, 9, 10, 3, 1, 1}, // flat layout
+		{3, 16, 32, 32, 32, 3, 1, 2}, {2, 3, 5, 9, 48, 1, 0, 3}, // phase layout
 	} {
 		x := param(rng, c.n, c.cin, c.h, c.w)
 		w := param(rng, c.cout, c.cin, c.k, c.k)
 		b := param(rng, c.cout)
 		run := func(algo string) [][]float32 {
 			x.Grad, w.Grad, b.Grad = nil, nil, nil
-			out := autograd.Conv2dWith(x, w, b, autograd.WithConvAlgo(convCfg(1, 1, c.pad, c.pad, 1, 1), algo))
+			out := autograd.Conv2dWith(x, w, b, autograd.WithConvAlgo(convCfg(c.stride, c.stride, c.pad, c.pad, 1, 1), algo))
 			seed := autograd.RandN(newRNG(5), out.Shape()...).Data
 			out.BackwardWith(seed)
 			return [][]float32{slices.Clone(out.Data), slices.Clone(x.Grad), slices.Clone(w.Grad), slices.Clone(b.Grad)}

@@ -8,36 +8,96 @@ import (
 )
 
 // gatherOK reports whether a convolution of geometry g can be computed by
-// gatherConv: stride 1 and no negative padding, so that every row of the
-// im2col matrix is a zero-padded copy of the image read at an offset (see
-// gatherImage), in one of two layouts: wide, for output rows made of whole
-// runs of blas.GatherRun positions, or flat, for outputs as wide as the
-// input with at least 64 positions. Offsets must fit in an int32, and a 1×1
-// convolution without padding needs no im2col at all.
+// gatherConv: no negative padding, so that every row of the im2col matrix
+// is a zero-padded copy of the image read at an offset (see gatherImage),
+// in one of three layouts. For stride 1, wide, for output rows made of
+// whole runs of blas.GatherRun positions, or flat, for outputs as wide as
+// the input with at least 64 positions; for a larger stride equal on both
+// axes, without dilation, phase, for output rows of whole runs. Offsets
+// must fit in an int32, and a 1×1 convolution with stride 1 and no padding
+// needs no im2col at all.
 func gatherOK(g *convGeom) bool {
-	return g.wide() && !g.direct() && (g.gatherWide() || g.gatherFlat()) && g.gatherSize() <= math.MaxInt32
+	return g.ph >= 0 && g.pw >= 0 && !g.direct() && (g.gatherWide() || g.gatherFlat() || g.gatherPhase()) &&
+		g.gatherSize() <= math.MaxInt32
 }
 
-// gatherWide reports whether gatherConv uses the wide layout: the image
-// zero-padded as im2colWide reads it (padImage), each output row made of
-// whole runs.
-func (g *convGeom) gatherWide() bool { return g.wo%blas.GatherRun == 0 }
+// gatherWide reports whether gatherConv uses the wide layout: stride 1,
+// the image zero-padded as im2colWide reads it (padImage), each output row
+// made of whole runs.
+func (g *convGeom) gatherWide() bool { return g.wide() && g.wo%blas.GatherRun == 0 }
 
 // gatherFlat reports whether gatherConv uses the flat layout (see
-// flatImage): outputs as wide as the input (2·pw = dw·(kw−1)), pw < w,
-// and at least 64 output positions (a 32-column tile of the product
-// takes one image's, so fewer would leave it idle), unless the wide layout
-// applies.
+// flatImage): stride 1, outputs as wide as the input (2·pw = dw·(kw−1)),
+// pw < w, and at least 64 output positions (a 32-column tile of the
+// product takes one image's, so fewer would leave it idle), unless the
+// wide layout applies.
 func (g *convGeom) gatherFlat() bool {
-	return !g.gatherWide() && g.wo == g.w && g.pw < g.w && g.cols >= 64
+	return g.wide() && !g.gatherWide() && g.wo == g.w && g.pw < g.w && g.cols >= 64
+}
+
+// gatherPhase reports whether gatherConv uses the phase layout (see
+// phaseImage): a stride s > 1 on both axes, no dilation, output rows of
+// whole runs.
+func (g *convGeom) gatherPhase() bool {
+	return g.sh > 1 && g.sh == g.sw && g.dh == 1 && g.dw == 1 && g.wo%blas.GatherRun == 0
 }
 
 // gatherSize returns the length of the buffer gatherImage fills.
 func (g *convGeom) gatherSize() int {
-	if g.gatherWide() {
+	switch {
+	case g.gatherWide():
 		return g.padSize()
+	case g.gatherPhase():
+		pa, pb, ph, pw := g.phases()
+		return g.c*pa*pb*ph*pw + blas.GatherRun
 	}
 	return g.kw * g.flatCopySize()
+}
+
+// phases returns the shape of the phase layout: pa × pb phase planes per
+// channel (only those some kernel tap reads), each of ph rows of pw values.
+func (g *convGeom) phases() (pa, pb, ph, pw int) {
+	s := g.sh
+	return min(s, g.kh), min(s, g.kw), (g.h + 2*g.ph + s - 1) / s, (g.w + 2*g.pw + s - 1) / s
+}
+
+// phaseImage writes the phase layout of the image x for geometry g (stride
+// s) into buf: for every channel ci, the planes of phase (a, b) hold the
+// zero-padded image's elements (s·r + a, s·c + b) at row r, column c. Tap
+// (ki, kj) at output position (oh, ow) reads the padded image at (s·oh +
+// ki, s·ow + kj), which is element (oh + ki/s, ow + kj/s) of phase (ki mod
+// s, kj mod s): in that plane the im2col matrix has stride 1, and each
+// output row is one run.
+func phaseImage(g *convGeom, x, buf []float32) {
+	s := g.sh
+	pa, pb, ph, pw := g.phases()
+	plane := ph * pw
+	hw := g.h * g.w
+	for ci := 0; ci < g.c; ci++ {
+		img := x[ci*hw : (ci+1)*hw]
+		for a := 0; a < pa; a++ {
+			for b := 0; b < pb; b++ {
+				dst := buf[((ci*pa+a)*pb+b)*plane : ((ci*pa+a)*pb+b+1)*plane]
+				// Columns c whose image column s·c + b − pw lies in [0, w).
+				lo, hi := validRange(b-g.pw, s, g.w, pw)
+				for r := 0; r < ph; r++ {
+					row := dst[r*pw : (r+1)*pw]
+					ih := s*r + a - g.ph
+					if ih < 0 || ih >= g.h {
+						clear(row)
+						continue
+					}
+					src := img[ih*g.w : (ih+1)*g.w]
+					clear(row[:lo])
+					for c := lo; c < hi; c++ {
+						row[c] = src[s*c+b-g.pw]
+					}
+					clear(row[hi:])
+				}
+			}
+		}
+	}
+	clear(buf[g.c*pa*pb*plane : g.gatherSize()])
 }
 
 // flatCopySize returns the length of one copy of the image in the flat
@@ -51,11 +111,14 @@ func (g *convGeom) flatCopySize() int {
 // gatherImage writes the image x in the layout gatherConv reads for
 // geometry g into buf (g.gatherSize() values).
 func gatherImage(g *convGeom, x, buf []float32) {
-	if g.gatherWide() {
+	switch {
+	case g.gatherWide():
 		padImage(g, x, buf)
-		return
+	case g.gatherPhase():
+		phaseImage(g, x, buf)
+	default:
+		flatImage(g, x, buf)
 	}
-	flatImage(g, x, buf)
 }
 
 // flatImage writes the flat layout of the image x for geometry g into buf:
@@ -134,6 +197,9 @@ func newGatherConv(g *convGeom, m int, a []float32, transA bool, buf []float32) 
 // output row oh at oh·wp; in the flat one, row (ci, ki, kj) starts at
 // kj·copy + ci·plane + ki·dh·w + kj·dw and the runs are consecutive.
 func gatherOffsets(g *convGeom) (rows, runs []int32) {
+	if g.gatherPhase() {
+		return phaseOffsets(g)
+	}
 	wp := g.widePitch()
 	base := 0 // of the copy for kj, flat
 	if !g.gatherWide() {
@@ -153,6 +219,31 @@ func gatherOffsets(g *convGeom) (rows, runs []int32) {
 	for r := range runs {
 		q := r * blas.GatherRun
 		runs[r] = int32(q/g.wo*wp + q%g.wo)
+	}
+	return rows, runs
+}
+
+// phaseOffsets is gatherOffsets for the phase layout (see phaseImage): row
+// (ci, ki, kj) starts in the plane of phase (ki mod s, kj mod s) of
+// channel ci at row ki/s, column kj/s, and the run of output row oh at
+// oh·pw.
+func phaseOffsets(g *convGeom) (rows, runs []int32) {
+	s := g.sh
+	pa, pb, ph, pw := g.phases()
+	plane := ph * pw
+	rows = make([]int32, 0, g.rows)
+	for ci := 0; ci < g.c; ci++ {
+		for ki := 0; ki < g.kh; ki++ {
+			for kj := 0; kj < g.kw; kj++ {
+				p := (ci*pa+ki%s)*pb + kj%s
+				rows = append(rows, int32(p*plane+ki/s*pw+kj/s))
+			}
+		}
+	}
+	runs = make([]int32, g.cols/blas.GatherRun)
+	for r := range runs {
+		q := r * blas.GatherRun
+		runs[r] = int32(q/g.wo*pw + q%g.wo)
 	}
 	return rows, runs
 }
@@ -211,7 +302,7 @@ func (gc *gatherConv) run(n int, src []float32, srcSize int, dst []float32, dstS
 // fit the cache beside the group's other images (64 filters at 8×8: 11.0-
 // 12.3 against 9.5-10.6 ms; 32 at 8×8: 4.0 against 3.4).
 func gatherWeightGrad(g *convGeom, cout int) bool {
-	return useGather(g) && g.gatherWide() && cout <= 64
+	return useGather(g) && (g.gatherWide() || g.gatherPhase()) && cout <= 64
 }
 
 // weightGradGather returns, in a buffer from partialScratch, the weight
