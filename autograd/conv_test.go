@@ -613,3 +613,36 @@ func TestConvGatherMatchesIm2col(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkConv2dStride2 times forward and backward passes of ResNet-20's
+// and ResNet-34's stride-2 3×3 convolutions at batch 128 with each
+// algorithm.
+func BenchmarkConv2dStride2(b *testing.B) {
+	for _, l := range []struct{ cin, cout, hw int }{{16, 32, 32}, {32, 64, 16}, {64, 128, 32}} {
+		for _, algo := range autograd.ConvAlgos[1:] {
+			b.Run(fmt.Sprintf("%d-%dch_%dpx/%s", l.cin, l.cout, l.hw, algo), func(b *testing.B) {
+				rng := rand.New(rand.NewPCG(1, 2))
+				x := autograd.RandN(rng, 128, l.cin, l.hw, l.hw).RequireGrad()
+				w := autograd.RandN(rng, l.cout, l.cin, 3, 3).RequireGrad()
+				seed := autograd.RandN(rng, 128, l.cout, l.hw/2, l.hw/2).Data
+				cfg := autograd.WithConvAlgo(convCfg(2, 2, 1, 1, 1, 1), algo)
+				ctx := &autograd.Context{Arena: autograd.NewArena()}
+				x.In(ctx)
+				step := func() {
+					ctx.Arena.Reset()
+					x.Grad = nil
+					autograd.Conv2dWith(x, w, nil, cfg).BackwardWith(seed)
+				}
+				step()
+				b.ResetTimer()
+				c0, ok := cpuTime()
+				for range b.N {
+					step()
+				}
+				if c1, ok1 := cpuTime(); ok && ok1 {
+					b.ReportMetric(float64(c1-c0)/1e6/float64(b.N), "cpu-ms/op")
+				}
+			})
+		}
+	}
+}
