@@ -294,17 +294,8 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 		ws := weightGroupSize(p)
 		chunks := parallel.Chunks(n, ws)
 		serial := serialGemm(chunks)
-		acc := partialScratch.get(cout * k) // Σ of the partial sums, in (Cout, kh, kw, Cin) order
+		merge, acc := newOrderedSum(chunks, cout*k) // acc in (Cout, kh, kw, Cin) order for weightGradGroup
 		defer partialScratch.put(acc)
-		clear(acc)
-		merge := &orderedSum{
-			pending: make([][]float32, chunks),
-			add: func(part []float32) {
-				for i, v := range part {
-					acc[i] += v
-				}
-			},
-		}
 		// The gathered and wide weight gradients come in the layout of
 		// the weights, weightGradGroup's in (Cout, kh, kw, Cin) order.
 		var rows, runs []int32
@@ -575,6 +566,22 @@ type orderedSum struct {
 	next    int
 	pending [][]float32
 	add     func(part []float32) // adds one partial sum to the total
+}
+
+// newOrderedSum returns an orderedSum of chunks partial sums of size
+// values each and the zeroed total they are added to, a buffer from
+// partialScratch for the caller to return.
+func newOrderedSum(chunks, size int) (*orderedSum, []float32) {
+	acc := partialScratch.get(size)
+	clear(acc)
+	return &orderedSum{
+		pending: make([][]float32, chunks),
+		add: func(part []float32) {
+			for i, v := range part {
+				acc[i] += v
+			}
+		},
+	}, acc
 }
 
 // done hands over the partial sum of chunk c, which must come from

@@ -467,15 +467,16 @@ func BenchmarkConv2dResNet20(b *testing.B) {
 }
 
 // benchConvAlgo times a forward and backward pass (output, input and
-// weight gradients) of a 3×3, stride-1, padding-1 convolution from cin to
-// cout channels on n images of hw×hw pixels with the named algorithm, and
-// reports the process CPU time per pass beside the wall time.
-func benchConvAlgo(b *testing.B, n, cin, cout, hw int, algo string) {
+// weight gradients) of a 3×3, padding-1 convolution with the given stride
+// from cin to cout channels on n images of hw×hw pixels with the named
+// algorithm, and reports the process CPU time per pass beside the wall
+// time.
+func benchConvAlgo(b *testing.B, n, cin, cout, hw, stride int, algo string) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	x := autograd.RandN(rng, n, cin, hw, hw).RequireGrad()
 	w := autograd.RandN(rng, cout, cin, 3, 3).RequireGrad()
-	seed := autograd.RandN(rng, n, cout, hw, hw).Data
-	cfg := autograd.WithConvAlgo(convCfg(1, 1, 1, 1, 1, 1), algo)
+	seed := autograd.RandN(rng, n, cout, (hw-1)/stride+1, (hw-1)/stride+1).Data
+	cfg := autograd.WithConvAlgo(convCfg(stride, stride, 1, 1, 1, 1), algo)
 	defer parallel.SetWorkers(parallel.SetWorkers(0))
 	ctx := &autograd.Context{Arena: autograd.NewArena()}
 	x.In(ctx)
@@ -510,7 +511,7 @@ func BenchmarkConv2dAlgos(b *testing.B) {
 	for _, l := range layers {
 		for _, algo := range autograd.ConvAlgos[1:] {
 			b.Run(fmt.Sprintf("%dch_%dpx/%s", l.c, l.hw, algo), func(b *testing.B) {
-				benchConvAlgo(b, 128, l.c, l.c, l.hw, algo)
+				benchConvAlgo(b, 128, l.c, l.c, l.hw, 1, algo)
 			})
 		}
 	}
@@ -525,7 +526,7 @@ func BenchmarkConv2dAlgosBatch(b *testing.B) {
 		for _, n := range []int{1, 8, 32} {
 			for _, algo := range autograd.ConvAlgos[1:] {
 				b.Run(fmt.Sprintf("%dch_%dpx_batch%d/%s", l.c, l.hw, n, algo), func(b *testing.B) {
-					benchConvAlgo(b, n, l.c, l.c, l.hw, algo)
+					benchConvAlgo(b, n, l.c, l.c, l.hw, 1, algo)
 				})
 			}
 		}
@@ -621,27 +622,7 @@ func BenchmarkConv2dStride2(b *testing.B) {
 	for _, l := range []struct{ cin, cout, hw int }{{16, 32, 32}, {32, 64, 16}, {64, 128, 32}} {
 		for _, algo := range autograd.ConvAlgos[1:] {
 			b.Run(fmt.Sprintf("%d-%dch_%dpx/%s", l.cin, l.cout, l.hw, algo), func(b *testing.B) {
-				rng := rand.New(rand.NewPCG(1, 2))
-				x := autograd.RandN(rng, 128, l.cin, l.hw, l.hw).RequireGrad()
-				w := autograd.RandN(rng, l.cout, l.cin, 3, 3).RequireGrad()
-				seed := autograd.RandN(rng, 128, l.cout, l.hw/2, l.hw/2).Data
-				cfg := autograd.WithConvAlgo(convCfg(2, 2, 1, 1, 1, 1), algo)
-				ctx := &autograd.Context{Arena: autograd.NewArena()}
-				x.In(ctx)
-				step := func() {
-					ctx.Arena.Reset()
-					x.Grad = nil
-					autograd.Conv2dWith(x, w, nil, cfg).BackwardWith(seed)
-				}
-				step()
-				b.ResetTimer()
-				c0, ok := cpuTime()
-				for range b.N {
-					step()
-				}
-				if c1, ok1 := cpuTime(); ok && ok1 {
-					b.ReportMetric(float64(c1-c0)/1e6/float64(b.N), "cpu-ms/op")
-				}
+				benchConvAlgo(b, 128, l.cin, l.cout, l.hw, 2, algo)
 			})
 		}
 	}

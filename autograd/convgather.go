@@ -413,17 +413,8 @@ func gatherBackward(g, gd *convGeom, n, cout int, x, wf, gy, gx, dw []float32, a
 	}
 	ws := weightGroupSize(hw)
 	chunks := parallel.Chunks(n, ws)
-	acc := partialScratch.get(cin * gd.rows) // in (Cin; Cout, a, b) order
+	merge, acc := newOrderedSum(chunks, cin*gd.rows) // acc in (Cin; Cout, a, b) order
 	defer partialScratch.put(acc)
-	clear(acc)
-	merge := &orderedSum{
-		pending: make([][]float32, chunks),
-		add: func(part []float32) {
-			for i, v := range part {
-				acc[i] += v
-			}
-		},
-	}
 	ps := gd.gatherSize()
 	aRows, aRuns := planeOffsets(cin, hw), denseRuns(hw)
 	parallel.For(n, ws, func(lo, hi int) {

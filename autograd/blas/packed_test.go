@@ -85,15 +85,19 @@ func TestPackedAPanics(t *testing.T) {
 		{"shortB", func() { pa.SgemmSerial(false, 5, 1, s, 5, 0, s, 5) }, "len(b)=12"},
 		{"size", func() { e.PackedASize(-1, 2) }, "blas.PackedASize: negative"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			defer func() {
-				r := recover()
-				msg, _ := r.(string)
-				if r == nil || !strings.Contains(msg, tc.want) {
-					t.Fatalf("panic %v, want a message containing %q", r, tc.want)
-				}
-			}()
-			tc.f()
-		})
+		t.Run(tc.name, func(t *testing.T) { mustPanic(t, tc.want, tc.f) })
 	}
+}
+
+// mustPanic fails the test unless f panics with a message containing want.
+func mustPanic(t *testing.T, want string, f func()) {
+	t.Helper()
+	defer func() {
+		r := recover()
+		msg, _ := r.(string)
+		if r == nil || !strings.Contains(msg, want) {
+			t.Fatalf("panic %v, want a message containing %q", r, want)
+		}
+	}()
+	f()
 }
