@@ -33,6 +33,56 @@ type spec struct {
 	masked bool   // takes a column mask (AVX-512 opmask registers)
 }
 
+// acc names the accumulator of row r, vector v.
+func (s spec) acc(r, v int) string { return fmt.Sprintf("%s%d", s.reg, r*s.vecs+v) }
+
+// breg names B register v; the two B registers and the broadcast
+// registers sit above the accumulators of the full tile, whatever rows is.
+func (s spec) breg(v int) string { return fmt.Sprintf("%s%d", s.reg, s.mr*s.vecs+v) }
+
+// bc names the broadcast register of row r, cycling through those left.
+func (s spec) bc(r int) string {
+	nregs := 16
+	if s.reg == "Z" {
+		nregs = 32
+	}
+	top := s.mr * s.vecs
+	return fmt.Sprintf("%s%d", s.reg, top+s.vecs+r%(nregs-top-s.vecs))
+}
+
+// fmaRows emits the multiply-adds of one k step for rows rows, with B in
+// the B registers and the rows' values of A at aOff(AX).
+func fmaRows(s spec, rows, aOff int) {
+	for r := 0; r < rows; r++ {
+		p("\tVBROADCASTSS %d(AX), %s", aOff+r*4, s.bc(r))
+		for v := 0; v < s.vecs; v++ {
+			p("\tVFMADD231PS %s, %s, %s", s.breg(v), s.bc(r), s.acc(r, v))
+		}
+	}
+}
+
+// startTile emits the prefetch of the rows×nr tile of C at DX (row stride
+// in bytes in R8) and zeroes the accumulators.
+func startTile(s spec, rows int) {
+	p("\tMOVQ DX, R9")
+	for r := 0; r < rows; r++ {
+		for off := 0; off < s.vecs*s.lanes*4; off += 64 {
+			p("\tPREFETCHT0 %d(R9)", off)
+		}
+		if r < rows-1 {
+			p("\tADDQ R8, R9")
+		}
+	}
+	// VPXORD needs only AVX512F; VXORPS on ZMM registers needs AVX512DQ.
+	xor := "VXORPS"
+	if s.reg == "Z" {
+		xor = "VPXORD"
+	}
+	for i := 0; i < rows*s.vecs; i++ {
+		p("\t%s %s%d, %s%d, %s%d", xor, s.reg, i, s.reg, i, s.reg, i)
+	}
+}
+
 var out, decl bytes.Buffer
 
 func p(format string, args ...any) { fmt.Fprintf(&out, format+"\n", args...) }
@@ -79,33 +129,16 @@ func gen(s spec, rows int) {
 	name := fmt.Sprintf("%s%d", s.prefix, rows)
 	nr := s.vecs * s.lanes
 	vbytes := s.lanes * 4
-	nacc := rows * s.vecs
-	acc := func(r, v int) string { return fmt.Sprintf("%s%d", s.reg, r*s.vecs+v) }
-	nregs := 16
-	if s.reg == "Z" {
-		nregs = 32
-	}
-	// The two B registers and the broadcast registers sit above the
-	// accumulators of the full tile, whatever rows is.
-	top := s.mr * s.vecs
-	breg := func(v int) string { return fmt.Sprintf("%s%d", s.reg, top+v) }
-	nbc := nregs - top - s.vecs
-	bc := func(r int) string { return fmt.Sprintf("%s%d", s.reg, top+s.vecs+r%nbc) }
 
 	// step emits one k step; bAddr gives the address of B vector v.
 	step := func(aOff int, bAddr func(v int) string, prefetch ...string) {
 		for v := 0; v < s.vecs; v++ {
-			p("\tVMOVUPS %s, %s", bAddr(v), breg(v))
+			p("\tVMOVUPS %s, %s", bAddr(v), s.breg(v))
 		}
 		for _, pf := range prefetch {
 			p("\tPREFETCHT0 %s", pf)
 		}
-		for r := 0; r < rows; r++ {
-			p("\tVBROADCASTSS %d(AX), %s", aOff+r*4, bc(r))
-			for v := 0; v < s.vecs; v++ {
-				p("\tVFMADD231PS %s, %s, %s", breg(v), bc(r), acc(r, v))
-			}
-		}
+		fmaRows(s, rows, aOff)
 	}
 
 	args := "kc int, a, b *float32, ldb int, c *float32, ldc int, alpha, beta float32"
@@ -136,24 +169,7 @@ func gen(s spec, rows int) {
 	p("\tMOVQ ldc+40(FP), R8")
 	p("\tSHLQ $2, R8")
 	p("\tMOVQ pf+%d(FP), R13", pfOff)
-	// Prefetch the C tile.
-	p("\tMOVQ DX, R9")
-	for r := 0; r < rows; r++ {
-		for off := 0; off < nr*4; off += 64 {
-			p("\tPREFETCHT0 %d(R9)", off)
-		}
-		if r < rows-1 {
-			p("\tADDQ R8, R9")
-		}
-	}
-	// VPXORD needs only AVX512F; VXORPS on ZMM registers needs AVX512DQ.
-	xor := "VXORPS"
-	if s.reg == "Z" {
-		xor = "VPXORD"
-	}
-	for i := 0; i < nacc; i++ {
-		p("\t%s %s%d, %s%d, %s%d", xor, s.reg, i, s.reg, i, s.reg, i)
-	}
+	startTile(s, rows)
 	p("\tMOVQ CX, R10")
 	p("\tSHRQ $%d, R10", log2(s.unroll))
 	p("\tANDQ $%d, CX", s.unroll-1)
@@ -225,15 +241,7 @@ func gen(s spec, rows int) {
 func epilogue(s spec, name string, rows, alphaOff, betaOff, maskOff int) {
 	vbytes := s.lanes * 4
 	nacc := rows * s.vecs
-	acc := func(r, v int) string { return fmt.Sprintf("%s%d", s.reg, r*s.vecs+v) }
-	nregs := 16
-	if s.reg == "Z" {
-		nregs = 32
-	}
-	top := s.mr * s.vecs
-	breg := func(v int) string { return fmt.Sprintf("%s%d", s.reg, top+v) }
-	nbc := nregs - top - s.vecs
-	bc := func(r int) string { return fmt.Sprintf("%s%d", s.reg, top+s.vecs+r%nbc) }
+	acc, breg, bc := s.acc, s.breg, s.bc
 	p("%s_done:", name)
 	p("\tVBROADCASTSS alpha+%d(FP), %s", alphaOff, breg(0))
 	for i := 0; i < nacc; i++ {
@@ -291,25 +299,14 @@ func genGather(s spec, rows int) {
 	}
 	name := fmt.Sprintf("%sG%d", strings.TrimSuffix(s.prefix, "x"), rows)
 	nr := s.vecs * s.lanes
-	nacc := rows * s.vecs
-	acc := func(r, v int) string { return fmt.Sprintf("%s%d", s.reg, r*s.vecs+v) }
-	top := s.mr * s.vecs
-	breg := func(v int) string { return fmt.Sprintf("%s%d", s.reg, top+v) }
-	nbc := 32 - top - s.vecs
-	bc := func(r int) string { return fmt.Sprintf("%s%d", s.reg, top+s.vecs+r%nbc) }
 	base := []string{"BX", "SI"}
 	// step emits one k step whose offset is loaded from off(DI) into idx.
 	step := func(aOff, off int, idx string) {
 		p("\tMOVL %d(DI), %s", off, idx)
 		for v := 0; v < s.vecs; v++ {
-			p("\tVMOVUPS (%s)(%s*4), %s", base[v], idx, breg(v))
+			p("\tVMOVUPS (%s)(%s*4), %s", base[v], idx, s.breg(v))
 		}
-		for r := 0; r < rows; r++ {
-			p("\tVBROADCASTSS %d(AX), %s", aOff+r*4, bc(r))
-			for v := 0; v < s.vecs; v++ {
-				p("\tVFMADD231PS %s, %s, %s", breg(v), bc(r), acc(r, v))
-			}
-		}
+		fmaRows(s, rows, aOff)
 	}
 	args := "kc int, a, src *float32, offs *int32, b0, b1 int, c *float32, ldc int, alpha, beta float32, mask uint32"
 	d("")
@@ -333,18 +330,7 @@ func genGather(s spec, rows int) {
 	p("\tMOVQ c+48(FP), DX")
 	p("\tMOVQ ldc+56(FP), R8")
 	p("\tSHLQ $2, R8")
-	p("\tMOVQ DX, R9")
-	for r := 0; r < rows; r++ {
-		for off := 0; off < nr*4; off += 64 {
-			p("\tPREFETCHT0 %d(R9)", off)
-		}
-		if r < rows-1 {
-			p("\tADDQ R8, R9")
-		}
-	}
-	for i := 0; i < nacc; i++ {
-		p("\tVPXORD %s%d, %s%d, %s%d", s.reg, i, s.reg, i, s.reg, i)
-	}
+	startTile(s, rows)
 	p("\tMOVQ CX, R10")
 	p("\tSHRQ $%d, R10", log2(s.unroll))
 	p("\tANDQ $%d, CX", s.unroll-1)
