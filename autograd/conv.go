@@ -286,7 +286,9 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 			defer partialScratch.put(wf)
 		}
 	}
-	if needW && needX && strideOne && !wino && useGatherBackward(gd, g.c) {
+	// Both gradients from one padded output gradient where the weight
+	// gradient would be gathered too (dot products, at most 64 inputs).
+	if needW && needX && strideOne && !wino && gatherWeightGrad(gd, g.c) {
 		gatherBackward(g, gd, n, cout, x.Data, wf, gy, gx, w.grad(), !overwrite)
 		return
 	}
@@ -298,16 +300,17 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 		defer partialScratch.put(acc)
 		// The gathered and wide weight gradients come in the layout of
 		// the weights, weightGradGroup's in (Cout, kh, kw, Cin) order.
-		var rows, runs []int32
+		var gp *groupProductT
 		gather := gatherWeightGrad(g, cout)
 		if gather {
-			rows, runs = gatherOffsets(g)
+			rows, runs := gatherOffsets(g)
+			gp = newWeightProduct(g, cout, rows, runs, min(ws, n))
 		}
 		wide := !gather && wideWeightGrad(g, cout)
 		parallel.For(n, ws, func(lo, hi int) {
 			switch {
 			case gather:
-				merge.done(lo/ws, weightGradGather(g, cout, rows, runs, x.Data, gy, lo, hi, ws))
+				merge.done(lo/ws, weightGradGather(g, gp, x.Data, gy, lo, hi, ws))
 			case wide:
 				merge.done(lo/ws, weightGradWide(gemmOf(serial), g, cout, x.Data, gy, lo, hi))
 			default:

@@ -307,34 +307,61 @@ func gatherWeightGrad(g *convGeom, cout int) bool {
 
 // weightGradGather returns, in a buffer from partialScratch, the weight
 // gradient Σ dY_i·col_iᵀ over the images i in [lo, hi) in the (Cout, Cin,
-// kh, kw) layout of the weights, as one product of the images' output
-// gradients side by side and their im2col matrices side by side, read in
-// place from the padded images (blas.Engine.SgemmGatherT). rows and runs
-// are g's gather offsets; ws is the most images of a call.
-func weightGradGather(g *convGeom, cout int, rows, runs []int32, x, gy []float32, lo, hi, ws int) []float32 {
-	xSize, p, ps := g.c*g.h*g.w, g.cols, g.gatherSize()
-	ySize, cnt := cout*p, hi-lo
+// kh, kw) layout of the weights, as the product gp (see newWeightProduct)
+// of the images' output gradients and their im2col matrices, read in
+// place from the padded images; ws is the most images of a call.
+func weightGradGather(g *convGeom, gp *groupProductT, x, gy []float32, lo, hi, ws int) []float32 {
+	xSize, ps := g.c*g.h*g.w, g.gatherSize()
+	ySize, cnt := gp.m*g.cols, hi-lo
 	pad := colScratch.get(ws * ps)
 	defer colScratch.put(pad)
 	for j := 0; j < cnt; j++ {
 		gatherImage(g, x[(lo+j)*xSize:(lo+j+1)*xSize], pad[j*ps:(j+1)*ps])
 	}
-	part := partialScratch.get(cout * g.rows)
-	sumProductsT(cout, g.rows, p, cnt, gy[lo*ySize:hi*ySize], ySize, planeOffsets(cout, p), denseRuns(p), pad[:cnt*ps], ps, rows, runs, part)
+	part := partialScratch.get(gp.m * gp.k)
+	gp.sum(cnt, gy[lo*ySize:hi*ySize], pad[:cnt*ps], part)
 	return part
 }
 
-// sumProductsT sets part (m×k) to Σ_j A_j·B_jᵀ over cnt images j, where
-// A_j (m×p) is gathered from aSrc[j·aStride:] with the offsets aRows and
-// aRuns, and B_j (k×p) likewise from bSrc. With p a whole number of runs
-// the images make one product, their runs side by side; otherwise each
-// image is one.
-func sumProductsT(m, k, p, cnt int, aSrc []float32, aStride int, aRows, aRuns []int32, bSrc []float32, bStride int, bRows, bRuns []int32, part []float32) {
-	e := blas.Default()
+// newWeightProduct returns the product of weightGradGather for ws images
+// of a convolution of geometry g with cout filters, whose im2col matrix
+// has the gather offsets rows and runs.
+func newWeightProduct(g *convGeom, cout int, rows, runs []int32, ws int) *groupProductT {
+	p := g.cols
+	return newGroupProductT(cout, g.rows, p, ws, planeOffsets(cout, p), denseRuns(p), cout*p, rows, runs, g.gatherSize())
+}
+
+// groupProductT is Σ_j A_j·B_jᵀ (m×k) over a group of images j, where A_j
+// (m×p) is gathered from image j's slice of one source, aStride values
+// apart, with the row offsets aRows and image 0's run offsets as the
+// first of aRuns, and B_j (k×p) likewise. With p a whole number of runs
+// the images make one product, their runs side by side (aRuns and bRuns
+// then list the runs of a whole group); otherwise each image is one.
+type groupProductT struct {
+	m, k, p          int
+	aStride, bStride int
+	aRows, aRuns     []int32
+	bRows, bRuns     []int32
+}
+
+// newGroupProductT returns the product for groups of up to ws images;
+// its offset tables are made once, for every group.
+func newGroupProductT(m, k, p, ws int, aRows, aRuns []int32, aStride int, bRows, bRuns []int32, bStride int) *groupProductT {
 	if p%blas.GatherRun == 0 {
-		a := blas.Gathered{Src: aSrc, Rows: aRows, Runs: stackRuns(aRuns, cnt, aStride)}
-		b := blas.Gathered{Src: bSrc, Rows: bRows, Runs: stackRuns(bRuns, cnt, bStride)}
-		e.SgemmGatherT(m, cnt*p, k, a, b, 0, part, k)
+		aRuns, bRuns = stackRuns(aRuns, ws, aStride), stackRuns(bRuns, ws, bStride)
+	}
+	return &groupProductT{m: m, k: k, p: p, aStride: aStride, bStride: bStride,
+		aRows: aRows, aRuns: aRuns, bRows: bRows, bRuns: bRuns}
+}
+
+// sum sets part to the product over the cnt images of aSrc and bSrc.
+func (gp *groupProductT) sum(cnt int, aSrc, bSrc, part []float32) {
+	e := blas.Default()
+	r := (gp.p + blas.GatherRun - 1) / blas.GatherRun // runs per image
+	if gp.p%blas.GatherRun == 0 {
+		a := blas.Gathered{Src: aSrc, Rows: gp.aRows, Runs: gp.aRuns[:cnt*r]}
+		b := blas.Gathered{Src: bSrc, Rows: gp.bRows, Runs: gp.bRuns[:cnt*r]}
+		e.SgemmGatherT(gp.m, cnt*gp.p, gp.k, a, b, 0, part, gp.k)
 		return
 	}
 	for j := 0; j < cnt; j++ {
@@ -342,9 +369,9 @@ func sumProductsT(m, k, p, cnt int, aSrc []float32, aStride int, aRows, aRuns []
 		if j == 0 {
 			beta = 0
 		}
-		a := blas.Gathered{Src: aSrc[j*aStride:], Rows: aRows, Runs: aRuns}
-		b := blas.Gathered{Src: bSrc[j*bStride:], Rows: bRows, Runs: bRuns}
-		e.SgemmGatherT(m, p, k, a, b, beta, part, k)
+		a := blas.Gathered{Src: aSrc[j*gp.aStride:], Rows: gp.aRows, Runs: gp.aRuns[:r]}
+		b := blas.Gathered{Src: bSrc[j*gp.bStride:], Rows: gp.bRows, Runs: gp.bRuns[:r]}
+		e.SgemmGatherT(gp.m, gp.p, gp.k, a, b, beta, part, gp.k)
 	}
 }
 
@@ -372,18 +399,6 @@ func stackRuns(runs []int32, cnt, stride int) []int32 {
 		}
 	}
 	return out
-}
-
-// useGatherBackward reports whether both gradients of a stride-1
-// convolution on n images with cin input channels are computed by
-// gatherBackward, given the geometry gd of its input-gradient
-// convolution: where that convolution runs as a gatherConv and the weight
-// gradient's products are dot products (at most 64 input channels). The
-// choice must not depend on the number of workers, which would change the
-// rounding of the weight gradient; with fewer groups of images than
-// workers, some idle.
-func useGatherBackward(gd *convGeom, cin int) bool {
-	return gatherWeightGrad(gd, cin)
 }
 
 // gatherBackward computes both gradients of a stride-1 convolution of
@@ -416,7 +431,7 @@ func gatherBackward(g, gd *convGeom, n, cout int, x, wf, gy, gx, dw []float32, a
 	merge, acc := newOrderedSum(chunks, cin*gd.rows) // acc in (Cin; Cout, a, b) order
 	defer partialScratch.put(acc)
 	ps := gd.gatherSize()
-	aRows, aRuns := planeOffsets(cin, hw), denseRuns(hw)
+	gp := newGroupProductT(cin, gd.rows, hw, min(ws, n), planeOffsets(cin, hw), denseRuns(hw), xSize, gc.rows, gc.runs, ps)
 	parallel.For(n, ws, func(lo, hi int) {
 		cnt := hi - lo
 		pad := colScratch.get(cnt * ps)
@@ -428,7 +443,7 @@ func gatherBackward(g, gd *convGeom, n, cout int, x, wf, gy, gx, dw []float32, a
 			gc.pa.SgemmGather(hw, b, beta, gx[(lo+j)*xSize:(lo+j+1)*xSize], hw)
 		}
 		part := partialScratch.get(cin * gd.rows)
-		sumProductsT(cin, gd.rows, hw, cnt, x[lo*xSize:hi*xSize], xSize, aRows, aRuns, pad, ps, gc.rows, gc.runs, part)
+		gp.sum(cnt, x[lo*xSize:hi*xSize], pad, part)
 		merge.done(lo/ws, part)
 	})
 	khw := g.kh * g.kw
