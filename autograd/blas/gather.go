@@ -44,22 +44,25 @@ func (e *Engine) PackGatherA(transA bool, m, k int, a []float32, lda int, buf []
 	if cap(buf) < size {
 		buf = alignedFloats(size)
 	}
+	h := mr
+	if kern.gather != nil && m > 0 {
+		h = ceilDiv(m, ceilDiv(m, mr))
+	}
+	if h == mr {
+		// PackedA's layout as it is, packed in place.
+		pa := e.NewPackedA(transA, m, k, buf)
+		pa.Pack(a, lda, 0, k)
+		return &GatherA{kern: kern, m: m, k: k, kc: pa.kc, h: mr, data: pa.data}
+	}
 	tmp := getB(size)
 	defer bFree.put(tmp)
 	pa := e.NewPackedA(transA, m, k, *tmp)
 	pa.Pack(a, lda, 0, k)
-	ga := &GatherA{kern: kern, m: m, k: k, kc: pa.kc, h: mr, data: buf[:size]}
-	if kern.gather != nil && m > 0 {
-		ga.h = ceilDiv(m, ceilDiv(m, mr))
-	}
+	ga := &GatherA{kern: kern, m: m, k: k, kc: pa.kc, h: h, data: buf[:size]}
 	mp := roundUp(m, mr) // rows of a block, either way
 	for pc := 0; pc < k; pc += pa.kc {
 		kcb := min(pa.kc, k-pc)
 		src, dst := pa.data[pc*mp:pc*mp+mp*kcb], ga.data[pc*mp:pc*mp+mp*kcb]
-		if ga.h == mr {
-			copy(dst, src)
-			continue
-		}
 		// Row i goes from panel i/mr, place i%mr to panel i/h, place i%h.
 		for i := 0; i < m; i++ {
 			s, d := src[(i/mr)*kcb*mr+i%mr:], dst[(i/ga.h)*kcb*mr+i%ga.h:]
@@ -97,13 +100,16 @@ func (ga *GatherA) SgemmGather(n int, b Gathered, beta float32, c []float32, ldc
 	kern := ga.kern
 	mr, nr, kc, h := kern.mr, kern.nr, ga.kc, ga.h
 	mp := roundUp(m, mr)
-	ws := getWS(0, 0, mr*nr)
-	defer wsFree.put(ws)
+	// Kernels that cannot read B gathered take packed panels of it, and
+	// a workspace for the edge tiles of macroKernel.
 	var panel []float32
+	var ws *workspace
 	if kern.gather == nil || nr != 2*GatherRun {
 		bp := getB(min(kc, k) * nr)
 		defer bFree.put(bp)
 		panel = *bp
+		ws = getWS(0, 0, mr*nr)
+		defer wsFree.put(ws)
 	}
 	for pc := 0; pc < k; pc += kc {
 		kcb := min(kc, k-pc)
