@@ -20,49 +20,73 @@ func TestSgemmGatherMatchesSgemm(t *testing.T) {
 			{32, 80, 600}, {1, 17, 1}, {kern.inPlaceM + 3, 40, 70}, {29, 40, 513},
 		} {
 			m, n, k := sh.m, sh.n, sh.k
-			runs := ceilDiv(n, GatherRun)
-			src := randSlice(rng, 5000)
-			g := Gathered{Src: src, Rows: make([]int32, k), Runs: make([]int32, runs)}
-			for p := range g.Rows {
-				g.Rows[p] = int32(rng.IntN(2000))
-			}
-			for r := range g.Runs {
-				g.Runs[r] = int32(rng.IntN(2000))
-			}
-			// B stored out, with a row stride past n.
-			ldb := n + 3
-			b := make([]float32, k*ldb)
-			for p := 0; p < k; p++ {
-				for j := 0; j < n; j++ {
-					b[p*ldb+j] = src[int(g.Rows[p])+int(g.Runs[j/GatherRun])+j%GatherRun]
-				}
-			}
+			g := randGathered(rng, k, n, 2000, 2000)
+			ldb := n + 3 // B stored out, with a row stride past n
+			b := storedOut(g, k, n, ldb)
 			a := randSlice(rng, m*k)
 			pa := e.PackA(true, m, k, a, m)
 			ga := e.PackGatherA(true, m, k, a, m, nil)
 			for _, beta := range []float32{0, 1} {
 				ldc := n + 5
-				c0 := randSlice(rng, m*ldc)
-				if beta == 0 {
-					for i := range c0 {
-						c0[i] = float32(math.NaN())
-					}
-				}
+				c0 := cTarget(rng, m*ldc, beta)
 				want := append([]float32(nil), c0...)
 				pa.SgemmSerial(false, n, 1, b, ldb, beta, want, ldc)
 				got := append([]float32(nil), c0...)
 				ga.SgemmGather(n, g, beta, got, ldc)
-				for i := 0; i < m; i++ {
-					for j := 0; j < ldc; j++ {
-						x, y := got[i*ldc+j], want[i*ldc+j]
-						if math.Float32bits(x) != math.Float32bits(y) && !(math.IsNaN(float64(x)) && math.IsNaN(float64(y))) {
-							t.Fatalf("m=%d n=%d k=%d beta=%g: c[%d][%d] = %g, SgemmSerial gives %g", m, n, k, beta, i, j, x, y)
-						}
-					}
+				if i := firstBitDiff(got, want); i >= 0 {
+					t.Fatalf("m=%d n=%d k=%d beta=%g: c[%d][%d] = %g, SgemmSerial gives %g", m, n, k, beta, i/ldc, i%ldc, got[i], want[i])
 				}
 			}
 		}
 	})
+}
+
+// randGathered returns a rows×n gathered matrix with row offsets below
+// rowSpan and run offsets below runSpan in a random source.
+func randGathered(rng *rand.Rand, rows, n, rowSpan, runSpan int) Gathered {
+	g := Gathered{Src: randSlice(rng, rowSpan+runSpan+GatherRun), Rows: make([]int32, rows), Runs: make([]int32, ceilDiv(n, GatherRun))}
+	for j := range g.Rows {
+		g.Rows[j] = int32(rng.IntN(rowSpan))
+	}
+	for r := range g.Runs {
+		g.Runs[r] = int32(rng.IntN(runSpan))
+	}
+	return g
+}
+
+// storedOut returns the rows×n gathered matrix g stored with row stride ld.
+func storedOut(g Gathered, rows, n, ld int) []float32 {
+	x := make([]float32, rows*ld)
+	for j := 0; j < rows; j++ {
+		for q := 0; q < n; q++ {
+			x[j*ld+q] = g.Src[int(g.Rows[j])+int(g.Runs[q/GatherRun])+q%GatherRun]
+		}
+	}
+	return x
+}
+
+// cTarget returns size random values for C, or NaN where beta == 0 says
+// C must not be read.
+func cTarget(rng *rand.Rand, size int, beta float32) []float32 {
+	c := randSlice(rng, size)
+	if beta == 0 {
+		for i := range c {
+			c[i] = float32(math.NaN())
+		}
+	}
+	return c
+}
+
+// firstBitDiff returns the first index where got and want differ in their
+// bits (NaNs of any payload being equal), or -1.
+func firstBitDiff(got, want []float32) int {
+	for i := range got {
+		x, y := got[i], want[i]
+		if math.Float32bits(x) != math.Float32bits(y) && !(math.IsNaN(float64(x)) && math.IsNaN(float64(y))) {
+			return i
+		}
+	}
+	return -1
 }
 
 func TestSgemmGatherPanics(t *testing.T) {
@@ -100,55 +124,27 @@ func TestSgemmGatherTMatchesSgemm(t *testing.T) {
 			{32, 2048, 288}, {3, 64, 5},
 		} {
 			m, n, k := sh.m, sh.n, sh.k
-			runs := ceilDiv(n, GatherRun)
-			// gathered returns a rows×n matrix with random offsets, or,
-			// if contiguous, stored as plain rows of n values.
-			gathered := func(rows int, contiguous bool) (Gathered, []float32) {
-				g := Gathered{Src: randSlice(rng, 1500+3900+GatherRun), Rows: make([]int32, rows), Runs: make([]int32, runs)}
-				for j := range g.Rows {
-					g.Rows[j] = int32(rng.IntN(1500))
+			ga := randGathered(rng, m, n, 1500, 3900)
+			if trial%2 == 0 { // A as plain rows of n values, no slack: masked loads
+				ga.Src = randSlice(rng, m*n)
+				for j := range ga.Rows {
+					ga.Rows[j] = int32(j * n)
 				}
-				for r := range g.Runs {
-					g.Runs[r] = int32(rng.IntN(3900))
+				for r := range ga.Runs {
+					ga.Runs[r] = int32(r * GatherRun)
 				}
-				if contiguous {
-					g.Src = randSlice(rng, rows*n) // no slack: masked loads
-					for j := range g.Rows {
-						g.Rows[j] = int32(j * n)
-					}
-					for r := range g.Runs {
-						g.Runs[r] = int32(r * GatherRun)
-					}
-				}
-				x := make([]float32, rows*n) // stored out
-				for j := 0; j < rows; j++ {
-					for q := 0; q < n; q++ {
-						x[j*n+q] = g.Src[int(g.Rows[j])+int(g.Runs[q/GatherRun])+q%GatherRun]
-					}
-				}
-				return g, x
 			}
-			ga, am := gathered(m, trial%2 == 0)
-			gb, bt := gathered(k, false)
+			gb := randGathered(rng, k, n, 1500, 3900)
+			am, bt := storedOut(ga, m, n, n), storedOut(gb, k, n, n)
 			for _, beta := range []float32{0, 1} {
 				ldc := k + 3
-				c0 := randSlice(rng, m*ldc)
-				if beta == 0 {
-					for i := range c0 {
-						c0[i] = float32(math.NaN())
-					}
-				}
+				c0 := cTarget(rng, m*ldc, beta)
 				want := append([]float32(nil), c0...)
 				e.SgemmSerial(false, true, m, k, n, 1, am, n, bt, n, beta, want, ldc)
 				got := append([]float32(nil), c0...)
 				e.SgemmGatherT(m, n, k, ga, gb, beta, got, ldc)
-				for i := 0; i < m; i++ {
-					for j := 0; j < ldc; j++ {
-						x, y := got[i*ldc+j], want[i*ldc+j]
-						if math.Float32bits(x) != math.Float32bits(y) && !(math.IsNaN(float64(x)) && math.IsNaN(float64(y))) {
-							t.Fatalf("m=%d n=%d k=%d beta=%g: c[%d][%d] = %g, SgemmSerial gives %g", m, n, k, beta, i, j, x, y)
-						}
-					}
+				if i := firstBitDiff(got, want); i >= 0 {
+					t.Fatalf("m=%d n=%d k=%d beta=%g: c[%d][%d] = %g, SgemmSerial gives %g", m, n, k, beta, i/ldc, i%ldc, got[i], want[i])
 				}
 			}
 		}
