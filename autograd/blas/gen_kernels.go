@@ -380,45 +380,15 @@ func genDot() {
 	d("//")
 	d("//go:noescape")
 	d("func %s(k int, rows *[10]*float32, out *[24]float32)", name)
-	ptr := []string{"AX", "BX", "DX", "SI", "DI", "R8", "R9", "R10", "R11", "R12"}
-	acc := func(i, j int) string { return fmt.Sprintf("Z%d", i*6+j) }
 	step := func(masked bool) {
-		ld := func(r int, dst string) {
-			if masked {
-				p("\tVMOVUPS.Z (%s)(R13*1), K1, %s", ptr[r], dst)
-			} else {
-				p("\tVMOVUPS (%s)(R13*1), %s", ptr[r], dst)
-			}
-		}
-		for i := 0; i < 4; i++ {
-			ld(i, fmt.Sprintf("Z%d", 24+i))
-		}
-		for j := 0; j < 6; j++ {
-			bz := fmt.Sprintf("Z%d", 28+j%2)
-			ld(4+j, bz)
-			for i := 0; i < 4; i++ {
-				p("\tVFMADD231PS Z%d, %s, %s", 24+i, bz, acc(i, j))
-			}
-		}
+		dotStep(masked, func(r int) string { return fmt.Sprintf("(%s)(R13*1)", dotPtr[r]) })
 		p("\tADDQ $64, R13")
 	}
 	p("")
 	p("// func %s(k int, rows *[10]*float32, out *[24]float32)", name)
 	p("TEXT ·%s(SB), NOSPLIT, $0-24", name)
 	// K1 masks the k mod 16 values of the last, partial step.
-	p("\tMOVQ k+0(FP), CX")
-	p("\tANDQ $15, CX")
-	p("\tMOVL $1, R13")
-	p("\tSHLL CX, R13")
-	p("\tDECL R13")
-	p("\tKMOVW R13, K1")
-	p("\tMOVQ rows+8(FP), CX")
-	for r, reg := range ptr {
-		p("\tMOVQ %d(CX), %s", 8*r, reg)
-	}
-	for i := 0; i < 24; i++ {
-		p("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
-	}
+	dotStart("k+0(FP)", "rows+8(FP)", "")
 	p("\tXORQ R13, R13") // byte offset into every row
 	p("\tMOVQ k+0(FP), CX")
 	p("\tSHRQ $5, CX")
@@ -440,6 +410,56 @@ func genDot() {
 	p("%s_reduce:", name)
 	p("\tMOVQ out+16(FP), R13")
 	dotReduce()
+}
+
+// dotPtr holds the row pointers of the dot-product kernels: four rows of
+// A, then six of B.
+var dotPtr = []string{"AX", "BX", "DX", "SI", "DI", "R8", "R9", "R10", "R11", "R12"}
+
+// dotStart emits the start of the dot-product kernels: K1 masking the
+// length at lenArg mod 16, then extra (an instruction, or nothing), the
+// ten row pointers loaded from the array at rowsArg, and the 24
+// accumulators Z0..Z23 zeroed.
+func dotStart(lenArg, rowsArg, extra string) {
+	p("\tMOVQ %s, CX", lenArg)
+	p("\tANDQ $15, CX")
+	p("\tMOVL $1, R13")
+	p("\tSHLL CX, R13")
+	p("\tDECL R13")
+	p("\tKMOVW R13, K1")
+	if extra != "" {
+		p("%s", extra)
+	}
+	p("\tMOVQ %s, CX", rowsArg)
+	for r, reg := range dotPtr {
+		p("\tMOVQ %d(CX), %s", 8*r, reg)
+	}
+	for i := 0; i < 24; i++ {
+		p("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
+	}
+}
+
+// dotStep emits one step of 16 values of the dot-product kernels: row r
+// loaded from addr(r) (zero-masked by K1 if masked), each row of B
+// multiplied into the four accumulators of its column.
+func dotStep(masked bool, addr func(r int) string) {
+	ld := func(r int, dst string) {
+		if masked {
+			p("\tVMOVUPS.Z %s, K1, %s", addr(r), dst)
+		} else {
+			p("\tVMOVUPS %s, %s", addr(r), dst)
+		}
+	}
+	for i := 0; i < 4; i++ {
+		ld(i, fmt.Sprintf("Z%d", 24+i))
+	}
+	for j := 0; j < 6; j++ {
+		bz := fmt.Sprintf("Z%d", 28+j%2)
+		ld(4+j, bz)
+		for i := 0; i < 4; i++ {
+			p("\tVFMADD231PS Z%d, %s, Z%d", 24+i, bz, i*6+j)
+		}
+	}
 }
 
 // dotReduce emits the end of the dot-product kernels: the 16 lanes of each
@@ -475,48 +495,24 @@ func genDotGather() {
 	d("//")
 	d("//go:noescape")
 	d("func %s(n int, offs *int32, rows *[10]*float32, out *[24]float32)", name)
-	ptr := []string{"AX", "BX", "DX", "SI", "DI", "R8", "R9", "R10", "R11", "R12"}
-	acc := func(i, j int) string { return fmt.Sprintf("Z%d", i*6+j) }
 	// R14: the next pair of run offsets; R13, CX: the current run's
 	// offsets into the rows of A and of B.
 	step := func(masked bool) {
-		z := ""
-		k := ""
-		if masked {
-			z, k = ".Z", "K1, "
-		}
 		p("\tMOVL (R14), R13")
 		p("\tMOVL 4(R14), CX")
-		for i := 0; i < 4; i++ {
-			p("\tVMOVUPS%s (%s)(R13*4), %sZ%d", z, ptr[i], k, 24+i)
-		}
-		for j := 0; j < 6; j++ {
-			bz := fmt.Sprintf("Z%d", 28+j%2)
-			p("\tVMOVUPS%s (%s)(CX*4), %s%s", z, ptr[4+j], k, bz)
-			for i := 0; i < 4; i++ {
-				p("\tVFMADD231PS Z%d, %s, %s", 24+i, bz, acc(i, j))
+		dotStep(masked, func(r int) string {
+			if r < 4 {
+				return fmt.Sprintf("(%s)(R13*4)", dotPtr[r])
 			}
-		}
+			return fmt.Sprintf("(%s)(CX*4)", dotPtr[r])
+		})
 		p("\tADDQ $8, R14")
 	}
 	p("")
 	p("// func %s(n int, offs *int32, rows *[10]*float32, out *[24]float32)", name)
 	p("TEXT ·%s(SB), NOSPLIT, $0-32", name)
 	// K1 masks the n mod 16 values of the last, partial run.
-	p("\tMOVQ n+0(FP), CX")
-	p("\tANDQ $15, CX")
-	p("\tMOVL $1, R13")
-	p("\tSHLL CX, R13")
-	p("\tDECL R13")
-	p("\tKMOVW R13, K1")
-	p("\tMOVQ offs+8(FP), R14")
-	p("\tMOVQ rows+16(FP), CX")
-	for r, reg := range ptr {
-		p("\tMOVQ %d(CX), %s", 8*r, reg)
-	}
-	for i := 0; i < 24; i++ {
-		p("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
-	}
+	dotStart("n+0(FP)", "rows+16(FP)", "\tMOVQ offs+8(FP), R14")
 	// The loop runs while R14 is below the pairs of the full runs; that
 	// end is kept in the frame slot of n.
 	p("\tMOVQ n+0(FP), CX")
