@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/proxgen/proxgen/autograd/internal/vec"
-	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/internal/parallel"
 )
 
 // BatchNorm2d normalises each channel of the (N, C, H, W) batch x, as

@@ -3,7 +3,7 @@ package autograd
 import (
 	"fmt"
 
-	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/internal/parallel"
 )
 
 // copyGrain is the number of float32 elements a parallel copy chunk

@@ -6,7 +6,7 @@ import (
 
 	"github.com/proxgen/proxgen/autograd/blas"
 	"github.com/proxgen/proxgen/autograd/internal/vec"
-	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/internal/parallel"
 )
 
 // ConvConfig holds the hyper-parameters of Conv2dWith. Each array is

@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/proxgen/proxgen/autograd/internal/vec"
-	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/internal/parallel"
 )
 
 // elementGrain is the chunk size of element-wise loops. Element-wise ops
@@ -287,3 +287,13 @@ func sigmoid(v float32) float32 {
 }
 
 func tanh(v float32) float32 { return float32(math.Tanh(float64(v))) }
+
+// addInto adds src into dst element-wise.
+func addInto(dst, src []float32) {
+	forEach(len(src), func(lo, hi int) {
+		d := dst[lo:hi]
+		for i, v := range src[lo:hi] {
+			d[i] += v
+		}
+	})
+}

@@ -3,7 +3,7 @@ package autograd
 import (
 	"fmt"
 
-	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/internal/parallel"
 )
 
 // Embedding returns the rows of the (vocab, D) table w selected by ids, as a

@@ -121,3 +121,12 @@ func topoOrder(t *Tensor) []*Tensor {
 	}
 	return order
 }
+
+// Records reports whether an op on these inputs records the graph: some
+// input requires a gradient and the context the op runs in (see Context)
+// records. Layers with an inference path that records nothing
+// (Conv2dSparse, LinearSparse) use it to choose. It panics, as ops do, if
+// the inputs are bound to different contexts.
+func Records(inputs ...*Tensor) bool {
+	return contextOf("Records", inputs...).needsGrad(inputs...)
+}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/internal/parallel"
 )
 
 // rowGrain returns the number of rows of the given width that a parallel

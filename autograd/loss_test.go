@@ -9,8 +9,8 @@ import (
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/autograd/gradcheck"
-	"github.com/proxgen/proxgen/autograd/parallel"
-	"github.com/proxgen/proxgen/autograd/safetensors"
+	"github.com/proxgen/proxgen/internal/parallel"
+	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 )
 
 // refLogSoftmax computes log-softmax of each row in float64.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/proxgen/proxgen/autograd/blas"
-	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/internal/parallel"
 )
 
 // LSTMCell advances an LSTM by one time step, as torch.nn.LSTMCell does.
@@ -173,16 +173,6 @@ func lstmPointwiseGrad(gates, dG, cPrev, tc, dh, dhExtra, dc, dcPrev []float32, 
 	})
 }
 
-// addInto adds src into dst element-wise.
-func addInto(dst, src []float32) {
-	forEach(len(src), func(lo, hi int) {
-		d := dst[lo:hi]
-		for i, v := range src[lo:hi] {
-			d[i] += v
-		}
-	})
-}
-
 // lstmBackward accumulates the gradients of one LSTMCell step given g, the
 // gradient of the (2, B, H) state [hNext; cNext]. gates holds the activated
 // gates i, f, g, o per row and tc holds tanh(cNext).
@@ -265,7 +255,7 @@ func LSTM(x, h0, c0, wIH, wHH, bIH, bHH *Tensor) (out, hN, cN *Tensor) {
 	}
 	// wHHᵀ, (H, 4H): the per-step GEMM reads it in place without packing.
 	whhT := ctx.alloc(hid*g4, false)
-	transposeRows(whhT, wHH.Data, g4, hid)
+	transposeParallel(g4, hid, wHH.Data, whhT)
 
 	// state holds [h0, h_1, …, h_T, c0, c_1, …, c_T], each (B, H): the
 	// hidden states double as the stacked previous states of the backward
@@ -297,26 +287,6 @@ func LSTM(x, h0, c0, wIH, wHH, bIH, bHH *Tensor) (out, hN, cN *Tensor) {
 	ctx.record("LSTM.h", hN, func(g []float32) { addInto(state.grad()[n1-bh:n1], g) }, state)
 	ctx.record("LSTM.c", cN, func(g []float32) { addInto(state.grad()[2*n1-bh:], g) }, state)
 	return out, hN, cN
-}
-
-// transposeRows writes the (cols, rows) transpose of the row-major (rows, cols)
-// matrix src into dst, in cache-sized blocks.
-func transposeRows(dst, src []float32, rows, cols int) {
-	const blk = 32
-	parallel.For(rows, 64, func(lo, hi int) {
-		for i0 := lo; i0 < hi; i0 += blk {
-			i1 := min(i0+blk, hi)
-			for j0 := 0; j0 < cols; j0 += blk {
-				j1 := min(j0+blk, cols)
-				for i := i0; i < i1; i++ {
-					s := src[i*cols : (i+1)*cols]
-					for j := j0; j < j1; j++ {
-						dst[j*rows+i] = s[j]
-					}
-				}
-			}
-		}
-	})
 }
 
 // lstmSeqBackward accumulates the gradients of LSTM given g, the gradient
@@ -368,28 +338,6 @@ func lstmSeqBackward(ctx *Context, x, h0, c0, wIH, wHH, bIH, bHH *Tensor, gates,
 		blas.Sgemm(true, false, g4, hid, rows, 1, dG, g4, hs[:rows*hid], hid, 1, wHH.grad(), hid)
 	}
 	addBiasGrads(ctx, bIH, bHH, dG, rows, g4)
-}
-
-// columnSums returns the column sums of the row-major (rows, cols) matrix
-// m, each column summed over the rows in order.
-func columnSums(ctx *Context, m []float32, rows, cols int) []float32 {
-	s := ctx.alloc(cols, true)
-	addColumnSums(s, m, rows, cols)
-	return s
-}
-
-// addColumnSums adds the rows of the row-major (rows, cols) matrix m into
-// dst, row by row in order: each element of dst receives the same additions
-// in the same order whatever the number of workers, which split the columns.
-func addColumnSums(dst, m []float32, rows, cols int) {
-	parallel.For(cols, 256, func(lo, hi int) {
-		d := dst[lo:hi]
-		for r := 0; r < rows; r++ {
-			for j, v := range m[r*cols+lo : r*cols+hi] {
-				d[j] += v
-			}
-		}
-	})
 }
 
 // sigmoid32 returns 1/(1 + e**−v) in float32 using exp32 (relative error

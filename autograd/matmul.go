@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/proxgen/proxgen/autograd/blas"
-	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/internal/parallel"
 )
 
 // matDims returns the rows and columns of op(t) for a rank-2 tensor.
@@ -86,4 +86,26 @@ func Linear(x, w, b *Tensor) *Tensor {
 			addColumnSums(b.grad(), g, batch, nOut)
 		}
 	}, x, w, b)
+}
+
+// columnSums returns the column sums of the row-major (rows, cols) matrix
+// m, each column summed over the rows in order.
+func columnSums(ctx *Context, m []float32, rows, cols int) []float32 {
+	s := ctx.alloc(cols, true)
+	addColumnSums(s, m, rows, cols)
+	return s
+}
+
+// addColumnSums adds the rows of the row-major (rows, cols) matrix m into
+// dst, row by row in order: each element of dst receives the same additions
+// in the same order whatever the number of workers, which split the columns.
+func addColumnSums(dst, m []float32, rows, cols int) {
+	parallel.For(cols, 256, func(lo, hi int) {
+		d := dst[lo:hi]
+		for r := 0; r < rows; r++ {
+			for j, v := range m[r*cols+lo : r*cols+hi] {
+				d[j] += v
+			}
+		}
+	})
 }

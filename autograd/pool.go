@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/internal/parallel"
 )
 
 // poolGeometry validates the operands of a square 2-D pooling op and

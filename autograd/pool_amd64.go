@@ -2,7 +2,7 @@
 
 package autograd
 
-import "github.com/proxgen/proxgen/autograd/cpu"
+import "github.com/proxgen/proxgen/internal/cpu"
 
 // havePoolAVX2 reports whether the CPU and operating system support the
 // AVX2 kernel of pool_amd64.s.

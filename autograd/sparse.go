@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/proxgen/proxgen/autograd/internal/spmm"
-	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/internal/parallel"
 )
 
 // SparseWeight is the weight of a convolution (Cout, Cin, kh, kw) or of a
@@ -150,15 +150,6 @@ func (s *SparseWeight) mulRows(dst []float32, ldd, n int, off []int, src []float
 // sparse product (see spmm.Rows): with the 256-column blocks of spmm that
 // is 128 KiB of the im2col matrix, which stays in the L2 cache.
 const windowRows = 128
-
-// Records reports whether an op on these inputs records the graph: some
-// input requires a gradient and the context the op runs in (see Context)
-// records. Layers with an inference path that records nothing
-// (Conv2dSparse, LinearSparse) use it to choose. It panics, as ops do, if
-// the inputs are bound to different contexts.
-func Records(inputs ...*Tensor) bool {
-	return contextOf("Records", inputs...).needsGrad(inputs...)
-}
 
 // mustMatchSparse panics unless s was made for a weight of w's shape.
 func mustMatchSparse(op string, w *Tensor, s *SparseWeight) {

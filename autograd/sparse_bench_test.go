@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/internal/parallel"
 )
 
 // cpuTime returns the CPU time the process has used so far.

@@ -42,7 +42,7 @@
 // Optimizers work directly on *autograd.Tensor parameters (their Data and
 // Grad slices), organised in Groups that each carry their own regularizer,
 // λ, weight decay and learning rate. The update runs over the worker pool of
-// autograd/parallel on fixed-size chunks, so results do not depend on the
+// internal/parallel on fixed-size chunks, so results do not depend on the
 // number of workers. State (moment estimates, step counter, schedule state)
 // can be exported as named float32 vectors plus integers and restored
 // exactly, so a resumed run continues bit-identically.

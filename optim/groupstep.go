@@ -1,6 +1,6 @@
 package optim
 
-import "github.com/proxgen/proxgen/autograd/parallel"
+import "github.com/proxgen/proxgen/internal/parallel"
 
 // groupWork is a run of consecutive groups of one parameter, the unit of
 // work of the group proximal and subgradient passes. Work boundaries depend

@@ -4,7 +4,7 @@ import (
 	"math"
 	"sync"
 
-	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/internal/parallel"
 )
 
 // The gradient step and group prox of a tensor whose groups are not

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/proxgen/proxgen/autograd"
-	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/internal/parallel"
 )
 
 func param(data ...float32) *autograd.Tensor {

@@ -2,7 +2,7 @@
 
 package optim
 
-import "github.com/proxgen/proxgen/autograd/cpu"
+import "github.com/proxgen/proxgen/internal/cpu"
 
 // haveAVX2 reports whether the CPU and operating system support the AVX2
 // prox kernels. Tests switch it off to compare with the Go loops.

@@ -5,7 +5,7 @@ import (
 	"sync"
 
 	"github.com/proxgen/proxgen/autograd"
-	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/internal/parallel"
 )
 
 // RegMode says how an optimizer treats the groups' regularizers.

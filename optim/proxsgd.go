@@ -3,7 +3,7 @@ package optim
 import (
 	"fmt"
 
-	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/internal/parallel"
 )
 
 // ProxSGDConfig configures Prox-SGD (Yang et al., ICLR 2020). The zero

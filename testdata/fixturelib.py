@@ -7,7 +7,7 @@ directly with numpy and torch only:
     spaces so that 8+N is a multiple of 8, then the packed little-endian data.
     JSON: {"__metadata__": {str: str}, name: {"dtype", "shape", "data_offsets"}}.
 
-The layout matches the Go writer (autograd/safetensors) byte for byte: compact
+The layout matches the Go writer (nn/checkpoint/safetensors) byte for byte: compact
 JSON, metadata first with sorted keys, tensors ordered by element size (largest
 first) then by name, fields in the order dtype, shape, data_offsets.
 

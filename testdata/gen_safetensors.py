@@ -1,4 +1,4 @@
-"""Generates the PyTorch fixtures read by autograd/safetensors tests.
+"""Generates the PyTorch fixtures read by nn/checkpoint/safetensors tests.
 
 Run with the system Python (torch 1.13, numpy):  /usr/bin/python3 testdata/gen_safetensors.py
 

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/internal/parallel"
 )
 
 // benchGemm times one product and reports GFLOP/s (2·m·n·k per op).

@@ -3,7 +3,7 @@ package blas
 import (
 	"sync"
 
-	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/internal/parallel"
 )
 
 // parallelWork is the smallest m·n·k worth spreading over several workers:

@@ -2,7 +2,7 @@
 
 package blas
 
-import "github.com/proxgen/proxgen/autograd/cpu"
+import "github.com/proxgen/proxgen/internal/cpu"
 
 //go:generate go run gen_kernels.go
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/internal/parallel"
 )
 
 // TestPackedAMatchesSgemm checks, for every kernel, that products with a

@@ -19,7 +19,7 @@
 // to Sgemm with the matrix stored out.
 //
 // The rows and columns of C are split between the workers of package
-// autograd/parallel; products with m·n·k below about four million run on
+// internal/parallel; products with m·n·k below about four million run on
 // the calling goroutine. The K dimension is never split between workers, its
 // blocking and the tile grid do not depend on the number of workers, and
 // every element of C is computed by the same instructions in the same
@@ -49,7 +49,7 @@ import (
 // is overwritten without being read, so it may hold NaN or Inf, and when
 // alpha == 0 or k == 0 A and B are not read.
 //
-// Sgemm runs in parallel on the autograd/parallel worker pool when the
+// Sgemm runs in parallel on the internal/parallel worker pool when the
 // product is large enough; its result does not depend on the worker count.
 // It panics if a dimension is negative, a leading dimension is too small or
 // a slice is too short for the dimensions.

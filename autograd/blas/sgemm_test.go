@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/internal/parallel"
 )
 
 // refGemm computes alpha·op(A)·op(B) + beta·C in float64, returning the

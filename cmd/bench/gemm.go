@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/proxgen/proxgen/autograd/blas"
-	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/internal/parallel"
 )
 
 // gemmResult is what bench gemm reports; with -json it is printed as one
@@ -54,7 +54,7 @@ func runGemm(args []string, stdout, stderr io.Writer) error {
 	k := fs.Int("k", 1024, "columns of op(A), rows of op(B)")
 	transA := fs.Bool("transa", false, "store A transposed (k×m)")
 	transB := fs.Bool("transb", false, "store B transposed (n×k)")
-	threads := fs.Int("threads", 1, "worker goroutines (autograd/parallel)")
+	threads := fs.Int("threads", 1, "worker goroutines (internal/parallel)")
 	kernel := fs.String("kernel", "", "micro-kernel: "+strings.Join(blas.Kernels(), ", ")+" on this machine (default: the fastest, or $PROXGEN_GEMM)")
 	reps := fs.Int("reps", 10, "timed repetitions")
 	warmup := fs.Int("warmup", 2, "untimed repetitions before timing (at least)")

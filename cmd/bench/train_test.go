@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/internal/parallel"
 )
 
 // lastJSON decodes the last line of out as a JSON object.

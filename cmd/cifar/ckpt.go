@@ -8,10 +8,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/proxgen/proxgen/autograd/safetensors"
 	"github.com/proxgen/proxgen/datasets/cifar10"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
+	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/train"
 )

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/proxgen/proxgen/autograd/safetensors"
 	"github.com/proxgen/proxgen/nn/checkpoint"
+	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 	"github.com/proxgen/proxgen/nn/train"
 	"github.com/proxgen/proxgen/nn/train/traintest"
 )

@@ -4,7 +4,7 @@ import (
 	"math"
 
 	"github.com/proxgen/proxgen/autograd"
-	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/internal/parallel"
 )
 
 // clipGrain is the fixed chunk size of the gradient-norm reduction, so the

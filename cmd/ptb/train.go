@@ -17,10 +17,10 @@ import (
 	"time"
 
 	"github.com/proxgen/proxgen/autograd"
-	"github.com/proxgen/proxgen/autograd/safetensors"
 	"github.com/proxgen/proxgen/datasets/ptb"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
+	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 	"github.com/proxgen/proxgen/nn/models"
 	"github.com/proxgen/proxgen/nn/train"
 	"github.com/proxgen/proxgen/optim"

@@ -46,8 +46,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/proxgen/proxgen/autograd/parallel"
 	"github.com/proxgen/proxgen/datasets/cifar10"
+	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/infer/serve"
 )

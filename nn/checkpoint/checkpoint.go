@@ -60,8 +60,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/proxgen/proxgen/autograd/safetensors"
 	"github.com/proxgen/proxgen/nn"
+	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 	"github.com/proxgen/proxgen/optim"
 )
 

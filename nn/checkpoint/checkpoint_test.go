@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/proxgen/proxgen/autograd"
-	"github.com/proxgen/proxgen/autograd/safetensors"
 	"github.com/proxgen/proxgen/nn"
+	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 	"github.com/proxgen/proxgen/nn/models"
 	"github.com/proxgen/proxgen/optim"
 )

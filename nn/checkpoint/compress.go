@@ -10,8 +10,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/proxgen/proxgen/autograd/safetensors"
 	"github.com/proxgen/proxgen/nn"
+	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 )
 
 // Compressed files: see docs/deploy-format.md for the layout.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/proxgen/proxgen/autograd/safetensors"
+	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 	"github.com/proxgen/proxgen/optim"
 )
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/proxgen/proxgen/autograd/safetensors"
 	"github.com/proxgen/proxgen/nn"
+	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 )
 
 // fuzzModel is a small model with a convolution, batch-norm statistics and

@@ -13,9 +13,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/proxgen/proxgen/autograd/safetensors"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
+	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 	"github.com/proxgen/proxgen/optim"
 )
 

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/proxgen/proxgen/autograd/blas"
-	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/internal/parallel"
 	gblas "gonum.org/v1/gonum/blas"
 	gonum "gonum.org/v1/gonum/blas/gonum"
 )

@@ -2,7 +2,7 @@
 
 package spmm
 
-import "github.com/proxgen/proxgen/autograd/cpu"
+import "github.com/proxgen/proxgen/internal/cpu"
 
 // haveAVX2 reports whether the CPU and operating system support the AVX2
 // kernel of spmm_amd64.s.

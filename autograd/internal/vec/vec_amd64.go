@@ -2,7 +2,7 @@
 
 package vec
 
-import "github.com/proxgen/proxgen/autograd/cpu"
+import "github.com/proxgen/proxgen/internal/cpu"
 
 // haveAsm reports whether the CPU and operating system support the AVX2
 // kernels of vec_amd64.s.

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/proxgen/proxgen/autograd/safetensors"
+	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 	"github.com/proxgen/proxgen/nn/train"
 )
 

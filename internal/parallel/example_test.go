@@ -3,7 +3,7 @@ package parallel_test
 import (
 	"fmt"
 
-	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/internal/parallel"
 )
 
 // ExampleFor sums 1..1000 in chunks of 64 with one partial sum per chunk,

@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/proxgen/proxgen/autograd/safetensors"
+	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 )
 
 func Example() {

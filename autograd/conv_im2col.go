@@ -1,7 +1,5 @@
 package autograd
 
-import "sync"
-
 // convGeom describes the geometry of one 2-D convolution (or pooling)
 // window sweep over a single C×H×W image.
 type convGeom struct {
@@ -192,82 +190,6 @@ func im2colT(g *convGeom, xT, colT []float32) {
 			}
 		}
 	}
-}
-
-// transpose writes the transpose of the rows×cols matrix src into dst
-// (cols×rows). It reads eight rows at a time so that each destination row
-// receives eight consecutive values per visit.
-func transpose(rows, cols int, src, dst []float32) {
-	i := 0
-	for ; i+8 <= rows; i += 8 {
-		s0 := src[i*cols : (i+1)*cols]
-		s1 := src[(i+1)*cols : (i+2)*cols][:len(s0)]
-		s2 := src[(i+2)*cols : (i+3)*cols][:len(s0)]
-		s3 := src[(i+3)*cols : (i+4)*cols][:len(s0)]
-		s4 := src[(i+4)*cols : (i+5)*cols][:len(s0)]
-		s5 := src[(i+5)*cols : (i+6)*cols][:len(s0)]
-		s6 := src[(i+6)*cols : (i+7)*cols][:len(s0)]
-		s7 := src[(i+7)*cols : (i+8)*cols][:len(s0)]
-		for j := range s0 {
-			d := dst[j*rows+i : j*rows+i+8 : j*rows+i+8]
-			d[0], d[1], d[2], d[3] = s0[j], s1[j], s2[j], s3[j]
-			d[4], d[5], d[6], d[7] = s4[j], s5[j], s6[j], s7[j]
-		}
-	}
-	for ; i < rows; i++ {
-		for j, v := range src[i*cols : (i+1)*cols] {
-			dst[j*rows+i] = v
-		}
-	}
-}
-
-// scratch is a free list of float32 buffers reused across calls. Unlike a
-// sync.Pool it is not emptied by the garbage collector, so steady-state
-// training allocates no scratch space; it holds at most as many buffers as
-// were ever in use at once (about one per worker), each grown to the
-// largest size requested.
-type scratch struct {
-	mu   sync.Mutex
-	free [][]float32
-}
-
-// get returns a buffer of length n with unspecified contents: the
-// smallest free one that is large enough, or else a new one that replaces
-// the smallest free one, so that callers asking for buffers of different
-// sizes at once do not keep replacing each other's.
-func (s *scratch) get(n int) []float32 {
-	s.mu.Lock()
-	best, smallest := -1, -1
-	for i, b := range s.free {
-		if cap(b) >= n && (best < 0 || cap(b) < cap(s.free[best])) {
-			best = i
-		}
-		if smallest < 0 || cap(b) < cap(s.free[smallest]) {
-			smallest = i
-		}
-	}
-	if best < 0 {
-		best = smallest
-	}
-	var b []float32
-	if best >= 0 {
-		b = s.free[best]
-		last := len(s.free) - 1
-		s.free[best] = s.free[last]
-		s.free = s.free[:last]
-	}
-	s.mu.Unlock()
-	if cap(b) < n {
-		b = make([]float32, n)
-	}
-	return b[:n]
-}
-
-// put returns a buffer obtained from get.
-func (s *scratch) put(b []float32) {
-	s.mu.Lock()
-	s.free = append(s.free, b)
-	s.mu.Unlock()
 }
 
 // colScratch holds im2col matrices; partialScratch holds per-chunk weight

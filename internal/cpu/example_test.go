@@ -3,7 +3,7 @@ package cpu_test
 import (
 	"fmt"
 
-	"github.com/proxgen/proxgen/autograd/cpu"
+	"github.com/proxgen/proxgen/internal/cpu"
 )
 
 // fmaPath is how a kernel chooses its implementation: the AVX2 assembly

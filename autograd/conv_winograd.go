@@ -2,7 +2,7 @@ package autograd
 
 import (
 	"github.com/proxgen/proxgen/autograd/blas"
-	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/internal/parallel"
 )
 
 // Winograd's minimal filtering F(2×2, 3×3) (Lavin and Gray, 2016)

@@ -4,7 +4,7 @@ import (
 	"math"
 
 	"github.com/proxgen/proxgen/autograd/blas"
-	"github.com/proxgen/proxgen/autograd/parallel"
+	"github.com/proxgen/proxgen/internal/parallel"
 )
 
 // gatherOK reports whether a convolution of geometry g can be computed by

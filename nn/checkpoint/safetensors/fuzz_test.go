@@ -11,7 +11,7 @@ import (
 // can be written again and reads back unchanged, with conversions that do
 // not panic either. Run it with
 //
-//	go test ./autograd/safetensors -run '^$' -fuzz FuzzRead -fuzztime 60s
+//	go test ./nn/checkpoint/safetensors -run '^$' -fuzz FuzzRead -fuzztime 60s
 func FuzzRead(f *testing.F) {
 	f.Add(handMade())
 	for seed := uint64(1); seed <= 3; seed++ {

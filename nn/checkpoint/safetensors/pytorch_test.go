@@ -10,7 +10,7 @@ import (
 )
 
 // The fixtures are written by testdata/gen_safetensors.py with torch 1.13.
-const fixtureDir = "../../testdata/safetensors"
+const fixtureDir = "../../../testdata/safetensors"
 
 func readFixture(t *testing.T, name string) (*File, []byte) {
 	t.Helper()
