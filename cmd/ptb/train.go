@@ -615,7 +615,7 @@ func (t *trainer) step(_, w int) (float64, int, error) {
 
 // update clips the gradient norm and applies the optimizer.
 func (t *trainer) update() error {
-	norm := clipGradNorm(t.me.params, t.c.Clip)
+	norm := optim.ClipGradNorm(t.me.params, t.c.Clip)
 	t.st.NormSum += norm
 	if t.c.Clip > 0 && norm > t.c.Clip {
 		t.st.Clipped++

@@ -1,4 +1,4 @@
-package main
+package optim
 
 import (
 	"math"
@@ -11,12 +11,13 @@ import (
 // norm does not depend on the number of workers.
 const clipGrain = 1 << 15
 
-// clipGradNorm returns the Euclidean norm of the gradients of params (nil
+// ClipGradNorm returns the Euclidean norm of the gradients of params (nil
 // gradients count as zero) and, when maxNorm > 0 and the norm exceeds it,
 // scales every gradient by maxNorm/(norm + 1e-6), as PyTorch's
-// torch.nn.utils.clip_grad_norm_ does. The sum of squares is accumulated
-// in float64 in a fixed order.
-func clipGradNorm(params []*autograd.Tensor, maxNorm float64) float64 {
+// torch.nn.utils.clip_grad_norm_ does (its clip coefficient clamped to 1).
+// The sum of squares is accumulated in float64 in a fixed order, so the
+// result does not depend on the number of workers.
+func ClipGradNorm(params []*autograd.Tensor, maxNorm float64) float64 {
 	ss := 0.0
 	for _, p := range params {
 		g := p.Grad
