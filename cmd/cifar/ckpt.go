@@ -58,8 +58,8 @@ func (t *trainer) outputs() []train.Output {
 			} else if n := len(h); n > 0 {
 				mm["test_acc"] = strconv.FormatFloat(h[n-1].TestAcc, 'f', 4, 64)
 			}
-			t.meth.useEffective()
-			defer t.meth.restore()
+			t.meth.UseEffective()
+			defer t.meth.Restore()
 			return train.ModelFile(t.model, mm)
 		}},
 		{Name: curvesFile, Data: func(info *train.Info) ([]byte, error) {

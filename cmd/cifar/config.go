@@ -80,8 +80,8 @@ type config struct {
 	resumed *train.Checkpoint
 }
 
-// Names of the optimizers and their defaults.
-var optimizers = []string{"proxgen", "proxgenw", "adam", "adamw", "sgd", "subgrad", "proxsgd", "proxquant", "bc", "l0hc"}
+// optimizers are the names of the methods (optim.MethodNames).
+var optimizers = optim.MethodNames()
 
 // mutableOnResume lists the flags a resumed run may change; every other
 // flag given with -resume must equal the stored setting.
@@ -143,8 +143,8 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.PruneResidual, "prune-residual", c.PruneResidual, "with -prune-filters or -prune-flops, also prune residual-stream channels (all filters writing a channel together); default: only the channels inside residual blocks")
 
 	fs.StringVar(&c.Optimizer, "optimizer", c.Optimizer, "method: "+strings.Join(optimizers, ", "))
-	fs.StringVar(&c.Reg, "reg", c.Reg, "regularizer: none, l0, l1, l12, l23, lq:Q, binw:Q, or group ℓ0 / group lasso over output filters gl0, gl21 (gl0:in, gl21:in: over input channels) (auto: l12 for the sparsity methods, binw:1 for proxquant, none otherwise)")
-	fs.Var(floatFlag{&c.Lambda}, "lambda", "regularization strength λ (auto: 0.1 for sparsity, 1e-4 for proxquant, 5e-8 for binw:Q with proxgen, 0.1 for l0hc)")
+	fs.StringVar(&c.Reg, "reg", c.Reg, "regularizer: "+optim.RegularizerSyntax+" (auto: l12 for the sparsity methods, binw:1 = bin-l1 for proxquant, none otherwise)")
+	fs.Var(floatFlag{&c.Lambda}, "lambda", "regularization strength λ (auto: 0.1 for sparsity, 1e-4 for proxquant, 5e-8 for bin-lq:Q with proxgen, 0.1 for l0hc)")
 	fs.StringVar(&c.LambdaScale, "lambda-scale", c.LambdaScale, "n: the per-step λ is -lambda divided by the training-set size (official ProxGen code); 1: -lambda as is; auto: n except for binary regularizers")
 	fs.Var(floatFlag{&c.LR}, "lr", "base step size (auto: 1e-3 Adam family, 0.1 sgd, 0.06 proxsgd, 0.01 proxquant and bc)")
 	fs.Var(floatFlag{&c.WD}, "wd", "weight decay ζ, decoupled for proxgenw/adamw/subgrad, coupled for adam/sgd (auto: 0.01 proxgenw and adamw, 5e-4 sgd, else 0)")
@@ -191,6 +191,9 @@ func parseConfig(args []string, out io.Writer) (*config, error) {
 	}
 	c.explicit = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { c.explicit[f.Name] = true })
+	if msg := optim.RegularizerDeprecation(c.Reg); msg != "" && c.explicit["reg"] {
+		fmt.Fprintf(out, "cifar: warning: -reg: %s\n", msg)
+	}
 	if err := c.resolve(); err != nil {
 		return nil, err
 	}
@@ -199,7 +202,10 @@ func parseConfig(args []string, out io.Writer) (*config, error) {
 
 // binaryReg reports whether the regularizer pulls weights towards ±1
 // (ProxQuant and revised ProxQuant runs); such runs can be hard-quantised.
-func (c *config) binaryReg() bool { return strings.HasPrefix(c.Reg, "binw:") }
+func (c *config) binaryReg() bool {
+	r, err := optim.ParseRegularizer(c.Reg)
+	return err == nil && optim.IsBinary(r)
+}
 
 // binary reports whether the run trains a binary network (its metrics
 // include the fraction of weights at ±1).
@@ -207,20 +213,14 @@ func (c *config) binary() bool { return c.binaryReg() || c.Optimizer == "bc" }
 
 // usesReg reports whether the optimizer takes a regularizer.
 func (c *config) usesReg() bool {
-	switch c.Optimizer {
-	case "proxgen", "proxgenw", "subgrad", "proxsgd", "proxquant":
-		return true
-	}
-	return false
+	m, err := optim.LookupMethod(c.Optimizer)
+	return err == nil && m.TakesReg
 }
 
 // adamFamily reports whether the optimizer uses the Adam moments.
 func (c *config) adamFamily() bool {
-	switch c.Optimizer {
-	case "proxgen", "proxgenw", "adam", "adamw", "subgrad", "proxquant", "bc", "l0hc":
-		return true
-	}
-	return false
+	m, err := optim.LookupMethod(c.Optimizer)
+	return err == nil && m.Adam
 }
 
 // resolve fills in the "auto" settings and checks every value.
@@ -278,8 +278,8 @@ func (c *config) resolve() error {
 	if !c.usesReg() && c.Reg != "none" {
 		return fmt.Errorf("-optimizer %s takes no regularizer (got -reg %s); use proxgen, proxgenw, subgrad, proxsgd or proxquant, or -reg none", c.Optimizer, c.Reg)
 	}
-	if c.Optimizer == "proxquant" && !strings.HasPrefix(c.Reg, "binw:") {
-		return fmt.Errorf("-optimizer proxquant needs a binary regularizer binw:Q, got -reg %s", c.Reg)
+	if c.Optimizer == "proxquant" && !c.binaryReg() {
+		return fmt.Errorf("-optimizer proxquant needs a binary regularizer bin-lq:Q, got -reg %s", c.Reg)
 	}
 	if c.Optimizer == "subgrad" && reg != nil {
 		if _, ok := reg.(optim.Subdifferentiable); !ok {
@@ -423,11 +423,11 @@ func (c *config) resolve() error {
 	case c.HardQuantEpoch < 0:
 		return fmt.Errorf("-hard-quant-epoch %d must not be negative", c.HardQuantEpoch)
 	case c.HardQuantEpoch > 0 && !c.binaryReg():
-		return fmt.Errorf("-hard-quant-epoch needs a binary regularizer (binw:Q) with proxgen, proxgenw or proxquant")
+		return fmt.Errorf("-hard-quant-epoch needs a binary regularizer (bin-lq:Q) with proxgen, proxgenw or proxquant")
 	}
 
 	if c.Out == "" {
-		c.Out = fmt.Sprintf("runs/%s-%s-%s-s%d", c.Model, c.Optimizer, strings.ReplaceAll(c.Reg, ":", ""), c.Seed)
+		c.Out = fmt.Sprintf("runs/%s-%s-%s-s%d", c.Model, c.Optimizer, strings.NewReplacer(":", "", "/", "").Replace(c.Reg), c.Seed)
 	}
 	return nil
 }
@@ -452,7 +452,7 @@ func (c *config) checkPrune() error {
 	if c.pruning() && (c.EvalOnly || c.Compact != "") {
 		return errors.New("-eval-only and -compact do not prune; prune with a training run")
 	}
-	if c.pruning() && (c.Optimizer == "l0hc" || c.Optimizer == "bc" || strings.HasPrefix(c.Reg, "binw:")) {
+	if c.pruning() && (c.Optimizer == "l0hc" || c.Optimizer == "bc" || c.binaryReg()) {
 		return errors.New("-prune-filters and -prune-flops do not combine with ℓ0 hard-concrete gates or binary weights")
 	}
 	return nil
@@ -471,67 +471,14 @@ func checkModel(name string) error {
 	return fmt.Errorf("-model %q: want one of %s, or resnet<6n+2>", name, strings.Join(models.Names, ", "))
 }
 
-// parseReg returns the regularizer named by s (nil for "none").
+// parseReg returns the regularizer named by s (nil for "none"), in the
+// grammar of optim.ParseRegularizer.
 func parseReg(s string) (optim.Regularizer, error) {
-	bad := func(why string) error {
-		return fmt.Errorf("-reg %q: %s (want none, l0, l1, l12, l23, lq:Q or binw:Q with Q in [0, 1], or the group regularizers gl0, gl21, gl0:in, gl21:in)", s, why)
-	}
-	if strings.HasPrefix(s, "gl") {
-		// Group ℓ0 and group lasso over output filters (":in": input
-		// channels), optim.GroupL0 and optim.GroupLasso.
-		r, err := optim.ParseRegularizer(s)
-		if err != nil {
-			return nil, bad("unknown group regularizer")
-		}
-		return r, nil
-	}
-	switch s {
-	case "none":
-		return nil, nil
-	case "l0":
-		return optim.L0(), nil
-	case "l1":
-		return optim.L1(), nil
-	case "l12":
-		return optim.Lq(0.5), nil
-	case "l23":
-		return optim.Lq(2.0 / 3), nil
-	}
-	kind, qs, ok := strings.Cut(s, ":")
-	if !ok || (kind != "lq" && kind != "binw") {
-		return nil, bad("unknown regularizer")
-	}
-	q, err := parseQ(qs)
+	r, err := optim.ParseRegularizer(s)
 	if err != nil {
-		return nil, bad(err.Error())
+		return nil, fmt.Errorf("-reg %q: %v", s, strings.TrimPrefix(err.Error(), "optim: "))
 	}
-	if kind == "lq" {
-		return optim.Lq(q), nil
-	}
-	return optim.BinaryW(q), nil
-}
-
-// parseQ reads an exponent in [0, 1], also written as a fraction "1/2".
-func parseQ(s string) (float64, error) {
-	var q float64
-	if a, b, ok := strings.Cut(s, "/"); ok {
-		n, err1 := strconv.ParseFloat(a, 64)
-		d, err2 := strconv.ParseFloat(b, 64)
-		if err1 != nil || err2 != nil || d == 0 {
-			return 0, fmt.Errorf("bad exponent %q", s)
-		}
-		q = n / d
-	} else {
-		v, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return 0, fmt.Errorf("bad exponent %q", s)
-		}
-		q = v
-	}
-	if !(q >= 0 && q <= 1) {
-		return 0, fmt.Errorf("exponent %v outside [0, 1]", q)
-	}
-	return q, nil
+	return r, nil
 }
 
 // parseSchedule parses a -schedule value (optim.ParseSchedule's grammar).

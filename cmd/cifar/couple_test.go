@@ -31,7 +31,7 @@ func TestCoupleBN(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := 0
-		for _, g := range m.opt.Groups() {
+		for _, g := range m.Opt.Groups() {
 			got += len(g.Couplings)
 		}
 		if got != tc.want {

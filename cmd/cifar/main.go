@@ -59,6 +59,7 @@ import (
 	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
+	"github.com/proxgen/proxgen/nn/experiment"
 	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/models"
 	"github.com/proxgen/proxgen/nn/prune"
@@ -270,7 +271,7 @@ func trainRun(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 		}
 	} else {
 		t.prog.Logf("training %s (%d parameters) with %s, -reg %s, per-step λ %.3g, lr %g on %d images (%d batches of %d per epoch), %d threads; run folder %s",
-			c.Model, nn.NumParams(model), c.Optimizer, c.Reg, meth.lambda, c.LR, ds.Train.Len(), perEpoch, c.Batch, parallel.Workers(), c.Out)
+			c.Model, nn.NumParams(model), c.Optimizer, c.Reg, perStepLambda(c, ds.Train.Len()), c.LR, ds.Train.Len(), perEpoch, c.Batch, parallel.Workers(), c.Out)
 	}
 	res, err := l.Run(ctx)
 	if errors.Is(err, train.ErrInterrupted) {
@@ -309,7 +310,7 @@ type evalResult struct {
 	TestLoss float64     `json:"test_loss"`
 	TestAcc  float64     `json:"test_acc"`
 	Seconds  float64     `json:"seconds"`
-	Weight   weightStats `json:"weights_stats"`
+	Weight   experiment.WeightStats `json:"weights_stats"`
 	// Remaining is what is left once the removable channels are removed.
 	Remaining prune.Count `json:"remaining"`
 }
@@ -339,7 +340,7 @@ func evalOnly(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	}
 	// The file holds the weights the network computes with: no gate
 	// transformation applies.
-	meth.hc = nil
+	meth.Gates = nil
 	t := &trainer{cfg: c, model: model, meth: meth, evalCtx: &autograd.Context{Arena: autograd.NewArena(), NoGrad: true}}
 	start := time.Now()
 	loss, acc, err := t.evaluate(ctx, ds.Test)

@@ -12,9 +12,9 @@ import (
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/datasets/cifar10"
 	"github.com/proxgen/proxgen/nn"
+	"github.com/proxgen/proxgen/nn/experiment"
 	"github.com/proxgen/proxgen/nn/prune"
 	"github.com/proxgen/proxgen/nn/train"
-	"github.com/proxgen/proxgen/optim"
 )
 
 // runState is the program's part of the checkpoint (train.State.JSON).
@@ -38,7 +38,7 @@ type runState struct {
 type trainer struct {
 	cfg         *config
 	model       nn.Module
-	meth        *method
+	meth        *experiment.Method
 	train, test *cifar10.Split
 	perEpoch    int
 	prog        *train.Progress
@@ -60,7 +60,7 @@ type trainer struct {
 func (t *trainer) loop() *train.Loop {
 	return &train.Loop{
 		Dir: t.cfg.Out, Epochs: t.cfg.Epochs, StepsPerEpoch: t.perEpoch, SaveEvery: t.cfg.SaveEvery,
-		Model: t.model, Aux: t.meth.aux(), Optimizer: t.meth.opt, Progress: t.prog,
+		Model: t.model, Aux: t.meth.Aux(), Optimizer: t.meth.Opt, Progress: t.prog,
 		BeginEpoch: t.beginEpoch, Step: t.step, Update: t.update, EndEpoch: t.endEpoch,
 		Status: func(s train.EpochStats) string {
 			return fmt.Sprintf("acc %5.2f%%", 100*float64(t.correct)/float64(max(s.Samples, 1)))
@@ -74,9 +74,9 @@ func (t *trainer) loop() *train.Loop {
 // the start batches already done.
 func (t *trainer) beginEpoch(_ context.Context, epoch, start int) error {
 	c := t.cfg
-	t.meth.setEpoch(epoch)
-	t.lambda = t.meth.lambdaAt(epoch)
-	t.lr = t.meth.lrAt(epoch * t.perEpoch)
+	t.meth.SetEpoch(epoch)
+	t.lambda = t.meth.LambdaAt(epoch)
+	t.lr = t.meth.LRAt(epoch * t.perEpoch)
 	t.model.SetTraining(true)
 	if c.pruning() && t.mask == nil {
 		if err := t.prune(); err != nil {
@@ -104,9 +104,9 @@ func (t *trainer) step(epoch, step int) (float64, int, error) {
 	if !ok {
 		return 0, 0, fmt.Errorf("epoch %d ended after %d of %d batches", epoch+1, step, t.perEpoch)
 	}
-	t.meth.opt.ZeroGrad()
+	t.meth.Opt.ZeroGrad()
 	t.trainCtx.Arena.Reset()
-	extra := t.meth.graphTerms(t.trainCtx)
+	extra := t.meth.GraphTerms(t.trainCtx)
 	x := autograd.FromSlice(b.X, b.N, cifar10.Channels, cifar10.Height, cifar10.Width).In(t.trainCtx)
 	logits := t.model.Forward(x)
 	l := autograd.CrossEntropy(logits, b.Y)
@@ -123,8 +123,8 @@ func (t *trainer) step(epoch, step int) (float64, int, error) {
 
 // update applies the optimizer after step.
 func (t *trainer) update() error {
-	t.meth.endStep()
-	t.meth.opt.Step()
+	t.meth.EndStep()
+	t.meth.Opt.Step()
 	if t.mask != nil {
 		t.mask.Apply()
 	}
@@ -152,8 +152,8 @@ func (t *trainer) prune() error {
 // remaining returns what is left of the network the model computes with
 // after removing its removable channels.
 func (t *trainer) remaining() (prune.Count, error) {
-	t.meth.useEffective()
-	defer t.meth.restore()
+	t.meth.UseEffective()
+	defer t.meth.Restore()
 	return prune.CountModel(t.model, cifar10.Height, cifar10.Width)
 }
 
@@ -164,7 +164,7 @@ func (t *trainer) endEpoch(ctx context.Context, epoch int, s train.EpochStats) (
 	t.closeLoader()
 	if c.HardQuantEpoch > 0 && epoch+1 == c.HardQuantEpoch {
 		// Repeating this after an interrupted evaluation changes nothing.
-		t.meth.hardQuantize()
+		t.meth.HardQuantize()
 		t.frozen = true
 		t.prog.Logf("epoch %d: binarised weights set to sign(w) and frozen", epoch+1)
 	}
@@ -180,9 +180,9 @@ func (t *trainer) endEpoch(ctx context.Context, epoch int, s train.EpochStats) (
 	}
 	rec := epochRecord{
 		Epoch:        epoch + 1,
-		Step:         t.meth.opt.Steps(),
+		Step:         t.meth.Opt.Steps(),
 		Loss:         s.MeanLoss(),
-		Penalty:      t.meth.penalty(),
+		Penalty:      t.meth.Penalty(),
 		TrainAcc:     float64(t.correct) / float64(s.Samples),
 		TestLoss:     testLoss,
 		TestAcc:      testAcc,
@@ -208,7 +208,7 @@ func (t *trainer) endEpoch(ctx context.Context, epoch int, s train.EpochStats) (
 		v := ws.PM1
 		rec.Binary = &v
 	}
-	if p, ok := t.meth.sched.(*optim.ReduceOnPlateau); ok {
+	if p := t.meth.Plateau(); p != nil {
 		p.Observe(testLoss)
 	}
 	t.correct = 0
@@ -218,7 +218,7 @@ func (t *trainer) endEpoch(ctx context.Context, epoch int, s train.EpochStats) (
 
 // saveState returns the program's part of a checkpoint.
 func (t *trainer) saveState() (train.State, error) {
-	rng, err := t.meth.rngState()
+	rng, err := t.meth.RNGState()
 	if err != nil {
 		return train.State{}, fmt.Errorf("saving the random state: %w", err)
 	}
@@ -240,7 +240,7 @@ func (t *trainer) loadState(s train.State) error {
 	if st.Correct < 0 {
 		return fmt.Errorf("bad run state: %d correct images", st.Correct)
 	}
-	if err := t.meth.setRNGState(st.RNG); err != nil {
+	if err := t.meth.SetRNGState(st.RNG); err != nil {
 		return err
 	}
 	t.frozen, t.correct = st.Frozen, st.Correct
@@ -251,8 +251,8 @@ func (t *trainer) loadState(s train.State) error {
 		}
 		t.mask = mask
 	}
-	if t.frozen && t.meth.reg != nil {
-		t.meth.reg.Frozen = true
+	if t.frozen {
+		t.meth.Freeze()
 	}
 	return nil
 }
@@ -282,8 +282,8 @@ func countCorrect(logits *autograd.Tensor, labels []int) int {
 func (t *trainer) evaluate(ctx context.Context, split *cifar10.Split) (loss, acc float64, err error) {
 	t.model.SetTraining(false)
 	defer t.model.SetTraining(true)
-	t.meth.useEffective()
-	defer t.meth.restore()
+	t.meth.UseEffective()
+	defer t.meth.Restore()
 	// A batch larger than the split is the whole split: the loader's
 	// buffers never exceed the data.
 	l := cifar10.NewLoader(split, cifar10.LoaderConfig{BatchSize: max(1, min(t.cfg.EvalBatch, split.Len()))})
@@ -327,10 +327,10 @@ func (t *trainer) releaseArena(ctx *autograd.Context) {
 }
 
 // stats returns the statistics of the weights the network computes with.
-func (t *trainer) stats() weightStats {
-	t.meth.useEffective()
-	defer t.meth.restore()
-	s := computeWeightStats(t.meth.weights)
+func (t *trainer) stats() experiment.WeightStats {
+	t.meth.UseEffective()
+	defer t.meth.Restore()
+	s := experiment.ComputeWeightStats(t.meth.Weights)
 	if !t.cfg.binary() {
 		for i := range s.Layers {
 			s.Layers[i].PM1 = 0
