@@ -303,13 +303,13 @@ func trainRun(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 
 // evalResult is the output of -eval-only.
 type evalResult struct {
-	Weights  string      `json:"weights"`
-	Model    string      `json:"model"`
-	Params   int         `json:"params"`
-	Images   int         `json:"images"`
-	TestLoss float64     `json:"test_loss"`
-	TestAcc  float64     `json:"test_acc"`
-	Seconds  float64     `json:"seconds"`
+	Weights  string                 `json:"weights"`
+	Model    string                 `json:"model"`
+	Params   int                    `json:"params"`
+	Images   int                    `json:"images"`
+	TestLoss float64                `json:"test_loss"`
+	TestAcc  float64                `json:"test_acc"`
+	Seconds  float64                `json:"seconds"`
 	Weight   experiment.WeightStats `json:"weights_stats"`
 	// Remaining is what is left once the removable channels are removed.
 	Remaining prune.Count `json:"remaining"`

@@ -34,12 +34,12 @@ type epochRecord struct {
 	Remaining   *prune.Count `json:"remaining,omitempty"`
 	// Binary is the fraction of the binarised weights at exactly ±1; only
 	// binary runs have it.
-	Binary      *float64     `json:"binary_ratio,omitempty"`
-	LR          float64      `json:"lr"`
-	Lambda      float64      `json:"lambda"` // per-step λ of the epoch
-	Seconds     float64      `json:"seconds"`
-	EvalSeconds float64      `json:"eval_seconds"`
-	ImgPerS     float64      `json:"img_per_s"`
+	Binary      *float64                `json:"binary_ratio,omitempty"`
+	LR          float64                 `json:"lr"`
+	Lambda      float64                 `json:"lambda"` // per-step λ of the epoch
+	Seconds     float64                 `json:"seconds"`
+	EvalSeconds float64                 `json:"eval_seconds"`
+	ImgPerS     float64                 `json:"img_per_s"`
 	Layers      []experiment.LayerStats `json:"layers"`
 }
 

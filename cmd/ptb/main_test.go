@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
 )
 
 // tinyText returns sentences of a small grammar: a learnable language

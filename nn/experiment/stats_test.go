@@ -49,4 +49,3 @@ func TestFilterCounts(t *testing.T) {
 		t.Fatalf("a: %d of %d, want 1 of 3", l.Filters, l.FiltersTotal)
 	}
 }
-
