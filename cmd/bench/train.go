@@ -456,10 +456,7 @@ func newTrainStep(c *trainConfig) (step func() float32, samples, params int, err
 	model.SetTraining(true)
 	// torch.optim.Adam(model.parameters(), lr) with its defaults.
 	all := &optim.Group{LR: c.lr}
-	for _, p := range model.Params() {
-		all.Params = append(all.Params, p.T)
-		all.Names = append(all.Names, p.Name)
-	}
+	all.Names, all.Params = nn.SplitParams(model.Params())
 	opt := optim.New([]*optim.Group{all}, optim.AdamConfig(0.9, 0.999, 1e-8))
 
 	var ctx *autograd.Context // nil: op buffers come from the heap

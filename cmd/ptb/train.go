@@ -21,6 +21,7 @@ import (
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
+	"github.com/proxgen/proxgen/nn/experiment"
 	"github.com/proxgen/proxgen/nn/models"
 	"github.com/proxgen/proxgen/nn/train"
 	"github.com/proxgen/proxgen/optim"
@@ -119,18 +120,6 @@ func countOOV(path string, v *ptb.Vocab) (int, error) {
 	return n, nil
 }
 
-// method is the optimizer of a run with its step-size schedule and the
-// regularized (or binarised) weights.
-type method struct {
-	opt     *optim.ProxGen
-	plateau *optim.ReduceOnPlateau // nil when the step size is constant
-	params  []*autograd.Tensor
-	// reg is the group of regularized weights; nil without regularizer.
-	reg      *optim.Group
-	lambda   float64
-	homotopy bool
-}
-
 // regularized reports whether the parameter name/t belongs to the set
 // that -reg-on selects.
 func regularized(c *config, name string, t *autograd.Tensor) bool {
@@ -142,115 +131,35 @@ func regularized(c *config, name string, t *autograd.Tensor) bool {
 
 // newMethod builds the optimizer of c over the parameters of m, trained
 // with perEpoch updates per epoch.
-func newMethod(c *config, m *models.LanguageModel, perEpoch int) (*method, error) {
+func newMethod(c *config, m *models.LanguageModel, perEpoch int) (*experiment.Method, error) {
 	reg, err := optim.ParseRegularizer(c.Reg)
 	if err != nil {
 		return nil, err
 	}
-	me := &method{lambda: c.Lambda, homotopy: c.Homotopy}
-	var names []string
-	for _, p := range m.Params() {
-		names = append(names, p.Name)
-		me.params = append(me.params, p.T)
-	}
-	isReg := func(name string, t *autograd.Tensor) bool { return reg != nil && regularized(c, name, t) }
-	groups := optim.SplitGroups(names, me.params, isReg, reg, c.Lambda, c.WD, c.LR)
-	var cfg optim.Config
-	switch c.Optimizer {
-	case "adam":
-		cfg = optim.AdamConfig(c.Beta1, c.Beta2, c.Eps)
-	case "sgd":
-		cfg = optim.SGDConfig(c.Momentum, false)
-	case "proxgen":
-		cfg = optim.ProxGenAdam(c.Beta1, c.Beta2, c.Eps)
-	case "proxquant":
-		cfg = optim.ProxGenAdam(c.Beta1, c.Beta2, c.Eps)
-		cfg.Metric = optim.Euclidean
-	default:
-		return nil, fmt.Errorf("unknown optimizer %q", c.Optimizer)
-	}
+	var sched optim.Schedule
 	switch {
 	case c.Schedule != "":
 		sp, err := optim.ParseSchedule(c.Schedule)
 		if err != nil {
 			return nil, fmt.Errorf("-schedule: %w", err)
 		}
-		if cfg.Schedule, err = sp.Build(perEpoch, c.Epochs); err != nil {
+		if sched, err = sp.Build(perEpoch, c.Epochs); err != nil {
 			return nil, fmt.Errorf("-schedule: %w", err)
 		}
-		s := cfg.Schedule
-		if w, ok := s.(optim.Warmup); ok {
-			s = w.Then
-		}
-		me.plateau, _ = s.(*optim.ReduceOnPlateau)
 	case c.LRDecay > 1:
-		me.plateau = optim.NewReduceOnPlateau(1/c.LRDecay, 0)
-		cfg.Schedule = me.plateau
+		sched = optim.NewReduceOnPlateau(1/c.LRDecay, 0)
 	}
-	for _, g := range groups {
-		if g.Reg != nil {
-			me.reg = g
-			if c.Optimizer == "proxquant" {
-				g.Clip = 1
-			}
-		}
-	}
-	me.opt = optim.New(groups, cfg)
-	me.setEpoch(0)
-	return me, nil
-}
-
-// setEpoch sets λ for epoch (counted from 0): λ·epoch with the homotopy.
-func (me *method) setEpoch(epoch int) {
-	if me.reg == nil {
-		return
-	}
-	me.reg.Lambda = me.lambda
-	if me.homotopy {
-		me.reg.Lambda = me.lambda * float64(epoch)
-	}
-}
-
-// hardQuantize sets the regularized weights to sign(w) (+1 for 0) and
-// freezes them.
-func (me *method) hardQuantize() {
-	if me.reg == nil {
-		return
-	}
-	for _, p := range me.reg.Params {
-		for i, v := range p.Data {
-			if v < 0 {
-				p.Data[i] = -1
-			} else {
-				p.Data[i] = 1
-			}
-		}
-	}
-	me.reg.Frozen = true
-}
-
-// weightStats returns, over the regularized weights, the fractions of
-// exact zeros and of weights at exactly ±1.
-func (me *method) weightStats() (zero, binary float64) {
-	if me.reg == nil {
-		return 0, 0
-	}
-	var z, b, n int
-	for _, p := range me.reg.Params {
-		for _, v := range p.Data {
-			switch v {
-			case 0:
-				z++
-			case 1, -1:
-				b++
-			}
-		}
-		n += len(p.Data)
-	}
-	if n == 0 {
-		return 0, 0
-	}
-	return float64(z) / float64(n), float64(b) / float64(n)
+	return experiment.NewMethod(m, experiment.MethodConfig{
+		Optimizer:   c.Optimizer,
+		Reg:         reg,
+		Regularized: func(name string, t *autograd.Tensor) bool { return reg != nil && regularized(c, name, t) },
+		Lambda:      c.Lambda,
+		Homotopy:    c.Homotopy,
+		WD:          c.WD,
+		LR:          c.LR,
+		Hyper:       optim.Hyper{Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps, Momentum: c.Momentum},
+		Schedule:    sched,
+	})
 }
 
 // epochRecord is the metrics line of one epoch.
@@ -333,7 +242,7 @@ type trainer struct {
 	c                  *config
 	data               *corpus
 	model              *models.LanguageModel
-	me                 *method
+	me                 *experiment.Method
 	pcg                *rand.PCG
 	train, valid, test *ptb.Batched
 	// trainCtx and evalCtx are the contexts of training windows and of
@@ -429,7 +338,7 @@ func trainRun(ctx context.Context, c *config, ck *train.Checkpoint, threads int,
 	}
 	l := &train.Loop{
 		Dir: c.Out, Epochs: c.Epochs, StepsPerEpoch: t.windows, SaveEvery: c.SaveEvery,
-		Model: t.model, Optimizer: t.me.opt, Progress: train.NewProgress(stderr, mode, c.LogEvery, "tok"),
+		Model: t.model, Optimizer: t.me.Opt, Progress: train.NewProgress(stderr, mode, c.LogEvery, "tok"),
 		BeginEpoch: t.beginEpoch, Step: t.step, Update: t.update, EndEpoch: t.endEpoch,
 		Status:    func(s train.EpochStats) string { return fmt.Sprintf("ppl %.2f", math.Exp(s.MeanLoss())) },
 		SaveState: t.saveState, LoadState: t.loadState,
@@ -583,11 +492,11 @@ func absPath(p string) string {
 // beginEpoch sets the epoch's λ and, at the epoch's start, zeroes the
 // carried LSTM state and the gradient-norm sums.
 func (t *trainer) beginEpoch(_ context.Context, epoch, start int) error {
-	t.me.setEpoch(epoch)
-	t.lr = t.me.opt.LR(0)
+	t.me.SetEpoch(epoch)
+	t.lr = t.me.LR()
 	t.lam = 0
-	if t.me.reg != nil {
-		t.lam = t.me.reg.Lambda
+	if t.me.Reg != nil {
+		t.lam = t.me.Reg.Lambda
 	}
 	t.model.SetTraining(true)
 	if start == 0 {
@@ -602,7 +511,7 @@ func (t *trainer) beginEpoch(_ context.Context, epoch, start int) error {
 func (t *trainer) step(_, w int) (float64, int, error) {
 	c, d := t.c, t.train
 	x, y, n := ptb.GetBatch(d, w*c.BPTT, c.BPTT)
-	t.me.opt.ZeroGrad()
+	t.me.Opt.ZeroGrad()
 	t.trainCtx.Arena.Reset()
 	logits, next := t.model.Run(t.trainCtx, x, n, d.B, t.state)
 	loss := autograd.CrossEntropy(logits, y)
@@ -615,12 +524,12 @@ func (t *trainer) step(_, w int) (float64, int, error) {
 
 // update clips the gradient norm and applies the optimizer.
 func (t *trainer) update() error {
-	norm := optim.ClipGradNorm(t.me.params, t.c.Clip)
+	norm := optim.ClipGradNorm(t.me.Params, t.c.Clip)
 	t.st.NormSum += norm
 	if t.c.Clip > 0 && norm > t.c.Clip {
 		t.st.Clipped++
 	}
-	t.me.opt.Step()
+	t.me.Opt.Step()
 	return nil
 }
 
@@ -654,17 +563,18 @@ func (t *trainer) endEpoch(ctx context.Context, epoch int, s train.EpochStats) (
 	}
 	rec.EvalSecond = time.Since(evalStart).Seconds()
 	// From here on nothing is interrupted: the state changes once.
-	if t.me.plateau != nil {
-		t.me.plateau.Observe(steer)
+	if p := t.me.Plateau(); p != nil {
+		p.Observe(steer)
 	}
 	if c.HardQuant > 0 && epoch+1 == c.HardQuant {
-		t.me.hardQuantize()
+		t.me.HardQuantize()
 		t.st.Frozen = true
 	}
-	rec.NextLR = t.me.opt.LR(0)
-	rec.Steps = t.me.opt.Steps()
-	rec.Penalty = optim.Penalty(t.me.opt.Groups())
-	rec.ZeroRatio, rec.Binary = t.me.weightStats()
+	rec.NextLR = t.me.LR()
+	rec.Steps = t.me.Opt.Steps()
+	rec.Penalty = optim.Penalty(t.me.Opt.Groups())
+	ws := experiment.ComputeWeightStats(t.me.Weights)
+	rec.ZeroRatio, rec.Binary = ws.Zero, ws.PM1
 	if !t.st.HasBest || steer < t.st.BestValid {
 		if !math.IsNaN(steer) && !math.IsInf(steer, 0) && !math.IsNaN(rec.TestLoss) && !math.IsInf(rec.TestLoss, 0) {
 			t.st.HasBest, t.st.BestValid, t.st.BestEpoch, t.st.BestTestLoss = true, steer, epoch+1, rec.TestLoss
@@ -740,8 +650,8 @@ func (t *trainer) loadState(s train.State) error {
 	}
 	st.Config = t.c
 	t.st, t.state, t.best = st, state, best
-	if t.st.Frozen && t.me.reg != nil {
-		t.me.reg.Frozen = true
+	if t.st.Frozen {
+		t.me.Freeze()
 	}
 	return nil
 }
