@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 
 	"github.com/proxgen/proxgen/datasets/cifar10"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
+	"github.com/proxgen/proxgen/nn/experiment"
 	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/train"
 )
@@ -89,30 +89,20 @@ func (t *trainer) outputs() []train.Output {
 	}
 }
 
-// decodeHistory decodes the metrics records of a run (null, written for a
-// non-finite value, reads as NaN).
+// decodeHistory decodes the metrics records of a run.
 func decodeHistory(lines []json.RawMessage) ([]epochRecord, error) {
-	recs := make([]epochRecord, len(lines))
-	for i, l := range lines {
-		if err := json.Unmarshal(l, &recs[i]); err != nil {
-			return nil, fmt.Errorf("metrics record %d: %v", i+1, err)
-		}
-	}
-	return recs, nil
+	return experiment.DecodeHistory[epochRecord](lines)
 }
 
 // readStoredRun reads the checkpoint of the run folder dir and the
 // configuration stored in it, without loading any tensor into a model.
 func readStoredRun(dir string) (*train.Checkpoint, *config, error) {
-	ck, err := train.ReadCheckpoint(dir)
+	c := defaultConfig()
+	ck, err := experiment.ReadStoredRun(dir, c)
 	if err != nil {
 		return nil, nil, fmt.Errorf("-resume: %w", err)
 	}
-	st := runState{Config: defaultConfig()}
-	if err := json.Unmarshal(ck.User(), &st); err != nil || st.Config == nil {
-		return nil, nil, fmt.Errorf("-resume: %s: bad run state: %v", ck.Path, err)
-	}
-	return ck, st.Config, nil
+	return ck, c, nil
 }
 
 // mergeResume returns the stored configuration with the flags of this
@@ -123,39 +113,12 @@ func mergeResume(stored, now *config) (*config, error) {
 	merged.explicit = now.explicit
 	merged.Out = now.Out
 	merged.Progress, merged.JSON = now.Progress, now.JSON
-	storedFlags := newFlagSet(stored, io.Discard)
-	nowFlags := newFlagSet(now, io.Discard)
-	mergedFlags := newFlagSet(&merged, io.Discard)
-	var errs []string
-	for name := range now.explicit {
-		want := storedFlags.Lookup(name).Value.String()
-		got := nowFlags.Lookup(name).Value.String()
-		if isMutable(name) {
-			// Settings of the environment rather than of the run (and
-			// -epochs, to extend or shorten it) may change.
-			if err := mergedFlags.Set(name, got); err != nil {
-				return nil, fmt.Errorf("-%s: %v", name, err)
-			}
-			continue
-		}
-		if got != want {
-			errs = append(errs, fmt.Sprintf("-%s %s (the run has %s)", name, got, want))
-		}
-	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("-resume continues the run with its own settings; these flags differ: %s", strings.Join(errs, ", "))
+	err := experiment.MergeFlags(newFlagSet(stored, io.Discard), newFlagSet(now, io.Discard), newFlagSet(&merged, io.Discard), now.explicit, mutableOnResume)
+	if err != nil {
+		return nil, err
 	}
 	merged.Resume = true
 	return &merged, nil
-}
-
-func isMutable(name string) bool {
-	for _, m := range mutableOnResume {
-		if m == name {
-			return true
-		}
-	}
-	return false
 }
 
 // loadWeights loads the model tensors of the safetensors file at path into

@@ -49,7 +49,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -96,10 +95,10 @@ func (e usageError) Unwrap() error { return e.error }
 
 // Exit statuses of run.
 const (
-	exitOK          = 0
-	exitError       = 1 // the run failed (data, files, divergence)
-	exitUsage       = 2 // bad flags
-	exitInterrupted = 130
+	exitOK          = experiment.ExitOK
+	exitError       = experiment.ExitError
+	exitUsage       = experiment.ExitUsage
+	exitInterrupted = experiment.ExitInterrupted
 )
 
 // run is the whole program: it parses args, trains or evaluates, and
@@ -134,12 +133,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		c.resumed = ck
 	}
-	threads := c.Threads
-	if threads == 0 {
-		threads = runtime.NumCPU()
-	}
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(threads))
-	defer parallel.SetWorkers(parallel.SetWorkers(threads))
+	_, restore := experiment.SetThreads(c.Threads)
+	defer restore()
 
 	switch {
 	case c.Compact != "":
@@ -231,8 +226,8 @@ func trainRun(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 		}
 	}
 	if !c.Resume {
-		if _, err := os.Lstat(filepath.Join(c.Out, train.CheckpointName)); err == nil {
-			return fmt.Errorf("%s already holds a run (%s); continue it with -resume or choose another -out", c.Out, train.CheckpointName)
+		if err := experiment.CheckNewRun(c.Out); err != nil {
+			return err
 		}
 	}
 	ds, err := loadData(ctx, c, stderr)

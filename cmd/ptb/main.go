@@ -53,12 +53,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
 
-	"github.com/proxgen/proxgen/internal/parallel"
+	"github.com/proxgen/proxgen/nn/experiment"
 	"github.com/proxgen/proxgen/nn/train"
 	"github.com/proxgen/proxgen/optim"
 )
@@ -72,10 +71,10 @@ func main() {
 
 // Exit statuses of run.
 const (
-	exitOK          = 0
-	exitError       = 1 // the run failed: data, files, divergence
-	exitUsage       = 2 // bad flags
-	exitInterrupted = 130
+	exitOK          = experiment.ExitOK
+	exitError       = experiment.ExitError
+	exitUsage       = experiment.ExitUsage
+	exitInterrupted = experiment.ExitInterrupted
 )
 
 // errUsage marks errors in the flags.
@@ -222,23 +221,8 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 func mergeResume(stored, now *config) (*config, error) {
 	merged := *stored
 	merged.explicit, merged.Resume = now.explicit, true
-	storedFlags, nowFlags, mergedFlags := newFlagSet(stored, io.Discard), newFlagSet(now, io.Discard), newFlagSet(&merged, io.Discard)
-	var diff []string
-	for name := range now.explicit {
-		got := nowFlags.Lookup(name).Value.String()
-		if slices.Contains(mutableOnResume, name) {
-			if err := mergedFlags.Set(name, got); err != nil {
-				return nil, usageError("-%s: %v", name, err)
-			}
-			continue
-		}
-		if want := storedFlags.Lookup(name).Value.String(); got != want {
-			diff = append(diff, fmt.Sprintf("-%s %s (the run has %s)", name, got, want))
-		}
-	}
-	if len(diff) > 0 {
-		slices.Sort(diff)
-		return nil, usageError("-resume continues the run with its own settings; these flags differ: %s", strings.Join(diff, ", "))
+	if err := experiment.MergeFlags(newFlagSet(stored, io.Discard), newFlagSet(now, io.Discard), newFlagSet(&merged, io.Discard), now.explicit, mutableOnResume); err != nil {
+		return nil, usageError("%v", err)
 	}
 	return &merged, nil
 }
@@ -390,12 +374,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		resume = ck
 	}
-	threads := c.Threads
-	if threads == 0 {
-		threads = runtime.NumCPU()
-	}
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(threads))
-	defer parallel.SetWorkers(parallel.SetWorkers(threads))
+	threads, restore := experiment.SetThreads(c.Threads)
+	defer restore()
 
 	err = trainRun(ctx, c, resume, threads, stdout, stderr)
 	switch {

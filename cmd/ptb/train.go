@@ -261,23 +261,17 @@ type trainer struct {
 // readStoredRun reads the checkpoint of the run folder dir and the
 // settings stored in it.
 func readStoredRun(dir string) (*train.Checkpoint, *config, error) {
-	ck, err := train.ReadCheckpoint(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	st := runState{Config: defaultConfig()}
-	if err := json.Unmarshal(ck.User(), &st); err != nil || st.Config == nil {
-		return nil, nil, fmt.Errorf("%s: bad run state: %v", ck.Path, err)
-	}
-	return ck, st.Config, nil
+	c := defaultConfig()
+	ck, err := experiment.ReadStoredRun(dir, c)
+	return ck, c, err
 }
 
 // trainRun runs (or resumes from ck) the training described by c,
 // printing metrics to stdout.
 func trainRun(ctx context.Context, c *config, ck *train.Checkpoint, threads int, stdout, stderr io.Writer) error {
 	if ck == nil {
-		if _, err := os.Lstat(filepath.Join(c.Out, train.CheckpointName)); err == nil {
-			return fmt.Errorf("%s already holds a run (%s); continue it with -resume or choose another -out", c.Out, train.CheckpointName)
+		if err := experiment.CheckNewRun(c.Out); err != nil {
+			return err
 		}
 	}
 	if c.Metrics != "" {
