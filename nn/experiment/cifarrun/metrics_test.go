@@ -1,4 +1,4 @@
-package main
+package cifarrun
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ func TestCountCorrect(t *testing.T) {
 
 func TestEpochRecordJSON(t *testing.T) {
 	bin := 0.75
-	recs := []epochRecord{
+	recs := []EpochRecord{
 		{Epoch: 1, Loss: 2, TestAcc: 0.5, Layers: []experiment.LayerStats{{Name: "conv1.weight", Numel: 4, Zero: 0.25}}},
 		{Epoch: 2, Loss: 1.5, Binary: &bin},
 	}
@@ -41,7 +41,7 @@ func TestEpochRecordJSON(t *testing.T) {
 		lines = append(lines, string(b))
 	}
 	// A diverged epoch still encodes, with null for the non-finite values.
-	nan := epochRecord{Epoch: 3, Loss: math.NaN(), TestLoss: math.Inf(1)}
+	nan := EpochRecord{Epoch: 3, Loss: math.NaN(), TestLoss: math.Inf(1)}
 	b, err := train.MarshalJSON(&nan)
 	if err != nil || !bytes.Contains(b, []byte(`"loss":null`)) || !bytes.Contains(b, []byte(`"test_loss":null`)) {
 		t.Errorf("non-finite record: %s, %v", b, err)

@@ -1,4 +1,4 @@
-package main
+package cifarrun
 
 import (
 	"context"
@@ -178,7 +178,7 @@ func (t *trainer) endEpoch(ctx context.Context, epoch int, s train.EpochStats) (
 	if err != nil {
 		return nil, err
 	}
-	rec := epochRecord{
+	rec := EpochRecord{
 		Epoch:        epoch + 1,
 		Step:         t.meth.Opt.Steps(),
 		Loss:         s.MeanLoss(),
@@ -343,7 +343,7 @@ func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
 // printEpoch writes the epoch's metrics to stdout: the JSON line with
 // -json, a readable line otherwise.
-func (t *trainer) printEpoch(r *epochRecord) {
+func (t *trainer) printEpoch(r *EpochRecord) {
 	t.prog.Interrupt()
 	if t.cfg.JSON {
 		line, _ := train.MarshalJSON(r)
@@ -359,8 +359,8 @@ func (t *trainer) printEpoch(r *epochRecord) {
 		100*r.Zero, 100*r.Small, bin, r.LR, r.Lambda, r.Seconds, r.ImgPerS)
 }
 
-// summary describes a finished run.
-type summary struct {
+// Summary describes a finished run.
+type Summary struct {
 	Model     string  `json:"model"`
 	Optimizer string  `json:"optimizer"`
 	Reg       string  `json:"reg"`
@@ -389,8 +389,8 @@ type summary struct {
 }
 
 // makeSummary summarises the history h of the run.
-func (t *trainer) makeSummary(h []epochRecord) summary {
-	s := summary{Model: t.cfg.Model, Optimizer: t.cfg.Optimizer, Reg: t.cfg.Reg, Epochs: len(h),
+func (t *trainer) makeSummary(h []EpochRecord) Summary {
+	s := Summary{Model: t.cfg.Model, Optimizer: t.cfg.Optimizer, Reg: t.cfg.Reg, Epochs: len(h),
 		Params: nn.NumParams(t.model), Out: t.cfg.Out, Config: t.cfg}
 	for _, r := range h {
 		s.Seconds += r.Seconds
@@ -410,7 +410,7 @@ func (t *trainer) makeSummary(h []epochRecord) summary {
 }
 
 // printSummary writes the run's summary in readable form.
-func printSummary(w io.Writer, s summary, files []string) {
+func printSummary(w io.Writer, s Summary, files []string) {
 	fmt.Fprintf(w, "\n%s trained with %s (%s) for %d epochs, %d parameters, %s of training\n",
 		s.Model, s.Optimizer, s.Reg, s.Epochs, s.Params, train.FormatDuration(s.Seconds))
 	fmt.Fprintf(w, "  test accuracy   %.2f%% (best %.2f%% at epoch %d), test loss %.4f\n", 100*s.TestAcc, 100*s.BestAcc, s.BestEpoch, s.TestLoss)

@@ -1,4 +1,4 @@
-package main
+package cifarrun
 
 import (
 	"bytes"
@@ -18,9 +18,9 @@ import (
 
 // Files of a run folder.
 const (
-	metricsFile = "metrics.jsonl"
-	curvesFile  = "curves.svg"
-	summaryFile = "summary.json"
+	MetricsFile = "metrics.jsonl"
+	CurvesFile  = "curves.svg"
+	SummaryFile = "summary.json"
 )
 
 // modelMetadata returns the metadata that lets a reader (nn/infer,
@@ -62,7 +62,7 @@ func (t *trainer) outputs() []train.Output {
 			defer t.meth.Restore()
 			return train.ModelFile(t.model, mm)
 		}},
-		{Name: curvesFile, Data: func(info *train.Info) ([]byte, error) {
+		{Name: CurvesFile, Data: func(info *train.Info) ([]byte, error) {
 			h, err := decodeHistory(info.History)
 			if err != nil {
 				return nil, err
@@ -72,7 +72,7 @@ func (t *trainer) outputs() []train.Output {
 			err = train.WriteSVG(&svg, curves(h, title, c.binary()), 2)
 			return svg.Bytes(), err
 		}},
-		{Name: summaryFile, Final: true, Data: func(info *train.Info) ([]byte, error) {
+		{Name: SummaryFile, Final: true, Data: func(info *train.Info) ([]byte, error) {
 			h, err := decodeHistory(info.History)
 			if err != nil {
 				return nil, err
@@ -90,8 +90,8 @@ func (t *trainer) outputs() []train.Output {
 }
 
 // decodeHistory decodes the metrics records of a run.
-func decodeHistory(lines []json.RawMessage) ([]epochRecord, error) {
-	return experiment.DecodeHistory[epochRecord](lines)
+func decodeHistory(lines []json.RawMessage) ([]EpochRecord, error) {
+	return experiment.DecodeHistory[EpochRecord](lines)
 }
 
 // readStoredRun reads the checkpoint of the run folder dir and the

@@ -1,4 +1,4 @@
-package main
+package cifarrun
 
 import (
 	"math"
@@ -8,8 +8,8 @@ import (
 	"github.com/proxgen/proxgen/nn/train"
 )
 
-// epochRecord is one line of metrics.jsonl.
-type epochRecord struct {
+// EpochRecord is one line of metrics.jsonl.
+type EpochRecord struct {
 	Epoch     int     `json:"epoch"` // epochs completed, 1-based
 	Step      int     `json:"step"`  // optimizer updates so far
 	Loss      float64 `json:"loss"`  // mean training cross-entropy over the epoch
@@ -44,10 +44,10 @@ type epochRecord struct {
 }
 
 // curves returns the charts of curves.svg for the records.
-func curves(recs []epochRecord, title string, binary bool) []train.Chart {
+func curves(recs []EpochRecord, title string, binary bool) []train.Chart {
 	n := len(recs)
 	x := make([]float64, n)
-	col := func(f func(r *epochRecord) float64) []float64 {
+	col := func(f func(r *EpochRecord) float64) []float64 {
 		v := make([]float64, n)
 		for i := range recs {
 			v[i] = f(&recs[i])
@@ -58,12 +58,12 @@ func curves(recs []epochRecord, title string, binary bool) []train.Chart {
 		x[i] = float64(recs[i].Epoch)
 	}
 	sparsity := []train.Series{
-		{Name: "exact zeros", X: x, Y: col(func(r *epochRecord) float64 { return 100 * r.Zero })},
-		{Name: "|w| < 1e-3", X: x, Y: col(func(r *epochRecord) float64 { return 100 * r.Small })},
-		{Name: "|w| < 1e-2", X: x, Y: col(func(r *epochRecord) float64 { return 100 * r.Below1e2 })},
+		{Name: "exact zeros", X: x, Y: col(func(r *EpochRecord) float64 { return 100 * r.Zero })},
+		{Name: "|w| < 1e-3", X: x, Y: col(func(r *EpochRecord) float64 { return 100 * r.Small })},
+		{Name: "|w| < 1e-2", X: x, Y: col(func(r *EpochRecord) float64 { return 100 * r.Below1e2 })},
 	}
 	if binary {
-		sparsity = append(sparsity, train.Series{Name: "at ±1", X: x, Y: col(func(r *epochRecord) float64 {
+		sparsity = append(sparsity, train.Series{Name: "at ±1", X: x, Y: col(func(r *EpochRecord) float64 {
 			if r.Binary == nil {
 				return math.NaN()
 			}
@@ -72,29 +72,29 @@ func curves(recs []epochRecord, title string, binary bool) []train.Chart {
 	}
 	return []train.Chart{
 		{Title: title + ": loss", XLabel: "epoch", YLabel: "cross-entropy", Series: []train.Series{
-			{Name: "train", X: x, Y: col(func(r *epochRecord) float64 { return r.Loss })},
-			{Name: "test", X: x, Y: col(func(r *epochRecord) float64 { return r.TestLoss })},
-			{Name: "train objective", X: x, Y: col(func(r *epochRecord) float64 { return r.Objective })},
+			{Name: "train", X: x, Y: col(func(r *EpochRecord) float64 { return r.Loss })},
+			{Name: "test", X: x, Y: col(func(r *EpochRecord) float64 { return r.TestLoss })},
+			{Name: "train objective", X: x, Y: col(func(r *EpochRecord) float64 { return r.Objective })},
 		}},
 		{Title: "accuracy", XLabel: "epoch", YLabel: "%", Series: []train.Series{
-			{Name: "train", X: x, Y: col(func(r *epochRecord) float64 { return 100 * r.TrainAcc })},
-			{Name: "test", X: x, Y: col(func(r *epochRecord) float64 { return 100 * r.TestAcc })},
+			{Name: "train", X: x, Y: col(func(r *EpochRecord) float64 { return 100 * r.TrainAcc })},
+			{Name: "test", X: x, Y: col(func(r *EpochRecord) float64 { return 100 * r.TestAcc })},
 		}},
 		{Title: "weights", XLabel: "epoch", YLabel: "% of weights", YFixed: true, YMin: 0, YMax: percentTop(sparsity), Series: sparsity},
 		{Title: "remaining network", XLabel: "epoch", YLabel: "% of the dense network", YFixed: true, YMin: 0, YMax: 100, Series: []train.Series{
-			{Name: "FLOPs", X: x, Y: col(func(r *epochRecord) float64 { return remainingPercent(r, (*prune.Count).FLOPsRatio) })},
-			{Name: "parameters", X: x, Y: col(func(r *epochRecord) float64 { return remainingPercent(r, (*prune.Count).ParamsRatio) })},
-			{Name: "channels", X: x, Y: col(func(r *epochRecord) float64 { return remainingPercent(r, (*prune.Count).ChannelsRatio) })},
+			{Name: "FLOPs", X: x, Y: col(func(r *EpochRecord) float64 { return remainingPercent(r, (*prune.Count).FLOPsRatio) })},
+			{Name: "parameters", X: x, Y: col(func(r *EpochRecord) float64 { return remainingPercent(r, (*prune.Count).ParamsRatio) })},
+			{Name: "channels", X: x, Y: col(func(r *EpochRecord) float64 { return remainingPercent(r, (*prune.Count).ChannelsRatio) })},
 		}},
 		{Title: "step size", XLabel: "epoch", YLabel: "lr", Series: []train.Series{
-			{Name: "lr", X: x, Y: col(func(r *epochRecord) float64 { return r.LR })},
+			{Name: "lr", X: x, Y: col(func(r *EpochRecord) float64 { return r.LR })},
 		}},
 	}
 }
 
 // remainingPercent returns 100·f(r.Remaining), NaN for records written
 // before the counts existed.
-func remainingPercent(r *epochRecord, f func(*prune.Count) float64) float64 {
+func remainingPercent(r *EpochRecord, f func(*prune.Count) float64) float64 {
 	if r.Remaining == nil {
 		return math.NaN()
 	}
