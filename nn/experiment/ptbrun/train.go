@@ -1,4 +1,4 @@
-package main
+package ptbrun
 
 import (
 	"bufio"
@@ -27,9 +27,9 @@ import (
 	"github.com/proxgen/proxgen/optim"
 )
 
-// noTrainNote is the notice printed when ptb.valid.txt stands in for the
+// NoTrainNote is the notice printed when ptb.valid.txt stands in for the
 // missing training split.
-const noTrainNote = "ptb.train.txt is not available: training on ptb.valid.txt; ptb.test.txt steers the step size and gives the perplexities, which are therefore not comparable with the paper's"
+const NoTrainNote = "ptb.train.txt is not available: training on ptb.valid.txt; ptb.test.txt steers the step size and gives the perplexities, which are therefore not comparable with the paper's"
 
 // corpus is the data of a run.
 type corpus struct {
@@ -68,7 +68,7 @@ func loadCorpus(c *config) (*corpus, error) {
 			d.TrainPath = join("ptb.train.txt")
 		case exists(join("ptb.valid.txt")):
 			d.TrainPath = join("ptb.valid.txt")
-			d.Note = noTrainNote
+			d.Note = NoTrainNote
 		default:
 			return nil, fmt.Errorf("-data %s has neither ptb.train.txt nor ptb.valid.txt to train on", c.Data)
 		}
@@ -162,8 +162,8 @@ func newMethod(c *config, m *models.LanguageModel, perEpoch int) (*experiment.Me
 	})
 }
 
-// epochRecord is the metrics line of one epoch.
-type epochRecord struct {
+// EpochRecord is the metrics line of one epoch.
+type EpochRecord struct {
 	Epoch      int      `json:"epoch"`
 	Steps      int      `json:"steps"` // optimizer updates so far
 	TrainLoss  float64  `json:"train_loss"`
@@ -186,8 +186,8 @@ type epochRecord struct {
 	TokPerS    float64  `json:"tok_per_s"` // training tokens per second
 }
 
-// summary is the final output line.
-type summary struct {
+// Summary is the final output line.
+type Summary struct {
 	Summary     bool    `json:"summary"`
 	Train       string  `json:"train_file"`
 	Valid       string  `json:"valid_file,omitempty"`
@@ -315,7 +315,7 @@ func trainRun(ctx context.Context, c *config, ck *train.Checkpoint, threads int,
 	}
 	t.st.Config = c
 
-	sum := summary{
+	sum := Summary{
 		Summary: true, Train: data.TrainPath, Valid: data.ValidPath, Test: data.TestPath, Note: data.Note,
 		Vocab: data.Vocab.Len(), Params: nn.NumParams(t.model), TrainTokens: len(data.Train), TestTokens: len(data.Test),
 		TestOOV: data.TestOOV, Optimizer: c.Optimizer, Reg: c.Reg, Threads: threads,
@@ -366,12 +366,12 @@ func trainRun(ctx context.Context, c *config, ck *train.Checkpoint, threads int,
 }
 
 // summarize completes the summary from the metrics records of the run.
-func (t *trainer) summarize(base *summary, history []json.RawMessage) (*summary, error) {
+func (t *trainer) summarize(base *Summary, history []json.RawMessage) (*Summary, error) {
 	s := *base
 	var tokens int
 	var trainSeconds float64
 	for i, line := range history {
-		var r epochRecord
+		var r EpochRecord
 		if err := json.Unmarshal(line, &r); err != nil {
 			return nil, fmt.Errorf("metrics record %d: %v", i+1, err)
 		}
@@ -404,7 +404,7 @@ func nullable(v float64) float64 {
 // outputs returns the files the run folder derives from the checkpoint:
 // the best model and, at the end, the summary; -save and -metrics add
 // copies.
-func (t *trainer) outputs(sum *summary) []train.Output {
+func (t *trainer) outputs(sum *Summary) []train.Output {
 	c := t.c
 	model := func(info *train.Info) ([]byte, error) {
 		if !t.st.HasBest {
@@ -455,7 +455,7 @@ func curves(history []json.RawMessage, title string) ([]byte, error) {
 	x, trainLoss, test, valid, lr := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
 	hasValid := false
 	for i, line := range history {
-		var r epochRecord
+		var r EpochRecord
 		if err := json.Unmarshal(line, &r); err != nil {
 			return nil, fmt.Errorf("metrics record %d: %v", i+1, err)
 		}
@@ -531,7 +531,7 @@ func (t *trainer) update() error {
 // keeps the best model and prints the epoch's metrics.
 func (t *trainer) endEpoch(ctx context.Context, epoch int, s train.EpochStats) (any, error) {
 	c := t.c
-	rec := epochRecord{Epoch: epoch + 1, LR: t.lr, Lambda: t.lam, Tokens: s.Samples, Seconds: s.Seconds}
+	rec := EpochRecord{Epoch: epoch + 1, LR: t.lr, Lambda: t.lam, Tokens: s.Samples, Seconds: s.Seconds}
 	rec.TrainLoss = s.MeanLoss()
 	rec.TrainPPL = math.Exp(rec.TrainLoss)
 	rec.GradNorm = t.st.NormSum / float64(s.Steps)
@@ -652,7 +652,7 @@ func (t *trainer) loadState(s train.State) error {
 
 // writeRecord prints rec to stdout: a JSON line (non-finite values as
 // null) or a text line.
-func writeRecord(stdout io.Writer, rec *epochRecord, asJSON bool) error {
+func writeRecord(stdout io.Writer, rec *EpochRecord, asJSON bool) error {
 	if asJSON {
 		line, err := train.MarshalJSON(rec)
 		if err != nil {
