@@ -115,4 +115,3 @@ func writeMemProfile(path string, base []byte) error {
 	}
 	return nil
 }
-
