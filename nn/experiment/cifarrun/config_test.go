@@ -197,3 +197,30 @@ func abs(x float64) float64 {
 	}
 	return x
 }
+
+// TestDeprecatedReg checks that cmd/cifar's former regularizer spellings
+// still work, with a warning only when given explicitly.
+func TestDeprecatedReg(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		warn string
+	}{
+		{[]string{"-optimizer", "proxquant", "-reg", "binw:1"}, `write "bin-l1"`},
+		{[]string{"-reg", "lq:1/3"}, "deprecated spelling"},
+		{[]string{"-optimizer", "proxquant", "-reg", "bin-l1"}, ""},
+		{[]string{"-optimizer", "proxquant"}, ""}, // auto: binw:1, not given
+		{[]string{"-reg", "l12"}, ""},
+	} {
+		var out strings.Builder
+		c, err := parseConfig(tc.args, &out)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if got := out.String(); (tc.warn == "") != (got == "") || !strings.Contains(got, tc.warn) {
+			t.Errorf("%v: warning %q, want %q", tc.args, got, tc.warn)
+		}
+		if c.Optimizer == "proxquant" && (!c.binaryReg() || c.HardQuantEpoch == 0) {
+			t.Errorf("%v: a binary run without hard quantisation: %+v", tc.args, c)
+		}
+	}
+}
