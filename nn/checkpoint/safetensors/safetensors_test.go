@@ -438,7 +438,6 @@ func TestWriteFileAtomic(t *testing.T) {
 	}
 	unchanged("invalid file")
 
-
 	// A real rename failure: the target is a non-empty directory.
 	sub := filepath.Join(dir, "sub")
 	if err := os.MkdirAll(filepath.Join(sub, "inner"), 0o755); err != nil {
