@@ -55,7 +55,7 @@ var programs = [...]Program{
 		Columns: []string{"test_acc", "best_test_acc", "zero_ratio", "filters", "flops_ratio", "params_ratio", "train_seconds"},
 		X:       "zero_ratio", Y: "test_acc"},
 	{Name: "ptb", Main: ptbrun.Main, CheckArgs: ptbrun.CheckArgs,
-		Columns: []string{"test_ppl", "best_test_ppl", "zero_ratio", "binary_ratio", "seconds"},
+		Columns: []string{"test_ppl", "best_test_ppl", "best_epoch", "zero_ratio", "binary_ratio"},
 		X:       "zero_ratio", Y: "test_ppl"},
 }
 
