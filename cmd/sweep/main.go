@@ -18,6 +18,9 @@
 //	 "flags": {"data": "/data/cifar10", "epochs": "30"},
 //	 "grid": {"reg": ["l12", "l1"], "lambda": ["0.1", "1"], "seed": ["1", "2"]}}
 //
+// Values may use environment variables ($DATA, ${LAMBDAS}), expanded
+// when the sweep is planned.
+//
 // "run" is idempotent: it resumes its point when the run folder holds a
 // checkpoint and starts it otherwise, so a killed, preempted or requeued
 // point is finished by the same command, with the same bytes as an
@@ -150,9 +153,10 @@ func plan(_ context.Context, args []string, stdout, stderr io.Writer) (int, erro
 // planSpec reads and plans a spec; every problem of the spec is bad input.
 func planSpec(path string) (*sweep.Manifest, *sweep.Spec, error) {
 	s, err := sweep.ReadSpec(path)
-	if errors.Is(err, os.ErrNotExist) {
+	if err != nil {
 		return nil, nil, usageError{err}
-	} else if err != nil {
+	}
+	if s, err = s.Expand(os.LookupEnv); err != nil {
 		return nil, nil, usageError{err}
 	}
 	m, err := sweep.Plan(s)

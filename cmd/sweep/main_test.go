@@ -211,3 +211,40 @@ func TestStatusStates(t *testing.T) {
 		t.Errorf("partial run without progress: %s", b)
 	}
 }
+
+// TestSpecNamesAndVariables checks run-folder names and environment
+// variables in a spec.
+func TestSpecNamesAndVariables(t *testing.T) {
+	data := tinyPTB(t)
+	t.Setenv("SWEEP_DATA", data)
+	t.Setenv("SWEEP_LAMBDAS", "0.001  0.01")
+	spec := `{"program": "ptb", "flags": {"data": "${SWEEP_DATA}", "epochs": "1", "emb": "12", "hidden": "16", "batch": "4",
+  "bptt": "8", "eval-batch": "2", "log-every": "0"},
+ "grids": [{"name": "proxgen-{reg}-{lambda}", "flags": {"optimizer": "proxgen"}, "grid": {"reg": ["l1/2", "bin-l1"], "lambda": ["$SWEEP_LAMBDAS"]}},
+           {"name": "adam", "flags": {"optimizer": "adam"}}]}`
+	dir := planned(t, spec)
+	m, err := sweep.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, r := range m.Runs {
+		dirs = append(dirs, r.Dir)
+		if r.Flags["data"] != data {
+			t.Errorf("run %d: data %q", r.Index, r.Flags["data"])
+		}
+	}
+	if want := "proxgen-l12-0.001 proxgen-bin-l1-0.001 proxgen-l12-0.01 proxgen-bin-l1-0.01 adam"; strings.Join(dirs, " ") != want {
+		t.Errorf("folders %q, want %q", dirs, want)
+	}
+	for _, tc := range []struct{ spec, want string }{
+		{strings.Replace(spec, "${SWEEP_DATA}", "${SWEEP_UNSET}", 1), "unset environment variables: SWEEP_UNSET"},
+		{strings.Replace(spec, `"name": "adam"`, `"name": "proxgen-l12-0.01"`, 1), "have the same folder"},
+		{strings.Replace(spec, `"name": "adam"`, `"name": "../x"`, 1), "not a new folder inside"},
+	} {
+		code, _, stderr := runSweep("plan", "-spec", writeFile(t, t.TempDir(), "spec.json", tc.spec), "-dir", filepath.Join(t.TempDir(), "s"))
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("exit %d, %q; want 2 and %q", code, stderr, tc.want)
+		}
+	}
+}

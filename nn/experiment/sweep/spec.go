@@ -26,6 +26,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -78,6 +79,11 @@ func LookupProgram(name string) (Program, error) {
 // as the run's flags (later ones win). Axes are taken in the order of
 // their names, the last varying fastest. Flags are named without the
 // leading dash; a boolean flag takes "true" or "false".
+//
+// Values may name environment variables, $VAR or ${VAR}, which Expand
+// replaces; a grid value that is only a variable expands to the
+// variable's whitespace-separated words (LAMBDAS="0.1 1" gives two
+// values).
 type Spec struct {
 	Program string              `json:"program"`
 	Flags   map[string]string   `json:"flags,omitempty"`
@@ -87,8 +93,65 @@ type Spec struct {
 
 // Grid is one part of a sweep's grid.
 type Grid struct {
+	// Name, when set, names the run folders of this part (relative to the
+	// sweep folder) instead of runs/NNNN: {flag} stands for the value of
+	// that flag without ':' and '/' ("proxgen-{reg}-{lambda}").
+	Name  string              `json:"name,omitempty"`
 	Flags map[string]string   `json:"flags,omitempty"`
 	Grid  map[string][]string `json:"grid,omitempty"`
+}
+
+// Expand returns s with the environment variables in its values replaced
+// by lookup's values (os.LookupEnv for the process's environment); an
+// unset variable is an error.
+func (s *Spec) Expand(lookup func(string) (string, bool)) (*Spec, error) {
+	var missing []string
+	expand := func(v string) string {
+		return os.Expand(v, func(name string) string {
+			val, ok := lookup(name)
+			if !ok {
+				missing = append(missing, name)
+			}
+			return val
+		})
+	}
+	flags := func(m map[string]string) map[string]string {
+		if m == nil {
+			return nil
+		}
+		out := map[string]string{}
+		for k, v := range m {
+			out[k] = expand(v)
+		}
+		return out
+	}
+	grid := func(m map[string][]string) map[string][]string {
+		if m == nil {
+			return nil
+		}
+		out := map[string][]string{}
+		for k, vs := range m {
+			out[k] = []string{}
+			for _, v := range vs {
+				e := expand(v)
+				if strings.HasPrefix(v, "$") && os.Expand(v, func(string) string { return "" }) == "" {
+					out[k] = append(out[k], strings.Fields(e)...)
+				} else {
+					out[k] = append(out[k], e)
+				}
+			}
+		}
+		return out
+	}
+	x := &Spec{Program: s.Program, Flags: flags(s.Flags), Grid: grid(s.Grid)}
+	for _, g := range s.Grids {
+		x.Grids = append(x.Grids, Grid{Name: g.Name, Flags: flags(g.Flags), Grid: grid(g.Grid)})
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return nil, fmt.Errorf("the spec uses unset environment variables: %s", strings.Join(slices.Compact(missing), ", "))
+	}
+	return x, nil
 }
 
 // reserved are the flags the sweep sets itself.
@@ -174,7 +237,7 @@ func Plan(s *Spec) (*Manifest, error) {
 		grids = []Grid{{}}
 	}
 	m := &Manifest{Format: ManifestFormat, Program: s.Program, Spec: s.Hash()}
-	seen := map[string]int{}
+	seen, dirs := map[string]int{}, map[string]int{}
 	for gi, g := range grids {
 		axes := map[string][]string{}
 		for k, v := range s.Grid {
@@ -205,10 +268,14 @@ func Plan(s *Spec) (*Manifest, error) {
 				flags[k] = axes[k][pos[i]]
 				label = append(label, k+"="+axes[k][pos[i]])
 			}
-			r, err := newRun(prog, len(m.Runs), flags, strings.Join(label, " "))
+			r, err := newRun(prog, len(m.Runs), flags, strings.Join(label, " "), g.Name)
 			if err != nil {
 				return nil, err
 			}
+			if j, ok := dirs[r.Dir]; ok {
+				return nil, fmt.Errorf("runs %d and %d have the same folder %s", j, r.Index, r.Dir)
+			}
+			dirs[r.Dir] = r.Index
 			key := strings.Join(r.Args, "\x00")
 			if j, ok := seen[key]; ok {
 				return nil, fmt.Errorf("runs %d and %d are the same point (%s)", j, r.Index, strings.Join(r.Args, " "))
@@ -232,8 +299,16 @@ func Plan(s *Spec) (*Manifest, error) {
 }
 
 // newRun makes run index of prog from its flags and checks them.
-func newRun(prog Program, index int, flags map[string]string, label string) (Run, error) {
+func newRun(prog Program, index int, flags map[string]string, label, name string) (Run, error) {
 	r := Run{Index: index, Dir: filepath.Join("runs", fmt.Sprintf("%04d", index)), Label: label, Flags: flags}
+	if name != "" {
+		r.Dir = filepath.Clean(regexp.MustCompile(`\{[^{}]*\}`).ReplaceAllStringFunc(name, func(p string) string {
+			return strings.NewReplacer(":", "", "/", "").Replace(flags[p[1:len(p)-1]])
+		}))
+		if r.Dir == "." || filepath.IsAbs(r.Dir) || strings.HasPrefix(r.Dir, "..") || slices.Contains([]string{"logs", SpecFile, ManifestFile}, r.Dir) {
+			return r, fmt.Errorf("run %d: name %q gives the folder %q, which is not a new folder inside the sweep folder", index, name, r.Dir)
+		}
+	}
 	names := make([]string, 0, len(flags))
 	for k := range flags {
 		if k == "" || strings.HasPrefix(k, "-") {
