@@ -49,10 +49,10 @@ func TestKubernetesStructure(t *testing.T) {
 		APIVersion, Kind string
 		Metadata         struct{ Name string }
 		Spec             struct {
-			CompletionMode          string
+			CompletionMode           string
 			Completions, Parallelism int
-			BackoffLimit            *int
-			PodFailurePolicy        struct {
+			BackoffLimit             *int
+			PodFailurePolicy         struct {
 				Rules []struct {
 					Action          string
 					OnPodConditions []struct{ Type string }
