@@ -5,7 +5,7 @@
 // Usage:
 //
 //	sweep plan -spec SPEC.json -dir DIR     expand the grid into DIR/manifest.json
-//	sweep run -dir DIR [-threads N] INDEX   run (or resume) one point in-process
+//	sweep run -dir DIR [-threads N] INDEX   run (or resume) one point in-process (INDEX: number or run folder)
 //	sweep local -dir DIR [-j N]             run the points here, N at a time
 //	sweep slurm -dir DIR [-submit] ...      write (and submit) a Slurm job array
 //	sweep k8s -dir DIR -image IMG -claim PVC ...  write a Kubernetes Indexed Job
@@ -39,7 +39,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -172,13 +174,17 @@ func runPoint(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if err := parse(fs, dir, args, 1); err != nil {
 		return 0, err
 	}
-	i, err := strconv.Atoi(fs.Arg(0))
-	if err != nil {
-		return 0, usagef("INDEX %q is not a number", fs.Arg(0))
-	}
 	m, err := manifest(*dir)
 	if err != nil {
 		return 0, err
+	}
+	i, err := strconv.Atoi(fs.Arg(0))
+	if err != nil {
+		// A run may also be named by its folder.
+		i = slices.IndexFunc(m.Runs, func(r sweep.Run) bool { return r.Dir == filepath.Clean(fs.Arg(0)) })
+		if i < 0 {
+			return 0, usagef("INDEX %q is neither a number nor a run folder of the sweep", fs.Arg(0))
+		}
 	}
 	if _, err := m.Run(i); err != nil {
 		return 0, usageError{err}
@@ -191,6 +197,7 @@ func local(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	jobs := fs.Int("j", 1, "runs at a time")
 	threads := fs.Int("threads", 0, "threads per run (0: the CPUs divided among the -j runs)")
 	all := fs.Bool("all", false, "also run the points that are done (they re-create their files)")
+	match := fs.String("match", "", "run only the points whose folder name matches this regular expression")
 	if err := parse(fs, dir, args, 0); err != nil {
 		return 0, err
 	}
@@ -201,12 +208,16 @@ func local(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	if err != nil {
 		return 0, err
 	}
+	re, err := regexp.Compile(*match)
+	if err != nil {
+		return 0, usagef("-match: %v", err)
+	}
 	if *threads == 0 {
 		*threads = max(1, runtime.NumCPU() / *jobs)
 	}
 	var todo []int
 	for _, s := range sweep.ReadStatus(*dir, m) {
-		if *all || s.State != "done" {
+		if (*all || s.State != "done") && re.MatchString(s.Dir) {
 			todo = append(todo, s.Index)
 		}
 	}

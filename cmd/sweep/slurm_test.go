@@ -93,11 +93,18 @@ func TestSlurmCluster(t *testing.T) {
 					t.Fatalf("scontrol requeue %s: %v %s", id, err, b)
 				}
 				requeued = id
-				// Slurm holds a requeued task back for two minutes; the
-				// test does not need to wait for that.
-				if b, err := exec.Command("scontrol", "update", "JobId="+id, "StartTime=now").CombinedOutput(); err != nil {
-					t.Logf("scontrol update StartTime=now: %v %s", err, b)
-				}
+				// Slurm holds a requeued task back for two minutes; once
+				// it is pending again, the test lets it start at once.
+				go func(id string) {
+					for range 100 {
+						time.Sleep(100 * time.Millisecond)
+						b, _ := exec.Command("squeue", "-h", "-j", id, "-t", "PD", "-o", "%r").Output()
+						if strings.TrimSpace(string(b)) == "BeginTime" {
+							exec.Command("scontrol", "update", "JobId="+id, "StartTime=now").Run()
+							return
+						}
+					}
+				}(id)
 			case cancelled == "" && id != requeued:
 				if b, err := exec.Command("scancel", id).CombinedOutput(); err != nil {
 					t.Fatalf("scancel %s: %v %s", id, err, b)
