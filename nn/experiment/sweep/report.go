@@ -43,7 +43,11 @@ func WriteStatus(w io.Writer, prog Program, st []Status) error {
 		if s.ETA > 0 {
 			eta = s.ETA.String()
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", s.Index, state, epoch, strings.Join(last, ", "), eta, s.Label)
+		point := s.Label
+		if point == "" {
+			point = s.Dir
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", s.Index, state, epoch, strings.Join(last, ", "), eta, point)
 	}
 	var parts []string
 	for _, k := range []string{"done", "partial", "failed", "pending"} {
