@@ -44,8 +44,8 @@ func WriteStatus(w io.Writer, prog Program, st []Status) error {
 			eta = s.ETA.String()
 		}
 		point := s.Label
-		if point == "" {
-			point = s.Dir
+		if point == "" || !strings.HasPrefix(s.Dir, "runs"+string(filepath.Separator)) {
+			point = s.Dir // a named run
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", s.Index, state, epoch, strings.Join(last, ", "), eta, point)
 	}
