@@ -286,8 +286,9 @@ func (b *builder) conv(path string, c *nn.Conv2d, bn *nn.BatchNorm2d, bnPath str
 	out := make([]int, 4)
 	out[0], out[1] = x.shape[0], cout
 	for i := 2; i < 4; i++ {
-		out[i] = (x.shape[i]+2*c.Padding-c.Dilation*(k-1)-1)/c.Stride + 1
-		if out[i] < 1 {
+		span := x.shape[i] + 2*c.Padding - c.Dilation*(k-1) - 1
+		out[i] = span/c.Stride + 1
+		if span < 0 {
 			return value{}, fmt.Errorf("onnx: %s: input %v is too small for the convolution", trimDot(path), x.shape)
 		}
 	}
@@ -381,8 +382,9 @@ func (b *builder) pool(op, name string, x value, kernel, stride, padding int) (v
 	}
 	out := slices.Clone(x.shape)
 	for i := 2; i < 4; i++ {
-		out[i] = (x.shape[i]+2*padding-kernel)/stride + 1
-		if out[i] < 1 {
+		span := x.shape[i] + 2*padding - kernel
+		out[i] = span/stride + 1
+		if span < 0 {
 			return value{}, fmt.Errorf("onnx: %s: input %v is too small for a %d×%d window", name, x.shape, kernel, kernel)
 		}
 	}
