@@ -362,3 +362,28 @@ func TestExportFile(t *testing.T) {
 		t.Error("missing file: no error")
 	}
 }
+
+// The ONNX Runtime comparison covers both forms of the option-A shortcut:
+// the reference layout (Pad) and the channel maps of compaction (Gather).
+func TestShortcutForms(t *testing.T) {
+	for i, want := range map[int][]string{0: {"Slice", "Pad"}, 5: {"Slice", "Pad", "Gather"}} {
+		tc := imageCases[i]
+		m, err := tc.build(rand.New(rand.NewPCG(23, uint64(i))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Marshal(m, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops := read(t, b).ops
+		for _, op := range want {
+			if !slices.Contains(ops, op) {
+				t.Errorf("%s: no %s node among %v", tc.name, op, ops)
+			}
+		}
+		if i == 0 && slices.Contains(ops, "Gather") {
+			t.Errorf("%s: Gather in the reference layout", tc.name)
+		}
+	}
+}
