@@ -15,6 +15,7 @@ import (
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
+	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/models"
 )
@@ -315,6 +316,13 @@ func TestExportFile(t *testing.T) {
 	if err := checkpoint.SaveModel(lmPath, lm, map[string]string{"epoch": "3"}); err != nil {
 		t.Fatal(err)
 	}
+	// A training-state file holds the model under checkpoint.ModelPrefix.
+	statePath := filepath.Join(dir, "state.safetensors")
+	state := checkpoint.StateDict(lm, checkpoint.ModelPrefix)
+	state.Metadata = map[string]string{checkpoint.FormatKey: checkpoint.TrainStateFormat, "secret": "x"}
+	if err := safetensors.WriteFileAtomic(statePath, state); err != nil {
+		t.Fatal(err)
+	}
 	words := []string{"<eos>", "a", "b", "c", "d", "e", "f", "g", "h"}
 	cases := []struct {
 		src  string
@@ -327,6 +335,8 @@ func TestExportFile(t *testing.T) {
 			map[string]string{"model": "resnet20", "shortcut": "B", "classes": `["a","b","c","d","e","f","g","h","i","j"]`, "mean": "[0.4914,0.4822,0.4465]"}},
 		{lmPath, FileOptions{Words: words, Options: Options{Metadata: map[string]string{"note": "x"}}}, lm, "LSTM language model: vocabulary 9, embedding 4, 2 layer(s) of 5 units",
 			map[string]string{"model": "lstm_lm", "epoch": "3", "vocab": "9", "layers": "2", "hidden": "5", "note": "x", "words": `["<eos>","a","b","c","d","e","f","g","h"]`}},
+		{statePath, FileOptions{}, lm, "LSTM language model: vocabulary 9, embedding 4, 2 layer(s) of 5 units",
+			map[string]string{"model": "lstm_lm", "secret": "", checkpoint.FormatKey: ""}},
 	}
 	for _, tc := range cases {
 		dst := filepath.Join(dir, "out.onnx")
