@@ -6,7 +6,7 @@
 //
 //	export -model FILE -out FILE.onnx [flags]
 //
-// FILE is a model or training-state file of cmd/cifar (its metadata name
+// FILE is a model file or training checkpoint of cmd/cifar (its metadata name
 // the network; a PyTorch state dict needs -arch), a compacted file of
 // cmd/cifar -compact, or a model file of cmd/ptb (the LSTM language
 // model, recognised by its tensors). The ONNX model carries the file's

@@ -27,10 +27,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 
+	"github.com/proxgen/proxgen/internal/atomicfile"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/models"
 )
@@ -72,13 +72,14 @@ type Options struct {
 	DocString string
 }
 
-// WriteFile exports m to the file at path (see Marshal).
+// WriteFile exports m to the file at path (see Marshal), replacing it
+// atomically.
 func WriteFile(path string, m nn.Module, opt Options) error {
 	b, err := Marshal(m, opt)
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	if err := atomicfile.Write(path, b, atomicfile.Options{}); err != nil {
 		return fmt.Errorf("onnx: %w", err)
 	}
 	return nil

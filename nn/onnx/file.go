@@ -42,20 +42,22 @@ type FileOptions struct {
 }
 
 // ExportFile reads the model file src and writes the ONNX model of its
-// network to dst. src is an image classifier's model or training-state
-// file, read as nn/infer.Load reads it (spec merged with the file's
-// metadata), or a language model's file of cmd/ptb, recognised by its
-// "encoder.weight" and "rnn.*" tensors, whose sizes give the network. The
-// ONNX metadata are the file's (for training-state files, none of its
-// own), the network's description and opt.Metadata, which wins. It returns
-// a one-line description of the exported network.
+// network to dst. src is an image classifier's model file or training
+// checkpoint, read as nn/infer.Load reads it (opt.Spec merged with the
+// file's metadata), or a language model's file of cmd/ptb, recognised by
+// its "encoder.weight" and "rnn.*" tensors, whose sizes give the network.
+// The ONNX metadata are the file's (none for a training checkpoint), the
+// network's description and opt.Metadata, which wins. It returns a
+// one-line description of the exported network.
 func ExportFile(dst, src string, opt FileOptions) (string, error) {
 	f, err := safetensors.ReadFile(src)
 	if err != nil {
 		return "", fmt.Errorf("onnx: %w", err)
 	}
 	meta := map[string]string{}
-	if f.Metadata[checkpoint.FormatKey] != checkpoint.TrainStateFormat {
+	if _, checkpointFile := f.Metadata[checkpoint.FormatKey]; !checkpointFile {
+		// A training checkpoint's metadata describes the run, not the
+		// model.
 		maps.Copy(meta, f.Metadata)
 	}
 	var net nn.Module
@@ -95,7 +97,7 @@ func ExportFile(dst, src string, opt FileOptions) (string, error) {
 }
 
 // languageModel returns the language model whose tensors f holds (under
-// checkpoint.ModelPrefix in a training-state file), with its weights, and
+// checkpoint.ModelPrefix in a training checkpoint), with its weights, and
 // whether f holds one.
 func languageModel(f *safetensors.File) (*models.LanguageModel, bool, error) {
 	prefix := ""

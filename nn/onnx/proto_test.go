@@ -316,10 +316,11 @@ func TestExportFile(t *testing.T) {
 	if err := checkpoint.SaveModel(lmPath, lm, map[string]string{"epoch": "3"}); err != nil {
 		t.Fatal(err)
 	}
-	// A training-state file holds the model under checkpoint.ModelPrefix.
+	// A training checkpoint (nn/train) holds the model under
+	// checkpoint.ModelPrefix.
 	statePath := filepath.Join(dir, "state.safetensors")
 	state := checkpoint.StateDict(lm, checkpoint.ModelPrefix)
-	state.Metadata = map[string]string{checkpoint.FormatKey: checkpoint.TrainStateFormat, "secret": "x"}
+	state.Metadata = map[string]string{checkpoint.FormatKey: "proxgen-run-v1", "secret": "x"}
 	if err := safetensors.WriteFileAtomic(statePath, state); err != nil {
 		t.Fatal(err)
 	}
