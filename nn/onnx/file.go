@@ -54,6 +54,10 @@ func ExportFile(dst, src string, opt FileOptions) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("onnx: %w", err)
 	}
+	// A compressed model file (sparse or binary tensors) is read dense.
+	if f, err = checkpoint.Expand(f); err != nil {
+		return "", fmt.Errorf("onnx: %s: %w", src, err)
+	}
 	meta := map[string]string{}
 	if _, checkpointFile := f.Metadata[checkpoint.FormatKey]; !checkpointFile {
 		// A training checkpoint's metadata describes the run, not the

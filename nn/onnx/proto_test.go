@@ -316,6 +316,15 @@ func TestExportFile(t *testing.T) {
 	if err := checkpoint.SaveModel(lmPath, lm, map[string]string{"epoch": "3"}); err != nil {
 		t.Fatal(err)
 	}
+	sparse := models.NewLanguageModel(300, 4, 5, 1, 0, rng)
+	clear(sparse.Decoder.Weight.Data[20:]) // mostly zeros: stored sparse when compressed
+	compressedPath := filepath.Join(dir, "lm-compressed.safetensors")
+	if err := checkpoint.SaveCompressedModel(compressedPath, sparse, nil); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := safetensors.ReadFile(compressedPath); err != nil || !checkpoint.IsCompressed(f) {
+		t.Fatalf("%s is not a compressed model file (%v)", compressedPath, err)
+	}
 	// A training checkpoint (nn/train) holds the model under
 	// checkpoint.ModelPrefix.
 	statePath := filepath.Join(dir, "state.safetensors")
@@ -336,6 +345,8 @@ func TestExportFile(t *testing.T) {
 			map[string]string{"model": "resnet20", "shortcut": "B", "classes": `["a","b","c","d","e","f","g","h","i","j"]`, "mean": "[0.4914,0.4822,0.4465]"}},
 		{lmPath, FileOptions{Words: words, Options: Options{Metadata: map[string]string{"note": "x"}}}, lm, "LSTM language model: vocabulary 9, embedding 4, 2 layer(s) of 5 units",
 			map[string]string{"model": "lstm_lm", "epoch": "3", "vocab": "9", "layers": "2", "hidden": "5", "note": "x", "words": `["<eos>","a","b","c","d","e","f","g","h"]`}},
+		{compressedPath, FileOptions{}, sparse, "LSTM language model: vocabulary 300, embedding 4, 1 layer(s) of 5 units",
+			map[string]string{"model": "lstm_lm", "vocab": "300"}},
 		{statePath, FileOptions{}, lm, "LSTM language model: vocabulary 9, embedding 4, 2 layer(s) of 5 units",
 			map[string]string{"model": "lstm_lm", "secret": "", checkpoint.FormatKey: ""}},
 	}
