@@ -317,7 +317,9 @@ func TestExportFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	sparse := models.NewLanguageModel(300, 4, 5, 1, 0, rng)
-	clear(sparse.Decoder.Weight.Data[20:]) // mostly zeros: stored sparse when compressed
+	// Mostly zeros: stored sparse when compressed, under other names.
+	clear(sparse.Encoder.Weight.Data[20:])
+	clear(sparse.Decoder.Weight.Data[20:])
 	compressedPath := filepath.Join(dir, "lm-compressed.safetensors")
 	if err := checkpoint.SaveCompressedModel(compressedPath, sparse, nil); err != nil {
 		t.Fatal(err)
