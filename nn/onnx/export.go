@@ -25,7 +25,6 @@ package onnx
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -83,16 +82,6 @@ func WriteFile(path string, m nn.Module, opt Options) error {
 		return fmt.Errorf("onnx: %w", err)
 	}
 	return nil
-}
-
-// Write exports m to w (see Marshal).
-func Write(w io.Writer, m nn.Module, opt Options) error {
-	b, err := Marshal(m, opt)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(b)
-	return err
 }
 
 // Marshal returns the ONNX model (a serialized ModelProto) of m as it runs
