@@ -182,7 +182,10 @@ func (k Kubernetes) Job() ([]byte, error) {
 			"template": obj{
 				"metadata": obj{"labels": obj{"app.kubernetes.io/name": "proxgen-sweep"}},
 				"spec": obj{
-					"restartPolicy":                 "Never",
+					"restartPolicy": "Never",
+					// The image runs as distroless's non-root user; the
+					// volume's files get its group.
+					"securityContext":               obj{"runAsNonRoot": true, "runAsUser": 65532, "fsGroup": 65532},
 					"terminationGracePeriodSeconds": int(k.Grace.Seconds()),
 					"containers":                    []obj{container},
 					"volumes":                       []obj{{"name": "sweep", "persistentVolumeClaim": obj{"claimName": k.Claim}}},
