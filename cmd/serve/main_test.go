@@ -58,7 +58,7 @@ func TestServeUntilSignal(t *testing.T) {
 	var stdout, stderr syncBuffer
 	code := make(chan int, 1)
 	go func() {
-		code <- run(ctx, []string{"-model", path, "-addr", "127.0.0.1:0", "-threads", "1"}, &stdout, &stderr)
+		code <- run(ctx, []string{"-model", path, "-addr", "127.0.0.1:0", "-threads", "1"}, &stdout, &stderr, nil)
 	}()
 	re := regexp.MustCompile(`listening on (http://[0-9.:]+)`)
 	var url string
@@ -93,7 +93,7 @@ func TestServeUntilSignal(t *testing.T) {
 func TestLoadTestMode(t *testing.T) {
 	path := modelFile(t)
 	var stdout, stderr syncBuffer
-	c := run(context.Background(), []string{"-model", path, "-loadtest", "300ms", "-concurrency", "2", "-threads", "1"}, &stdout, &stderr)
+	c := run(context.Background(), []string{"-model", path, "-loadtest", "300ms", "-concurrency", "2", "-threads", "1"}, &stdout, &stderr, nil)
 	if c != exitOK {
 		t.Fatalf("exit %d\n%s", c, stderr.String())
 	}
@@ -123,7 +123,7 @@ func TestErrors(t *testing.T) {
 		{[]string{"-model", path, "-addr", "256.0.0.1:0"}, exitError, "256.0.0.1"},
 	} {
 		var stdout, stderr syncBuffer
-		got := run(context.Background(), c.args, &stdout, &stderr)
+		got := run(context.Background(), c.args, &stdout, &stderr, nil)
 		if got != c.code || !strings.Contains(stderr.String(), c.msg) {
 			t.Errorf("%q: exit %d, stderr %q; want %d and %q", c.args, got, stderr.String(), c.code, c.msg)
 		}

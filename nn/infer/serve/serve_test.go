@@ -274,7 +274,7 @@ func hold(t *testing.T, r *running, n, sent, k int) []held {
 		}
 		hs[i] = held{c, body[sent:]}
 	}
-	waitInFlight(t, r.srv, int64(n))
+	waitReading(t, r.srv, int64(n))
 	return hs
 }
 
@@ -305,7 +305,7 @@ func readAnswer(t *testing.T, c net.Conn) (int, []byte) {
 
 func TestSlowClient(t *testing.T) {
 	m := tinyModel(t)
-	r := start(t, m, serve.Config{ReadTimeout: 300 * time.Millisecond})
+	r := start(t, m, serve.Config{BodyTimeout: 300 * time.Millisecond, MinBodyRate: -1})
 	h := hold(t, r, 1, 100, 2)[0]
 	t0 := time.Now()
 	code, b := readAnswer(t, h.conn)
@@ -319,17 +319,32 @@ func TestSlowClient(t *testing.T) {
 	classify(t, r.url+"/classify", "application/octet-stream", rawImage(2))
 }
 
+// TestConcurrencyLimit fills the in-flight slots with two requests whose
+// batch waits (a third request is still being received, so the worker
+// waits up to MaxDelay for it): a complete request then gets 429, while the
+// request still sending its body held no slot.
 func TestConcurrencyLimit(t *testing.T) {
 	m := tinyModel(t)
-	r := start(t, m, serve.Config{MaxInFlight: 2})
-	hs := hold(t, r, 2, 10, 2)
+	r := start(t, m, serve.Config{MaxInFlight: 2, MaxDelay: 3 * time.Second})
+	slow := hold(t, r, 1, 10, 2)[0]
+	codes := make(chan int, 2)
+	for i := range 2 {
+		go func() {
+			code, _ := post(t, r.url+"/classify", "application/octet-stream", rawImage(uint64(i)))
+			codes <- code
+		}()
+	}
+	waitInFlight(t, r.srv, 2)
 	code, b := post(t, r.url+"/classify", "application/octet-stream", rawImage(9))
 	if code != http.StatusTooManyRequests || !strings.Contains(string(b), "limit 2") {
 		t.Fatalf("third request: status %d %s, want 429", code, b)
 	}
-	for i, h := range hs {
-		if code, b := h.finish(t); code != http.StatusOK {
-			t.Fatalf("held request %d: status %d %s", i, code, b)
+	if code, b := slow.finish(t); code != http.StatusTooManyRequests {
+		t.Fatalf("the request that held no slot while sending: status %d %s, want 429", code, b)
+	}
+	for range 2 {
+		if code := <-codes; code != http.StatusOK {
+			t.Fatalf("request in a slot: status %d", code)
 		}
 	}
 	classify(t, r.url+"/classify", "application/octet-stream", rawImage(9))
@@ -340,6 +355,16 @@ func waitInFlight(t *testing.T, s *serve.Server, n int64) {
 	for deadline := time.Now().Add(10 * time.Second); s.Metrics().InFlight != n; {
 		if time.Now().After(deadline) {
 			t.Fatalf("in flight %d, want %d", s.Metrics().InFlight, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func waitReading(t *testing.T, s *serve.Server, n int64) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); s.Metrics().Reading != n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("reading %d, want %d", s.Metrics().Reading, n)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -460,7 +485,7 @@ func TestHealthAndMetrics(t *testing.T) {
 		classify(t, r.url+"/classify", "application/octet-stream", rawImage(uint64(i)))
 	}
 	post(t, r.url+"/classify", "text/plain", nil)
-	resp, err = http.Get(r.url + "/metrics")
+	resp, err = http.Get(r.url + "/metrics.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +496,7 @@ func TestHealthAndMetrics(t *testing.T) {
 	resp.Body.Close()
 	if met.Requests != 6 || met.Errors != 1 || met.Status["200"] != 5 || met.Status["415"] != 1 ||
 		met.Latency.Window != 5 || !(met.Latency.P50 > 0) || met.Latency.P50 > met.Latency.P99 ||
-		met.Latency.P99 > met.Latency.Max || met.Batches != 5 || met.BatchSizes["1"] != 5 || met.InFlight != 0 {
+		met.Latency.P99 > met.Latency.Max || met.Batches != 5 || met.BatchSizes["1"] != 5 || met.InFlight != 0 || met.Reading != 0 {
 		t.Fatalf("metrics %+v", met)
 	}
 
