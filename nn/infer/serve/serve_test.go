@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -31,33 +32,49 @@ import (
 // tinyModel returns a small random ResNet-8 loaded from a model file.
 func tinyModel(t testing.TB) *infer.Model {
 	t.Helper()
-	spec := infer.Spec{Model: "resnet8", Width: 0.25}
-	net, err := spec.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(11, 12))
-	for _, p := range append(net.Params(), net.Buffers()...) {
-		if strings.HasSuffix(p.Name, "num_batches_tracked") {
-			continue
-		}
-		for i := range p.T.Data {
-			v := rng.NormFloat64() * 0.3
-			if strings.HasSuffix(p.Name, "running_var") {
-				v = 0.5 + rng.Float64()
-			}
-			p.T.Data[i] = float32(v)
-		}
-	}
 	path := filepath.Join(t.TempDir(), "model.safetensors")
-	if err := checkpoint.SaveModel(path, net, spec.Metadata()); err != nil {
-		t.Fatal(err)
-	}
+	writeModel(t, path, 11, 1)
 	m, err := infer.Load(path, infer.Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// writeModel writes a ResNet-8 of width 0.25 with random weights drawn
+// from seed, the weights of its first convolution multiplied by scale, to
+// path (through a temporary file and a rename, as a deployment replaces a
+// model file).
+func writeModel(t testing.TB, path string, seed uint64, scale float32) {
+	t.Helper()
+	spec := infer.Spec{Model: "resnet8", Width: 0.25}
+	net, err := spec.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed, 12))
+	for i, p := range append(net.Params(), net.Buffers()...) {
+		if strings.HasSuffix(p.Name, "num_batches_tracked") {
+			continue
+		}
+		for j := range p.T.Data {
+			v := rng.NormFloat64() * 0.3
+			if strings.HasSuffix(p.Name, "running_var") {
+				v = 0.5 + rng.Float64()
+			}
+			p.T.Data[j] = float32(v)
+			if i == 0 {
+				p.T.Data[j] *= scale
+			}
+		}
+	}
+	tmp := path + ".tmp"
+	if err := checkpoint.SaveModel(tmp, net, spec.Metadata()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // running is a Server serving on a loopback listener.
@@ -75,6 +92,12 @@ func start(t *testing.T, m *infer.Model, cfg serve.Config) *running {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startServer(t, srv)
+}
+
+// startServer serves srv on a loopback listener until the test ends.
+func startServer(t *testing.T, srv *serve.Server) *running {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
