@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"errors"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -31,7 +32,38 @@ func (l jsonErrorListener) Accept() (net.Conn, error) {
 	return &jsonErrorConn{Conn: c}, nil
 }
 
-type jsonErrorConn struct{ net.Conn }
+type jsonErrorConn struct {
+	net.Conn
+	started bool // the first bytes were read
+}
+
+// errTLS ends a connection that began with a TLS handshake.
+var errTLS = errors.New("serve: a TLS handshake on a plain HTTP port")
+
+// Read answers a connection whose first byte is a TLS handshake record
+// (0x16, which no HTTP method starts with) at once with a JSON 400 and
+// ends it; net/http would otherwise wait for a line end until
+// ReadHeaderTimeout.
+func (c *jsonErrorConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if !c.started && n > 0 {
+		c.started = true
+		if p[0] == 0x16 {
+			c.Conn.Write(jsonAnswer(http.StatusBadRequest, "the client sent a TLS handshake to this plain HTTP port: use http://"))
+			return 0, errTLS
+		}
+	}
+	return n, err
+}
+
+// jsonAnswer is a whole HTTP/1.1 answer with the JSON error form, closing
+// the connection.
+func jsonAnswer(status int, msg string) []byte {
+	body, _ := json.Marshal(ErrorResponse{Error: msg, Status: status})
+	body = append(body, '\n')
+	return []byte("HTTP/1.1 " + strconv.Itoa(status) + " " + http.StatusText(status) + "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+		strconv.Itoa(len(body)) + "\r\n\r\n" + string(body))
+}
 
 // cannedError matches an answer net/http writes by itself.
 var cannedError = regexp.MustCompile(`\AHTTP/1\.1 ([0-9]{3}) [^\r\n]*\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n([^\r]*)\z`)
@@ -40,11 +72,7 @@ func (c *jsonErrorConn) Write(p []byte) (int, error) {
 	if bytes.HasPrefix(p, []byte("HTTP/1.1 ")) && len(p) < 1024 {
 		if m := cannedError.FindSubmatch(p); m != nil {
 			status, _ := strconv.Atoi(string(m[1]))
-			body, _ := json.Marshal(ErrorResponse{Error: "HTTP: " + string(m[2]), Status: status})
-			body = append(body, '\n')
-			out := "HTTP/1.1 " + string(m[1]) + " " + http.StatusText(status) + "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
-				strconv.Itoa(len(body)) + "\r\n\r\n" + string(body)
-			if _, err := c.Conn.Write([]byte(out)); err != nil {
+			if _, err := c.Conn.Write(jsonAnswer(status, "HTTP: "+string(m[2]))); err != nil {
 				return 0, err
 			}
 			return len(p), nil
