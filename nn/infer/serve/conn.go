@@ -2,8 +2,8 @@ package serve
 
 import (
 	"bytes"
-	"errors"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"regexp"
