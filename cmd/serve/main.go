@@ -173,7 +173,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, hup <-cha
 	if os.Getenv("GOMEMLIMIT") == "" && c.srv.MemoryBudget > 0 {
 		// Let the collector return decoded images' memory before the
 		// heap outgrows the decoding budget by much.
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(c.srv.MemoryBudget + memoryOverhead))
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(serve.MemoryLimit(c.srv.MemoryBudget)))
 	}
 	err = serveModels(ctx, c, stdout, stderr, hup)
 	switch {
@@ -186,10 +186,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, hup <-cha
 	}
 	return exitOK
 }
-
-// memoryOverhead is the heap allowed beyond -memory-budget before the
-// collector works harder: the models, request bodies and buffers.
-const memoryOverhead = 256 << 20
 
 func serveModels(ctx context.Context, c *config, stdout, stderr io.Writer, hup <-chan os.Signal) error {
 	c.srv.Log = log.New(stderr, "", log.LstdFlags)

@@ -98,6 +98,12 @@ func decodeCost(kind int, cfg image.Config) int64 {
 	return int64(cfg.Width)*int64(cfg.Height)*(bpp+6) + 64<<10
 }
 
+// MemoryLimit is the Go memory limit (runtime/debug.SetMemoryLimit) that
+// cmd/serve sets for a decoding budget: the budget plus 256 MiB for the
+// models, request bodies and buffers, so that the collector reclaims the
+// memory of decoded images before the heap outgrows the budget by much.
+func MemoryLimit(budget int64) int64 { return budget + 256<<20 }
+
 // DefaultMemoryBudget is the default Config.MemoryBudget: a quarter of
 // the machine's memory (MemTotal of /proc/meminfo), at least 64 MiB and at
 // most 16 GiB; 1 GiB where /proc/meminfo cannot be read.
