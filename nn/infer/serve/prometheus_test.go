@@ -3,9 +3,7 @@ package serve_test
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
@@ -272,17 +270,9 @@ func value(t *testing.T, samples []sample, name string, labels ...string) float6
 
 func scrape(t *testing.T, url string) string {
 	t.Helper()
-	resp, err := http.Get(url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "text/plain; version=0.0.4; charset=utf-8" {
-		t.Fatalf("GET /metrics: status %d, Content-Type %q", resp.StatusCode, ct)
+	resp, b := exchange(t, "GET", url+"/metrics", "", nil, "text/plain; version=0.0.4; charset=utf-8")
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /metrics: status %d", resp.StatusCode)
 	}
 	return string(b)
 }

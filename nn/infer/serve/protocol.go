@@ -260,15 +260,7 @@ func (s *Server) v2Infer(w http.ResponseWriter, r *http.Request) {
 			resp, herr = s.infer(c, r, body)
 		}
 	}
-	if herr != nil {
-		c.status = herr.status
-		if c.status == http.StatusServiceUnavailable {
-			w.Header().Set("Retry-After", "1")
-		}
-		writeV2Error(w, c.status, herr.msg)
-		return
-	}
-	writeJSON(w, c.status, resp)
+	c.answer(w, resp, herr, writeV2Error)
 }
 
 // infer runs one protocol request on the call's model version.

@@ -1,13 +1,10 @@
 package serve_test
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"image"
-	"image/jpeg"
-	"io"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -22,25 +19,11 @@ import (
 // the answer, which must be JSON.
 func do(t *testing.T, method, url, body string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ct := ""
 	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
+		ct = "application/json"
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
-		t.Fatalf("%s %s: Content-Type %q, body %s", method, url, ct, b)
-	}
+	resp, b := exchange(t, method, url, ct, strings.NewReader(body), "application/json")
 	return resp.StatusCode, b
 }
 
@@ -285,12 +268,7 @@ func anySlice(s []string) []any {
 func TestV2InferImages(t *testing.T) {
 	m := tinyModel(t)
 	r := start(t, m, serve.Config{})
-	img := synthetic(45, 37, 1)
-	pngBytes, jpegBytes := encodePNG(t, img), encodeJPEG(t, img)
-	decoded, err := jpeg.Decode(bytes.NewReader(jpegBytes))
-	if err != nil {
-		t.Fatal(err)
-	}
+	img, pngBytes, jpegBytes, decoded := testImage(t)
 	body := fmt.Sprintf(`{"inputs":[{"name":"image","shape":[2],"datatype":"BYTES","data":[%q,%q]}],"outputs":[{"name":"top_k","parameters":{"top_k":10}}]}`,
 		base64.StdEncoding.EncodeToString(pngBytes), base64.StdEncoding.EncodeToString(jpegBytes))
 	resp := inferAnswer(t, r.url+"/v2/models/model/infer", body)

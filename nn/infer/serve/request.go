@@ -284,12 +284,18 @@ func (s *Server) classify(w http.ResponseWriter, r *http.Request) {
 	if herr == nil {
 		resp, herr = s.classifyBody(c, r, body)
 	}
+	c.answer(w, resp, herr, writeError)
+}
+
+// answer writes resp, or herr in the error form errw writes, and records
+// the status.
+func (c *call) answer(w http.ResponseWriter, resp any, herr *httpError, errw func(http.ResponseWriter, int, string)) {
 	if herr != nil {
 		c.status = herr.status
 		if c.status == http.StatusServiceUnavailable {
 			w.Header().Set("Retry-After", "1")
 		}
-		writeError(w, c.status, herr.msg)
+		errw(w, c.status, herr.msg)
 		return
 	}
 	writeJSON(w, c.status, resp)

@@ -115,11 +115,19 @@ func startServer(t *testing.T, srv *serve.Server) *running {
 	return r
 }
 
-// post sends body and decodes the JSON answer into out (a *serve.Response
-// or *serve.ErrorResponse), returning the status.
-func post(t *testing.T, url, ct string, body []byte) (int, []byte) {
+// exchange sends a request (with Content-Type ct unless empty) and
+// returns the answer, its body read, after checking that its
+// Content-Type is want.
+func exchange(t *testing.T, method, url, ct string, body io.Reader, want string) (*http.Response, []byte) {
 	t.Helper()
-	resp, err := http.Post(url, ct, bytes.NewReader(body))
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,9 +136,16 @@ func post(t *testing.T, url, ct string, body []byte) (int, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := resp.Header.Get("Content-Type"); got != "application/json" {
-		t.Fatalf("Content-Type %q, body %s", got, b)
+	if got := resp.Header.Get("Content-Type"); got != want {
+		t.Fatalf("%s %s: Content-Type %q, want %q; body %s", method, url, got, want, b)
 	}
+	return resp, b
+}
+
+// post sends body and returns the status and the JSON answer.
+func post(t *testing.T, url, ct string, body []byte) (int, []byte) {
+	t.Helper()
+	resp, b := exchange(t, "POST", url, ct, bytes.NewReader(body), "application/json")
 	return resp.StatusCode, b
 }
 
@@ -192,15 +207,23 @@ func direct(m *infer.Model, raw []byte, k int) []infer.Class {
 	return infer.TopK(m.Probabilities(nil, x), k, m.Spec().Classes)
 }
 
-func TestClassifyFormats(t *testing.T) {
-	m := tinyModel(t)
-	r := start(t, m, serve.Config{})
-	img := synthetic(45, 37, 1)
-	pngBytes, jpegBytes := encodePNG(t, img), encodeJPEG(t, img)
+// testImage returns a 45×37 image, its PNG and JPEG encodings, and the
+// JPEG decoded (what the server sees).
+func testImage(t *testing.T) (img image.Image, pngBytes, jpegBytes []byte, decoded image.Image) {
+	t.Helper()
+	img = synthetic(45, 37, 1)
+	pngBytes, jpegBytes = encodePNG(t, img), encodeJPEG(t, img)
 	decoded, err := jpeg.Decode(bytes.NewReader(jpegBytes))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return img, pngBytes, jpegBytes, decoded
+}
+
+func TestClassifyFormats(t *testing.T) {
+	m := tinyModel(t)
+	r := start(t, m, serve.Config{})
+	img, pngBytes, jpegBytes, decoded := testImage(t)
 	raw := rawImage(3)
 	for _, c := range []struct {
 		name, ct, query string
@@ -373,24 +396,27 @@ func TestConcurrencyLimit(t *testing.T) {
 	classify(t, r.url+"/classify", "application/octet-stream", rawImage(9))
 }
 
-func waitInFlight(t *testing.T, s *serve.Server, n int64) {
+// waitMetric waits until get(s.Metrics()) is n.
+func waitMetric(t *testing.T, s *serve.Server, what string, get func(serve.Metrics) int64, n int64) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); s.Metrics().InFlight != n; {
+	for deadline := time.Now().Add(10 * time.Second); get(s.Metrics()) != n; {
 		if time.Now().After(deadline) {
-			t.Fatalf("in flight %d, want %d", s.Metrics().InFlight, n)
+			t.Fatalf("%s %d, want %d", what, get(s.Metrics()), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
 }
 
+// waitInFlight waits until n requests hold a slot.
+func waitInFlight(t *testing.T, s *serve.Server, n int64) {
+	t.Helper()
+	waitMetric(t, s, "in flight", func(m serve.Metrics) int64 { return m.InFlight }, n)
+}
+
+// waitReading waits until n requests are receiving their body.
 func waitReading(t *testing.T, s *serve.Server, n int64) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); s.Metrics().Reading != n; {
-		if time.Now().After(deadline) {
-			t.Fatalf("reading %d, want %d", s.Metrics().Reading, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitMetric(t, s, "reading", func(m serve.Metrics) int64 { return m.Reading }, n)
 }
 
 // TestBatching sends concurrent requests: some run in batches of more than
