@@ -105,13 +105,26 @@ func decodeCost(kind int, cfg image.Config) int64 {
 func MemoryLimit(budget int64) int64 { return budget + 256<<20 }
 
 // DefaultMemoryBudget is the default Config.MemoryBudget: a quarter of
-// the machine's memory (MemTotal of /proc/meminfo), at least 64 MiB and at
-// most 16 GiB; 1 GiB where /proc/meminfo cannot be read.
+// the memory available to the process — MemTotal of /proc/meminfo, or the
+// cgroup's memory limit (memory.max of cgroup v2, memory.limit_in_bytes of
+// v1) where that is lower, as in a container — at least 64 MiB and at most
+// 16 GiB; 1 GiB where neither can be read.
 func DefaultMemoryBudget() int64 {
-	const fallback = 1 << 30
+	avail := memTotal()
+	if lim := cgroupLimit(); lim > 0 && (avail <= 0 || lim < avail) {
+		avail = lim
+	}
+	if avail <= 0 {
+		return 1 << 30
+	}
+	return min(max(avail/4, 64<<20), 16<<30)
+}
+
+// memTotal returns MemTotal of /proc/meminfo in bytes, or 0.
+func memTotal() int64 {
 	f, err := os.Open("/proc/meminfo")
 	if err != nil {
-		return fallback
+		return 0
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -120,10 +133,26 @@ func DefaultMemoryBudget() int64 {
 		if len(fields) == 3 && fields[0] == "MemTotal:" && fields[2] == "kB" {
 			kb, err := strconv.ParseInt(fields[1], 10, 64)
 			if err != nil || kb <= 0 {
-				return fallback
+				return 0
 			}
-			return min(max(kb<<10/4, 64<<20), 16<<30)
+			return kb << 10
 		}
 	}
-	return fallback
+	return 0
+}
+
+// cgroupLimit returns the memory limit of the process's cgroup in bytes,
+// or 0 if there is none or it cannot be read.
+func cgroupLimit() int64 {
+	for _, path := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err == nil && n > 0 && n < 1<<60 { // "max", or v1's huge "unlimited"
+			return n
+		}
+	}
+	return 0
 }

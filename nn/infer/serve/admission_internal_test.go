@@ -104,3 +104,17 @@ func TestAdmissionRefusesWhenFull(t *testing.T) {
 		t.Fatalf("%d bytes still charged", s.budget.inUse())
 	}
 }
+
+func TestDefaultMemoryBudget(t *testing.T) {
+	b := DefaultMemoryBudget()
+	if b < 64<<20 || b > 16<<30 {
+		t.Fatalf("default budget %d outside 64 MiB..16 GiB", b)
+	}
+	if mt := memTotal(); mt > 0 && b > max(mt/4, 64<<20) {
+		t.Fatalf("default budget %d over a quarter of MemTotal %d", b, mt)
+	}
+	if lim := cgroupLimit(); lim > 0 && b > max(lim/4, 64<<20) {
+		t.Fatalf("default budget %d over a quarter of the cgroup limit %d", b, lim)
+	}
+	t.Logf("default budget %d MiB (MemTotal %d MiB, cgroup limit %d MiB)", b>>20, memTotal()>>20, cgroupLimit()>>20)
+}
