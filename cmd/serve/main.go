@@ -3,9 +3,9 @@
 //
 // Usage:
 //
-//	serve -model [NAME=]FILE [-model NAME=FILE ...] [flags]
+//	serve -model [NAME=]FILE [-model NAME=FILE ...] [-model-dir DIR] [flags]
 //
-// It loads every FILE (a model file written by cmd/cifar, whose metadata
+// It loads every FILE (and every *.safetensors file of DIR) (a model file written by cmd/cifar, whose metadata
 // names the network, or a PyTorch state dict with -arch) under its NAME
 // (default: the file name without its extension), listens on -addr and
 // answers
@@ -98,6 +98,7 @@ func (m *models) Set(v string) error {
 
 type config struct {
 	models      models
+	modelDir    string
 	spec        infer.Spec
 	addr        string
 	threads     int
@@ -111,7 +112,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	c := &config{}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Var(&c.models, "model", "`[NAME=]FILE`: a model file (safetensors) to serve under NAME (default: the file name without extension); repeat for several (required)")
+	fs.Var(&c.models, "model", "`[NAME=]FILE`: a model file (safetensors) to serve under NAME (default: the file name without extension); repeat for several")
+	fs.StringVar(&c.modelDir, "model-dir", "", "serve every *.safetensors file of this directory under its name without extension (after the -model ones)")
 	fs.StringVar(&c.spec.Model, "arch", "", "network of the file (resnet20, vgg16, ...); default: the file's metadata (needed for PyTorch files)")
 	fs.Float64Var(&c.spec.Width, "width", 0, "channel multiplier of the network; default: the file's metadata, else 1")
 	fs.StringVar(&c.spec.Shortcut, "shortcut", "", "shortcut of resnet20..56, A or B; default: the file's metadata, else A")
@@ -141,11 +143,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if len(c.models) == 0 {
-		return nil, errors.New("-model is required")
-	}
-	for i := range c.models {
-		c.models[i].Spec = c.spec
+	if len(c.models) == 0 && c.modelDir == "" {
+		return nil, errors.New("-model or -model-dir is required")
 	}
 	if c.threads < 0 || c.concurrency < 1 || c.loadtest < 0 {
 		return nil, fmt.Errorf("-threads %d, -concurrency %d or -loadtest %v out of range", c.threads, c.concurrency, c.loadtest)
@@ -189,6 +188,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, hup <-cha
 
 func serveModels(ctx context.Context, c *config, stdout, stderr io.Writer, hup <-chan os.Signal) error {
 	c.srv.Log = log.New(stderr, "", log.LstdFlags)
+	if c.modelDir != "" {
+		entries, err := os.ReadDir(c.modelDir)
+		if err != nil {
+			return err
+		}
+		n := len(c.models)
+		for _, e := range entries {
+			if name, ok := strings.CutSuffix(e.Name(), ".safetensors"); ok && e.Type().IsRegular() {
+				c.models = append(c.models, serve.Source{Name: name, Path: filepath.Join(c.modelDir, e.Name())})
+			}
+		}
+		if len(c.models) == n {
+			return fmt.Errorf("-model-dir %s: no .safetensors file", c.modelDir)
+		}
+	}
+	for i := range c.models {
+		c.models[i].Spec = c.spec
+	}
 	srv, err := serve.NewModels(c.srv, c.models...)
 	if err != nil {
 		return err

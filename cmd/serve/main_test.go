@@ -104,7 +104,8 @@ func getJSON(t *testing.T, url string, v any) int {
 	return resp.StatusCode
 }
 
-// TestSeveralModelsAndSIGHUP serves two models, replaces one file and
+// TestSeveralModelsAndSIGHUP serves three models (two by -model, one from
+// -model-dir), replaces one file and
 // corrupts the other, and sends SIGHUP (on run's channel): the first is
 // reloaded, the second keeps serving its old version and the failure is
 // logged.
@@ -117,7 +118,10 @@ func TestSeveralModelsAndSIGHUP(t *testing.T) {
 	defer cancel()
 	var stderr syncBuffer
 	hup := make(chan os.Signal, 1)
-	url, code := startRun(t, ctx, []string{"-model", "first=" + pathA, "-model", pathB, "-addr", "127.0.0.1:0", "-threads", "1"}, &stderr, hup)
+	dirC := t.TempDir()
+	writeModel(t, filepath.Join(dirC, "third.safetensors"), 4)
+	os.WriteFile(filepath.Join(dirC, "notes.txt"), nil, 0o644)
+	url, code := startRun(t, ctx, []string{"-model", "first=" + pathA, "-model", pathB, "-model-dir", dirC, "-addr", "127.0.0.1:0", "-threads", "1"}, &stderr, hup)
 	version := func(name string) string {
 		var meta serve.ModelMetadata
 		if c := getJSON(t, url+"/v2/models/"+name, &meta); c != 200 || len(meta.Versions) != 1 {
@@ -125,7 +129,7 @@ func TestSeveralModelsAndSIGHUP(t *testing.T) {
 		}
 		return meta.Versions[0]
 	}
-	if version("first") != "1" || version("second") != "1" {
+	if version("first") != "1" || version("second") != "1" || version("third") != "1" {
 		t.Fatal("models not served under their names")
 	}
 	resp, err := http.Post(url+"/classify?model=second", "application/octet-stream", bytes.NewReader(make([]byte, cifar10.ImageSize)))
@@ -257,7 +261,9 @@ func TestErrors(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{nil, exitUsage, "-model is required"},
+		{nil, exitUsage, "-model or -model-dir is required"},
+		{[]string{"-model-dir", filepath.Join(t.TempDir(), "none")}, exitError, "none"},
+		{[]string{"-model-dir", t.TempDir()}, exitError, "no .safetensors file"},
 		{[]string{"-model", path, "extra"}, exitUsage, "unexpected arguments"},
 		{[]string{"-model", path, "-concurrency", "0"}, exitUsage, "-concurrency 0"},
 		{[]string{"-model", filepath.Join(t.TempDir(), "none")}, exitError, "none"},

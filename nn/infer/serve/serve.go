@@ -375,10 +375,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
-		WriteTimeout:      s.cfg.WriteTimeout,
-		IdleTimeout:       s.cfg.IdleTimeout,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          s.cfg.Log,
+		// A backstop for the bodies no handler reads (net/http discards
+		// them); the inference handlers set their own read deadlines.
+		ReadTimeout:    s.cfg.ReadHeaderTimeout + s.cfg.BodyTimeout,
+		WriteTimeout:   s.cfg.WriteTimeout,
+		IdleTimeout:    s.cfg.IdleTimeout,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       s.cfg.Log,
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(jsonErrorListener{ln}) }()
