@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bufio"
+	"bytes"
 	"math"
 	"net/http"
 	"slices"
@@ -18,10 +19,15 @@ func (s *Server) servePrometheus(w http.ResponseWriter, r *http.Request) {
 	if !allow(w, r, http.MethodGet, writeError) {
 		return
 	}
-	w.Header().Set("Content-Type", PrometheusContentType)
-	bw := bufio.NewWriter(w)
+	// Written to memory first: the counters are locked while they are
+	// written, and a slow scraper must not hold that lock.
+	var buf bytes.Buffer
+	bw := bufio.NewWriter(&buf)
 	s.writePrometheus(bw)
 	bw.Flush()
+	w.Header().Set("Content-Type", PrometheusContentType)
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.Write(buf.Bytes())
 }
 
 // promWriter writes metric families in the text exposition format.

@@ -254,6 +254,15 @@ func TestNewRefusesOverflowingModel(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "non-finite output") {
 		t.Fatalf("error %v, want a non-finite output", err)
 	}
+	// Normalisation constants that overflow: refused by the loader or
+	// by the probe batch.
+	tiny := []float32{1e-45, 1e-45, 1e-45}
+	writeModel(t, path, 1, 1)
+	if _, err := serve.NewModels(serve.Config{}, serve.Source{Name: "m", Path: path, Spec: infer.Spec{Std: tiny}}); err == nil {
+		t.Error("std 1e-45: no error")
+	} else {
+		t.Logf("std 1e-45: %v", err)
+	}
 	for _, src := range [][]serve.Source{
 		{{Name: "a/b", Path: path}},
 		{{Name: "", Path: path}},

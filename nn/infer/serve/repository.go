@@ -109,13 +109,19 @@ func (s *Server) loadVersion(e *entry, number int) (*version, error) {
 	return v, nil
 }
 
-// check runs m on a probe batch (a constant image and a ramp over the
-// normalised range) and requires finite probabilities that sum to 1.
+// check runs m on a probe batch — a constant input and a raw image of
+// ramps through the model's normalisation — and requires finite
+// probabilities that sum to 1: weights or normalisation constants that
+// overflow are refused before the model serves.
 func check(m *infer.Model) error {
 	x := make([]float32, 2*infer.InputSize)
+	raw := make([]byte, infer.InputSize)
 	for i := range infer.InputSize {
 		x[i] = 0.5
-		x[infer.InputSize+i] = float32(i%97)/24 - 2
+		raw[i] = byte(i * 37)
+	}
+	if err := m.PreprocessRaw(x[infer.InputSize:], raw); err != nil {
+		return err
 	}
 	probs := m.Probabilities(nil, x)
 	c := m.NumClasses()
