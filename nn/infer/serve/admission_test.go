@@ -131,7 +131,7 @@ func memChild(t *testing.T) {
 	debug.SetMemoryLimit(serve.MemoryLimit(budget)) // as cmd/serve does
 	m := tinyModel(t)
 	body := worstPNG(t)
-	r := start(t, m, serve.Config{MemoryBudget: budget, AdmissionWait: time.Minute})
+	r := start(t, m, serve.Config{MemoryBudget: budget, AdmissionWait: 10 * time.Minute, WriteTimeout: 10 * time.Minute})
 	classify(t, r.url+"/classify", "image/png", encodePNG(t, synthetic(40, 40, 1))) // warm up
 	runtime.GC()
 	debug.FreeOSMemory()

@@ -125,7 +125,8 @@ type Config struct {
 	// headers; default DefaultMemoryBudget().
 	MemoryBudget int64
 	// AdmissionWait is how long an image waits for room in MemoryBudget
-	// before the request gets 503; default 1s.
+	// before the request gets 503; default 1s. Keep it well under
+	// WriteTimeout: an answer later than that cannot be written.
 	AdmissionWait time.Duration
 	// DefaultK is the number of classes answered when the request has no
 	// k; default 5.
