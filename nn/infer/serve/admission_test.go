@@ -166,3 +166,30 @@ func memChild(t *testing.T) {
 	b, _ := json.Marshal(res)
 	fmt.Printf("RESULT %s\n", b)
 }
+
+// TestBodiesChargedToBudget: a body is charged to the memory budget as it
+// arrives, so a body larger than the room left is refused with 503 while
+// it is received; every charge is released when the request ends.
+func TestBodiesChargedToBudget(t *testing.T) {
+	m := tinyModel(t)
+	r := start(t, m, serve.Config{MemoryBudget: 1 << 20, AdmissionWait: 10 * time.Millisecond})
+	code, b := post(t, r.url+"/classify", "application/octet-stream", make([]byte, 2<<20))
+	if code != http.StatusServiceUnavailable || !strings.Contains(string(b), "receiving the body") {
+		t.Fatalf("2 MiB body with a 1 MiB budget: status %d %s, want 503", code, b)
+	}
+	// A protocol request is charged twice its body more for parsing.
+	body := `{"inputs":[{"name":"image","shape":[1],"datatype":"BYTES","data":["` + strings.Repeat("A", 400<<10) + `"]}]}`
+	code, b = do(t, "POST", r.url+"/v2/models/model/infer", body)
+	wantV2Error(t, "400 KiB protocol request with a 1 MiB budget", code, b, http.StatusServiceUnavailable, "parsing the request")
+	classify(t, r.url+"/classify", "application/octet-stream", rawImage(1))
+	samples, _, err := parseExposition(scrape(t, r.url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := value(t, samples, "proxgen_memory_in_use_bytes"); got != 0 {
+		t.Fatalf("%v bytes still charged after the requests", got)
+	}
+	if got := value(t, samples, "proxgen_admission_refused_total"); got != 2 {
+		t.Fatalf("%v refusals counted, want 2", got)
+	}
+}

@@ -34,8 +34,8 @@ type Metrics struct {
 	Batches    int64            `json:"batches"`
 	Images     int64            `json:"images"`
 	BatchSizes map[string]int64 `json:"batch_size"`
-	// AdmissionRefused counts the images refused (503) because the
-	// decoding memory budget stayed full.
+	// AdmissionRefused counts the requests refused (503) because the
+	// memory budget stayed full.
 	AdmissionRefused int64 `json:"admission_refused"`
 	// Reloads and ReloadErrors count the model reloads that succeeded and
 	// failed, by model.

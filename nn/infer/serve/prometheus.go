@@ -185,11 +185,11 @@ func (s *Server) writePrometheus(w *bufio.Writer) {
 		}
 		p.sample("proxgen_model_reload_failing", failing, "model", name)
 	}
-	p.family("proxgen_decode_memory_budget_bytes", "gauge", "The memory budget for decoding and preprocessing images.")
-	p.sample("proxgen_decode_memory_budget_bytes", float64(s.cfg.MemoryBudget))
-	p.family("proxgen_decode_memory_in_use_bytes", "gauge", "The part of the decoding budget charged now.")
-	p.sample("proxgen_decode_memory_in_use_bytes", float64(s.budget.inUse()))
-	p.family("proxgen_admission_refused_total", "counter", "Images refused with 503 because the decoding budget stayed full.")
+	p.family("proxgen_memory_budget_bytes", "gauge", "The memory budget for request bodies, their parsing, and decoding and preprocessing images.")
+	p.sample("proxgen_memory_budget_bytes", float64(s.cfg.MemoryBudget))
+	p.family("proxgen_memory_in_use_bytes", "gauge", "The part of the memory budget charged now.")
+	p.sample("proxgen_memory_in_use_bytes", float64(s.budget.inUse()))
+	p.family("proxgen_admission_refused_total", "counter", "Requests refused with 503 because the memory budget stayed full.")
 	p.sample("proxgen_admission_refused_total", float64(m.refused))
 	p.family("proxgen_uptime_seconds", "gauge", "Seconds since the server started.")
 	p.sample("proxgen_uptime_seconds", time.Since(m.start).Seconds())

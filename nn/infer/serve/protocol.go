@@ -265,6 +265,11 @@ func (s *Server) v2Infer(w http.ResponseWriter, r *http.Request) {
 
 // infer runs one protocol request on the call's model version.
 func (s *Server) infer(c *call, r *http.Request, body []byte) (*InferResponse, *httpError) {
+	// Parsing copies the tensor data (json.RawMessage) and decodes it
+	// (float32 values, or base64 images): together at most twice the body.
+	if herr := c.charge(r.Context(), 2*int64(len(body)), "parsing the request"); herr != nil {
+		return nil, herr
+	}
 	req, herr := parseInferRequest(body)
 	if herr != nil {
 		return nil, herr

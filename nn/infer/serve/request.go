@@ -28,6 +28,7 @@ type call struct {
 	reading bool // counted in e.receiving
 	slot    bool
 	v       *version
+	charged int64 // bytes charged to the memory budget for the body and its parsing
 }
 
 // begin starts an inference request for model name, or fails (with the
@@ -49,7 +50,7 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request, name string) (*ca
 		s.metrics.endReading()
 		return c, nil, fail(http.StatusServiceUnavailable, "the server is shutting down")
 	}
-	body, herr := s.readBody(w, r)
+	body, herr := c.readBody(w, r)
 	s.metrics.endReading()
 	if herr != nil {
 		return c, nil, herr
@@ -80,6 +81,9 @@ func (c *call) queued() {
 // end releases what the request holds and records its status.
 func (c *call) end() {
 	c.queued()
+	if c.charged > 0 {
+		c.s.budget.release(c.charged)
+	}
 	if c.v != nil {
 		c.v.release()
 	}
@@ -90,10 +94,33 @@ func (c *call) end() {
 	c.s.metrics.request(c.name, c.status, time.Since(c.start))
 }
 
+// charge charges n more bytes to the memory budget until the request
+// ends, waiting up to Config.AdmissionWait for room.
+func (c *call) charge(ctx context.Context, n int64, what string) *httpError {
+	if herr := c.s.admit(ctx, n, what); herr != nil {
+		return herr
+	}
+	c.charged += n
+	return nil
+}
+
+// admit charges n bytes to the memory budget, waiting up to
+// Config.AdmissionWait for room; the caller releases them.
+func (s *Server) admit(ctx context.Context, n int64, what string) *httpError {
+	if !s.budget.acquire(ctx, n, s.cfg.AdmissionWait) {
+		s.metrics.admissionRefused()
+		return fail(http.StatusServiceUnavailable, "the memory budget (%d bytes) stayed full for %v while %s; retry later", s.cfg.MemoryBudget, s.cfg.AdmissionWait, what)
+	}
+	return nil
+}
+
 // readBody reads the request body: within Config.BodyTimeout, at no less
 // than Config.MinBodyRate after Config.BodyGrace, and no more than
-// Config.MaxBodyBytes.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *httpError) {
+// Config.MaxBodyBytes. The buffer grows as the body arrives (a declared
+// Content-Length reserves nothing), and each growth is charged to the
+// memory budget.
+func (c *call) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *httpError) {
+	s := c.s
 	limit := s.cfg.MaxBodyBytes
 	if r.ContentLength > limit {
 		w.Header().Set("Connection", "close")
@@ -115,11 +142,11 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *http
 
 	start := time.Now()
 	hard := start.Add(s.cfg.BodyTimeout)
-	size := int64(4 << 10)
-	if r.ContentLength > 0 {
-		size = r.ContentLength + 1 // room to see the EOF
+	want := limit + 1 // room to see the EOF, or what is over the limit
+	if r.ContentLength >= 0 {
+		want = min(want, r.ContentLength+1)
 	}
-	buf := make([]byte, 0, min(size, limit+1))
+	var buf []byte
 	for {
 		deadline := hard
 		if rate := s.cfg.MinBodyRate; rate > 0 {
@@ -132,7 +159,15 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *http
 		}
 		rc.SetReadDeadline(deadline) // not supported by httptest.ResponseRecorder: no deadline then
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
+			size := min(max(2*int64(cap(buf)), 4<<10), want)
+			if size <= int64(cap(buf)) {
+				size = int64(cap(buf)) + 1
+			}
+			if herr := c.charge(r.Context(), size, "receiving the body"); herr != nil {
+				w.Header().Set("Connection", "close")
+				return nil, herr
+			}
+			buf = append(make([]byte, 0, size), buf...)
 		}
 		n, err := r.Body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
@@ -231,9 +266,8 @@ func (s *Server) preprocess(ctx context.Context, m *infer.Model, x []float32, ki
 	if cost > s.cfg.MemoryBudget {
 		return fail(http.StatusRequestEntityTooLarge, "%s image of %d×%d pixels needs %d bytes to decode, over the memory budget of %d", name, cfg.Width, cfg.Height, cost, s.cfg.MemoryBudget)
 	}
-	if !s.budget.acquire(ctx, cost, s.cfg.AdmissionWait) {
-		s.metrics.admissionRefused()
-		return &httpError{http.StatusServiceUnavailable, fmt.Sprintf("the decoding memory budget (%d bytes) stayed full for %v; retry later", s.cfg.MemoryBudget, s.cfg.AdmissionWait)}
+	if herr := s.admit(ctx, cost, "decoding the "+name+" image"); herr != nil {
+		return herr
 	}
 	defer s.budget.release(cost)
 	img, err := decode(bytes.NewReader(body))

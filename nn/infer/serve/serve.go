@@ -48,20 +48,23 @@
 // over Config.MaxPixels or one whose decoding alone would exceed
 // Config.MemoryBudget, 415 for another Content-Type, 429 when
 // Config.MaxInFlight requests are already being handled, 503 when the
-// decoding budget stays exhausted for Config.AdmissionWait (both with
+// memory budget stays exhausted for Config.AdmissionWait (both with
 // Retry-After) and while shutting down, 500 when the model's output is
 // not finite.
 //
 // # Admission
 //
-// A request holds nothing while its body arrives: it takes one of the
+// A request holds no slot while its body arrives: it takes one of the
 // Config.MaxInFlight slots only once the whole body is read, so clients
 // that send slowly cannot hold capacity (they are cut off with 408 when
-// they stay under Config.MinBodyRate). Before an image is decoded, the
-// memory its decoding and preprocessing will take is computed from its
-// header (width × height × the decoder's bytes per pixel, plus the
-// preprocessing buffers) and charged to Config.MemoryBudget; images wait
-// up to Config.AdmissionWait for room.
+// they stay under Config.MinBodyRate). Memory is charged to
+// Config.MemoryBudget as it is taken: the body's buffer as it grows with
+// the bytes that arrived (a declared Content-Length reserves nothing),
+// twice the body for parsing a protocol request, and, before an image is
+// decoded, what its decoding and preprocessing will take, computed from
+// its header (width × height × the decoder's bytes per pixel, plus the
+// preprocessing buffers). A charge waits up to Config.AdmissionWait for
+// room.
 //
 // # Batching
 //
@@ -120,12 +123,14 @@ type Config struct {
 	// body has arrived (decoding, queued or running); more get 429.
 	// Default 256.
 	MaxInFlight int
-	// MemoryBudget bounds, in bytes, the memory that the images being
-	// decoded and preprocessed may take together, as estimated from their
-	// headers; default DefaultMemoryBudget().
+	// MemoryBudget bounds, in bytes, the memory that requests may take
+	// together for their bodies (charged as the buffers grow), the parsing
+	// of protocol requests (twice the body) and the decoding and
+	// preprocessing of images (estimated from their headers); default
+	// DefaultMemoryBudget().
 	MemoryBudget int64
-	// AdmissionWait is how long an image waits for room in MemoryBudget
-	// before the request gets 503; default 1s. Keep it well under
+	// AdmissionWait is how long a request waits for room in MemoryBudget
+	// before it gets 503; default 1s. Keep it well under
 	// WriteTimeout: an answer later than that cannot be written.
 	AdmissionWait time.Duration
 	// DefaultK is the number of classes answered when the request has no
