@@ -182,7 +182,7 @@ func loadData(ctx context.Context, c *config, stderr io.Writer) (*cifar10.Datase
 			return nil, fmt.Errorf("downloading CIFAR-10: %w", err)
 		}
 	}
-	ds, err := cifar10.Load(dir)
+	ds, err := cifar10.LoadWith(dir, cifar10.LoadOptions{AllowSubset: true}) // the -subset flag comes with the flag rework
 	if err != nil {
 		return nil, fmt.Errorf("-data: %w", err)
 	}
