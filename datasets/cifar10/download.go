@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/proxgen/proxgen/internal/dirs"
 )
 
 // Official location and checksum of the binary release.
@@ -109,13 +111,13 @@ func DownloadWith(ctx context.Context, opt DownloadOptions) (_ string, err error
 	if complete(final) {
 		return final, nil
 	}
-	created, err := mkdirAllNew(opt.CacheDir)
+	created, err := dirs.MkdirAll(opt.CacheDir)
 	if err != nil {
 		return "", fmt.Errorf("cifar10: creating cache folder: %w", err)
 	}
 	defer func() {
 		if err != nil {
-			removeEmptyUpTo(opt.CacheDir, created)
+			dirs.RemoveEmpty(opt.CacheDir, created)
 		}
 	}()
 	archive := filepath.Join(opt.CacheDir, ArchiveName)
@@ -136,38 +138,6 @@ func DownloadWith(ctx context.Context, opt DownloadOptions) (_ string, err error
 		os.Remove(archive)
 	}
 	return final, nil
-}
-
-// mkdirAllNew is os.MkdirAll that also returns the outermost folder it
-// created ("" when dir existed).
-func mkdirAllNew(dir string) (string, error) {
-	dir = filepath.Clean(dir)
-	top := ""
-	for d := dir; ; {
-		if _, err := os.Lstat(d); err == nil {
-			break
-		}
-		top = d
-		parent := filepath.Dir(d)
-		if parent == d {
-			break
-		}
-		d = parent
-	}
-	return top, os.MkdirAll(dir, 0o755)
-}
-
-// removeEmptyUpTo removes dir and its parents up to and including top
-// while they are empty (top == "" removes nothing).
-func removeEmptyUpTo(dir, top string) {
-	if top == "" {
-		return
-	}
-	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		if os.Remove(d) != nil || d == top {
-			return
-		}
-	}
 }
 
 // OpenOptions configures Open.
