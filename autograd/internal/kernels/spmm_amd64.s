@@ -1,0 +1,125 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// AVX2 kernel of SparseRows (package kernels). No fused multiply-add: every product is
+// rounded to float32 and then added, as the Go loop in spmm.go does.
+//
+// Registers: DI dst, CX n·4 (bytes), SI val, DX off, R8 nnz, R9 b,
+// R10 column position in bytes, R11 term index t, R12 b + R10,
+// R13 address of the dense row of term t, Y15 the broadcast value.
+
+// TERM adds the product of the value in Y15 and the 8 floats at disp(R13)
+// to acc, using tmp.
+#define TERM(disp, acc, tmp) \
+	VMULPS disp(R13), Y15, tmp; \
+	VADDPS tmp, acc, acc
+
+// NEXT loads value t into Y15 and the address of its dense row at the
+// current columns into R13.
+#define NEXT \
+	VBROADCASTSS (SI)(R11*4), Y15; \
+	MOVQ         (DX)(R11*8), R13; \
+	LEAQ         (R12)(R13*4), R13
+
+// func rowAVX2(dst *float32, n int, val *float32, off *int, nnz int, b *float32)
+TEXT ·rowAVX2(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ n+8(FP), CX
+	MOVQ val+16(FP), SI
+	MOVQ off+24(FP), DX
+	MOVQ nnz+32(FP), R8
+	MOVQ b+40(FP), R9
+	SHLQ $2, CX
+	XORQ R10, R10
+
+block64:
+	MOVQ    CX, AX
+	SUBQ    R10, AX
+	CMPQ    AX, $256
+	JLT     block32
+	VMOVUPS (DI)(R10*1), Y0
+	VMOVUPS 32(DI)(R10*1), Y1
+	VMOVUPS 64(DI)(R10*1), Y2
+	VMOVUPS 96(DI)(R10*1), Y3
+	VMOVUPS 128(DI)(R10*1), Y4
+	VMOVUPS 160(DI)(R10*1), Y5
+	VMOVUPS 192(DI)(R10*1), Y6
+	VMOVUPS 224(DI)(R10*1), Y7
+	LEAQ    (R9)(R10*1), R12
+	XORQ    R11, R11
+
+terms64:
+	NEXT
+	TERM(0, Y0, Y8)
+	TERM(32, Y1, Y9)
+	TERM(64, Y2, Y10)
+	TERM(96, Y3, Y11)
+	TERM(128, Y4, Y12)
+	TERM(160, Y5, Y13)
+	TERM(192, Y6, Y14)
+	TERM(224, Y7, Y8)
+	INCQ R11
+	CMPQ R11, R8
+	JLT  terms64
+
+	VMOVUPS Y0, (DI)(R10*1)
+	VMOVUPS Y1, 32(DI)(R10*1)
+	VMOVUPS Y2, 64(DI)(R10*1)
+	VMOVUPS Y3, 96(DI)(R10*1)
+	VMOVUPS Y4, 128(DI)(R10*1)
+	VMOVUPS Y5, 160(DI)(R10*1)
+	VMOVUPS Y6, 192(DI)(R10*1)
+	VMOVUPS Y7, 224(DI)(R10*1)
+	ADDQ    $256, R10
+	JMP     block64
+
+block32:
+	MOVQ    CX, AX
+	SUBQ    R10, AX
+	CMPQ    AX, $128
+	JLT     block8
+	VMOVUPS (DI)(R10*1), Y0
+	VMOVUPS 32(DI)(R10*1), Y1
+	VMOVUPS 64(DI)(R10*1), Y2
+	VMOVUPS 96(DI)(R10*1), Y3
+	LEAQ    (R9)(R10*1), R12
+	XORQ    R11, R11
+
+terms32:
+	NEXT
+	TERM(0, Y0, Y8)
+	TERM(32, Y1, Y9)
+	TERM(64, Y2, Y10)
+	TERM(96, Y3, Y11)
+	INCQ R11
+	CMPQ R11, R8
+	JLT  terms32
+
+	VMOVUPS Y0, (DI)(R10*1)
+	VMOVUPS Y1, 32(DI)(R10*1)
+	VMOVUPS Y2, 64(DI)(R10*1)
+	VMOVUPS Y3, 96(DI)(R10*1)
+	ADDQ    $128, R10
+
+block8:
+	CMPQ    R10, CX
+	JGE     done
+	VMOVUPS (DI)(R10*1), Y0
+	LEAQ    (R9)(R10*1), R12
+	XORQ    R11, R11
+
+terms8:
+	NEXT
+	TERM(0, Y0, Y8)
+	INCQ R11
+	CMPQ R11, R8
+	JLT  terms8
+
+	VMOVUPS Y0, (DI)(R10*1)
+	ADDQ    $32, R10
+	JMP     block8
+
+done:
+	VZEROUPPER
+	RET

@@ -1,0 +1,166 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/proxgen/proxgen/internal/impl"
+)
+
+// randomCSR returns a rows-row sparse matrix whose rows have between 0 and
+// maxNNZ terms with offsets in [0, maxOff].
+func randomCSR(rng *rand.Rand, rows, maxNNZ, maxOff int) (rowPtr []int32, off []int, val []float32) {
+	rowPtr = []int32{0}
+	for range rows {
+		k := rng.IntN(maxNNZ + 1)
+		row := make([]int, k)
+		for j := range row {
+			row[j] = rng.IntN(maxOff + 1)
+			val = append(val, float32(rng.NormFloat64()))
+		}
+		slices.Sort(row)
+		off = append(off, row...)
+		rowPtr = append(rowPtr, int32(len(off)))
+	}
+	return rowPtr, off, val
+}
+
+func randomSlice(rng *rand.Rand, n int) []float32 {
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = float32(rng.NormFloat64())
+	}
+	return s
+}
+
+// TestSparseRowsMatchesGo checks the assembly kernel against the Go loop
+// bit for bit for all widths up to 150 (every block size and tail) and some across
+// column blocks, with and without offset windows, on misaligned slices.
+func TestSparseRowsMatchesGo(t *testing.T) {
+	if !spmmAsm {
+		t.Log("no assembly kernel: the Go loop is compared with itself")
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	widths := []int{256, 257, 300, 520}
+	for n := 1; n <= 150; n++ {
+		widths = append(widths, n)
+	}
+	for _, n := range widths {
+		for _, shift := range []int{0, 1, 5} {
+			span := []int{0, 37, 100}[shift%3]
+			const rows, ldd = 5, 530
+			rowPtr, off, val := randomCSR(rng, rows, 9, 300)
+			b := randomSlice(rng, 300+n+shift)[shift:]
+			init := randomSlice(rng, rows*ldd+shift)[shift:]
+			var g []float32
+			impl.ForEach("kernels", func(name string) {
+				d := append([]float32(nil), init...)
+				SparseRows(d, ldd, n, rowPtr, off, val, b, 1, rows, span)
+				if name == impl.Generic {
+					g = d
+					return
+				}
+				for i := range g {
+					if math.Float32bits(g[i]) != math.Float32bits(d[i]) {
+						t.Fatalf("n=%d shift=%d: element %d: Go %v, %s %v", n, shift, i, g[i], name, d[i])
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestRowsValues checks Rows against a float64 reference of the sum.
+func TestRowsValues(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{1, 7, 8, 33, 64, 100, 257} {
+		const rows = 4
+		rowPtr, off, val := randomCSR(rng, rows, 20, 500)
+		b := randomSlice(rng, 500+n)
+		dst := randomSlice(rng, rows*n)
+		want := make([]float64, len(dst))
+		for i := range rows {
+			for j := range n {
+				s := float64(dst[i*n+j])
+				for p := rowPtr[i]; p < rowPtr[i+1]; p++ {
+					s += float64(val[p]) * float64(b[off[p]+j])
+				}
+				want[i*n+j] = s
+			}
+		}
+		SparseRows(dst, n, n, rowPtr, off, val, b, 0, rows, 64)
+		for i, w := range want {
+			if math.Abs(float64(dst[i])-w) > 1e-4*(1+math.Abs(w)) {
+				t.Fatalf("n=%d: element %d = %v, want %v", n, i, dst[i], w)
+			}
+		}
+	}
+}
+
+// TestRowsChecksBounds checks that offsets or rows outside the buffers
+// panic instead of reading or writing out of bounds.
+func TestRowsChecksBounds(t *testing.T) {
+	for name, f := range map[string]func(){
+		"offset": func() {
+			SparseRows(make([]float32, 8), 8, 8, []int32{0, 1}, []int{3}, []float32{1}, make([]float32, 10), 0, 1, 0)
+		},
+		"negative offset": func() {
+			SparseRows(make([]float32, 8), 8, 8, []int32{0, 1}, []int{-1}, []float32{1}, make([]float32, 10), 0, 1, 0)
+		},
+		"dst": func() {
+			SparseRows(make([]float32, 8), 8, 8, []int32{0, 1, 2}, []int{0, 0}, []float32{1, 1}, make([]float32, 10), 0, 2, 0)
+		},
+		"row pointers": func() {
+			SparseRows(make([]float32, 8), 8, 8, []int32{0, 2}, []int{0}, []float32{1}, make([]float32, 10), 0, 1, 0)
+		},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+}
+
+func BenchmarkRows(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	const rows, n, k = 64, 1024, 576
+	rowPtr, off, val := randomCSR(rng, rows, k/10, (k-1)*n)
+	for i := range off {
+		off[i] = off[i] / n * n
+	}
+	src := randomSlice(rng, k*n)
+	dst := make([]float32, rows*n)
+	b.SetBytes(int64(len(val) * n * 4))
+	for b.Loop() {
+		SparseRows(dst, n, n, rowPtr, off, val, src, 0, rows, 128*n)
+	}
+}
+
+// TestBlockingKeepsResults checks the claim of Rows that offset windows
+// and column blocks do not change any bit of the result.
+func TestBlockingKeepsResults(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const rows, n = 6, 700
+	rowPtr, off, val := randomCSR(rng, rows, 40, 2000)
+	b := randomSlice(rng, 2000+n)
+	var first []float32
+	for _, span := range []int{0, 1, 13, 256, 5000} {
+		d := make([]float32, rows*n)
+		SparseRows(d, n, n, rowPtr, off, val, b, 0, rows, span)
+		if first == nil {
+			first = d
+			continue
+		}
+		for i := range d {
+			if math.Float32bits(d[i]) != math.Float32bits(first[i]) {
+				t.Fatalf("span %d: element %d = %v, without windows %v", span, i, d[i], first[i])
+			}
+		}
+	}
+}
