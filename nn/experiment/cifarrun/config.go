@@ -74,6 +74,12 @@ type config struct {
 	// Compact names the model file to write the compacted -weights to.
 	Compact string `json:"-"`
 
+	// Derived lists the settings whose "auto" value resolve chose (by
+	// their JSON names), so that -resume -epochs N recomputes those that
+	// depend on the run's length as a fresh N-epoch run would. Nil in
+	// checkpoints written before it was recorded.
+	Derived []string `json:"derived,omitempty"`
+
 	// explicit records the flags given on the command line.
 	explicit map[string]bool
 	// resumed is the checkpoint read for -resume.
@@ -223,8 +229,25 @@ func (c *config) adamFamily() bool {
 	return err == nil && m.Adam
 }
 
+// epochDependent are the derived settings that depend on -epochs: JSON
+// name and flag.
+var epochDependent = []struct{ key, flag string }{{"schedule", "schedule"}, {"hard_quant_epoch", "hard-quant-epoch"}}
+
+// derive records that resolve chose the setting key.
+func (c *config) derive(key string) {
+	if !slices.Contains(c.Derived, key) {
+		c.Derived = append(c.Derived, key)
+	}
+}
+
 // resolve fills in the "auto" settings and checks every value.
 func (c *config) resolve() error {
+	if c.Schedule == "auto" {
+		c.derive("schedule")
+	}
+	if c.HardQuantEpoch == -2 {
+		c.derive("hard_quant_epoch")
+	}
 	if c.EvalOnly {
 		if c.Weights == "" {
 			return errors.New("-eval-only needs -weights FILE")

@@ -224,3 +224,26 @@ func TestDeprecatedReg(t *testing.T) {
 		}
 	}
 }
+
+// TestRederiveOldCheckpoint checks -resume -epochs on a configuration
+// stored before derived settings were recorded: refused naming the flag
+// when the stored schedule is the one the old length implies, accepted
+// when it is not (then it was chosen).
+func TestRederiveOldCheckpoint(t *testing.T) {
+	stored, err := parseConfig([]string{"-epochs", "2"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored.Derived = nil // as written before the field existed
+	merged := *stored
+	merged.Epochs = 5
+	if err := rederive(stored, &merged); err == nil || !strings.Contains(err.Error(), "-schedule const") || !strings.Contains(err.Error(), "-schedule multistep:2,4") {
+		t.Fatalf("old checkpoint with the derived schedule: error %v", err)
+	}
+	stored.Schedule = "cosine"
+	merged = *stored
+	merged.Epochs = 5
+	if err := rederive(stored, &merged); err != nil || merged.Schedule != "cosine" {
+		t.Fatalf("old checkpoint with a chosen schedule: %v, schedule %q", err, merged.Schedule)
+	}
+}

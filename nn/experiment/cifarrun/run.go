@@ -77,8 +77,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// The stored settings pass the checks of the flags again: a
 		// damaged or edited file must not reach the model and the loaders.
 		if err := c.resolve(); err != nil {
+			if c.Epochs != stored.Epochs {
+				// The new length does not fit a setting of the run.
+				fmt.Fprintf(stderr, "cifar: -resume -epochs %d: %v\n", c.Epochs, err)
+				return exitUsage
+			}
 			fmt.Fprintf(stderr, "cifar: -resume: %s: stored configuration: %v\n", ck.Path, err)
 			return exitError
+		}
+		if msg := resumeChanges(stored, c); msg != "" {
+			fmt.Fprintf(stderr, "cifar: -resume: %s, as a fresh %d-epoch run would use, from epoch %d on\n", msg, c.Epochs, ck.Epoch()+1)
 		}
 		c.resumed = ck
 	}
