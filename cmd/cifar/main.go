@@ -13,6 +13,7 @@
 //	train_state.safetensors  model, optimizer and run state; -resume reads it
 //	train_state.prev.safetensors  the checkpoint before it
 //	model.safetensors        the model alone, loadable by PyTorch (strict)
+//	best.safetensors         the model of the epoch with the best test accuracy (metadata "epoch")
 //	metrics.jsonl            one JSON line of metrics per epoch
 //	curves.svg               loss, accuracy, sparsity and step-size curves
 //	summary.json             the final summary (at the end of the run)

@@ -62,7 +62,7 @@ func TestResumeNewEpochs(t *testing.T) {
 		t.Fatalf("run with -schedule: exit %d\n%s", code, stderr)
 	}
 	code, _, stderr = runCmd(context.Background(), "-out", explicit, "-resume", "-epochs", "1", "-data", data, "-progress", "none")
-	if code != exitUsage || !strings.Contains(stderr, "-resume -epochs 1") || !strings.Contains(stderr, "-schedule") {
+	if code != exitUsage || !strings.Contains(stderr, "-resume: -schedule") || !strings.Contains(stderr, "-schedule") {
 		t.Errorf("resume -epochs 1 with -schedule warmup:1+const: exit %d, %q", code, stderr)
 	}
 }

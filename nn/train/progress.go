@@ -429,3 +429,34 @@ func FormatDuration(sec float64) string {
 	}
 	return fmt.Sprintf("%d:%02d", s/60, s%60)
 }
+
+// WrapFields joins fields with spaces into lines of at most columns-1
+// columns (the last column is left free, as Progress does), starting a
+// new line, indented by indent, before a field that would not fit; a
+// field longer than a line gets a line of its own. The result has no
+// final newline. Programs use it for their per-epoch lines, with the
+// width of TerminalWidth(stdout).
+func WrapFields(columns int, indent string, fields []string) string {
+	limit := max(columns-1, 20)
+	var b strings.Builder
+	n := 0 // columns on the current line
+	for _, f := range fields {
+		if f == "" {
+			continue
+		}
+		w := utf8.RuneCountInString(f)
+		switch {
+		case n == 0:
+		case n+1+w <= limit:
+			b.WriteByte(' ')
+			n++
+		default:
+			b.WriteString("\n")
+			b.WriteString(indent)
+			n = utf8.RuneCountInString(indent)
+		}
+		b.WriteString(f)
+		n += w
+	}
+	return b.String()
+}

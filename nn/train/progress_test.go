@@ -170,3 +170,22 @@ func TestTerminalWidth(t *testing.T) {
 		t.Errorf("width of a %d-column pseudo-terminal: %d", cols, got)
 	}
 }
+
+func TestWrapFields(t *testing.T) {
+	fields := []string{"epoch 12/300", "loss 2.3026", "obj 2.3027", "train 10.00%", "test 10.00% (loss 2.3026)",
+		"zeros 93.17%", "|w|<1e-3 95.00%", "lr 0.001", "λ 2e-06", "12.3 s", "1234 img/s"}
+	for _, cols := range []int{40, 80, 200} {
+		out := WrapFields(cols, "  ", fields)
+		for _, l := range strings.Split(out, "\n") {
+			if n := utf8.RuneCountInString(l); n > cols-1 {
+				t.Errorf("%d columns: line of %d: %q", cols, n, l)
+			}
+		}
+		if got := strings.Join(strings.Fields(out), " "); got != strings.Join(strings.Fields(strings.Join(fields, " ")), " ") {
+			t.Errorf("%d columns: fields changed: %q", cols, out)
+		}
+		if cols == 200 && strings.Contains(out, "\n") {
+			t.Errorf("200 columns: wrapped %q", out)
+		}
+	}
+}

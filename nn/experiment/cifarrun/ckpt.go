@@ -64,6 +64,18 @@ func (t *trainer) outputs() []train.Output {
 			defer t.meth.Restore()
 			return train.ModelFile(t.model, mm)
 		}},
+		{Name: BestFile, Data: func(info *train.Info) ([]byte, error) {
+			if t.bestEpoch == 0 {
+				return nil, nil
+			}
+			mm := modelMetadata(c)
+			mm["epoch"] = strconv.Itoa(t.bestEpoch)
+			mm["best_of"] = strconv.Itoa(info.Epoch)
+			mm["optimizer"] = c.Optimizer
+			mm["reg"] = c.Reg
+			mm["test_acc"] = strconv.FormatFloat(t.bestAcc, 'f', 4, 64)
+			return t.best.File(t.model, mm)
+		}},
 		{Name: CurvesFile, Data: func(info *train.Info) ([]byte, error) {
 			h, err := decodeHistory(info.History)
 			if err != nil {

@@ -27,7 +27,8 @@ func TestConfigDefaults(t *testing.T) {
 		Lambda: 0.1, LambdaScale: "n", LR: 1e-3, WD: 0, Momentum: 0.9, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8,
 		Schedule: "multistep:15,25", Homotopy: "off", HardQuantEpoch: 0,
 		Epochs: 30, Batch: 128, EvalBatch: 500, Seed: 1, Progress: "auto",
-		Out: "runs/resnet20-proxgen-l12-s1",
+		Out:     "runs/resnet20-proxgen-l12-s1",
+		Derived: []string{"schedule", "hard_quant_epoch"},
 	}
 	c.explicit = nil
 	if !reflect.DeepEqual(*c, want) {

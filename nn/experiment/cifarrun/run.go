@@ -70,20 +70,21 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			return exitError
 		}
+		// The stored settings pass the checks of the flags again: a
+		// damaged or edited file must not reach the model and the loaders.
+		if chk := *stored; chk.resolve() != nil {
+			fmt.Fprintf(stderr, "cifar: -resume: %s: stored configuration: %v\n", ck.Path, chk.resolve())
+			return exitError
+		}
 		if c, err = mergeResume(stored, c); err != nil {
 			fmt.Fprintf(stderr, "cifar: %v\n", err)
 			return exitUsage
 		}
-		// The stored settings pass the checks of the flags again: a
-		// damaged or edited file must not reach the model and the loaders.
 		if err := c.resolve(); err != nil {
-			if c.Epochs != stored.Epochs {
-				// The new length does not fit a setting of the run.
-				fmt.Fprintf(stderr, "cifar: -resume -epochs %d: %v\n", c.Epochs, err)
-				return exitUsage
-			}
-			fmt.Fprintf(stderr, "cifar: -resume: %s: stored configuration: %v\n", ck.Path, err)
-			return exitError
+			// The flags of this invocation (a new length) do not fit the
+			// run's settings.
+			fmt.Fprintf(stderr, "cifar: -resume: %v\n", err)
+			return exitUsage
 		}
 		if msg := resumeChanges(stored, c); msg != "" {
 			fmt.Fprintf(stderr, "cifar: -resume: %s, as a fresh %d-epoch run would use, from epoch %d on\n", msg, c.Epochs, ck.Epoch()+1)
@@ -246,7 +247,7 @@ func trainRun(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 		return nil
 	}
 	var files []string
-	for _, f := range []string{checkpoint.ModelFileName, train.CheckpointName, train.MetricsName, CurvesFile, SummaryFile} {
+	for _, f := range []string{checkpoint.ModelFileName, BestFile, train.CheckpointName, train.MetricsName, CurvesFile, SummaryFile} {
 		files = append(files, filepath.Join(c.Out, f))
 	}
 	printSummary(stdout, s, files)
