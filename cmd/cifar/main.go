@@ -40,13 +40,11 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/signal"
 	"runtime/debug"
-	"syscall"
 
 	"github.com/proxgen/proxgen/nn/experiment/cifarrun"
+	"github.com/proxgen/proxgen/nn/train"
 )
 
 // gcPercent is the garbage collector's target (GOGC) unless the environment
@@ -62,8 +60,8 @@ func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cifarrun.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	// Signals stay caught until the process exits: however many come
+	// during the checkpoint save, the program exits 130 after it.
+	ctx := train.CatchInterrupts()
+	os.Exit(cifarrun.Main(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }

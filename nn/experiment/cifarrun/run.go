@@ -62,6 +62,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if c.Resume {
+		// One program at a time in a run folder: the lock comes before
+		// the checkpoint is read.
+		lock, err := train.LockDir(c.Out)
+		if err != nil {
+			fmt.Fprintf(stderr, "cifar: %v\n", err)
+			return exitError
+		}
+		defer lock.Release()
 		ck, stored, err := readStoredRun(c.Out)
 		if err != nil {
 			fmt.Fprintf(stderr, "cifar: %v\n", err)
@@ -184,6 +192,11 @@ func trainRun(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 		}
 	}
 	if !c.Resume {
+		lock, err := train.LockDir(c.Out)
+		if err != nil {
+			return err
+		}
+		defer lock.Release()
 		if err := experiment.CheckNewRun(c.Out); err != nil {
 			return err
 		}

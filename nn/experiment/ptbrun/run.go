@@ -307,6 +307,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var resume *train.Checkpoint
 	if c.Resume {
+		// One program at a time in a run folder: the lock comes before
+		// the checkpoint is read.
+		lock, err := train.LockDir(c.Out)
+		if err != nil {
+			fmt.Fprintf(stderr, "ptb: %v\n", err)
+			return exitError
+		}
+		defer lock.Release()
 		ck, stored, err := readStoredRun(c.Out)
 		if err != nil {
 			fmt.Fprintf(stderr, "ptb: -resume: %v\n", err)
