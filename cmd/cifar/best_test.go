@@ -44,7 +44,7 @@ func TestBestCheckpoint(t *testing.T) {
 	if got := f.Metadata["epoch"]; got != strconv.Itoa(sum.BestEpoch) {
 		t.Errorf("best.safetensors says epoch %s, the summary's best epoch is %d", got, sum.BestEpoch)
 	}
-	code, stdout, stderr := runCmd(context.Background(), "-data", data, "-no-download", "-eval-only", "-weights", best, "-json", "-threads", "2", "-progress", "none")
+	code, stdout, stderr := runCmd(context.Background(), "-data", data, "-allow-subset", "-no-download", "-eval-only", "-weights", best, "-json", "-threads", "2", "-progress", "none")
 	if code != exitOK {
 		t.Fatalf("-eval-only best.safetensors: exit %d\n%s", code, stderr)
 	}
@@ -65,7 +65,7 @@ func TestBestCheckpoint(t *testing.T) {
 	if code, _, stderr := runCmd(context.Background(), tinyArgs(data, part, "-epochs", "1", "-lr", "0.05", "-schedule", "multistep:2,3")...); code != exitOK {
 		t.Fatalf("first epoch: exit %d\n%s", code, stderr)
 	}
-	if code, _, stderr := runCmd(context.Background(), "-out", part, "-resume", "-epochs", "4", "-data", data, "-progress", "none"); code != exitOK {
+	if code, _, stderr := runCmd(context.Background(), "-out", part, "-resume", "-epochs", "4", "-data", data, "-allow-subset", "-progress", "none"); code != exitOK {
 		t.Fatalf("resume: exit %d\n%s", code, stderr)
 	}
 	x, _ := os.ReadFile(best)

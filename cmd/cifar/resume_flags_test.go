@@ -24,7 +24,7 @@ func TestResumeNewEpochs(t *testing.T) {
 	if code, _, stderr := runCmd(context.Background(), tinyArgs(data, part, "-epochs", "2")...); code != exitOK {
 		t.Fatalf("2-epoch run: exit %d\n%s", code, stderr)
 	}
-	code, _, stderr := runCmd(context.Background(), "-out", part, "-resume", "-epochs", "5", "-data", data, "-progress", "none")
+	code, _, stderr := runCmd(context.Background(), "-out", part, "-resume", "-epochs", "5", "-data", data, "-allow-subset", "-progress", "none")
 	if code != exitOK {
 		t.Fatalf("resume -epochs 5: exit %d\n%s", code, stderr)
 	}
@@ -50,7 +50,7 @@ func TestResumeNewEpochs(t *testing.T) {
 		{[]string{"-lambda", "0.2"}, "-lambda 0.2 (the run has 0.1)"},
 		{[]string{"-schedule", "cosine"}, "-schedule cosine (the run has multistep:2,4)"},
 	} {
-		args := append([]string{"-out", part, "-resume", "-epochs", "6", "-data", data, "-progress", "none"}, c.flags...)
+		args := append([]string{"-out", part, "-resume", "-epochs", "6", "-data", data, "-allow-subset", "-progress", "none"}, c.flags...)
 		code, _, stderr := runCmd(context.Background(), args...)
 		if code != exitUsage || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, %q; want exit %d naming %q", c.flags, code, stderr, exitUsage, c.want)
@@ -61,7 +61,7 @@ func TestResumeNewEpochs(t *testing.T) {
 	if code, _, stderr := runCmd(context.Background(), tinyArgs(data, explicit, "-epochs", "2", "-schedule", "warmup:1+const")...); code != exitOK {
 		t.Fatalf("run with -schedule: exit %d\n%s", code, stderr)
 	}
-	code, _, stderr = runCmd(context.Background(), "-out", explicit, "-resume", "-epochs", "1", "-data", data, "-progress", "none")
+	code, _, stderr = runCmd(context.Background(), "-out", explicit, "-resume", "-epochs", "1", "-data", data, "-allow-subset", "-progress", "none")
 	if code != exitUsage || !strings.Contains(stderr, "-resume: -schedule") || !strings.Contains(stderr, "-schedule") {
 		t.Errorf("resume -epochs 1 with -schedule warmup:1+const: exit %d, %q", code, stderr)
 	}

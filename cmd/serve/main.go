@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"github.com/proxgen/proxgen/datasets/cifar10"
+	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/infer/serve"
@@ -79,8 +80,7 @@ type config struct {
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	c := &config{}
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.NewFlagSet("serve", "serve -model FILE [flags]", "classifies images over HTTP with a model file, or load-tests that service (docs/serve.md)", stderr)
 	fs.StringVar(&c.model, "model", "", "model file (safetensors) to serve (required)")
 	fs.StringVar(&c.spec.Model, "arch", "", "network of the file (resnet20, vgg16, ...); default: the file's metadata (needed for PyTorch files)")
 	fs.Float64Var(&c.spec.Width, "width", 0, "channel multiplier of the network; default: the file's metadata, else 1")
@@ -101,11 +101,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.loadtest, "loadtest", 0, "run a load test against a loopback instance for this long, print JSON and exit")
 	fs.IntVar(&c.concurrency, "concurrency", 8, "load test: clients sending requests back to back")
 	fs.StringVar(&c.image, "image", "", "load test: PNG or JPEG file sent by every request (default: a random raw CIFAR-10 image)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if c.model == "" {
 		return nil, errors.New("-model is required")

@@ -115,7 +115,7 @@ func TestErrors(t *testing.T) {
 		msg  string
 	}{
 		{nil, exitUsage, "-model is required"},
-		{[]string{"-model", path, "extra"}, exitUsage, "unexpected arguments"},
+		{[]string{"-model", path, "extra"}, exitUsage, "unexpected argument"},
 		{[]string{"-model", path, "-concurrency", "0"}, exitUsage, "-concurrency 0"},
 		{[]string{"-model", filepath.Join(t.TempDir(), "none")}, exitError, "none"},
 		{[]string{"-model", path, "-arch", "resnet20"}, exitError, "missing keys"},

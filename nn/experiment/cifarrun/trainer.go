@@ -11,6 +11,7 @@ import (
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/datasets/cifar10"
+	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/experiment"
 	"github.com/proxgen/proxgen/nn/prune"
@@ -452,8 +453,8 @@ func (t *trainer) makeSummary(h []EpochRecord) Summary {
 
 // printSummary writes the run's summary in readable form.
 func printSummary(w io.Writer, s Summary, files []string) {
-	fmt.Fprintf(w, "\n%s trained with %s (%s) for %d epochs, %d parameters, %s of training\n",
-		s.Model, s.Optimizer, s.Reg, s.Epochs, s.Params, train.FormatDuration(s.Seconds))
+	fmt.Fprintf(w, "\n%s trained with %s (%s) for %s, %s, %s of training\n",
+		s.Model, s.Optimizer, s.Reg, cli.Count(s.Epochs, "epoch"), cli.Count(s.Params, "parameter"), train.FormatDuration(s.Seconds))
 	fmt.Fprintf(w, "  test accuracy   %.2f%% (best %.2f%% at epoch %d, in best.safetensors), test loss %.4f\n", 100*s.TestAcc, 100*s.BestAcc, s.BestEpoch, s.TestLoss)
 	fmt.Fprintf(w, "  weights         %.2f%% exactly zero, %.2f%% below 1e-3, %.2f%% below 1e-2\n", 100*s.Zero, 100*s.Small, 100*s.Below1e2)
 	fmt.Fprintf(w, "  filters         %d of %d output filters non-zero\n", s.Filters, s.FiltersTotal)

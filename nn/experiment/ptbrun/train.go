@@ -18,6 +18,7 @@ import (
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/datasets/ptb"
+	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/experiment"
@@ -352,7 +353,7 @@ func trainRun(ctx context.Context, c *config, ck *train.Checkpoint, threads int,
 		return err
 	}
 	if res.Already {
-		fmt.Fprintf(stderr, "ptb: the run in %s is complete (%d epochs); its files were re-created from the checkpoint\n", c.Out, res.Epoch)
+		fmt.Fprintf(stderr, "ptb: the run in %s is complete (%s); its files were re-created from the checkpoint\n", c.Out, cli.Count(res.Epoch, "epoch"))
 	}
 	s, err := t.summarize(&sum, res.History)
 	if err != nil {
@@ -366,8 +367,8 @@ func trainRun(ctx context.Context, c *config, ck *train.Checkpoint, threads int,
 		_, err = fmt.Fprintf(stdout, "%s\n", line)
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "test perplexity %.2f after %d epochs (best validation at epoch %d: test perplexity %.2f); %.0f tok/s, %s\n",
-		s.TestPPL, s.Epochs, s.BestEpoch, s.BestTestPPL, s.TokPerS, time.Duration(s.Seconds*float64(time.Second)).Round(time.Second))
+	_, err = fmt.Fprintf(stdout, "test perplexity %.2f after %s (best validation at epoch %d: test perplexity %.2f); %.0f tok/s, %s\n",
+		s.TestPPL, cli.Count(s.Epochs, "epoch"), s.BestEpoch, s.BestTestPPL, s.TokPerS, time.Duration(s.Seconds*float64(time.Second)).Round(time.Second))
 	return err
 }
 

@@ -16,9 +16,11 @@ import (
 
 // TwoAtOnce starts two copies of the program at the same moment in the
 // same run folder, trials times: first as two new runs, then (after one
-// run was killed after its first checkpoint) as two -resume runs. Each time exactly one must exit 0 and the other 1, with a message
-// naming the run folder's lock holder (train.LockedError) or, when the
-// first had already finished, the existing run; the lock must have
+// run was killed after its first checkpoint) as two -resume runs. Each
+// time exactly one must exit 0 and the other 1 with a message naming the
+// run folder's lock holder (train.LockedError) or, when the first had
+// already finished, 2 naming the existing run (a resume then exits 0);
+// the lock must have
 // refused the second at least once per kind. The folder must end as the
 // uninterrupted reference (Check).
 func (p Program) TwoAtOnce(t *testing.T, trials int) {
@@ -74,7 +76,7 @@ func (p Program) TwoAtOnce(t *testing.T, trials int) {
 			switch {
 			case other.Code == 1 && strings.Contains(other.Stderr, "in use by another run (pid "):
 				locked++
-			case other.Code == 1 && !resume && strings.Contains(other.Stderr, "already holds a run"):
+			case other.Code == 2 && !resume && strings.Contains(other.Stderr, "already holds a run"):
 			case other.Code == 0 && resume:
 				// The second resume came after the first had finished.
 			default:
