@@ -148,6 +148,10 @@ func ResolveDir(dir string) (string, error) {
 		dir, FolderName, TestFile)
 }
 
+// ErrRecordCount is the error of Load for a file whose record count is
+// not the official release's.
+var ErrRecordCount = errors.New("not the official record count")
+
 // LoadOptions configures LoadWith. The zero value is Load's strict
 // reading of the official release.
 type LoadOptions struct {
@@ -251,8 +255,8 @@ func readInto(s *Split, path string, official bool) error {
 	}
 	n := int(size / RecordSize)
 	if official && n != recordsPer {
-		return fmt.Errorf("cifar10: %s holds %d records, the official release %d (a truncated or foreign file; a reduced data set must be allowed explicitly)",
-			path, n, recordsPer)
+		return fmt.Errorf("cifar10: %s holds %d records, the official release %d (%w; a truncated or foreign file?)",
+			path, n, recordsPer, ErrRecordCount)
 	}
 	s.Images = growBytes(s.Images, n*ImageSize)
 	s.Labels = growBytes(s.Labels, n)

@@ -140,6 +140,10 @@ func DownloadWith(ctx context.Context, opt DownloadOptions) (_ string, err error
 	return final, nil
 }
 
+// ErrNoFolder is the error of Open for a data folder that does not exist
+// when no download into it was asked for.
+var ErrNoFolder = errors.New("does not exist")
+
 // OpenOptions configures Open.
 type OpenOptions struct {
 	// Dir is the data folder: the cifar-10-batches-bin folder or one
@@ -175,7 +179,7 @@ func Open(ctx context.Context, opt OpenOptions) (*Dataset, error) {
 		}
 		dir = d
 	} else if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) && !opt.Download {
-		return nil, fmt.Errorf("cifar10: data folder %s does not exist (a mistyped path? a download into it must be asked for)", dir)
+		return nil, fmt.Errorf("cifar10: data folder %s %w (a mistyped path?)", dir, ErrNoFolder)
 	}
 	if _, err := ResolveDir(dir); err != nil {
 		if opt.NoDownload || partial(dir) {

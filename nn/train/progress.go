@@ -271,12 +271,12 @@ func (p *Progress) evalUpdate(done, total int) {
 		p.last = now
 		p.draw(head+" eval", done, total, fields, false)
 	case ProgressLines:
-		// The start, then about every tenth of the evaluation.
-		if total > 0 && done < total && done*10/total <= p.evalLine {
+		// The start, then about every quarter of the evaluation.
+		if total > 0 && done < total && done*4/total <= p.evalLine {
 			return
 		}
 		if total > 0 {
-			p.evalLine = done * 10 / total
+			p.evalLine = done * 4 / total
 		}
 		progress := "evaluating"
 		if total > 0 {
@@ -409,12 +409,14 @@ func (p *Progress) Interrupt() {
 
 // Logf prints a message line, ending an unfinished bar first. With mode
 // none it still prints: messages are not progress.
+//
+// A line wider than the terminal is wrapped at spaces (WrapText).
 func (p *Progress) Logf(format string, args ...any) {
 	if p == nil {
 		return
 	}
 	p.Interrupt()
-	fmt.Fprintf(p.w, format+"\n", args...)
+	fmt.Fprintln(p.w, WrapText(p.columns(), "  ", fmt.Sprintf(format, args...)))
 }
 
 // FormatDuration writes sec seconds as h:mm:ss or m:ss ("?" when sec is
@@ -459,4 +461,19 @@ func WrapFields(columns int, indent string, fields []string) string {
 		n += w
 	}
 	return b.String()
+}
+
+// WrapText returns each line of text that fits in columns-1 columns as it
+// is, and wraps a longer one at its spaces with WrapFields, keeping its
+// indentation (runs of spaces inside it become one).
+func WrapText(columns int, indent, text string) string {
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		if utf8.RuneCountInString(l) > max(columns-1, 20) {
+			fields := strings.Fields(l)
+			fields[0] = l[:len(l)-len(strings.TrimLeft(l, " "))] + fields[0] // keep the indentation
+			lines[i] = WrapFields(columns, indent, fields)
+		}
+	}
+	return strings.Join(lines, "\n")
 }

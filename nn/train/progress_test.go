@@ -189,3 +189,17 @@ func TestWrapFields(t *testing.T) {
 		}
 	}
 }
+
+func TestWrapText(t *testing.T) {
+	text := "short line\n  indented line that is much too long for a narrow terminal of forty columns"
+	got := WrapText(40, "      ", text)
+	lines := strings.Split(got, "\n")
+	if lines[0] != "short line" || !strings.HasPrefix(lines[1], "  indented ") || !strings.HasPrefix(lines[2], "      ") {
+		t.Fatalf("WrapText:\n%s", got)
+	}
+	for _, l := range lines {
+		if utf8.RuneCountInString(l) > 39 {
+			t.Errorf("line of %d columns: %q", utf8.RuneCountInString(l), l)
+		}
+	}
+}

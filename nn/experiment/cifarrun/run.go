@@ -133,7 +133,12 @@ func loadData(ctx context.Context, c *config, stderr io.Writer) (*cifar10.Datase
 		LoadOptions: cifar10.LoadOptions{AllowSubset: c.AllowSubset},
 		Fetch:       cifar10.DownloadOptions{Progress: stderr},
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, cifar10.ErrNoFolder):
+		return nil, fmt.Errorf("-data: %w; -download downloads into it", err)
+	case errors.Is(err, cifar10.ErrRecordCount):
+		return nil, fmt.Errorf("-data: %w; -allow-subset accepts such files", err)
+	case err != nil:
 		return nil, fmt.Errorf("-data: %w", err)
 	}
 	if c.TrainSubset > 0 {

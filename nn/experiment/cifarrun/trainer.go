@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/proxgen/proxgen/autograd"
@@ -451,24 +452,27 @@ func (t *trainer) makeSummary(h []EpochRecord) Summary {
 	return s
 }
 
-// printSummary writes the run's summary in readable form.
-func printSummary(w io.Writer, s Summary, files []string) {
-	fmt.Fprintf(w, "\n%s trained with %s (%s) for %s, %s, %s of training\n",
+// printSummary writes the run's summary in readable form, its lines
+// wrapped to the terminal's width.
+func printSummary(out io.Writer, s Summary, files []string) {
+	var w strings.Builder
+	defer func() { fmt.Fprint(out, train.WrapText(train.TerminalWidth(out), strings.Repeat(" ", 18), w.String())) }()
+	fmt.Fprintf(&w, "\n%s trained with %s (%s) for %s, %s, %s of training\n",
 		s.Model, s.Optimizer, s.Reg, cli.Count(s.Epochs, "epoch"), cli.Count(s.Params, "parameter"), train.FormatDuration(s.Seconds))
-	fmt.Fprintf(w, "  test accuracy   %.2f%% (best %.2f%% at epoch %d, in best.safetensors), test loss %.4f\n", 100*s.TestAcc, 100*s.BestAcc, s.BestEpoch, s.TestLoss)
-	fmt.Fprintf(w, "  weights         %.2f%% exactly zero, %.2f%% below 1e-3, %.2f%% below 1e-2\n", 100*s.Zero, 100*s.Small, 100*s.Below1e2)
-	fmt.Fprintf(w, "  filters         %d of %d output filters non-zero\n", s.Filters, s.FiltersTotal)
+	fmt.Fprintf(&w, "  test accuracy   %.2f%% (best %.2f%% at epoch %d, in best.safetensors), test loss %.4f\n", 100*s.TestAcc, 100*s.BestAcc, s.BestEpoch, s.TestLoss)
+	fmt.Fprintf(&w, "  weights         %.2f%% exactly zero, %.2f%% below 1e-3, %.2f%% below 1e-2\n", 100*s.Zero, 100*s.Small, 100*s.Below1e2)
+	fmt.Fprintf(&w, "  filters         %d of %d output filters non-zero\n", s.Filters, s.FiltersTotal)
 	if r := s.Remaining; r != nil {
-		fmt.Fprintf(w, "  compacted       %d of %d channels, %d of %d parameters (%.2f%%), %d of %d FLOPs (%.2f%%)\n",
+		fmt.Fprintf(&w, "  compacted       %d of %d channels, %d of %d parameters (%.2f%%), %d of %d FLOPs (%.2f%%)\n",
 			r.Channels, r.ChannelsTotal, r.Params, r.ParamsTotal, 100*s.ParamsRatio, r.FLOPs, r.FLOPsTotal, 100*s.FLOPsRatio)
 	}
 	if s.Binary != nil {
-		fmt.Fprintf(w, "  binarised       %.2f%% at exactly ±1\n", 100**s.Binary)
+		fmt.Fprintf(&w, "  binarised       %.2f%% at exactly ±1\n", 100**s.Binary)
 	}
 	if len(files) > 0 {
-		fmt.Fprintf(w, "  files           %s\n", files[0])
+		fmt.Fprintf(&w, "  files           %s\n", files[0])
 		for _, f := range files[1:] {
-			fmt.Fprintf(w, "                  %s\n", f)
+			fmt.Fprintf(&w, "                  %s\n", f)
 		}
 	}
 }
