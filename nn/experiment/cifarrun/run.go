@@ -340,9 +340,13 @@ func compactOnly(c *config, stdout io.Writer) error {
 }
 
 // CheckArgs parses and checks args as Main does before it reads or writes
-// anything: unknown flags, malformed values, values out of range and
-// flags that exclude each other are errors.
-func CheckArgs(args []string) error {
-	_, err := parseConfig(args, io.Discard)
-	return err
+// anything (unknown flags, malformed values, values out of range and
+// flags that exclude each other are errors) and returns the number of
+// epochs the run trains.
+func CheckArgs(args []string) (epochs int, err error) {
+	c, err := parseConfig(args, io.Discard)
+	if err != nil {
+		return 0, err
+	}
+	return c.Epochs, nil
 }

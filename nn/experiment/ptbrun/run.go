@@ -352,12 +352,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // CheckArgs parses and checks args as Main does before it reads or writes
-// anything: unknown flags, malformed values, values out of range and
-// flags that exclude each other are errors.
-func CheckArgs(args []string) error {
-	_, err := parseConfig(args, io.Discard)
-	if err != nil && errors.Is(err, errUsage) {
-		return errors.New(strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+// anything (unknown flags, malformed values, values out of range and
+// flags that exclude each other are errors) and returns the number of
+// epochs the run trains.
+func CheckArgs(args []string) (epochs int, err error) {
+	c, err := parseConfig(args, io.Discard)
+	if err != nil {
+		return 0, errors.New(strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
 	}
-	return err
+	return c.Epochs, nil
 }
