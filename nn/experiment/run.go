@@ -87,6 +87,21 @@ func CheckNewRun(dir string) error {
 	return nil
 }
 
+// LockNewRun takes the lock of the run folder dir (train.LockDir), so
+// that no other program runs in it, and checks that it holds no run yet
+// (CheckNewRun); the caller releases the lock when its run ends.
+func LockNewRun(dir string) (*train.Lock, error) {
+	lock, err := train.LockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckNewRun(dir); err != nil {
+		lock.Release()
+		return nil, err
+	}
+	return lock, nil
+}
+
 // DecodeHistory decodes the metrics records of a run (train.Info.History)
 // into values of type T (null, written for a non-finite value, decodes as
 // the zero value).

@@ -171,14 +171,11 @@ func trainRun(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 		}
 	}
 	if !c.Resume {
-		lock, err := train.LockDir(c.Out)
+		lock, err := experiment.LockNewRun(c.Out)
 		if err != nil {
 			return err
 		}
 		defer lock.Release()
-		if err := experiment.CheckNewRun(c.Out); err != nil {
-			return err
-		}
 	}
 	ds, err := loadData(ctx, c, stderr)
 	if err != nil {

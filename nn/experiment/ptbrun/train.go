@@ -271,14 +271,11 @@ func readStoredRun(dir string) (*train.Checkpoint, *config, error) {
 // printing metrics to stdout.
 func trainRun(ctx context.Context, c *config, ck *train.Checkpoint, threads int, stdout, stderr io.Writer) error {
 	if ck == nil {
-		lock, err := train.LockDir(c.Out)
+		lock, err := experiment.LockNewRun(c.Out)
 		if err != nil {
 			return err
 		}
 		defer lock.Release()
-		if err := experiment.CheckNewRun(c.Out); err != nil {
-			return err
-		}
 	}
 	if c.Metrics != "" {
 		if st, err := os.Stat(filepath.Dir(c.Metrics)); err != nil || !st.IsDir() {
