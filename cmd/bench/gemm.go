@@ -13,6 +13,7 @@ import (
 	"github.com/proxgen/proxgen/autograd/blas"
 	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/internal/parallel"
+	"github.com/proxgen/proxgen/internal/procstat"
 )
 
 // gemmResult is what bench gemm reports; with -json it is printed as one
@@ -108,11 +109,11 @@ func runGemm(args []string, stdout, stderr io.Writer) error {
 	times := make([]float64, *reps)
 	cpuBest := math.Inf(1)
 	for i := range times {
-		c0, cpuOK := gemmCPUTime()
+		c0, cpuOK := procstat.CPUTime()
 		t0 := time.Now()
 		gemm()
 		times[i] = time.Since(t0).Seconds()
-		if c1, ok := gemmCPUTime(); ok && cpuOK {
+		if c1, ok := procstat.CPUTime(); ok && cpuOK {
 			cpuBest = min(cpuBest, (c1 - c0).Seconds())
 		}
 	}

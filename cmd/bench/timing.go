@@ -3,16 +3,14 @@ package main
 // The timing helpers the train and infer subcommands share.
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/proxgen/proxgen/internal/procstat"
 	"github.com/proxgen/proxgen/nn/experiment"
 )
 
@@ -48,7 +46,7 @@ type loopTiming struct {
 // returns the wall and CPU times.
 func timeLoop(steps int, minTime time.Duration, step func()) loopTiming {
 	lt := loopTiming{fastest: time.Duration(math.MaxInt64)}
-	cpu0, ok := processCPU()
+	cpu0, ok := procstat.CPUTime()
 	start := time.Now()
 	for {
 		t := time.Now()
@@ -60,38 +58,9 @@ func timeLoop(steps int, minTime time.Duration, step func()) loopTiming {
 		}
 	}
 	lt.elapsed = time.Since(start)
-	cpu1, _ := processCPU()
+	cpu1, _ := procstat.CPUTime()
 	lt.cpu, lt.cpuOK = cpu1-cpu0, ok
 	return lt
-}
-
-// processCPU returns the CPU time (user and system, all threads) the
-// process has used so far, read from /proc/self/stat; ok is false where
-// that file does not exist. On a shared machine the CPU time per step
-// varies much less than the wall time.
-func processCPU() (d time.Duration, ok bool) {
-	b, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
-		return 0, false
-	}
-	// The command name (field 2) is in parentheses and may hold spaces;
-	// fields from 3 on follow the last ')'. utime and stime are fields 14
-	// and 15, in clock ticks of 1/100 s (USER_HZ) on Linux.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, false
-	}
-	utime, err1 := strconv.ParseUint(f[11], 10, 64)
-	stime, err2 := strconv.ParseUint(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	const ticksPerSecond = 100
-	return time.Duration(utime+stime) * (time.Second / ticksPerSecond), true
 }
 
 // writeMemProfile writes the cumulative allocation profile to path and

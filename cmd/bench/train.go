@@ -29,6 +29,7 @@ import (
 	"github.com/proxgen/proxgen/autograd/blas"
 	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/internal/parallel"
+	"github.com/proxgen/proxgen/internal/procstat"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/models"
 	"github.com/proxgen/proxgen/optim"
@@ -268,7 +269,7 @@ func timeSteps(c *trainConfig, step func() float32) (*trainResult, error) {
 		cpuMs = ms(lt.cpu / time.Duration(n))
 	}
 	var rssMB float64
-	if b, ok := peakRSS(); ok {
+	if b, ok := procstat.PeakRSS(); ok {
 		rssMB = math.Round(float64(b)/1e5) / 10
 	}
 	return &trainResult{

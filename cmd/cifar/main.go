@@ -36,7 +36,8 @@
 //	go run ./cmd/cifar -eval-only -weights runs/x/model.safetensors
 //
 // Run "cifar -h" for all flags; docs/cifar.md explains them, the λ
-// scaling and the checkpoint layout.
+// scaling and the checkpoint layout. The program is package
+// nn/experiment/cifarrun, which cmd/sweep also runs in-process.
 package main
 
 import (

@@ -42,7 +42,8 @@
 //	go run ./cmd/ptb -data DIR -epochs 1 -json -metrics run.jsonl -save lm.safetensors
 //	go run ./cmd/ptb -out runs/ptb-adam-s1 -resume
 //
-// docs/ptb.md describes the flags and a real run.
+// docs/ptb.md describes the flags and a real run. The program is package
+// nn/experiment/ptbrun, which cmd/sweep also runs in-process.
 package main
 
 import (

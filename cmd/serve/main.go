@@ -58,6 +58,7 @@ import (
 	"github.com/proxgen/proxgen/datasets/cifar10"
 	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/internal/parallel"
+	"github.com/proxgen/proxgen/internal/procstat"
 	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/infer/serve"
 )
@@ -243,9 +244,10 @@ func serveModels(ctx context.Context, c *config, stdout, stderr io.Writer, hup <
 	sctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(sctx, ln) }()
-	cpu := cpuTime()
+	cpu0, _ := procstat.CPUTime()
 	res, lerr := loadTest(ctx, c, "http://"+ln.Addr().String())
-	cpu = cpuTime() - cpu
+	cpu, _ := procstat.CPUTime()
+	cpu -= cpu0
 	stop()
 	if err := <-done; err != nil {
 		return err

@@ -231,12 +231,7 @@ func local(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	if *threads == 0 {
 		*threads = max(1, runtime.NumCPU() / *jobs)
 	}
-	var todo []int
-	for _, s := range sweep.ReadStatus(*dir, m) {
-		if (*all || s.State != "done") && re.MatchString(s.Dir) {
-			todo = append(todo, s.Index)
-		}
-	}
+	todo := sweep.ToDo(sweep.ReadStatus(*dir, m), *all, re)
 	exe, err := os.Executable()
 	if err != nil {
 		return 0, err
@@ -278,14 +273,8 @@ func slurm(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 			return 0, err
 		}
 	}
-	if *only != "" {
-		for _, f := range strings.Split(*only, ",") {
-			i, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil {
-				return 0, usagef("-runs: %q is not a number", f)
-			}
-			s.Indexes = append(s.Indexes, i)
-		}
+	if s.Indexes, err = sweep.ParseIndexes(*only); err != nil {
+		return 0, usagef("-runs: %v", err)
 	}
 	script, err := s.Script()
 	if err != nil {
@@ -378,25 +367,8 @@ func collect(_ context.Context, args []string, stdout, stderr io.Writer) (int, e
 	if err != nil {
 		return 0, err
 	}
-	for _, f := range []struct {
-		name  string
-		write func(io.Writer) error
-	}{
-		{"collect.csv", t.WriteCSV},
-		{"collect.md", t.WriteMarkdown},
-		{"collect.svg", func(w io.Writer) error { return t.WriteSVG(w, prog) }},
-	} {
-		fh, err := os.Create(filepath.Join(*dir, f.name))
-		if err != nil {
-			return 0, err
-		}
-		err = f.write(fh)
-		if cerr := fh.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return 0, err
-		}
+	if err := t.WriteFiles(*dir, prog); err != nil {
+		return 0, err
 	}
 	if err := t.WriteMarkdown(stdout); err != nil {
 		return 0, err

@@ -67,8 +67,12 @@ func TestKubernetesStructure(t *testing.T) {
 					RestartPolicy                 string
 					TerminationGracePeriodSeconds int
 					Containers                    []struct {
-						Name, Image  string
-						Command      []string
+						Name, Image string
+						Command     []string
+						Env         []struct {
+							Name      string
+							ValueFrom struct{ FieldRef struct{ FieldPath string } }
+						}
 						VolumeMounts []struct{ Name, MountPath string }
 						Resources    struct{ Requests, Limits map[string]string }
 					}
@@ -97,7 +101,10 @@ func TestKubernetesStructure(t *testing.T) {
 	}
 	c := ps.Containers[0]
 	cmd := strings.Join(c.Command, " ")
-	if !strings.HasSuffix(cmd, " run -dir /data/sweep -threads 3 $(JOB_COMPLETION_INDEX)") || c.Image != "img" || c.Resources.Requests["cpu"] != "3" || c.Resources.Limits["cpu"] != "3" {
+	if len(c.Env) != 1 || c.Env[0].Name != "SWEEP_INDEX" || c.Env[0].ValueFrom.FieldRef.FieldPath != "metadata.annotations['batch.kubernetes.io/job-completion-index']" {
+		t.Errorf("the index is not wired into the container: env %+v", c.Env)
+	}
+	if !strings.HasSuffix(cmd, " run -dir /data/sweep -threads 3 $(SWEEP_INDEX)") || c.Image != "img" || c.Resources.Requests["cpu"] != "3" || c.Resources.Limits["cpu"] != "3" {
 		t.Errorf("container %+v", c)
 	}
 	if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/data/sweep" || c.VolumeMounts[0].Name != ps.Volumes[0].Name || ps.Volumes[0].PersistentVolumeClaim.ClaimName != "pvc" {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -233,4 +234,29 @@ func readRecords(path string) []map[string]any {
 		}
 	}
 	return recs
+}
+
+// ToDo returns the indexes of the runs to run: those not done (all of them
+// with all) whose folder matches match.
+func ToDo(st []Status, all bool, match *regexp.Regexp) []int {
+	var todo []int
+	for _, s := range st {
+		if (all || s.State != "done") && match.MatchString(s.Dir) {
+			todo = append(todo, s.Index)
+		}
+	}
+	return todo
+}
+
+// ParseIndexes reads a comma-separated list of run indexes ("" is none).
+func ParseIndexes(s string) ([]int, error) {
+	var ix []int
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' }) {
+		i, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a run index", f)
+		}
+		ix = append(ix, i)
+	}
+	return ix, nil
 }

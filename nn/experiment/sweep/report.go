@@ -14,6 +14,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/proxgen/proxgen/internal/atomicfile"
 	"github.com/proxgen/proxgen/nn/train"
 )
 
@@ -228,4 +229,26 @@ func (t *Table) WriteSVG(w io.Writer, prog Program) error {
 	return train.WriteSVG(w, []train.Chart{{
 		Title: fmt.Sprintf("%s sweep: %s against %s", prog.Name, prog.Y, prog.X), XLabel: prog.X, YLabel: prog.Y, Series: series,
 	}}, 1)
+}
+
+// WriteFiles writes the table to collect.csv, collect.md and collect.svg
+// in the sweep folder dir.
+func (t *Table) WriteFiles(dir string, prog Program) error {
+	for _, f := range []struct {
+		name  string
+		write func(io.Writer) error
+	}{
+		{"collect.csv", t.WriteCSV},
+		{"collect.md", t.WriteMarkdown},
+		{"collect.svg", func(w io.Writer) error { return t.WriteSVG(w, prog) }},
+	} {
+		var b bytes.Buffer
+		if err := f.write(&b); err != nil {
+			return err
+		}
+		if err := atomicfile.Write(filepath.Join(dir, f.name), b.Bytes(), atomicfile.Options{}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -140,7 +140,7 @@ type Kubernetes struct {
 }
 
 // Job returns the batch/v1 Indexed Job as indented JSON: one completion
-// per point, each pod running "sweep run" on JOB_COMPLETION_INDEX, with a
+// per point, each pod running "sweep run" on its completion index, with a
 // pod failure policy that retries preempted or evicted pods without
 // counting them and fails the Job on bad flags (exit 2).
 func (k Kubernetes) Job() ([]byte, error) {
@@ -155,7 +155,11 @@ func (k Kubernetes) Job() ([]byte, error) {
 	container := obj{
 		"name":    "sweep",
 		"image":   k.Image,
-		"command": []string{k.Sweep, "run", "-dir", k.MountPath, "-threads", strconv.Itoa(k.CPUs), "$(JOB_COMPLETION_INDEX)"},
+		"command": []string{k.Sweep, "run", "-dir", k.MountPath, "-threads", strconv.Itoa(k.CPUs), "$(SWEEP_INDEX)"},
+		// The completion index (also in JOB_COMPLETION_INDEX), defined in
+		// the container's env so that $(SWEEP_INDEX) above is expanded.
+		"env": []obj{{"name": "SWEEP_INDEX", "valueFrom": obj{"fieldRef": obj{
+			"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}},
 		"resources": obj{
 			"requests": resources,
 			"limits":   resources,

@@ -1,9 +1,24 @@
-package main
+// Package procstat reads what the process has used so far: its CPU time
+// and its peak resident set size, for the benchmark and load-test
+// programs.
+package procstat
 
 import (
 	"bytes"
+	"os"
 	"strconv"
 )
+
+// PeakRSS returns the peak resident set size of the process in bytes (the
+// kernel's high-water mark, VmHWM in /proc/self/status); ok is false
+// where there is no such file (outside Linux).
+func PeakRSS() (bytes int64, ok bool) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	return parseVmHWM(b)
+}
 
 // parseVmHWM returns the VmHWM line of a /proc/<pid>/status file in bytes.
 func parseVmHWM(status []byte) (int64, bool) {
