@@ -11,7 +11,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/autograd/blas"
+	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
@@ -83,8 +83,7 @@ type inferResult struct {
 // flag errors go to stderr.
 func parseInferFlags(args []string, stderr io.Writer) (*inferConfig, error) {
 	c := &inferConfig{}
-	fs := flag.NewFlagSet("bench infer", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.NewFlagSet("bench infer", "bench infer [flags]", "inference images per second of a model on random images", stderr)
 	fs.StringVar(&c.model, "model", "resnet20", "model: "+strings.Join(inferModels, ", "))
 	fs.StringVar(&c.weights, "weights", "", "model file (safetensors, dense or compressed, or compacted by cmd/cifar -compact) to load; empty: random dense weights")
 	fs.Float64Var(&c.width, "width", 1, "channel width multiplier (for quick tests)")
@@ -98,30 +97,23 @@ func parseInferFlags(args []string, stderr io.Writer) (*inferConfig, error) {
 	fs.DurationVar(&c.minTime, "min-time", 0, "keep timing passes until this much time has passed")
 	fs.Uint64Var(&c.seed, "seed", 1, "random seed for weights, zeros and images")
 	fs.BoolVar(&c.json, "json", false, "print the result as one JSON line")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: bench infer [flags]\n\nInference images per second of a model on random images.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
 	if !slices.Contains(inferModels, c.model) {
-		return nil, fmt.Errorf("unknown model %q (known: %s)", c.model, strings.Join(inferModels, ", "))
+		return nil, cli.Usagef("unknown model %q (known: %s)", c.model, strings.Join(inferModels, ", "))
 	}
 	if c.batch < 1 || c.steps < 1 {
-		return nil, fmt.Errorf("-batch and -steps must be at least 1, got %d and %d", c.batch, c.steps)
+		return nil, cli.Usagef("-batch and -steps must be at least 1, got %d and %d", c.batch, c.steps)
 	}
 	if err := checkLoopFlags(c.threads, c.warmup, c.minTime, c.width); err != nil {
 		return nil, err
 	}
 	if !(c.zeros >= 0 && c.zeros <= 1) {
-		return nil, fmt.Errorf("-zeros must be in [0, 1], got %g", c.zeros)
+		return nil, cli.Usagef("-zeros must be in [0, 1], got %g", c.zeros)
 	}
 	if !(c.minZeros >= 0) {
-		return nil, fmt.Errorf("-min-zeros must not be negative, got %g", c.minZeros)
+		return nil, cli.Usagef("-min-zeros must not be negative, got %g", c.minZeros)
 	}
 	return c, nil
 }

@@ -13,7 +13,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -28,6 +27,7 @@ import (
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/autograd/blas"
+	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/internal/procstat"
 	"github.com/proxgen/proxgen/nn"
@@ -106,8 +106,7 @@ type trainResult struct {
 // flag errors go to stderr.
 func parseTrainFlags(args []string, stderr io.Writer) (*trainConfig, error) {
 	c := &trainConfig{}
-	fs := flag.NewFlagSet("bench train", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.NewFlagSet("bench train", "bench train [flags]", "training steps per second of a model on random data", stderr)
 	fs.StringVar(&c.model, "model", "resnet20", "model: "+strings.Join(trainModels, ", "))
 	fs.IntVar(&c.batch, "batch", 0, fmt.Sprintf("batch size (0: %d images; %d columns for lstm)", cnnBatch, lmBatch))
 	fs.IntVar(&c.bptt, "bptt", lmBPTT, "lstm: time steps per batch")
@@ -125,18 +124,11 @@ func parseTrainFlags(args []string, stderr io.Writer) (*trainConfig, error) {
 	fs.BoolVar(&c.json, "json", false, "print the result as one JSON line")
 	fs.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the timed steps to `file`")
 	fs.StringVar(&c.memprofile, "memprofile", "", "write an allocation profile (alloc_space: the timed steps minus what was allocated before) to `file`")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: bench train [flags]\n\nTrain steps per second of a model on random data.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("bench train: unexpected argument %q", fs.Arg(0))
-	}
 	if !slices.Contains(trainModels, c.model) {
-		return nil, fmt.Errorf("bench train: unknown model %q (known: %s)", c.model, strings.Join(trainModels, ", "))
+		return nil, cli.Usagef("bench train: unknown model %q (known: %s)", c.model, strings.Join(trainModels, ", "))
 	}
 	if c.batch == 0 {
 		c.batch = cnnBatch
@@ -149,14 +141,14 @@ func parseTrainFlags(args []string, stderr io.Writer) (*trainConfig, error) {
 		v    int
 	}{{"batch", c.batch}, {"bptt", c.bptt}, {"vocab", c.vocab}, {"emb", c.emb}, {"hidden", c.hidden}, {"steps", c.steps}} {
 		if f.v < 1 {
-			return nil, fmt.Errorf("bench train: -%s must be at least 1, got %d", f.name, f.v)
+			return nil, cli.Usagef("bench train: -%s must be at least 1, got %d", f.name, f.v)
 		}
 	}
 	if err := checkLoopFlags(c.threads, c.warmup, c.minTime, c.width); err != nil {
-		return nil, fmt.Errorf("bench train: %w", err)
+		return nil, cli.Usagef("bench train: %w", err)
 	}
 	if !(c.lr > 0) {
-		return nil, fmt.Errorf("bench train: -lr must be positive, got %g", c.lr)
+		return nil, cli.Usagef("bench train: -lr must be positive, got %g", c.lr)
 	}
 	return c, nil
 }

@@ -13,6 +13,7 @@
 //	train_state.safetensors  model, optimizer and run state; -resume reads it
 //	train_state.prev.safetensors  the checkpoint before it
 //	model.safetensors        the model alone, loadable by PyTorch (strict)
+//	best.safetensors         the model of the epoch with the best test accuracy (metadata "epoch")
 //	metrics.jsonl            one JSON line of metrics per epoch
 //	curves.svg               loss, accuracy, sparsity and step-size curves
 //	summary.json             the final summary (at the end of the run)
@@ -40,13 +41,11 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/signal"
 	"runtime/debug"
-	"syscall"
 
 	"github.com/proxgen/proxgen/nn/experiment/cifarrun"
+	"github.com/proxgen/proxgen/nn/train"
 )
 
 // gcPercent is the garbage collector's target (GOGC) unless the environment
@@ -62,8 +61,8 @@ func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cifarrun.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	// Signals stay caught until the process exits: however many come
+	// during the checkpoint save, the program exits 130 after it.
+	ctx := train.CatchInterrupts()
+	os.Exit(cifarrun.Main(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -47,17 +47,15 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/proxgen/proxgen/nn/experiment/ptbrun"
+	"github.com/proxgen/proxgen/nn/train"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := ptbrun.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	// Signals stay caught until the process exits: however many come
+	// during the checkpoint save, the program exits 130 after it.
+	ctx := train.CatchInterrupts()
+	os.Exit(ptbrun.Main(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }

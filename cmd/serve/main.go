@@ -56,6 +56,7 @@ import (
 	"time"
 
 	"github.com/proxgen/proxgen/datasets/cifar10"
+	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/internal/procstat"
 	"github.com/proxgen/proxgen/nn/infer"
@@ -111,8 +112,7 @@ type config struct {
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	c := &config{}
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.NewFlagSet("serve", "serve -model [NAME=]FILE ... | -model-dir DIR [flags]", "classifies images over HTTP with one or more model files, or load-tests that service (docs/serve.md)", stderr)
 	fs.Var(&c.models, "model", "`[NAME=]FILE`: a model file (safetensors) to serve under NAME (default: the file name without extension); repeat for several")
 	fs.StringVar(&c.modelDir, "model-dir", "", "serve every *.safetensors file of this directory under its name without extension (after the -model ones)")
 	fs.StringVar(&c.spec.Model, "arch", "", "network of the file (resnet20, vgg16, ...); default: the file's metadata (needed for PyTorch files)")
@@ -138,11 +138,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.loadtest, "loadtest", 0, "run a load test against a loopback instance for this long, print JSON and exit")
 	fs.IntVar(&c.concurrency, "concurrency", 8, "load test: clients sending requests back to back")
 	fs.StringVar(&c.image, "image", "", "load test: PNG or JPEG file sent by every request (default: a random raw CIFAR-10 image)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if len(c.models) == 0 && c.modelDir == "" {
 		return nil, errors.New("-model or -model-dir is required")

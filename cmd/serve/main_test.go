@@ -264,7 +264,7 @@ func TestErrors(t *testing.T) {
 		{nil, exitUsage, "-model or -model-dir is required"},
 		{[]string{"-model-dir", filepath.Join(t.TempDir(), "none")}, exitError, "none"},
 		{[]string{"-model-dir", t.TempDir()}, exitError, "no .safetensors file"},
-		{[]string{"-model", path, "extra"}, exitUsage, "unexpected arguments"},
+		{[]string{"-model", path, "extra"}, exitUsage, "unexpected argument"},
 		{[]string{"-model", path, "-concurrency", "0"}, exitUsage, "-concurrency 0"},
 		{[]string{"-model", filepath.Join(t.TempDir(), "none")}, exitError, "none"},
 		{[]string{"-model", path, "-arch", "resnet20"}, exitError, "missing keys"},

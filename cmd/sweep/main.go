@@ -47,6 +47,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/nn/experiment"
 	"github.com/proxgen/proxgen/nn/experiment/sweep"
 )
@@ -71,6 +72,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, usage)
 		return experiment.ExitUsage
 	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintf(stdout, "sweep: plans a grid of cifar or ptb training runs, runs them here or on Slurm or Kubernetes, and collects them (docs/sweeps.md)\n\n%s\n", usage)
+		return experiment.ExitOK
+	}
 	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) (int, error){
 		"plan": plan, "run": runPoint, "local": local, "slurm": slurm, "k8s": k8s, "status": status, "collect": collect,
 	}
@@ -93,10 +99,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
+// commands are the usage lines and descriptions of the commands.
+var commands = map[string][2]string{
+	"plan":    {"sweep plan -spec SPEC.json -dir DIR", "expands the grid of a sweep spec into DIR/manifest.json"},
+	"run":     {"sweep run -dir DIR [-threads N] INDEX", "runs (or resumes) one point of a planned sweep in this process (INDEX: number or run folder)"},
+	"local":   {"sweep local -dir DIR [-j N]", "runs the points of a planned sweep on this machine, N at a time"},
+	"slurm":   {"sweep slurm -dir DIR [-submit] [flags]", "writes (and submits) a Slurm job array for a planned sweep"},
+	"k8s":     {"sweep k8s -dir DIR -image IMG -claim PVC [flags]", "writes a Kubernetes Indexed Job for a planned sweep"},
+	"status":  {"sweep status -dir DIR", "prints one line per run of a planned sweep"},
+	"collect": {"sweep collect -dir DIR", "tabulates (CSV, Markdown) and charts the finished runs of a sweep"},
+}
+
 // flags returns the flag set of a command with its -dir flag.
 func flags(name string, stderr io.Writer) (*flag.FlagSet, *string) {
-	fs := flag.NewFlagSet("sweep "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.NewFlagSet("sweep "+name, commands[name][0], commands[name][1], stderr)
 	return fs, fs.String("dir", "", "the sweep folder")
 }
 

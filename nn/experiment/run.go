@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/nn/train"
 )
@@ -77,12 +78,28 @@ func MergeFlags(stored, now, merged *flag.FlagSet, explicit map[string]bool, mut
 }
 
 // CheckNewRun returns an error when the run folder dir already holds a
-// checkpoint, so that a new run does not overwrite it.
+// checkpoint, so that a new run does not overwrite it: a *cli.UsageError,
+// since -resume or another -out is what was missing.
 func CheckNewRun(dir string) error {
 	if _, err := os.Lstat(filepath.Join(dir, train.CheckpointName)); err == nil {
-		return fmt.Errorf("%s already holds a run (%s); continue it with -resume or choose another -out", dir, train.CheckpointName)
+		return cli.Usagef("%s already holds a run (%s); continue it with -resume or choose another -out", dir, train.CheckpointName)
 	}
 	return nil
+}
+
+// LockNewRun takes the lock of the run folder dir (train.LockDir), so
+// that no other program runs in it, and checks that it holds no run yet
+// (CheckNewRun); the caller releases the lock when its run ends.
+func LockNewRun(dir string) (*train.Lock, error) {
+	lock, err := train.LockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckNewRun(dir); err != nil {
+		lock.Release()
+		return nil, err
+	}
+	return lock, nil
 }
 
 // DecodeHistory decodes the metrics records of a run (train.Info.History)

@@ -461,7 +461,9 @@ func (r *runner) epoch(ctx context.Context) (int, error) {
 		return steps, ErrInterrupted
 	}
 	stats := EpochStats{Epoch: epoch, Steps: l.StepsPerEpoch, LossSum: p.LossSum, Samples: p.Samples, Seconds: p.Seconds}
+	l.Progress.BeginEval()
 	rec, err := l.EndEpoch(ctx, epoch, stats)
+	l.Progress.EndEval()
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			if err := r.save(); err != nil {

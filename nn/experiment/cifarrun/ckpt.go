@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/proxgen/proxgen/datasets/cifar10"
 	"github.com/proxgen/proxgen/nn"
@@ -61,6 +63,18 @@ func (t *trainer) outputs() []train.Output {
 			t.meth.UseEffective()
 			defer t.meth.Restore()
 			return train.ModelFile(t.model, mm)
+		}},
+		{Name: BestFile, Data: func(info *train.Info) ([]byte, error) {
+			if t.bestEpoch == 0 {
+				return nil, nil
+			}
+			mm := modelMetadata(c)
+			mm["epoch"] = strconv.Itoa(t.bestEpoch)
+			mm["best_of"] = strconv.Itoa(info.Epoch)
+			mm["optimizer"] = c.Optimizer
+			mm["reg"] = c.Reg
+			mm["test_acc"] = strconv.FormatFloat(t.bestAcc, 'f', 4, 64)
+			return t.best.File(t.model, mm)
 		}},
 		{Name: CurvesFile, Data: func(info *train.Info) ([]byte, error) {
 			h, err := decodeHistory(info.History)
@@ -118,7 +132,83 @@ func mergeResume(stored, now *config) (*config, error) {
 		return nil, err
 	}
 	merged.Resume = true
+	if merged.Epochs != stored.Epochs {
+		if err := rederive(stored, &merged); err != nil {
+			return nil, err
+		}
+	}
 	return &merged, nil
+}
+
+// rederive resets to "auto" the settings of merged that the original run
+// derived from its -epochs, so that resolve chooses them for the new
+// length as a fresh run would. A checkpoint that does not record which
+// settings were derived is refused when a setting has the value its
+// -epochs implies and the new -epochs implies another.
+func rederive(stored, merged *config) error {
+	merged.Derived = slices.Clone(stored.Derived)
+	for _, d := range epochDependent {
+		switch {
+		case slices.Contains(stored.Derived, d.key):
+			resetAuto(merged, d.key)
+		case stored.Derived == nil:
+			then, now := autoValue(stored, stored.Epochs, d.key), autoValue(stored, merged.Epochs, d.key)
+			if then == settingValue(stored, d.key) && then != now {
+				return fmt.Errorf("-epochs %d: the run's -%s %s is what -epochs %d implies, and its checkpoint (written before derived settings were recorded) does not say whether it was chosen or derived; a fresh %d-epoch run would use -%s %s. Start a new run, or resume with -epochs %d",
+					merged.Epochs, d.flag, then, stored.Epochs, merged.Epochs, d.flag, now, stored.Epochs)
+			}
+		}
+	}
+	return nil
+}
+
+// resetAuto sets the setting key of c back to its "auto" value.
+func resetAuto(c *config, key string) {
+	switch key {
+	case "schedule":
+		c.Schedule = "auto"
+	case "hard_quant_epoch":
+		c.HardQuantEpoch = -2
+	}
+}
+
+// settingValue returns the setting key of c as text.
+func settingValue(c *config, key string) string {
+	switch key {
+	case "schedule":
+		return c.Schedule
+	case "hard_quant_epoch":
+		return strconv.Itoa(c.HardQuantEpoch)
+	}
+	return ""
+}
+
+// autoValue returns the value resolve derives for the setting key of c
+// with the given number of epochs ("" when c does not resolve).
+func autoValue(c *config, epochs int, key string) string {
+	d := *c
+	d.Epochs = epochs
+	d.Derived = nil
+	resetAuto(&d, key)
+	if d.resolve() != nil {
+		return ""
+	}
+	return settingValue(&d, key)
+}
+
+// resumeChanges describes what -resume changed in the run: -epochs and
+// the settings derived from it (empty when nothing changed).
+func resumeChanges(stored, merged *config) string {
+	if stored.Epochs == merged.Epochs {
+		return ""
+	}
+	parts := []string{fmt.Sprintf("-epochs %d (was %d)", merged.Epochs, stored.Epochs)}
+	for _, d := range epochDependent {
+		if was, now := settingValue(stored, d.key), settingValue(merged, d.key); was != now {
+			parts = append(parts, fmt.Sprintf("-%s %s (was %s)", d.flag, now, was))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // loadWeights loads the model tensors of the safetensors file at path into

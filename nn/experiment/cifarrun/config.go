@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/nn/models"
 	"github.com/proxgen/proxgen/nn/train"
 	"github.com/proxgen/proxgen/optim"
@@ -21,7 +22,12 @@ import (
 type config struct {
 	Data       string `json:"data"`
 	NoDownload bool   `json:"no_download"`
-	Out        string `json:"out"`
+	// Download allows downloading into a -data folder that does not
+	// exist; AllowSubset accepts data files with fewer records than the
+	// official release.
+	Download    bool   `json:"download,omitempty"`
+	AllowSubset bool   `json:"allow_subset,omitempty"`
+	Out         string `json:"out"`
 
 	Model    string  `json:"model"`
 	Width    float64 `json:"width"`
@@ -74,6 +80,12 @@ type config struct {
 	// Compact names the model file to write the compacted -weights to.
 	Compact string `json:"-"`
 
+	// Derived lists the settings whose "auto" value resolve chose (by
+	// their JSON names), so that -resume -epochs N recomputes those that
+	// depend on the run's length as a fresh N-epoch run would. Nil in
+	// checkpoints written before it was recorded.
+	Derived []string `json:"derived,omitempty"`
+
 	// explicit records the flags given on the command line.
 	explicit map[string]bool
 	// resumed is the checkpoint read for -resume.
@@ -85,7 +97,7 @@ var optimizers = optim.MethodNames()
 
 // mutableOnResume lists the flags a resumed run may change; every other
 // flag given with -resume must equal the stored setting.
-var mutableOnResume = []string{"data", "no-download", "out", "epochs", "threads", "progress", "log-every", "save-every", "eval-batch", "resume", "json"}
+var mutableOnResume = []string{"data", "no-download", "download", "allow-subset", "out", "epochs", "threads", "progress", "log-every", "save-every", "eval-batch", "resume", "json"}
 
 // defaultConfig returns the settings before "auto" values are resolved.
 func defaultConfig() *config {
@@ -99,38 +111,13 @@ func defaultConfig() *config {
 	}
 }
 
-// floatFlag is a float64 flag whose default prints as "auto" when NaN.
-type floatFlag struct{ p *float64 }
-
-func (f floatFlag) String() string {
-	if f.p == nil || math.IsNaN(*f.p) {
-		return "auto"
-	}
-	return strconv.FormatFloat(*f.p, 'g', -1, 64)
-}
-
-func (f floatFlag) Set(s string) error {
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return errors.New("not a number")
-	}
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return errors.New("must be finite")
-	}
-	*f.p = v
-	return nil
-}
-
 // newFlagSet binds the flags to c.
 func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("cifar", flag.ContinueOnError)
-	fs.SetOutput(out)
-	fs.Usage = func() {
-		fmt.Fprintf(out, "usage: cifar [flags]\n\nTrains a CIFAR-10 classifier with ProxGen or a baseline; see docs/cifar.md.\n\nflags:\n")
-		fs.PrintDefaults()
-	}
+	fs := cli.NewFlagSet("cifar", "cifar [flags]", "trains and evaluates CIFAR-10 classifiers with ProxGen or a baseline of the paper (docs/cifar.md)", out)
 	fs.StringVar(&c.Data, "data", c.Data, "CIFAR-10 folder (holding cifar-10-batches-bin or its files); empty: the download cache")
 	fs.BoolVar(&c.NoDownload, "no-download", c.NoDownload, "fail instead of downloading when the data are missing")
+	fs.BoolVar(&c.Download, "download", c.Download, "download the data into a -data folder that does not exist yet (without it, a -data folder that does not exist is an error)")
+	fs.BoolVar(&c.AllowSubset, "allow-subset", c.AllowSubset, "accept data files with fewer records than the official 10,000 each (tiny test sets, reduced copies)")
 	fs.StringVar(&c.Out, "out", c.Out, "run folder for checkpoints, metrics.jsonl, curves.svg and summary.json (default runs/<model>-<optimizer>-<reg>-s<seed>)")
 
 	fs.StringVar(&c.Model, "model", c.Model, "network: "+strings.Join(models.Names, ", ")+" or any resnet<6n+2>")
@@ -144,10 +131,10 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 
 	fs.StringVar(&c.Optimizer, "optimizer", c.Optimizer, "method: "+strings.Join(optimizers, ", "))
 	fs.StringVar(&c.Reg, "reg", c.Reg, "regularizer: "+optim.RegularizerSyntax+" (auto: l12 for the sparsity methods, binw:1 = bin-l1 for proxquant, none otherwise)")
-	fs.Var(floatFlag{&c.Lambda}, "lambda", "regularization strength λ (auto: 0.1 for sparsity, 1e-4 for proxquant, 5e-8 for bin-lq:Q with proxgen, 0.1 for l0hc)")
+	fs.Var(cli.OptionalFloat{P: &c.Lambda}, "lambda", "regularization strength λ (auto: 0.1 for sparsity, 1e-4 for proxquant, 5e-8 for bin-lq:Q with proxgen, 0.1 for l0hc)")
 	fs.StringVar(&c.LambdaScale, "lambda-scale", c.LambdaScale, "n: the per-step λ is -lambda divided by the training-set size (official ProxGen code); 1: -lambda as is; auto: n except for binary regularizers")
-	fs.Var(floatFlag{&c.LR}, "lr", "base step size (auto: 1e-3 Adam family, 0.1 sgd, 0.06 proxsgd, 0.01 proxquant and bc)")
-	fs.Var(floatFlag{&c.WD}, "wd", "weight decay ζ, decoupled for proxgenw/adamw/subgrad, coupled for adam/sgd (auto: 0.01 proxgenw and adamw, 5e-4 sgd, else 0)")
+	fs.Var(cli.OptionalFloat{P: &c.LR}, "lr", "base step size (auto: 1e-3 Adam family, 0.1 sgd, 0.06 proxsgd, 0.01 proxquant and bc)")
+	fs.Var(cli.OptionalFloat{P: &c.WD}, "wd", "weight decay ζ, decoupled for proxgenw/adamw/subgrad, coupled for adam/sgd (auto: 0.01 proxgenw and adamw, 5e-4 sgd, else 0)")
 	fs.Float64Var(&c.Momentum, "momentum", c.Momentum, "heavy-ball momentum of sgd")
 	fs.Float64Var(&c.Beta1, "beta1", c.Beta1, "first-moment decay ρ of the Adam family")
 	fs.Float64Var(&c.Beta2, "beta2", c.Beta2, "second-moment decay β of the Adam family")
@@ -157,7 +144,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.NoCoupleBN, "no-couple-bn", c.NoCoupleBN, "gl0/gl21 over output filters group each convolution filter with the γ and β of the batch norm after it (a zero group is a zero channel); this flag groups the filter alone")
 
 	fs.StringVar(&c.Homotopy, "homotopy", c.Homotopy, "on: ProxQuant homotopy λ_t = λ·epoch (epoch counted from 0); off; auto: on for binary regularizers")
-	fs.IntVar(&c.HardQuantEpoch, "hard-quant-epoch", c.HardQuantEpoch, "after this many epochs set binarised weights to sign(w) and freeze them (0: never; default: 2/3 of -epochs for binary runs, never otherwise)")
+	fs.Var(cli.OptionalInt{P: &c.HardQuantEpoch, Unset: -2}, "hard-quant-epoch", "after this many epochs set binarised weights to sign(w) and freeze them (0: never; default: 2/3 of -epochs for binary runs, never otherwise)")
 
 	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "number of epochs")
 	fs.IntVar(&c.Batch, "batch", c.Batch, "training batch size")
@@ -223,8 +210,25 @@ func (c *config) adamFamily() bool {
 	return err == nil && m.Adam
 }
 
+// epochDependent are the derived settings that depend on -epochs: JSON
+// name and flag.
+var epochDependent = []struct{ key, flag string }{{"schedule", "schedule"}, {"hard_quant_epoch", "hard-quant-epoch"}}
+
+// derive records that resolve chose the setting key.
+func (c *config) derive(key string) {
+	if !slices.Contains(c.Derived, key) {
+		c.Derived = append(c.Derived, key)
+	}
+}
+
 // resolve fills in the "auto" settings and checks every value.
 func (c *config) resolve() error {
+	if c.Schedule == "auto" {
+		c.derive("schedule")
+	}
+	if c.HardQuantEpoch == -2 {
+		c.derive("hard_quant_epoch")
+	}
 	if c.EvalOnly {
 		if c.Weights == "" {
 			return errors.New("-eval-only needs -weights FILE")
@@ -232,6 +236,9 @@ func (c *config) resolve() error {
 		if c.Resume {
 			return errors.New("-eval-only and -resume exclude each other")
 		}
+	}
+	if c.Download && c.NoDownload {
+		return errors.New("-download and -no-download exclude each other")
 	}
 	if c.Compact != "" {
 		if c.Weights == "" {

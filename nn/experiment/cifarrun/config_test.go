@@ -27,7 +27,8 @@ func TestConfigDefaults(t *testing.T) {
 		Lambda: 0.1, LambdaScale: "n", LR: 1e-3, WD: 0, Momentum: 0.9, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8,
 		Schedule: "multistep:15,25", Homotopy: "off", HardQuantEpoch: 0,
 		Epochs: 30, Batch: 128, EvalBatch: 500, Seed: 1, Progress: "auto",
-		Out: "runs/resnet20-proxgen-l12-s1",
+		Out:     "runs/resnet20-proxgen-l12-s1",
+		Derived: []string{"schedule", "hard_quant_epoch"},
 	}
 	c.explicit = nil
 	if !reflect.DeepEqual(*c, want) {
@@ -222,5 +223,28 @@ func TestDeprecatedReg(t *testing.T) {
 		if c.Optimizer == "proxquant" && (!c.binaryReg() || c.HardQuantEpoch == 0) {
 			t.Errorf("%v: a binary run without hard quantisation: %+v", tc.args, c)
 		}
+	}
+}
+
+// TestRederiveOldCheckpoint checks -resume -epochs on a configuration
+// stored before derived settings were recorded: refused naming the flag
+// when the stored schedule is the one the old length implies, accepted
+// when it is not (then it was chosen).
+func TestRederiveOldCheckpoint(t *testing.T) {
+	stored, err := parseConfig([]string{"-epochs", "2"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored.Derived = nil // as written before the field existed
+	merged := *stored
+	merged.Epochs = 5
+	if err := rederive(stored, &merged); err == nil || !strings.Contains(err.Error(), "-schedule const") || !strings.Contains(err.Error(), "-schedule multistep:2,4") {
+		t.Fatalf("old checkpoint with the derived schedule: error %v", err)
+	}
+	stored.Schedule = "cosine"
+	merged = *stored
+	merged.Epochs = 5
+	if err := rederive(stored, &merged); err != nil || merged.Schedule != "cosine" {
+		t.Fatalf("old checkpoint with a chosen schedule: %v, schedule %q", err, merged.Schedule)
 	}
 }

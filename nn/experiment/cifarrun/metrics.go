@@ -86,7 +86,7 @@ func curves(recs []EpochRecord, title string, binary bool) []train.Chart {
 			{Name: "parameters", X: x, Y: col(func(r *EpochRecord) float64 { return remainingPercent(r, (*prune.Count).ParamsRatio) })},
 			{Name: "channels", X: x, Y: col(func(r *EpochRecord) float64 { return remainingPercent(r, (*prune.Count).ChannelsRatio) })},
 		}},
-		{Title: "step size", XLabel: "epoch", YLabel: "lr", Series: []train.Series{
+		{Title: "step size", XLabel: "epoch", YLabel: "lr", LogY: true, Series: []train.Series{
 			{Name: "lr", X: x, Y: col(func(r *EpochRecord) float64 { return r.LR })},
 		}},
 	}

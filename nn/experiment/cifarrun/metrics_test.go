@@ -65,4 +65,7 @@ func TestEpochRecordJSON(t *testing.T) {
 	if len(cs) != 5 || len(cs[2].Series) != 4 || len(cs[3].Series) != 3 {
 		t.Fatalf("curves: %d charts", len(cs))
 	}
+	if cs[4].Title != "step size" || !cs[4].LogY {
+		t.Errorf("the step-size chart %q is not in log scale", cs[4].Title)
+	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/datasets/cifar10"
+	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
@@ -62,6 +63,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if c.Resume {
+		// One program at a time in a run folder: the lock comes before
+		// the checkpoint is read.
+		lock, err := train.LockDir(c.Out)
+		if err != nil {
+			fmt.Fprintf(stderr, "cifar: %v\n", err)
+			return exitError
+		}
+		defer lock.Release()
 		ck, stored, err := readStoredRun(c.Out)
 		if err != nil {
 			fmt.Fprintf(stderr, "cifar: %v\n", err)
@@ -70,15 +79,24 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			return exitError
 		}
+		// The stored settings pass the checks of the flags again: a
+		// damaged or edited file must not reach the model and the loaders.
+		if chk := *stored; chk.resolve() != nil {
+			fmt.Fprintf(stderr, "cifar: -resume: %s: stored configuration: %v\n", ck.Path, chk.resolve())
+			return exitError
+		}
 		if c, err = mergeResume(stored, c); err != nil {
 			fmt.Fprintf(stderr, "cifar: %v\n", err)
 			return exitUsage
 		}
-		// The stored settings pass the checks of the flags again: a
-		// damaged or edited file must not reach the model and the loaders.
 		if err := c.resolve(); err != nil {
-			fmt.Fprintf(stderr, "cifar: -resume: %s: stored configuration: %v\n", ck.Path, err)
-			return exitError
+			// The flags of this invocation (a new length) do not fit the
+			// run's settings.
+			fmt.Fprintf(stderr, "cifar: -resume: %v\n", err)
+			return exitUsage
+		}
+		if msg := resumeChanges(stored, c); msg != "" {
+			fmt.Fprintf(stderr, "cifar: -resume: %s, as a fresh %d-epoch run would use, from epoch %d on\n", msg, c.Epochs, ck.Epoch()+1)
 		}
 		c.resumed = ck
 	}
@@ -98,7 +116,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	case errors.Is(err, errInterrupted), errors.Is(err, train.ErrInterrupted):
 		return exitInterrupted
-	case errors.As(err, new(usageError)):
+	case errors.As(err, new(usageError)), cli.ExitCode(err) == exitUsage:
 		fmt.Fprintf(stderr, "cifar: %v\n", err)
 		return exitUsage
 	default:
@@ -108,27 +126,19 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // loadData returns the training and test splits of c, downloading the
-// data set when it is missing and allowed.
+// data set when it is missing and allowed (cifar10.Open).
 func loadData(ctx context.Context, c *config, stderr io.Writer) (*cifar10.Dataset, error) {
-	dir := c.Data
-	if dir == "" {
-		d, err := cifar10.DefaultCacheDir()
-		if err != nil {
-			return nil, fmt.Errorf("no -data folder and no cache folder: %w", err)
-		}
-		dir = d
-	}
-	if _, err := cifar10.ResolveDir(dir); err != nil {
-		if c.NoDownload || partial(dir) {
-			return nil, fmt.Errorf("-data: %w", err)
-		}
-		fmt.Fprintf(stderr, "CIFAR-10 not found in %s; downloading %s\n", dir, cifar10.URL)
-		if _, err := cifar10.Download(ctx, dir, stderr); err != nil {
-			return nil, fmt.Errorf("downloading CIFAR-10: %w", err)
-		}
-	}
-	ds, err := cifar10.Load(dir)
-	if err != nil {
+	ds, err := cifar10.Open(ctx, cifar10.OpenOptions{
+		Dir: c.Data, Download: c.Download, NoDownload: c.NoDownload,
+		LoadOptions: cifar10.LoadOptions{AllowSubset: c.AllowSubset},
+		Fetch:       cifar10.DownloadOptions{Progress: stderr},
+	})
+	switch {
+	case errors.Is(err, cifar10.ErrNoFolder):
+		return nil, fmt.Errorf("-data: %w; -download downloads into it", err)
+	case errors.Is(err, cifar10.ErrRecordCount):
+		return nil, fmt.Errorf("-data: %w; -allow-subset accepts such files", err)
+	case err != nil:
 		return nil, fmt.Errorf("-data: %w", err)
 	}
 	if c.TrainSubset > 0 {
@@ -138,20 +148,6 @@ func loadData(ctx context.Context, c *config, stderr io.Writer) (*cifar10.Datase
 		ds.Test = ds.Test.Subset(c.TestSubset)
 	}
 	return ds, nil
-}
-
-// partial reports whether dir holds some of the data set's files, so that
-// a failed ResolveDir means broken data rather than missing data (which
-// would be downloaded).
-func partial(dir string) bool {
-	for _, d := range []string{dir, filepath.Join(dir, cifar10.FolderName)} {
-		for _, f := range append([]string{cifar10.TestFile}, cifar10.TrainFiles...) {
-			if _, err := os.Stat(filepath.Join(d, f)); err == nil {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // newModel builds the network of c with its initial weights drawn from
@@ -175,9 +171,11 @@ func trainRun(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 		}
 	}
 	if !c.Resume {
-		if err := experiment.CheckNewRun(c.Out); err != nil {
+		lock, err := experiment.LockNewRun(c.Out)
+		if err != nil {
 			return err
 		}
+		defer lock.Release()
 	}
 	ds, err := loadData(ctx, c, stderr)
 	if err != nil {
@@ -214,8 +212,9 @@ func trainRun(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 			t.prog.Logf("resuming %s at epoch %d, step %d", c.Out, c.resumed.Epoch()+1, c.resumed.Step())
 		}
 	} else {
-		t.prog.Logf("training %s (%d parameters) with %s, -reg %s, per-step λ %.3g, lr %g on %d images (%d batches of %d per epoch), %d threads; run folder %s",
-			c.Model, nn.NumParams(model), c.Optimizer, c.Reg, perStepLambda(c, ds.Train.Len()), c.LR, ds.Train.Len(), perEpoch, c.Batch, parallel.Workers(), c.Out)
+		t.prog.Logf("training %s (%s) with %s, -reg %s, per-step λ %.3g, lr %g on %s (%s of %d per epoch), %s; run folder %s",
+			c.Model, cli.Count(nn.NumParams(model), "parameter"), c.Optimizer, c.Reg, perStepLambda(c, ds.Train.Len()), c.LR, cli.Count(ds.Train.Len(), "image"),
+			cli.Count(perEpoch, "batch"), c.Batch, cli.Count(parallel.Workers(), "thread"), c.Out)
 	}
 	res, err := l.Run(ctx)
 	if errors.Is(err, train.ErrInterrupted) {
@@ -225,7 +224,7 @@ func trainRun(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 		return err
 	}
 	if res.Already {
-		t.prog.Logf("the run in %s is complete (%d epochs); its files were re-created from the checkpoint", c.Out, res.Epoch)
+		t.prog.Logf("the run in %s is complete (%s); its files were re-created from the checkpoint", c.Out, cli.Count(res.Epoch, "epoch"))
 	}
 	h, err := decodeHistory(res.History)
 	if err != nil {
@@ -238,7 +237,7 @@ func trainRun(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 		return nil
 	}
 	var files []string
-	for _, f := range []string{checkpoint.ModelFileName, train.CheckpointName, train.MetricsName, CurvesFile, SummaryFile} {
+	for _, f := range []string{checkpoint.ModelFileName, BestFile, train.CheckpointName, train.MetricsName, CurvesFile, SummaryFile} {
 		files = append(files, filepath.Join(c.Out, f))
 	}
 	printSummary(stdout, s, files)

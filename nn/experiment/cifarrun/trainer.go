@@ -7,10 +7,12 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/datasets/cifar10"
+	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/experiment"
 	"github.com/proxgen/proxgen/nn/prune"
@@ -31,7 +33,19 @@ type runState struct {
 	// Pruned lists the filters -prune-filters or -prune-flops zeroed, by
 	// layer (prune.Mask.Filters).
 	Pruned map[string][]int `json:"pruned,omitempty"`
+	// BestEpoch is the epoch (from 1) with the best test accuracy so far,
+	// BestAcc that accuracy; the weights the network computed with then
+	// are the state tensors under bestState. 0 before the first
+	// evaluation (and in checkpoints written before best.safetensors).
+	BestEpoch int     `json:"best_epoch,omitempty"`
+	BestAcc   float64 `json:"best_acc,omitempty"`
 }
+
+// BestFile is the model file of the epoch with the best test accuracy.
+const BestFile = "best.safetensors"
+
+// bestState prefixes the state tensors of the best model.
+const bestState = "best/"
 
 // trainer trains one model with one method on CIFAR-10: the step and
 // evaluation functions of a train.Loop.
@@ -54,6 +68,11 @@ type trainer struct {
 	lr      float64 // step size of the current epoch's first update
 	// mask holds the filters pruned before training at zero.
 	mask *prune.Mask
+	// best is the model of bestEpoch (from 1; 0: none yet), whose test
+	// accuracy is bestAcc.
+	best      experiment.BestModel
+	bestEpoch int
+	bestAcc   float64
 }
 
 // loop returns the train.Loop of the run.
@@ -211,6 +230,12 @@ func (t *trainer) endEpoch(ctx context.Context, epoch int, s train.EpochStats) (
 	if p := t.meth.Plateau(); p != nil {
 		p.Observe(testLoss)
 	}
+	if t.bestEpoch == 0 || testAcc > t.bestAcc {
+		t.meth.UseEffective()
+		t.best.Keep(t.model)
+		t.meth.Restore()
+		t.bestEpoch, t.bestAcc = epoch+1, testAcc
+	}
 	t.correct = 0
 	t.printEpoch(&rec)
 	return &rec, nil
@@ -222,12 +247,17 @@ func (t *trainer) saveState() (train.State, error) {
 	if err != nil {
 		return train.State{}, fmt.Errorf("saving the random state: %w", err)
 	}
-	st := &runState{Config: t.cfg, Frozen: t.frozen, Correct: t.correct, RNG: rng}
+	st := &runState{Config: t.cfg, Frozen: t.frozen, Correct: t.correct, RNG: rng, BestEpoch: t.bestEpoch, BestAcc: t.bestAcc}
 	if t.mask != nil {
 		st.Pruned = t.mask.Filters()
 	}
 	b, err := json.Marshal(st)
-	return train.State{JSON: b}, err
+	s := train.State{JSON: b}
+	if t.best.Has() {
+		s.Tensors = map[string][]float32{}
+		t.best.AddTo(s.Tensors, bestState)
+	}
+	return s, err
 }
 
 // loadState restores what saveState saved; the configuration was read
@@ -237,9 +267,16 @@ func (t *trainer) loadState(s train.State) error {
 	if err := json.Unmarshal(s.JSON, &st); err != nil {
 		return fmt.Errorf("bad run state: %v", err)
 	}
-	if st.Correct < 0 {
-		return fmt.Errorf("bad run state: %d correct images", st.Correct)
+	if st.Correct < 0 || st.BestEpoch < 0 || !(st.BestAcc >= 0 && st.BestAcc <= 1) {
+		return fmt.Errorf("bad run state: %d correct images, best epoch %d, best accuracy %v", st.Correct, st.BestEpoch, st.BestAcc)
 	}
+	var best experiment.BestModel
+	if st.BestEpoch > 0 {
+		if err := best.LoadFrom(s.Tensors, bestState, t.model); err != nil {
+			return err
+		}
+	}
+	t.best, t.bestEpoch, t.bestAcc = best, st.BestEpoch, st.BestAcc
 	if err := t.meth.SetRNGState(st.RNG); err != nil {
 		return err
 	}
@@ -293,7 +330,7 @@ func (t *trainer) evaluate(ctx context.Context, split *cifar10.Split) (loss, acc
 	t.releaseArena(t.trainCtx)
 	defer t.releaseArena(t.evalCtx)
 	var sum float64
-	correct := 0
+	correct, done := 0, 0
 	for b, ok := l.Next(); ok; b, ok = l.Next() {
 		// The network sees at most a training batch at a time: the
 		// evaluation arena holds every activation of the forward pass, so
@@ -311,6 +348,8 @@ func (t *trainer) evaluate(ctx context.Context, split *cifar10.Split) (loss, acc
 			correct += countCorrect(logits, b.Y[lo:hi])
 		}
 		l.Recycle(b)
+		done++
+		t.prog.EvalUpdate(done, l.NumBatches())
 	}
 	n := float64(split.Len())
 	return sum / n, float64(correct) / n, nil
@@ -352,11 +391,15 @@ func (t *trainer) printEpoch(r *EpochRecord) {
 	}
 	bin := ""
 	if r.Binary != nil {
-		bin = fmt.Sprintf(" ±1 %.2f%%", 100**r.Binary)
+		bin = fmt.Sprintf("±1 %.2f%%", 100**r.Binary)
 	}
-	fmt.Fprintf(t.stdout, "epoch %d/%d loss %.4f obj %.4f train %.2f%% test %.2f%% (loss %.4f) zeros %.2f%% |w|<1e-3 %.2f%%%s lr %.3g λ %.3g %.1f s %.0f img/s\n",
-		r.Epoch, t.cfg.Epochs, r.Loss, r.Objective, 100*r.TrainAcc, 100*r.TestAcc, r.TestLoss,
-		100*r.Zero, 100*r.Small, bin, r.LR, r.Lambda, r.Seconds, r.ImgPerS)
+	// One line on a wide terminal, more lines (indented) on a narrow one.
+	fmt.Fprintln(t.stdout, train.WrapFields(train.TerminalWidth(t.stdout), "  ", []string{
+		fmt.Sprintf("epoch %d/%d", r.Epoch, t.cfg.Epochs), fmt.Sprintf("loss %.4f", r.Loss), fmt.Sprintf("obj %.4f", r.Objective),
+		fmt.Sprintf("train %.2f%%", 100*r.TrainAcc), fmt.Sprintf("test %.2f%% (loss %.4f)", 100*r.TestAcc, r.TestLoss),
+		fmt.Sprintf("zeros %.2f%%", 100*r.Zero), fmt.Sprintf("|w|<1e-3 %.2f%%", 100*r.Small), bin,
+		fmt.Sprintf("lr %.3g", r.LR), fmt.Sprintf("λ %.3g", r.Lambda), fmt.Sprintf("%.1f s", r.Seconds), fmt.Sprintf("%.0f img/s", r.ImgPerS),
+	}))
 }
 
 // Summary describes a finished run.
@@ -409,24 +452,27 @@ func (t *trainer) makeSummary(h []EpochRecord) Summary {
 	return s
 }
 
-// printSummary writes the run's summary in readable form.
-func printSummary(w io.Writer, s Summary, files []string) {
-	fmt.Fprintf(w, "\n%s trained with %s (%s) for %d epochs, %d parameters, %s of training\n",
-		s.Model, s.Optimizer, s.Reg, s.Epochs, s.Params, train.FormatDuration(s.Seconds))
-	fmt.Fprintf(w, "  test accuracy   %.2f%% (best %.2f%% at epoch %d), test loss %.4f\n", 100*s.TestAcc, 100*s.BestAcc, s.BestEpoch, s.TestLoss)
-	fmt.Fprintf(w, "  weights         %.2f%% exactly zero, %.2f%% below 1e-3, %.2f%% below 1e-2\n", 100*s.Zero, 100*s.Small, 100*s.Below1e2)
-	fmt.Fprintf(w, "  filters         %d of %d output filters non-zero\n", s.Filters, s.FiltersTotal)
+// printSummary writes the run's summary in readable form, its lines
+// wrapped to the terminal's width.
+func printSummary(out io.Writer, s Summary, files []string) {
+	var w strings.Builder
+	defer func() { fmt.Fprint(out, train.WrapText(train.TerminalWidth(out), strings.Repeat(" ", 18), w.String())) }()
+	fmt.Fprintf(&w, "\n%s trained with %s (%s) for %s, %s, %s of training\n",
+		s.Model, s.Optimizer, s.Reg, cli.Count(s.Epochs, "epoch"), cli.Count(s.Params, "parameter"), train.FormatDuration(s.Seconds))
+	fmt.Fprintf(&w, "  test accuracy   %.2f%% (best %.2f%% at epoch %d, in best.safetensors), test loss %.4f\n", 100*s.TestAcc, 100*s.BestAcc, s.BestEpoch, s.TestLoss)
+	fmt.Fprintf(&w, "  weights         %.2f%% exactly zero, %.2f%% below 1e-3, %.2f%% below 1e-2\n", 100*s.Zero, 100*s.Small, 100*s.Below1e2)
+	fmt.Fprintf(&w, "  filters         %d of %d output filters non-zero\n", s.Filters, s.FiltersTotal)
 	if r := s.Remaining; r != nil {
-		fmt.Fprintf(w, "  compacted       %d of %d channels, %d of %d parameters (%.2f%%), %d of %d FLOPs (%.2f%%)\n",
+		fmt.Fprintf(&w, "  compacted       %d of %d channels, %d of %d parameters (%.2f%%), %d of %d FLOPs (%.2f%%)\n",
 			r.Channels, r.ChannelsTotal, r.Params, r.ParamsTotal, 100*s.ParamsRatio, r.FLOPs, r.FLOPsTotal, 100*s.FLOPsRatio)
 	}
 	if s.Binary != nil {
-		fmt.Fprintf(w, "  binarised       %.2f%% at exactly ±1\n", 100**s.Binary)
+		fmt.Fprintf(&w, "  binarised       %.2f%% at exactly ±1\n", 100**s.Binary)
 	}
 	if len(files) > 0 {
-		fmt.Fprintf(w, "  files           %s\n", files[0])
+		fmt.Fprintf(&w, "  files           %s\n", files[0])
 		for _, f := range files[1:] {
-			fmt.Fprintf(w, "                  %s\n", f)
+			fmt.Fprintf(&w, "                  %s\n", f)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/nn/experiment"
 	"github.com/proxgen/proxgen/nn/train"
 	"github.com/proxgen/proxgen/optim"
@@ -97,12 +98,7 @@ var mutableOnResume = []string{"data", "train", "valid", "test", "epochs", "thre
 
 // newFlagSet binds the flags to c, with c's values as defaults.
 func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("ptb", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: ptb -data DIR [flags]\n\nTrains the PTB LSTM language model of the ProxGen paper; see docs/ptb.md.\n\nflags:\n")
-		fs.PrintDefaults()
-	}
+	fs := cli.NewFlagSet("ptb", "ptb -data DIR [flags]", "trains the PTB LSTM language model of the ProxGen paper (docs/ptb.md)", stderr)
 	fs.StringVar(&c.Data, "data", c.Data, "folder with ptb.train.txt (optional), ptb.valid.txt and ptb.test.txt")
 	fs.StringVar(&c.Train, "train", c.Train, "training file (default DIR/ptb.train.txt, or DIR/ptb.valid.txt when that is missing)")
 	fs.StringVar(&c.Valid, "valid", c.Valid, "validation file (default DIR/ptb.valid.txt unless it is the training file; none: the test file steers the step size)")
@@ -307,6 +303,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var resume *train.Checkpoint
 	if c.Resume {
+		// One program at a time in a run folder: the lock comes before
+		// the checkpoint is read.
+		lock, err := train.LockDir(c.Out)
+		if err != nil {
+			fmt.Fprintf(stderr, "ptb: %v\n", err)
+			return exitError
+		}
+		defer lock.Release()
 		ck, stored, err := readStoredRun(c.Out)
 		if err != nil {
 			fmt.Fprintf(stderr, "ptb: -resume: %v\n", err)
@@ -337,6 +341,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, train.ErrInterrupted):
 		fmt.Fprintf(stderr, "ptb: interrupted; continue with: ptb -out %s -resume\n", c.Out)
 		return exitInterrupted
+	case cli.ExitCode(err) == exitUsage:
+		fmt.Fprintf(stderr, "ptb: %v\n", err)
+		return exitUsage
 	default:
 		// Errors of the ptb data package already start with "ptb: ".
 		fmt.Fprintf(stderr, "ptb: %v\n", strings.TrimPrefix(err.Error(), "ptb: "))

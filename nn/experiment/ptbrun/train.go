@@ -18,9 +18,9 @@ import (
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/datasets/ptb"
+	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
-	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 	"github.com/proxgen/proxgen/nn/experiment"
 	"github.com/proxgen/proxgen/nn/models"
 	"github.com/proxgen/proxgen/nn/train"
@@ -240,6 +240,7 @@ const (
 // a train.Loop.
 type trainer struct {
 	c                  *config
+	prog               *train.Progress
 	data               *corpus
 	model              *models.LanguageModel
 	me                 *experiment.Method
@@ -253,7 +254,7 @@ type trainer struct {
 
 	st    runState
 	state nn.LSTMState // carried from window to window; zero at epoch starts
-	best  map[string][]float32
+	best  experiment.BestModel
 	lr    float64 // step size of the current epoch
 	lam   float64 // λ of the current epoch
 }
@@ -270,9 +271,11 @@ func readStoredRun(dir string) (*train.Checkpoint, *config, error) {
 // printing metrics to stdout.
 func trainRun(ctx context.Context, c *config, ck *train.Checkpoint, threads int, stdout, stderr io.Writer) error {
 	if ck == nil {
-		if err := experiment.CheckNewRun(c.Out); err != nil {
+		lock, err := experiment.LockNewRun(c.Out)
+		if err != nil {
 			return err
 		}
+		defer lock.Release()
 	}
 	if c.Metrics != "" {
 		if st, err := os.Stat(filepath.Dir(c.Metrics)); err != nil || !st.IsDir() {
@@ -330,9 +333,10 @@ func trainRun(ctx context.Context, c *config, ck *train.Checkpoint, threads int,
 	if c.LogEvery == 0 {
 		mode = train.ProgressNone
 	}
+	t.prog = train.NewProgress(stderr, mode, c.LogEvery, "tok")
 	l := &train.Loop{
 		Dir: c.Out, Epochs: c.Epochs, StepsPerEpoch: t.windows, SaveEvery: c.SaveEvery,
-		Model: t.model, Optimizer: t.me.Opt, Progress: train.NewProgress(stderr, mode, c.LogEvery, "tok"),
+		Model: t.model, Optimizer: t.me.Opt, Progress: t.prog,
 		BeginEpoch: t.beginEpoch, Step: t.step, Update: t.update, EndEpoch: t.endEpoch,
 		Status:    func(s train.EpochStats) string { return fmt.Sprintf("ppl %.2f", math.Exp(s.MeanLoss())) },
 		SaveState: t.saveState, LoadState: t.loadState,
@@ -346,7 +350,7 @@ func trainRun(ctx context.Context, c *config, ck *train.Checkpoint, threads int,
 		return err
 	}
 	if res.Already {
-		fmt.Fprintf(stderr, "ptb: the run in %s is complete (%d epochs); its files were re-created from the checkpoint\n", c.Out, res.Epoch)
+		fmt.Fprintf(stderr, "ptb: the run in %s is complete (%s); its files were re-created from the checkpoint\n", c.Out, cli.Count(res.Epoch, "epoch"))
 	}
 	s, err := t.summarize(&sum, res.History)
 	if err != nil {
@@ -360,8 +364,8 @@ func trainRun(ctx context.Context, c *config, ck *train.Checkpoint, threads int,
 		_, err = fmt.Fprintf(stdout, "%s\n", line)
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "test perplexity %.2f after %d epochs (best validation at epoch %d: test perplexity %.2f); %.0f tok/s, %s\n",
-		s.TestPPL, s.Epochs, s.BestEpoch, s.BestTestPPL, s.TokPerS, time.Duration(s.Seconds*float64(time.Second)).Round(time.Second))
+	_, err = fmt.Fprintf(stdout, "test perplexity %.2f after %s (best validation at epoch %d: test perplexity %.2f); %.0f tok/s, %s\n",
+		s.TestPPL, cli.Count(s.Epochs, "epoch"), s.BestEpoch, s.BestTestPPL, s.TokPerS, time.Duration(s.Seconds*float64(time.Second)).Round(time.Second))
 	return err
 }
 
@@ -410,12 +414,7 @@ func (t *trainer) outputs(sum *Summary) []train.Output {
 		if !t.st.HasBest {
 			return nil, nil
 		}
-		f := checkpoint.StateDict(t.model, "")
-		for _, p := range nn.StateDict(t.model) {
-			f.Set(p.Name, safetensors.FromFloat32(p.T.Shape(), t.best[p.Name]))
-		}
-		f.Metadata = map[string]string{"epoch": strconv.Itoa(t.st.BestEpoch), "test_ppl": strconv.FormatFloat(math.Exp(t.st.BestTestLoss), 'g', 6, 64), "train_file": t.data.TrainPath}
-		return safetensors.Marshal(safetensors.Sealed(f))
+		return t.best.File(t.model, map[string]string{"epoch": strconv.Itoa(t.st.BestEpoch), "test_ppl": strconv.FormatFloat(math.Exp(t.st.BestTestLoss), 'g', 6, 64), "train_file": t.data.TrainPath})
 	}
 	outs := []train.Output{
 		{Name: checkpoint.ModelFileName, Data: model},
@@ -471,7 +470,7 @@ func curves(history []json.RawMessage, title string) ([]byte, error) {
 	var b bytes.Buffer
 	err := train.WriteSVG(&b, []train.Chart{
 		{Title: title + ": loss", XLabel: "epoch", YLabel: "cross-entropy per token", Series: losses},
-		{Title: "step size", XLabel: "epoch", YLabel: "lr", Series: []train.Series{{Name: "lr", X: x, Y: lr}}},
+		{Title: "step size", XLabel: "epoch", YLabel: "lr", LogY: true, Series: []train.Series{{Name: "lr", X: x, Y: lr}}},
 	}, 2)
 	return b.Bytes(), err
 }
@@ -572,10 +571,7 @@ func (t *trainer) endEpoch(ctx context.Context, epoch int, s train.EpochStats) (
 	if !t.st.HasBest || steer < t.st.BestValid {
 		if !math.IsNaN(steer) && !math.IsInf(steer, 0) && !math.IsNaN(rec.TestLoss) && !math.IsInf(rec.TestLoss, 0) {
 			t.st.HasBest, t.st.BestValid, t.st.BestEpoch, t.st.BestTestLoss = true, steer, epoch+1, rec.TestLoss
-			t.best = map[string][]float32{}
-			for _, p := range nn.StateDict(t.model) {
-				t.best[p.Name] = slices.Clone(p.T.Data)
-			}
+			t.best.Keep(t.model)
 		}
 	}
 	if err := writeRecord(t.stdout, &rec, c.JSON); err != nil {
@@ -601,9 +597,7 @@ func (t *trainer) saveState() (train.State, error) {
 		s.Tensors[stateC+strconv.Itoa(i)] = t.state.C[i].Data
 	}
 	if t.st.HasBest {
-		for name, v := range t.best {
-			s.Tensors[bestState+name] = v
-		}
+		t.best.AddTo(s.Tensors, bestState)
 	}
 	return s, nil
 }
@@ -629,14 +623,10 @@ func (t *trainer) loadState(s train.State) error {
 			state.C = append(state.C, autograd.FromSlice(slices.Clone(c), t.train.B, t.c.Hidden))
 		}
 	}
-	best := map[string][]float32{}
+	var best experiment.BestModel
 	if st.HasBest {
-		for _, p := range nn.StateDict(t.model) {
-			v, ok := s.Tensors[bestState+p.Name]
-			if !ok || len(v) != len(p.T.Data) {
-				return fmt.Errorf("bad run state: best model tensor %q missing or of the wrong size", p.Name)
-			}
-			best[p.Name] = v
+		if err := best.LoadFrom(s.Tensors, bestState, t.model); err != nil {
+			return err
 		}
 	}
 	if err := t.pcg.UnmarshalBinary(st.RNG); err != nil {
@@ -663,10 +653,13 @@ func writeRecord(stdout io.Writer, rec *EpochRecord, asJSON bool) error {
 	}
 	valid := ""
 	if rec.ValidPPL != nil {
-		valid = fmt.Sprintf(" | valid ppl %8.2f", *rec.ValidPPL)
+		valid = fmt.Sprintf("| valid ppl %8.2f", *rec.ValidPPL)
 	}
-	_, err := fmt.Fprintf(stdout, "epoch %3d | train ppl %8.2f%s | test ppl %8.2f | lr %.3g | %.1f s, %.0f tok/s\n",
-		rec.Epoch, rec.TrainPPL, valid, rec.TestPPL, rec.LR, rec.Seconds, rec.TokPerS)
+	// One line on a wide terminal, more lines (indented) on a narrow one.
+	_, err := fmt.Fprintln(stdout, train.WrapFields(train.TerminalWidth(stdout), "   ", []string{
+		fmt.Sprintf("epoch %3d", rec.Epoch), fmt.Sprintf("| train ppl %8.2f", rec.TrainPPL), valid,
+		fmt.Sprintf("| test ppl %8.2f", rec.TestPPL), fmt.Sprintf("| lr %.3g", rec.LR), fmt.Sprintf("| %.1f s, %.0f tok/s", rec.Seconds, rec.TokPerS),
+	}))
 	return err
 }
 
@@ -688,6 +681,7 @@ func (t *trainer) evaluate(ctx context.Context, d *ptb.Batched) (float64, error)
 		logits, next := m.Run(t.evalCtx, x, n, d.B, state)
 		total += float64(autograd.CrossEntropySum(logits, y).Item())
 		state = next.Detach()
+		t.prog.EvalUpdate(i/t.c.BPTT+1, (d.T-2)/t.c.BPTT+1)
 	}
 	return total / float64(ptb.NumTargets(d)), nil
 }
