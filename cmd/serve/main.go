@@ -64,12 +64,13 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The signals stay caught until the process exits (no stop before
+	// os.Exit, which would restore their default action and let a late
+	// SIGINT kill the drain half-way).
+	ctx, _ := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, hup)
-	stop()
-	os.Exit(code)
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr, hup))
 }
 
 // Exit statuses of run.

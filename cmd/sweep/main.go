@@ -37,26 +37,25 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/nn/experiment"
 	"github.com/proxgen/proxgen/nn/experiment/sweep"
+	"github.com/proxgen/proxgen/nn/train"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	// Training runs in-process (sweep run): the signals stay caught until
+	// the process exits, so that any number of them during a checkpoint
+	// save still ends in a consistent checkpoint and exit 130.
+	os.Exit(run(train.CatchInterrupts(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // usageError marks bad input (exit status 2).
