@@ -355,13 +355,13 @@ func (t *trainer) evaluate(ctx context.Context, split *cifar10.Split) (loss, acc
 	return sum / n, float64(correct) / n, nil
 }
 
-// releaseArena drops the buffers of ctx's arena (ctx may be nil) and
-// collects them, so that the next phase reuses their memory.
-func (t *trainer) releaseArena(ctx *autograd.Context) {
-	if ctx == nil || ctx.Arena == nil || ctx.Arena.Bytes() == 0 {
+// releaseArena drops the buffers of the arena of ops (which may be nil)
+// and collects them, so that the next phase reuses their memory.
+func (t *trainer) releaseArena(ops *autograd.Context) {
+	if ops == nil || ops.Arena == nil || ops.Arena.Bytes() == 0 {
 		return
 	}
-	ctx.Arena = autograd.NewArena()
+	ops.Arena = autograd.NewArena()
 	runtime.GC()
 }
 
