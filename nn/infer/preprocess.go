@@ -1,6 +1,7 @@
 package infer
 
 import (
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -34,8 +35,16 @@ const Side = cifar10.Height
 //  3. Crop: the centred 32×32 window, its top-left corner at
 //     round((h−32)/2), round((w−32)/2) with ties to even (Python's round).
 //
+// Only the pixels the crop keeps are computed: the resampling weights of
+// its 32 output columns and 32 output rows, and, of the source, only the
+// rows and columns those weights read, converted to RGB one row at a time.
+// Memory is O(w + 96·h) bytes at most (a thin image of any length costs
+// kilobytes) and time proportional to the source pixels read.
+//
 // A 32×32 image passes through unchanged. RawImage panics if dst does not
-// have cifar10.ImageSize bytes or img is empty.
+// have cifar10.ImageSize bytes or img is empty, and with an error wrapping
+// ErrImageTooLarge for an image CheckSize refuses (callers decoding
+// untrusted images check the size from the header first).
 func RawImage(dst []uint8, img image.Image) {
 	if len(dst) != cifar10.ImageSize {
 		panic(fmt.Sprintf("infer.RawImage: dst has %d bytes, want %d", len(dst), cifar10.ImageSize))
@@ -45,27 +54,85 @@ func RawImage(dst []uint8, img image.Image) {
 	if w <= 0 || h <= 0 {
 		panic(fmt.Sprintf("infer.RawImage: empty image %v", b))
 	}
-	pix := rgb(img)
+	if err := CheckSize(w, h); err != nil {
+		panic("infer.RawImage: " + err.Error())
+	}
 	nw, nh := resizedSize(w, h)
-	if nw != w {
-		pix = resampleRows(pix, w, h, nw)
-		w = nw
-	}
-	if nh != h {
-		pix = resampleColumns(pix, w, h, nh)
-		h = nh
-	}
-	top := int(math.RoundToEven(float64(h-Side) / 2))
-	left := int(math.RoundToEven(float64(w-Side) / 2))
-	const plane = Side * Side
-	for y := range Side {
-		row := pix[((top+y)*w+left)*3:]
+	top := int(math.RoundToEven(float64(nh-Side) / 2))
+	left := int(math.RoundToEven(float64(nw-Side) / 2))
+	// The source columns [x0, x1) and rows [y0, y1) that the crop reads.
+	colFirst, colK := window(w, nw, left)
+	rowFirst, rowK := window(h, nh, top)
+	x0, x1 := span(colFirst, colK)
+	y0, y1 := span(rowFirst, rowK)
+	// Horizontal pass: every source row in [y0, y1) becomes the 32 cropped
+	// columns of the resized row, 3 bytes each.
+	const rowBytes = 3 * Side
+	src := make([]uint8, 3*(x1-x0))
+	mid := make([]uint8, rowBytes*(y1-y0))
+	for y := y0; y < y1; y++ {
+		rgbRow(src, img, b.Min.X+x0, b.Min.Y+y)
+		out := mid[rowBytes*(y-y0) : rowBytes*(y-y0+1)]
 		for x := range Side {
-			for c := range 3 {
-				dst[c*plane+y*Side+x] = row[3*x+c]
+			p := 3 * (colFirst[x] - x0)
+			if colK == nil {
+				copy(out[3*x:3*x+3], src[p:p+3])
+				continue
 			}
+			s0, s1, s2 := int32(1<<(precision-1)), int32(1<<(precision-1)), int32(1<<(precision-1))
+			for _, kj := range colK[x] {
+				s0 += int32(src[p]) * kj
+				s1 += int32(src[p+1]) * kj
+				s2 += int32(src[p+2]) * kj
+				p += 3
+			}
+			out[3*x], out[3*x+1], out[3*x+2] = clip8(s0), clip8(s1), clip8(s2)
 		}
 	}
+	// Vertical pass straight into the planes of dst.
+	const plane = Side * Side
+	for y := range Side {
+		r := rowFirst[y] - y0
+		for i := range rowBytes {
+			var v uint8
+			if rowK == nil {
+				v = mid[rowBytes*r+i]
+			} else {
+				s := int32(1 << (precision - 1))
+				for j, kj := range rowK[y] {
+					s += int32(mid[rowBytes*(r+j)+i]) * kj
+				}
+				v = clip8(s)
+			}
+			dst[(i%3)*plane+y*Side+i/3] = v
+		}
+	}
+}
+
+// MaxAspect is the largest ratio of an image's longer side to its shorter
+// side that RawImage accepts: the resized longer side, 32·MaxAspect, then
+// fits in an int32 on every platform. The work memory of RawImage is
+// bounded by its source's sides (see RawImage), so the aspect ratio is the
+// only limit it adds to what decoding the image took.
+const MaxAspect = 1 << 26
+
+// ErrImageTooLarge is the error (tested with errors.Is) of an image whose
+// size RawImage cannot resize within its limits.
+var ErrImageTooLarge = errors.New("image too large to preprocess")
+
+// CheckSize returns an error wrapping ErrImageTooLarge if RawImage would
+// refuse a w×h image: one whose longer side is more than MaxAspect times
+// its shorter side. It allocates nothing, so a server can call it with the
+// size from an image's header before decoding. Sides must be positive.
+func CheckSize(w, h int) error {
+	long, short := max(w, h), min(w, h)
+	if short <= 0 {
+		return fmt.Errorf("infer: a %d×%d image: %w", w, h, ErrImageTooLarge)
+	}
+	if long/short > MaxAspect || (long/short == MaxAspect && long%short != 0) {
+		return fmt.Errorf("infer: a %d×%d image has an aspect ratio over %d:1: %w", w, h, MaxAspect, ErrImageTooLarge)
+	}
+	return nil
 }
 
 // resizedSize returns the size torchvision's Resize(32) gives a w×h image.
@@ -79,86 +146,93 @@ func resizedSize(w, h int) (int, int) {
 	return int(float64(Side) * float64(w) / float64(h)), Side
 }
 
-// rgb returns the pixels of img as interleaved 8-bit R, G, B, row by row.
-func rgb(img image.Image) []uint8 {
-	b := img.Bounds()
-	w, h := b.Dx(), b.Dy()
-	out := make([]uint8, 0, 3*w*h)
+// window returns the resampling weights (see coefficients) of the Side
+// outputs from off of resizing n source pixels to m, or, when m == n, the
+// identity: first[i] = off+i and k nil.
+func window(n, m, off int) (first []int, k [][]int32) {
+	if m != n {
+		return coefficients(n, m, off, Side)
+	}
+	first = make([]int, Side)
+	for i := range first {
+		first[i] = off + i
+	}
+	return first, nil
+}
+
+// span returns the source range [lo, hi) that the weights of window read.
+func span(first []int, k [][]int32) (lo, hi int) {
+	hi = first[Side-1] + 1
+	if k != nil {
+		hi = first[Side-1] + len(k[Side-1])
+	}
+	return first[0], hi
+}
+
+// rgbRow writes the pixels x0, x0+1, ... of row y of img, as many as dst
+// holds, into dst as interleaved 8-bit R, G, B.
+func rgbRow(dst []uint8, img image.Image, x0, y int) {
+	n := len(dst) / 3
 	switch m := img.(type) {
 	case *image.YCbCr:
-		for y := b.Min.Y; y < b.Max.Y; y++ {
-			for x := b.Min.X; x < b.Max.X; x++ {
-				yi, ci := m.YOffset(x, y), m.COffset(x, y)
-				r, g, bl := color.YCbCrToRGB(m.Y[yi], m.Cb[ci], m.Cr[ci])
-				out = append(out, r, g, bl)
-			}
+		for x := range n {
+			yi, ci := m.YOffset(x0+x, y), m.COffset(x0+x, y)
+			dst[3*x], dst[3*x+1], dst[3*x+2] = color.YCbCrToRGB(m.Y[yi], m.Cb[ci], m.Cr[ci])
 		}
 	case *image.NRGBA:
-		for y := b.Min.Y; y < b.Max.Y; y++ {
-			row := m.Pix[m.PixOffset(b.Min.X, y):]
-			for x := range w {
-				out = append(out, row[4*x], row[4*x+1], row[4*x+2])
-			}
+		row := m.Pix[m.PixOffset(x0, y):]
+		for x := range n {
+			dst[3*x], dst[3*x+1], dst[3*x+2] = row[4*x], row[4*x+1], row[4*x+2]
 		}
 	case *image.RGBA:
-		for y := b.Min.Y; y < b.Max.Y; y++ {
-			row := m.Pix[m.PixOffset(b.Min.X, y):]
-			for x := range w {
-				p := row[4*x : 4*x+4]
-				if p[3] == 255 {
-					out = append(out, p[0], p[1], p[2])
-					continue
-				}
-				c := color.NRGBAModel.Convert(color.RGBA{p[0], p[1], p[2], p[3]}).(color.NRGBA)
-				out = append(out, c.R, c.G, c.B)
+		row := m.Pix[m.PixOffset(x0, y):]
+		for x := range n {
+			p := row[4*x : 4*x+4]
+			if p[3] == 255 {
+				dst[3*x], dst[3*x+1], dst[3*x+2] = p[0], p[1], p[2]
+				continue
 			}
+			c := color.NRGBAModel.Convert(color.RGBA{p[0], p[1], p[2], p[3]}).(color.NRGBA)
+			dst[3*x], dst[3*x+1], dst[3*x+2] = c.R, c.G, c.B
 		}
 	case *image.Paletted:
-		pal := make([][3]uint8, len(m.Palette))
-		for i, c := range m.Palette {
-			n := color.NRGBAModel.Convert(c).(color.NRGBA)
-			pal[i] = [3]uint8{n.R, n.G, n.B}
-		}
-		for y := b.Min.Y; y < b.Max.Y; y++ {
-			row := m.Pix[m.PixOffset(b.Min.X, y):]
-			for x := range w {
-				c := pal[row[x]]
-				out = append(out, c[0], c[1], c[2])
+		row := m.Pix[m.PixOffset(x0, y):]
+		for x := range n {
+			var c color.NRGBA // an index past the palette is black
+			if i := int(row[x]); i < len(m.Palette) {
+				c = color.NRGBAModel.Convert(m.Palette[i]).(color.NRGBA)
 			}
+			dst[3*x], dst[3*x+1], dst[3*x+2] = c.R, c.G, c.B
 		}
 	case *image.Gray:
-		for y := b.Min.Y; y < b.Max.Y; y++ {
-			row := m.Pix[m.PixOffset(b.Min.X, y):]
-			for x := range w {
-				out = append(out, row[x], row[x], row[x])
-			}
+		row := m.Pix[m.PixOffset(x0, y):]
+		for x := range n {
+			dst[3*x], dst[3*x+1], dst[3*x+2] = row[x], row[x], row[x]
 		}
 	default:
-		for y := b.Min.Y; y < b.Max.Y; y++ {
-			for x := b.Min.X; x < b.Max.X; x++ {
-				c := color.NRGBAModel.Convert(img.At(x, y)).(color.NRGBA)
-				out = append(out, c.R, c.G, c.B)
-			}
+		for x := range n {
+			c := color.NRGBAModel.Convert(img.At(x0+x, y)).(color.NRGBA)
+			dst[3*x], dst[3*x+1], dst[3*x+2] = c.R, c.G, c.B
 		}
 	}
-	return out
 }
 
 // precision is PIL's fixed-point precision of resampling weights.
 const precision = 32 - 8 - 2
 
-// coefficients returns PIL's bilinear resampling weights for resizing n
-// source pixels to m: output i is the sum over j < len(k[i]) of
-// k[i][j]·src[first[i]+j], weights in precision-bit fixed point.
-func coefficients(n, m int) (first []int, k [][]int32) {
+// coefficients returns PIL's bilinear resampling weights of the count
+// outputs from off of resizing n source pixels to m: output off+i is the
+// sum over j < len(k[i]) of k[i][j]·src[first[i]+j], weights in
+// precision-bit fixed point.
+func coefficients(n, m, off, count int) (first []int, k [][]int32) {
 	scale := float64(n) / float64(m)
 	filterscale := max(scale, 1)
 	support := filterscale // the triangle filter's support is 1
-	first = make([]int, m)
-	k = make([][]int32, m)
+	first = make([]int, count)
+	k = make([][]int32, count)
 	w := make([]float64, 0, int(math.Ceil(support))*2+1)
-	for i := range m {
-		center := (float64(i) + 0.5) * scale
+	for i := range count {
+		center := (float64(off+i) + 0.5) * scale
 		lo := max(int(center-support+0.5), 0)
 		hi := min(int(center+support+0.5), n)
 		w = w[:0]
@@ -192,44 +266,4 @@ func coefficients(n, m int) (first []int, k [][]int32) {
 // byte, clamping to 0..255.
 func clip8(s int32) uint8 {
 	return uint8(min(max(s>>precision, 0), 255))
-}
-
-// resampleRows resizes every row of the w×h RGB image pix to nw pixels.
-func resampleRows(pix []uint8, w, h, nw int) []uint8 {
-	first, k := coefficients(w, nw)
-	out := make([]uint8, 3*nw*h)
-	for y := range h {
-		src := pix[3*w*y : 3*w*(y+1)]
-		dst := out[3*nw*y : 3*nw*(y+1)]
-		for x := range nw {
-			var s [3]int32
-			s[0], s[1], s[2] = 1<<(precision-1), 1<<(precision-1), 1<<(precision-1)
-			for j, kj := range k[x] {
-				p := src[3*(first[x]+j):]
-				s[0] += int32(p[0]) * kj
-				s[1] += int32(p[1]) * kj
-				s[2] += int32(p[2]) * kj
-			}
-			dst[3*x], dst[3*x+1], dst[3*x+2] = clip8(s[0]), clip8(s[1]), clip8(s[2])
-		}
-	}
-	return out
-}
-
-// resampleColumns resizes every column of the w×h RGB image pix to nh
-// pixels.
-func resampleColumns(pix []uint8, w, h, nh int) []uint8 {
-	first, k := coefficients(h, nh)
-	out := make([]uint8, 3*w*nh)
-	for y := range nh {
-		dst := out[3*w*y : 3*w*(y+1)]
-		for x := range 3 * w {
-			s := int32(1 << (precision - 1))
-			for j, kj := range k[y] {
-				s += int32(pix[3*w*(first[y]+j)+x]) * kj
-			}
-			dst[x] = clip8(s)
-		}
-	}
-	return out
 }

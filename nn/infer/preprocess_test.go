@@ -116,7 +116,7 @@ func TestRawImageColourModels(t *testing.T) {
 
 func TestCoefficientsSumToOne(t *testing.T) {
 	for _, c := range [][2]int{{100, 32}, {23, 32}, {1000, 32}, {32, 32}, {5, 32}} {
-		first, k := coefficients(c[0], c[1])
+		first, k := coefficients(c[0], c[1], 0, c[1])
 		for i := range k {
 			var s int32
 			for _, v := range k[i] {
