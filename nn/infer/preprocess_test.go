@@ -1,9 +1,14 @@
 package infer
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
 	"image"
 	"image/color"
+	"image/draw"
+	"image/png"
+	"runtime"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,6 +31,9 @@ func synthetic(w, h int) *image.NRGBA {
 	}
 	return img
 }
+
+// generic hides an image's type, so RawImage converts it through At.
+type generic struct{ image.Image }
 
 // TestRawImageMatchesPIL checks RawImage against torchvision's Resize(32)
 // and CenterCrop(32) as computed by Pillow (testdata/gen_resize.py):
@@ -79,7 +87,6 @@ func TestRawImageColourModels(t *testing.T) {
 	}
 
 	// generic hides the concrete type, forcing the generic path.
-	type generic struct{ image.Image }
 	want := make([]uint8, cifar10.ImageSize)
 	sub := synthetic(60, 45).SubImage(image.Rect(5, 3, 55, 43)) // non-zero origin
 	gray := image.NewGray(image.Rect(2, 1, 50, 41))
@@ -128,6 +135,91 @@ func TestCoefficientsSumToOne(t *testing.T) {
 			if first[i] < 0 || first[i]+len(k[i]) > c[0] {
 				t.Fatalf("%d→%d: output %d reads [%d, %d)", c[0], c[1], i, first[i], first[i]+len(k[i]))
 			}
+		}
+	}
+}
+
+// TestRawImageThinIsCheap runs RawImage on the images of issue 26's F1
+// (16,777,216×1 greyscale took 12 GB before: coefficients and buffers were
+// sized by the resized width 32·W) and their transposes, and requires each
+// to allocate at most 64 KiB.
+func TestRawImageThinIsCheap(t *testing.T) {
+	dst := make([]uint8, cifar10.ImageSize)
+	for _, n := range []int{100000, 300000, 1 << 24} {
+		for _, r := range []image.Rectangle{image.Rect(0, 0, n, 1), image.Rect(0, 0, 1, n)} {
+			img := image.NewGray(r)
+			for i := range img.Pix {
+				img.Pix[i] = uint8(i * 7)
+			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			RawImage(dst, img)
+			runtime.ReadMemStats(&after)
+			if a := after.TotalAlloc - before.TotalAlloc; a > 64<<10 {
+				t.Errorf("%v: RawImage allocated %d bytes, want at most 64 KiB", r.Size(), a)
+			}
+		}
+	}
+}
+
+// TestRawImageExtremeShapes decodes PNGs of every colour type and bit depth
+// in extreme shapes and checks that RawImage agrees with the conversion
+// through image.At (the generic path) and allocates little more than the
+// source rows and columns it reads.
+func TestRawImageExtremeShapes(t *testing.T) {
+	shapes := [][2]int{{1, 1}, {1, 5000}, {5000, 1}, {2, 3000}, {3000, 2}, {33, 31}, {32, 5000}, {5000, 32}, {1, 32}, {97, 1}}
+	models := []func(r image.Rectangle) image.Image{
+		func(r image.Rectangle) image.Image { return image.NewGray(r) },
+		func(r image.Rectangle) image.Image { return image.NewGray16(r) },
+		func(r image.Rectangle) image.Image { return image.NewNRGBA(r) },
+		func(r image.Rectangle) image.Image { return image.NewNRGBA64(r) },
+		func(r image.Rectangle) image.Image { return image.NewRGBA(r) },
+		func(r image.Rectangle) image.Image { return image.NewRGBA64(r) },
+		func(r image.Rectangle) image.Image {
+			return image.NewPaletted(r, color.Palette{color.Black, color.White, color.NRGBA{200, 10, 30, 128}})
+		},
+	}
+	got := make([]uint8, cifar10.ImageSize)
+	want := make([]uint8, cifar10.ImageSize)
+	for _, s := range shapes {
+		for mi, mk := range models {
+			img := mk(image.Rect(0, 0, s[0], s[1])).(draw.Image)
+			for y := range s[1] {
+				for x := range s[0] {
+					img.Set(x, y, color.NRGBA{pixel(x, y, 0), pixel(x, y, 1), pixel(x, y, 2), uint8(x + y)})
+				}
+			}
+			var buf bytes.Buffer
+			if err := png.Encode(&buf, img); err != nil {
+				t.Fatal(err)
+			}
+			dec, err := png.Decode(&buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			RawImage(got, dec)
+			runtime.ReadMemStats(&after)
+			if a, limit := after.TotalAlloc-before.TotalAlloc, uint64(64<<10+3*s[0]+96*s[1]); a > limit {
+				t.Errorf("%d×%d model %d: RawImage allocated %d bytes, want at most %d", s[0], s[1], mi, a, limit)
+			}
+			RawImage(want, generic{dec})
+			if !slices.Equal(got, want) {
+				t.Errorf("%d×%d %T: differs from the generic conversion", s[0], s[1], dec)
+			}
+		}
+	}
+}
+
+func TestCheckSize(t *testing.T) {
+	for _, c := range []struct {
+		w, h int
+		ok   bool
+	}{{1, 1, true}, {1 << 24, 1, true}, {1, MaxAspect, true}, {MaxAspect + 1, 1, false}, {2, 2*MaxAspect + 1, false}, {2, 2 * MaxAspect, true}, {0, 5, false}} {
+		err := CheckSize(c.w, c.h)
+		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrImageTooLarge)) {
+			t.Errorf("CheckSize(%d, %d) = %v, want ok %v", c.w, c.h, err, c.ok)
 		}
 	}
 }
