@@ -8,9 +8,9 @@ import (
 	"image/color"
 	"image/draw"
 	"image/png"
-	"runtime"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 
