@@ -2,8 +2,10 @@ package serve_test
 
 import (
 	"bufio"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"image"
 	"image/color"
 	"net/http"
@@ -17,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/infer/serve"
 )
 
@@ -191,5 +194,31 @@ func TestBodiesChargedToBudget(t *testing.T) {
 	}
 	if got := value(t, samples, "proxgen_admission_refused_total"); got != 2 {
 		t.Fatalf("%v refusals counted, want 2", got)
+	}
+}
+
+// pngHeader returns the signature and IHDR chunk of a w×h 8-bit greyscale
+// PNG: enough for png.DecodeConfig, not for decoding.
+func pngHeader(w, h uint32) []byte {
+	chunk := binary.BigEndian.AppendUint32(nil, 13)
+	chunk = append(chunk, "IHDR"...)
+	chunk = binary.BigEndian.AppendUint32(chunk, w)
+	chunk = binary.BigEndian.AppendUint32(chunk, h)
+	chunk = append(chunk, 8, 0, 0, 0, 0) // depth 8, greyscale, deflate, no filter, no interlace
+	chunk = binary.BigEndian.AppendUint32(chunk, crc32.ChecksumIEEE(chunk[4:]))
+	return append([]byte("\x89PNG\r\n\x1a\n"), chunk...)
+}
+
+// TestThinImages: issue 26's F1 image, a 16,777,216×1 greyscale PNG of
+// 16 KB, is classified (it killed the server before, allocating 12 GB to
+// resize it to 536,870,912×32), and one whose aspect ratio is over
+// infer.MaxAspect is refused from its header with 413.
+func TestThinImages(t *testing.T) {
+	m := tinyModel(t)
+	r := start(t, m, serve.Config{MaxPixels: 1 << 30, MemoryBudget: 512 << 20})
+	classify(t, r.url+"/classify", "image/png", encodePNG(t, image.NewGray(image.Rect(0, 0, 1<<24, 1))))
+	code, b := post(t, r.url+"/classify", "image/png", pngHeader(infer.MaxAspect+1, 1))
+	if code != http.StatusRequestEntityTooLarge || !strings.Contains(string(b), "aspect ratio") {
+		t.Fatalf("status %d %s, want 413 naming the aspect ratio", code, b)
 	}
 }

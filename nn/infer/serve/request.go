@@ -262,6 +262,9 @@ func (s *Server) preprocess(ctx context.Context, m *infer.Model, x []float32, ki
 	if int64(cfg.Width)*int64(cfg.Height) > int64(s.cfg.MaxPixels) {
 		return fail(http.StatusRequestEntityTooLarge, "%s image of %d×%d pixels is over the limit of %d pixels", name, cfg.Width, cfg.Height, s.cfg.MaxPixels)
 	}
+	if err := infer.CheckSize(cfg.Width, cfg.Height); err != nil {
+		return fail(http.StatusRequestEntityTooLarge, "%s image: %v", name, err)
+	}
 	cost := decodeCost(kind, cfg)
 	if cost > s.cfg.MemoryBudget {
 		return fail(http.StatusRequestEntityTooLarge, "%s image of %d×%d pixels needs %d bytes to decode, over the memory budget of %d", name, cfg.Width, cfg.Height, cost, s.cfg.MemoryBudget)

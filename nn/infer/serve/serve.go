@@ -45,8 +45,8 @@
 // an unknown path or model, 405 for a wrong method, 408 when the client
 // does not send its body within Config.BodyTimeout or at
 // Config.MinBodyRate, 413 for a body over Config.MaxBodyBytes, an image
-// over Config.MaxPixels or one whose decoding alone would exceed
-// Config.MemoryBudget, 415 for another Content-Type, 429 when
+// over Config.MaxPixels, one with an aspect ratio over infer.MaxAspect or
+// one whose decoding alone would exceed Config.MemoryBudget, 415 for another Content-Type, 429 when
 // Config.MaxInFlight requests are already being handled, 503 when the
 // memory budget stays exhausted for Config.AdmissionWait (both with
 // Retry-After) and while shutting down, 500 when the model's output is
