@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -292,6 +293,49 @@ func FuzzExpand(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(b)
+	// Small valid files, one per encoding and a mix, so that the fuzzer
+	// mutates inputs it can run and minimise quickly (the fixture above is
+	// over 100 KB) instead of spending its budget on one large input.
+	rng := rand.New(rand.NewPCG(5, 6))
+	small := func(n int, zeros float64, sign bool) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			switch {
+			case rng.Float64() < zeros:
+			case sign && rng.IntN(2) == 0:
+				v[i] = -0.25
+			case sign:
+				v[i] = 0.25
+			default:
+				v[i] = float32(rng.NormFloat64())
+			}
+		}
+		return v
+	}
+	for _, tensors := range [][]struct {
+		shape []int
+		v     []float32
+	}{
+		{{[]int{4}, small(4, 0, false)}},
+		{{[]int{8, 8}, small(64, 0.5, false)}},
+		{{[]int{100}, small(100, 0.97, false)}},
+		{{[]int{4, 2, 3, 3}, small(72, 0, true)}},
+		{{[]int{3}, small(3, 0, false)}, {[]int{16}, small(16, 0.9, false)}, {[]int{2, 8}, small(16, 0, true)}, {[]int{4, 4}, make([]float32, 16)}},
+	} {
+		sf := &safetensors.File{Metadata: map[string]string{"arch": "seed"}}
+		for i, tn := range tensors {
+			sf.Set(fmt.Sprint("t", i), safetensors.FromFloat32(tn.shape, tn.v))
+		}
+		sc, err := Compress(sf)
+		if err != nil {
+			f.Fatal(err)
+		}
+		b, err := safetensors.Marshal(sc)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		file, err := safetensors.Parse(b)
 		if err != nil {
