@@ -79,12 +79,15 @@ func RawImage(dst []uint8, img image.Image) {
 				copy(out[3*x:3*x+3], src[p:p+3])
 				continue
 			}
+			k := colK[x]
+			q := src[p : p+3*len(k)]
 			s0, s1, s2 := int32(1<<(precision-1)), int32(1<<(precision-1)), int32(1<<(precision-1))
-			for _, kj := range colK[x] {
-				s0 += int32(src[p]) * kj
-				s1 += int32(src[p+1]) * kj
-				s2 += int32(src[p+2]) * kj
-				p += 3
+			for len(k) > 0 && len(q) >= 3 {
+				kj := k[0]
+				s0 += int32(q[0]) * kj
+				s1 += int32(q[1]) * kj
+				s2 += int32(q[2]) * kj
+				k, q = k[1:], q[3:]
 			}
 			out[3*x], out[3*x+1], out[3*x+2] = clip8(s0), clip8(s1), clip8(s2)
 		}
@@ -160,6 +163,49 @@ func window(n, m, off int) (first []int, k [][]int32) {
 	return first, nil
 }
 
+// yccRow is rgbRow for a Y'CbCr image: color.YCbCrToRGB's arithmetic,
+// inlined, with the chroma samples found by the subsampling ratio's shift.
+func yccRow(dst []uint8, m *image.YCbCr, x0, y int) {
+	n := len(dst) / 3
+	var shift uint
+	switch m.SubsampleRatio {
+	case image.YCbCrSubsampleRatio422, image.YCbCrSubsampleRatio420:
+		shift = 1
+	case image.YCbCrSubsampleRatio411, image.YCbCrSubsampleRatio410:
+		shift = 2
+	}
+	if m.Rect.Min.X < 0 || m.Rect.Min.Y < 0 {
+		for x := range n {
+			yi, ci := m.YOffset(x0+x, y), m.COffset(x0+x, y)
+			dst[3*x], dst[3*x+1], dst[3*x+2] = color.YCbCrToRGB(m.Y[yi], m.Cb[ci], m.Cr[ci])
+		}
+		return
+	}
+	yrow := m.Y[m.YOffset(x0, y):][:n]
+	// COffset(x, y) is cbase + x>>shift for x ≥ 0.
+	cbase := m.COffset(m.Rect.Min.X, y) - m.Rect.Min.X>>shift
+	for x, yv := range yrow {
+		ci := cbase + (x0+x)>>shift
+		yy1 := int32(yv) * 0x10101
+		cb1 := int32(m.Cb[ci]) - 128
+		cr1 := int32(m.Cr[ci]) - 128
+		r := yy1 + 91881*cr1
+		g := yy1 - 22554*cb1 - 46802*cr1
+		b := yy1 + 116130*cb1
+		d := dst[3*x : 3*x+3 : 3*x+3]
+		d[0], d[1], d[2] = clampYCC(r), clampYCC(g), clampYCC(b)
+	}
+}
+
+// clampYCC is the rounding of color.YCbCrToRGB: a 16.16 fixed-point value
+// to a byte, clamped to 0..255.
+func clampYCC(v int32) uint8 {
+	if uint32(v)&0xff000000 == 0 {
+		return uint8(v >> 16)
+	}
+	return uint8(^(v >> 31))
+}
+
 // span returns the source range [lo, hi) that the weights of window read.
 func span(first []int, k [][]int32) (lo, hi int) {
 	hi = first[Side-1] + 1
@@ -175,10 +221,7 @@ func rgbRow(dst []uint8, img image.Image, x0, y int) {
 	n := len(dst) / 3
 	switch m := img.(type) {
 	case *image.YCbCr:
-		for x := range n {
-			yi, ci := m.YOffset(x0+x, y), m.COffset(x0+x, y)
-			dst[3*x], dst[3*x+1], dst[3*x+2] = color.YCbCrToRGB(m.Y[yi], m.Cb[ci], m.Cr[ci])
-		}
+		yccRow(dst, m, x0, y)
 	case *image.NRGBA:
 		row := m.Pix[m.PixOffset(x0, y):]
 		for x := range n {

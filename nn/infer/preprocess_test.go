@@ -223,3 +223,47 @@ func TestCheckSize(t *testing.T) {
 		}
 	}
 }
+
+// TestYCbCrConversion checks the inlined Y'CbCr conversion against
+// color.YCbCrToRGB for every (Y', Cb, Cr), and RawImage on every
+// subsampling ratio, at odd origins, against the generic conversion.
+func TestYCbCrConversion(t *testing.T) {
+	m := image.NewYCbCr(image.Rect(0, 0, 256, 256), image.YCbCrSubsampleRatio444)
+	for i := range m.Y {
+		m.Y[i], m.Cb[i] = uint8(i), uint8(i>>8)
+	}
+	row := make([]uint8, 3*256)
+	for cr := range 256 {
+		for i := range m.Cr {
+			m.Cr[i] = uint8(cr)
+		}
+		for y := range 256 {
+			yccRow(row, m, 0, y)
+			for x := range 256 {
+				r, g, b := color.YCbCrToRGB(uint8(x), uint8(y), uint8(cr))
+				if row[3*x] != r || row[3*x+1] != g || row[3*x+2] != b {
+					t.Fatalf("Y'CbCr %d %d %d: got %v, want %d %d %d", x, y, cr, row[3*x:3*x+3], r, g, b)
+				}
+			}
+		}
+	}
+	got := make([]uint8, cifar10.ImageSize)
+	want := make([]uint8, cifar10.ImageSize)
+	for _, ratio := range []image.YCbCrSubsampleRatio{image.YCbCrSubsampleRatio444, image.YCbCrSubsampleRatio422,
+		image.YCbCrSubsampleRatio420, image.YCbCrSubsampleRatio440, image.YCbCrSubsampleRatio411, image.YCbCrSubsampleRatio410} {
+		full := image.NewYCbCr(image.Rect(0, 0, 131, 77), ratio)
+		for i := range full.Y {
+			full.Y[i] = uint8(i * 7)
+		}
+		for i := range full.Cb {
+			full.Cb[i], full.Cr[i] = uint8(i*13), uint8(i*29+5)
+		}
+		for _, img := range []image.Image{full, full.SubImage(image.Rect(3, 5, 120, 70)), full.SubImage(image.Rect(1, 1, 40, 50))} {
+			RawImage(got, img)
+			RawImage(want, generic{img})
+			if !slices.Equal(got, want) {
+				t.Errorf("%v %v: differs from the generic conversion", ratio, img.Bounds())
+			}
+		}
+	}
+}
