@@ -68,28 +68,30 @@ func RawImage(dst []uint8, img image.Image) {
 	// Horizontal pass: every source row in [y0, y1) becomes the 32 cropped
 	// columns of the resized row, 3 bytes each.
 	const rowBytes = 3 * Side
-	src := make([]uint8, 3*(x1-x0))
+	n := x1 - x0
+	src := make([]uint8, 6*n) // the row interleaved, then as three planes
+	planes := src[3*n:]
+	pr, pg, pb := planes[:n], planes[n:2*n], planes[2*n:]
 	mid := make([]uint8, rowBytes*(y1-y0))
 	for y := y0; y < y1; y++ {
-		rgbRow(src, img, b.Min.X+x0, b.Min.Y+y)
+		rgb := src[:3*n]
+		rgbRow(rgb, img, b.Min.X+x0, b.Min.Y+y)
 		out := mid[rowBytes*(y-y0) : rowBytes*(y-y0+1)]
+		if colK == nil {
+			for x := range Side {
+				p := 3 * (colFirst[x] - x0)
+				copy(out[3*x:3*x+3], rgb[p:p+3])
+			}
+			continue
+		}
+		for i := range n {
+			pr[i], pg[i], pb[i] = rgb[3*i], rgb[3*i+1], rgb[3*i+2]
+		}
 		for x := range Side {
-			p := 3 * (colFirst[x] - x0)
-			if colK == nil {
-				copy(out[3*x:3*x+3], src[p:p+3])
-				continue
-			}
-			k := colK[x]
-			q := src[p : p+3*len(k)]
-			s0, s1, s2 := int32(1<<(precision-1)), int32(1<<(precision-1)), int32(1<<(precision-1))
-			for len(k) > 0 && len(q) >= 3 {
-				kj := k[0]
-				s0 += int32(q[0]) * kj
-				s1 += int32(q[1]) * kj
-				s2 += int32(q[2]) * kj
-				k, q = k[1:], q[3:]
-			}
-			out[3*x], out[3*x+1], out[3*x+2] = clip8(s0), clip8(s1), clip8(s2)
+			p, k := colFirst[x]-x0, colK[x]
+			out[3*x] = clip8(dot(pr[p:], k))
+			out[3*x+1] = clip8(dot(pg[p:], k))
+			out[3*x+2] = clip8(dot(pb[p:], k))
 		}
 	}
 	// Vertical pass straight into the planes of dst.
@@ -303,6 +305,16 @@ func coefficients(n, m, off, count int) (first []int, k [][]int32) {
 		first[i], k[i] = lo, ki
 	}
 	return first, k
+}
+
+// dot returns the rounding half plus the sum of k[j]·p[j] over k.
+func dot(p []uint8, k []int32) int32 {
+	p = p[:len(k)]
+	s := int32(1 << (precision - 1))
+	for j, kj := range k {
+		s += int32(p[j]) * kj
+	}
+	return s
 }
 
 // clip8 rounds a fixed-point sum (which includes the rounding half) to a
