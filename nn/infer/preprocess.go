@@ -74,18 +74,22 @@ func RawImage(dst []uint8, img image.Image) {
 	pr, pg, pb := planes[:n], planes[n:2*n], planes[2*n:]
 	mid := make([]uint8, rowBytes*(y1-y0))
 	for y := y0; y < y1; y++ {
-		rgb := src[:3*n]
-		rgbRow(rgb, img, b.Min.X+x0, b.Min.Y+y)
 		out := mid[rowBytes*(y-y0) : rowBytes*(y-y0+1)]
-		if colK == nil {
-			for x := range Side {
-				p := 3 * (colFirst[x] - x0)
-				copy(out[3*x:3*x+3], rgb[p:p+3])
+		if m, ok := img.(*image.YCbCr); ok && colK != nil {
+			yccPlanes(pr, pg, pb, m, b.Min.X+x0, b.Min.Y+y)
+		} else {
+			rgb := src[:3*n]
+			rgbRow(rgb, img, b.Min.X+x0, b.Min.Y+y)
+			if colK == nil {
+				for x := range Side {
+					p := 3 * (colFirst[x] - x0)
+					copy(out[3*x:3*x+3], rgb[p:p+3])
+				}
+				continue
 			}
-			continue
-		}
-		for i := range n {
-			pr[i], pg[i], pb[i] = rgb[3*i], rgb[3*i+1], rgb[3*i+2]
+			for i := range n {
+				pr[i], pg[i], pb[i] = rgb[3*i], rgb[3*i+1], rgb[3*i+2]
+			}
 		}
 		for x := range Side {
 			p, k := colFirst[x]-x0, colK[x]
@@ -165,10 +169,22 @@ func window(n, m, off int) (first []int, k [][]int32) {
 	return first, nil
 }
 
-// yccRow is rgbRow for a Y'CbCr image: color.YCbCrToRGB's arithmetic,
-// inlined, with the chroma samples found by the subsampling ratio's shift.
+// yccRow is rgbRow for a Y'CbCr image.
 func yccRow(dst []uint8, m *image.YCbCr, x0, y int) {
 	n := len(dst) / 3
+	planes := make([]uint8, 3*n)
+	yccPlanes(planes[:n], planes[n:2*n], planes[2*n:], m, x0, y)
+	for x := range n {
+		dst[3*x], dst[3*x+1], dst[3*x+2] = planes[x], planes[n+x], planes[2*n+x]
+	}
+}
+
+// yccPlanes writes the pixels x0, x0+1, ... of row y of m, as many as r
+// holds, into r, g and b: color.YCbCrToRGB's arithmetic, inlined, with the
+// chroma samples found by the subsampling ratio's shift.
+func yccPlanes(r, g, b []uint8, m *image.YCbCr, x0, y int) {
+	n := len(r)
+	g, b = g[:n], b[:n]
 	var shift uint
 	switch m.SubsampleRatio {
 	case image.YCbCrSubsampleRatio422, image.YCbCrSubsampleRatio420:
@@ -179,7 +195,7 @@ func yccRow(dst []uint8, m *image.YCbCr, x0, y int) {
 	if m.Rect.Min.X < 0 || m.Rect.Min.Y < 0 {
 		for x := range n {
 			yi, ci := m.YOffset(x0+x, y), m.COffset(x0+x, y)
-			dst[3*x], dst[3*x+1], dst[3*x+2] = color.YCbCrToRGB(m.Y[yi], m.Cb[ci], m.Cr[ci])
+			r[x], g[x], b[x] = color.YCbCrToRGB(m.Y[yi], m.Cb[ci], m.Cr[ci])
 		}
 		return
 	}
@@ -191,11 +207,9 @@ func yccRow(dst []uint8, m *image.YCbCr, x0, y int) {
 		yy1 := int32(yv) * 0x10101
 		cb1 := int32(m.Cb[ci]) - 128
 		cr1 := int32(m.Cr[ci]) - 128
-		r := yy1 + 91881*cr1
-		g := yy1 - 22554*cb1 - 46802*cr1
-		b := yy1 + 116130*cb1
-		d := dst[3*x : 3*x+3 : 3*x+3]
-		d[0], d[1], d[2] = clampYCC(r), clampYCC(g), clampYCC(b)
+		r[x] = clampYCC(yy1 + 91881*cr1)
+		g[x] = clampYCC(yy1 - 22554*cb1 - 46802*cr1)
+		b[x] = clampYCC(yy1 + 116130*cb1)
 	}
 }
 
@@ -310,11 +324,21 @@ func coefficients(n, m, off, count int) (first []int, k [][]int32) {
 // dot returns the rounding half plus the sum of k[j]·p[j] over k.
 func dot(p []uint8, k []int32) int32 {
 	p = p[:len(k)]
-	s := int32(1 << (precision - 1))
-	for j, kj := range k {
-		s += int32(p[j]) * kj
+	// Four running sums: integer addition is associative, so the order
+	// does not change the result.
+	var s0, s1, s2, s3 int32
+	j := 0
+	for ; j+4 <= len(k); j += 4 {
+		q, c := p[j:j+4:j+4], k[j:j+4:j+4]
+		s0 += int32(q[0]) * c[0]
+		s1 += int32(q[1]) * c[1]
+		s2 += int32(q[2]) * c[2]
+		s3 += int32(q[3]) * c[3]
 	}
-	return s
+	for ; j < len(k); j++ {
+		s0 += int32(p[j]) * k[j]
+	}
+	return 1<<(precision-1) + s0 + s1 + s2 + s3
 }
 
 // clip8 rounds a fixed-point sum (which includes the rounding half) to a
