@@ -202,7 +202,21 @@ func yccPlanes(r, g, b []uint8, m *image.YCbCr, x0, y int) {
 	yrow := m.Y[m.YOffset(x0, y):][:n]
 	// COffset(x, y) is cbase + x>>shift for x ≥ 0.
 	cbase := m.COffset(m.Rect.Min.X, y) - m.Rect.Min.X>>shift
-	for x, yv := range yrow {
+	x := 0
+	if shift == 1 && x0&1 == 0 {
+		// Two pixels per chroma sample: its terms computed once.
+		cb, cr := m.Cb[cbase+x0>>1:], m.Cr[cbase+x0>>1:]
+		for ; x+2 <= n; x += 2 {
+			cb1 := int32(cb[x>>1]) - 128
+			cr1 := int32(cr[x>>1]) - 128
+			dr, dg, db := 91881*cr1, -22554*cb1-46802*cr1, 116130*cb1
+			y0, y1 := int32(yrow[x])*0x10101, int32(yrow[x+1])*0x10101
+			r[x], g[x], b[x] = clampYCC(y0+dr), clampYCC(y0+dg), clampYCC(y0+db)
+			r[x+1], g[x+1], b[x+1] = clampYCC(y1+dr), clampYCC(y1+dg), clampYCC(y1+db)
+		}
+	}
+	for ; x < n; x++ {
+		yv := yrow[x]
 		ci := cbase + (x0+x)>>shift
 		yy1 := int32(yv) * 0x10101
 		cb1 := int32(m.Cb[ci]) - 128
