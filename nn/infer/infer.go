@@ -118,6 +118,9 @@ func Network(f *safetensors.File, spec Spec) (nn.Module, Spec, error) {
 	if err != nil {
 		return nil, Spec{}, err
 	}
+	if err := spec.Validate(f); err != nil {
+		return nil, Spec{}, err
+	}
 	net, err := spec.Build()
 	if err != nil {
 		return nil, Spec{}, err

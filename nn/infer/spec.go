@@ -3,6 +3,7 @@ package infer
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/proxgen/proxgen/datasets/cifar10"
 	"github.com/proxgen/proxgen/nn"
+	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 	"github.com/proxgen/proxgen/nn/models"
 )
 
@@ -187,6 +189,9 @@ func (s Spec) complete() (Spec, error) {
 		s.Std = cifar10.DefaultStd
 	}
 	s.Mean, s.Std = slices.Clone(s.Mean), slices.Clone(s.Std)
+	if err := s.checkNorm(); err != nil {
+		return Spec{}, err
+	}
 	switch {
 	case s.Classes != nil:
 		if len(s.Classes) != s.NumClasses {
@@ -205,13 +210,8 @@ func (s Spec) complete() (Spec, error) {
 	return s, nil
 }
 
-// Build returns the network s describes, with arbitrary (seed 0)
-// initial weights that a state dict then replaces.
-func (s Spec) Build() (nn.Module, error) {
-	s, err := s.complete()
-	if err != nil {
-		return nil, err
-	}
+// options returns the models.New options of the complete s.
+func (s Spec) options() []models.Option {
 	opts := []models.Option{models.WithWidth(s.Width)}
 	if s.Shortcut == "B" {
 		opts = append(opts, models.WithShortcut(models.ShortcutB))
@@ -219,5 +219,85 @@ func (s Spec) Build() (nn.Module, error) {
 	if s.Widths != nil {
 		opts = append(opts, models.WithWidths(s.Widths))
 	}
-	return models.New(s.Model, s.NumClasses, rand.New(rand.NewPCG(0, 0)), opts...)
+	return opts
+}
+
+// Validate checks the complete s (as Load fills it in) before anything
+// is built: a known model, the sizes within the documented maxima of
+// package models and, when f is not nil, a network of the size the file
+// f implies: at most fileSlack times the values f holds plus
+// fileMargin (a smaller mismatch reaches checkpoint.LoadWeights, whose
+// error names the tensor). Each error names the metadata key at fault.
+func (s Spec) Validate(f *safetensors.File) error {
+	if err := models.CheckName(s.Model); err != nil {
+		return fmt.Errorf("%s %q: %v", KeyModel, s.Model, err)
+	}
+	if !(s.Width > 0 && s.Width <= models.MaxWidth) {
+		return fmt.Errorf("%s %g: want more than 0 and at most %d", KeyWidth, s.Width, models.MaxWidth)
+	}
+	if s.NumClasses > models.MaxClasses {
+		return fmt.Errorf("%s %d: more than the maximum %d", KeyNumClasses, s.NumClasses, models.MaxClasses)
+	}
+	key := KeyModel
+	switch {
+	case s.Widths != nil:
+		key = KeyWidths
+	case s.Width != 1:
+		key = KeyWidth
+	}
+	n, err := models.WeightCount(s.Model, s.NumClasses, s.options()...)
+	if err != nil {
+		return fmt.Errorf("%s: %v", key, err)
+	}
+	if f == nil {
+		return nil
+	}
+	var have int64
+	for _, t := range f.Tensors {
+		have += int64(t.Numel())
+	}
+	if n > fileSlack*have+fileMargin {
+		if s.NumClasses != cifar10.NumClasses {
+			key += ", " + KeyNumClasses
+		}
+		return fmt.Errorf("%s: the network needs %d weights, the file holds %d values", key, n, have)
+	}
+	return nil
+}
+
+// Build returns the network s describes, with arbitrary (seed 0)
+// initial weights that a state dict then replaces.
+func (s Spec) Build() (nn.Module, error) {
+	s, err := s.complete()
+	if err != nil {
+		return nil, err
+	}
+	return models.New(s.Model, s.NumClasses, rand.New(rand.NewPCG(0, 0)), s.options()...)
+}
+
+// fileSlack and fileMargin bound the network Validate accepts for a
+// file: metadata cannot make a small file allocate a large network.
+const (
+	fileSlack  = 16
+	fileMargin = 1 << 20
+)
+
+// minNormal32 is the smallest normal float32.
+const minNormal32 = 0x1p-126
+
+// checkNorm checks the normalisation constants: three finite means, and
+// three standard deviations that are finite and normal (not zero, not
+// subnormal), so that their reciprocals are finite.
+func (s Spec) checkNorm() error {
+	for key, v := range map[string][]float32{KeyMean: s.Mean, KeyStd: s.Std} {
+		if len(v) != 3 {
+			return fmt.Errorf("%s: %d values, want 3 (R, G, B)", key, len(v))
+		}
+		for c, x := range v {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) || (key == KeyStd && math.Abs(float64(x)) < minNormal32) {
+				return fmt.Errorf("%s[%d] = %g: want a finite%s value", key, c, x, map[bool]string{true: ", normal, nonzero", false: ""}[key == KeyStd])
+			}
+		}
+	}
+	return nil
 }
