@@ -182,6 +182,9 @@ func (s Spec) complete() (Spec, error) {
 	if s.NumClasses < 1 {
 		return Spec{}, fmt.Errorf("number of classes %d: want at least 1", s.NumClasses)
 	}
+	if s.NumClasses > models.MaxClasses {
+		return Spec{}, fmt.Errorf("%s %d: more than the maximum %d", KeyNumClasses, s.NumClasses, models.MaxClasses)
+	}
 	if s.Mean == nil {
 		s.Mean = cifar10.DefaultMean
 	}
@@ -235,15 +238,12 @@ func (s Spec) Validate(f *safetensors.File) error {
 	if !(s.Width > 0 && s.Width <= models.MaxWidth) {
 		return fmt.Errorf("%s %g: want more than 0 and at most %d", KeyWidth, s.Width, models.MaxWidth)
 	}
-	if s.NumClasses > models.MaxClasses {
-		return fmt.Errorf("%s %d: more than the maximum %d", KeyNumClasses, s.NumClasses, models.MaxClasses)
+	if !(s.NumClasses >= 1 && s.NumClasses <= models.MaxClasses) {
+		return fmt.Errorf("%s %d: want 1 to %d", KeyNumClasses, s.NumClasses, models.MaxClasses)
 	}
-	key := KeyModel
-	switch {
-	case s.Widths != nil:
-		key = KeyWidths
-	case s.Width != 1:
-		key = KeyWidth
+	key := fmt.Sprintf("%s %s, %s %g, %s %d", KeyModel, s.Model, KeyWidth, s.Width, KeyNumClasses, s.NumClasses)
+	if s.Widths != nil {
+		key += ", " + KeyWidths
 	}
 	n, err := models.WeightCount(s.Model, s.NumClasses, s.options()...)
 	if err != nil {
@@ -257,9 +257,6 @@ func (s Spec) Validate(f *safetensors.File) error {
 		have += int64(t.Numel())
 	}
 	if n > fileSlack*have+fileMargin {
-		if s.NumClasses != cifar10.NumClasses {
-			key += ", " + KeyNumClasses
-		}
 		return fmt.Errorf("%s: the network needs %d weights, the file holds %d values", key, n, have)
 	}
 	return nil

@@ -234,7 +234,16 @@ func weightsModel(c *config, path string) error {
 	if err != nil {
 		return fmt.Errorf("-weights: %w", err)
 	}
-	return applyWeightsMeta(c, path, file.Metadata)
+	if err := applyWeightsMeta(c, path, file.Metadata); err != nil {
+		return err
+	}
+	// The network must be one the file's tensors can fill: metadata or
+	// flags must not make a small file build a huge network.
+	s := infer.Spec{Model: c.Model, Width: c.Width, Shortcut: strings.ToUpper(c.Shortcut), NumClasses: cifar10.NumClasses, Widths: c.Widths}
+	if err := s.Validate(file); err != nil {
+		return fmt.Errorf("-weights %s: %v", path, err)
+	}
+	return nil
 }
 
 // compactedWeights prepares a new training run from a compacted -weights

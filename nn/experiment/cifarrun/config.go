@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/proxgen/proxgen/internal/cli"
@@ -257,8 +256,8 @@ func (c *config) resolve() error {
 	if err := checkModel(c.Model); err != nil {
 		return err
 	}
-	if !(c.Width > 0 && c.Width <= 16) {
-		return fmt.Errorf("-width %v: want a multiplier in (0, 16]", c.Width)
+	if !(c.Width > 0 && c.Width <= models.MaxWidth) {
+		return fmt.Errorf("-width %v: want a multiplier in (0, %d]", c.Width, models.MaxWidth)
 	}
 	c.Shortcut = strings.ToUpper(c.Shortcut)
 	if c.Shortcut != "A" && c.Shortcut != "B" {
@@ -376,6 +375,9 @@ func (c *config) resolve() error {
 	if c.Batch < 1 || c.EvalBatch < 1 {
 		return fmt.Errorf("-batch %d and -eval-batch %d must be positive", c.Batch, c.EvalBatch)
 	}
+	if c.Batch > models.MaxBatch || c.EvalBatch > models.MaxBatch {
+		return fmt.Errorf("-batch %d and -eval-batch %d: at most %d", c.Batch, c.EvalBatch, models.MaxBatch)
+	}
 	if c.TrainSubset < 0 || c.TestSubset < 0 {
 		return fmt.Errorf("-train-subset %d and -test-subset %d must not be negative", c.TrainSubset, c.TestSubset)
 	}
@@ -467,15 +469,10 @@ func (c *config) checkPrune() error {
 
 // checkModel reports whether models.New knows name.
 func checkModel(name string) error {
-	if slices.Contains(models.Names, name) {
-		return nil
+	if models.CheckName(name) != nil {
+		return fmt.Errorf("-model %q: want one of %s, or resnet<6n+2> up to resnet%d", name, strings.Join(models.Names, ", "), models.MaxResNetDepth)
 	}
-	if d, ok := strings.CutPrefix(name, "resnet"); ok {
-		if n, err := strconv.Atoi(d); err == nil && n >= 8 && (n-2)%6 == 0 {
-			return nil
-		}
-	}
-	return fmt.Errorf("-model %q: want one of %s, or resnet<6n+2>", name, strings.Join(models.Names, ", "))
+	return nil
 }
 
 // parseReg returns the regularizer named by s (nil for "none"), in the
