@@ -30,8 +30,6 @@
 package cifar10
 
 import (
-	"github.com/proxgen/proxgen/internal/cifarinfo"
-
 	"bufio"
 	"errors"
 	"fmt"
@@ -39,6 +37,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/proxgen/proxgen/internal/cifarinfo"
 )
 
 // Image geometry and record layout of the binary release.

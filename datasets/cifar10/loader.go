@@ -1,13 +1,13 @@
 package cifar10
 
 import (
-	"github.com/proxgen/proxgen/internal/cifarinfo"
-
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync"
+
+	"github.com/proxgen/proxgen/internal/cifarinfo"
 )
 
 // DefaultMean and DefaultStd are the per-channel (R, G, B) normalisation
