@@ -114,7 +114,7 @@ func Network(f *safetensors.File, spec Spec) (nn.Module, Spec, error) {
 	if err != nil {
 		return nil, Spec{}, err
 	}
-	spec, err = spec.Merge(meta).complete()
+	spec, err = spec.Merge(meta).Complete()
 	if err != nil {
 		return nil, Spec{}, err
 	}
@@ -139,7 +139,7 @@ func New(net nn.Module, spec Spec) (*Model, error) {
 	if spec.Model == "" {
 		spec.Model = fmt.Sprintf("%T", net)
 	}
-	spec, err := spec.complete()
+	spec, err := spec.Complete()
 	if err != nil {
 		return nil, err
 	}
