@@ -150,17 +150,16 @@ func loadData(ctx context.Context, c *config, stderr io.Writer) (*cifar10.Datase
 	return ds, nil
 }
 
+// spec returns the description of the network of c (the normalisation
+// and class names left to their defaults).
+func (c *config) spec() models.Spec {
+	return models.Spec{Model: c.Model, Width: c.Width, Shortcut: c.Shortcut, Widths: c.Widths, NumClasses: cifar10.NumClasses}
+}
+
 // newModel builds the network of c with its initial weights drawn from
 // the seed.
 func newModel(c *config) (nn.Module, error) {
-	opts := []models.Option{models.WithWidth(c.Width)}
-	if c.Shortcut == "B" {
-		opts = append(opts, models.WithShortcut(models.ShortcutB))
-	}
-	if c.Widths != nil {
-		opts = append(opts, models.WithWidths(c.Widths))
-	}
-	return models.New(c.Model, cifar10.NumClasses, rand.New(rand.NewPCG(c.Seed, 0x6d6f64656c)), opts...)
+	return c.spec().New(rand.New(rand.NewPCG(c.Seed, 0x6d6f64656c)))
 }
 
 // trainRun runs (or resumes) the training described by c.
