@@ -69,6 +69,7 @@ const (
 type config struct {
 	model       string
 	spec        infer.Spec
+	dense       bool
 	addr        string
 	threads     int
 	srv         serve.Config
@@ -86,6 +87,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.Float64Var(&c.spec.Width, "width", 0, "channel multiplier of the network; default: the file's metadata, else 1")
 	fs.StringVar(&c.spec.Shortcut, "shortcut", "", "shortcut of resnet20..56, A or B; default: the file's metadata, else A")
 	fs.IntVar(&c.spec.NumClasses, "classes", 0, "number of classes; default: the file's metadata, else 10")
+	fs.BoolVar(&c.dense, "dense", false, "run every layer densely (default: layers with mostly exact zeros run sparse)")
 	fs.StringVar(&c.addr, "addr", ":8080", "address to listen on")
 	fs.IntVar(&c.threads, "threads", 0, "worker threads (0: all cores)")
 	fs.IntVar(&c.srv.MaxBatch, "max-batch", 32, "most images run together in one batch")
@@ -141,9 +143,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func serveModel(ctx context.Context, c *config, stdout, stderr io.Writer) error {
-	m, err := infer.Load(c.model, c.spec)
+	var opts []infer.Option
+	if c.dense {
+		opts = append(opts, infer.Dense())
+	}
+	m, err := infer.Load(c.model, c.spec, opts...)
 	if err != nil {
 		return err
+	}
+	if len(m.Sparsity().SparseLayers()) > 0 {
+		fmt.Fprintf(stderr, "serve: %s", m.Sparsity())
 	}
 	srv, err := serve.New(m, c.srv)
 	if err != nil {

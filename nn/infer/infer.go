@@ -63,9 +63,10 @@ const InputSize = cifar10.ImageSize
 
 // Model is a network ready for inference.
 type Model struct {
-	net  nn.Module
-	spec Spec
-	norm *cifar10.Normalizer
+	net    nn.Module
+	spec   Spec
+	norm   *cifar10.Normalizer
+	sparse nn.Report // which layers run sparse
 	// scratch holds *scratch values: per-call buffers, reused.
 	scratch sync.Pool
 }
@@ -80,16 +81,34 @@ type scratch struct {
 	ctx autograd.Context
 }
 
+// Option changes how Load, FromFile and New prepare a model.
+type Option func(*options)
+
+// options are the settings Options change.
+type options struct {
+	prep nn.InferenceOptions
+}
+
+// Dense keeps every layer on the dense path: without it, layers whose
+// weights are mostly exact zeros run sparse (see MinZeros).
+func Dense() Option { return func(o *options) { o.prep.Dense = true } }
+
+// MinZeros sets the fraction of exact zeros from which a convolution or
+// linear layer runs sparse; the default is nn.DefaultMinZeros, and a
+// value above 1 keeps every layer dense.
+func MinZeros(f float64) Option { return func(o *options) { o.prep.MinZeros = f } }
+
 // Load reads the model file at path and returns the model. The network is
 // spec merged with the file's metadata (fields of spec win; see Spec for
 // the defaults). Tensors must match the network exactly (names and
-// shapes); the error says which do not.
-func Load(path string, spec Spec) (*Model, error) {
+// shapes); the error says which do not. Layers whose weights are mostly
+// exact zeros run sparse unless an option says otherwise (see New).
+func Load(path string, spec Spec, opts ...Option) (*Model, error) {
 	f, err := safetensors.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("infer: %w", err)
 	}
-	m, err := FromFile(f, spec)
+	m, err := FromFile(f, spec, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("infer: %s: %w", path, err)
 	}
@@ -97,7 +116,7 @@ func Load(path string, spec Spec) (*Model, error) {
 }
 
 // FromFile is Load for a safetensors file already read.
-func FromFile(f *safetensors.File, spec Spec) (*Model, error) {
+func FromFile(f *safetensors.File, spec Spec, opts ...Option) (*Model, error) {
 	meta, err := SpecFromMetadata(f.Metadata)
 	if err != nil {
 		return nil, err
@@ -113,14 +132,18 @@ func FromFile(f *safetensors.File, spec Spec) (*Model, error) {
 	if err := checkpoint.LoadWeights(f, net); err != nil {
 		return nil, err
 	}
-	return New(net, spec)
+	return New(net, spec, opts...)
 }
 
 // New returns a model that runs net, whose weights are final, with the
 // preprocessing of spec (spec.Model, Width and Shortcut are only recorded).
-// New takes net over: it switches it to evaluation mode, and net must not
-// be changed or trained afterwards (train a copy instead).
-func New(net nn.Module, spec Spec) (*Model, error) {
+// New takes net over: it switches it to evaluation mode, gives the
+// convolution and linear layers whose weights have at least
+// nn.DefaultMinZeros exact zeros the sparse path (nn.PrepareInferenceWith;
+// the options Dense and MinZeros change this, and Sparsity reports it),
+// and net must not be changed or trained afterwards (train a copy
+// instead).
+func New(net nn.Module, spec Spec, opts ...Option) (*Model, error) {
 	if spec.Model == "" {
 		spec.Model = fmt.Sprintf("%T", net)
 	}
@@ -132,8 +155,21 @@ func New(net nn.Module, spec Spec) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	net.SetTraining(false)
-	return &Model{net: net, spec: spec, norm: norm}, nil
+	rep := nn.PrepareInferenceWith(net, o.prep)
+	return &Model{net: net, spec: spec, norm: norm, sparse: rep}, nil
+}
+
+// Sparsity reports, for every convolution and linear layer, its fraction
+// of exact zeros and whether it runs sparse.
+func (m *Model) Sparsity() nn.Report {
+	r := m.sparse
+	r.Layers = slices.Clone(r.Layers)
+	return r
 }
 
 // Spec returns the network's description with its defaults filled in.
@@ -299,7 +335,8 @@ func (m *Model) getScratch() *scratch {
 	return &scratch{raw: make([]uint8, cifar10.ImageSize), ctx: autograd.Context{NoGrad: true, Arena: autograd.NewArena()}}
 }
 
-// String describes the model, for logs.
+// String describes the model, for logs: its network and how many of its
+// layers run sparse (Sparsity says which).
 func (m *Model) String() string {
 	s := m.spec
 	var b strings.Builder
@@ -308,5 +345,6 @@ func (m *Model) String() string {
 		fmt.Fprintf(&b, " shortcut %s", s.Shortcut)
 	}
 	fmt.Fprintf(&b, ", %d classes", s.NumClasses)
+	fmt.Fprintf(&b, ", %d of %d layers sparse", len(m.sparse.SparseLayers()), len(m.sparse.Layers))
 	return b.String()
 }
