@@ -61,7 +61,7 @@ def table(path):
     print(f"CPU: {cpu_name()} ({ncpu} logical CPUs); images/s min–max over repeats; "
           "ratio = this engine / ONNX Runtime per repeat (back to back)\n")
     print("| network | batch | threads | nn/infer img/s | ONNX Runtime img/s | ratio | CPU ms/img nn/infer | CPU ms/img ORT | sparse layers |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for key in order:
         reps = [v for v in rows[key].values() if "go" in v and "ort" in v]
         if not reps:
