@@ -256,8 +256,10 @@ func gatherPackedSize(g *convGeom, m int) int { return blas.Default().PackedASiz
 // images src_i of srcSize elements into the outputs dst_i of dstSize
 // elements, in parallel over the images; with fewer images than workers,
 // the output columns of each image are split too (which changes no
-// result).
-func (gc *gatherConv) run(n int, src []float32, srcSize int, dst []float32, dstSize int, accumulate bool) {
+// result). If after is not nil, it is called with the image and the
+// columns [j0, j1) of its output each product has just written, while
+// they are in the cache.
+func (gc *gatherConv) run(n int, src []float32, srcSize int, dst []float32, dstSize int, accumulate bool, after func(i, j0, j1 int)) {
 	g := gc.g
 	p := g.cols
 	parts := 1
@@ -288,6 +290,9 @@ func (gc *gatherConv) run(n int, src []float32, srcSize int, dst []float32, dstS
 			j0, j1 := r0*blas.GatherRun, min(r1*blas.GatherRun, p)
 			b := blas.Gathered{Src: pad, Rows: gc.rows, Runs: gc.runs[r0:r1]}
 			gc.pa.SgemmGather(j1-j0, b, beta, dst[i*dstSize+j0:(i+1)*dstSize], p)
+			if after != nil {
+				after(i, j0, j1)
+			}
 		}
 	})
 }

@@ -132,12 +132,12 @@ func (s *SparseWeight) offsets(a, b, c int) []int {
 // mulRows computes dst row r = bias[r] (or 0) + Σ_t val[t]·src[off[t]+j]
 // for the filters r of s, j in [0, n), with row stride ldd, in parallel
 // over filters; span is the offset window of spmm.Rows.
-func (s *SparseWeight) mulRows(dst []float32, ldd, n int, off []int, src []float32, bias *Tensor, span int) {
+func (s *SparseWeight) mulRows(dst []float32, ldd, n int, off []int, src []float32, bias []float32, span int) {
 	parallel.For(s.rows, parallel.Grain(s.rows, 4), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			d := dst[r*ldd : r*ldd+n]
 			if bias != nil {
-				fill(d, bias.Data[r])
+				fill(d, bias[r])
 			} else {
 				clear(d)
 			}
@@ -181,15 +181,23 @@ func Conv2dSparse(x, w *Tensor, s *SparseWeight, b *Tensor, cfg ConvConfig) *Ten
 	if c.needsGrad(x, w, b) {
 		return Conv2dWith(x, w, b, cfg)
 	}
-	n, cout, p := x.shape[0], w.shape[0], g.cols
+	out := c.empty(x.shape[0], w.shape[0], g.ho, g.wo)
+	sparseConv(g, s, x.shape[0], x.Data, out.Data, tensorData(b))
+	return out
+}
+
+// sparseConv sets out to the convolution of geometry g of the n images in
+// x with the sparse filters s, plus bias (if not nil): Conv2dSparse's
+// product on plain slices.
+func sparseConv(g *convGeom, s *SparseWeight, n int, x, out, bias []float32) {
+	cout, p := s.rows, g.cols
 	xSize, ySize := g.c*g.h*g.w, cout*p
-	out := c.empty(n, cout, g.ho, g.wo)
 	switch {
 	case g.direct():
 		off := s.offsets(g.h*g.w, 0, 0)
 		parallel.For(n, 1, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
-				s.mulRows(out.Data[i*ySize:(i+1)*ySize], p, p, off, x.Data[i*xSize:(i+1)*xSize], b, windowRows*p)
+				s.mulRows(out[i*ySize:(i+1)*ySize], p, p, off, x[i*xSize:(i+1)*xSize], bias, windowRows*p)
 			}
 		})
 	case g.wide() && g.wo >= 8:
@@ -202,9 +210,9 @@ func Conv2dSparse(x, w *Tensor, s *SparseWeight, b *Tensor, cfg ConvConfig) *Ten
 			defer colScratch.put(pad)
 			defer colScratch.put(tmp)
 			for i := lo; i < hi; i++ {
-				padImage(g, x.Data[i*xSize:(i+1)*xSize], pad)
-				s.mulRows(tmp, np, np, off, pad, b, 16*plane)
-				dropWide(g, cout, tmp, out.Data[i*ySize:(i+1)*ySize])
+				padImage(g, x[i*xSize:(i+1)*xSize], pad)
+				s.mulRows(tmp, np, np, off, pad, bias, 16*plane)
+				dropWide(g, cout, tmp, out[i*ySize:(i+1)*ySize])
 			}
 		})
 	default:
@@ -216,23 +224,22 @@ func Conv2dSparse(x, w *Tensor, s *SparseWeight, b *Tensor, cfg ConvConfig) *Ten
 			col := colScratch.get(g.rows * ld)
 			defer colScratch.put(col)
 			for j := 0; j < cnt; j++ {
-				im2col(g, x.Data[(lo+j)*xSize:(lo+j+1)*xSize], col[j*p:], ld)
+				im2col(g, x[(lo+j)*xSize:(lo+j+1)*xSize], col[j*p:], ld)
 			}
 			if cnt == 1 {
-				s.mulRows(out.Data[lo*ySize:(lo+1)*ySize], p, p, off, col, b, windowRows*ld)
+				s.mulRows(out[lo*ySize:(lo+1)*ySize], p, p, off, col, bias, windowRows*ld)
 				return
 			}
 			tmp := colScratch.get(cout * ld)
 			defer colScratch.put(tmp)
-			s.mulRows(tmp, ld, ld, off, col, b, windowRows*ld)
+			s.mulRows(tmp, ld, ld, off, col, bias, windowRows*ld)
 			for j := 0; j < cnt; j++ {
 				for o := 0; o < cout; o++ {
-					copy(out.Data[(lo+j)*ySize+o*p:(lo+j)*ySize+(o+1)*p], tmp[o*ld+j*p:o*ld+(j+1)*p])
+					copy(out[(lo+j)*ySize+o*p:(lo+j)*ySize+(o+1)*p], tmp[o*ld+j*p:o*ld+(j+1)*p])
 				}
 			}
 		})
 	}
-	return out
 }
 
 // padImage writes the zero-padded image of x into pad, laid out as
@@ -314,7 +321,7 @@ func LinearSparse(x, w *Tensor, s *SparseWeight, b *Tensor) *Tensor {
 	}
 	off := s.offsets(batch, 0, 0)
 	if batch == 1 {
-		s.mulRows(out.Data, 1, 1, off, x.Data, b, 0)
+		s.mulRows(out.Data, 1, 1, off, x.Data, tensorData(b), 0)
 		return out
 	}
 	// Features as rows: yᵀ = W·xᵀ.
@@ -322,7 +329,15 @@ func LinearSparse(x, w *Tensor, s *SparseWeight, b *Tensor) *Tensor {
 	defer colScratch.put(xT)
 	defer colScratch.put(yT)
 	transpose(batch, in, x.Data, xT)
-	s.mulRows(yT, batch, batch, off, xT, b, windowRows*batch)
+	s.mulRows(yT, batch, batch, off, xT, tensorData(b), windowRows*batch)
 	transpose(nOut, batch, yT, out.Data)
 	return out
+}
+
+// tensorData returns t.Data, or nil for a nil t.
+func tensorData(t *Tensor) []float32 {
+	if t == nil {
+		return nil
+	}
+	return t.Data
 }

@@ -1,0 +1,173 @@
+package autograd
+
+import (
+	"fmt"
+
+	"github.com/proxgen/proxgen/autograd/blas"
+	"github.com/proxgen/proxgen/autograd/internal/vec"
+	"github.com/proxgen/proxgen/internal/parallel"
+)
+
+// ConvPlan is a convolution prepared once for inference on images of one
+// size: its filters are kept in the layouts its algorithms read (the
+// packed panels of the gathered product, the Winograd-transformed filters
+// where Winograd can pay, the transposed filter matrix of im2col, or a
+// SparseWeight), so that a call packs nothing, and Run applies the bias,
+// a residual and the ReLU to each block of the output right after the
+// product has written it, while it is in the cache. A ConvPlan is
+// immutable and safe for concurrent use.
+//
+// Run chooses the algorithm of Conv2dWith for the batch size of the call
+// (see Conv2dWith); the results equal Conv2dWith's followed by the
+// epilogue to float32 rounding and are bit-identical for every number of
+// workers.
+type ConvPlan struct {
+	g      *convGeom
+	cout   int
+	bias   []float32
+	sparse *SparseWeight
+	gather *gatherConv        // the gathered product's packed filters, or nil
+	wino   *[16]*blas.PackedA // the Winograd-transformed filters, or nil
+	wT     []float32          // the transposed filter matrix, for im2col
+}
+
+// NewConvPlan prepares the convolution of images of cin × h × w (cin =
+// w.Dim(1)) with the filters w (Cout, Cin, kh, kw), the bias (Cout values,
+// or nil) and the geometry cfg. With sparse (made from w by
+// NewSparseWeight) the product skips w's zeros as Conv2dSparse does. The
+// plan copies what it keeps: w and bias may change afterwards. It panics
+// if the shapes do not fit, naming them.
+func NewConvPlan(w *Tensor, bias []float32, cfg ConvConfig, h, wd int, sparse *SparseWeight) *ConvPlan {
+	if w.Rank() != 4 {
+		panic(fmt.Sprintf("autograd.NewConvPlan: weight must have rank 4 (Cout,Cin,kh,kw), got %v", w.shape))
+	}
+	x := &Tensor{shape: []int{1, w.shape[1], h, wd}}
+	var b *Tensor
+	if bias != nil {
+		b = &Tensor{shape: []int{len(bias)}}
+	}
+	g := convGeometry(x, w, b, cfg)
+	if sparse != nil {
+		mustMatchSparse("NewConvPlan", w, sparse)
+	}
+	cout := w.shape[0]
+	p := &ConvPlan{g: g, cout: cout, sparse: sparse}
+	if bias != nil {
+		p.bias = append([]float32(nil), bias...)
+	}
+	if sparse != nil {
+		return p
+	}
+	if winogradOK(g) && g.c >= 32 && cout >= 32 {
+		// winogradPays may choose it at some batch size.
+		buf := make([]float32, winoFiltersSize(cout, g.c))
+		p.wino = winoFilters(w.Data, cout, g.c, false, buf)
+	}
+	if useGather(g) {
+		buf := make([]float32, gatherPackedSize(g, cout))
+		p.gather = newGatherConv(g, cout, w.Data, false, buf)
+	}
+	p.wT = make([]float32, len(w.Data))
+	transpose(cout, g.rows, w.Data, p.wT)
+	return p
+}
+
+// OutShape returns the channels, height and width of one output image.
+func (p *ConvPlan) OutShape() (c, h, w int) { return p.cout, p.g.ho, p.g.wo }
+
+// InSize returns the number of values of one input image.
+func (p *ConvPlan) InSize() int { return p.g.c * p.g.h * p.g.w }
+
+// OutSize returns the number of values of one output image.
+func (p *ConvPlan) OutSize() int { return p.cout * p.g.cols }
+
+// Algorithm names the algorithm Run uses for a batch of n images:
+// "sparse", "winograd", "gather" or "im2col".
+func (p *ConvPlan) Algorithm(n int) string {
+	switch {
+	case p.sparse != nil:
+		return "sparse"
+	case p.wino != nil && winogradPays(p.g, n, p.cout):
+		return "winograd"
+	case p.gather != nil:
+		return "gather"
+	}
+	return "im2col"
+}
+
+// Run sets out to the convolution of the n images in x plus the bias,
+// plus residual (when not nil; laid out as out), clamped at zero if relu.
+// x holds n·InSize values, out and residual n·OutSize; out must not
+// overlap x or residual. It panics on other lengths.
+func (p *ConvPlan) Run(n int, x, out, residual []float32, relu bool) {
+	xSize, ySize := p.InSize(), p.OutSize()
+	if n < 1 || len(x) != n*xSize || len(out) != n*ySize || (residual != nil && len(residual) != n*ySize) {
+		panic(fmt.Sprintf("autograd.ConvPlan.Run: %d images need %d input and %d output values, got %d, %d and residual %d",
+			n, n*xSize, n*ySize, len(x), len(out), len(residual)))
+	}
+	g, m, cols := p.g, p.cout, p.g.cols
+	// epilogue adds the bias (if withBias), the residual and the ReLU to
+	// columns [j0, j1) of image i.
+	e := vec.Plain
+	switch {
+	case residual != nil && relu:
+		e = vec.AddReLU
+	case relu:
+		e = vec.ReLU
+	}
+	epilogue := func(i, j0, j1 int, withBias bool) {
+		withBias = withBias && p.bias != nil
+		if !withBias && residual == nil && !relu {
+			return
+		}
+		for o := range m {
+			d := out[i*ySize+o*cols+j0 : i*ySize+o*cols+j1]
+			var bo float32
+			if withBias {
+				bo = p.bias[o]
+			}
+			if residual != nil && !relu {
+				// vec.Affine adds a residual only before a ReLU.
+				r := residual[i*ySize+o*cols+j0:]
+				for k := range d {
+					d[k] += bo + r[k]
+				}
+				continue
+			}
+			var r []float32
+			if residual != nil {
+				r = residual[i*ySize+o*cols+j0 : i*ySize+o*cols+j1]
+			}
+			vec.Affine(d, d, r, 0, 1, bo, e)
+		}
+	}
+	switch p.Algorithm(n) {
+	case "sparse":
+		parallel.For(n, 1, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				sparseConv(g, p.sparse, 1, x[i*xSize:(i+1)*xSize], out[i*ySize:(i+1)*ySize], p.bias)
+				epilogue(i, 0, cols, false)
+			}
+		})
+	case "winograd":
+		gs := winoGroupSize(g)
+		serial := serialGemm(parallel.Chunks(n, gs))
+		parallel.For(n, gs, func(lo, hi int) {
+			winoGroup(serial, g, m, p.wino, x, xSize, out, ySize, lo, hi, false, p.bias)
+			for i := lo; i < hi; i++ {
+				epilogue(i, 0, cols, false)
+			}
+		})
+	case "gather":
+		p.gather.run(n, x, xSize, out, ySize, false, func(i, j0, j1 int) { epilogue(i, j0, j1, true) })
+	default:
+		gs := groupSize(cols)
+		serial := serialGemm(parallel.Chunks(n, gs))
+		parallel.For(n, gs, func(lo, hi int) {
+			convGroup(gemmOf(serial), g, m, p.wT, x, xSize, out, ySize, lo, hi, false)
+			for i := lo; i < hi; i++ {
+				epilogue(i, 0, cols, true)
+			}
+		})
+	}
+}
