@@ -67,6 +67,7 @@ type Model struct {
 	spec   Spec
 	norm   *cifar10.Normalizer
 	sparse nn.Report // which layers run sparse
+	plan   plan      // the compiled network, nil: net.Forward runs it
 	// scratch holds *scratch values: per-call buffers, reused.
 	scratch sync.Pool
 }
@@ -79,6 +80,20 @@ type scratch struct {
 	// ctx runs the network: no graph, op results from its own arena,
 	// which the next call on this scratch reuses.
 	ctx autograd.Context
+	// act holds the activations of the plan, grown to the largest batch
+	// seen.
+	act [4][]float32
+}
+
+// buffers returns the activation buffers for n images of at most size
+// values each.
+func (s *scratch) buffers(n, size int) *[4][]float32 {
+	for i := range s.act {
+		if len(s.act[i]) < n*size {
+			s.act[i] = make([]float32, n*size)
+		}
+	}
+	return &s.act
 }
 
 // Option changes how Load, FromFile and New prepare a model.
@@ -161,7 +176,18 @@ func New(net nn.Module, spec Spec, opts ...Option) (*Model, error) {
 	}
 	net.SetTraining(false)
 	rep := nn.PrepareInferenceWith(net, o.prep)
-	return &Model{net: net, spec: spec, norm: norm, sparse: rep}, nil
+	return &Model{net: net, spec: spec, norm: norm, sparse: rep, plan: newPlan(net, rep)}, nil
+}
+
+// Algorithms names the algorithm of every convolution, in the order of
+// the network, for a batch of the given size: "gather", "winograd",
+// "im2col" or "sparse" (see autograd.ConvPlan). It is nil for a network
+// that New does not compile, which runs as its Forward computes it.
+func (m *Model) Algorithms(batch int) []string {
+	if m.plan == nil {
+		return nil
+	}
+	return m.plan.algorithms(batch)
 }
 
 // Sparsity reports, for every convolution and linear layer, its fraction
@@ -243,11 +269,14 @@ func (m *Model) probabilities(s *scratch, dst, x []float32) []float32 {
 }
 
 // forward returns the logits of the n images in x. It is the one place
-// that runs the network: in evaluation mode, in a context that records no
-// graph and takes every op result from the arena of s (valid until s is
-// used again).
+// that runs the network: the compiled plan, or else the network in
+// evaluation mode, in a context that records no graph and takes every op
+// result from the arena of s (valid until s is used again).
 func (m *Model) forward(s *scratch, x []float32, n int) []float32 {
 	s.ctx.Arena.Reset()
+	if m.plan != nil {
+		return m.plan.forward(s, x, n)
+	}
 	return m.net.Forward(autograd.FromSlice(x, n, cifar10.Channels, Side, Side).In(&s.ctx)).Data
 }
 
