@@ -11,8 +11,8 @@ import (
 // ConvPlan is a convolution prepared once for inference on images of one
 // size: its filters are kept in the layouts its algorithms read (the
 // packed panels of the gathered product, the Winograd-transformed filters
-// where Winograd can pay, the transposed filter matrix of im2col, or a
-// SparseWeight), so that a call packs nothing, and Run applies the bias,
+// where Winograd can pay, the filter matrix packed for im2col's GEMM, or a
+// SparseWeight), so that a call packs no filters, and Run applies the bias,
 // a residual and the ReLU to each block of the output right after the
 // product has written it, while it is in the cache. A ConvPlan is
 // immutable and safe for concurrent use.
@@ -28,7 +28,7 @@ type ConvPlan struct {
 	sparse *SparseWeight
 	gather *gatherConv        // the gathered product's packed filters, or nil
 	wino   *[16]*blas.PackedA // the Winograd-transformed filters, or nil
-	wT     []float32          // the transposed filter matrix, for im2col
+	packed *blas.PackedA      // the filter matrix packed for im2col's GEMM
 }
 
 // NewConvPlan prepares the convolution of images of cin × h × w (cin =
@@ -67,8 +67,7 @@ func NewConvPlan(w *Tensor, bias []float32, cfg ConvConfig, h, wd int, sparse *S
 		buf := make([]float32, gatherPackedSize(g, cout))
 		p.gather = newGatherConv(g, cout, w.Data, false, buf)
 	}
-	p.wT = make([]float32, len(w.Data))
-	transpose(cout, g.rows, w.Data, p.wT)
+	p.packed = blas.Default().PackA(false, cout, g.rows, w.Data, g.rows)
 	return p
 }
 
@@ -163,8 +162,16 @@ func (p *ConvPlan) Run(n int, x, out, residual []float32, relu bool) {
 	default:
 		gs := groupSize(cols)
 		serial := serialGemm(parallel.Chunks(n, gs))
+		// convGroup's GEMMs multiply the filter matrix, packed once.
+		gemm := func(_, transB bool, _, n, _ int, alpha float32, _ []float32, _ int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+			if serial {
+				p.packed.SgemmSerial(transB, n, alpha, b, ldb, beta, c, ldc)
+				return
+			}
+			p.packed.Sgemm(transB, n, alpha, b, ldb, beta, c, ldc)
+		}
 		parallel.For(n, gs, func(lo, hi int) {
-			convGroup(gemmOf(serial), g, m, p.wT, x, xSize, out, ySize, lo, hi, false)
+			convGroup(gemm, g, m, nil, x, xSize, out, ySize, lo, hi, false)
 			for i := lo; i < hi; i++ {
 				epilogue(i, 0, cols, true)
 			}
