@@ -17,8 +17,9 @@ import (
 // product has written it, while it is in the cache. A ConvPlan is
 // immutable and safe for concurrent use.
 //
-// Run chooses the algorithm of Conv2dWith for the batch size of the call
-// (see Conv2dWith); the results equal Conv2dWith's followed by the
+// Run chooses the algorithm for the batch size of the call by the rule of
+// planWinograd, else the gathered product where it applies, else im2col;
+// the results equal Conv2dWith's followed by the
 // epilogue to float32 rounding and are bit-identical for every number of
 // workers.
 type ConvPlan struct {
@@ -58,8 +59,8 @@ func NewConvPlan(w *Tensor, bias []float32, cfg ConvConfig, h, wd int, sparse *S
 	if sparse != nil {
 		return p
 	}
-	if winogradOK(g) && g.c >= 32 && cout >= 32 {
-		// winogradPays may choose it at some batch size.
+	if winogradOK(g) && (g.algo == algoWinograd || g.algo == algoAuto && g.c >= 32 && cout >= 32) {
+		// Forced, or winogradPays may choose it at some batch size.
 		buf := make([]float32, winoFiltersSize(cout, g.c))
 		p.wino = winoFilters(w.Data, cout, g.c, false, buf)
 	}
@@ -86,7 +87,7 @@ func (p *ConvPlan) Algorithm(n int) string {
 	switch {
 	case p.sparse != nil:
 		return "sparse"
-	case p.wino != nil && winogradPays(p.g, n, p.cout):
+	case p.wino != nil && planWinograd(p.g, n, p.cout):
 		return "winograd"
 	case p.gather != nil:
 		return "gather"
@@ -177,4 +178,29 @@ func (p *ConvPlan) Run(n int, x, out, residual []float32, relu bool) {
 			}
 		})
 	}
+}
+
+// planWinograd reports whether a ConvPlan of geometry g and m filters runs
+// a batch of n images with Winograd: where it applies (or is forced),
+// for at least 32 input and output channels, at least 64 tiles in the
+// batch and little waste past the edges (winoEdgeOK). Its filters are
+// transformed once, so the rule differs from winogradPays, measured with
+// the transform paid per call: by BenchmarkConvPlan (docs/benchmarks.md),
+// 32 channels at 16×16 run with Winograd in 52-74 µs per image at batch 1
+// against 81-108 gathered, and 55-66 against 77-97 at batch 64; 64
+// channels at 8×8 (16 tiles an image) lose at batch 1 (149-156 against
+// 97-105) and win at 64 (36 against 64-87); with 16 channels the two are
+// level within the noise, and the gathered product stays.
+func planWinograd(g *convGeom, n, m int) bool {
+	if !winogradOK(g) {
+		return false
+	}
+	switch g.algo {
+	case algoIm2col, algoGather:
+		return false
+	case algoWinograd:
+		return true
+	}
+	th, tw := winoTiles(g)
+	return g.c >= 32 && m >= 32 && n*th*tw >= 64 && winoEdgeOK(g)
 }

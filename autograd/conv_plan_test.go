@@ -84,3 +84,39 @@ func TestConvPlan(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkConvPlan times ConvPlan.Run (filters prepared once, bias and
+// ReLU in the epilogue) on the 3×3 stride-1 layers of the CIFAR ResNets
+// and VGG-16 under each algorithm at batch 1 and 64, the measurements
+// behind the per-layer rule of ConvPlan.Algorithm.
+func BenchmarkConvPlan(b *testing.B) {
+	layers := []struct{ c, hw int }{
+		{16, 32}, {32, 16}, {64, 8}, // ResNet-20/56
+		{64, 32}, {128, 16}, {256, 8}, {512, 4}, {512, 2}, // VGG-16
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, l := range layers {
+		for _, n := range []int{1, 64} {
+			if n > 1 && l.c*l.hw*l.hw > 64*32*32 {
+				continue
+			}
+			x := autograd.RandN(rng, n, l.c, l.hw, l.hw)
+			w := autograd.RandN(rng, l.c, l.c, 3, 3)
+			bias := make([]float32, l.c)
+			out := make([]float32, n*l.c*l.hw*l.hw)
+			for _, algo := range autograd.ConvAlgos[1:] {
+				cfg := autograd.WithConvAlgo(autograd.ConvConfig{Padding: [2]int{1, 1}}, algo)
+				p := autograd.NewConvPlan(w, bias, cfg, l.hw, l.hw, nil)
+				if p.Algorithm(n) != algo {
+					continue
+				}
+				b.Run(fmt.Sprintf("%dch_%dpx_batch%d/%s", l.c, l.hw, n, algo), func(b *testing.B) {
+					for range b.N {
+						p.Run(n, x.Data, out, nil, true)
+					}
+					b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/img")
+				})
+			}
+		}
+	}
+}
