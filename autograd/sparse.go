@@ -244,14 +244,18 @@ func sparseConv(g *convGeom, s *SparseWeight, n int, x, out, bias []float32) {
 
 // padImage writes the zero-padded image of x into pad, laid out as
 // im2colWide reads it.
-func padImage(g *convGeom, x, pad []float32) {
+func padImage(g *convGeom, x, pad []float32) { padChannels(g, x, pad, 0, g.c) }
+
+// padChannels is padImage for the channels [c0, c1) alone; the channel
+// range that ends at g.c also clears what follows the last plane.
+func padChannels(g *convGeom, x, pad []float32, c0, c1 int) {
 	wp, hp := g.widePitch(), g.h+2*g.ph
 	plane := hp * wp
 	// One pass over pad: each plane's top padding rows and the left
 	// padding of its first row, then every image row followed by the
 	// right padding of its row and the left padding of the next, and the
 	// bottom padding rows with what follows the last plane.
-	for ci := 0; ci < g.c; ci++ {
+	for ci := c0; ci < c1; ci++ {
 		dst := pad[ci*plane : (ci+1)*plane]
 		clear(dst[:g.ph*wp+g.pw])
 		for ih := 0; ih < g.h; ih++ {
@@ -265,7 +269,9 @@ func padImage(g *convGeom, x, pad []float32) {
 		}
 		clear(dst[(g.h-1+g.ph)*wp+g.pw+g.w:])
 	}
-	clear(pad[g.c*plane : g.padSize()])
+	if c1 == g.c {
+		clear(pad[g.c*plane : g.padSize()])
+	}
 }
 
 // copyRow is copy(dst, src) for len(dst) == len(src), moving whole
