@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/proxgen/proxgen/autograd/internal/vec"
+	"github.com/proxgen/proxgen/autograd/internal/kernels"
 	"github.com/proxgen/proxgen/internal/parallel"
 )
 
@@ -27,7 +27,7 @@ import (
 // fixed order, so results are bit-identical for any number of workers.
 func BatchNorm2d(x, gamma, beta, runMean, runVar *Tensor, training bool, momentum, eps float32) *Tensor {
 	mustRank("BatchNorm2d", "x", x, 4)
-	return batchNorm("BatchNorm2d", x, nil, vec.Plain, gamma, beta, runMean, runVar, training, momentum, eps)
+	return batchNorm("BatchNorm2d", x, nil, kernels.Plain, gamma, beta, runMean, runVar, training, momentum, eps)
 }
 
 // BatchNormReLU returns ReLU(BatchNorm2d(x, ...)) computed as one op: the
@@ -37,7 +37,7 @@ func BatchNorm2d(x, gamma, beta, runMean, runVar *Tensor, training bool, momentu
 // equal those of the two separate ops.
 func BatchNormReLU(x, gamma, beta, runMean, runVar *Tensor, training bool, momentum, eps float32) *Tensor {
 	mustRank("BatchNormReLU", "x", x, 4)
-	return batchNorm("BatchNormReLU", x, nil, vec.ReLU, gamma, beta, runMean, runVar, training, momentum, eps)
+	return batchNorm("BatchNormReLU", x, nil, kernels.ReLU, gamma, beta, runMean, runVar, training, momentum, eps)
 }
 
 // BatchNormAddReLU returns ReLU(BatchNorm2d(x, ...) + residual) computed as
@@ -46,7 +46,7 @@ func BatchNormReLU(x, gamma, beta, runMean, runVar *Tensor, training bool, momen
 func BatchNormAddReLU(x, residual, gamma, beta, runMean, runVar *Tensor, training bool, momentum, eps float32) *Tensor {
 	mustRank("BatchNormAddReLU", "x", x, 4)
 	mustSameShape("BatchNormAddReLU", x, residual)
-	return batchNorm("BatchNormAddReLU", x, residual, vec.AddReLU, gamma, beta, runMean, runVar, training, momentum, eps)
+	return batchNorm("BatchNormAddReLU", x, residual, kernels.AddReLU, gamma, beta, runMean, runVar, training, momentum, eps)
 }
 
 // BatchNorm1d is BatchNorm2d for (N, C) or (N, C, L) inputs, normalising
@@ -56,7 +56,7 @@ func BatchNorm1d(x, gamma, beta, runMean, runVar *Tensor, training bool, momentu
 	if r := len(x.shape); r != 2 && r != 3 {
 		panic(fmt.Sprintf("autograd.BatchNorm1d: x must have rank 2 or 3, got shape %v", x.shape))
 	}
-	return batchNorm("BatchNorm1d", x, nil, vec.Plain, gamma, beta, runMean, runVar, training, momentum, eps)
+	return batchNorm("BatchNorm1d", x, nil, kernels.Plain, gamma, beta, runMean, runVar, training, momentum, eps)
 }
 
 // mustChannelVec panics unless t is nil or has shape (c).
@@ -78,8 +78,8 @@ func plane(s []float32, o, n int) []float32 {
 func planeGrain(s int) int { return max(1, (1<<14)/max(s, 1)) }
 
 // batchNorm normalises x as BatchNorm2d does, followed by the epilogue epi:
-// nothing, a ReLU, or adding res (set only for vec.AddReLU) and a ReLU.
-func batchNorm(op string, x, res *Tensor, epi vec.Epilogue, gamma, beta, runMean, runVar *Tensor, training bool, momentum, eps float32) *Tensor {
+// nothing, a ReLU, or adding res (set only for kernels.AddReLU) and a ReLU.
+func batchNorm(op string, x, res *Tensor, epi kernels.Epilogue, gamma, beta, runMean, runVar *Tensor, training bool, momentum, eps float32) *Tensor {
 	batch, ch := x.shape[0], x.shape[1]
 	sp := 1 // elements per (n, c) plane
 	for _, d := range x.shape[2:] {
@@ -117,14 +117,14 @@ func batchNorm(op string, x, res *Tensor, epi vec.Epilogue, gamma, beta, runMean
 	}
 	ctx := contextOf(op, x, res, gamma, beta, runMean, runVar)
 	out := ctx.empty(x.shape...)
-	var rd []float32 // the residual's data, for vec.AddReLU
+	var rd []float32 // the residual's data, for kernels.AddReLU
 	if res != nil {
 		rd = res.Data
 	}
 	normPlane := func(p int) { // p = n·C + c
 		c := p % ch
 		o := p * sp
-		vec.Affine(out.Data[o:o+sp], x.Data[o:o+sp], plane(rd, o, sp), meanF[c], scale[c], shift[c], epi)
+		kernels.Affine(out.Data[o:o+sp], x.Data[o:o+sp], plane(rd, o, sp), meanF[c], scale[c], shift[c], epi)
 	}
 	if useBatch {
 		// One task per channel: its statistics in a fixed order, then
@@ -135,7 +135,7 @@ func batchNorm(op string, x, res *Tensor, epi vec.Epilogue, gamma, beta, runMean
 				var s1, s2 float64
 				for n := 0; n < batch; n++ {
 					o := (n*ch + c) * sp
-					a, b := vec.Stats(x.Data[o:o+sp], k)
+					a, b := kernels.Stats(x.Data[o:o+sp], k)
 					s1 += a
 					s2 += b
 				}
@@ -185,7 +185,7 @@ func batchNorm(op string, x, res *Tensor, epi vec.Epilogue, gamma, beta, runMean
 			gb = beta.grad()
 		}
 		var y []float32 // the ReLU output whose sign masks g
-		if epi != vec.Plain {
+		if epi != kernels.Plain {
 			y = out.Data
 		}
 		needSums := gg != nil || gb != nil || (gx != nil && useBatch)
@@ -199,10 +199,10 @@ func batchNorm(op string, x, res *Tensor, epi vec.Epilogue, gamma, beta, runMean
 				for n := 0; n < batch; n++ {
 					o := (n*ch + c) * sp
 					if gr != nil {
-						vec.MaskedGrad(gr[o:o+sp], g[o:o+sp], y[o:o+sp], rFresh)
+						kernels.MaskedGrad(gr[o:o+sp], g[o:o+sp], y[o:o+sp], rFresh)
 					}
 					if needSums {
-						a, b := vec.GradSums(g[o:o+sp], plane(y, o, sp), x.Data[o:o+sp], mean[c])
+						a, b := kernels.GradSums(g[o:o+sp], plane(y, o, sp), x.Data[o:o+sp], mean[c])
 						sdy += a
 						sdyx += b
 					}
@@ -227,7 +227,7 @@ func batchNorm(op string, x, res *Tensor, epi vec.Epilogue, gamma, beta, runMean
 				}
 				for n := 0; n < batch; n++ {
 					o := (n*ch + c) * sp
-					vec.AffineGrad(gx[o:o+sp], g[o:o+sp], plane(y, o, sp), x.Data[o:o+sp], meanF[c], float32(a), k2, k3, xFresh)
+					kernels.AffineGrad(gx[o:o+sp], g[o:o+sp], plane(y, o, sp), x.Data[o:o+sp], meanF[c], float32(a), k2, k3, xFresh)
 				}
 			}
 		})

@@ -5,7 +5,7 @@ import (
 	"sync"
 
 	"github.com/proxgen/proxgen/autograd/blas"
-	"github.com/proxgen/proxgen/autograd/internal/vec"
+	"github.com/proxgen/proxgen/autograd/internal/kernels"
 	"github.com/proxgen/proxgen/internal/parallel"
 )
 
@@ -141,7 +141,7 @@ func convGrad(g *convGeom, x, w, b *Tensor, n int) func(gy []float32) {
 
 // biasGrad adds to gb (one element per channel) the sums of the output
 // gradient gy of n images over their planes of p elements: gb[c] +=
-// Σ_i Σ gy_i[c], each plane summed by vec.Sum and the planes added in
+// Σ_i Σ gy_i[c], each plane summed by kernels.Sum and the planes added in
 // image order in float64. A chunk of channels reads each image's planes
 // as one contiguous block, which keeps the reads streaming where the
 // planes are small; the chunks never change the sums.
@@ -153,7 +153,7 @@ func biasGrad(gb, gy []float32, n, p int) {
 		var s [maxGrain]float64
 		for i := 0; i < n; i++ {
 			for c := lo; c < hi; c++ {
-				s[c-lo] += vec.Sum(gy[i*ySize+c*p : i*ySize+(c+1)*p])
+				s[c-lo] += kernels.Sum(gy[i*ySize+c*p : i*ySize+(c+1)*p])
 			}
 		}
 		for c := lo; c < hi; c++ {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/proxgen/proxgen/autograd/blas"
-	"github.com/proxgen/proxgen/autograd/internal/vec"
+	"github.com/proxgen/proxgen/autograd/internal/kernels"
 	"github.com/proxgen/proxgen/internal/parallel"
 )
 
@@ -108,12 +108,12 @@ func (p *ConvPlan) Run(n int, x, out, residual []float32, relu bool) {
 	g, m, cols := p.g, p.cout, p.g.cols
 	// epilogue adds the bias (if withBias), the residual and the ReLU to
 	// columns [j0, j1) of image i.
-	e := vec.Plain
+	e := kernels.Plain
 	switch {
 	case residual != nil && relu:
-		e = vec.AddReLU
+		e = kernels.AddReLU
 	case relu:
-		e = vec.ReLU
+		e = kernels.ReLU
 	}
 	epilogue := func(i, j0, j1 int, withBias bool) {
 		withBias = withBias && p.bias != nil
@@ -127,7 +127,7 @@ func (p *ConvPlan) Run(n int, x, out, residual []float32, relu bool) {
 				bo = p.bias[o]
 			}
 			if residual != nil && !relu {
-				// vec.Affine adds a residual only before a ReLU.
+				// kernels.Affine adds a residual only before a ReLU.
 				r := residual[i*ySize+o*cols+j0:]
 				for k := range d {
 					d[k] += bo + r[k]
@@ -138,7 +138,7 @@ func (p *ConvPlan) Run(n int, x, out, residual []float32, relu bool) {
 			if residual != nil {
 				r = residual[i*ySize+o*cols+j0 : i*ySize+o*cols+j1]
 			}
-			vec.Affine(d, d, r, 0, 1, bo, e)
+			kernels.Affine(d, d, r, 0, 1, bo, e)
 		}
 	}
 	switch p.Algorithm(n) {

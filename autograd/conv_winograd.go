@@ -105,7 +105,7 @@ func winoFilterRange(w []float32, m, k int, swap bool, t []float32, pitch, lo, h
 			src, stride = w[c*m*9:], 9
 		}
 		o0 := 0
-		if asm && haveWinoAVX2 && m >= 4 {
+		if asm && haveAVX2 && m >= 4 {
 			o0 = m &^ 3
 			_ = src[(o0-1)*stride+8]
 			winoFilterAVX2(&dst[0], pitch, &src[0], stride, o0, swap)
@@ -171,7 +171,7 @@ func winoInRows(h []float32, stride int, plane []float32, wp, th, tw int, asm bo
 	for l := range 4 {
 		o := h[4*l*stride:] // the outputs of row l, stride apart
 		i0 := 0             // the tile rows before i0 are done
-		if asm && haveWinoAVX2 && (tw == 8 || tw == 4 && th >= 2) {
+		if asm && haveAVX2 && (tw == 8 || tw == 4 && th >= 2) {
 			// The whole plane in one call: eight tiles at a time from one
 			// tile row, or from two, whose windows' row l lies two plane
 			// rows apart.
@@ -183,13 +183,13 @@ func winoInRows(h []float32, stride int, plane []float32, wp, th, tw int, asm bo
 			}
 			_ = plane[(2*i0-2+l)*wp+2*tw+1]
 			winoInRowsAVX2(&plane[l*wp], &o[0], &o[stride], &o[2*stride], &o[3*stride], i0*tw, half, adv)
-		} else if asm && haveWinoAVX2 && tw == 2 && th >= 2 {
+		} else if asm && haveAVX2 && tw == 2 && th >= 2 {
 			// Four tiles at a time from two tile rows.
 			i0 = th &^ 1
 			_ = plane[(2*i0-2+l)*wp+2*tw+1]
 			winoInRows2AVX2(&plane[l*wp], &o[0], &o[stride], &o[2*stride], &o[3*stride], i0*tw, wp)
 		}
-		if asm && haveWinoAVX2 && i0 == 0 && tw%8 == 0 {
+		if asm && haveAVX2 && i0 == 0 && tw%8 == 0 {
 			// A call per tile row, eight tiles at a time along it.
 			_ = plane[(2*th-2+l)*wp+2*tw+1]
 			for i := range th {
@@ -207,7 +207,7 @@ func winoInRows(h []float32, stride int, plane []float32, wp, th, tw int, asm bo
 			t0 := i * tw
 			o0, o1, o2, o3 := h0[t0:t0+tw], h1[t0:t0+tw], h2[t0:t0+tw], h3[t0:t0+tw]
 			q0 := 0
-			if asm && haveWinoAVX2 && tw >= 8 {
+			if asm && haveAVX2 && tw >= 8 {
 				q0 = tw &^ 7
 				winoInRowsAVX2(&row[0], &o0[0], &o1[0], &o2[0], &o3[0], q0, 8, 16)
 			}
@@ -229,7 +229,7 @@ func winoInCols(o, d *[4][]float32, asm bool) {
 	o0, o1, o2, o3 := o[0][:n], o[1][:n], o[2][:n], o[3][:n]
 	d0, d1, d2, d3 := d[0][:n], d[1][:n], d[2][:n], d[3][:n]
 	x0 := 0
-	if asm && haveWinoAVX2 && n >= 8 {
+	if asm && haveAVX2 && n >= 8 {
 		x0 = n &^ 7
 		winoInColsAVX2(&o0[0], &o1[0], &o2[0], &o3[0], &d0[0], &d1[0], &d2[0], &d3[0], x0)
 	}
@@ -248,7 +248,7 @@ func winoOutCols(o *[2][]float32, d *[4][]float32, asm bool) {
 	o0, o1 := o[0][:n], o[1][:n]
 	d0, d1, d2, d3 := d[0][:n], d[1][:n], d[2][:n], d[3][:n]
 	x0 := 0
-	if asm && haveWinoAVX2 && n >= 8 {
+	if asm && haveAVX2 && n >= 8 {
 		x0 = n &^ 7
 		winoOutColsAVX2(&o0[0], &o1[0], &d0[0], &d1[0], &d2[0], &d3[0], x0)
 	}
@@ -296,7 +296,7 @@ func winoOutRows(out []float32, ho, wo int, h []float32, stride, th, tw int, mod
 	for x := range 2 {
 		d := h[4*x*stride:] // the inputs of output row x, stride apart
 		i0 := 0             // the tile rows before i0 are done
-		if rows := (ho - x + 1) / 2; asm && haveWinoAVX2 && (tw == 8 && full == 8 || tw == 4 && full == 4 && rows >= 2) {
+		if rows := (ho - x + 1) / 2; asm && haveAVX2 && (tw == 8 && full == 8 || tw == 4 && full == 4 && rows >= 2) {
 			// All the tile rows in one call: eight tiles at a time from
 			// one tile row, or from two: output rows 2i+x and 2i+2+x.
 			half, adv := 8, 2*wo
@@ -307,13 +307,13 @@ func winoOutRows(out []float32, ho, wo int, h []float32, stride, th, tw int, mod
 			}
 			_ = out[(2*i0-2+x)*wo+2*full-1]
 			winoOutRowsAVX2(&out[x*wo], &d[0], &d[stride], &d[2*stride], &d[3*stride], i0*tw, int(mode), bias, half, adv)
-		} else if asm && haveWinoAVX2 && tw == 2 && full == 2 && rows >= 2 {
+		} else if asm && haveAVX2 && tw == 2 && full == 2 && rows >= 2 {
 			// Four tiles at a time from two tile rows.
 			i0 = rows &^ 1
 			_ = out[(2*i0-2+x)*wo+2*full-1]
 			winoOutRows2AVX2(&out[x*wo], &d[0], &d[stride], &d[2*stride], &d[3*stride], i0*tw, int(mode), bias, wo)
 		}
-		if rows := (ho - x + 1) / 2; asm && haveWinoAVX2 && i0 == 0 && full == tw && tw%8 == 0 {
+		if rows := (ho - x + 1) / 2; asm && haveAVX2 && i0 == 0 && full == tw && tw%8 == 0 {
 			// A call per tile row, eight tiles at a time along it.
 			_ = out[(2*rows-2+x)*wo+2*full-1]
 			for i := range rows {
@@ -332,7 +332,7 @@ func winoOutRows(out []float32, ho, wo int, h []float32, stride, th, tw int, mod
 			d0, d1, d2, d3 := h0[t0:t0+tw], h1[t0:t0+tw], h2[t0:t0+tw], h3[t0:t0+tw]
 			r := row[:2*full]
 			q0 := 0
-			if asm && haveWinoAVX2 && full >= 8 {
+			if asm && haveAVX2 && full >= 8 {
 				q0 = full &^ 7
 				winoOutRowsAVX2(&r[0], &d0[0], &d1[0], &d2[0], &d3[0], q0, int(mode), bias, 8, 16)
 			}

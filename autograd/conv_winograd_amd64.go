@@ -2,12 +2,6 @@
 
 package autograd
 
-import "github.com/proxgen/proxgen/internal/cpu"
-
-// haveWinoAVX2 reports whether the CPU and operating system support the
-// AVX2 kernels of winograd_amd64.s.
-var haveWinoAVX2 = cpu.X86.AVX2
-
 // The kernels process n tiles or elements, n a positive multiple of 8;
 // the Go loops of winograd.go do the rest. Each computes what those loops
 // compute, bit for bit.

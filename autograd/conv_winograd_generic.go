@@ -2,9 +2,6 @@
 
 package autograd
 
-// haveWinoAVX2 is false where the assembly kernels are not built.
-const haveWinoAVX2 = false
-
 func winoInRowsAVX2(row, o0, o1, o2, o3 *float32, n, half, adv int) {
 	panic("autograd: no AVX2 kernels")
 }

@@ -151,7 +151,7 @@ func testWinogradKernels(t *testing.T, asm bool) {
 // TestWinogradAsmMatchesGo checks that the assembly transforms give the
 // Go loops' results bit for bit, so that results do not depend on the CPU.
 func TestWinogradAsmMatchesGo(t *testing.T) {
-	if !haveWinoAVX2 {
+	if !haveAVX2 {
 		t.Skip("no AVX2 kernels on this CPU or build")
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -247,7 +247,7 @@ func TestWinogradFilterTransform(t *testing.T) {
 				winoFilterRange(w, m, k, swap, u[a], pitch, 0, 1, a == 1)
 				winoFilterRange(w, m, k, swap, u[a][16*pitch:], pitch, 1, k, a == 1)
 			}
-			if haveWinoAVX2 {
+			if haveAVX2 {
 				if !slices.EqualFunc(u[0], u[1], sameFloat32) {
 					t.Fatalf("m=%d k=%d swap=%v: the AVX2 kernel's filters differ from the Go loop's", m, k, swap)
 				}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/proxgen/proxgen/autograd/internal/vec"
+	"github.com/proxgen/proxgen/autograd/internal/kernels"
 	"github.com/proxgen/proxgen/internal/parallel"
 )
 
@@ -257,12 +257,12 @@ func ReLU(x *Tensor) *Tensor {
 	c := contextOf("ReLU", x)
 	out := c.empty(x.shape...)
 	forEach(len(out.Data), func(lo, hi int) {
-		vec.ReLUForward(out.Data[lo:hi], x.Data[lo:hi])
+		kernels.ReLUForward(out.Data[lo:hi], x.Data[lo:hi])
 	})
 	return c.record("ReLU", out, func(g []float32) {
 		gx, store := x.gradTarget()
 		forEach(len(g), func(lo, hi int) {
-			vec.MaskedGrad(gx[lo:hi], g[lo:hi], out.Data[lo:hi], store)
+			kernels.MaskedGrad(gx[lo:hi], g[lo:hi], out.Data[lo:hi], store)
 		})
 	}, x)
 }

@@ -2,12 +2,6 @@
 
 package autograd
 
-import "github.com/proxgen/proxgen/internal/cpu"
-
-// haveExpAVX2 reports whether the CPU and operating system support the
-// AVX2 kernel of expsum_amd64.s.
-var haveExpAVX2 = cpu.X86.AVX2
-
 // expBlocksAVX2 is expBlocksGo for n > 0 elements, n a multiple of 4, with
 // dst nil or holding n elements: it computes the same values bit for bit
 // (exp32's float64 steps without fused multiply-adds, the table read with

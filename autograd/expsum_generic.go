@@ -2,9 +2,6 @@
 
 package autograd
 
-// haveExpAVX2 is false where the assembly kernel is not built.
-const haveExpAVX2 = false
-
 func expBlocksAVX2(dst, row *float32, n int, m float32, s *[4]float64) {
 	panic("autograd: no AVX2 kernels")
 }

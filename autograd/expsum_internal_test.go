@@ -43,7 +43,7 @@ func TestExpBlocksAVX2MatchesGo(t *testing.T) {
 					t.Fatalf("n=%d: expBlocksGo element %d = %v, exp32 gives %v", n, i, wantDst[i], e)
 				}
 			}
-			if !haveExpAVX2 {
+			if !haveAVX2 {
 				continue
 			}
 			for _, store := range []bool{true, false} {

@@ -121,7 +121,7 @@ func expShiftSum(dst, row []float32, m float32) float64 {
 	if dst != nil {
 		dst = dst[:len(row)]
 	}
-	if haveExpAVX2 && n > 0 {
+	if haveAVX2 && n > 0 {
 		var d *float32
 		if dst != nil {
 			d = &dst[0]

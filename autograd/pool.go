@@ -147,7 +147,7 @@ func maxPool2Plane(g *convGeom, src, dst []float32, arg []float32) {
 // for four) and otherwise runs of eight windows along a row.
 func pool2Runs(g *convGeom, asm bool, kern func(at, o, n, half, adv int), rest func(oh, ow0 int)) {
 	w, wo := g.w, g.wo
-	asm = asm && havePoolAVX2
+	asm = asm && haveAVX2
 	oh0 := 0 // the rows before oh0 are done
 	if asm && (wo == 8 || wo == 4 && g.ho >= 2) {
 		half, adv := 8, 2*w

@@ -2,12 +2,6 @@
 
 package autograd
 
-import "github.com/proxgen/proxgen/internal/cpu"
-
-// havePoolAVX2 reports whether the CPU and operating system support the
-// AVX2 kernel of pool_amd64.s.
-var havePoolAVX2 = cpu.X86.AVX2
-
 // maxPool2AVX2 computes n windows of a 2×2, stride-2 max pool (n a
 // positive multiple of 8) as maxPool2's Go loop does, bit for bit:
 // every eight windows take their top rows from src[0:8] (four windows)

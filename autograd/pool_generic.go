@@ -2,9 +2,6 @@
 
 package autograd
 
-// havePoolAVX2 is false where the assembly kernel is not built.
-const havePoolAVX2 = false
-
 func maxPool2AVX2(src, dst, arg *float32, n, w, half, adv, start int) {
 	panic("autograd: no AVX2 kernels")
 }

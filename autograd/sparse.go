@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/proxgen/proxgen/autograd/internal/spmm"
+	"github.com/proxgen/proxgen/autograd/internal/kernels"
 	"github.com/proxgen/proxgen/internal/parallel"
 )
 
@@ -131,7 +131,7 @@ func (s *SparseWeight) offsets(a, b, c int) []int {
 
 // mulRows computes dst row r = bias[r] (or 0) + Σ_t val[t]·src[off[t]+j]
 // for the filters r of s, j in [0, n), with row stride ldd, in parallel
-// over filters; span is the offset window of spmm.Rows.
+// over filters; span is the offset window of kernels.Rows.
 func (s *SparseWeight) mulRows(dst []float32, ldd, n int, off []int, src []float32, bias []float32, span int) {
 	parallel.For(s.rows, parallel.Grain(s.rows, 4), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
@@ -142,12 +142,12 @@ func (s *SparseWeight) mulRows(dst []float32, ldd, n int, off []int, src []float
 				clear(d)
 			}
 		}
-		spmm.Rows(dst[lo*ldd:], ldd, n, s.rowPtr, off, s.val, src, lo, hi, span)
+		kernels.SparseRows(dst[lo*ldd:], ldd, n, s.rowPtr, off, s.val, src, lo, hi, span)
 	})
 }
 
 // windowRows is the number of im2col rows in one offset window of the
-// sparse product (see spmm.Rows): with the 256-column blocks of spmm that
+// sparse product (see kernels.Rows): with the 256-column blocks of spmm that
 // is 128 KiB of the im2col matrix, which stays in the L2 cache.
 const windowRows = 128
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/internal/impl"
 )
 
 // TestAVX2MatchesGo checks that the AVX2 prox kernels give bit-identical
@@ -39,9 +40,9 @@ func TestAVX2MatchesGo(t *testing.T) {
 		for _, reg := range []Regularizer{L0(), L1(), Lq(0.5)} {
 			for _, lam := range []float32{1e-7, 1e-3, 0.3, 50} {
 				want := make([]float32, n)
-				haveAVX2 = false
+				impl.Select("optim", impl.Generic)
 				reg.Prox(want, z, eta, lam)
-				haveAVX2 = true
+				impl.Reset("optim")
 				got := make([]float32, n)
 				reg.Prox(got, z, eta, lam)
 				alias := append([]float32(nil), z...)
@@ -65,8 +66,7 @@ func TestAVX2StepMatchesGo(t *testing.T) {
 	if !haveAVX2 && !haveNEON {
 		t.Skip("no AVX2 or NEON kernels on this machine (or built with purego)")
 	}
-	avx2, neon := haveAVX2, haveNEON
-	defer func() { haveAVX2, haveNEON = avx2, neon }()
+	defer impl.Reset("optim")
 	sizes := []int{1, 7, 8, 13, 64, chunkSize + 13, 2*chunkSize + 8}
 	special := []float32{0, 1e-13, -1e-20, 1e13, 3e-4, -2e-6}
 	mk := func() []*autograd.Tensor {
@@ -108,7 +108,7 @@ func TestAVX2StepMatchesGo(t *testing.T) {
 	} {
 		for _, lam := range []float64{1e-6, 1e-2, 1e-32} {
 			run := func(asm bool) []*autograd.Tensor {
-				haveAVX2, haveNEON = asm && avx2, asm && neon
+				selectAsm(asm)
 				ps := mk()
 				o := New([]*Group{{Params: ps, Reg: c.reg, Lambda: lam, WeightDecay: c.wd, LR: 1e-3}}, c.cfg)
 				for range 3 {
@@ -129,5 +129,15 @@ func TestAVX2StepMatchesGo(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// selectAsm enables the assembly kernels of this package (as at start-up)
+// or only the Go loops.
+func selectAsm(asm bool) {
+	if asm {
+		impl.Reset("optim")
+	} else {
+		impl.Select("optim", impl.Generic)
 	}
 }

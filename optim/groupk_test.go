@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/internal/impl"
 )
 
 // TestGroupKernelsMatchGo checks that the AVX2 group kernels give
@@ -15,7 +16,7 @@ func TestGroupKernelsMatchGo(t *testing.T) {
 	if !haveAVX2 {
 		t.Skip("no AVX2 on this machine (or built with purego)")
 	}
-	defer func() { haveAVX2 = true }()
+	defer impl.Reset("optim")
 	rng := rand.New(rand.NewPCG(51, 52))
 	special := []float32{0, float32(math.Copysign(0, -1)), 1e-30, -1e-20, 1e20, -math.MaxFloat32, math.SmallestNonzeroFloat32}
 	for _, n := range []int{1, 7, 8, 9, 16, 27, 64, 576, 4608 + 3} {
@@ -42,7 +43,7 @@ func TestGroupKernelsMatchGo(t *testing.T) {
 			vec, vecInPlace   []float32
 		}
 		run := func(asm bool) out {
-			haveAVX2 = asm
+			selectAsm(asm)
 			var o out
 			o.sums[0], o.sums[1], o.sums[2], o.sums[3], o.sums[4] = groupSums(z, eta)
 			o.newton[0], o.newton[1] = newtonSums(z, eta, 0.3, 5e-3)
@@ -140,11 +141,11 @@ func TestStridedStepMatchesGo(t *testing.T) {
 	if !haveAVX2 {
 		t.Skip("no AVX2 on this machine (or built with purego)")
 	}
-	defer func() { haveAVX2 = true }()
+	defer impl.Reset("optim")
 	for _, reg := range []GroupRegularizer{GroupL0(ByInputChannel), GroupLasso(ByInputChannel)} {
 		for _, lam := range []float64{1e-5, 0.3} {
 			run := func(asm bool) [][]float32 {
-				haveAVX2 = asm
+				selectAsm(asm)
 				rng := rand.New(rand.NewPCG(71, 72))
 				var ps []*autograd.Tensor
 				for _, sh := range [][]int{{70, 40, 3, 3}, {5, 1003}, {3, 600, 1, 1}} {

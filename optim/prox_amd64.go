@@ -2,11 +2,17 @@
 
 package optim
 
-import "github.com/proxgen/proxgen/internal/cpu"
+import (
+	"github.com/proxgen/proxgen/internal/cpu"
+	"github.com/proxgen/proxgen/internal/impl"
+)
 
-// haveAVX2 reports whether the CPU and operating system support the AVX2
-// prox kernels. Tests switch it off to compare with the Go loops.
+// haveAVX2 reports whether the AVX2 kernels run (the prox maps, the group
+// sums and the fused Adam step): registered with internal/impl as package
+// "optim", which tests use to compare them with the Go loops.
 var haveAVX2 = cpu.X86.AVX2
+
+func init() { impl.Register("optim", "avx2", &haveAVX2) }
 
 // The kernels below are in prox_amd64.s; each computes what the Go loop
 // it names computes, bit for bit, on n elements, n a multiple of 8.

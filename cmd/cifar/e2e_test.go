@@ -16,6 +16,7 @@ import (
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 	"github.com/proxgen/proxgen/nn/infer"
+	"github.com/proxgen/proxgen/nn/train"
 )
 
 // writeFixture writes a tiny data set in the official binary layout:
@@ -155,7 +156,7 @@ func checkResume(t *testing.T, lambda float64, extra ...string) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	for _, f := range []string{checkpoint.ModelFileName, checkpoint.TrainStateFileName, metricsFile, curvesFile, summaryFile} {
+	for _, f := range []string{checkpoint.ModelFileName, train.CheckpointName, metricsFile, curvesFile, summaryFile} {
 		if _, err := os.Stat(filepath.Join(full, f)); err != nil {
 			t.Fatalf("missing output: %v", err)
 		}
@@ -194,7 +195,7 @@ func checkResume(t *testing.T, lambda float64, extra ...string) {
 	if code != 0 {
 		t.Fatalf("resume to epoch 2: exit %d\n%s", code, stderr)
 	}
-	sameTensors(t, filepath.Join(full, checkpoint.TrainStateFileName), filepath.Join(part, checkpoint.TrainStateFileName))
+	sameTensors(t, filepath.Join(full, train.CheckpointName), filepath.Join(part, train.CheckpointName))
 	sameTensors(t, filepath.Join(full, checkpoint.ModelFileName), filepath.Join(part, checkpoint.ModelFileName))
 	sameHistory(t, recs, readMetrics(t, part))
 
@@ -602,7 +603,7 @@ func TestFineTuneCompacted(t *testing.T) {
 		t.Fatalf("summary (%v): %d parameters (the compacted network has %d)\n%s", err, s.Params, cr.Remaining.Params, b)
 	}
 	// The run's model and state files describe the compacted network.
-	for _, f := range []string{checkpoint.ModelFileName, checkpoint.TrainStateFileName} {
+	for _, f := range []string{checkpoint.ModelFileName, train.CheckpointName} {
 		code, stdout, stderr = runCmd(context.Background(), "-data", data, "-no-download", "-eval-only", "-weights", filepath.Join(full, f),
 			"-json", "-threads", "2", "-progress", "none")
 		var ev evalResult

@@ -156,6 +156,23 @@ func TestFaultCorruptState(t *testing.T) {
 		}
 	}
 
+	// A flipped bit in the tensor data (not a deliberate edit, which
+	// re-seals the file) fails the checksum: exit 1 naming the file, and
+	// the checkpoint is left as it was.
+	dir := filepath.Join(t.TempDir(), "run")
+	os.CopyFS(dir, os.DirFS(ref))
+	path := filepath.Join(dir, train.CheckpointName)
+	b, _ := os.ReadFile(path)
+	b[len(b)-101] ^= 0x04
+	os.WriteFile(path, b, 0o644)
+	code, _, stderr := runCmd(context.Background(), "-out", dir, "-resume", "-epochs", "3", "-progress", "none")
+	if code != exitError || !strings.Contains(stderr, "checksum mismatch") || !strings.Contains(stderr, path) {
+		t.Errorf("flipped bit: exit %d, stderr:\n%s\nwant exit 1 and a checksum mismatch naming %s", code, stderr, path)
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(b) {
+		t.Error("flipped bit: the failed resume changed the checkpoint")
+	}
+
 	// Weights with a NaN, an infinity or a negative running variance are
 	// refused by -eval-only and -weights, naming the tensor.
 	for _, c := range []struct {

@@ -512,7 +512,7 @@ func (t *trainer) outputs(sum *summary) []train.Output {
 			f.Set(p.Name, safetensors.FromFloat32(p.T.Shape(), t.best[p.Name]))
 		}
 		f.Metadata = map[string]string{"epoch": strconv.Itoa(t.st.BestEpoch), "test_ppl": strconv.FormatFloat(math.Exp(t.st.BestTestLoss), 'g', 6, 64), "train_file": t.data.TrainPath}
-		return safetensors.Marshal(f)
+		return safetensors.Marshal(safetensors.Sealed(f))
 	}
 	outs := []train.Output{
 		{Name: checkpoint.ModelFileName, Data: model},

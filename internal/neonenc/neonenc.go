@@ -1,7 +1,7 @@
 // Package neonenc encodes the arm64 ASIMD (NEON) floating-point
 // instructions that the Go assembler has no mnemonics for, for the
 // generators of the arm64 kernels (autograd/blas/gen_kernels_arm64.go,
-// autograd/internal/vec/gen_vec_arm64.go, optim/gen_adam_arm64.go), which
+// autograd/internal/kernels/gen_vec_arm64.go, optim/gen_adam_arm64.go), which
 // emit them as WORD directives. All operate on four single-precision lanes
 // (the 4S arrangement, Q = 1); d, n and m are vector register numbers
 // (0–31) and the encodings are those of the Arm Architecture Reference

@@ -32,25 +32,31 @@
 // binary tensors (±scale) as packed sign bits plus the scales, whichever
 // is smallest per tensor (Compress; the layout is in
 // docs/deploy-format.md). Every loader of this package (LoadModel,
-// LoadStateDict, LoadTrainState) expands such files transparently and
-// exactly (Expand).
+// LoadStateDict, LoadWeights) expands such files transparently and exactly
+// (Expand).
 //
-// # Training-state files
+// # Training checkpoints
 //
-// SaveTrainState writes everything a run needs to continue exactly into a
-// single file, so one atomic write is one consistent checkpoint:
+// The checkpoints of package nn/train hold a model among other tensors,
+// under key prefixes defined here so that every reader agrees on them:
 //
-//	model/<state_dict name>   the model, as in a model file
-//	aux/<name>                F32: tensors of the run outside the model
-//	optim/<key>               F32: every tensor of the optimizer's optim.State
-//	optim_int/<key>           I64 scalar: every integer of the optim.State
-//	__metadata__              "format": TrainStateFormat, plus the caller's
-//	                          strings (epoch, step, RNG state, flags, ...)
+//	model/<state_dict name>   the model, as in a model file (ModelPrefix)
+//	aux/<name>                tensors of the run outside the model (AuxPrefix)
+//	optim/<key>, optim_int/<key>   the optimizer's state (OptimPrefix, OptimIntPrefix)
+//	__metadata__              "format" (FormatKey) names the checkpoint format
 //
-// PyTorch code that wants only the model from a training-state file keeps
-// the keys that start with "model/" and strips that prefix. All writes
-// go through safetensors.WriteFileAtomic (temporary file, fsync, rename),
-// so a crash leaves either the old file or the new one.
+// LoadModel and LoadStateDict with LoadOptions.Prefix = ModelPrefix read
+// the model out of such a file; PyTorch code keeps the keys that start
+// with "model/" and strips that prefix.
+//
+// # Integrity
+//
+// Every file this package writes is sealed (safetensors.Sealed: a CRC-32C
+// of its header and data in the metadata) and every read verifies the
+// seal, so a corrupted file is an error naming it rather than a silently
+// different model; files without a seal (PyTorch's, older ones) load as
+// before. All writes are atomic (temporary file, fsync, rename), so a
+// crash leaves either the old file or the new one.
 package checkpoint
 
 import (
@@ -62,7 +68,6 @@ import (
 
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
-	"github.com/proxgen/proxgen/optim"
 )
 
 // File names and key prefixes of checkpoints.
@@ -70,18 +75,13 @@ const (
 	// ModelFileName is the conventional name of a model file in a run
 	// folder.
 	ModelFileName = "model.safetensors"
-	// TrainStateFileName is the conventional name of a training-state
-	// file in a run folder.
-	TrainStateFileName = "train_state.safetensors"
-	// TrainStateFormat is the value of the "format" metadata entry of a
-	// training-state file.
-	TrainStateFormat = "proxgen-train-state-v1"
-	// FormatKey is the metadata entry naming the file's format.
+	// FormatKey is the metadata entry naming the format of a training
+	// checkpoint; model files have none.
 	FormatKey = "format"
 
 	// ModelPrefix, AuxPrefix, OptimPrefix and OptimIntPrefix start the
 	// names of the model tensors, auxiliary tensors, optimizer tensors and
-	// optimizer integers in a training-state file.
+	// optimizer integers in a training checkpoint.
 	ModelPrefix    = "model/"
 	AuxPrefix      = "aux/"
 	OptimPrefix    = "optim/"
@@ -147,11 +147,11 @@ func LoadModel(path string, m nn.Module) (map[string]string, error) {
 // LoadWeights copies the model tensors of f into m strictly (see
 // LoadStateDict), whatever wrote f: a model file of this package or of
 // PyTorch, a state dict saved from torch.nn.DataParallel (every name
-// starting with "module."), or a training-state or nn/train checkpoint
-// file (its ModelPrefix tensors: PyTorch names never hold the "/").
+// starting with "module."), or a training checkpoint (its ModelPrefix
+// tensors: PyTorch names never hold the "/").
 func LoadWeights(f *safetensors.File, m nn.Module) error {
 	opt := LoadOptions{}
-	if f.Metadata[FormatKey] == TrainStateFormat || anyPrefixed(f, ModelPrefix) {
+	if anyPrefixed(f, ModelPrefix) {
 		opt.Prefix = ModelPrefix
 	} else if allPrefixed(f, "module.") {
 		opt.Prefix = "module."
@@ -336,162 +336,4 @@ func integral(t safetensors.Tensor) ([]int64, error) {
 		v[i] = int64(x)
 	}
 	return v, nil
-}
-
-// TrainState is the content of a training-state file.
-type TrainState struct {
-	// Model is the network; its state dict is stored under ModelPrefix.
-	Model nn.Module
-	// Aux are further named tensors of the run that are not part of the
-	// PyTorch model (for example the log α of ℓ0 hard-concrete gates),
-	// stored as F32 under AuxPrefix.
-	Aux []nn.Param
-	// Optim is the optimizer state; nil for none.
-	Optim *optim.State
-	// Meta holds the caller's metadata strings; the key FormatKey is
-	// reserved.
-	Meta map[string]string
-}
-
-// SaveTrainState writes s to the training-state file at path, atomically,
-// in the layout described in the package documentation.
-func SaveTrainState(path string, s *TrainState) error {
-	if _, ok := s.Meta[FormatKey]; ok {
-		return fmt.Errorf("checkpoint: metadata key %q is reserved", FormatKey)
-	}
-	f := StateDict(s.Model, ModelPrefix)
-	f.Metadata = maps.Clone(s.Meta)
-	if f.Metadata == nil {
-		f.Metadata = map[string]string{}
-	}
-	f.Metadata[FormatKey] = TrainStateFormat
-	for _, p := range s.Aux {
-		name := AuxPrefix + p.Name
-		if _, dup := f.Tensors[name]; dup {
-			return fmt.Errorf("checkpoint: two auxiliary tensors named %q", p.Name)
-		}
-		f.Set(name, safetensors.FromFloat32(slices.Clone(p.T.Shape()), p.T.Data))
-	}
-	if st := s.Optim; st != nil {
-		for _, k := range st.Keys() {
-			v := st.Tensors[k]
-			f.Set(OptimPrefix+k, safetensors.FromFloat32([]int{len(v)}, v))
-		}
-		for k, v := range st.Ints {
-			f.Set(OptimIntPrefix+k, safetensors.FromInt64(nil, []int64{v}))
-		}
-	}
-	if err := safetensors.WriteFileAtomic(path, f); err != nil {
-		return fmt.Errorf("checkpoint: saving training state: %w", err)
-	}
-	return nil
-}
-
-// LoadTrainState reads the training-state file at path into s: it loads
-// the model tensors into s.Model and the auxiliary tensors into s.Aux
-// strictly (same names and shapes), and sets s.Optim and s.Meta (without
-// the format entry). On error nothing is changed.
-func LoadTrainState(path string, s *TrainState) error {
-	f, err := safetensors.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	if f, err = Expand(f); err != nil {
-		return fmt.Errorf("%w (in %s)", err, path)
-	}
-	st, meta, aux, err := decodeTrainState(f)
-	if err != nil {
-		return fmt.Errorf("checkpoint: %s: %w", path, err)
-	}
-	auxValues, err := matchAux(aux, s.Aux)
-	if err != nil {
-		return fmt.Errorf("checkpoint: %s: %w", path, err)
-	}
-	if err := LoadStateDict(f, s.Model, LoadOptions{Prefix: ModelPrefix}); err != nil {
-		return fmt.Errorf("checkpoint: loading the model from %s: %w", path, err)
-	}
-	for i, p := range s.Aux {
-		copy(p.T.Data, auxValues[i])
-	}
-	s.Optim, s.Meta = st, meta
-	return nil
-}
-
-// matchAux checks the auxiliary tensors of a file against want and
-// returns their values in the order of want.
-func matchAux(have map[string]safetensors.Tensor, want []nn.Param) ([][]float32, error) {
-	var missing []string
-	out := make([][]float32, len(want))
-	seen := map[string]bool{}
-	for i, p := range want {
-		seen[p.Name] = true
-		t, ok := have[p.Name]
-		if !ok {
-			missing = append(missing, AuxPrefix+p.Name)
-			continue
-		}
-		if !slices.Equal(t.Shape, p.T.Shape()) || t.DType != safetensors.F32 {
-			return nil, fmt.Errorf("auxiliary tensor %q: %s%v in the file, want F32%v", p.Name, t.DType, t.Shape, p.T.Shape())
-		}
-		v, err := t.Float32()
-		if err != nil {
-			return nil, fmt.Errorf("auxiliary tensor %q: %w", p.Name, err)
-		}
-		out[i] = v
-	}
-	var unexpected []string
-	for name := range have {
-		if !seen[name] {
-			unexpected = append(unexpected, AuxPrefix+name)
-		}
-	}
-	slices.Sort(unexpected)
-	if len(missing) > 0 || len(unexpected) > 0 {
-		return nil, fmt.Errorf("auxiliary tensors do not match: %s", keyReport(missing, unexpected))
-	}
-	return out, nil
-}
-
-// decodeTrainState checks the format of f and extracts its optimizer
-// state, metadata and auxiliary tensors.
-func decodeTrainState(f *safetensors.File) (*optim.State, map[string]string, map[string]safetensors.Tensor, error) {
-	if got := f.Metadata[FormatKey]; got != TrainStateFormat {
-		if got == "" {
-			return nil, nil, nil, fmt.Errorf("not a training-state file (no %q metadata; a model file?)", FormatKey)
-		}
-		return nil, nil, nil, fmt.Errorf("format %q, want %q", got, TrainStateFormat)
-	}
-	st := optim.NewState()
-	aux := map[string]safetensors.Tensor{}
-	for _, name := range f.Names() {
-		t := f.Tensors[name]
-		switch {
-		case strings.HasPrefix(name, ModelPrefix):
-		case strings.HasPrefix(name, AuxPrefix):
-			aux[strings.TrimPrefix(name, AuxPrefix)] = t
-		case strings.HasPrefix(name, OptimPrefix):
-			if t.DType != safetensors.F32 || len(t.Shape) != 1 {
-				return nil, nil, nil, fmt.Errorf("optimizer tensor %q: %s%v, want a rank-1 F32 tensor", name, t.DType, t.Shape)
-			}
-			v, err := t.Float32()
-			if err != nil {
-				return nil, nil, nil, fmt.Errorf("optimizer tensor %q: %w", name, err)
-			}
-			st.Tensors[strings.TrimPrefix(name, OptimPrefix)] = v
-		case strings.HasPrefix(name, OptimIntPrefix):
-			if t.DType != safetensors.I64 || len(t.Shape) != 0 {
-				return nil, nil, nil, fmt.Errorf("optimizer integer %q: %s%v, want an I64 scalar", name, t.DType, t.Shape)
-			}
-			v, err := t.Int64()
-			if err != nil {
-				return nil, nil, nil, fmt.Errorf("optimizer integer %q: %w", name, err)
-			}
-			st.Ints[strings.TrimPrefix(name, OptimIntPrefix)] = v[0]
-		default:
-			return nil, nil, nil, fmt.Errorf("unexpected tensor %q (names start with %q, %q, %q or %q)", name, ModelPrefix, AuxPrefix, OptimPrefix, OptimIntPrefix)
-		}
-	}
-	meta := maps.Clone(f.Metadata)
-	delete(meta, FormatKey)
-	return st, meta, aux, nil
 }

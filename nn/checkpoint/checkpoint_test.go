@@ -14,7 +14,6 @@ import (
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 	"github.com/proxgen/proxgen/nn/models"
-	"github.com/proxgen/proxgen/optim"
 )
 
 var update = flag.Bool("update", false, "rewrite the Go-written fixture under testdata/checkpoint")
@@ -335,151 +334,6 @@ func TestGoFixture(t *testing.T) {
 	}
 }
 
-func TestTrainStateFormat(t *testing.T) {
-	m := tiny(t, 1)
-	st := optim.NewState()
-	st.Tensors["conv1.weight.m"] = []float32{1, 2, 3}
-	st.Tensors["empty"] = []float32{}
-	st.Ints["step"] = 42
-	st.SetFloat64("schedule.best", math.Pi)
-	gate := autograd.FromSlice([]float32{0.5, -1, 2, 0}, 2, 2)
-	path := filepath.Join(t.TempDir(), TrainStateFileName)
-	if err := SaveTrainState(path, &TrainState{Model: m, Optim: st, Meta: map[string]string{FormatKey: "x"}}); err == nil {
-		t.Fatal("reserved metadata key accepted")
-	}
-	save := &TrainState{Model: m, Aux: []nn.Param{{Name: "gates.log_alpha", T: gate}}, Optim: st, Meta: map[string]string{"epoch": "3"}}
-	if err := SaveTrainState(path, save); err != nil {
-		t.Fatal(err)
-	}
-	m2 := tiny(t, 2)
-	gate2 := autograd.New(2, 2)
-	got := &TrainState{Model: m2, Aux: []nn.Param{{Name: "gates.log_alpha", T: gate2}}}
-	if err := LoadTrainState(path, got); err != nil {
-		t.Fatal(err)
-	}
-	sameState(t, m, m2)
-	if !slices.Equal(gate2.Data, gate.Data) {
-		t.Fatalf("aux tensor %v, want %v", gate2.Data, gate.Data)
-	}
-	if got.Meta["epoch"] != "3" || len(got.Meta) != 1 {
-		t.Fatalf("metadata %v", got.Meta)
-	}
-	st2 := got.Optim
-	if !slices.Equal(st2.Tensors["conv1.weight.m"], []float32{1, 2, 3}) || len(st2.Tensors["empty"]) != 0 || len(st2.Tensors) != 2 {
-		t.Fatalf("tensors %v", st2.Tensors)
-	}
-	if pi, _ := st2.Float64("schedule.best"); pi != math.Pi || st2.Ints["step"] != 42 {
-		t.Fatalf("ints %v", st2.Ints)
-	}
-
-	// The model alone loads from the training-state file with the prefix,
-	// and a model file is not a training-state file.
-	m3 := tiny(t, 3)
-	f, _ := safetensors.ReadFile(path)
-	if err := LoadStateDict(f, m3, LoadOptions{Prefix: ModelPrefix}); err != nil {
-		t.Fatal(err)
-	}
-	sameState(t, m, m3)
-	mp := filepath.Join(t.TempDir(), ModelFileName)
-	if err := SaveModel(mp, m, nil); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		path string
-		s    *TrainState
-		want string
-	}{
-		{mp, &TrainState{Model: tiny(t, 3)}, "not a training-state file"},
-		{filepath.Join(t.TempDir(), "none"), &TrainState{Model: tiny(t, 3)}, "no such file"},
-		{path, &TrainState{Model: tiny(t, 3)}, "1 unexpected keys (aux/gates.log_alpha)"},
-		{path, &TrainState{Model: tiny(t, 3), Aux: []nn.Param{{Name: "gates.log_alpha", T: autograd.New(4)}}}, "want F32[4]"},
-		{path, &TrainState{Model: tiny(t, 3), Aux: []nn.Param{{Name: "gates.log_alpha", T: autograd.New(2, 2)}, {Name: "more", T: autograd.New(1)}}}, "1 missing keys (aux/more)"},
-	} {
-		before := tiny(t, 3)
-		if err := LoadTrainState(c.path, c.s); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("LoadTrainState: %v, want an error containing %q", err, c.want)
-		}
-		sameState(t, c.s.Model, before)
-	}
-	other, _ := models.New("resnet8", 10, newRng(1), models.WithWidth(0.5), models.WithShortcut(models.ShortcutB))
-	if err := LoadTrainState(path, &TrainState{Model: other, Aux: save.Aux}); err == nil || !strings.Contains(err.Error(), "shape") {
-		t.Fatalf("wrong model accepted: %v", err)
-	}
-}
-
-// trainRun trains m with a ProxGen (Adam, ℓ1/2) optimizer on fixed random
-// batches from step `from` to `to` and returns the losses.
-func trainSteps(m nn.Module, opt optim.Optimizer, from, to int) []float32 {
-	var losses []float32
-	ctx := &autograd.Context{Arena: autograd.NewArena()}
-	m.SetTraining(true)
-	for s := from; s < to; s++ {
-		rng := newRng(uint64(1000 + s)) // batch s depends only on s
-		x := images(rng, 4).In(ctx)
-		labels := []int{rng.IntN(10), rng.IntN(10), rng.IntN(10), rng.IntN(10)}
-		opt.ZeroGrad()
-		ctx.Arena.Reset()
-		loss := autograd.CrossEntropy(m.Forward(x), labels)
-		loss.Backward()
-		losses = append(losses, loss.Item())
-		opt.Step()
-	}
-	return losses
-}
-
-func newOpt(m nn.Module) optim.Optimizer {
-	var names []string
-	var ps []*autograd.Tensor
-	for _, p := range m.Params() {
-		names = append(names, p.Name)
-		ps = append(ps, p.T)
-	}
-	cfg := optim.ProxGenAdam(0.9, 0.999, 1e-8)
-	cfg.Schedule = optim.MultiStep{Milestones: []int{4}, Gamma: 0.1}
-	return optim.New(optim.DefaultGroups(names, ps, optim.Lq(0.5), 1e-2, 1e-2, 1e-2), cfg)
-}
-
-// TestResumeBitIdentical trains k steps, saves a training state, restores
-// it into a fresh model and optimizer, trains on, and compares with an
-// uninterrupted run bit for bit.
-func TestResumeBitIdentical(t *testing.T) {
-	const k, total = 3, 6
-	a := tiny(t, 1)
-	optA := newOpt(a)
-	lossA := trainSteps(a, optA, 0, total)
-
-	b := tiny(t, 1)
-	optB := newOpt(b)
-	lossB := trainSteps(b, optB, 0, k)
-	path := filepath.Join(t.TempDir(), TrainStateFileName)
-	if err := SaveTrainState(path, &TrainState{Model: b, Optim: optB.State(), Meta: map[string]string{"step": "3"}}); err != nil {
-		t.Fatal(err)
-	}
-
-	c := tiny(t, 77) // fresh objects with other weights
-	optC := newOpt(c)
-	loaded := &TrainState{Model: c}
-	if err := LoadTrainState(path, loaded); err != nil {
-		t.Fatal(err)
-	}
-	if err := optC.LoadState(loaded.Optim); err != nil {
-		t.Fatal(err)
-	}
-	if optC.Steps() != k {
-		t.Fatalf("restored optimizer at step %d, want %d", optC.Steps(), k)
-	}
-	lossC := trainSteps(c, optC, k, total)
-	if got := append(lossB, lossC...); !slices.Equal(got, lossA) {
-		t.Fatalf("losses after resume %v, uninterrupted %v", got, lossA)
-	}
-	sameState(t, a, c)
-	if !slices.Equal(optA.State().Tensors["conv1.weight.v"], optC.State().Tensors["conv1.weight.v"]) {
-		t.Fatal("optimizer state differs after resume")
-	}
-	zero, _, _ := optim.Sparsity(optA.Groups())
-	t.Logf("losses %v, exact-zero ratio %.3f", lossA, zero)
-}
-
 func TestMain(m *testing.M) {
 	flag.Parse()
 	os.Exit(m.Run())
@@ -505,7 +359,7 @@ func TestLoadWeightsConventions(t *testing.T) {
 	for name, f := range map[string]*safetensors.File{
 		"plain":        plain,
 		"dataparallel": withTensor(prefixed("module.", nil), "optim/step", nil),
-		"train state":  prefixed(ModelPrefix, map[string]string{FormatKey: TrainStateFormat}),
+		"train state":  prefixed(ModelPrefix, map[string]string{FormatKey: "proxgen-train-state-v1"}),
 		"run":          prefixed(ModelPrefix, map[string]string{FormatKey: "proxgen-run-v1"}),
 	} {
 		dst := tiny(t, 5)

@@ -438,7 +438,7 @@ func valuesPart(part func(string) (safetensors.Tensor, error), name string, coun
 
 // SaveCompressedModel writes the state dict of m to path atomically as
 // SaveModel does, with sparse and binary tensors compressed (Compress).
-// LoadModel, LoadStateDict and LoadTrainState read such files directly;
+// LoadModel, LoadStateDict and LoadWeights read such files directly;
 // other readers expand them as docs/deploy-format.md describes.
 func SaveCompressedModel(path string, m nn.Module, metadata map[string]string) error {
 	f := StateDict(m, "")

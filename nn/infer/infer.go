@@ -132,22 +132,34 @@ func Load(path string, spec Spec, opts ...Option) (*Model, error) {
 
 // FromFile is Load for a safetensors file already read.
 func FromFile(f *safetensors.File, spec Spec, opts ...Option) (*Model, error) {
-	meta, err := SpecFromMetadata(f.Metadata)
+	net, spec, err := Network(f, spec)
 	if err != nil {
-		return nil, err
-	}
-	spec, err = spec.Merge(meta).complete()
-	if err != nil {
-		return nil, err
-	}
-	net, err := spec.Build()
-	if err != nil {
-		return nil, err
-	}
-	if err := checkpoint.LoadWeights(f, net); err != nil {
 		return nil, err
 	}
 	return New(net, spec, opts...)
+}
+
+// Network returns the network of the model file f with its weights, and
+// its description: spec merged with the file's metadata, the defaults
+// filled in (see Spec). Load runs it; exporters (nn/onnx) and tools that
+// need the network itself call it directly.
+func Network(f *safetensors.File, spec Spec) (nn.Module, Spec, error) {
+	meta, err := SpecFromMetadata(f.Metadata)
+	if err != nil {
+		return nil, Spec{}, err
+	}
+	spec, err = spec.Merge(meta).complete()
+	if err != nil {
+		return nil, Spec{}, err
+	}
+	net, err := spec.Build()
+	if err != nil {
+		return nil, Spec{}, err
+	}
+	if err := checkpoint.LoadWeights(f, net); err != nil {
+		return nil, Spec{}, err
+	}
+	return net, spec, nil
 }
 
 // New returns a model that runs net, whose weights are final, with the

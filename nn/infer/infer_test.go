@@ -109,7 +109,7 @@ func TestLoadRecordsSpec(t *testing.T) {
 			g.Set(prefix+name, v)
 		}
 		if prefix == checkpoint.ModelPrefix {
-			g.Metadata = map[string]string{checkpoint.FormatKey: checkpoint.TrainStateFormat}
+			g.Metadata = map[string]string{checkpoint.FormatKey: "proxgen-run-v1"}
 			for k, v := range f.Metadata {
 				g.Metadata[k] = v
 			}

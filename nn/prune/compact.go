@@ -219,7 +219,9 @@ func CompactFile(dst, src string, spec infer.Spec) (*FileResult, error) {
 	}
 	spec.Widths = w
 	out := map[string]string{}
-	if f.Metadata[checkpoint.FormatKey] != checkpoint.TrainStateFormat {
+	if _, checkpointFile := f.Metadata[checkpoint.FormatKey]; !checkpointFile {
+		// A training checkpoint's metadata describes the run, not the
+		// model file.
 		maps.Copy(out, f.Metadata)
 	}
 	maps.Copy(out, spec.Metadata())

@@ -284,7 +284,7 @@ func (r *runner) save() error {
 	f.Metadata[checkpoint.FormatKey] = Format
 	f.Metadata[positionKey] = string(pj)
 	f.Metadata["generation"] = strconv.Itoa(pos.Generation)
-	data, err := safetensors.Marshal(f)
+	data, err := safetensors.Marshal(safetensors.Sealed(f))
 	if err != nil {
 		return fmt.Errorf("encoding the checkpoint: %w", err)
 	}
@@ -353,5 +353,5 @@ func ModelFile(m nn.Module, meta map[string]string) ([]byte, error) {
 	if len(meta) > 0 {
 		f.Metadata = maps.Clone(meta)
 	}
-	return safetensors.Marshal(f)
+	return safetensors.Marshal(safetensors.Sealed(f))
 }

@@ -3,11 +3,12 @@ package train
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/proxgen/proxgen/internal/atomicfile"
 )
 
 // FaultEnv is the environment variable that injects faults into the file
@@ -69,7 +70,7 @@ func (f *faults) event() {
 
 // write writes b to fh, failing as a full disk would when the budget is
 // spent, with an event after the first half.
-func (f *faults) write(fh *os.File, b []byte) error {
+func (f *faults) write(fh io.Writer, b []byte) error {
 	half := len(b) / 2
 	for i, part := range [][]byte{b[:half], b[half:]} {
 		if f.budget >= 0 {
@@ -90,129 +91,13 @@ func (f *faults) write(fh *os.File, b []byte) error {
 	return nil
 }
 
-// tmpPattern is the pattern of the temporary files written for name.
-func tmpPattern(name string) string { return "." + name + ".tmp-*" }
-
-// removeStale removes the temporary files that an interrupted write of
-// one of names in dir left behind.
-func removeStale(dir string, names []string) error {
-	for _, n := range names {
-		matches, err := filepath.Glob(filepath.Join(dir, tmpPattern(n)))
-		if err != nil {
-			return err
-		}
-		for _, m := range matches {
-			if err := os.Remove(m); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("removing the stale temporary file %s: %w", m, err)
-			}
-		}
-	}
-	return nil
-}
-
-// writeAtomic replaces path by data so that path holds either its old
-// content or the new one: temporary file in the same folder, fsync,
-// rename, fsync of the folder. When keep is not empty, the old file is
-// first hard-linked to keep (replacing it atomically), so keep holds the
-// previous generation. On failure the temporary file is removed.
-func (f *faults) writeAtomic(path string, data []byte, keep string) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() {
-		return fmt.Errorf("writing %s: it exists and is not a regular file", path)
-	}
-	tmp, err := os.CreateTemp(dir, tmpPattern(base))
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-			err = fmt.Errorf("writing %s: %w", path, err)
-		}
-	}()
-	if err := f.write(tmp, data); err != nil {
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	f.event()
-	if keep != "" {
-		if err := linkReplace(path, keep); err != nil {
-			return err
-		}
-		f.event()
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	f.event()
-	return syncDir(dir)
-}
-
-// linkReplace makes keep a second name of the file at path (if there is
-// one), replacing keep atomically.
-func linkReplace(path, keep string) error {
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	dir, base := filepath.Split(keep)
-	if dir == "" {
-		dir = "."
-	}
-	tmp := filepath.Join(dir, "."+base+".tmp-link")
-	os.Remove(tmp)
-	if err := os.Link(path, tmp); err != nil {
-		// A file system without hard links: copy.
-		if err := copyFile(path, tmp); err != nil {
-			os.Remove(tmp)
-			return fmt.Errorf("keeping the previous generation as %s: %w", keep, err)
-		}
-	}
-	err := os.Rename(tmp, keep)
-	// When keep already was a name of the same file, rename does nothing
-	// and leaves tmp behind.
-	os.Remove(tmp)
-	if err != nil {
-		return fmt.Errorf("keeping the previous generation as %s: %w", keep, err)
-	}
-	return nil
-}
-
-// syncDir flushes the directory entry changes of dir to disk.
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" { // a directory handle cannot be synced
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	serr := d.Sync()
-	return errors.Join(serr, d.Close())
-}
-
-// copyFile copies the file src to the new file dst and syncs it.
-func copyFile(src, dst string) error {
-	data, err := os.ReadFile(src)
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	serr := f.Sync()
-	return errors.Join(werr, serr, f.Close())
+// writeAtomic replaces path by data through atomicfile, with the
+// injected faults; when keep is not empty the old file becomes keep (the
+// previous generation).
+func (f *faults) writeAtomic(path string, data []byte, keep string) error {
+	return atomicfile.Write(path, data, atomicfile.Options{
+		Keep:  keep,
+		Fill:  f.write,
+		Event: func() error { f.event(); return nil },
+	})
 }

@@ -80,6 +80,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/proxgen/proxgen/internal/atomicfile"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/optim"
 )
@@ -319,7 +320,7 @@ func (l *Loop) Run(ctx context.Context) (*Result, error) {
 				names = append(names, o.Name)
 			}
 		}
-		if err := removeStale(l.Dir, names); err != nil {
+		if err := atomicfile.RemoveStale(l.Dir, names); err != nil {
 			return nil, err
 		}
 	}

@@ -31,6 +31,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -198,7 +199,38 @@ func Read(r io.ReaderAt, size int64) (*File, error) {
 	for _, e := range entries {
 		f.Tensors[e.name] = Tensor{DType: e.dtype, Shape: e.shape, Data: data[e.begin:e.end:e.end]}
 	}
+	if err := f.verify(entries); err != nil {
+		return nil, err
+	}
 	return f, nil
+}
+
+// verify checks the checksum of a sealed file (see ChecksumKey), whose
+// tensors are entries, and removes it from the metadata. A file without
+// one (written by PyTorch, or by an earlier version) passes unchecked.
+func (f *File) verify(entries []entry) error {
+	stored, ok := f.Metadata[ChecksumKey]
+	if !ok || !strings.HasPrefix(stored, checksumPrefix) {
+		return nil
+	}
+	want, err := strconv.ParseUint(strings.TrimPrefix(stored, checksumPrefix), 16, 32)
+	if err != nil || len(stored) != len(checksumPrefix)+8 {
+		return formatErr("", "metadata %q is %q, want %q and 8 hexadecimal digits", ChecksumKey, stored, checksumPrefix)
+	}
+	delete(f.Metadata, ChecksumKey)
+	if len(f.Metadata) == 0 {
+		f.Metadata = nil
+	}
+	byOffset := slices.Clone(entries)
+	slices.SortFunc(byOffset, func(a, b entry) int { return cmp.Compare(a.begin, b.begin) })
+	names := make([]string, len(byOffset))
+	for i, e := range byOffset {
+		names[i] = e.name
+	}
+	if got := f.checksum(names); got != uint32(want) {
+		return formatErr("", "checksum mismatch: the header and data hash to %s%08x, the file records %s; the file is corrupt", checksumPrefix, got, stored)
+	}
+	return nil
 }
 
 // entry is one tensor's header record.

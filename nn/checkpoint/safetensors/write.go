@@ -4,15 +4,15 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
-	"os"
-	"path/filepath"
-	"runtime"
+	"maps"
 	"sort"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/proxgen/proxgen/internal/atomicfile"
 )
 
 // order returns the tensor names in the order Write lays them out: by
@@ -166,74 +166,60 @@ func Marshal(f *File) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// WriteFileAtomic writes f to path so that path holds either its old
-// content or the complete new file, never a partial one: it writes a
-// temporary file in the same directory, syncs it to disk, renames it over
-// path and syncs the directory. On failure the temporary file is removed
-// and path is untouched. A new file gets mode 0644; an existing file keeps
-// its mode.
+// WriteFileAtomic writes Sealed(f) to path so that path holds either its
+// old content or the complete new file, never a partial one (see package
+// internal/atomicfile: temporary file in the same folder, fsync, rename,
+// fsync of the folder). On failure the temporary file is removed and path
+// is untouched. A new file gets mode 0644; an existing file keeps its
+// mode.
 func WriteFileAtomic(path string, f *File) error {
 	if err := f.validate(); err != nil {
 		return err
 	}
-	return writeAtomic(path, func(w io.Writer) error { return Write(w, f) })
-}
-
-// testHookBeforeRename, when set by tests, runs after the temporary file is
-// written and synced; an error from it aborts the write.
-var testHookBeforeRename func(tmpName string) error
-
-// writeAtomic creates path atomically with the content fill writes.
-func writeAtomic(path string, fill func(io.Writer) error) (err error) {
-	dir := filepath.Dir(path)
-	mode := os.FileMode(0o644)
-	if st, err := os.Stat(path); err == nil {
-		if !st.Mode().IsRegular() {
-			return fmt.Errorf("safetensors: %s exists and is not a regular file", path)
-		}
-		mode = st.Mode().Perm()
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("safetensors: creating temporary file for %s: %w", path, err)
-	}
-	tmpName := tmp.Name()
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmpName)
-		}
-	}()
-	if err := fill(tmp); err != nil {
-		return fmt.Errorf("%w (writing %s)", err, tmpName)
-	}
-	if err := tmp.Chmod(mode); err != nil {
+	sealed := Sealed(f)
+	if err := atomicfile.WriteFunc(path, func(w io.Writer) error { return Write(w, sealed) }, atomicfile.Options{}); err != nil {
 		return fmt.Errorf("safetensors: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("safetensors: syncing %s: %w", tmpName, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("safetensors: closing %s: %w", tmpName, err)
-	}
-	if testHookBeforeRename != nil {
-		if err := testHookBeforeRename(tmpName); err != nil {
-			return err
-		}
-	}
-	if err := os.Rename(tmpName, path); err != nil {
-		return fmt.Errorf("safetensors: %w", err)
-	}
-	if runtime.GOOS != "windows" { // Windows cannot sync a directory handle
-		d, err := os.Open(dir)
-		if err != nil {
-			return fmt.Errorf("safetensors: syncing directory of %s: %w", path, err)
-		}
-		serr := d.Sync()
-		cerr := d.Close()
-		if err := errors.Join(serr, cerr); err != nil {
-			return fmt.Errorf("safetensors: syncing directory of %s: %w", path, err)
-		}
 	}
 	return nil
+}
+
+// ChecksumKey is the metadata entry that carries a file's checksum:
+// "crc32c:" and eight hexadecimal digits, the CRC-32C (Castagnoli) of
+// the header that Write produces for the file without this entry,
+// followed by the tensor data. Sealed adds it; Read verifies it and
+// removes it from the metadata it returns.
+const ChecksumKey = "checksum"
+
+// checksumPrefix starts the value of a ChecksumKey entry.
+const checksumPrefix = "crc32c:"
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Sealed returns a copy of f (sharing its tensors) whose metadata
+// carries the checksum of its header and data under ChecksumKey,
+// replacing one f may already hold. Every file this engine writes for
+// later reading is sealed, so that a flipped bit anywhere in it (header
+// or data) is an error when it is read, not a silently different model.
+func Sealed(f *File) *File {
+	g := &File{Tensors: f.Tensors, Metadata: maps.Clone(f.Metadata)}
+	delete(g.Metadata, ChecksumKey)
+	if len(g.Metadata) == 0 {
+		g.Metadata = nil
+	}
+	sum := g.checksum(g.order())
+	if g.Metadata == nil {
+		g.Metadata = map[string]string{}
+	}
+	g.Metadata[ChecksumKey] = fmt.Sprintf("%s%08x", checksumPrefix, sum)
+	return g
+}
+
+// checksum returns the CRC-32C of f's header for the tensor order names
+// followed by the tensors' data in that order.
+func (f *File) checksum(names []string) uint32 {
+	sum := crc32.Checksum(f.header(names), castagnoli)
+	for _, name := range names {
+		sum = crc32.Update(sum, castagnoli, f.Tensors[name].Data)
+	}
+	return sum
 }

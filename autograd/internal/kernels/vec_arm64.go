@@ -1,6 +1,10 @@
 //go:build !purego
 
-package vec
+package kernels
+
+import "github.com/proxgen/proxgen/internal/impl"
+
+func init() { impl.Register("kernels", "neon", &useAsm) }
 
 // haveAsm: the NEON kernels of vec_arm64.s run on every arm64 CPU (ASIMD
 // is part of the architecture).

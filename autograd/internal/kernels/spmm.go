@@ -1,6 +1,8 @@
-// Package spmm multiplies a sparse matrix in compressed-row form by a dense
-// matrix: the kernel of the sparse-weight inference path of convolutions
-// and linear layers.
+package kernels
+
+// This file multiplies a sparse matrix in compressed-row form by a dense
+// matrix (SparseRows): the kernel of the sparse-weight inference path of
+// convolutions and linear layers.
 //
 // Row i of the sparse matrix holds the values val[rowPtr[i]:rowPtr[i+1]],
 // and value t multiplies the dense row that starts at element off[t] of b.
@@ -15,24 +17,11 @@
 // multiply-add; the Go loop converts every product explicitly so that the
 // compiler cannot fuse it, as it may with GOAMD64=v3). Results therefore do
 // not depend on the CPU.
-package spmm
 
 import "fmt"
 
-// useAsm reports whether the assembly kernel runs. Tests switch it off to
-// compare with the Go loop.
-var useAsm = haveAVX2
-
-// SetAsm switches the assembly kernel on or off (when the CPU supports it)
-// and returns the previous setting. It is meant for tests.
-func SetAsm(on bool) (prev bool) {
-	prev = useAsm
-	useAsm = on && haveAVX2
-	return prev
-}
-
-// Rows adds the product of sparse rows [lo, hi) and b to dst: for each row
-// i and column j in [0, n),
+// SparseRows adds the product of sparse rows [lo, hi) and b to dst: for
+// each row i and column j in [0, n),
 //
 //	dst[(i−lo)·ldd + j] += Σ_t val[t]·b[off[t] + j],  t in [rowPtr[i], rowPtr[i+1])
 //
@@ -43,7 +32,7 @@ func SetAsm(on bool) (prev bool) {
 // adds its terms in order t, so the blocking does not change any result.
 // It panics if an offset or an output row falls outside b or dst, or the
 // offsets of a row decrease.
-func Rows(dst []float32, ldd, n int, rowPtr []int32, off []int, val []float32, b []float32, lo, hi, span int) {
+func SparseRows(dst []float32, ldd, n int, rowPtr []int32, off []int, val []float32, b []float32, lo, hi, span int) {
 	if n <= 0 || lo >= hi {
 		return
 	}
@@ -77,7 +66,7 @@ func Rows(dst []float32, ldd, n int, rowPtr []int32, off []int, val []float32, b
 	for c0 := 0; c0 < n; c0 += colBlock {
 		c1 := min(c0+colBlock, n)
 		m := (c1 - c0) &^ 7 // columns the assembly kernel handles
-		if !useAsm {
+		if !useAsm || !spmmAsm {
 			m = 0
 		}
 		for i := range pos {

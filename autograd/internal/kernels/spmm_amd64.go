@@ -1,12 +1,9 @@
 //go:build !purego
 
-package spmm
+package kernels
 
-import "github.com/proxgen/proxgen/internal/cpu"
-
-// haveAVX2 reports whether the CPU and operating system support the AVX2
-// kernel of spmm_amd64.s.
-var haveAVX2 = cpu.X86.AVX2
+// spmmAsm: SparseRows has an assembly kernel (AVX2, run while useAsm).
+const spmmAsm = true
 
 // rowAVX2 adds Σ_t val[t]·b[off[t]+j] to dst[j] for j in [0, n), n a
 // positive multiple of 8, exactly as rowGo does; nnz > 0 terms.

@@ -2,7 +2,7 @@
 
 #include "textflag.h"
 
-// AVX2 kernels of package vec. No fused multiply-add: every lane rounds
+// AVX2 kernels of vec.go (package kernels). No fused multiply-add: every lane rounds
 // exactly as the Go loops in vec.go do. n is a positive multiple of 8.
 
 // COMBINE8 adds the eight float64 lane sums held in lo (lanes 0-3) and hi

@@ -1,4 +1,6 @@
-// Package vec holds the vectorised element-wise kernels of batch
+package kernels
+
+// This file holds the vectorised element-wise kernels of batch
 // normalisation and ReLU: the per-channel statistics, the normalisation
 // with an optional residual and ReLU epilogue, and their gradients; and
 // the float64 sum of the convolution bias gradient.
@@ -18,21 +20,13 @@
 // The ReLU convention matches torch.relu and its gradient: the output is
 // x where x > 0 and 0 elsewhere (NaN passes through, −0 stays −0), and the
 // gradient passes where the output is > 0.
-package vec
 
 //go:generate go run gen_vec_arm64.go
 
-// useAsm reports whether the assembly kernels run. Tests switch it off to
-// compare with the Go loops.
+// useAsm reports whether the assembly kernels run: registered with
+// internal/impl as package "kernels", which tests use to compare them with the
+// Go loops.
 var useAsm = haveAsm
-
-// SetAsm switches the assembly kernels on or off (when the CPU supports
-// them) and returns the previous setting. It is meant for tests.
-func SetAsm(on bool) (prev bool) {
-	prev = useAsm
-	useAsm = on && haveAsm
-	return prev
-}
 
 // lanes is the number of float64 accumulators of the sums.
 const lanes = 8

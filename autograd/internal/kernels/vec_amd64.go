@@ -1,8 +1,13 @@
 //go:build !purego
 
-package vec
+package kernels
 
-import "github.com/proxgen/proxgen/internal/cpu"
+import (
+	"github.com/proxgen/proxgen/internal/cpu"
+	"github.com/proxgen/proxgen/internal/impl"
+)
+
+func init() { impl.Register("kernels", "avx2", &useAsm) }
 
 // haveAsm reports whether the CPU and operating system support the AVX2
 // kernels of vec_amd64.s.

@@ -2,7 +2,7 @@
 
 #include "textflag.h"
 
-// AVX2 kernel of package spmm. No fused multiply-add: every product is
+// AVX2 kernel of SparseRows (package kernels). No fused multiply-add: every product is
 // rounded to float32 and then added, as the Go loop in spmm.go does.
 //
 // Registers: DI dst, CX n·4 (bytes), SI val, DX off, R8 nnz, R9 b,

@@ -1,6 +1,6 @@
 //go:build ignore
 
-// This program generates vec_arm64.s, the NEON kernels of package vec:
+// This program generates vec_arm64.s, the NEON kernels of package kernels (vec.go):
 // the float32 element-wise operations (Affine, AffineGrad, MaskedGrad and
 // ReLUForward) and the float64 lane sums of Stats and GradSums, which the
 // Go wrappers combine with combine8. Run it with go generate.

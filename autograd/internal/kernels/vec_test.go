@@ -1,9 +1,11 @@
-package vec
+package kernels
 
 import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/proxgen/proxgen/internal/impl"
 )
 
 // data returns n values: normal samples with exact zeros, negative zeros
@@ -29,11 +31,14 @@ func data(rng *rand.Rand, n int, m float32) []float32 {
 // both runs f with the Go loops and with the assembly kernels (where the
 // CPU has them) and returns the two results.
 func both[T any](f func() T) (goLoop, asm T) {
-	prev := SetAsm(false)
-	goLoop = f()
-	SetAsm(true)
-	asm = f()
-	SetAsm(prev)
+	impl.ForEach("kernels", func(name string) {
+		v := f()
+		if name == impl.Generic {
+			goLoop, asm = v, v
+		} else {
+			asm = v
+		}
+	})
 	return goLoop, asm
 }
 
@@ -123,8 +128,7 @@ func TestKernelValues(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	const n, m = 1003, 0.5
 	x, g, y, r := data(rng, n, m), data(rng, n, m), data(rng, n, m), data(rng, n, m)
-	for _, asm := range []bool{false, true} {
-		prev := SetAsm(asm)
+	impl.ForEach("kernels", func(asm string) {
 		var w1, w2, wd, wdx float64
 		for i := range x {
 			d := float64(x[i]) - 0.1
@@ -160,25 +164,19 @@ func TestKernelValues(t *testing.T) {
 		if !math.IsNaN(float64(dst[0])) || dst[1] != 0 || dst[2] != 2 || dst[5] != 3 || dst[6] != 0 {
 			t.Errorf("asm=%v: ReLUForward = %v, want [NaN 0 2 -0 0 3 0 5 6 ...]", asm, dst[:9])
 		}
-		SetAsm(prev)
-	}
+	})
 }
 
 func BenchmarkAffineGrad(b *testing.B) {
 	const n = 1 << 16
 	rng := rand.New(rand.NewPCG(5, 6))
 	dst, g, y, x := data(rng, n, 0), data(rng, n, 0), data(rng, n, 0), data(rng, n, 0)
-	for _, asm := range []bool{false, true} {
-		name := "go"
-		if asm {
-			name = "asm"
-		}
+	impl.ForEach("kernels", func(name string) {
 		b.Run(name, func(b *testing.B) {
-			defer SetAsm(SetAsm(asm))
 			b.SetBytes(4 * n)
 			for b.Loop() {
 				AffineGrad(dst, g, y, x, 0.1, 1, 2, 3, false)
 			}
 		})
-	}
+	})
 }

@@ -1,6 +1,6 @@
 //go:build (!amd64 && !arm64) || purego
 
-package vec
+package kernels
 
 // haveAsm is false where the assembly kernels are not built.
 const haveAsm = false

@@ -1,10 +1,12 @@
-package spmm
+package kernels
 
 import (
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/proxgen/proxgen/internal/impl"
 )
 
 // randomCSR returns a rows-row sparse matrix whose rows have between 0 and
@@ -33,12 +35,12 @@ func randomSlice(rng *rand.Rand, n int) []float32 {
 	return s
 }
 
-// TestAsmMatchesGo checks the assembly kernel against the Go loop bit for
-// bit for all widths up to 150 (every block size and tail) and some across
+// TestSparseRowsMatchesGo checks the assembly kernel against the Go loop
+// bit for bit for all widths up to 150 (every block size and tail) and some across
 // column blocks, with and without offset windows, on misaligned slices.
-func TestAsmMatchesGo(t *testing.T) {
-	if !haveAVX2 {
-		t.Log("no AVX2: the Go loop is compared with itself")
+func TestSparseRowsMatchesGo(t *testing.T) {
+	if !spmmAsm {
+		t.Log("no assembly kernel: the Go loop is compared with itself")
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	widths := []int{256, 257, 300, 520}
@@ -52,19 +54,20 @@ func TestAsmMatchesGo(t *testing.T) {
 			rowPtr, off, val := randomCSR(rng, rows, 9, 300)
 			b := randomSlice(rng, 300+n+shift)[shift:]
 			init := randomSlice(rng, rows*ldd+shift)[shift:]
-			run := func(asm bool) []float32 {
-				prev := SetAsm(asm)
-				defer SetAsm(prev)
+			var g []float32
+			impl.ForEach("kernels", func(name string) {
 				d := append([]float32(nil), init...)
-				Rows(d, ldd, n, rowPtr, off, val, b, 1, rows, span)
-				return d
-			}
-			g, a := run(false), run(true)
-			for i := range g {
-				if math.Float32bits(g[i]) != math.Float32bits(a[i]) {
-					t.Fatalf("n=%d shift=%d: element %d: Go %v, asm %v", n, shift, i, g[i], a[i])
+				SparseRows(d, ldd, n, rowPtr, off, val, b, 1, rows, span)
+				if name == impl.Generic {
+					g = d
+					return
 				}
-			}
+				for i := range g {
+					if math.Float32bits(g[i]) != math.Float32bits(d[i]) {
+						t.Fatalf("n=%d shift=%d: element %d: Go %v, %s %v", n, shift, i, g[i], name, d[i])
+					}
+				}
+			})
 		}
 	}
 }
@@ -87,7 +90,7 @@ func TestRowsValues(t *testing.T) {
 				want[i*n+j] = s
 			}
 		}
-		Rows(dst, n, n, rowPtr, off, val, b, 0, rows, 64)
+		SparseRows(dst, n, n, rowPtr, off, val, b, 0, rows, 64)
 		for i, w := range want {
 			if math.Abs(float64(dst[i])-w) > 1e-4*(1+math.Abs(w)) {
 				t.Fatalf("n=%d: element %d = %v, want %v", n, i, dst[i], w)
@@ -101,16 +104,16 @@ func TestRowsValues(t *testing.T) {
 func TestRowsChecksBounds(t *testing.T) {
 	for name, f := range map[string]func(){
 		"offset": func() {
-			Rows(make([]float32, 8), 8, 8, []int32{0, 1}, []int{3}, []float32{1}, make([]float32, 10), 0, 1, 0)
+			SparseRows(make([]float32, 8), 8, 8, []int32{0, 1}, []int{3}, []float32{1}, make([]float32, 10), 0, 1, 0)
 		},
 		"negative offset": func() {
-			Rows(make([]float32, 8), 8, 8, []int32{0, 1}, []int{-1}, []float32{1}, make([]float32, 10), 0, 1, 0)
+			SparseRows(make([]float32, 8), 8, 8, []int32{0, 1}, []int{-1}, []float32{1}, make([]float32, 10), 0, 1, 0)
 		},
 		"dst": func() {
-			Rows(make([]float32, 8), 8, 8, []int32{0, 1, 2}, []int{0, 0}, []float32{1, 1}, make([]float32, 10), 0, 2, 0)
+			SparseRows(make([]float32, 8), 8, 8, []int32{0, 1, 2}, []int{0, 0}, []float32{1, 1}, make([]float32, 10), 0, 2, 0)
 		},
 		"row pointers": func() {
-			Rows(make([]float32, 8), 8, 8, []int32{0, 2}, []int{0}, []float32{1}, make([]float32, 10), 0, 1, 0)
+			SparseRows(make([]float32, 8), 8, 8, []int32{0, 2}, []int{0}, []float32{1}, make([]float32, 10), 0, 1, 0)
 		},
 	} {
 		func() {
@@ -135,7 +138,7 @@ func BenchmarkRows(b *testing.B) {
 	dst := make([]float32, rows*n)
 	b.SetBytes(int64(len(val) * n * 4))
 	for b.Loop() {
-		Rows(dst, n, n, rowPtr, off, val, src, 0, rows, 128*n)
+		SparseRows(dst, n, n, rowPtr, off, val, src, 0, rows, 128*n)
 	}
 }
 
@@ -149,7 +152,7 @@ func TestBlockingKeepsResults(t *testing.T) {
 	var first []float32
 	for _, span := range []int{0, 1, 13, 256, 5000} {
 		d := make([]float32, rows*n)
-		Rows(d, n, n, rowPtr, off, val, b, 0, rows, span)
+		SparseRows(d, n, n, rowPtr, off, val, b, 0, rows, span)
 		if first == nil {
 			first = d
 			continue

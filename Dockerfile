@@ -1,0 +1,37 @@
+# The container image of cmd/serve: a static Go binary (no cgo) on
+# distroless/static, running as a non-root user. docs/serve.md ("Container
+# image and Kubernetes") has the build and run commands and a Deployment
+# with liveness and readiness probes.
+#
+#   docker build -t proxgen-serve .
+#   docker run -p 8080:8080 -v "$PWD/run:/models:ro" proxgen-serve
+#
+# The image holds no model: mount one at /models/model.safetensors or pass
+# other flags after the image name (they replace CMD).
+# scripts/check-dockerfile (run by .ci/run) checks that every path copied
+# here exists and runs the build command below outside a container.
+
+FROM golang:1.24-bookworm AS build
+WORKDIR /src
+# The module has no dependencies (no go.sum): copying go.mod first only
+# keeps the layer cache warm across source changes.
+COPY go.mod ./
+COPY autograd ./autograd
+COPY datasets ./datasets
+COPY internal ./internal
+COPY nn ./nn
+COPY optim ./optim
+COPY cmd/serve ./cmd/serve
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/serve ./cmd/serve
+
+# distroless/static: CA certificates, /etc/passwd with "nonroot" (65532),
+# no shell. The probes are HTTP requests from the kubelet, so the image
+# needs no curl; docker's HEALTHCHECK would need one, so there is none.
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/serve /serve
+USER 65532:65532
+EXPOSE 8080
+# Liveness: GET /v2/health/live. Readiness: GET /v2/health/ready (the Open
+# Inference Protocol's health endpoints; /healthz answers too).
+ENTRYPOINT ["/serve", "-addr", ":8080"]
+CMD ["-model", "/models/model.safetensors"]
