@@ -143,9 +143,10 @@ func (p *ConvPlan) Run(n int, x, out, residual []float32, relu bool) {
 	}
 	switch p.Algorithm(n) {
 	case "sparse":
+		// The whole batch at once: sparseConv groups small images.
+		sparseConv(g, p.sparse, n, x, out, p.bias)
 		parallel.For(n, 1, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
-				sparseConv(g, p.sparse, 1, x[i*xSize:(i+1)*xSize], out[i*ySize:(i+1)*ySize], p.bias)
 				epilogue(i, 0, cols, false)
 			}
 		})

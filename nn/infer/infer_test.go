@@ -535,7 +535,7 @@ func TestSparseByDefault(t *testing.T) {
 	for _, p := range net.Params() {
 		for i := range p.T.Data {
 			p.T.Data[i] = float32(rng.NormFloat64() * 0.3)
-			if p.T.Rank() >= 2 && rng.Float64() < 0.9 {
+			if p.T.Rank() >= 2 && rng.Float64() < 0.97 {
 				p.T.Data[i] = 0
 			}
 		}
@@ -551,7 +551,7 @@ func TestSparseByDefault(t *testing.T) {
 	}
 	rep := sparse.Sparsity()
 	if n := len(rep.SparseLayers()); n == 0 || n != len(rep.Layers) {
-		t.Fatalf("%d of %d layers sparse at about 90%% zeros, want all:\n%s", n, len(rep.Layers), rep)
+		t.Fatalf("%d of %d layers sparse at about 97%% zeros, want all:\n%s", n, len(rep.Layers), rep)
 	}
 	if s := sparse.String(); !strings.Contains(s, fmt.Sprintf("%d of %d layers sparse", len(rep.Layers), len(rep.Layers))) {
 		t.Errorf("String %q does not count the sparse layers", s)
