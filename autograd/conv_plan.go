@@ -193,15 +193,9 @@ func (p *ConvPlan) Run(n int, x, out, residual []float32, relu bool) {
 // 97-105) and win at 64 (36 against 64-87); with 16 channels the two are
 // level within the noise, and the gathered product stays.
 func planWinograd(g *convGeom, n, m int) bool {
-	if !winogradOK(g) {
-		return false
-	}
-	switch g.algo {
-	case algoIm2col, algoGather:
-		return false
-	case algoWinograd:
-		return true
+	if g.algo != algoAuto {
+		return useWinograd(g, n, m) // forced
 	}
 	th, tw := winoTiles(g)
-	return g.c >= 32 && m >= 32 && n*th*tw >= 64 && winoEdgeOK(g)
+	return winogradOK(g) && g.c >= 32 && m >= 32 && n*th*tw >= 64 && winoEdgeOK(g)
 }
