@@ -30,6 +30,10 @@ type ConvPlan struct {
 	gather *gatherConv        // the gathered product's packed filters, or nil
 	wino   *[16]*blas.PackedA // the Winograd-transformed filters, or nil
 	packed *blas.PackedA      // the filter matrix packed for im2col's GEMM
+	// halves are the plans of the first and second half of the filters,
+	// or nil: a batch smaller than the workers runs each image as two
+	// halves on two workers.
+	halves [2]*ConvPlan
 }
 
 // NewConvPlan prepares the convolution of images of cin × h × w (cin =
@@ -52,23 +56,48 @@ func NewConvPlan(w *Tensor, bias []float32, cfg ConvConfig, h, wd int, sparse *S
 		mustMatchSparse("NewConvPlan", w, sparse)
 	}
 	cout := w.shape[0]
-	p := &ConvPlan{g: g, cout: cout, sparse: sparse}
+	wino := winogradOK(g) && (g.algo == algoWinograd || g.algo == algoAuto && g.c >= 32 && cout >= 32)
+	p := newConvPlan(g, w.Data, cout, bias, sparse, wino)
+	if sparse == nil && cout >= 2*splitRows && cout%(2*splitRows) == 0 {
+		// The halves of the filters, for the two workers of a small batch.
+		per, half := g.rows, cout/2
+		for h := range p.halves {
+			var hb []float32
+			if bias != nil {
+				hb = bias[h*half : (h+1)*half]
+			}
+			p.halves[h] = newConvPlan(g, w.Data[h*half*per:(h+1)*half*per], half, hb, nil, wino)
+		}
+	}
+	return p
+}
+
+// splitRows is the granule of the filter halves: a multiple of every
+// kernel's row panel, so that each output element is computed by the same
+// sequence of operations in a half as in the whole.
+const splitRows = 16
+
+// newConvPlan prepares the m filters w of geometry g: Winograd's filters
+// if wino, the gathered product's where it applies, and im2col's packed
+// filter matrix; only the sparse product if sparse is not nil.
+func newConvPlan(g *convGeom, w []float32, m int, bias []float32, sparse *SparseWeight, wino bool) *ConvPlan {
+	p := &ConvPlan{g: g, cout: m, sparse: sparse}
 	if bias != nil {
 		p.bias = append([]float32(nil), bias...)
 	}
 	if sparse != nil {
 		return p
 	}
-	if winogradOK(g) && (g.algo == algoWinograd || g.algo == algoAuto && g.c >= 32 && cout >= 32) {
-		// Forced, or winogradPays may choose it at some batch size.
-		buf := make([]float32, winoFiltersSize(cout, g.c))
-		p.wino = winoFilters(w.Data, cout, g.c, false, buf)
+	if wino {
+		// Forced, or planWinograd may choose it at some batch size.
+		buf := make([]float32, winoFiltersSize(m, g.c))
+		p.wino = winoFilters(w, m, g.c, false, buf)
 	}
 	if useGather(g) {
-		buf := make([]float32, gatherPackedSize(g, cout))
-		p.gather = newGatherConv(g, cout, w.Data, false, buf)
+		buf := make([]float32, gatherPackedSize(g, m))
+		p.gather = newGatherConv(g, m, w, false, buf)
 	}
-	p.packed = blas.Default().PackA(false, cout, g.rows, w.Data, g.rows)
+	p.packed = blas.Default().PackA(false, m, g.rows, w, g.rows)
 	return p
 }
 
@@ -105,6 +134,30 @@ func (p *ConvPlan) Run(n int, x, out, residual []float32, relu bool) {
 		panic(fmt.Sprintf("autograd.ConvPlan.Run: %d images need %d input and %d output values, got %d, %d and residual %d",
 			n, n*xSize, n*ySize, len(x), len(out), len(residual)))
 	}
+	alg := p.Algorithm(n)
+	if h := p.halves; h[0] != nil && n < parallel.Workers() && (alg != "gather" || p.g.cols < 128) {
+		// Few images: each image's two halves of the output channels on
+		// two workers (the gathered product splits its columns instead
+		// where it has at least two parts of 64).
+		hx, hy := h[0].OutSize(), p.OutSize()
+		parallel.For(2*n, 1, func(lo, hi int) {
+			for t := lo; t < hi; t++ {
+				i, k := t/2, t%2
+				var r []float32
+				if residual != nil {
+					r = residual[i*hy+k*hx : i*hy+(k+1)*hx]
+				}
+				h[k].run(alg, 1, x[i*xSize:(i+1)*xSize], out[i*hy+k*hx:i*hy+(k+1)*hx], r, relu)
+			}
+		})
+		return
+	}
+	p.run(alg, n, x, out, residual, relu)
+}
+
+// run is Run with the algorithm alg.
+func (p *ConvPlan) run(alg string, n int, x, out, residual []float32, relu bool) {
+	xSize, ySize := p.InSize(), p.OutSize()
 	g, m, cols := p.g, p.cout, p.g.cols
 	// epilogue adds the bias (if withBias), the residual and the ReLU to
 	// columns [j0, j1) of image i.
@@ -141,7 +194,7 @@ func (p *ConvPlan) Run(n int, x, out, residual []float32, relu bool) {
 			kernels.Affine(d, d, r, 0, 1, bo, e)
 		}
 	}
-	switch p.Algorithm(n) {
+	switch alg {
 	case "sparse":
 		// The whole batch at once: sparseConv groups small images.
 		sparseConv(g, p.sparse, n, x, out, p.bias)

@@ -27,6 +27,7 @@ func TestConvPlan(t *testing.T) {
 		{16, 32, 32, 3, 2, 1, 0},   // gathered, phase
 		{32, 64, 16, 3, 2, 1, 0},   // im2col (8 wide)
 		{64, 64, 8, 3, 1, 1, 0},    // flat; Winograd at batch 8
+		{32, 32, 16, 3, 1, 1, 0},   // Winograd, in halves at batch 1 on 2 workers
 		{16, 32, 32, 1, 2, 0, 0},   // 1×1 shortcut, phase
 		{32, 64, 16, 1, 2, 0, 0},   // 1×1 shortcut, im2col
 		{16, 16, 32, 3, 1, 1, 0.9}, // sparse
