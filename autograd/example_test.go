@@ -7,8 +7,8 @@ import (
 	"github.com/proxgen/proxgen/autograd"
 )
 
-// Example is the README's "Using the engine from Go": a linear classifier's
-// loss on a batch and its gradient (TestReadmeSnippet keeps the two equal).
+// Example is a linear classifier's loss on a batch and its gradient (the
+// README shows the same as a whole program, run by internal/readme).
 func Example() {
 	rng := rand.New(rand.NewPCG(1, 2))
 	x := autograd.RandN(rng, 4, 784) // a batch of 4 flattened 28×28 images

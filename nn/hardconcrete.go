@@ -109,3 +109,166 @@ func (h *HardConcrete) Buffers() []Param { return nil }
 
 // SetTraining switches between sampled (true) and deterministic gates.
 func (h *HardConcrete) SetTraining(training bool) { h.training = training }
+
+// HardConcreteGates is the ℓ0 hard-concrete method (Louizos, Welling and
+// Kingma 2018) over a whole model, with one gate per weight: between
+// Begin and End every gated layer computes with w ⊙ z, z drawn by a
+// HardConcrete, and the loss gains λ times the expected number of
+// non-zero gates; between UseEffective and Restore the weights hold
+// w ⊙ z_test, the deterministic test-time gates. All gates share one
+// random stream, whose state (MarshalBinary) a checkpoint keeps, so that
+// a resumed run draws the same gates.
+type HardConcreteGates struct {
+	layers []gatedWeight
+	pcg    *rand.PCG // draws log α at start and the gate noise
+	lambda float64   // per-step λ
+	saved  [][]float32
+}
+
+// gatedWeight is one gated weight.
+type gatedWeight struct {
+	name string
+	slot **autograd.Tensor // the layer's Weight field
+	w    *autograd.Tensor  // the weight parameter itself
+	gate *HardConcrete
+	eff  []float32 // test-time effective weights
+}
+
+// layerWeights calls visit for the Weight field of every convolution and
+// linear layer in m, with the weight's state_dict name.
+func layerWeights(m Module, prefix string, visit func(name string, slot **autograd.Tensor)) {
+	switch l := m.(type) {
+	case *Conv2d:
+		visit(prefix+"weight", &l.Weight)
+		return
+	case *Linear:
+		visit(prefix+"weight", &l.Weight)
+		return
+	}
+	if c, ok := m.(Container); ok {
+		for _, ch := range c.Children() {
+			layerWeights(ch.Module, prefix+ch.Name+".", visit)
+		}
+	}
+}
+
+// NewHardConcreteGates gates the convolution and linear weights of model
+// for which gated returns true, with per-step strength lambda, drawing the
+// initial log α and later the gate noise from seed. It fails when no
+// weight is gated.
+func NewHardConcreteGates(model Module, gated func(name string, t *autograd.Tensor) bool, lambda float64, seed uint64) (*HardConcreteGates, error) {
+	h := &HardConcreteGates{pcg: rand.NewPCG(seed, 0x6c30686367617465), lambda: lambda}
+	rng := rand.New(h.pcg)
+	params := map[string]*autograd.Tensor{}
+	for _, p := range model.Params() {
+		params[p.Name] = p.T
+	}
+	var err error
+	layerWeights(model, "", func(name string, slot **autograd.Tensor) {
+		w := *slot
+		if params[name] != w {
+			err = fmt.Errorf("l0hc: layer weight %q is not the model parameter of that name", name)
+			return
+		}
+		if !gated(name, w) {
+			return
+		}
+		g := NewHardConcrete(rng, w.Shape()...)
+		g.LogAlpha.RequireGrad()
+		h.layers = append(h.layers, gatedWeight{name: name, slot: slot, w: w, gate: g, eff: make([]float32, len(w.Data))})
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(h.layers) == 0 {
+		return nil, fmt.Errorf("l0hc: the model has no convolution or linear weights to gate")
+	}
+	return h, nil
+}
+
+// Params returns the log α tensors, named after their weights with the
+// suffix "_log_alpha", for the optimizer and the training state.
+func (h *HardConcreteGates) Params() []Param {
+	ps := make([]Param, len(h.layers))
+	for i, l := range h.layers {
+		ps[i] = Param{Name: l.name + "_log_alpha", T: l.gate.LogAlpha}
+	}
+	return ps
+}
+
+// expectedL0 returns the expected number of non-zero gates of all layers
+// as a graph node computed in the context c.
+func (h *HardConcreteGates) expectedL0(c *autograd.Context) *autograd.Tensor {
+	var total *autograd.Tensor
+	for _, l := range h.layers {
+		if p := l.gate.Penalty(c); total == nil {
+			total = p
+		} else {
+			total = autograd.Add(total, p)
+		}
+	}
+	return total
+}
+
+// Penalty returns λ times the expected number of non-zero gates.
+func (h *HardConcreteGates) Penalty() float64 {
+	var s float64
+	noGrad := &autograd.Context{NoGrad: true}
+	for _, l := range h.layers {
+		s += float64(l.gate.Penalty(noGrad).Item())
+	}
+	return h.lambda * s
+}
+
+// Begin draws fresh gates, makes every gated layer compute with w ⊙ z and
+// returns the penalty λ·E[L0] as a graph node, all computed in the step's
+// context c; End undoes the substitution.
+func (h *HardConcreteGates) Begin(c *autograd.Context) *autograd.Tensor {
+	for _, l := range h.layers {
+		l.gate.SetTraining(true)
+		*l.slot = autograd.Mul(l.w, l.gate.Gate(c)) // w ⊙ z, as l.gate.Forward(l.w) in c
+	}
+	return autograd.Scale(h.expectedL0(c), float32(h.lambda))
+}
+
+// End gives the layers their weight parameters back.
+func (h *HardConcreteGates) End() {
+	for _, l := range h.layers {
+		*l.slot = l.w
+	}
+}
+
+// UseEffective replaces every gated weight's data by w ⊙ z_test until
+// Restore is called.
+func (h *HardConcreteGates) UseEffective() {
+	if h.saved != nil {
+		return
+	}
+	h.saved = make([][]float32, len(h.layers))
+	for i, l := range h.layers {
+		l.gate.SetTraining(false)
+		z := l.gate.Gate(&autograd.Context{NoGrad: true}).Data
+		for j, w := range l.w.Data {
+			l.eff[j] = w * z[j]
+		}
+		h.saved[i] = l.w.Data
+		l.w.Data = l.eff
+	}
+}
+
+// Restore puts the trained weights back after UseEffective.
+func (h *HardConcreteGates) Restore() {
+	if h.saved == nil {
+		return
+	}
+	for i, l := range h.layers {
+		l.w.Data = h.saved[i]
+	}
+	h.saved = nil
+}
+
+// MarshalBinary returns the state of the gates' random stream.
+func (h *HardConcreteGates) MarshalBinary() ([]byte, error) { return h.pcg.MarshalBinary() }
+
+// UnmarshalBinary restores a state returned by MarshalBinary.
+func (h *HardConcreteGates) UnmarshalBinary(b []byte) error { return h.pcg.UnmarshalBinary(b) }

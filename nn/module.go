@@ -162,3 +162,14 @@ func NumParams(m Module) int {
 	}
 	return n
 }
+
+// SplitParams returns the names and the tensors of ps, in order (the
+// parallel slices optim.Group holds).
+func SplitParams(ps []Param) (names []string, tensors []*autograd.Tensor) {
+	names = make([]string, len(ps))
+	tensors = make([]*autograd.Tensor, len(ps))
+	for i, p := range ps {
+		names[i], tensors[i] = p.Name, p.T
+	}
+	return names, tensors
+}

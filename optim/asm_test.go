@@ -90,7 +90,7 @@ func TestAVX2StepMatchesGo(t *testing.T) {
 		return ps
 	}
 	noBC := ProxGenAdam(0.9, 0.999, 1e-8)
-	noBC.Precond = Adam{Beta: 0.999, Delta: 1e-8}
+	noBC.Precond = AdamPrecond{Beta: 0.999, Delta: 1e-8}
 	for _, c := range []struct {
 		name string
 		cfg  Config

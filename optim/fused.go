@@ -44,9 +44,9 @@ const adamConstsLen = 9
 // d = sqrt(v)/sqrt(1−β^t) + δ, θ ← decay·θ − lrm·m/d, for fusedEta and
 // fusedL12 d[i] = α_t/d, and for fusedL12 θ ← prox_{ℓ1/2}(θ) with η = d
 // and λ = h.lambda, using sc.s and sc.mask as scratch space.
-func adamEMA(th, g, m, v, d []float32, sc *scratch, h *stepScalars, ad Adam, t int, kind int) {
+func adamEMA(th, g, m, v, d []float32, sc *scratch, h *stepScalars, ad AdamPrecond, t int, kind int) {
 	if !(ad.Beta >= 0 && ad.Beta < 1) {
-		panic(fmt.Sprintf("optim.Adam: Beta = %v must be in [0, 1)", ad.Beta))
+		panic(fmt.Sprintf("optim.AdamPrecond: Beta = %v must be in [0, 1)", ad.Beta))
 	}
 	b, omb, delta := ad.Beta, 1-ad.Beta, ad.Delta
 	isbc := float32(1)

@@ -103,7 +103,7 @@ func TestBaselineHandSteps(t *testing.T) {
 		// EMA momentum and Adam preconditioner (β = 0.75) without bias
 		// correction: m = 0.05, v = 0.0625, θ = 1 − 0.1·0.05/0.25 = 0.98.
 		// (With bias correction the first step is 1 − 0.1·sign(g).)
-		{"adam-no-bias-correction", Config{Momentum: Momentum{Rho: 0.9}, Precond: Adam{Beta: 0.75}}, []float32{1}, Group{LR: 0.1},
+		{"adam-no-bias-correction", Config{Momentum: Momentum{Rho: 0.9}, Precond: AdamPrecond{Beta: 0.75}}, []float32{1}, Group{LR: 0.1},
 			[]step{{[]float32{0.5}, []float64{0.98}}}},
 		// ρ_t = 0.9·0.5^(t−1) with bias correction, identity metric: m =
 		// 0.05, m̂ = 0.05/0.1, θ = 0.95; ρ_2 = 0.45, m = 0.0225 − 0.1375 =
@@ -172,9 +172,9 @@ func (c refConfig) config() Config {
 	case "rmsprop":
 		cfg.Precond = RMSprop{Beta: float32(c.beta), Delta: float32(c.delta)}
 	case "adam":
-		cfg.Precond = Adam{Beta: float32(c.beta), Delta: float32(c.delta), BiasCorrection: true}
+		cfg.Precond = AdamPrecond{Beta: float32(c.beta), Delta: float32(c.delta), BiasCorrection: true}
 	case "adam-nobc":
-		cfg.Precond = Adam{Beta: float32(c.beta), Delta: float32(c.delta)}
+		cfg.Precond = AdamPrecond{Beta: float32(c.beta), Delta: float32(c.delta)}
 	}
 	if c.euclidean {
 		cfg.Metric = Euclidean

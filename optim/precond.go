@@ -76,7 +76,7 @@ func (p RMSprop) Denom(d, s, g []float32, _ int) {
 	}
 }
 
-// Adam is the Adam preconditioner C_t = sqrt(v_t/(1 − Beta^t)) with
+// AdamPrecond is the Adam preconditioner C_t = sqrt(v_t/(1 − Beta^t)) with
 // v_t = Beta·v_{t−1} + (1 − Beta)·g_t², so d = sqrt(v)/sqrt(1 − Beta^t) + Delta
 // as in torch.optim.Adam and the official ProxGen code (δ added after the
 // square root). Without BiasCorrection, d = sqrt(v) + Delta, which is the
@@ -84,25 +84,31 @@ func (p RMSprop) Denom(d, s, g []float32, _ int) {
 //
 // StepOffset shifts the bias correction to 1 − Beta^(t+StepOffset): the
 // official Prox-SGD code corrects with β^(t+1).
-type Adam struct {
+type AdamPrecond struct {
 	Beta           float32 // decay of the squared-gradient average (β2)
 	Delta          float32 // δ added after the square root (eps)
 	BiasCorrection bool    // divide v by 1 − Beta^(t+StepOffset)
 	StepOffset     int     // shift of t in the bias correction
 }
 
+// Adam is the former name of AdamPrecond, kept for one release.
+//
+// Deprecated: use AdamPrecond; the name Adam read as the optimizer, which
+// AdamConfig builds.
+type Adam = AdamPrecond
+
 // NewAdamPrecond returns the Adam preconditioner with bias correction.
-func NewAdamPrecond(beta, delta float32) Adam {
-	return Adam{Beta: beta, Delta: delta, BiasCorrection: true}
+func NewAdamPrecond(beta, delta float32) AdamPrecond {
+	return AdamPrecond{Beta: beta, Delta: delta, BiasCorrection: true}
 }
 
 // Stateful implements Preconditioner.
-func (Adam) Stateful() bool { return true }
+func (AdamPrecond) Stateful() bool { return true }
 
 // Denom implements Preconditioner.
-func (p Adam) Denom(d, s, g []float32, t int) {
+func (p AdamPrecond) Denom(d, s, g []float32, t int) {
 	if !(p.Beta >= 0 && p.Beta < 1) {
-		panic(fmt.Sprintf("optim.Adam: Beta = %v must be in [0, 1)", p.Beta))
+		panic(fmt.Sprintf("optim.AdamPrecond: Beta = %v must be in [0, 1)", p.Beta))
 	}
 	b, omb, delta := p.Beta, 1-p.Beta, p.Delta
 	s = s[:len(d)]

@@ -444,7 +444,7 @@ func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch, eta []f
 	proxDone := false
 	lr := h.lr
 	mo := o.cfg.Momentum
-	if ad, ok := o.cfg.Precond.(Adam); ok && sl.m != nil && !mo.HeavyBall && !o.generic {
+	if ad, ok := o.cfg.Precond.(AdamPrecond); ok && sl.m != nil && !mo.HeavyBall && !o.generic {
 		// The paper's Adam instance in one pass over the chunk (two with
 		// the ℓ1/2 prox, which then is done).
 		kind := fusedNone

@@ -12,7 +12,7 @@ import (
 // τ_t = sqrt(r_t/(1−β^(t+1))) + δ with β = 0.999, δ = 1e-8 (the official
 // code's bias correction is one step ahead), for t = 1, 2, ....
 type ProxSGDConfig struct {
-	// Precond builds τ_t; nil means Adam{Beta: 0.999, Delta: 1e-8,
+	// Precond builds τ_t; nil means AdamPrecond{Beta: 0.999, Delta: 1e-8,
 	// BiasCorrection: true, StepOffset: 1}.
 	Precond Preconditioner
 	// Eps gives ε_t from each group's LR; nil means InvSqrt{Offset: 4}.
@@ -56,7 +56,7 @@ type ProxSGD struct {
 // NewProxSGD returns a Prox-SGD optimizer over groups.
 func NewProxSGD(groups []*Group, cfg ProxSGDConfig) *ProxSGD {
 	if cfg.Precond == nil {
-		cfg.Precond = Adam{Beta: 0.999, Delta: 1e-8, BiasCorrection: true, StepOffset: 1}
+		cfg.Precond = AdamPrecond{Beta: 0.999, Delta: 1e-8, BiasCorrection: true, StepOffset: 1}
 	}
 	if cfg.Eps == nil {
 		cfg.Eps = InvSqrt{Offset: 4}

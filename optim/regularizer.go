@@ -287,12 +287,22 @@ func (r *binaryW) AddSubgradient(g, theta []float32, scale, eps float32) {
 	}
 }
 
-// ParseRegularizer returns the regularizer named by s: "none" (nil), "l0",
-// "l1/2", "l2/3", "l1", "lq:Q" for any Q in [0, 1], or any of those prefixed
-// with "bin-" for the W-shaped binary regularizer (for example "bin-l1",
-// "bin-lq:0.3"), or a group regularizer over output filters, "gl0"
-// (GroupL0) and "gl21" (GroupLasso), suffixed ":in" for input channels
-// ("gl21:in").
+// RegularizerSyntax lists the names ParseRegularizer accepts, for flag
+// help texts.
+const RegularizerSyntax = "none, l0, l1/2 (also l12), l2/3 (also l23), l1, lq:Q (Q in [0, 1]), any of those prefixed bin- for the W-shaped binary regularizer (bin-l1, bin-lq:0.3), or the group regularizers gl0, gl21 over output filters (suffixed :in for input channels)"
+
+// ParseRegularizer returns the regularizer named by s (RegularizerSyntax):
+// "none" (nil), "l0", "l1/2", "l2/3", "l1", "lq:Q" for any Q in [0, 1], or
+// any of those prefixed with "bin-" for the W-shaped binary regularizer
+// (for example "bin-l1", "bin-lq:0.3"), or a group regularizer over output
+// filters, "gl0" (GroupL0) and "gl21" (GroupLasso), suffixed ":in" for
+// input channels ("gl21:in"). "l12" and "l23" are the short spellings of
+// "l1/2" and "l2/3" (usable in file names).
+//
+// The deprecated spellings of cmd/cifar before this grammar, "binw:Q"
+// (bin-lq:Q) and exponents written as fractions ("lq:1/3"), are still
+// accepted for one release; RegularizerDeprecation names their
+// replacement.
 func ParseRegularizer(s string) (Regularizer, error) {
 	name := strings.ToLower(strings.TrimSpace(s))
 	if name == "" || name == "none" {
@@ -309,6 +319,9 @@ func ParseRegularizer(s string) (Regularizer, error) {
 	}
 	binary := strings.HasPrefix(name, "bin-")
 	name = strings.TrimPrefix(name, "bin-")
+	if q, ok := strings.CutPrefix(name, "binw:"); ok && !binary {
+		binary, name = true, "lq:"+q // deprecated: bin-lq:Q
+	}
 	var q float64
 	switch name {
 	case "l0":
@@ -322,9 +335,9 @@ func ParseRegularizer(s string) (Regularizer, error) {
 	default:
 		v, ok := strings.CutPrefix(name, "lq:")
 		if !ok {
-			return nil, fmt.Errorf("optim: unknown regularizer %q (want none, l0, l1/2, l2/3, l1, lq:Q, optionally prefixed bin-, or the group regularizers gl0, gl21, optionally suffixed :in)", s)
+			return nil, fmt.Errorf("optim: unknown regularizer %q (want %s)", s, RegularizerSyntax)
 		}
-		f, err := strconv.ParseFloat(v, 64)
+		f, err := parseExponent(v)
 		if err != nil {
 			return nil, fmt.Errorf("optim: regularizer %q: bad exponent: %v", s, err)
 		}
@@ -337,6 +350,44 @@ func ParseRegularizer(s string) (Regularizer, error) {
 		return BinaryW(q), nil
 	}
 	return Lq(q), nil
+}
+
+// parseExponent reads a number, also written as a fraction "A/B"
+// (deprecated).
+func parseExponent(s string) (float64, error) {
+	a, b, ok := strings.Cut(s, "/")
+	if !ok {
+		return strconv.ParseFloat(s, 64)
+	}
+	n, err1 := strconv.ParseFloat(a, 64)
+	d, err2 := strconv.ParseFloat(b, 64)
+	if err1 != nil || err2 != nil || d == 0 {
+		return 0, fmt.Errorf("%q is not a number or a fraction", s)
+	}
+	return n / d, nil
+}
+
+// RegularizerDeprecation returns, for a name ParseRegularizer accepts in
+// a deprecated spelling ("binw:Q", an exponent written as a fraction,
+// "lhalf"), a message naming the spelling to use instead; "" otherwise.
+func RegularizerDeprecation(s string) string {
+	name := strings.ToLower(strings.TrimSpace(s))
+	_, exp, _ := strings.Cut(name, ":")
+	if !strings.HasPrefix(name, "binw:") && !strings.Contains(exp, "/") && strings.TrimPrefix(name, "bin-") != "lhalf" {
+		return ""
+	}
+	r, err := ParseRegularizer(s)
+	if err != nil || r == nil {
+		return ""
+	}
+	return fmt.Sprintf("regularizer %q is a deprecated spelling, accepted until the next release; write %q", s, fmt.Sprint(r))
+}
+
+// IsBinary reports whether r is a W-shaped binary regularizer (BinaryW),
+// which pulls weights towards ±1.
+func IsBinary(r Regularizer) bool {
+	_, ok := r.(*binaryW)
+	return ok
 }
 
 func checkProxArgs(name string, dst, z, eta []float32, lambda float32) {

@@ -6,19 +6,30 @@
 # subgradient method and magnitude filter pruning with fine-tuning;
 # compaction and inference latency).
 #
-# Every run is an ordinary `cmd/cifar` run; each writes its own folder under
-# $RUNS (metrics.jsonl, summary.json, curves.svg, checkpoints). A run whose
-# summary.json exists is skipped, so an interrupted suite continues where it
-# stopped (and an interrupted run is resumed with -resume). At the end the
-# script prints the result tables in Markdown (scripts/cifar_tables.py and
+# The runs are two sweeps of cmd/sweep (docs/sweeps.md):
+# scripts/sweeps/cifar-suite.json (the sparse, group-sparse and
+# full-precision pre-training runs), planned into $RUNS, and
+# scripts/sweeps/cifar-binary.json (the binary runs, which start from the
+# pre-trained model), planned into $RUNS/binary; the values below reach the
+# specs as environment variables. Each run writes its own folder
+# (metrics.jsonl, summary.json, curves.svg, checkpoints) named as before.
+# `sweep local` skips finished runs and resumes interrupted ones, so an
+# interrupted suite continues where it stopped; the same specs run on a
+# Slurm or Kubernetes cluster with `sweep slurm` or `sweep k8s`. The
+# pruning runs, which depend on the FLOPs the group runs kept, and the
+# latency timings follow in the group part. At the end the script prints
+# the result tables in Markdown (scripts/cifar_tables.py and
 # scripts/group_tables.py).
 #
 # Usage: scripts/cifar_suite.sh [sparse|binary|group|tables]...   (default: all)
+#   sparse  the runs of scripts/sweeps/cifar-suite.json (also the group
+#           runs' ProxGen and subgradient training and the pre-training)
 # Environment:
 #   DATA     CIFAR-10 folder (default: ../shared/data/cifar10/prepare's output,
 #            built on first use)
 #   RUNS     folder for the run folders (default runs/suite)
 #   THREADS  worker threads per run (default 1; results do not depend on it)
+#   JOBS     runs at a time (default 1)
 #   WIDTH    channel-width multiplier of ResNet-20 (default 0.5)
 #   TRAIN    training images (default 10000, the first of the training set)
 #   TEST     test images (default 5000, the first of the test set)
@@ -42,6 +53,7 @@ cd "$(dirname "$0")/.."
 
 RUNS=${RUNS:-runs/suite}
 THREADS=${THREADS:-1}
+JOBS=${JOBS:-1}
 WIDTH=${WIDTH:-0.5}
 TRAIN=${TRAIN:-10000}
 TEST=${TEST:-5000}
@@ -73,6 +85,27 @@ bin="$RUNS/cifar"
 go build -o "$bin" ./cmd/cifar
 bench="$RUNS/bench"
 go build -o "$bench" ./cmd/bench
+sweep="$RUNS/sweep"
+go build -o "$sweep" ./cmd/sweep
+
+# The specs' variables.
+export DATA WIDTH SEED TRAIN TEST EPOCHS PRE LAMBDA_L1 LAMBDA_L23 LAMBDA_L12 LAMBDA_L0 LAMBDA_L0HC \
+	LAMBDA_GL0 LAMBDA_GL21 LAMBDA_PQ_SCALED LAMBDA_BINW_SCALED
+# ProxGen at the middle λ of each group map gets the budget of pruning +
+# fine-tuning (EPOCHS + FINETUNE epochs).
+LAMBDA_GL0_MID=$(echo $LAMBDA_GL0 | awk '{print ($2 != "" ? $2 : $1)}')
+LAMBDA_GL21_MID=$(echo $LAMBDA_GL21 | awk '{print ($2 != "" ? $2 : $1)}')
+EPOCHS_FINETUNED=$((EPOCHS + FINETUNE))
+PRETRAINED="$RUNS/binary-pretrain/model.safetensors"
+export LAMBDA_GL0_MID LAMBDA_GL21_MID EPOCHS_FINETUNED PRETRAINED
+
+# sweep_run SPEC DIR [MATCH]: plan SPEC into DIR and run its points here
+# (those whose folder name matches the regular expression MATCH).
+sweep_run() {
+	"$sweep" plan -spec "$1" -dir "$2" >/dev/null
+	"$sweep" local -dir "$2" -j "$JOBS" -threads "$THREADS" -match "${3:-.}"
+	"$sweep" status -dir "$2"
+}
 
 # run NAME FLAGS...: one cmd/cifar run into $RUNS/NAME, skipped when done.
 run() {
@@ -100,44 +133,22 @@ run() {
 }
 
 sparse() {
-	local e=(-epochs "$EPOCHS")
-	run adam "${e[@]}" -optimizer adam
-	run proxgen-l1 "${e[@]}" -optimizer proxgen -reg l1 -lambda "$LAMBDA_L1"
-	run subgrad-l1 "${e[@]}" -optimizer subgrad -reg l1 -lambda "$LAMBDA_L1"
-	run proxsgd-l1 "${e[@]}" -optimizer proxsgd -reg l1 -lambda "$LAMBDA_L1"
-	run proxgen-l23 "${e[@]}" -optimizer proxgen -reg l23 -lambda "$LAMBDA_L23"
-	run subgrad-l23 "${e[@]}" -optimizer subgrad -reg l23 -lambda "$LAMBDA_L23"
-	run proxgen-l12 "${e[@]}" -optimizer proxgen -reg l12 -lambda "$LAMBDA_L12"
-	run subgrad-l12 "${e[@]}" -optimizer subgrad -reg l12 -lambda "$LAMBDA_L12"
-	run proxgen-l0 "${e[@]}" -optimizer proxgen -reg l0 -lambda "$LAMBDA_L0"
-	run l0hc "${e[@]}" -optimizer l0hc -lambda "$LAMBDA_L0HC"
-	# The paper tunes the step size of the l0-hc baseline; at lr 1e-3 the
-	# stochastic gates leave it far behind in a 10-epoch budget.
-	run l0hc-lr0.01 "${e[@]}" -optimizer l0hc -lambda "$LAMBDA_L0HC" -lr 0.01
+	sweep_run scripts/sweeps/cifar-suite.json "$RUNS" '^(adam|proxgen-l|subgrad-l|proxsgd-l|l0hc)'
 }
 
 binary() {
-	# Full-precision pre-training as in the ProxQuant reference (SGD, momentum
-	# 0.9, wd 1e-4, lr 0.1 divided by 10 at 1/2 and 5/6 of the run), option-B
-	# shortcuts so that, as there, the 1x1 shortcut convolutions stay full
-	# precision.
-	run binary-pretrain -epochs "$PRE" -shortcut B -optimizer sgd -wd 1e-4
-	local pre=(-shortcut B -epochs "$EPOCHS" -weights "$RUNS/binary-pretrain/model.safetensors")
-	run binary-bc "${pre[@]}" -optimizer bc
-	# The paper's settings: ProxQuant λ 1e-4, revised ProxQuant λ 5e-8, both
-	# with homotopy and the constant step size 0.01.
-	local rq=(-optimizer proxgen -lr 0.01 -schedule const)
-	run binary-proxquant "${pre[@]}" -optimizer proxquant -reg binw:1
-	run binary-proxgen-binw1 "${pre[@]}" "${rq[@]}" -reg binw:1
-	run binary-proxgen-binw23 "${pre[@]}" "${rq[@]}" -reg binw:2/3
-	run binary-proxgen-binw12 "${pre[@]}" "${rq[@]}" -reg binw:1/2
-	# λ scaled so that the total pull towards ±1 before hard quantization,
-	# Σ_t lr·λ_t over those steps, equals the paper's (390 steps × 200
-	# epochs there, 78 × 6 here: ×6633): ProxQuant 0.66, revised 3.3e-4.
-	run binary-proxquant-scaled "${pre[@]}" -optimizer proxquant -reg binw:1 -lambda "$LAMBDA_PQ_SCALED"
-	run binary-proxgen-binw1-scaled "${pre[@]}" "${rq[@]}" -reg binw:1 -lambda "$LAMBDA_BINW_SCALED"
-	run binary-proxgen-binw23-scaled "${pre[@]}" "${rq[@]}" -reg binw:2/3 -lambda "$LAMBDA_BINW_SCALED"
-	run binary-proxgen-binw12-scaled "${pre[@]}" "${rq[@]}" -reg binw:1/2 -lambda "$LAMBDA_BINW_SCALED"
+	# Full-precision pre-training as in the ProxQuant reference (SGD,
+	# momentum 0.9, wd 1e-4, lr 0.1 divided by 10 at 1/2 and 5/6 of the
+	# run), option-B shortcuts so that, as there, the 1x1 shortcut
+	# convolutions stay full precision; it is a point of cifar-suite.json.
+	# The binary runs start from it: the paper's settings (ProxQuant λ
+	# 1e-4, revised ProxQuant λ 5e-8, both with homotopy and the constant
+	# step size 0.01), and λ scaled so that the total pull towards ±1
+	# before hard quantization, Σ_t lr·λ_t over those steps, equals the
+	# paper's (390 steps × 200 epochs there, 78 × 6 here: ×6633): ProxQuant
+	# 0.66, revised 3.3e-4.
+	sweep_run scripts/sweeps/cifar-suite.json "$RUNS" '^binary-pretrain$'
+	sweep_run scripts/sweeps/cifar-binary.json "$RUNS/binary"
 }
 
 # flops_ratio NAME: the remaining FLOPs fraction in RUNS/NAME/summary.json.
@@ -146,27 +157,14 @@ flops_ratio() {
 }
 
 group() {
-	local e=(-epochs "$EPOCHS")
 	local l
-	run adam "${e[@]}" -optimizer adam
+	# The dense Adam run and the group runs are points of cifar-suite.json.
 	# Group ℓ0 has no useful subgradient (zero almost everywhere), so only
 	# group lasso runs with the subgradient method. Filter groups include
 	# the γ and β of the batch norm after each convolution (cmd/cifar's
-	# default), so a zero group is a removable channel.
-	for l in $LAMBDA_GL0; do
-		run "proxgen-gl0-$l" "${e[@]}" -optimizer proxgen -reg gl0 -lambda "$l"
-	done
-	for l in $LAMBDA_GL21; do
-		run "proxgen-gl21-$l" "${e[@]}" -optimizer proxgen -reg gl21 -lambda "$l"
-		run "subgrad-gl21-$l" "${e[@]}" -optimizer subgrad -reg gl21 -lambda "$l"
-	done
-	# Pruning + fine-tuning below trains 10 + FINETUNE epochs; ProxGen at the
-	# middle λ of each map gets the same budget.
-	local mid
-	mid=$(echo $LAMBDA_GL0 | awk '{print $2}')
-	[ -n "$mid" ] && run "proxgen15-gl0-$mid" -epochs $((EPOCHS + FINETUNE)) -optimizer proxgen -reg gl0 -lambda "$mid"
-	mid=$(echo $LAMBDA_GL21 | awk '{print $2}')
-	[ -n "$mid" ] && run "proxgen15-gl21-$mid" -epochs $((EPOCHS + FINETUNE)) -optimizer proxgen -reg gl21 -lambda "$mid"
+	# default), so a zero group is a removable channel. ProxGen at the
+	# middle λ of each map also gets the budget of pruning + fine-tuning.
+	sweep_run scripts/sweeps/cifar-suite.json "$RUNS" '^(adam|proxgen-gl|subgrad-gl|proxgen15-gl)'
 	# One-shot magnitude filter pruning of the dense Adam model to the FLOPs
 	# each ProxGen run kept, then fine-tuning with Adam.
 	local r

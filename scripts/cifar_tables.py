@@ -42,6 +42,10 @@ BINARY = [
 
 def load(runs, name):
     path = os.path.join(runs, name)
+    if not os.path.isdir(path):
+        # The binary runs are a sweep of their own in RUNS/binary
+        # (scripts/sweeps/cifar-binary.json).
+        path = os.path.join(runs, "binary", name)
     try:
         with open(os.path.join(path, "summary.json")) as f:
             summary = json.load(f)

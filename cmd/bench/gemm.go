@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -12,7 +11,9 @@ import (
 	"time"
 
 	"github.com/proxgen/proxgen/autograd/blas"
+	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/internal/parallel"
+	"github.com/proxgen/proxgen/internal/procstat"
 )
 
 // gemmResult is what bench gemm reports; with -json it is printed as one
@@ -47,8 +48,7 @@ type gemmResult struct {
 // runGemm runs the gemm subcommand with the given arguments (without the
 // subcommand name), printing the result to stdout and usage to stderr.
 func runGemm(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("bench gemm", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.NewFlagSet("bench gemm", "bench gemm [flags]", "times C = op(A)·op(B) for random row-major float32 matrices: the best and the median wall time of -reps repetitions, and the least process CPU time of one, which a busy machine disturbs less", stderr)
 	m := fs.Int("m", 1024, "rows of op(A) and C")
 	n := fs.Int("n", 1024, "columns of op(B) and C")
 	k := fs.Int("k", 1024, "columns of op(A), rows of op(B)")
@@ -60,33 +60,26 @@ func runGemm(args []string, stdout, stderr io.Writer) error {
 	warmup := fs.Int("warmup", 2, "untimed repetitions before timing (at least)")
 	warmupTime := fs.Duration("warmup-time", 200*time.Millisecond, "keep warming up until this much time has passed, so the CPU clock settles")
 	asJSON := fs.Bool("json", false, "print the result as a JSON object on the last line")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: bench gemm [flags]\n\nTimes C = op(A)·op(B) for random row-major float32 matrices and reports\nthe best and the median wall time of -reps repetitions, and the least\nprocess CPU time of one, which a busy machine disturbs less.\n\nflags:")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	switch {
 	case *m < 1 || *n < 1 || *k < 1:
-		return fmt.Errorf("-m, -n and -k must be positive, got m=%d n=%d k=%d", *m, *n, *k)
+		return cli.Usagef("-m, -n and -k must be positive, got m=%d n=%d k=%d", *m, *n, *k)
 	case *threads < 1:
-		return fmt.Errorf("-threads must be at least 1, got %d", *threads)
+		return cli.Usagef("-threads must be at least 1, got %d", *threads)
 	case *reps < 1:
-		return fmt.Errorf("-reps must be at least 1, got %d", *reps)
+		return cli.Usagef("-reps must be at least 1, got %d", *reps)
 	case *warmup < 0 || *warmupTime < 0:
-		return fmt.Errorf("-warmup and -warmup-time must not be negative, got %d and %v", *warmup, *warmupTime)
+		return cli.Usagef("-warmup and -warmup-time must not be negative, got %d and %v", *warmup, *warmupTime)
 	case float64(*m)*float64(*k)+float64(*k)*float64(*n)+float64(*m)*float64(*n) > 1<<31:
-		return fmt.Errorf("matrices of m=%d n=%d k=%d need more than 8 GiB", *m, *n, *k)
+		return cli.Usagef("matrices of m=%d n=%d k=%d need more than 8 GiB", *m, *n, *k)
 	}
 	eng := blas.Default()
 	if *kernel != "" {
 		var err error
 		if eng, err = blas.NewEngine(*kernel); err != nil {
-			return err
+			return &cli.UsageError{Err: err}
 		}
 	}
 	defer parallel.SetWorkers(parallel.SetWorkers(*threads))
@@ -116,11 +109,11 @@ func runGemm(args []string, stdout, stderr io.Writer) error {
 	times := make([]float64, *reps)
 	cpuBest := math.Inf(1)
 	for i := range times {
-		c0, cpuOK := gemmCPUTime()
+		c0, cpuOK := procstat.CPUTime()
 		t0 := time.Now()
 		gemm()
 		times[i] = time.Since(t0).Seconds()
-		if c1, ok := gemmCPUTime(); ok && cpuOK {
+		if c1, ok := procstat.CPUTime(); ok && cpuOK {
 			cpuBest = min(cpuBest, (c1 - c0).Seconds())
 		}
 	}

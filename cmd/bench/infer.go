@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/proxgen/proxgen/autograd/blas"
+	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
@@ -85,8 +86,7 @@ type inferResult struct {
 // flag errors go to stderr.
 func parseInferFlags(args []string, stderr io.Writer) (*inferConfig, error) {
 	c := &inferConfig{}
-	fs := flag.NewFlagSet("bench infer", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.NewFlagSet("bench infer", "bench infer [flags]", "inference images per second of a model on random images", stderr)
 	fs.StringVar(&c.model, "model", "resnet20", "model: "+strings.Join(inferModels, ", ")+" (with -weights: default the file's metadata)")
 	fs.StringVar(&c.weights, "weights", "", "model file (safetensors, dense or compressed, or compacted by cmd/cifar -compact) to load, its network described by its metadata as for infer.Load; empty: random dense weights")
 	fs.Float64Var(&c.width, "width", 1, "channel width multiplier (with -weights: default the file's metadata)")
@@ -101,32 +101,25 @@ func parseInferFlags(args []string, stderr io.Writer) (*inferConfig, error) {
 	fs.DurationVar(&c.minTime, "min-time", 0, "keep timing passes until this much time has passed")
 	fs.Uint64Var(&c.seed, "seed", 1, "random seed for the zeros and the images")
 	fs.BoolVar(&c.json, "json", false, "print the result as one JSON line")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: bench infer [flags]\n\nInference images per second of a model on random images.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	c.explicit = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { c.explicit[f.Name] = true })
 	if c.explicit["model"] && !slices.Contains(inferModels, c.model) {
-		return nil, fmt.Errorf("unknown model %q (known: %s)", c.model, strings.Join(inferModels, ", "))
+		return nil, cli.Usagef("unknown model %q (known: %s)", c.model, strings.Join(inferModels, ", "))
 	}
 	if c.batch < 1 || c.steps < 1 {
-		return nil, fmt.Errorf("-batch and -steps must be at least 1, got %d and %d", c.batch, c.steps)
+		return nil, cli.Usagef("-batch and -steps must be at least 1, got %d and %d", c.batch, c.steps)
 	}
 	if err := checkLoopFlags(c.threads, c.warmup, c.minTime, c.width); err != nil {
 		return nil, err
 	}
 	if !(c.zeros >= 0 && c.zeros <= 1) {
-		return nil, fmt.Errorf("-zeros must be in [0, 1], got %g", c.zeros)
+		return nil, cli.Usagef("-zeros must be in [0, 1], got %g", c.zeros)
 	}
 	if !(c.minZeros >= 0) {
-		return nil, fmt.Errorf("-min-zeros must not be negative, got %g", c.minZeros)
+		return nil, cli.Usagef("-min-zeros must not be negative, got %g", c.minZeros)
 	}
 	return c, nil
 }

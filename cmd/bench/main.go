@@ -30,6 +30,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/proxgen/proxgen/internal/cli"
 )
 
 // command is one subcommand of bench.
@@ -51,7 +53,8 @@ var commands = []command{
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: bench <command> [flags]")
+	fmt.Fprintln(w, "bench: benchmarks of the engine: GEMM, training and inference throughput (docs/benchmarks.md)")
+	fmt.Fprintln(w, "\nusage: bench <command> [flags]")
 	fmt.Fprintln(w, "\ncommands:")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
@@ -81,16 +84,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cmd := commands[i]
-	if err := cmd.run(args[1:], stdout, stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
+	err := cmd.run(args[1:], stdout, stderr)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		msg := err.Error()
 		if prefix := "bench " + cmd.name + ": "; !strings.HasPrefix(msg, prefix) {
 			msg = prefix + msg
 		}
 		fmt.Fprintln(stderr, msg)
-		return 1
 	}
-	return 0
+	// Bad flags exit 2, other failures 1.
+	return cli.ExitCode(err)
 }

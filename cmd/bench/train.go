@@ -13,7 +13,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -22,14 +21,15 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/autograd/blas"
+	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/internal/parallel"
+	"github.com/proxgen/proxgen/internal/procstat"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/models"
 	"github.com/proxgen/proxgen/optim"
@@ -106,8 +106,7 @@ type trainResult struct {
 // flag errors go to stderr.
 func parseTrainFlags(args []string, stderr io.Writer) (*trainConfig, error) {
 	c := &trainConfig{}
-	fs := flag.NewFlagSet("bench train", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.NewFlagSet("bench train", "bench train [flags]", "training steps per second of a model on random data", stderr)
 	fs.StringVar(&c.model, "model", "resnet20", "model: "+strings.Join(trainModels, ", "))
 	fs.IntVar(&c.batch, "batch", 0, fmt.Sprintf("batch size (0: %d images; %d columns for lstm)", cnnBatch, lmBatch))
 	fs.IntVar(&c.bptt, "bptt", lmBPTT, "lstm: time steps per batch")
@@ -125,18 +124,11 @@ func parseTrainFlags(args []string, stderr io.Writer) (*trainConfig, error) {
 	fs.BoolVar(&c.json, "json", false, "print the result as one JSON line")
 	fs.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the timed steps to `file`")
 	fs.StringVar(&c.memprofile, "memprofile", "", "write an allocation profile (alloc_space: the timed steps minus what was allocated before) to `file`")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: bench train [flags]\n\nTrain steps per second of a model on random data.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("bench train: unexpected argument %q", fs.Arg(0))
-	}
 	if !slices.Contains(trainModels, c.model) {
-		return nil, fmt.Errorf("bench train: unknown model %q (known: %s)", c.model, strings.Join(trainModels, ", "))
+		return nil, cli.Usagef("bench train: unknown model %q (known: %s)", c.model, strings.Join(trainModels, ", "))
 	}
 	if c.batch == 0 {
 		c.batch = cnnBatch
@@ -149,14 +141,14 @@ func parseTrainFlags(args []string, stderr io.Writer) (*trainConfig, error) {
 		v    int
 	}{{"batch", c.batch}, {"bptt", c.bptt}, {"vocab", c.vocab}, {"emb", c.emb}, {"hidden", c.hidden}, {"steps", c.steps}} {
 		if f.v < 1 {
-			return nil, fmt.Errorf("bench train: -%s must be at least 1, got %d", f.name, f.v)
+			return nil, cli.Usagef("bench train: -%s must be at least 1, got %d", f.name, f.v)
 		}
 	}
 	if err := checkLoopFlags(c.threads, c.warmup, c.minTime, c.width); err != nil {
-		return nil, fmt.Errorf("bench train: %w", err)
+		return nil, cli.Usagef("bench train: %w", err)
 	}
 	if !(c.lr > 0) {
-		return nil, fmt.Errorf("bench train: -lr must be positive, got %g", c.lr)
+		return nil, cli.Usagef("bench train: -lr must be positive, got %g", c.lr)
 	}
 	return c, nil
 }
@@ -277,7 +269,7 @@ func timeSteps(c *trainConfig, step func() float32) (*trainResult, error) {
 		cpuMs = ms(lt.cpu / time.Duration(n))
 	}
 	var rssMB float64
-	if b, ok := peakRSS(); ok {
+	if b, ok := procstat.PeakRSS(); ok {
 		rssMB = math.Round(float64(b)/1e5) / 10
 	}
 	return &trainResult{
@@ -301,109 +293,6 @@ func timeSteps(c *trainConfig, step func() float32) (*trainResult, error) {
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
 		elapsed:    elapsed,
 	}, nil
-}
-
-// checkLoopFlags checks the flags the timing subcommands share.
-func checkLoopFlags(threads, warmup int, minTime time.Duration, width float64) error {
-	if threads < 0 || warmup < 0 || minTime < 0 {
-		return fmt.Errorf("-threads, -warmup and -min-time must not be negative")
-	}
-	if !(width > 0) || math.IsInf(width, 0) {
-		return fmt.Errorf("-width must be positive, got %g", width)
-	}
-	return nil
-}
-
-// setThreads sets GOMAXPROCS and the worker-pool size to n when n > 0 and
-// returns the function that restores both.
-func setThreads(n int) (restore func()) {
-	if n <= 0 {
-		return func() {}
-	}
-	procs, workers := runtime.GOMAXPROCS(n), parallel.SetWorkers(n)
-	return func() {
-		parallel.SetWorkers(workers)
-		runtime.GOMAXPROCS(procs)
-	}
-}
-
-// loopTiming is what timeLoop measured.
-type loopTiming struct {
-	n                     int           // timed calls
-	elapsed, fastest, cpu time.Duration // wall time of all, of the fastest, CPU time of all
-	cpuOK                 bool          // whether cpu was measured
-}
-
-// timeLoop calls step until both steps calls and minTime have passed and
-// returns the wall and CPU times.
-func timeLoop(steps int, minTime time.Duration, step func()) loopTiming {
-	lt := loopTiming{fastest: time.Duration(math.MaxInt64)}
-	cpu0, ok := processCPU()
-	start := time.Now()
-	for {
-		t := time.Now()
-		step()
-		lt.fastest = min(lt.fastest, time.Since(t))
-		lt.n++
-		if lt.n >= steps && time.Since(start) >= minTime {
-			break
-		}
-	}
-	lt.elapsed = time.Since(start)
-	cpu1, _ := processCPU()
-	lt.cpu, lt.cpuOK = cpu1-cpu0, ok
-	return lt
-}
-
-// processCPU returns the CPU time (user and system, all threads) the
-// process has used so far, read from /proc/self/stat; ok is false where
-// that file does not exist. On a shared machine the CPU time per step
-// varies much less than the wall time.
-func processCPU() (d time.Duration, ok bool) {
-	b, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
-		return 0, false
-	}
-	// The command name (field 2) is in parentheses and may hold spaces;
-	// fields from 3 on follow the last ')'. utime and stime are fields 14
-	// and 15, in clock ticks of 1/100 s (USER_HZ) on Linux.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, false
-	}
-	utime, err1 := strconv.ParseUint(f[11], 10, 64)
-	stime, err2 := strconv.ParseUint(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	const ticksPerSecond = 100
-	return time.Duration(utime+stime) * (time.Second / ticksPerSecond), true
-}
-
-// writeMemProfile writes the cumulative allocation profile to path and
-// the baseline taken before the timed steps to path+".base", for
-// "go tool pprof -sample_index=alloc_space -base path.base path".
-func writeMemProfile(path string, base []byte) error {
-	runtime.GC()
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("bench train: %w", err)
-	}
-	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
-		f.Close()
-		return fmt.Errorf("bench train: memory profile: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("bench train: %w", err)
-	}
-	if err := os.WriteFile(path+".base", base, 0o644); err != nil {
-		return fmt.Errorf("bench train: %w", err)
-	}
-	return nil
 }
 
 // newTrainStep builds the model, its Adam optimizer and a fixed batch of
@@ -456,10 +345,7 @@ func newTrainStep(c *trainConfig) (step func() float32, samples, params int, err
 	model.SetTraining(true)
 	// torch.optim.Adam(model.parameters(), lr) with its defaults.
 	all := &optim.Group{LR: c.lr}
-	for _, p := range model.Params() {
-		all.Params = append(all.Params, p.T)
-		all.Names = append(all.Names, p.Name)
-	}
+	all.Names, all.Params = nn.SplitParams(model.Params())
 	opt := optim.New([]*optim.Group{all}, optim.AdamConfig(0.9, 0.999, 1e-8))
 
 	var ctx *autograd.Context // nil: op buffers come from the heap

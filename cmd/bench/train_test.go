@@ -8,9 +8,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/proxgen/proxgen/internal/parallel"
+	"github.com/proxgen/proxgen/internal/procstat"
 )
 
 // lastJSON decodes the last line of out as a JSON object.
@@ -88,7 +88,7 @@ func TestTrainJSON(t *testing.T) {
 			if k, _ := m["kernel"].(string); k == "" {
 				t.Errorf("kernel missing: %v", m)
 			}
-			if _, ok := peakRSS(); ok {
+			if _, ok := procstat.PeakRSS(); ok {
 				if r := num(t, m, "peak_rss_mb"); !(r > 0) {
 					t.Errorf("peak_rss_mb = %v, want > 0", r)
 				}
@@ -156,28 +156,5 @@ func TestTrainBadFlags(t *testing.T) {
 		if _, err := runTrainForTest(t, args...); err == nil {
 			t.Errorf("runTrain(%q) succeeded, want an error", args)
 		}
-	}
-}
-
-func TestProcessCPU(t *testing.T) {
-	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		t.Skip("no /proc/self/stat")
-	}
-	before, ok := processCPU()
-	if !ok {
-		t.Fatal("processCPU failed although /proc/self/stat exists")
-	}
-	// Burn CPU until a clock tick (10 ms) is counted: at least 50 ms, and
-	// up to 5 s on a machine so busy that this process is rarely running.
-	x := 0.0
-	after := before
-	for start := time.Now(); time.Since(start) < 50*time.Millisecond || after <= before && time.Since(start) < 5*time.Second; {
-		for i := range 1000 {
-			x += float64(i)
-		}
-		after, _ = processCPU()
-	}
-	if after <= before || x == 0 {
-		t.Errorf("CPU time did not advance: %v then %v", before, after)
 	}
 }

@@ -70,7 +70,7 @@ func runCmd(ctx context.Context, args ...string) (int, string, string) {
 
 // tinyArgs are the flags of a small, fast run on the fixture.
 func tinyArgs(data, out string, extra ...string) []string {
-	return append([]string{"-data", data, "-out", out, "-no-download", "-model", "resnet20", "-width", "0.25",
+	return append([]string{"-data", data, "-allow-subset", "-out", out, "-no-download", "-model", "resnet20", "-width", "0.25",
 		"-batch", "8", "-eval-batch", "5", "-threads", "2", "-progress", "none", "-seed", "7"}, extra...)
 }
 
@@ -191,7 +191,7 @@ func checkResume(t *testing.T, lambda float64, extra ...string) {
 	if got := readMetrics(t, part); len(got) != 1 {
 		t.Fatalf("%d epochs after resuming to 1", len(got))
 	}
-	code, _, stderr = runCmd(context.Background(), "-out", part, "-resume", "-epochs", "2", "-data", data, "-progress", "none")
+	code, _, stderr = runCmd(context.Background(), "-out", part, "-resume", "-epochs", "2", "-data", data, "-allow-subset", "-progress", "none")
 	if code != 0 {
 		t.Fatalf("resume to epoch 2: exit %d\n%s", code, stderr)
 	}
@@ -201,7 +201,7 @@ func checkResume(t *testing.T, lambda float64, extra ...string) {
 
 	// The model file evaluates to the accuracy the run reported.
 	code, stdout, stderr = runCmd(context.Background(), "-eval-only", "-weights", filepath.Join(full, checkpoint.ModelFileName),
-		"-data", data, "-json", "-threads", "1", "-eval-batch", "3")
+		"-data", data, "-allow-subset", "-json", "-threads", "1", "-eval-batch", "3")
 	if code != 0 {
 		t.Fatalf("eval-only: exit %d\n%s", code, stderr)
 	}
@@ -242,14 +242,14 @@ func TestRunErrors(t *testing.T) {
 		want string
 	}{
 		{"bad flag", []string{"-lr", "-1"}, exitUsage, "-lr -1 must be positive"},
-		{"existing run", tinyArgs(data, out), exitError, "already holds a run"},
+		{"existing run", tinyArgs(data, out), exitUsage, "already holds a run"},
 		{"no checkpoint", []string{"-resume", "-out", filepath.Join(base, "none")}, exitUsage, "holds no checkpoint"},
 		{"changed flag", []string{"-resume", "-out", out, "-lr", "0.5"}, exitUsage, "-lr 0.5 (the run has 0.001)"},
 		{"missing data", tinyArgs(t.TempDir(), filepath.Join(base, "r1")), exitError, "-data"},
 		{"partial data", []string{"-data", bad, "-out", filepath.Join(base, "r2"), "-batch", "8"}, exitError, "-data"},
 		{"corrupt data", tinyArgs(corrupt, filepath.Join(base, "r3")), exitError, "label 42"},
-		{"eval missing weights", []string{"-eval-only", "-weights", filepath.Join(base, "nope.safetensors"), "-data", data}, exitError, "-weights"},
-		{"eval wrong model", []string{"-eval-only", "-weights", filepath.Join(out, checkpoint.ModelFileName), "-data", data, "-model", "resnet32"}, exitError, "missing keys"},
+		{"eval missing weights", []string{"-eval-only", "-weights", filepath.Join(base, "nope.safetensors"), "-data", data, "-allow-subset"}, exitError, "-weights"},
+		{"eval wrong model", []string{"-eval-only", "-weights", filepath.Join(out, checkpoint.ModelFileName), "-data", data, "-allow-subset", "-model", "resnet32"}, exitError, "missing keys"},
 		{"subset too small", tinyArgs(data, filepath.Join(base, "r4"), "-train-subset", "4"), exitUsage, "smaller than -batch"},
 	}
 	for _, c := range cases {
@@ -489,7 +489,7 @@ func TestCompactRun(t *testing.T) {
 		t.Fatalf("-compact output %s (%v), the run counted %d parameters", stdout, err, rec.Remaining.Params)
 	}
 	eval := func(path string) evalResult {
-		code, stdout, stderr := runCmd(context.Background(), "-data", data, "-no-download", "-eval-only", "-weights", path, "-json", "-threads", "2", "-progress", "none")
+		code, stdout, stderr := runCmd(context.Background(), "-data", data, "-allow-subset", "-no-download", "-eval-only", "-weights", path, "-json", "-threads", "2", "-progress", "none")
 		if code != 0 {
 			t.Fatalf("-eval-only %s: exit %d\n%s", path, code, stderr)
 		}
@@ -534,7 +534,7 @@ func TestEvalPieces(t *testing.T) {
 	}
 	eval := func(batch string) evalResult {
 		t.Helper()
-		code, stdout, stderr := runCmd(context.Background(), "-data", data, "-no-download", "-model", "resnet20",
+		code, stdout, stderr := runCmd(context.Background(), "-data", data, "-allow-subset", "-no-download", "-model", "resnet20",
 			"-width", "0.25", "-weights", filepath.Join(out, checkpoint.ModelFileName), "-eval-only", "-json",
 			"-eval-batch", "10", "-batch", batch, "-threads", "2", "-progress", "none")
 		if code != 0 {
@@ -580,7 +580,7 @@ func TestFineTuneCompacted(t *testing.T) {
 	}
 	// No -model or -width: the network comes from the file.
 	args := func(weights, out string, more ...string) []string {
-		return append([]string{"-data", data, "-out", out, "-no-download", "-weights", weights, "-optimizer", "adam",
+		return append([]string{"-data", data, "-allow-subset", "-out", out, "-no-download", "-weights", weights, "-optimizer", "adam",
 			"-batch", "8", "-eval-batch", "5", "-threads", "2", "-progress", "none", "-seed", "7", "-epochs", "1"}, more...)
 	}
 	full := filepath.Join(base, "full")
@@ -604,7 +604,7 @@ func TestFineTuneCompacted(t *testing.T) {
 	}
 	// The run's model and state files describe the compacted network.
 	for _, f := range []string{checkpoint.ModelFileName, train.CheckpointName} {
-		code, stdout, stderr = runCmd(context.Background(), "-data", data, "-no-download", "-eval-only", "-weights", filepath.Join(full, f),
+		code, stdout, stderr = runCmd(context.Background(), "-data", data, "-allow-subset", "-no-download", "-eval-only", "-weights", filepath.Join(full, f),
 			"-json", "-threads", "2", "-progress", "none")
 		var ev evalResult
 		if code != 0 || json.Unmarshal([]byte(stdout), &ev) != nil || ev.Params != cr.Remaining.Params || ev.TestAcc != recs[0].TestAcc {
@@ -627,7 +627,7 @@ func TestFineTuneCompacted(t *testing.T) {
 	if err := os.Remove(moved); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, stderr := runCmd(context.Background(), "-out", part, "-resume", "-data", data, "-progress", "none", "-threads", "1"); code != 0 {
+	if code, _, stderr := runCmd(context.Background(), "-out", part, "-resume", "-data", data, "-allow-subset", "-progress", "none", "-threads", "1"); code != 0 {
 		t.Fatalf("resume: exit %d\n%s", code, stderr)
 	}
 	sameHistory(t, recs, readMetrics(t, part))

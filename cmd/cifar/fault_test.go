@@ -34,8 +34,10 @@ func faultRun(t *testing.T, extra ...string) (p traintest.Program, ref, data str
 		t.Fatalf("reference run: exit %d\n%s", code, stderr)
 	}
 	p = traintest.Program{
-		Fresh:  func(dir string) []string { return args(dir, "2") },
-		Resume: func(dir string) []string { return []string{"-out", dir, "-resume", "-threads", "2", "-data", data} },
+		Fresh: func(dir string) []string { return args(dir, "2") },
+		Resume: func(dir string) []string {
+			return []string{"-out", dir, "-resume", "-threads", "2", "-data", data, "-allow-subset"}
+		},
 		Check: func(t testing.TB, dir string) {
 			t.Helper()
 			traintest.SameBytes(t, filepath.Join(ref, checkpoint.ModelFileName), filepath.Join(dir, checkpoint.ModelFileName))
@@ -101,7 +103,7 @@ func TestFaultDivergence(t *testing.T) {
 		ck := traintest.Checkpoint(t, dir)
 		t.Logf("-lr %s: %s (checkpoint at epoch %d step %d)", lr, strings.TrimSpace(stderr[strings.LastIndex(stderr, "cifar:"):]), ck.Epoch(), ck.Step())
 		// The weights of the checkpoint evaluate.
-		code, _, stderr = runCmd(context.Background(), "-eval-only", "-weights", filepath.Join(dir, train.CheckpointName), "-data", data, "-width", "0.25")
+		code, _, stderr = runCmd(context.Background(), "-eval-only", "-weights", filepath.Join(dir, train.CheckpointName), "-data", data, "-allow-subset", "-width", "0.25")
 		if code != 0 {
 			t.Fatalf("-lr %s: evaluating the last good checkpoint: exit %d\n%s", lr, code, stderr)
 		}
@@ -194,7 +196,7 @@ func TestFaultCorruptState(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, args := range [][]string{
-			{"-eval-only", "-weights", w, "-data", data},
+			{"-eval-only", "-weights", w, "-data", data, "-allow-subset"},
 			tinyArgs(data, filepath.Join(t.TempDir(), "x"), "-weights", w),
 		} {
 			code, _, stderr := runCmd(context.Background(), args...)

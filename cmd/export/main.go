@@ -28,6 +28,7 @@ import (
 	"os"
 
 	"github.com/proxgen/proxgen/datasets/ptb"
+	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/nn/onnx"
 )
 
@@ -47,8 +48,7 @@ type config struct {
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	c := &config{}
-	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.NewFlagSet("export", "export -model FILE -out FILE.onnx [flags]", "writes a model file (CIFAR classifier, compacted network or PTB language model) as an ONNX model (docs/onnx.md)", stderr)
 	fs.StringVar(&c.model, "model", "", "model file (safetensors) to export (required)")
 	fs.StringVar(&c.out, "out", "", "ONNX file to write (required)")
 	fs.BoolVar(&c.opt.FoldBatchNorm, "fold-bn", false, "fold batch normalisation into the convolutions before it (default: BatchNormalization nodes)")
@@ -57,11 +57,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.opt.Spec.Shortcut, "shortcut", "", "shortcut of resnet20..56, A or B; default: the file's metadata, else A")
 	fs.IntVar(&c.opt.Spec.NumClasses, "classes", 0, "number of classes; default: the file's metadata, else 10")
 	fs.StringVar(&c.vocab, "vocab", "", "language model: its training text file, whose words (by id) go into the ONNX metadata")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if c.model == "" || c.out == "" {
 		return nil, errors.New("-model and -out are required")

@@ -44,7 +44,7 @@ func TestRun(t *testing.T) {
 		{[]string{"-model", model, "-out", out, "-arch", "vgg16"}, exitError, "export: onnx: "},
 		{[]string{"-model", filepath.Join(dir, "none"), "-out", out}, exitError, "export: onnx: "},
 		{[]string{"-model", model}, exitUsage, "-model and -out are required"},
-		{[]string{"-model", model, "-out", out, "extra"}, exitUsage, "unexpected arguments"},
+		{[]string{"-model", model, "-out", out, "extra"}, exitUsage, "unexpected argument"},
 		{[]string{"-nope"}, exitUsage, "flag provided but not defined"},
 	}
 	for _, tc := range cases {

@@ -38,16 +38,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/proxgen/proxgen/internal/cli"
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
+	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "lasso:", err)
-		os.Exit(1)
 	}
+	// Bad flags exit 2, other failures 1.
+	os.Exit(cli.ExitCode(err))
 }
 
 // result is the JSON output.
@@ -75,8 +76,7 @@ type result struct {
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lasso", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.NewFlagSet("lasso", "lasso [flags]", "the Lasso support-recovery experiment of the ProxGen paper's appendix A: ProxGen against Prox-SGD (docs/lasso.md)", stderr)
 	p := fs.Int("p", 500, "problem dimension")
 	n := fs.Int("n", 100, "number of samples")
 	s := fs.Int("s", 10, "number of non-zeros (±1) in the true parameter")
@@ -91,24 +91,29 @@ func run(args []string, stdout, stderr io.Writer) error {
 	lr := fs.Float64("lr", 0, "step size: ProxGen's α (default 0.01) or Prox-SGD's ε0 (default 0.06)")
 	asJSON := fs.Bool("json", false, "print a JSON object as the last line")
 	svg := fs.String("svg", "", "also draw the figure for both methods and both initialisations to this SVG file")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	switch {
+	case *method != "proxgen" && *method != "proxsgd":
+		return cli.Usagef("-method %q: want proxgen or proxsgd", *method)
+	case *init != "random" && *init != "zero":
+		return cli.Usagef("-init %q: want random or zero", *init)
+	case *variant != "official" && *variant != "scaled":
+		return cli.Usagef("-proxsgd %q: want official or scaled", *variant)
 	}
 	if *steps < 1 {
-		return fmt.Errorf("-steps %d: need at least 1", *steps)
+		return cli.Usagef("-steps %d: need at least 1", *steps)
 	}
 	if !(*lambda >= 0) {
-		return fmt.Errorf("-lambda %v: need >= 0", *lambda)
+		return cli.Usagef("-lambda %v: need >= 0", *lambda)
 	}
 	if !(*lr >= 0) || !(*initStd >= 0) {
-		return fmt.Errorf("-lr and -init-std must be >= 0")
+		return cli.Usagef("-lr and -init-std must be >= 0")
 	}
 	pr, err := newProblem(*n, *p, *s, *noise, *seed)
 	if err != nil {
-		return err
+		return &cli.UsageError{Err: err} // the problem's sizes are flags
 	}
 	base := settings{init: *init, variant: *variant, lambda: *lambda, lr: *lr, steps: *steps, seed: *seed, initStd: *initStd}
 	one := base
@@ -174,7 +179,7 @@ func printSummary(w io.Writer, r result, svg string) {
 		name += " (" + r.ProxSGD + ")"
 	}
 	fmt.Fprintf(w, "Lasso p=%d n=%d s=%d noise=%g seed=%d  λ=%g (λ_max=%.4g)\n", r.P, r.N, r.S, r.Noise, r.Seed, r.Lambda, r.LambdaMax)
-	fmt.Fprintf(w, "%s from %s start, %d steps, step size %g\n", name, r.Init, r.Steps, r.LR)
+	fmt.Fprintf(w, "%s from %s start, %s, step size %g\n", name, r.Init, cli.Count(r.Steps, "step"), r.LR)
 	fmt.Fprintf(w, "  objective            %.6f (exact Lasso minimum %.6f)\n", r.Objective, r.LassoObj)
 	fmt.Fprintf(w, "  exact zeros          %d of %d (|θ| < 1e-3: %d)\n", m.Zeros, r.P, m.Below1e3)
 	fmt.Fprintf(w, "  support              %d found, %d true, %d correct, %d false positives, %d missed\n", m.Support, m.TrueSupport, m.TruePositives, m.FalsePositives, m.FalseNegatives)

@@ -3,20 +3,26 @@
 //
 // Usage:
 //
-//	serve -model FILE [flags]
+//	serve -model [NAME=]FILE [-model NAME=FILE ...] [-model-dir DIR] [flags]
 //
-// It loads FILE (a model file written by cmd/cifar, whose metadata names
-// the network, or a PyTorch state dict with -arch), listens on -addr and
+// It loads every FILE (and every *.safetensors file of DIR) (a model file written by cmd/cifar, whose metadata
+// names the network, or a PyTorch state dict with -arch) under its NAME
+// (default: the file name without its extension), listens on -addr and
 // answers
 //
-//	POST /classify?k=5   an image (Content-Type image/png, image/jpeg, or
-//	                     application/octet-stream for a raw 3072-byte CIFAR-10
-//	                     image or 3073-byte record) → the top-k classes as JSON
-//	GET  /healthz        liveness, 503 while draining
-//	GET  /metrics        requests, errors, latency percentiles, batch sizes (JSON)
+//	POST /classify?k=5&model=NAME  an image (Content-Type image/png, image/jpeg, or
+//	                               application/octet-stream for a raw 3072-byte CIFAR-10
+//	                               image or 3073-byte record) → the top-k classes as JSON
+//	GET  /healthz                  liveness, 503 while draining
+//	/v2/...                        the Open Inference Protocol (KServe v2 REST)
+//	GET  /metrics                  Prometheus text format; /metrics.json the same as JSON
 //
-// until SIGINT or SIGTERM, then stops accepting connections, finishes the
-// requests in flight and exits 0. With -loadtest DURATION it instead serves
+// until SIGINT or SIGTERM. SIGHUP reloads the models whose files changed
+// (a file that fails to load leaves its old model serving and is logged).
+// At SIGINT or SIGTERM it stops accepting connections, finishes the
+// requests in flight and exits 0; if requests are still in flight after
+// -drain-timeout, those still sending their body are answered 503 and it
+// exits 3. With -loadtest DURATION it instead serves
 // on a loopback port, runs a closed-loop load test against itself for
 // DURATION with -concurrency clients and prints the figures as one JSON
 // line. docs/serve.md describes the API, the preprocessing and the limits.
@@ -36,6 +42,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"math/rand/v2"
 	"mime"
 	"net"
@@ -43,31 +50,58 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/proxgen/proxgen/datasets/cifar10"
+	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/internal/parallel"
+	"github.com/proxgen/proxgen/internal/procstat"
 	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/infer/serve"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	// The signals stay caught until the process exits (no stop before
+	// os.Exit, which would restore their default action and let a late
+	// SIGINT kill the drain half-way).
+	ctx, _ := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr, hup))
 }
 
 // Exit statuses of run.
 const (
 	exitOK    = 0
-	exitError = 1 // loading the model, listening or serving failed
+	exitError = 1 // loading a model, listening or serving failed
 	exitUsage = 2 // bad flags
+	exitDrain = 3 // the drain deadline passed with requests in flight
 )
 
+// models is the repeatable -model flag.
+type models []serve.Source
+
+func (m *models) String() string { return fmt.Sprint(*m) }
+
+func (m *models) Set(v string) error {
+	name, path, ok := strings.Cut(v, "=")
+	if !ok {
+		path = v
+		name = strings.TrimSuffix(filepath.Base(v), filepath.Ext(v))
+	}
+	if name == "" || path == "" {
+		return fmt.Errorf("want NAME=FILE or FILE, got %q", v)
+	}
+	*m = append(*m, serve.Source{Name: name, Path: path})
+	return nil
+}
+
 type config struct {
-	model       string
+	models      models
+	modelDir    string
 	spec        infer.Spec
 	dense       bool
 	addr        string
@@ -80,14 +114,14 @@ type config struct {
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	c := &config{}
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&c.model, "model", "", "model file (safetensors) to serve (required)")
+	fs := cli.NewFlagSet("serve", "serve -model [NAME=]FILE ... | -model-dir DIR [flags]", "classifies images over HTTP with one or more model files, or load-tests that service (docs/serve.md)", stderr)
+	fs.Var(&c.models, "model", "`[NAME=]FILE`: a model file (safetensors) to serve under NAME (default: the file name without extension); repeat for several")
+	fs.StringVar(&c.modelDir, "model-dir", "", "serve every *.safetensors file of this directory under its name without extension (after the -model ones)")
 	fs.StringVar(&c.spec.Model, "arch", "", "network of the file (resnet20, vgg16, ...); default: the file's metadata (needed for PyTorch files)")
 	fs.Float64Var(&c.spec.Width, "width", 0, "channel multiplier of the network; default: the file's metadata, else 1")
 	fs.StringVar(&c.spec.Shortcut, "shortcut", "", "shortcut of resnet20..56, A or B; default: the file's metadata, else A")
-	fs.IntVar(&c.spec.NumClasses, "classes", 0, "number of classes; default: the file's metadata, else 10")
 	fs.BoolVar(&c.dense, "dense", false, "run every layer densely (default: layers with mostly exact zeros run sparse)")
+	fs.IntVar(&c.spec.NumClasses, "classes", 0, "number of classes; default: the file's metadata, else 10")
 	fs.StringVar(&c.addr, "addr", ":8080", "address to listen on")
 	fs.IntVar(&c.threads, "threads", 0, "worker threads (0: all cores)")
 	fs.IntVar(&c.srv.MaxBatch, "max-batch", 32, "most images run together in one batch")
@@ -95,22 +129,23 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.srv.Workers, "workers", 1, "batches run at once")
 	fs.Int64Var(&c.srv.MaxBodyBytes, "max-body", 8<<20, "largest request body in bytes (larger: 413)")
 	fs.IntVar(&c.srv.MaxPixels, "max-pixels", 4096*4096, "largest PNG/JPEG in pixels (larger: 413)")
-	fs.IntVar(&c.srv.MaxInFlight, "max-inflight", 256, "most classification requests handled at once (more: 429)")
+	fs.IntVar(&c.srv.MaxImages, "max-images", 64, "most images in one protocol request")
+	fs.IntVar(&c.srv.MaxInFlight, "max-inflight", 256, "most inference requests handled at once once their body arrived (more: 429)")
+	fs.Int64Var(&c.srv.MemoryBudget, "memory-budget", serve.DefaultMemoryBudget(), "bytes that request bodies, their parsing and the images being decoded may take together (default: a quarter of the memory available)")
+	fs.DurationVar(&c.srv.AdmissionWait, "admission-wait", time.Second, "longest a request waits for room in -memory-budget (then 503)")
 	fs.IntVar(&c.srv.DefaultK, "k", 5, "classes answered when a request has no k parameter")
-	fs.DurationVar(&c.srv.ReadTimeout, "read-timeout", 10*time.Second, "time a client has to send its request (slower: 408)")
+	fs.DurationVar(&c.srv.BodyTimeout, "body-timeout", 10*time.Second, "time a client has to send its body (slower: 408)")
+	fs.Int64Var(&c.srv.MinBodyRate, "min-body-rate", 16<<10, "slowest body in bytes/s after the first second (slower: 408; negative: no minimum)")
 	fs.DurationVar(&c.srv.WriteTimeout, "write-timeout", 30*time.Second, "time to write a response")
 	fs.DurationVar(&c.srv.DrainTimeout, "drain-timeout", 30*time.Second, "longest wait for requests in flight at shutdown")
 	fs.DurationVar(&c.loadtest, "loadtest", 0, "run a load test against a loopback instance for this long, print JSON and exit")
 	fs.IntVar(&c.concurrency, "concurrency", 8, "load test: clients sending requests back to back")
 	fs.StringVar(&c.image, "image", "", "load test: PNG or JPEG file sent by every request (default: a random raw CIFAR-10 image)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if c.model == "" {
-		return nil, errors.New("-model is required")
+	if len(c.models) == 0 && c.modelDir == "" {
+		return nil, errors.New("-model or -model-dir is required")
 	}
 	if c.threads < 0 || c.concurrency < 1 || c.loadtest < 0 {
 		return nil, fmt.Errorf("-threads %d, -concurrency %d or -loadtest %v out of range", c.threads, c.concurrency, c.loadtest)
@@ -119,8 +154,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 }
 
 // run is the whole program; it returns the exit status. Errors go to
-// stderr.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// stderr. Each value on hup reloads the models whose files changed.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, hup <-chan os.Signal) int {
 	c, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -135,29 +170,62 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(threads))
 	defer parallel.SetWorkers(parallel.SetWorkers(threads))
-	if err := serveModel(ctx, c, stdout, stderr); err != nil {
+	if os.Getenv("GOMEMLIMIT") == "" && c.srv.MemoryBudget > 0 {
+		// Let the collector return decoded images' memory before the
+		// heap outgrows the decoding budget by much.
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(serve.MemoryLimit(c.srv.MemoryBudget)))
+	}
+	err = serveModels(ctx, c, stdout, stderr, hup)
+	switch {
+	case errors.Is(err, serve.ErrDrainTimeout):
+		fmt.Fprintf(stderr, "serve: %v\n", err)
+		return exitDrain
+	case err != nil:
 		fmt.Fprintf(stderr, "serve: %v\n", err)
 		return exitError
 	}
 	return exitOK
 }
 
-func serveModel(ctx context.Context, c *config, stdout, stderr io.Writer) error {
-	var opts []infer.Option
-	if c.dense {
-		opts = append(opts, infer.Dense())
+func serveModels(ctx context.Context, c *config, stdout, stderr io.Writer, hup <-chan os.Signal) error {
+	c.srv.Log = log.New(stderr, "", log.LstdFlags)
+	if c.modelDir != "" {
+		entries, err := os.ReadDir(c.modelDir)
+		if err != nil {
+			return err
+		}
+		n := len(c.models)
+		for _, e := range entries {
+			if name, ok := strings.CutSuffix(e.Name(), ".safetensors"); ok && e.Type().IsRegular() {
+				c.models = append(c.models, serve.Source{Name: name, Path: filepath.Join(c.modelDir, e.Name())})
+			}
+		}
+		if len(c.models) == n {
+			return fmt.Errorf("-model-dir %s: no .safetensors file", c.modelDir)
+		}
 	}
-	m, err := infer.Load(c.model, c.spec, opts...)
+	for i := range c.models {
+		c.models[i].Spec = c.spec
+		if c.dense {
+			c.models[i].Options = []infer.Option{infer.Dense()}
+		}
+	}
+	srv, err := serve.NewModels(c.srv, c.models...)
 	if err != nil {
 		return err
 	}
-	if len(m.Sparsity().SparseLayers()) > 0 {
-		fmt.Fprintf(stderr, "serve: %s", m.Sparsity())
-	}
-	srv, err := serve.New(m, c.srv)
-	if err != nil {
-		return err
-	}
+	stopReload := make(chan struct{})
+	defer close(stopReload)
+	go func() {
+		for {
+			select {
+			case <-hup:
+				srv.ReloadChanged() // logged and counted by the server
+			case <-stopReload:
+				return
+			}
+		}
+	}()
 	addr := c.addr
 	if c.loadtest > 0 {
 		addr = "127.0.0.1:0"
@@ -167,7 +235,10 @@ func serveModel(ctx context.Context, c *config, stdout, stderr io.Writer) error 
 		srv.Close()
 		return err
 	}
-	fmt.Fprintf(stderr, "serve: %s (%s) listening on http://%s\n", m, c.model, ln.Addr())
+	for _, st := range srv.Models() {
+		fmt.Fprintf(stderr, "serve: model %s version %s\n", st.Name, st.Version)
+	}
+	fmt.Fprintf(stderr, "serve: listening on http://%s\n", ln.Addr())
 	if c.loadtest == 0 {
 		if err := srv.Serve(ctx, ln); err != nil {
 			return err
@@ -179,9 +250,10 @@ func serveModel(ctx context.Context, c *config, stdout, stderr io.Writer) error 
 	sctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(sctx, ln) }()
-	cpu := cpuTime()
+	cpu0, _ := procstat.CPUTime()
 	res, lerr := loadTest(ctx, c, "http://"+ln.Addr().String())
-	cpu = cpuTime() - cpu
+	cpu, _ := procstat.CPUTime()
+	cpu -= cpu0
 	stop()
 	if err := <-done; err != nil {
 		return err
@@ -214,7 +286,7 @@ type loadReport struct {
 }
 
 func loadTest(ctx context.Context, c *config, url string) (serve.LoadResult, error) {
-	lc := serve.LoadConfig{URL: url + "/classify?k=1", Concurrency: c.concurrency, Duration: c.loadtest}
+	lc := serve.LoadConfig{URL: url + "/classify?k=1&model=" + c.models[0].Name, Concurrency: c.concurrency, Duration: c.loadtest}
 	if c.image == "" {
 		rng := rand.New(rand.NewPCG(1, 2))
 		lc.Body, lc.ContentType = make([]byte, cifar10.ImageSize), "application/octet-stream"

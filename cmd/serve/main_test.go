@@ -1,15 +1,20 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,16 +44,158 @@ func (s *syncBuffer) String() string {
 
 func modelFile(t *testing.T) string {
 	t.Helper()
+	path := filepath.Join(t.TempDir(), "model.safetensors")
+	writeModel(t, path, 1)
+	return path
+}
+
+// writeModel writes a ResNet-8 of width 0.25 to path, its first weight
+// set to w (through a rename, as a deployment replaces a file).
+func writeModel(t *testing.T, path string, w float32) {
+	t.Helper()
 	spec := infer.Spec{Model: "resnet8", Width: 0.25}
 	net, err := spec.Build()
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "model.safetensors")
-	if err := checkpoint.SaveModel(path, net, spec.Metadata()); err != nil {
+	net.Params()[0].T.Data[0] = w
+	if err := checkpoint.SaveModel(path+".tmp", net, spec.Metadata()); err != nil {
 		t.Fatal(err)
 	}
-	return path
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startRun runs the program with args until the test ends (or ctx is
+// cancelled) and returns its base URL; the exit status arrives on code.
+func startRun(t *testing.T, ctx context.Context, args []string, stderr *syncBuffer, hup chan os.Signal) (string, chan int) {
+	t.Helper()
+	var stdout syncBuffer
+	code := make(chan int, 1)
+	go func() { code <- run(ctx, args, &stdout, stderr, hup) }()
+	re := regexp.MustCompile(`listening on (http://[0-9.:]+)`)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if m := re.FindStringSubmatch(stderr.String()); m != nil {
+			return m[1], code
+		}
+		select {
+		case c := <-code:
+			t.Fatalf("exit %d:\n%s", c, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no address in the log:\n%s", stderr.String())
+		}
+	}
+}
+
+// getJSON gets url and decodes its JSON answer into v, returning the status.
+func getJSON(t *testing.T, url string, v any) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("%s: %v", url, err)
+	}
+	return resp.StatusCode
+}
+
+// TestSeveralModelsAndSIGHUP serves three models (two by -model, one from
+// -model-dir), replaces one file and
+// corrupts the other, and sends SIGHUP (on run's channel): the first is
+// reloaded, the second keeps serving its old version and the failure is
+// logged.
+func TestSeveralModelsAndSIGHUP(t *testing.T) {
+	dir := t.TempDir()
+	pathA, pathB := filepath.Join(dir, "a.safetensors"), filepath.Join(dir, "second.safetensors")
+	writeModel(t, pathA, 1)
+	writeModel(t, pathB, 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr syncBuffer
+	hup := make(chan os.Signal, 1)
+	dirC := t.TempDir()
+	writeModel(t, filepath.Join(dirC, "third.safetensors"), 4)
+	os.WriteFile(filepath.Join(dirC, "notes.txt"), nil, 0o644)
+	url, code := startRun(t, ctx, []string{"-model", "first=" + pathA, "-model", pathB, "-model-dir", dirC, "-addr", "127.0.0.1:0", "-threads", "1"}, &stderr, hup)
+	version := func(name string) string {
+		var meta serve.ModelMetadata
+		if c := getJSON(t, url+"/v2/models/"+name, &meta); c != 200 || len(meta.Versions) != 1 {
+			t.Fatalf("model %s: status %d %+v", name, c, meta)
+		}
+		return meta.Versions[0]
+	}
+	if version("first") != "1" || version("second") != "1" || version("third") != "1" {
+		t.Fatal("models not served under their names")
+	}
+	resp, err := http.Post(url+"/classify?model=second", "application/octet-stream", bytes.NewReader(make([]byte, cifar10.ImageSize)))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("classify with model=second: %v %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+
+	writeModel(t, pathA, 3)
+	if err := os.WriteFile(pathB, []byte("corrupt"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hup <- syscall.SIGHUP
+	for deadline := time.Now().Add(10 * time.Second); version("first") != "2"; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("first not reloaded after SIGHUP:\n%s", stderr.String())
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), "reloading second failed, version 1 keeps serving"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the failed reload is not logged:\n%s", stderr.String())
+		}
+	}
+	var ready map[string]any
+	if c := getJSON(t, url+"/v2/models/second/ready", &ready); c != 200 || version("second") != "1" {
+		t.Fatalf("second after a failed reload: status %d, version %s", c, version("second"))
+	}
+	cancel()
+	if c := <-code; c != exitOK {
+		t.Fatalf("exit %d\n%s", c, stderr.String())
+	}
+}
+
+// TestDrainDeadlineExitCode holds an upload half-sent across SIGINT with
+// a short -drain-timeout: the upload is answered 503 and the program
+// exits 3.
+func TestDrainDeadlineExitCode(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr syncBuffer
+	url, code := startRun(t, ctx, []string{"-model", modelFile(t), "-addr", "127.0.0.1:0", "-threads", "1", "-drain-timeout", "200ms", "-min-body-rate", "-1"}, &stderr, nil)
+	c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /classify HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n", cifar10.ImageSize)
+	c.Write(make([]byte, 100))
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		var m serve.Metrics
+		if getJSON(t, url+"/metrics.json", &m); m.Reading == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the upload is not being read")
+		}
+	}
+	cancel()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("the stuck upload: %v %v", resp, err)
+	}
+	if got := <-code; got != exitDrain || !strings.Contains(stderr.String(), "drain deadline passed") {
+		t.Fatalf("exit %d, want %d\n%s", got, exitDrain, stderr.String())
+	}
 }
 
 func TestServeUntilSignal(t *testing.T) {
@@ -58,7 +205,7 @@ func TestServeUntilSignal(t *testing.T) {
 	var stdout, stderr syncBuffer
 	code := make(chan int, 1)
 	go func() {
-		code <- run(ctx, []string{"-model", path, "-addr", "127.0.0.1:0", "-threads", "1"}, &stdout, &stderr)
+		code <- run(ctx, []string{"-model", path, "-addr", "127.0.0.1:0", "-threads", "1"}, &stdout, &stderr, nil)
 	}()
 	re := regexp.MustCompile(`listening on (http://[0-9.:]+)`)
 	var url string
@@ -93,7 +240,7 @@ func TestServeUntilSignal(t *testing.T) {
 func TestLoadTestMode(t *testing.T) {
 	path := modelFile(t)
 	var stdout, stderr syncBuffer
-	c := run(context.Background(), []string{"-model", path, "-loadtest", "300ms", "-concurrency", "2", "-threads", "1"}, &stdout, &stderr)
+	c := run(context.Background(), []string{"-model", path, "-loadtest", "300ms", "-concurrency", "2", "-threads", "1"}, &stdout, &stderr, nil)
 	if c != exitOK {
 		t.Fatalf("exit %d\n%s", c, stderr.String())
 	}
@@ -114,16 +261,21 @@ func TestErrors(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{nil, exitUsage, "-model is required"},
-		{[]string{"-model", path, "extra"}, exitUsage, "unexpected arguments"},
+		{nil, exitUsage, "-model or -model-dir is required"},
+		{[]string{"-model-dir", filepath.Join(t.TempDir(), "none")}, exitError, "none"},
+		{[]string{"-model-dir", t.TempDir()}, exitError, "no .safetensors file"},
+		{[]string{"-model", path, "extra"}, exitUsage, "unexpected argument"},
 		{[]string{"-model", path, "-concurrency", "0"}, exitUsage, "-concurrency 0"},
 		{[]string{"-model", filepath.Join(t.TempDir(), "none")}, exitError, "none"},
 		{[]string{"-model", path, "-arch", "resnet20"}, exitError, "missing keys"},
 		{[]string{"-model", path, "-max-batch", "-1"}, exitError, "negative"},
 		{[]string{"-model", path, "-addr", "256.0.0.1:0"}, exitError, "256.0.0.1"},
+		{[]string{"-model", "=" + path}, exitUsage, "NAME=FILE"},
+		{[]string{"-model", "a=" + path, "-model", "a=" + path}, exitError, `"a" given twice`},
+		{[]string{"-model", "a/b=" + path}, exitError, "model name"},
 	} {
 		var stdout, stderr syncBuffer
-		got := run(context.Background(), c.args, &stdout, &stderr)
+		got := run(context.Background(), c.args, &stdout, &stderr, nil)
 		if got != c.code || !strings.Contains(stderr.String(), c.msg) {
 			t.Errorf("%q: exit %d, stderr %q; want %d and %q", c.args, got, stderr.String(), c.code, c.msg)
 		}

@@ -69,14 +69,14 @@ func TestSIGTERMDrains(t *testing.T) {
 	fmt.Fprintf(c, "POST /classify?k=1 HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n", cifar10.ImageSize)
 	c.Write(make([]byte, 100))
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		resp, err := http.Get("http://" + addr + "/metrics")
+		resp, err := http.Get("http://" + addr + "/metrics.json")
 		if err != nil {
 			t.Fatal(err)
 		}
 		var m serve.Metrics
 		err = json.NewDecoder(resp.Body).Decode(&m)
 		resp.Body.Close()
-		if err == nil && m.InFlight == 1 {
+		if err == nil && m.Reading == 1 {
 			break
 		}
 		if time.Now().After(deadline) {

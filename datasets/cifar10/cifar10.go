@@ -148,13 +148,29 @@ func ResolveDir(dir string) (string, error) {
 		dir, FolderName, TestFile)
 }
 
+// ErrRecordCount is the error of Load for a file whose record count is
+// not the official release's.
+var ErrRecordCount = errors.New("not the official record count")
+
+// LoadOptions configures LoadWith. The zero value is Load's strict
+// reading of the official release.
+type LoadOptions struct {
+	// AllowSubset accepts files with any whole number (at least one) of
+	// records instead of exactly the official 10,000 each: tiny fixtures,
+	// or a deliberately reduced copy of the data set.
+	AllowSubset bool
+}
+
 // Load reads the training and test splits from dir, which may be the
 // cifar-10-batches-bin folder or the folder containing it. Every file must
-// exist and hold a whole number (at least one) of valid records; the
-// official files hold 10,000 records each, but smaller files are accepted so
-// that tests can use tiny fixtures. Errors name the file and, for bad
-// content, the record.
-func Load(dir string) (*Dataset, error) {
+// exist and hold exactly the official 10,000 valid records, so a file cut
+// at a record boundary is refused rather than silently giving fewer
+// images (LoadWith with AllowSubset accepts fewer). Errors name the file
+// and, for bad content, the record.
+func Load(dir string) (*Dataset, error) { return LoadWith(dir, LoadOptions{}) }
+
+// LoadWith is Load with options.
+func LoadWith(dir string, opt LoadOptions) (*Dataset, error) {
 	bin, err := ResolveDir(dir)
 	if err != nil {
 		return nil, err
@@ -183,28 +199,30 @@ func Load(dir string) (*Dataset, error) {
 		train.Labels = make([]uint8, 0, trainRecords)
 	}
 	for _, name := range TrainFiles {
-		if err := readInto(train, filepath.Join(bin, name)); err != nil {
+		if err := readInto(train, filepath.Join(bin, name), !opt.AllowSubset); err != nil {
 			return nil, err
 		}
 	}
 	test := &Split{}
-	if err := readInto(test, filepath.Join(bin, TestFile)); err != nil {
+	if err := readInto(test, filepath.Join(bin, TestFile), !opt.AllowSubset); err != nil {
 		return nil, err
 	}
 	return &Dataset{Train: train, Test: test}, nil
 }
 
-// ReadFile reads one .bin file of the binary release.
+// ReadFile reads one .bin file of the binary release, which may hold any
+// whole number (at least one) of records.
 func ReadFile(path string) (*Split, error) {
 	s := &Split{}
-	if err := readInto(s, path); err != nil {
+	if err := readInto(s, path, false); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// readInto appends the records of the file at path to s.
-func readInto(s *Split, path string) error {
+// readInto appends the records of the file at path to s. With official,
+// the file must hold exactly the official number of records.
+func readInto(s *Split, path string, official bool) error {
 	// Stat before opening: opening a FIFO would block until a writer
 	// comes, and a directory is no data file.
 	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
@@ -236,6 +254,10 @@ func readInto(s *Split, path string) error {
 			path, size, RecordSize, size/RecordSize, size%RecordSize, RecordSize, fileBytes)
 	}
 	n := int(size / RecordSize)
+	if official && n != recordsPer {
+		return fmt.Errorf("cifar10: %s holds %d records, the official release %d (%w; a truncated or foreign file?)",
+			path, n, recordsPer, ErrRecordCount)
+	}
 	s.Images = growBytes(s.Images, n*ImageSize)
 	s.Labels = growBytes(s.Labels, n)
 	r := bufio.NewReaderSize(f, 64*RecordSize)

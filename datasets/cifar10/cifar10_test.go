@@ -53,7 +53,7 @@ func TestLoadFixture(t *testing.T) {
 	root := t.TempDir()
 	bin := writeFixture(t, root)
 	for _, dir := range []string{root, bin} {
-		ds, err := Load(dir)
+		ds, err := LoadWith(dir, LoadOptions{AllowSubset: true})
 		if err != nil {
 			t.Fatalf("Load(%s): %v", dir, err)
 		}
@@ -139,7 +139,7 @@ func TestLoadErrors(t *testing.T) {
 			if err := tc.damage(bin); err != nil {
 				t.Fatal(err)
 			}
-			_, err := Load(root)
+			_, err := LoadWith(root, LoadOptions{AllowSubset: true})
 			if err == nil {
 				t.Fatal("Load succeeded on broken data")
 			}
@@ -150,7 +150,7 @@ func TestLoadErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Load(filepath.Join(t.TempDir(), "nope")); err == nil || !strings.Contains(err.Error(), "nope") {
+	if _, err := LoadWith(filepath.Join(t.TempDir(), "nope"), LoadOptions{AllowSubset: true}); err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Errorf("Load of a missing folder: error %v, want one naming the folder", err)
 	}
 }
@@ -169,7 +169,7 @@ func TestReadFileBadLabelAtEnd(t *testing.T) {
 }
 
 func TestSubset(t *testing.T) {
-	ds, err := Load(filepath.Dir(writeFixture(t, t.TempDir())))
+	ds, err := LoadWith(filepath.Dir(writeFixture(t, t.TempDir())), LoadOptions{AllowSubset: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestRealData(t *testing.T) {
 	if dir == "" {
 		t.Skip("set CIFAR10_DIR to a prepared CIFAR-10 folder to run")
 	}
-	ds, err := Load(dir)
+	ds, err := LoadWith(dir, LoadOptions{AllowSubset: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/proxgen/proxgen/internal/dirs"
 )
 
 // Official location and checksum of the binary release.
@@ -81,7 +83,10 @@ func Download(ctx context.Context, cacheDir string, progress io.Writer) (string,
 // then extracted into a temporary folder, rejecting entries that would
 // escape it, and renamed into place, so a crash never leaves a half-written
 // data folder behind.
-func DownloadWith(ctx context.Context, opt DownloadOptions) (string, error) {
+//
+// A failed download leaves no folder that it created empty behind (a
+// partial archive, which the next call resumes, stays).
+func DownloadWith(ctx context.Context, opt DownloadOptions) (_ string, err error) {
 	if opt.CacheDir == "" {
 		d, err := DefaultCacheDir()
 		if err != nil {
@@ -106,9 +111,15 @@ func DownloadWith(ctx context.Context, opt DownloadOptions) (string, error) {
 	if complete(final) {
 		return final, nil
 	}
-	if err := os.MkdirAll(opt.CacheDir, 0o755); err != nil {
+	created, err := dirs.MkdirAll(opt.CacheDir)
+	if err != nil {
 		return "", fmt.Errorf("cifar10: creating cache folder: %w", err)
 	}
+	defer func() {
+		if err != nil {
+			dirs.RemoveEmpty(opt.CacheDir, created)
+		}
+	}()
 	archive := filepath.Join(opt.CacheDir, ArchiveName)
 	if sum, err := fileMD5(archive); err == nil && sum == opt.MD5 {
 		// A verified archive from an earlier run: just extract it.
@@ -127,6 +138,81 @@ func DownloadWith(ctx context.Context, opt DownloadOptions) (string, error) {
 		os.Remove(archive)
 	}
 	return final, nil
+}
+
+// ErrNoFolder is the error of Open for a data folder that does not exist
+// when no download into it was asked for.
+var ErrNoFolder = errors.New("does not exist")
+
+// OpenOptions configures Open.
+type OpenOptions struct {
+	// Dir is the data folder: the cifar-10-batches-bin folder or one
+	// holding it. Empty means DefaultCacheDir, where missing data are
+	// downloaded unless NoDownload is set.
+	Dir string
+	// Download allows downloading into a Dir that does not exist yet.
+	// Without it, a Dir that does not exist is an error (a mistyped path
+	// is reported, no folder is created and nothing is fetched); a Dir
+	// that exists but holds none of the data files is downloaded into
+	// unless NoDownload is set.
+	Download bool
+	// NoDownload never downloads: missing data are an error.
+	NoDownload bool
+	// LoadOptions apply to reading the files (AllowSubset).
+	LoadOptions
+	// Fetch configures a download (URL, checksum, progress, client); its
+	// CacheDir is ignored in favour of the data folder.
+	Fetch DownloadOptions
+}
+
+// Open finds, downloads when allowed and needed, and loads the data set
+// as opt says. A folder holding some but not all data files is an error
+// (broken data, not missing data), as is a data folder named explicitly
+// that does not exist unless opt.Download is set. A message goes to
+// opt.Fetch.Progress before a download.
+func Open(ctx context.Context, opt OpenOptions) (*Dataset, error) {
+	dir := opt.Dir
+	if dir == "" {
+		d, err := DefaultCacheDir()
+		if err != nil {
+			return nil, err
+		}
+		dir = d
+	} else if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) && !opt.Download {
+		return nil, fmt.Errorf("cifar10: data folder %s %w (a mistyped path?)", dir, ErrNoFolder)
+	}
+	if _, err := ResolveDir(dir); err != nil {
+		if opt.NoDownload || partial(dir) {
+			return nil, err
+		}
+		if opt.Fetch.Progress != nil {
+			url := opt.Fetch.URL
+			if url == "" {
+				url = URL
+			}
+			fmt.Fprintf(opt.Fetch.Progress, "CIFAR-10 not found in %s; downloading %s\n", dir, url)
+		}
+		fetch := opt.Fetch
+		fetch.CacheDir = dir
+		if _, err := DownloadWith(ctx, fetch); err != nil {
+			return nil, fmt.Errorf("downloading CIFAR-10: %w", err)
+		}
+	}
+	return LoadWith(dir, opt.LoadOptions)
+}
+
+// partial reports whether dir holds some of the data set's files, so that
+// a failed ResolveDir means broken data rather than missing data (which
+// would be downloaded).
+func partial(dir string) bool {
+	for _, d := range []string{dir, filepath.Join(dir, FolderName)} {
+		for _, f := range append([]string{TestFile}, TrainFiles...) {
+			if _, err := os.Stat(filepath.Join(d, f)); err == nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // complete reports whether dir holds every data file of the release.

@@ -112,7 +112,7 @@ func checkDownloaded(t *testing.T, dir, cache string) {
 	if dir != filepath.Join(cache, FolderName) {
 		t.Fatalf("Download returned %s, want %s", dir, filepath.Join(cache, FolderName))
 	}
-	ds, err := Load(dir)
+	ds, err := LoadWith(dir, LoadOptions{AllowSubset: true})
 	if err != nil {
 		t.Fatalf("Load after download: %v", err)
 	}

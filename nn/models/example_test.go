@@ -64,11 +64,10 @@ func ExampleNewLanguageModel() {
 	// logits: [6 50] hidden states: 2 of [2 16]
 }
 
-// Example_context is the README's training and evaluation loop with an
+// Example_context is a training and evaluation loop with an
 // autograd.Context: two ProxGen steps of a ResNet-20 on random batches
 // with an arena that recycles the buffers of every step, then inference
-// without recording the graph (TestReadmeSnippet in package autograd keeps
-// the README's code a part of this function).
+// without recording the graph.
 func Example_context() {
 	rng := rand.New(rand.NewPCG(1, 2))
 	model, err := models.New("resnet20", 10, rng)

@@ -26,15 +26,25 @@ type Chart struct {
 	// data's (for example [0, 1] for ratios).
 	YMin, YMax float64
 	YFixed     bool
+	// LogY draws the y axis in log scale (for example a step size that
+	// drops tenfold); points with y <= 0 are left out and break the line.
+	LogY bool
 }
 
 // palette holds the line colours, used in order.
 var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"}
 
+// dashes are the dash patterns of a series that lies on an earlier one,
+// used in order, so that every series stays visible.
+var dashes = []string{"7 4", "2 3", "10 3 2 3", "4 4"}
+
+// charWidth is the width assumed for a character of the 11-unit font.
+const charWidth = 6.5
+
 // Geometry of one panel, in SVG user units.
 const (
 	panelW, panelH = 420, 280
-	marginL        = 58
+	marginL        = 66
 	marginR        = 14
 	marginT        = 44
 	marginB        = 44
@@ -66,7 +76,7 @@ func (c Chart) bounds() (x0, x1, y0, y1 float64, ok bool) {
 	for _, s := range c.Series {
 		for i := range min(len(s.X), len(s.Y)) {
 			x, y := s.X[i], s.Y[i]
-			if !finite(x) || !finite(y) {
+			if !c.plottable(x, y) {
 				continue
 			}
 			ok = true
@@ -78,6 +88,11 @@ func (c Chart) bounds() (x0, x1, y0, y1 float64, ok bool) {
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// plottable reports whether the point (x, y) can be drawn on c's axes.
+func (c Chart) plottable(x, y float64) bool {
+	return finite(x) && finite(y) && (!c.LogY || y > 0)
+}
 
 // niceTicks returns about n round tick values covering [lo, hi].
 func niceTicks(lo, hi float64, n int) []float64 {
@@ -105,10 +120,84 @@ func niceTicks(lo, hi float64, n int) []float64 {
 
 // formatTick writes a tick value compactly.
 func formatTick(v float64) string {
-	if v != 0 && (math.Abs(v) < 1e-3 || math.Abs(v) >= 1e5) {
-		return strconv.FormatFloat(v, 'e', 1, 64)
+	return formatTicks([]float64{v})[0]
+}
+
+// formatTicks writes the tick values of one axis in one format: fixed
+// point with the decimals the smallest step needs, or, when that would
+// take more than 4 decimals or the values reach 1e5, scientific notation
+// with one decimal (none when every value is a round mantissa).
+func formatTicks(ticks []float64) []string {
+	out := make([]string, len(ticks))
+	big, minStep := 0.0, math.Inf(1)
+	for i, v := range ticks {
+		big = math.Max(big, math.Abs(v))
+		if i > 0 {
+			minStep = math.Min(minStep, math.Abs(v-ticks[i-1]))
+		}
 	}
-	return strconv.FormatFloat(v, 'g', 4, 64)
+	if len(ticks) == 1 {
+		minStep = math.Abs(ticks[0])
+	}
+	decimals := 0
+	if minStep > 0 && finite(minStep) {
+		// Decimals for the step's significant digits (2.5e-4 needs 5).
+		for d := 0; d <= 6; d++ {
+			scaled := minStep * math.Pow(10, float64(d))
+			if math.Abs(scaled-math.Round(scaled)) < 1e-6*scaled {
+				decimals = d
+				break
+			}
+			decimals = d
+		}
+	}
+	if big < 1e5 && decimals <= 4 {
+		for i, v := range ticks {
+			if math.Abs(v) < 1e-12*math.Max(big, 1e-300) {
+				v = 0
+			}
+			out[i] = strconv.FormatFloat(v, 'f', decimals, 64)
+		}
+		return out
+	}
+	prec := 0
+	for _, v := range ticks {
+		if v != 0 {
+			m := v / math.Pow(10, math.Floor(math.Log10(math.Abs(v))))
+			if math.Abs(m-math.Round(m)) > 1e-9 {
+				prec = 1
+			}
+		}
+	}
+	for i, v := range ticks {
+		out[i] = strconv.FormatFloat(v, 'e', prec, 64)
+	}
+	return out
+}
+
+// logTicks returns the powers of ten in [lo, hi] (lo > 0), with the 2 and
+// 5 multiples too when there are fewer than three powers, and lo and hi
+// themselves when there is no tick at all.
+func logTicks(lo, hi float64) []float64 {
+	var ticks []float64
+	first := math.Floor(math.Log10(lo))
+	last := math.Ceil(math.Log10(hi))
+	mults := []float64{1}
+	if last-first < 3 {
+		mults = []float64{1, 2, 5}
+	}
+	for e := first; e <= last; e++ {
+		for _, m := range mults {
+			v := m * math.Pow(10, e)
+			if v >= lo*(1-1e-9) && v <= hi*(1+1e-9) {
+				ticks = append(ticks, v)
+			}
+		}
+	}
+	if len(ticks) == 0 {
+		ticks = []float64{lo, hi}
+	}
+	return ticks
 }
 
 func drawChart(b *bufio.Writer, c Chart, ox, oy float64) {
@@ -119,72 +208,125 @@ func drawChart(b *bufio.Writer, c Chart, ox, oy float64) {
 		left+pw/2, oy+18, html.EscapeString(c.Title))
 	fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#444"/>`+"\n", left, top, pw, ph)
 	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", left+pw/2, oy+panelH-8, html.EscapeString(c.XLabel))
-	fmt.Fprintf(b, `<text transform="translate(%.1f %.1f) rotate(-90)" text-anchor="middle">%s</text>`+"\n",
-		ox+13, top+ph/2, html.EscapeString(c.YLabel))
 
 	x0, x1, y0, y1, ok := c.bounds()
 	if !ok {
+		c.yLabel(b, ox+13, top+ph/2)
 		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" fill="#888">no data</text>`+"\n", left+pw/2, top+ph/2)
 		return
 	}
-	if c.YFixed {
+	if c.YFixed && !(c.LogY && c.YMin <= 0) {
 		y0, y1 = c.YMin, c.YMax
 	}
 	if x1 == x0 {
 		x0, x1 = x0-1, x1+1
 	}
-	if y1 == y0 {
+	// ty maps a value to the axis' linear coordinate.
+	ty := func(y float64) float64 { return y }
+	if c.LogY {
+		ty = math.Log10
+	}
+	t0, t1 := ty(y0), ty(y1)
+	switch {
+	case t1 == t0 && c.LogY:
+		t0, t1 = t0-0.5, t1+0.5
+		y0, y1 = math.Pow(10, t0), math.Pow(10, t1)
+	case t1 == t0:
 		d := math.Max(math.Abs(y0)*0.1, 1e-3)
 		y0, y1 = y0-d, y1+d
-	} else if !c.YFixed {
-		pad := (y1 - y0) * 0.05
-		y0, y1 = y0-pad, y1+pad
+		t0, t1 = y0, y1
+	case !c.YFixed:
+		pad := (t1 - t0) * 0.05
+		t0, t1 = t0-pad, t1+pad
+		if c.LogY {
+			y0, y1 = math.Pow(10, t0), math.Pow(10, t1)
+		} else {
+			y0, y1 = t0, t1
+		}
 	}
 	px := func(x float64) float64 { return left + (x-x0)/(x1-x0)*pw }
-	py := func(y float64) float64 { return top + ph - (y-y0)/(y1-y0)*ph }
+	py := func(y float64) float64 { return top + ph - (ty(y)-t0)/(t1-t0)*ph }
 
-	for _, t := range niceTicks(x0, x1, 6) {
-		x := px(t)
+	xt := niceTicks(x0, x1, 6)
+	for i, label := range formatTicks(xt) {
+		x := px(xt[i])
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x, top, x, top+ph)
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, top+ph+14, formatTick(t))
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, top+ph+14, label)
 	}
-	for _, t := range niceTicks(y0, y1, 5) {
-		y := py(t)
+	yt := niceTicks(y0, y1, 5)
+	if c.LogY {
+		yt = logTicks(y0, y1)
+	}
+	widest := 0.0
+	for i, label := range formatTicks(yt) {
+		y := py(yt[i])
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", left, y, left+pw, y)
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", left-4, y+4, formatTick(t))
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", left-4, y+4, label)
+		widest = math.Max(widest, charWidth*float64(len(label)))
 	}
+	// The axis label's glyphs reach about 9 units left and 3 right of its
+	// baseline: it ends 5 units before the widest tick label.
+	c.yLabel(b, math.Max(left-4-widest-5-3, ox+10), top+ph/2)
 
 	clipID := fmt.Sprintf("clip%d_%d", int(ox), int(oy))
-	fmt.Fprintf(b, `<clipPath id="%s"><rect x="%.1f" y="%.1f" width="%.1f" height="%.1f"/></clipPath>`+"\n", clipID, left, top, pw, ph)
+	// The clip leaves room for the stroke of a line on the frame (a ratio
+	// at 100 % of a fixed axis), so that it shows whole.
+	fmt.Fprintf(b, `<clipPath id="%s"><rect x="%.1f" y="%.1f" width="%.1f" height="%.1f"/></clipPath>`+"\n", clipID, left-2, top-2, pw+4, ph+4)
 	lx := left
+	drawn := map[[2]int]bool{} // pixels of the earlier series' points
+	dashed := 0
 	for i, s := range c.Series {
 		col := palette[i%len(palette)]
-		fmt.Fprintf(b, `<g clip-path="url(#%s)" stroke="%s" fill="%s">`+"\n", clipID, col, col)
+		var pts [][2]float64
+		var runs [][]string
 		var run []string
-		flush := func() {
+		for j := range min(len(s.X), len(s.Y)) {
+			if !c.plottable(s.X[j], s.Y[j]) {
+				runs, run = append(runs, run), nil
+				continue
+			}
+			x, y := px(s.X[j]), py(s.Y[j])
+			pts = append(pts, [2]float64{x, y})
+			run = append(run, fmt.Sprintf("%.1f,%.1f", x, y))
+		}
+		runs = append(runs, run)
+		// A series whose points mostly lie on an earlier one's is dashed.
+		on := 0
+		for _, p := range pts {
+			if drawn[[2]int{int(math.Round(p[0])), int(math.Round(p[1]))}] {
+				on++
+			}
+		}
+		dash := ""
+		if len(pts) > 0 && 2*on >= len(pts) {
+			dash = fmt.Sprintf(` stroke-dasharray="%s"`, dashes[dashed%len(dashes)])
+			dashed++
+		}
+		for _, p := range pts {
+			drawn[[2]int{int(math.Round(p[0])), int(math.Round(p[1]))}] = true
+		}
+		fmt.Fprintf(b, `<g clip-path="url(#%s)" stroke="%s" fill="%s">`+"\n", clipID, col, col)
+		for _, run := range runs {
 			switch len(run) {
 			case 0:
 			case 1:
 				xy := strings.Split(run[0], ",")
 				fmt.Fprintf(b, `<circle cx="%s" cy="%s" r="2.5"/>`+"\n", xy[0], xy[1])
 			default:
-				fmt.Fprintf(b, `<polyline fill="none" stroke-width="1.8" points="%s"/>`+"\n", strings.Join(run, " "))
+				fmt.Fprintf(b, `<polyline fill="none" stroke-width="1.8"%s points="%s"/>`+"\n", dash, strings.Join(run, " "))
 			}
-			run = run[:0]
 		}
-		for j := range min(len(s.X), len(s.Y)) {
-			if !finite(s.X[j]) || !finite(s.Y[j]) {
-				flush()
-				continue
-			}
-			run = append(run, fmt.Sprintf("%.1f,%.1f", px(s.X[j]), py(s.Y[j])))
-		}
-		flush()
 		b.WriteString("</g>\n")
 		// Legend entry, in a row between the title and the plot.
 		ly := oy + 36
-		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"/>`+"\n", lx, ly-4, lx+16, ly-4, col)
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/>`+"\n", lx, ly-4, lx+16, ly-4, col, dash)
 		fmt.Fprintf(b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", lx+20, ly, html.EscapeString(s.Name))
-		lx += 20 + 6.5*float64(len([]rune(s.Name))) + 14
+		lx += 20 + charWidth*float64(len([]rune(s.Name))) + 14
 	}
+}
+
+// yLabel writes the y axis label, rotated, with its baseline at x.
+func (c Chart) yLabel(b *bufio.Writer, x, y float64) {
+	fmt.Fprintf(b, `<text class="ylabel" transform="translate(%.1f %.1f) rotate(-90)" text-anchor="middle">%s</text>`+"\n",
+		x, y, html.EscapeString(c.YLabel))
 }

@@ -94,7 +94,7 @@ func TestNiceTicks(t *testing.T) {
 			}
 		}
 	}
-	if got := formatTick(1e-5); got != "1.0e-05" {
+	if got := formatTick(1e-5); got != "1e-05" {
 		t.Errorf("formatTick(1e-5) = %q", got)
 	}
 	if got := formatTick(0.25); got != "0.25" {

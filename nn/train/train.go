@@ -116,12 +116,18 @@ func (e *DivergedError) Error() string {
 	return fmt.Sprintf("training diverged: %s at epoch %d step %d (%s)", e.What, e.Epoch, e.Step, where)
 }
 
-// Optimizer is the part of an optimizer a checkpoint needs
-// (*optim.ProxGen implements it).
-type Optimizer interface {
+// Resumable is the part of an optimizer a checkpoint needs: its state
+// out and back in (every optim.Optimizer implements it).
+type Resumable interface {
 	State() *optim.State
 	LoadState(*optim.State) error
 }
+
+// Optimizer is the former name of Resumable, kept for one release.
+//
+// Deprecated: use Resumable; the name Optimizer read as a second kind of
+// optim.Optimizer.
+type Optimizer = Resumable
 
 // State is the caller's part of a checkpoint.
 type State struct {
@@ -193,7 +199,7 @@ type Loop struct {
 	// (for example ℓ0 gates), checked for finiteness like the model.
 	Aux []nn.Param
 	// Optimizer is saved and restored with the checkpoint.
-	Optimizer Optimizer
+	Optimizer Resumable
 	// Progress (optional) reports the steps.
 	Progress *Progress
 
@@ -455,7 +461,9 @@ func (r *runner) epoch(ctx context.Context) (int, error) {
 		return steps, ErrInterrupted
 	}
 	stats := EpochStats{Epoch: epoch, Steps: l.StepsPerEpoch, LossSum: p.LossSum, Samples: p.Samples, Seconds: p.Seconds}
+	l.Progress.BeginEval()
 	rec, err := l.EndEpoch(ctx, epoch, stats)
+	l.Progress.EndEval()
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			if err := r.save(); err != nil {

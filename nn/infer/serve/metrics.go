@@ -8,22 +8,25 @@ import (
 	"time"
 )
 
-// Metrics is a snapshot of a server's counters, as GET /metrics returns
-// it (JSON).
+// Metrics is a snapshot of a server's counters, as GET /metrics.json
+// returns it.
 type Metrics struct {
 	// UptimeSeconds is the time since the server was created.
 	UptimeSeconds float64 `json:"uptime_s"`
-	// Requests counts the classification requests answered, whatever
-	// their status; Errors those answered with a status of 400 or more.
+	// Requests counts the inference requests (/classify and the
+	// protocol's infer) answered, whatever their status; Errors those
+	// answered with a status of 400 or more.
 	Requests int64 `json:"requests"`
 	Errors   int64 `json:"errors"`
-	// Status counts the classification responses by HTTP status code.
+	// Status counts the inference responses by HTTP status code.
 	Status map[string]int64 `json:"status"`
-	// InFlight is the number of classification requests being handled
-	// now.
+	// InFlight is the number of inference requests holding a slot now
+	// (body received: decoding, queued or running); Reading the number
+	// still receiving their body.
 	InFlight int64 `json:"in_flight"`
+	Reading  int64 `json:"reading"`
 	// Latency summarises the time from the start of the handler to the
-	// response of the most recent successful classifications.
+	// response of the most recent successful inference requests.
 	Latency Latency `json:"latency_ms"`
 	// Batches counts the network runs and Images the images they
 	// classified; BatchSizes is the histogram of batch sizes: BatchSizes[n]
@@ -31,6 +34,13 @@ type Metrics struct {
 	Batches    int64            `json:"batches"`
 	Images     int64            `json:"images"`
 	BatchSizes map[string]int64 `json:"batch_size"`
+	// AdmissionRefused counts the requests refused (503) because the
+	// memory budget stayed full.
+	AdmissionRefused int64 `json:"admission_refused"`
+	// Reloads and ReloadErrors count the model reloads that succeeded and
+	// failed, by model.
+	Reloads      map[string]int64 `json:"reloads"`
+	ReloadErrors map[string]int64 `json:"reload_errors"`
 }
 
 // Latency holds percentiles in milliseconds over the Window most recent
@@ -43,49 +53,97 @@ type Latency struct {
 	Max    float64 `json:"max"`
 }
 
-// metrics are the live counters behind Metrics.
+// histogram counts observations into buckets with the upper bounds of
+// bounds (and one for +Inf), Prometheus style.
+type histogram struct {
+	bounds []float64
+	counts []int64 // counts[i]: observations in (bounds[i-1], bounds[i]]
+	sum    float64
+	count  int64
+}
+
+func newHistogram(bounds []float64) histogram {
+	return histogram{bounds: bounds, counts: make([]int64, len(bounds)+1)}
+}
+
+func (h *histogram) observe(v float64) {
+	i, _ := slices.BinarySearch(h.bounds, v)
+	h.counts[i]++
+	h.sum += v
+	h.count++
+}
+
+// Bucket bounds in seconds: requests and queueing, and network passes.
+var (
+	latencyBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+	computeBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}
+)
+
+// modelStats are the counters of one model ("" for requests naming none
+// that exists).
+type modelStats struct {
+	status   map[int]int64
+	latency  histogram // successful requests, seconds
+	queue    histogram // per image, enqueue to batch start, seconds
+	compute  histogram // per batch, seconds
+	batches  int64
+	images   int64
+	sizes    []int64 // sizes[n] counts batches of n images
+	reloads  int64
+	failed   int64
+	lastFail string
+}
+
+// metrics are the live counters behind Metrics and the Prometheus text.
 type metrics struct {
 	start time.Time
 
 	mu        sync.Mutex
-	requests  int64
-	errors    int64
 	inFlight  int64
-	status    map[int]int64
+	reading   int64
+	refused   int64
 	latencies []float64 // ring buffer of recent latencies in ms
 	next      int       // next slot of latencies to write
 	filled    bool      // latencies has wrapped around
-	batches   int64
-	images    int64
-	sizes     []int64 // sizes[n] counts batches of n images
+	models    map[string]*modelStats
 }
 
-func newMetrics(window, maxBatch int) *metrics {
-	return &metrics{
-		start:     time.Now(),
-		status:    map[int]int64{},
-		latencies: make([]float64, window),
-		sizes:     make([]int64, maxBatch+1),
+func newMetrics(window, maxBatch int, names []string) *metrics {
+	m := &metrics{start: time.Now(), latencies: make([]float64, window), models: map[string]*modelStats{}}
+	for _, name := range append([]string{""}, names...) {
+		m.models[name] = &modelStats{
+			status:  map[int]int64{},
+			latency: newHistogram(latencyBuckets),
+			queue:   newHistogram(latencyBuckets),
+			compute: newHistogram(computeBuckets),
+			sizes:   make([]int64, maxBatch+1),
+		}
 	}
+	return m
 }
 
-func (m *metrics) begin() {
+func (m *metrics) add(p *int64, d int64) {
 	m.mu.Lock()
-	m.inFlight++
+	*p += d
 	m.mu.Unlock()
 }
 
-// end records a classification response.
-func (m *metrics) end(status int, d time.Duration) {
+func (m *metrics) beginReading()     { m.add(&m.reading, 1) }
+func (m *metrics) endReading()       { m.add(&m.reading, -1) }
+func (m *metrics) beginInFlight()    { m.add(&m.inFlight, 1) }
+func (m *metrics) endInFlight()      { m.add(&m.inFlight, -1) }
+func (m *metrics) admissionRefused() { m.add(&m.refused, 1) }
+
+// request records an inference response of model name.
+func (m *metrics) request(name string, status int, d time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.inFlight--
-	m.requests++
-	m.status[status]++
+	st := m.models[name]
+	st.status[status]++
 	if status >= 400 {
-		m.errors++
 		return
 	}
+	st.latency.observe(d.Seconds())
 	m.latencies[m.next] = float64(d) / float64(time.Millisecond)
 	m.next++
 	if m.next == len(m.latencies) {
@@ -93,32 +151,71 @@ func (m *metrics) end(status int, d time.Duration) {
 	}
 }
 
-func (m *metrics) batch(n int) {
+// batch records a network pass of model name that started at start and
+// took d.
+func (m *metrics) batch(name string, jobs []*job, start time.Time, d time.Duration) {
 	m.mu.Lock()
-	m.batches++
-	m.images += int64(n)
-	m.sizes[n]++
-	m.mu.Unlock()
+	defer m.mu.Unlock()
+	st := m.models[name]
+	st.batches++
+	st.images += int64(len(jobs))
+	st.sizes[len(jobs)]++
+	st.compute.observe(d.Seconds())
+	for _, j := range jobs {
+		st.queue.observe(start.Sub(j.enqueued).Seconds())
+	}
+}
+
+// reload records a reload of model name; err nil means it succeeded.
+func (m *metrics) reload(name string, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := m.models[name]
+	if err == nil {
+		st.reloads++
+		st.lastFail = ""
+		return
+	}
+	st.failed++
+	st.lastFail = err.Error()
+}
+
+func (m *metrics) lastReloadError(name string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.models[name].lastFail
 }
 
 func (m *metrics) snapshot() Metrics {
 	m.mu.Lock()
 	out := Metrics{
-		UptimeSeconds: time.Since(m.start).Seconds(),
-		Requests:      m.requests,
-		Errors:        m.errors,
-		Status:        map[string]int64{},
-		InFlight:      m.inFlight,
-		Batches:       m.batches,
-		Images:        m.images,
-		BatchSizes:    map[string]int64{},
+		UptimeSeconds:    time.Since(m.start).Seconds(),
+		Status:           map[string]int64{},
+		InFlight:         m.inFlight,
+		Reading:          m.reading,
+		BatchSizes:       map[string]int64{},
+		AdmissionRefused: m.refused,
+		Reloads:          map[string]int64{},
+		ReloadErrors:     map[string]int64{},
 	}
-	for code, n := range m.status {
-		out.Status[strconv.Itoa(code)] = n
-	}
-	for size, n := range m.sizes {
-		if n > 0 {
-			out.BatchSizes[strconv.Itoa(size)] = n
+	for name, st := range m.models {
+		for code, n := range st.status {
+			out.Requests += n
+			if code >= 400 {
+				out.Errors += n
+			}
+			out.Status[strconv.Itoa(code)] += n
+		}
+		out.Batches += st.batches
+		out.Images += st.images
+		for size, n := range st.sizes {
+			if n > 0 {
+				out.BatchSizes[strconv.Itoa(size)] += n
+			}
+		}
+		if name != "" {
+			out.Reloads[name] = st.reloads
+			out.ReloadErrors[name] = st.failed
 		}
 	}
 	recent := m.latencies[:m.next]

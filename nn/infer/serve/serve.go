@@ -1,13 +1,28 @@
-// Package serve is an HTTP classification service for an infer.Model,
+// Package serve is an HTTP classification service for infer.Models,
 // built on net/http alone. cmd/serve is its command-line front end; a Go
 // program can mount Server (an http.Handler) in its own mux or run it with
 // Serve.
 //
 // # Endpoints
 //
-//	POST /classify?k=5   body: one image; answers the k most probable classes
-//	GET  /healthz        {"status":"ok","model":"..."}, 503 while draining
-//	GET  /metrics        Metrics as JSON
+// The Open Inference Protocol (KServe v2, REST), spoken by Triton, KServe,
+// Seldon MLServer and OpenVINO Model Server clients:
+//
+//	GET  /v2/health/live                   {"live":true}
+//	GET  /v2/health/ready                  {"ready":true}, 503 while draining
+//	GET  /v2                               server metadata
+//	GET  /v2/models/{name}[/versions/{v}]  model metadata
+//	GET  /v2/models/{name}[/versions/{v}]/ready
+//	POST /v2/models/{name}[/versions/{v}]/infer
+//	POST /v2/repository/models/{name}/load reload the model's file
+//	POST /v2/repository/index              the models and their state
+//
+// (protocol.go describes the tensors), and this package's own:
+//
+//	POST /classify?k=5&model=NAME  body: one image; answers the k most probable classes
+//	GET  /healthz                  {"status":"ok","model":"..."}, 503 while draining
+//	GET  /metrics                  Prometheus text exposition format 0.0.4
+//	GET  /metrics.json             Metrics as JSON
 //
 // The body of /classify is one image, its kind given by Content-Type:
 //
@@ -18,43 +33,67 @@
 //	                          of 32×32, rows top to bottom) or a 3073-byte record of
 //	                          the binary release (label byte first, ignored)
 //
-// k defaults to Config.DefaultK and is clamped to the number of classes.
-// The answer is
+// k defaults to Config.DefaultK and is clamped to the number of classes;
+// model defaults to the first model. The answer is
 //
 //	{"predictions":[{"class":3,"label":"cat","prob":0.8311},...]}
 //
 // with probabilities as float32 values (their JSON text parses back to the
-// exact float32). Errors are JSON too, {"error":"...","status":415}: 400
-// for a malformed body or query (truncated or corrupt image, wrong raw
-// length, bad k), 405 for a wrong method, 408 when the client does not
-// send its body within Config.ReadTimeout, 413 for a body over
-// Config.MaxBodyBytes or an image over Config.MaxPixels, 415 for another
-// Content-Type, 429 when Config.MaxInFlight requests are already being
-// handled (with Retry-After), 503 while shutting down.
+// exact float32). Errors are JSON too: {"error":"...","status":415} from
+// /classify and the other endpoints of this package, {"error":"..."} from
+// the protocol's. The statuses: 400 for a malformed body or query, 404 for
+// an unknown path or model, 405 for a wrong method, 408 when the client
+// does not send its body within Config.BodyTimeout or at
+// Config.MinBodyRate, 413 for a body over Config.MaxBodyBytes, an image
+// over Config.MaxPixels or one whose decoding alone would exceed
+// Config.MemoryBudget, 415 for another Content-Type, 429 when
+// Config.MaxInFlight requests are already being handled, 503 when the
+// memory budget stays exhausted for Config.AdmissionWait (both with
+// Retry-After) and while shutting down, 500 when the model's output is
+// not finite.
+//
+// # Admission
+//
+// A request holds no slot while its body arrives: it takes one of the
+// Config.MaxInFlight slots only once the whole body is read, so clients
+// that send slowly cannot hold capacity (they are cut off with 408 when
+// they stay under Config.MinBodyRate). Memory is charged to
+// Config.MemoryBudget as it is taken: the body's buffer as it grows with
+// the bytes that arrived (a declared Content-Length reserves nothing),
+// twice the body for parsing a protocol request, and, before an image is
+// decoded, what its decoding and preprocessing will take, computed from
+// its header (width × height × the decoder's bytes per pixel, plus the
+// preprocessing buffers). A charge waits up to Config.AdmissionWait for
+// room.
 //
 // # Batching
 //
 // Handlers decode and preprocess their images concurrently and queue them;
-// Config.Workers goroutines each take a queued image and gather more into
-// one batch until it has Config.MaxBatch images, Config.MaxDelay has passed
-// since its first image, or the queue is empty while no other request is
-// being received or decoded (so a lone request never waits). An image's
-// probabilities do not depend on the batch it ran in, bit for bit.
+// Config.Workers goroutines per model each take a queued image and gather
+// more into one batch until it has Config.MaxBatch images, Config.MaxDelay
+// has passed since its first image, or the queue is empty while no other
+// request for that model is being received or decoded (so a lone request
+// never waits). An image's probabilities do not depend on the batch it ran
+// in, bit for bit.
+//
+// # Models and reloading
+//
+// A server serves one or more named models (Source). Reload and
+// ReloadChanged load a model's file again: the new model is checked (a
+// probe batch must give finite probabilities that sum to 1) and then takes
+// the new requests, while requests that already hold the old one finish
+// on it; a file that fails to load or to pass the check leaves the old
+// model serving, and the failure is returned, logged and counted.
 package serve
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"image/jpeg"
-	"image/png"
-	"io"
-	"mime"
+	"log"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -70,30 +109,55 @@ type Config struct {
 	// MaxDelay is how long a batch waits for more images after its first;
 	// default 2ms.
 	MaxDelay time.Duration
-	// Workers is the number of batches that may run at once; default 1
-	// (one batch already uses every core).
+	// Workers is the number of batches of one model that may run at once;
+	// default 1 (one batch already uses every core).
 	Workers int
 	// MaxBodyBytes bounds a request body; default 8 MiB.
 	MaxBodyBytes int64
 	// MaxPixels bounds the width×height of a PNG or JPEG (checked before
 	// decoding); default 4096×4096.
 	MaxPixels int
-	// MaxInFlight bounds the classification requests handled at once
-	// (reading, decoding, queued or running); more get 429. Default 256.
+	// MaxImages bounds the images of one protocol request; default 64.
+	MaxImages int
+	// MaxInFlight bounds the inference requests handled at once once their
+	// body has arrived (decoding, queued or running); more get 429.
+	// Default 256.
 	MaxInFlight int
+	// MemoryBudget bounds, in bytes, the memory that requests may take
+	// together for their bodies (charged as the buffers grow), the parsing
+	// of protocol requests (twice the body) and the decoding and
+	// preprocessing of images (estimated from their headers); default
+	// DefaultMemoryBudget().
+	MemoryBudget int64
+	// AdmissionWait is how long a request waits for room in MemoryBudget
+	// before it gets 503; default 1s. Keep it well under
+	// WriteTimeout: an answer later than that cannot be written.
+	AdmissionWait time.Duration
 	// DefaultK is the number of classes answered when the request has no
 	// k; default 5.
 	DefaultK int
 	// LatencyWindow is the number of recent requests the latency
 	// percentiles of Metrics cover; default 10000.
 	LatencyWindow int
-	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are the
-	// http.Server timeouts Serve uses; defaults 5s, 10s, 30s and 60s. A
-	// client slower than ReadTimeout in sending its request gets 408.
-	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// ReadHeaderTimeout, WriteTimeout and IdleTimeout are the http.Server
+	// timeouts Serve uses; defaults 5s, 30s and 60s.
+	ReadHeaderTimeout, WriteTimeout, IdleTimeout time.Duration
+	// BodyTimeout bounds the time a client has to send its body; default
+	// 10s. A slower client gets 408.
+	BodyTimeout time.Duration
+	// MinBodyRate is the slowest a body may arrive, in bytes per second
+	// averaged since the headers, once BodyGrace has passed; slower
+	// clients get 408. Default 16 KiB/s; negative turns the check off.
+	MinBodyRate int64
+	// BodyGrace is the time a body may take before MinBodyRate applies;
+	// default 1s.
+	BodyGrace time.Duration
 	// DrainTimeout bounds how long Serve waits for requests in flight
 	// after its context is cancelled; default 30s.
 	DrainTimeout time.Duration
+	// Log receives reload results and shutdown reports; nil means
+	// log.Default().
+	Log *log.Logger
 }
 
 func (c Config) withDefaults() Config {
@@ -110,78 +174,171 @@ func (c Config) withDefaults() Config {
 	def(&c.MaxBatch, 32)
 	def(&c.Workers, 1)
 	def(&c.MaxPixels, 4096*4096)
+	def(&c.MaxImages, 64)
 	def(&c.MaxInFlight, 256)
 	def(&c.DefaultK, 5)
 	def(&c.LatencyWindow, 10000)
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = 8 << 20
 	}
+	if c.MemoryBudget == 0 {
+		c.MemoryBudget = DefaultMemoryBudget()
+	}
+	if c.MinBodyRate == 0 {
+		c.MinBodyRate = 16 << 10
+	}
 	defDur(&c.MaxDelay, 2*time.Millisecond)
+	defDur(&c.AdmissionWait, time.Second)
 	defDur(&c.ReadHeaderTimeout, 5*time.Second)
-	defDur(&c.ReadTimeout, 10*time.Second)
+	defDur(&c.BodyTimeout, 10*time.Second)
+	defDur(&c.BodyGrace, time.Second)
 	defDur(&c.WriteTimeout, 30*time.Second)
 	defDur(&c.IdleTimeout, 60*time.Second)
 	defDur(&c.DrainTimeout, 30*time.Second)
+	if c.Log == nil {
+		c.Log = log.Default()
+	}
 	return c
 }
 
-// Server classifies images with one model. It is an http.Handler; create
-// it with New and stop it with Close (Serve does both around an
-// http.Server).
+// Source is a model a server serves: its name in URLs, and either the
+// model itself or the file it is loaded (and reloaded) from.
+type Source struct {
+	// Name is the model's name in the protocol's URLs and in ?model=.
+	Name string
+	// Path is the model file. New loads it when Model is nil; Reload
+	// loads it again.
+	Path string
+	// Spec overrides the file's metadata (infer.Load).
+	Spec infer.Spec
+	// Options are infer.Load's options (infer.Dense, infer.MinZeros).
+	Options []infer.Option
+	// Model, if not nil, is served as given (and Path, if set, is only
+	// used by Reload).
+	Model *infer.Model
+}
+
+// Server classifies images with one or more models. It is an
+// http.Handler; create it with New or NewModels and stop it with Close
+// (Serve does both around an http.Server).
 type Server struct {
-	model   *infer.Model
-	classes []string
 	cfg     Config
 	mux     *http.ServeMux
 	metrics *metrics
+	models  map[string]*entry
+	names   []string // in the order given; names[0] is /classify's default
 
-	slots     chan struct{} // one token per request in flight
-	queue     chan *job     // preprocessed images waiting for a batch
-	receiving atomic.Int64  // requests admitted whose image is not queued yet
-	draining  atomic.Bool
-	jobs      sync.Pool // *job
+	slots    chan struct{} // one token per request in flight
+	budget   *budget       // memory for decoding and preprocessing
+	draining atomic.Bool
+	jobs     sync.Pool // *job
+	retiring sync.WaitGroup
 
-	mu      sync.RWMutex // guards closed against sends on queue
-	closed  bool
-	workers sync.WaitGroup
+	readMu   sync.Mutex
+	readers  map[*http.ResponseController]struct{} // requests reading their body
+	aborting bool                                  // the drain deadline passed: readers are cut off
+
+	closeOnce sync.Once
 }
 
-// job is one image on its way through a batch.
-type job struct {
-	x     []float32 // preprocessed input, infer.InputSize values
-	probs []float32 // the image's probabilities, set by the worker
-	done  chan struct{}
-}
+// DefaultModelName is the name New gives its model.
+const DefaultModelName = "model"
 
-// New returns a server for m and starts its batch workers. It fails on a
-// negative limit in cfg.
+// New returns a server for m, named DefaultModelName, and starts its batch
+// workers. It fails on a negative limit in cfg.
 func New(m *infer.Model, cfg Config) (*Server, error) {
+	return NewModels(cfg, Source{Name: DefaultModelName, Model: m})
+}
+
+// NewModels returns a server for the models of sources, loading those
+// given by path, and starts their batch workers. It fails on a negative
+// limit in cfg, on no source, on a repeated or invalid name, and on a
+// model that does not load or pass the check.
+func NewModels(cfg Config, sources ...Source) (*Server, error) {
 	if cfg.MaxBatch < 0 || cfg.MaxDelay < 0 || cfg.Workers < 0 || cfg.MaxBodyBytes < 0 || cfg.MaxPixels < 0 ||
-		cfg.MaxInFlight < 0 || cfg.DefaultK < 0 || cfg.LatencyWindow < 0 || cfg.ReadHeaderTimeout < 0 ||
-		cfg.ReadTimeout < 0 || cfg.WriteTimeout < 0 || cfg.IdleTimeout < 0 || cfg.DrainTimeout < 0 {
+		cfg.MaxImages < 0 || cfg.MaxInFlight < 0 || cfg.MemoryBudget < 0 || cfg.AdmissionWait < 0 ||
+		cfg.DefaultK < 0 || cfg.LatencyWindow < 0 || cfg.ReadHeaderTimeout < 0 || cfg.BodyTimeout < 0 ||
+		cfg.BodyGrace < 0 || cfg.WriteTimeout < 0 || cfg.IdleTimeout < 0 || cfg.DrainTimeout < 0 {
 		return nil, fmt.Errorf("serve: negative limit in %+v", cfg)
+	}
+	if len(sources) == 0 {
+		return nil, errors.New("serve: no model to serve")
 	}
 	cfg = cfg.withDefaults()
 	s := &Server{
-		model:   m,
-		classes: m.Spec().Classes,
 		cfg:     cfg,
 		mux:     http.NewServeMux(),
-		metrics: newMetrics(cfg.LatencyWindow, cfg.MaxBatch),
+		models:  map[string]*entry{},
 		slots:   make(chan struct{}, cfg.MaxInFlight),
-		queue:   make(chan *job, cfg.MaxInFlight),
+		budget:  newBudget(cfg.MemoryBudget),
+		readers: map[*http.ResponseController]struct{}{},
 	}
+	for _, src := range sources {
+		if err := validName(src.Name); err != nil {
+			return nil, err
+		}
+		if _, dup := s.models[src.Name]; dup {
+			return nil, fmt.Errorf("serve: model name %q given twice", src.Name)
+		}
+		if src.Model == nil && src.Path == "" {
+			return nil, fmt.Errorf("serve: model %q has neither a model nor a path", src.Name)
+		}
+		s.models[src.Name] = &entry{src: src}
+		s.names = append(s.names, src.Name)
+	}
+	s.metrics = newMetrics(cfg.LatencyWindow, cfg.MaxBatch, s.names)
+	for i, name := range s.names {
+		e := s.models[name]
+		v, err := s.loadVersion(e, 1)
+		if err != nil {
+			for _, prev := range s.names[:i] {
+				s.models[prev].cur.stop()
+			}
+			return nil, err
+		}
+		e.cur = v
+	}
+	s.routes()
+	return s, nil
+}
+
+// validName accepts the names that can stand in a URL path segment and a
+// Prometheus label without escaping surprises.
+func validName(name string) error {
+	if name == "" {
+		return errors.New("serve: empty model name")
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') || name == "." || name == ".." {
+			return fmt.Errorf("serve: model name %q: use letters, digits, '-', '_' and '.'", name)
+		}
+	}
+	return nil
+}
+
+func (s *Server) routes() {
 	s.mux.HandleFunc("/classify", s.classify)
 	s.mux.HandleFunc("/healthz", s.health)
-	s.mux.HandleFunc("/metrics", s.serveMetrics)
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s (POST /classify, GET /healthz, GET /metrics)", r.URL.Path))
+	s.mux.HandleFunc("/metrics", s.servePrometheus)
+	s.mux.HandleFunc("/metrics.json", s.serveMetricsJSON)
+	s.mux.HandleFunc("/v2", s.serverMetadata)
+	s.mux.HandleFunc("/v2/{$}", s.serverMetadata)
+	s.mux.HandleFunc("/v2/health/live", s.live)
+	s.mux.HandleFunc("/v2/health/ready", s.ready)
+	s.mux.HandleFunc("/v2/models/{name}", s.modelMetadata)
+	s.mux.HandleFunc("/v2/models/{name}/versions/{version}", s.modelMetadata)
+	s.mux.HandleFunc("/v2/models/{name}/ready", s.modelReady)
+	s.mux.HandleFunc("/v2/models/{name}/versions/{version}/ready", s.modelReady)
+	s.mux.HandleFunc("/v2/models/{name}/infer", s.v2Infer)
+	s.mux.HandleFunc("/v2/models/{name}/versions/{version}/infer", s.v2Infer)
+	s.mux.HandleFunc("/v2/repository/index", s.repositoryIndex)
+	s.mux.HandleFunc("/v2/repository/models/{name}/load", s.repositoryLoad)
+	s.mux.HandleFunc("/v2/", func(w http.ResponseWriter, r *http.Request) {
+		writeV2Error(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s", r.URL.Path))
 	})
-	for range cfg.Workers {
-		s.workers.Add(1)
-		go s.work()
-	}
-	return s, nil
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s (POST /classify, GET /healthz, GET /metrics, /v2/...)", r.URL.Path))
+	})
 }
 
 // Config returns the server's limits with the defaults filled in.
@@ -193,35 +350,49 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 // Metrics returns a snapshot of the server's counters.
 func (s *Server) Metrics() Metrics { return s.metrics.snapshot() }
 
-// Close stops the batch workers once the images already queued are
-// classified; requests after Close get 503. Call it after the HTTP server
+// Close stops the batch workers once the requests holding a model have
+// finished; requests after Close get 503. Call it after the HTTP server
 // has stopped (http.Server.Shutdown), so that no request is in flight.
 func (s *Server) Close() {
 	s.draining.Store(true)
-	s.mu.Lock()
-	if !s.closed {
-		s.closed = true
-		close(s.queue)
-	}
-	s.mu.Unlock()
-	s.workers.Wait()
+	s.closeOnce.Do(func() {
+		for _, name := range s.names {
+			s.models[name].close()
+		}
+		s.retiring.Wait()
+	})
 }
 
+// ErrDrainTimeout is returned (wrapped) by Serve when requests were still
+// in flight at Config.DrainTimeout: those still sending their body were
+// answered 503, the others were cut off.
+var ErrDrainTimeout = errors.New("serve: the drain deadline passed with requests in flight")
+
 // Serve serves s on ln until ctx is cancelled, then shuts down gracefully:
-// /healthz turns to 503, the listener closes, requests in flight finish
-// (for at most Config.DrainTimeout), and the workers stop. It returns nil
-// after a clean shutdown.
+// the readiness endpoints turn to 503, the listener closes, requests in
+// flight finish (for at most Config.DrainTimeout), and the workers stop.
+// It returns nil after a clean shutdown. If requests are still in flight
+// at the drain deadline, those still receiving their body are answered
+// 503, the connections are closed a second later at most, and Serve
+// returns an error wrapping ErrDrainTimeout.
+//
+// Serve answers net/http's own protocol errors (a header over 64 KiB, a
+// malformed request line, TLS on this plain port) with the JSON error
+// form as well (jsonErrorListener).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
-		ReadTimeout:       s.cfg.ReadTimeout,
-		WriteTimeout:      s.cfg.WriteTimeout,
-		IdleTimeout:       s.cfg.IdleTimeout,
-		MaxHeaderBytes:    64 << 10,
+		// A backstop for the bodies no handler reads (net/http discards
+		// them); the inference handlers set their own read deadlines.
+		ReadTimeout:    s.cfg.ReadHeaderTimeout + s.cfg.BodyTimeout,
+		WriteTimeout:   s.cfg.WriteTimeout,
+		IdleTimeout:    s.cfg.IdleTimeout,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       s.cfg.Log,
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(jsonErrorListener{ln}) }()
 	select {
 	case err := <-errc:
 		s.Close()
@@ -232,12 +403,33 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	drain, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
 	defer cancel()
 	err := hs.Shutdown(drain)
-	<-errc // http.ErrServerClosed
-	s.Close()
-	if err != nil {
-		return fmt.Errorf("serve: shutting down: %w", err)
+	if err == nil {
+		<-errc // http.ErrServerClosed
+		s.Close()
+		return nil
 	}
-	return nil
+	n := s.abortReaders()
+	grace, cancel2 := context.WithTimeout(context.Background(), time.Second)
+	defer cancel2()
+	if hs.Shutdown(grace) != nil {
+		hs.Close()
+	}
+	<-errc
+	s.Close()
+	return fmt.Errorf("%w (%v; %d receiving their body answered 503)", ErrDrainTimeout, s.cfg.DrainTimeout, n)
+}
+
+// abortReaders makes the body reads of every request still receiving its
+// body, and of any that starts to, fail at once; their handlers answer
+// 503. It returns how many were receiving.
+func (s *Server) abortReaders() int {
+	s.readMu.Lock()
+	defer s.readMu.Unlock()
+	s.aborting = true
+	for rc := range s.readers {
+		rc.SetReadDeadline(time.Now())
+	}
+	return len(s.readers)
 }
 
 // httpError is a failed request: its status and message.
@@ -257,226 +449,38 @@ type Response struct {
 	Predictions []infer.Class `json:"predictions"`
 }
 
-// ErrorResponse is the answer to a failed request.
+// ErrorResponse is the answer to a failed request of this package's own
+// endpoints; the protocol's endpoints answer {"error": "..."} alone.
 type ErrorResponse struct {
 	Error  string `json:"error"`
 	Status int    `json:"status"`
 }
 
+// writeJSON encodes v before it writes the header, so that a value that
+// cannot be encoded is answered 500 instead of a 200 with no body.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b, _ = json.Marshal(ErrorResponse{Error: "encoding the answer: " + err.Error(), Status: status})
+	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v) // a failed write means the client left
+	w.Write(append(b, '\n')) // a failed write means the client left
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, ErrorResponse{Error: msg, Status: status})
 }
 
-func (s *Server) classify(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, http.StatusMethodNotAllowed, "use POST with an image body")
-		return
-	}
-	select {
-	case s.slots <- struct{}{}:
-	default:
-		s.metrics.begin()
-		s.metrics.end(http.StatusTooManyRequests, time.Since(start))
-		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many requests in flight (limit %d); retry later", s.cfg.MaxInFlight))
-		return
-	}
-	defer func() { <-s.slots }()
-	s.metrics.begin()
-	status := http.StatusOK
-	defer func() { s.metrics.end(status, time.Since(start)) }()
-
-	resp, herr := s.handle(r)
-	if herr != nil {
-		status = herr.status
-		if status == http.StatusRequestTimeout || status == http.StatusRequestEntityTooLarge {
-			w.Header().Set("Connection", "close")
-		}
-		writeError(w, status, herr.msg)
-		return
-	}
-	writeJSON(w, status, resp)
+// V2Error is the Open Inference Protocol's error answer.
+type V2Error struct {
+	Error string `json:"error"`
 }
 
-// handle reads, decodes and classifies the image of r.
-func (s *Server) handle(r *http.Request) (*Response, *httpError) {
-	s.receiving.Add(1)
-	queued := false
-	defer func() {
-		if !queued {
-			s.receiving.Add(-1)
-		}
-	}()
-	if s.draining.Load() {
-		return nil, fail(http.StatusServiceUnavailable, "the server is shutting down")
-	}
-	k := s.cfg.DefaultK
-	if v := r.URL.Query().Get("k"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return nil, fail(http.StatusBadRequest, "query k=%q: want a positive integer", v)
-		}
-		k = n
-	}
-	kind, err := contentKind(r.Header.Get("Content-Type"))
-	if err != nil {
-		return nil, fail(http.StatusUnsupportedMediaType, "%v", err)
-	}
-	if r.ContentLength > s.cfg.MaxBodyBytes {
-		return nil, fail(http.StatusRequestEntityTooLarge, "body of %d bytes is over the limit of %d", r.ContentLength, s.cfg.MaxBodyBytes)
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, s.cfg.MaxBodyBytes+1))
-	switch {
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return nil, fail(http.StatusRequestTimeout, "the body did not arrive within %v", s.cfg.ReadTimeout)
-	case err != nil:
-		return nil, fail(http.StatusBadRequest, "reading the body: %v", err)
-	case int64(len(body)) > s.cfg.MaxBodyBytes:
-		return nil, fail(http.StatusRequestEntityTooLarge, "body over the limit of %d bytes", s.cfg.MaxBodyBytes)
-	}
-
-	j := s.getJob()
-	defer s.jobs.Put(j)
-	if herr := s.preprocess(j.x, kind, body); herr != nil {
-		return nil, herr
-	}
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
-		return nil, fail(http.StatusServiceUnavailable, "the server is shutting down")
-	}
-	s.queue <- j // never blocks: the queue holds MaxInFlight jobs
-	queued = true
-	s.receiving.Add(-1)
-	s.mu.RUnlock()
-	<-j.done
-	return &Response{Predictions: infer.TopK(j.probs, k, s.classes)}, nil
-}
-
-// Kinds of request bodies.
-const (
-	kindPNG = iota
-	kindJPEG
-	kindRaw
-)
-
-func contentKind(ct string) (int, error) {
-	const accepted = "image/png, image/jpeg or application/octet-stream (raw CIFAR-10)"
-	if ct == "" {
-		return 0, fmt.Errorf("no Content-Type: send %s", accepted)
-	}
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil {
-		return 0, fmt.Errorf("Content-Type %q: %v", ct, err)
-	}
-	switch mt {
-	case "image/png":
-		return kindPNG, nil
-	case "image/jpeg":
-		return kindJPEG, nil
-	case "application/octet-stream":
-		return kindRaw, nil
-	}
-	return 0, fmt.Errorf("Content-Type %q is not supported: send %s", mt, accepted)
-}
-
-// preprocess decodes body and writes the network input into x.
-func (s *Server) preprocess(x []float32, kind int, body []byte) *httpError {
-	if kind == kindRaw {
-		if err := s.model.PreprocessRaw(x, body); err != nil {
-			return fail(http.StatusBadRequest, "%v", err)
-		}
-		return nil
-	}
-	name, decodeConfig, decode := "PNG", png.DecodeConfig, png.Decode
-	if kind == kindJPEG {
-		name, decodeConfig, decode = "JPEG", jpeg.DecodeConfig, jpeg.Decode
-	}
-	cfg, err := decodeConfig(bytes.NewReader(body))
-	if err != nil {
-		return fail(http.StatusBadRequest, "decoding the %s header: %v", name, err)
-	}
-	if cfg.Width <= 0 || cfg.Height <= 0 {
-		return fail(http.StatusBadRequest, "%s image of %d×%d pixels", name, cfg.Width, cfg.Height)
-	}
-	if int64(cfg.Width)*int64(cfg.Height) > int64(s.cfg.MaxPixels) {
-		return fail(http.StatusRequestEntityTooLarge, "%s image of %d×%d pixels is over the limit of %d pixels", name, cfg.Width, cfg.Height, s.cfg.MaxPixels)
-	}
-	img, err := decode(bytes.NewReader(body))
-	if err != nil {
-		return fail(http.StatusBadRequest, "decoding the %s image: %v", name, err)
-	}
-	s.model.Preprocess(x, img)
-	return nil
-}
-
-func (s *Server) getJob() *job {
-	if j, ok := s.jobs.Get().(*job); ok {
-		return j
-	}
-	return &job{x: make([]float32, infer.InputSize), done: make(chan struct{}, 1)}
-}
-
-// work runs batches until the queue is closed and empty.
-func (s *Server) work() {
-	defer s.workers.Done()
-	var (
-		batch []*job
-		x     []float32
-		probs []float32
-	)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	for first := range s.queue {
-		batch = append(batch[:0], first)
-		deadline := time.Now().Add(s.cfg.MaxDelay)
-	gather:
-		for len(batch) < s.cfg.MaxBatch {
-			select {
-			case j, ok := <-s.queue:
-				if !ok {
-					break gather
-				}
-				batch = append(batch, j)
-				continue
-			default:
-			}
-			wait := time.Until(deadline)
-			if wait <= 0 || s.receiving.Load() == 0 {
-				break gather
-			}
-			timer.Reset(wait)
-			select {
-			case j, ok := <-s.queue:
-				timer.Stop()
-				if !ok {
-					break gather
-				}
-				batch = append(batch, j)
-			case <-timer.C:
-				break gather
-			}
-		}
-		x = x[:0]
-		for _, j := range batch {
-			x = append(x, j.x...)
-		}
-		probs = s.model.Probabilities(probs, x)
-		s.metrics.batch(len(batch))
-		c := s.model.NumClasses()
-		for i, j := range batch {
-			j.probs = append(j.probs[:0], probs[i*c:(i+1)*c]...)
-			j.done <- struct{}{}
-		}
-	}
+func writeV2Error(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, V2Error{Error: msg})
 }
 
 // Health is the answer of GET /healthz.
@@ -486,13 +490,18 @@ type Health struct {
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	desc := ""
+	if v, ok := s.models[s.names[0]].acquire(); ok {
+		desc = v.model.String()
+		v.release()
+	}
 	if s.draining.Load() {
-		writeJSON(w, http.StatusServiceUnavailable, Health{Status: "draining", Model: s.model.String()})
+		writeJSON(w, http.StatusServiceUnavailable, Health{Status: "draining", Model: desc})
 		return
 	}
-	writeJSON(w, http.StatusOK, Health{Status: "ok", Model: s.model.String()})
+	writeJSON(w, http.StatusOK, Health{Status: "ok", Model: desc})
 }
 
-func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
+func (s *Server) serveMetricsJSON(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.Metrics())
 }

@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -31,33 +32,49 @@ import (
 // tinyModel returns a small random ResNet-8 loaded from a model file.
 func tinyModel(t testing.TB) *infer.Model {
 	t.Helper()
-	spec := infer.Spec{Model: "resnet8", Width: 0.25}
-	net, err := spec.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(11, 12))
-	for _, p := range append(net.Params(), net.Buffers()...) {
-		if strings.HasSuffix(p.Name, "num_batches_tracked") {
-			continue
-		}
-		for i := range p.T.Data {
-			v := rng.NormFloat64() * 0.3
-			if strings.HasSuffix(p.Name, "running_var") {
-				v = 0.5 + rng.Float64()
-			}
-			p.T.Data[i] = float32(v)
-		}
-	}
 	path := filepath.Join(t.TempDir(), "model.safetensors")
-	if err := checkpoint.SaveModel(path, net, spec.Metadata()); err != nil {
-		t.Fatal(err)
-	}
+	writeModel(t, path, 11, 1)
 	m, err := infer.Load(path, infer.Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// writeModel writes a ResNet-8 of width 0.25 with random weights drawn
+// from seed, the weights of its first convolution multiplied by scale, to
+// path (through a temporary file and a rename, as a deployment replaces a
+// model file).
+func writeModel(t testing.TB, path string, seed uint64, scale float32) {
+	t.Helper()
+	spec := infer.Spec{Model: "resnet8", Width: 0.25}
+	net, err := spec.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed, 12))
+	for i, p := range append(net.Params(), net.Buffers()...) {
+		if strings.HasSuffix(p.Name, "num_batches_tracked") {
+			continue
+		}
+		for j := range p.T.Data {
+			v := rng.NormFloat64() * 0.3
+			if strings.HasSuffix(p.Name, "running_var") {
+				v = 0.5 + rng.Float64()
+			}
+			p.T.Data[j] = float32(v)
+			if i == 0 {
+				p.T.Data[j] *= scale
+			}
+		}
+	}
+	tmp := path + ".tmp"
+	if err := checkpoint.SaveModel(tmp, net, spec.Metadata()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // running is a Server serving on a loopback listener.
@@ -75,6 +92,12 @@ func start(t *testing.T, m *infer.Model, cfg serve.Config) *running {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startServer(t, srv)
+}
+
+// startServer serves srv on a loopback listener until the test ends.
+func startServer(t *testing.T, srv *serve.Server) *running {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -92,11 +115,19 @@ func start(t *testing.T, m *infer.Model, cfg serve.Config) *running {
 	return r
 }
 
-// post sends body and decodes the JSON answer into out (a *serve.Response
-// or *serve.ErrorResponse), returning the status.
-func post(t *testing.T, url, ct string, body []byte) (int, []byte) {
+// exchange sends a request (with Content-Type ct unless empty) and
+// returns the answer, its body read, after checking that its
+// Content-Type is want.
+func exchange(t *testing.T, method, url, ct string, body io.Reader, want string) (*http.Response, []byte) {
 	t.Helper()
-	resp, err := http.Post(url, ct, bytes.NewReader(body))
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,9 +136,16 @@ func post(t *testing.T, url, ct string, body []byte) (int, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := resp.Header.Get("Content-Type"); got != "application/json" {
-		t.Fatalf("Content-Type %q, body %s", got, b)
+	if got := resp.Header.Get("Content-Type"); got != want {
+		t.Fatalf("%s %s: Content-Type %q, want %q; body %s", method, url, got, want, b)
 	}
+	return resp, b
+}
+
+// post sends body and returns the status and the JSON answer.
+func post(t *testing.T, url, ct string, body []byte) (int, []byte) {
+	t.Helper()
+	resp, b := exchange(t, "POST", url, ct, bytes.NewReader(body), "application/json")
 	return resp.StatusCode, b
 }
 
@@ -169,15 +207,23 @@ func direct(m *infer.Model, raw []byte, k int) []infer.Class {
 	return infer.TopK(m.Probabilities(nil, x), k, m.Spec().Classes)
 }
 
-func TestClassifyFormats(t *testing.T) {
-	m := tinyModel(t)
-	r := start(t, m, serve.Config{})
-	img := synthetic(45, 37, 1)
-	pngBytes, jpegBytes := encodePNG(t, img), encodeJPEG(t, img)
+// testImage returns a 45×37 image, its PNG and JPEG encodings, and the
+// JPEG decoded (what the server sees).
+func testImage(t *testing.T) (img image.Image, pngBytes, jpegBytes []byte, decoded image.Image) {
+	t.Helper()
+	img = synthetic(45, 37, 1)
+	pngBytes, jpegBytes = encodePNG(t, img), encodeJPEG(t, img)
 	decoded, err := jpeg.Decode(bytes.NewReader(jpegBytes))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return img, pngBytes, jpegBytes, decoded
+}
+
+func TestClassifyFormats(t *testing.T) {
+	m := tinyModel(t)
+	r := start(t, m, serve.Config{})
+	img, pngBytes, jpegBytes, decoded := testImage(t)
 	raw := rawImage(3)
 	for _, c := range []struct {
 		name, ct, query string
@@ -274,7 +320,7 @@ func hold(t *testing.T, r *running, n, sent, k int) []held {
 		}
 		hs[i] = held{c, body[sent:]}
 	}
-	waitInFlight(t, r.srv, int64(n))
+	waitReading(t, r.srv, int64(n))
 	return hs
 }
 
@@ -305,7 +351,7 @@ func readAnswer(t *testing.T, c net.Conn) (int, []byte) {
 
 func TestSlowClient(t *testing.T) {
 	m := tinyModel(t)
-	r := start(t, m, serve.Config{ReadTimeout: 300 * time.Millisecond})
+	r := start(t, m, serve.Config{BodyTimeout: 300 * time.Millisecond, MinBodyRate: -1})
 	h := hold(t, r, 1, 100, 2)[0]
 	t0 := time.Now()
 	code, b := readAnswer(t, h.conn)
@@ -319,30 +365,58 @@ func TestSlowClient(t *testing.T) {
 	classify(t, r.url+"/classify", "application/octet-stream", rawImage(2))
 }
 
+// TestConcurrencyLimit fills the in-flight slots with two requests whose
+// batch waits (a third request is still being received, so the worker
+// waits up to MaxDelay for it): a complete request then gets 429, while the
+// request still sending its body held no slot.
 func TestConcurrencyLimit(t *testing.T) {
 	m := tinyModel(t)
-	r := start(t, m, serve.Config{MaxInFlight: 2})
-	hs := hold(t, r, 2, 10, 2)
+	r := start(t, m, serve.Config{MaxInFlight: 2, MaxDelay: 3 * time.Second})
+	slow := hold(t, r, 1, 10, 2)[0]
+	codes := make(chan int, 2)
+	for i := range 2 {
+		go func() {
+			code, _ := post(t, r.url+"/classify", "application/octet-stream", rawImage(uint64(i)))
+			codes <- code
+		}()
+	}
+	waitInFlight(t, r.srv, 2)
 	code, b := post(t, r.url+"/classify", "application/octet-stream", rawImage(9))
 	if code != http.StatusTooManyRequests || !strings.Contains(string(b), "limit 2") {
 		t.Fatalf("third request: status %d %s, want 429", code, b)
 	}
-	for i, h := range hs {
-		if code, b := h.finish(t); code != http.StatusOK {
-			t.Fatalf("held request %d: status %d %s", i, code, b)
+	if code, b := slow.finish(t); code != http.StatusTooManyRequests {
+		t.Fatalf("the request that held no slot while sending: status %d %s, want 429", code, b)
+	}
+	for range 2 {
+		if code := <-codes; code != http.StatusOK {
+			t.Fatalf("request in a slot: status %d", code)
 		}
 	}
 	classify(t, r.url+"/classify", "application/octet-stream", rawImage(9))
 }
 
-func waitInFlight(t *testing.T, s *serve.Server, n int64) {
+// waitMetric waits until get(s.Metrics()) is n.
+func waitMetric(t *testing.T, s *serve.Server, what string, get func(serve.Metrics) int64, n int64) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); s.Metrics().InFlight != n; {
+	for deadline := time.Now().Add(10 * time.Second); get(s.Metrics()) != n; {
 		if time.Now().After(deadline) {
-			t.Fatalf("in flight %d, want %d", s.Metrics().InFlight, n)
+			t.Fatalf("%s %d, want %d", what, get(s.Metrics()), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// waitInFlight waits until n requests hold a slot.
+func waitInFlight(t *testing.T, s *serve.Server, n int64) {
+	t.Helper()
+	waitMetric(t, s, "in flight", func(m serve.Metrics) int64 { return m.InFlight }, n)
+}
+
+// waitReading waits until n requests are receiving their body.
+func waitReading(t *testing.T, s *serve.Server, n int64) {
+	t.Helper()
+	waitMetric(t, s, "reading", func(m serve.Metrics) int64 { return m.Reading }, n)
 }
 
 // TestBatching sends concurrent requests: some run in batches of more than
@@ -460,7 +534,7 @@ func TestHealthAndMetrics(t *testing.T) {
 		classify(t, r.url+"/classify", "application/octet-stream", rawImage(uint64(i)))
 	}
 	post(t, r.url+"/classify", "text/plain", nil)
-	resp, err = http.Get(r.url + "/metrics")
+	resp, err = http.Get(r.url + "/metrics.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +545,7 @@ func TestHealthAndMetrics(t *testing.T) {
 	resp.Body.Close()
 	if met.Requests != 6 || met.Errors != 1 || met.Status["200"] != 5 || met.Status["415"] != 1 ||
 		met.Latency.Window != 5 || !(met.Latency.P50 > 0) || met.Latency.P50 > met.Latency.P99 ||
-		met.Latency.P99 > met.Latency.Max || met.Batches != 5 || met.BatchSizes["1"] != 5 || met.InFlight != 0 {
+		met.Latency.P99 > met.Latency.Max || met.Batches != 5 || met.BatchSizes["1"] != 5 || met.InFlight != 0 || met.Reading != 0 {
 		t.Fatalf("metrics %+v", met)
 	}
 

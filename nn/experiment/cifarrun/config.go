@@ -1,0 +1,509 @@
+package cifarrun
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/proxgen/proxgen/internal/cli"
+	"github.com/proxgen/proxgen/nn/models"
+	"github.com/proxgen/proxgen/nn/train"
+	"github.com/proxgen/proxgen/optim"
+)
+
+// config holds every setting of a run. It is stored (as JSON) in the
+// training-state file, so a resumed run uses exactly the settings of the
+// original one; the "auto" defaults are resolved before it is stored.
+type config struct {
+	Data       string `json:"data"`
+	NoDownload bool   `json:"no_download"`
+	// Download allows downloading into a -data folder that does not
+	// exist; AllowSubset accepts data files with fewer records than the
+	// official release.
+	Download    bool   `json:"download,omitempty"`
+	AllowSubset bool   `json:"allow_subset,omitempty"`
+	Out         string `json:"out"`
+
+	Model    string  `json:"model"`
+	Width    float64 `json:"width"`
+	Shortcut string  `json:"shortcut"`
+	Weights  string  `json:"weights"`
+	// Widths are the per-layer channel counts of a compacted network
+	// (read from the widths metadata of a -weights file written by
+	// -compact); nil: the widths of Model and Width. Stored so that
+	// -resume rebuilds the same network without reading -weights.
+	Widths *models.Widths `json:"widths,omitempty"`
+
+	// PruneFilters and PruneFLOPs select one-shot magnitude filter
+	// pruning of the -weights before training (prune.Options Fraction
+	// and KeepFLOPs); PruneResidual includes the residual streams.
+	PruneFilters  float64 `json:"prune_filters,omitempty"`
+	PruneFLOPs    float64 `json:"prune_flops,omitempty"`
+	PruneResidual bool    `json:"prune_residual,omitempty"`
+
+	Optimizer   string  `json:"optimizer"`
+	Reg         string  `json:"reg"`
+	Lambda      float64 `json:"lambda"`
+	LambdaScale string  `json:"lambda_scale"`
+	LR          float64 `json:"lr"`
+	WD          float64 `json:"wd"`
+	Momentum    float64 `json:"momentum"`
+	Beta1       float64 `json:"beta1"`
+	Beta2       float64 `json:"beta2"`
+	Eps         float64 `json:"eps"`
+	Schedule    string  `json:"schedule"`
+	NoCoupleBN  bool    `json:"no_couple_bn"`
+
+	Homotopy       string `json:"homotopy"`
+	HardQuantEpoch int    `json:"hard_quant_epoch"`
+
+	Epochs      int    `json:"epochs"`
+	Batch       int    `json:"batch"`
+	EvalBatch   int    `json:"eval_batch"`
+	Seed        uint64 `json:"seed"`
+	TrainSubset int    `json:"train_subset"`
+	TestSubset  int    `json:"test_subset"`
+	NoAugment   bool   `json:"no_augment"`
+
+	Threads   int    `json:"threads"`
+	Progress  string `json:"progress"`
+	LogEvery  int    `json:"log_every"`
+	SaveEvery int    `json:"save_every"`
+	JSON      bool   `json:"json"`
+	Resume    bool   `json:"-"`
+	EvalOnly  bool   `json:"-"`
+	// Dense keeps every layer of -eval-only on the dense path.
+	Dense bool `json:"-"`
+	// Compact names the model file to write the compacted -weights to.
+	Compact string `json:"-"`
+
+	// Derived lists the settings whose "auto" value resolve chose (by
+	// their JSON names), so that -resume -epochs N recomputes those that
+	// depend on the run's length as a fresh N-epoch run would. Nil in
+	// checkpoints written before it was recorded.
+	Derived []string `json:"derived,omitempty"`
+
+	// explicit records the flags given on the command line.
+	explicit map[string]bool
+	// resumed is the checkpoint read for -resume.
+	resumed *train.Checkpoint
+}
+
+// optimizers are the names of the methods (optim.MethodNames).
+var optimizers = optim.MethodNames()
+
+// mutableOnResume lists the flags a resumed run may change; every other
+// flag given with -resume must equal the stored setting.
+var mutableOnResume = []string{"data", "no-download", "download", "allow-subset", "out", "epochs", "threads", "progress", "log-every", "save-every", "eval-batch", "resume", "json"}
+
+// defaultConfig returns the settings before "auto" values are resolved.
+func defaultConfig() *config {
+	return &config{
+		Model: "resnet20", Width: 1, Shortcut: "A",
+		Optimizer: "proxgen", Reg: "auto", Lambda: math.NaN(), LambdaScale: "auto",
+		LR: math.NaN(), WD: math.NaN(), Momentum: 0.9, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8,
+		Schedule: "auto", Homotopy: "auto", HardQuantEpoch: -2,
+		Epochs: 30, Batch: 128, EvalBatch: 500, Seed: 1,
+		Progress: "auto",
+	}
+}
+
+// newFlagSet binds the flags to c.
+func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
+	fs := cli.NewFlagSet("cifar", "cifar [flags]", "trains and evaluates CIFAR-10 classifiers with ProxGen or a baseline of the paper (docs/cifar.md)", out)
+	fs.StringVar(&c.Data, "data", c.Data, "CIFAR-10 folder (holding cifar-10-batches-bin or its files); empty: the download cache")
+	fs.BoolVar(&c.NoDownload, "no-download", c.NoDownload, "fail instead of downloading when the data are missing")
+	fs.BoolVar(&c.Download, "download", c.Download, "download the data into a -data folder that does not exist yet (without it, a -data folder that does not exist is an error)")
+	fs.BoolVar(&c.AllowSubset, "allow-subset", c.AllowSubset, "accept data files with fewer records than the official 10,000 each (tiny test sets, reduced copies)")
+	fs.StringVar(&c.Out, "out", c.Out, "run folder for checkpoints, metrics.jsonl, curves.svg and summary.json (default runs/<model>-<optimizer>-<reg>-s<seed>)")
+
+	fs.StringVar(&c.Model, "model", c.Model, "network: "+strings.Join(models.Names, ", ")+" or any resnet<6n+2>")
+	fs.Float64Var(&c.Width, "width", c.Width, "channel-width multiplier (1 = the reference network)")
+	fs.StringVar(&c.Shortcut, "shortcut", c.Shortcut, "shortcut of resnet20..56: A (zero padding, akamaster default) or B (1x1 conv + BN)")
+	fs.StringVar(&c.Weights, "weights", c.Weights, "model or training-state safetensors file: the weights to evaluate (-eval-only) or to start training from (a compacted file from -compact: without -model, its network)")
+
+	fs.Float64Var(&c.PruneFilters, "prune-filters", c.PruneFilters, "before training, zero this fraction of the output filters (smallest ℓ2 norm) in every layer, with their batch-norm γ and β, and keep them zero (magnitude-pruning baseline; fine-tunes -weights)")
+	fs.Float64Var(&c.PruneFLOPs, "prune-flops", c.PruneFLOPs, "like -prune-filters, with the fraction (the same in every layer) that leaves at most this fraction of the dense network's FLOPs")
+	fs.BoolVar(&c.PruneResidual, "prune-residual", c.PruneResidual, "with -prune-filters or -prune-flops, also prune residual-stream channels (all filters writing a channel together); default: only the channels inside residual blocks")
+
+	fs.StringVar(&c.Optimizer, "optimizer", c.Optimizer, "method: "+strings.Join(optimizers, ", "))
+	fs.StringVar(&c.Reg, "reg", c.Reg, "regularizer: "+optim.RegularizerSyntax+" (auto: l12 for the sparsity methods, binw:1 = bin-l1 for proxquant, none otherwise)")
+	fs.Var(cli.OptionalFloat{P: &c.Lambda}, "lambda", "regularization strength λ (auto: 0.1 for sparsity, 1e-4 for proxquant, 5e-8 for bin-lq:Q with proxgen, 0.1 for l0hc)")
+	fs.StringVar(&c.LambdaScale, "lambda-scale", c.LambdaScale, "n: the per-step λ is -lambda divided by the training-set size (official ProxGen code); 1: -lambda as is; auto: n except for binary regularizers")
+	fs.Var(cli.OptionalFloat{P: &c.LR}, "lr", "base step size (auto: 1e-3 Adam family, 0.1 sgd, 0.06 proxsgd, 0.01 proxquant and bc)")
+	fs.Var(cli.OptionalFloat{P: &c.WD}, "wd", "weight decay ζ, decoupled for proxgenw/adamw/subgrad, coupled for adam/sgd (auto: 0.01 proxgenw and adamw, 5e-4 sgd, else 0)")
+	fs.Float64Var(&c.Momentum, "momentum", c.Momentum, "heavy-ball momentum of sgd")
+	fs.Float64Var(&c.Beta1, "beta1", c.Beta1, "first-moment decay ρ of the Adam family")
+	fs.Float64Var(&c.Beta2, "beta2", c.Beta2, "second-moment decay β of the Adam family")
+	fs.Float64Var(&c.Eps, "eps", c.Eps, "δ added to the preconditioner")
+	fs.StringVar(&c.Schedule, "schedule", c.Schedule, "step-size schedule: const, multistep:E1,E2[:GAMMA] (epochs), step:EVERY:GAMMA (epochs), invsqrt[:OFFSET] (lr/sqrt(t+OFFSET), t = update), plateau:FACTOR (on the test loss), cosine[:FLOOR] (per update down to FLOOR at the end), onecycle[:PCT[:DIV[:FINALDIV]]][:three][:linear] (peak -lr), any but plateau preceded by warmup:EPOCHS[:START]+ (linear from START·lr, default 1/3); auto: multistep at 1/2 and 5/6 of -epochs, const for proxquant/bc, invsqrt:4 (Prox-SGD's ε_t) for proxsgd")
+
+	fs.BoolVar(&c.NoCoupleBN, "no-couple-bn", c.NoCoupleBN, "gl0/gl21 over output filters group each convolution filter with the γ and β of the batch norm after it (a zero group is a zero channel); this flag groups the filter alone")
+
+	fs.StringVar(&c.Homotopy, "homotopy", c.Homotopy, "on: ProxQuant homotopy λ_t = λ·epoch (epoch counted from 0); off; auto: on for binary regularizers")
+	fs.Var(cli.OptionalInt{P: &c.HardQuantEpoch, Unset: -2}, "hard-quant-epoch", "after this many epochs set binarised weights to sign(w) and freeze them (0: never; default: 2/3 of -epochs for binary runs, never otherwise)")
+
+	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "number of epochs")
+	fs.IntVar(&c.Batch, "batch", c.Batch, "training batch size")
+	fs.IntVar(&c.EvalBatch, "eval-batch", c.EvalBatch, "evaluation batch size")
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the initial weights, shuffling, augmentation and gates")
+	fs.IntVar(&c.TrainSubset, "train-subset", c.TrainSubset, "train on the first N training images only (0: all 50,000)")
+	fs.IntVar(&c.TestSubset, "test-subset", c.TestSubset, "evaluate on the first N test images only (0: all 10,000)")
+	fs.BoolVar(&c.NoAugment, "no-augment", c.NoAugment, "train without random crops and flips")
+
+	fs.IntVar(&c.Threads, "threads", c.Threads, "worker threads (0: all cores, at most 1024)")
+	fs.StringVar(&c.Progress, "progress", c.Progress, "progress on stderr: bar, lines, none, or auto (bar on a terminal, lines otherwise)")
+	fs.IntVar(&c.LogEvery, "log-every", c.LogEvery, "batches between progress lines (0: about ten lines per epoch)")
+	fs.IntVar(&c.SaveEvery, "save-every", c.SaveEvery, "also checkpoint every N batches inside an epoch (0: at epoch ends only)")
+	fs.BoolVar(&c.JSON, "json", c.JSON, "print each epoch's metrics and the final summary as JSON lines on stdout")
+	fs.BoolVar(&c.Resume, "resume", c.Resume, "continue the run saved in -out exactly where it stopped")
+	fs.BoolVar(&c.EvalOnly, "eval-only", c.EvalOnly, "evaluate -weights on the test set and exit")
+	fs.BoolVar(&c.Dense, "dense", c.Dense, "-eval-only: run every layer densely (default: layers with mostly exact zeros run sparse)")
+	fs.StringVar(&c.Compact, "compact", c.Compact, "write -weights without its removable channels (zero filters) to this model file, with the per-layer widths in its metadata, and exit")
+	return fs
+}
+
+// parseConfig parses args, resolves the "auto" settings and validates the
+// result. It returns flag.ErrHelp for -h.
+func parseConfig(args []string, out io.Writer) (*config, error) {
+	c := defaultConfig()
+	fs := newFlagSet(c, out)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (all settings are flags)", fs.Arg(0))
+	}
+	c.explicit = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { c.explicit[f.Name] = true })
+	if msg := optim.RegularizerDeprecation(c.Reg); msg != "" && c.explicit["reg"] {
+		fmt.Fprintf(out, "cifar: warning: -reg: %s\n", msg)
+	}
+	if err := c.resolve(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// binaryReg reports whether the regularizer pulls weights towards ±1
+// (ProxQuant and revised ProxQuant runs); such runs can be hard-quantised.
+func (c *config) binaryReg() bool {
+	r, err := optim.ParseRegularizer(c.Reg)
+	return err == nil && optim.IsBinary(r)
+}
+
+// binary reports whether the run trains a binary network (its metrics
+// include the fraction of weights at ±1).
+func (c *config) binary() bool { return c.binaryReg() || c.Optimizer == "bc" }
+
+// usesReg reports whether the optimizer takes a regularizer.
+func (c *config) usesReg() bool {
+	m, err := optim.LookupMethod(c.Optimizer)
+	return err == nil && m.TakesReg
+}
+
+// adamFamily reports whether the optimizer uses the Adam moments.
+func (c *config) adamFamily() bool {
+	m, err := optim.LookupMethod(c.Optimizer)
+	return err == nil && m.Adam
+}
+
+// epochDependent are the derived settings that depend on -epochs: JSON
+// name and flag.
+var epochDependent = []struct{ key, flag string }{{"schedule", "schedule"}, {"hard_quant_epoch", "hard-quant-epoch"}}
+
+// derive records that resolve chose the setting key.
+func (c *config) derive(key string) {
+	if !slices.Contains(c.Derived, key) {
+		c.Derived = append(c.Derived, key)
+	}
+}
+
+// resolve fills in the "auto" settings and checks every value.
+func (c *config) resolve() error {
+	if c.Dense && !c.EvalOnly {
+		return errors.New("-dense applies to -eval-only only")
+	}
+	if c.Schedule == "auto" {
+		c.derive("schedule")
+	}
+	if c.HardQuantEpoch == -2 {
+		c.derive("hard_quant_epoch")
+	}
+	if c.EvalOnly {
+		if c.Weights == "" {
+			return errors.New("-eval-only needs -weights FILE")
+		}
+		if c.Resume {
+			return errors.New("-eval-only and -resume exclude each other")
+		}
+	}
+	if c.Download && c.NoDownload {
+		return errors.New("-download and -no-download exclude each other")
+	}
+	if c.Compact != "" {
+		if c.Weights == "" {
+			return errors.New("-compact needs -weights FILE")
+		}
+		if c.EvalOnly || c.Resume {
+			return errors.New("-compact excludes -eval-only and -resume")
+		}
+	}
+	if err := c.checkPrune(); err != nil {
+		return err
+	}
+	if !slices.Contains(optimizers, c.Optimizer) {
+		return fmt.Errorf("-optimizer %q: want one of %s", c.Optimizer, strings.Join(optimizers, ", "))
+	}
+	if err := checkModel(c.Model); err != nil {
+		return err
+	}
+	if !(c.Width > 0 && c.Width <= 16) {
+		return fmt.Errorf("-width %v: want a multiplier in (0, 16]", c.Width)
+	}
+	c.Shortcut = strings.ToUpper(c.Shortcut)
+	if c.Shortcut != "A" && c.Shortcut != "B" {
+		return fmt.Errorf("-shortcut %q: want A or B", c.Shortcut)
+	}
+
+	// Regularizer.
+	if c.Reg == "auto" {
+		switch {
+		case c.Optimizer == "proxquant":
+			c.Reg = "binw:1"
+		case c.Optimizer == "proxsgd":
+			c.Reg = "l1"
+		case c.usesReg():
+			c.Reg = "l12"
+		default:
+			c.Reg = "none"
+		}
+	}
+	reg, err := parseReg(c.Reg)
+	if err != nil {
+		return err
+	}
+	if !c.usesReg() && c.Reg != "none" {
+		return fmt.Errorf("-optimizer %s takes no regularizer (got -reg %s); use proxgen, proxgenw, subgrad, proxsgd or proxquant, or -reg none", c.Optimizer, c.Reg)
+	}
+	if c.Optimizer == "proxquant" && !c.binaryReg() {
+		return fmt.Errorf("-optimizer proxquant needs a binary regularizer bin-lq:Q, got -reg %s", c.Reg)
+	}
+	if c.Optimizer == "subgrad" && reg != nil {
+		if _, ok := reg.(optim.Subdifferentiable); !ok {
+			return fmt.Errorf("-optimizer subgrad: -reg %s has no subgradient", c.Reg)
+		}
+	}
+	if q, ok := reg.(interface{ Q() float64 }); ok && c.Optimizer == "subgrad" && q.Q() == 0 {
+		return fmt.Errorf("-optimizer subgrad: -reg %s has a zero gradient almost everywhere; use a proximal method", c.Reg)
+	}
+
+	// λ and its scaling.
+	if math.IsNaN(c.Lambda) {
+		switch {
+		case c.Reg == "none" && c.Optimizer != "l0hc":
+			c.Lambda = 0
+		case c.Optimizer == "proxquant":
+			c.Lambda = 1e-4
+		case c.binaryReg():
+			c.Lambda = 5e-8
+		default:
+			c.Lambda = 0.1
+		}
+	}
+	if c.Lambda < 0 {
+		return fmt.Errorf("-lambda %v must not be negative", c.Lambda)
+	}
+	if c.Lambda != 0 && c.Reg == "none" && c.Optimizer != "l0hc" {
+		return fmt.Errorf("-lambda %v has no effect without a regularizer (-reg none with -optimizer %s)", c.Lambda, c.Optimizer)
+	}
+	switch c.LambdaScale {
+	case "auto":
+		c.LambdaScale = "n"
+		if c.binary() {
+			c.LambdaScale = "1"
+		}
+	case "n", "1":
+	default:
+		return fmt.Errorf("-lambda-scale %q: want n, 1 or auto", c.LambdaScale)
+	}
+
+	// Step size and weight decay.
+	if math.IsNaN(c.LR) {
+		switch c.Optimizer {
+		case "sgd":
+			c.LR = 0.1
+		case "proxsgd":
+			c.LR = 0.06
+		case "proxquant", "bc":
+			c.LR = 0.01
+		default:
+			c.LR = 1e-3
+		}
+	}
+	if !(c.LR > 0) {
+		return fmt.Errorf("-lr %v must be positive", c.LR)
+	}
+	if math.IsNaN(c.WD) {
+		switch c.Optimizer {
+		case "proxgenw", "adamw":
+			c.WD = 0.01
+		case "sgd":
+			c.WD = 5e-4
+		default:
+			c.WD = 0
+		}
+	}
+	if c.WD < 0 {
+		return fmt.Errorf("-wd %v must not be negative", c.WD)
+	}
+	if c.Optimizer == "proxgen" && c.WD > 0 {
+		return fmt.Errorf("-optimizer proxgen has no weight decay (Algorithm 1); use proxgenw for -wd %v", c.WD)
+	}
+	if !(c.Momentum >= 0 && c.Momentum < 1) {
+		return fmt.Errorf("-momentum %v: want a value in [0, 1)", c.Momentum)
+	}
+	if !(c.Beta1 >= 0 && c.Beta1 < 1) || !(c.Beta2 >= 0 && c.Beta2 < 1) {
+		return fmt.Errorf("-beta1 %v and -beta2 %v: want values in [0, 1)", c.Beta1, c.Beta2)
+	}
+	if !(c.Eps > 0) {
+		return fmt.Errorf("-eps %v must be positive", c.Eps)
+	}
+
+	// Epochs, batches, data.
+	if c.Epochs < 1 {
+		return fmt.Errorf("-epochs %d: want at least 1", c.Epochs)
+	}
+	if c.Batch < 1 || c.EvalBatch < 1 {
+		return fmt.Errorf("-batch %d and -eval-batch %d must be positive", c.Batch, c.EvalBatch)
+	}
+	if c.TrainSubset < 0 || c.TestSubset < 0 {
+		return fmt.Errorf("-train-subset %d and -test-subset %d must not be negative", c.TrainSubset, c.TestSubset)
+	}
+	if c.TrainSubset > 0 && c.TrainSubset < c.Batch && !c.EvalOnly {
+		return fmt.Errorf("-train-subset %d is smaller than -batch %d: no full batch to train on", c.TrainSubset, c.Batch)
+	}
+	if c.Threads < 0 || c.LogEvery < 0 || c.SaveEvery < 0 {
+		return fmt.Errorf("-threads %d, -log-every %d and -save-every %d must not be negative", c.Threads, c.LogEvery, c.SaveEvery)
+	}
+	if c.Threads > 1024 {
+		return fmt.Errorf("-threads %d: at most 1024", c.Threads)
+	}
+	if !slices.Contains([]string{"auto", "bar", "lines", "none"}, c.Progress) {
+		return fmt.Errorf("-progress %q: want bar, lines, none or auto", c.Progress)
+	}
+
+	// Schedule, homotopy and hard quantisation.
+	if c.Schedule == "auto" {
+		switch {
+		case c.Optimizer == "proxsgd":
+			c.Schedule = "invsqrt:4"
+		case c.Optimizer == "proxquant" || c.Optimizer == "bc" || c.Epochs < 4:
+			c.Schedule = "const"
+		default:
+			c.Schedule = fmt.Sprintf("multistep:%d,%d", c.Epochs/2, c.Epochs*5/6)
+		}
+	}
+	if sp, err := parseSchedule(c.Schedule); err != nil {
+		return err
+	} else if err := sp.Check(c.Epochs); err != nil {
+		return fmt.Errorf("-schedule: %w", err)
+	}
+	switch c.Homotopy {
+	case "auto":
+		c.Homotopy = "off"
+		if c.binaryReg() {
+			c.Homotopy = "on"
+		}
+	case "on", "off":
+	default:
+		return fmt.Errorf("-homotopy %q: want on, off or auto", c.Homotopy)
+	}
+	if c.Homotopy == "on" && c.Reg == "none" {
+		return errors.New("-homotopy on needs a regularizer")
+	}
+	switch {
+	case c.HardQuantEpoch == -2: // not given
+		c.HardQuantEpoch = 0
+		if c.binaryReg() {
+			c.HardQuantEpoch = max(1, c.Epochs*2/3)
+		}
+	case c.HardQuantEpoch < 0:
+		return fmt.Errorf("-hard-quant-epoch %d must not be negative", c.HardQuantEpoch)
+	case c.HardQuantEpoch > 0 && !c.binaryReg():
+		return fmt.Errorf("-hard-quant-epoch needs a binary regularizer (bin-lq:Q) with proxgen, proxgenw or proxquant")
+	}
+
+	if c.Out == "" {
+		c.Out = fmt.Sprintf("runs/%s-%s-%s-s%d", c.Model, c.Optimizer, strings.NewReplacer(":", "", "/", "").Replace(c.Reg), c.Seed)
+	}
+	return nil
+}
+
+// pruning reports whether the run prunes filters before training.
+func (c *config) pruning() bool { return c.PruneFilters > 0 || c.PruneFLOPs > 0 }
+
+// checkPrune checks the pruning flags.
+func (c *config) checkPrune() error {
+	if !(c.PruneFilters >= 0 && c.PruneFilters < 1) {
+		return fmt.Errorf("-prune-filters %v: want a fraction in [0, 1)", c.PruneFilters)
+	}
+	if !(c.PruneFLOPs >= 0 && c.PruneFLOPs <= 1) {
+		return fmt.Errorf("-prune-flops %v: want a fraction in (0, 1]", c.PruneFLOPs)
+	}
+	if c.PruneFilters > 0 && c.PruneFLOPs > 0 {
+		return errors.New("-prune-filters and -prune-flops exclude each other")
+	}
+	if c.PruneResidual && !c.pruning() {
+		return errors.New("-prune-residual needs -prune-filters or -prune-flops")
+	}
+	if c.pruning() && (c.EvalOnly || c.Compact != "") {
+		return errors.New("-eval-only and -compact do not prune; prune with a training run")
+	}
+	if c.pruning() && (c.Optimizer == "l0hc" || c.Optimizer == "bc" || c.binaryReg()) {
+		return errors.New("-prune-filters and -prune-flops do not combine with ℓ0 hard-concrete gates or binary weights")
+	}
+	return nil
+}
+
+// checkModel reports whether models.New knows name.
+func checkModel(name string) error {
+	if slices.Contains(models.Names, name) {
+		return nil
+	}
+	if d, ok := strings.CutPrefix(name, "resnet"); ok {
+		if n, err := strconv.Atoi(d); err == nil && n >= 8 && (n-2)%6 == 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("-model %q: want one of %s, or resnet<6n+2>", name, strings.Join(models.Names, ", "))
+}
+
+// parseReg returns the regularizer named by s (nil for "none"), in the
+// grammar of optim.ParseRegularizer.
+func parseReg(s string) (optim.Regularizer, error) {
+	r, err := optim.ParseRegularizer(s)
+	if err != nil {
+		return nil, fmt.Errorf("-reg %q: %v", s, strings.TrimPrefix(err.Error(), "optim: "))
+	}
+	return r, nil
+}
+
+// parseSchedule parses a -schedule value (optim.ParseSchedule's grammar).
+// A warm-up cannot precede plateau here: the trainer observes the test
+// loss through the schedule itself.
+func parseSchedule(s string) (optim.ScheduleSpec, error) {
+	sp, err := optim.ParseSchedule(s)
+	if err != nil {
+		return sp, fmt.Errorf("-schedule: %w", err)
+	}
+	if sp.Kind == "plateau" && sp.WarmupEpochs > 0 {
+		return sp, fmt.Errorf("-schedule %q: plateau cannot follow a warm-up", s)
+	}
+	return sp, nil
+}

@@ -1,0 +1,357 @@
+// Package cifarrun is the cifar program as a library: Main trains or
+// evaluates a CIFAR-10 classifier with ProxGen or one of the paper's
+// baselines from the command-line flags of cmd/cifar, which is Main with
+// a signal handler, and CheckArgs validates such flags without running
+// anything (for sweeps). The run folder, its files and the flags are
+// documented in cmd/cifar and docs/cifar.md.
+package cifarrun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/datasets/cifar10"
+	"github.com/proxgen/proxgen/internal/cli"
+	"github.com/proxgen/proxgen/internal/parallel"
+	"github.com/proxgen/proxgen/nn"
+	"github.com/proxgen/proxgen/nn/checkpoint"
+	"github.com/proxgen/proxgen/nn/experiment"
+	"github.com/proxgen/proxgen/nn/infer"
+	"github.com/proxgen/proxgen/nn/models"
+	"github.com/proxgen/proxgen/nn/prune"
+	"github.com/proxgen/proxgen/nn/train"
+)
+
+// errInterrupted reports that an evaluation stopped on a signal.
+var errInterrupted = errors.New("interrupted")
+
+// usageError is an error of the flags found after parsing (exit status
+// exitUsage).
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+// Exit statuses of run.
+const (
+	exitOK          = experiment.ExitOK
+	exitError       = experiment.ExitError
+	exitUsage       = experiment.ExitUsage
+	exitInterrupted = experiment.ExitInterrupted
+)
+
+// Main is the whole cifar program: it parses args (the flags of the
+// command cifar), trains or evaluates, and returns the exit status
+// (experiment.ExitOK, ExitError, ExitUsage or ExitInterrupted). Errors
+// are printed to stderr. It sets the process's thread count (-threads)
+// while it runs.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c, err := parseConfig(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "cifar: %v\n", err)
+		return exitUsage
+	}
+	if c.Resume {
+		// One program at a time in a run folder: the lock comes before
+		// the checkpoint is read.
+		lock, err := train.LockDir(c.Out)
+		if err != nil {
+			fmt.Fprintf(stderr, "cifar: %v\n", err)
+			return exitError
+		}
+		defer lock.Release()
+		ck, stored, err := readStoredRun(c.Out)
+		if err != nil {
+			fmt.Fprintf(stderr, "cifar: %v\n", err)
+			if errors.Is(err, os.ErrNotExist) {
+				return exitUsage // -out names no run
+			}
+			return exitError
+		}
+		// The stored settings pass the checks of the flags again: a
+		// damaged or edited file must not reach the model and the loaders.
+		if chk := *stored; chk.resolve() != nil {
+			fmt.Fprintf(stderr, "cifar: -resume: %s: stored configuration: %v\n", ck.Path, chk.resolve())
+			return exitError
+		}
+		if c, err = mergeResume(stored, c); err != nil {
+			fmt.Fprintf(stderr, "cifar: %v\n", err)
+			return exitUsage
+		}
+		if err := c.resolve(); err != nil {
+			// The flags of this invocation (a new length) do not fit the
+			// run's settings.
+			fmt.Fprintf(stderr, "cifar: -resume: %v\n", err)
+			return exitUsage
+		}
+		if msg := resumeChanges(stored, c); msg != "" {
+			fmt.Fprintf(stderr, "cifar: -resume: %s, as a fresh %d-epoch run would use, from epoch %d on\n", msg, c.Epochs, ck.Epoch()+1)
+		}
+		c.resumed = ck
+	}
+	_, restore := experiment.SetThreads(c.Threads)
+	defer restore()
+
+	switch {
+	case c.Compact != "":
+		err = compactOnly(c, stdout)
+	case c.EvalOnly:
+		err = evalOnly(ctx, c, stdout, stderr)
+	default:
+		err = trainRun(ctx, c, stdout, stderr)
+	}
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errInterrupted), errors.Is(err, train.ErrInterrupted):
+		return exitInterrupted
+	case errors.As(err, new(usageError)), cli.ExitCode(err) == exitUsage:
+		fmt.Fprintf(stderr, "cifar: %v\n", err)
+		return exitUsage
+	default:
+		fmt.Fprintf(stderr, "cifar: %v\n", err)
+		return exitError
+	}
+}
+
+// loadData returns the training and test splits of c, downloading the
+// data set when it is missing and allowed (cifar10.Open).
+func loadData(ctx context.Context, c *config, stderr io.Writer) (*cifar10.Dataset, error) {
+	ds, err := cifar10.Open(ctx, cifar10.OpenOptions{
+		Dir: c.Data, Download: c.Download, NoDownload: c.NoDownload,
+		LoadOptions: cifar10.LoadOptions{AllowSubset: c.AllowSubset},
+		Fetch:       cifar10.DownloadOptions{Progress: stderr},
+	})
+	switch {
+	case errors.Is(err, cifar10.ErrNoFolder):
+		return nil, fmt.Errorf("-data: %w; -download downloads into it", err)
+	case errors.Is(err, cifar10.ErrRecordCount):
+		return nil, fmt.Errorf("-data: %w; -allow-subset accepts such files", err)
+	case err != nil:
+		return nil, fmt.Errorf("-data: %w", err)
+	}
+	if c.TrainSubset > 0 {
+		ds.Train = ds.Train.Subset(c.TrainSubset)
+	}
+	if c.TestSubset > 0 {
+		ds.Test = ds.Test.Subset(c.TestSubset)
+	}
+	return ds, nil
+}
+
+// newModel builds the network of c with its initial weights drawn from
+// the seed.
+func newModel(c *config) (nn.Module, error) {
+	opts := []models.Option{models.WithWidth(c.Width)}
+	if c.Shortcut == "B" {
+		opts = append(opts, models.WithShortcut(models.ShortcutB))
+	}
+	if c.Widths != nil {
+		opts = append(opts, models.WithWidths(c.Widths))
+	}
+	return models.New(c.Model, cifar10.NumClasses, rand.New(rand.NewPCG(c.Seed, 0x6d6f64656c)), opts...)
+}
+
+// trainRun runs (or resumes) the training described by c.
+func trainRun(ctx context.Context, c *config, stdout, stderr io.Writer) error {
+	if !c.Resume && c.Weights != "" {
+		if err := compactedWeights(c); err != nil {
+			return err
+		}
+	}
+	if !c.Resume {
+		lock, err := experiment.LockNewRun(c.Out)
+		if err != nil {
+			return err
+		}
+		defer lock.Release()
+	}
+	ds, err := loadData(ctx, c, stderr)
+	if err != nil {
+		return err
+	}
+	perEpoch := cifar10.NumBatches(ds.Train.Len(), c.Batch, true)
+	if perEpoch == 0 {
+		return fmt.Errorf("the training set has %d images, fewer than one batch of %d", ds.Train.Len(), c.Batch)
+	}
+	model, err := newModel(c)
+	if err != nil {
+		return err
+	}
+	if c.Weights != "" && !c.Resume {
+		if _, err := loadWeights(c.Weights, model); err != nil {
+			return err
+		}
+	}
+	meth, err := newMethod(c, model, ds.Train.Len(), perEpoch)
+	if err != nil {
+		return err
+	}
+	t := &trainer{
+		cfg: c, model: model, meth: meth, train: ds.Train, test: ds.Test, perEpoch: perEpoch,
+		prog: train.NewProgress(stderr, c.Progress, c.LogEvery, "img"), stdout: stdout,
+		trainCtx: &autograd.Context{Arena: autograd.NewArena()},
+		evalCtx:  &autograd.Context{Arena: autograd.NewArena(), NoGrad: true},
+	}
+	defer t.closeLoader()
+	l := t.loop()
+	if c.Resume {
+		l.Resume = c.resumed
+		if c.resumed.Epoch() < c.Epochs {
+			t.prog.Logf("resuming %s at epoch %d, step %d", c.Out, c.resumed.Epoch()+1, c.resumed.Step())
+		}
+	} else {
+		t.prog.Logf("training %s (%s) with %s, -reg %s, per-step λ %.3g, lr %g on %s (%s of %d per epoch), %s; run folder %s",
+			c.Model, cli.Count(nn.NumParams(model), "parameter"), c.Optimizer, c.Reg, perStepLambda(c, ds.Train.Len()), c.LR, cli.Count(ds.Train.Len(), "image"),
+			cli.Count(perEpoch, "batch"), c.Batch, cli.Count(parallel.Workers(), "thread"), c.Out)
+	}
+	res, err := l.Run(ctx)
+	if errors.Is(err, train.ErrInterrupted) {
+		t.prog.Logf("continue with: cifar -out %s -resume", c.Out)
+	}
+	if err != nil {
+		return err
+	}
+	if res.Already {
+		t.prog.Logf("the run in %s is complete (%s); its files were re-created from the checkpoint", c.Out, cli.Count(res.Epoch, "epoch"))
+	}
+	h, err := decodeHistory(res.History)
+	if err != nil {
+		return err
+	}
+	s := t.makeSummary(h)
+	if c.JSON {
+		line, _ := train.MarshalJSON(s)
+		fmt.Fprintf(stdout, "%s\n", line)
+		return nil
+	}
+	var files []string
+	for _, f := range []string{checkpoint.ModelFileName, BestFile, train.CheckpointName, train.MetricsName, CurvesFile, SummaryFile} {
+		files = append(files, filepath.Join(c.Out, f))
+	}
+	printSummary(stdout, s, files)
+	return nil
+}
+
+// EvalResult is the output of -eval-only.
+type EvalResult struct {
+	Weights  string                 `json:"weights"`
+	Model    string                 `json:"model"`
+	Params   int                    `json:"params"`
+	Images   int                    `json:"images"`
+	TestLoss float64                `json:"test_loss"`
+	TestAcc  float64                `json:"test_acc"`
+	Seconds  float64                `json:"seconds"`
+	Weight   experiment.WeightStats `json:"weights_stats"`
+	// SparseLayers and Layers count the convolution and linear layers
+	// that ran sparse and all of them (nn.PrepareInference).
+	SparseLayers int `json:"sparse_layers"`
+	Layers       int `json:"layers"`
+	// Remaining is what is left once the removable channels are removed.
+	Remaining prune.Count `json:"remaining"`
+}
+
+// evalOnly evaluates the weights file of c on the test set.
+func evalOnly(ctx context.Context, c *config, stdout, stderr io.Writer) error {
+	if err := weightsModel(c, c.Weights); err != nil {
+		return err
+	}
+	if err := c.resolve(); err != nil {
+		return err
+	}
+	model, err := newModel(c)
+	if err != nil {
+		return err
+	}
+	if _, err := loadWeights(c.Weights, model); err != nil {
+		return err
+	}
+	// As nn/infer does: layers with mostly exact zeros run sparse.
+	sparse := nn.PrepareInferenceWith(model, nn.InferenceOptions{Dense: c.Dense})
+	ds, err := loadData(ctx, c, stderr)
+	if err != nil {
+		return err
+	}
+	meth, err := newMethod(c, model, max(ds.Train.Len(), 1), 1)
+	if err != nil {
+		return err
+	}
+	// The file holds the weights the network computes with: no gate
+	// transformation applies.
+	meth.Gates = nil
+	t := &trainer{cfg: c, model: model, meth: meth, evalCtx: &autograd.Context{Arena: autograd.NewArena(), NoGrad: true}}
+	start := time.Now()
+	loss, acc, err := t.evaluate(ctx, ds.Test)
+	if err != nil {
+		return errInterrupted
+	}
+	r := EvalResult{Weights: c.Weights, Model: c.Model, Params: nn.NumParams(model), Images: ds.Test.Len(),
+		TestLoss: loss, TestAcc: acc, Seconds: round3(time.Since(start).Seconds()), Weight: t.stats(),
+		SparseLayers: len(sparse.SparseLayers()), Layers: len(sparse.Layers)}
+	if r.Remaining, err = t.remaining(); err != nil {
+		return err
+	}
+	if c.JSON {
+		line, _ := json.Marshal(r)
+		fmt.Fprintf(stdout, "%s\n", line)
+		return nil
+	}
+	fmt.Fprintf(stdout, "%s (%s, %d parameters) on %d test images: accuracy %.2f%%, loss %.4f (%.1f s)\n",
+		c.Weights, c.Model, r.Params, r.Images, 100*acc, loss, r.Seconds)
+	fmt.Fprintf(stdout, "weights: %.2f%% exactly zero, %.2f%% below 1e-3, %.2f%% below 1e-2, %.2f%% at ±1\n",
+		100*r.Weight.Zero, 100*r.Weight.Small, 100*r.Weight.Below1e2, 100*r.Weight.PM1)
+	fmt.Fprintf(stdout, "compacted: %d of %d channels, %.2f%% of the parameters, %.2f%% of the FLOPs\n",
+		r.Remaining.Channels, r.Remaining.ChannelsTotal, 100*r.Remaining.ParamsRatio(), 100*r.Remaining.FLOPsRatio())
+	fmt.Fprintf(stdout, "sparse path: %d of %d layers\n", r.SparseLayers, r.Layers)
+	return nil
+}
+
+// compactOnly writes -weights without its removable channels to -compact.
+func compactOnly(c *config, stdout io.Writer) error {
+	if err := weightsModel(c, c.Weights); err != nil {
+		return err
+	}
+	if err := c.resolve(); err != nil {
+		return err
+	}
+	res, err := prune.CompactFile(c.Compact, c.Weights, infer.Spec{Model: c.Model, Width: c.Width, Shortcut: c.Shortcut})
+	if err != nil {
+		return fmt.Errorf("-compact: %w", err)
+	}
+	r := res.Count
+	if c.JSON {
+		line, _ := json.Marshal(struct {
+			Weights string      `json:"weights"`
+			Out     string      `json:"out"`
+			Count   prune.Count `json:"remaining"`
+		}{c.Weights, c.Compact, r})
+		fmt.Fprintf(stdout, "%s\n", line)
+		return nil
+	}
+	fmt.Fprintf(stdout, "%s: %d of %d channels, %d of %d parameters (%.2f%%), %d of %d FLOPs (%.2f%%) left; compacted network written to %s\n",
+		c.Weights, r.Channels, r.ChannelsTotal, r.Params, r.ParamsTotal, 100*r.ParamsRatio(), r.FLOPs, r.FLOPsTotal, 100*r.FLOPsRatio(), c.Compact)
+	return nil
+}
+
+// CheckArgs parses and checks args as Main does before it reads or writes
+// anything (unknown flags, malformed values, values out of range and
+// flags that exclude each other are errors) and returns the number of
+// epochs the run trains.
+func CheckArgs(args []string) (epochs int, err error) {
+	c, err := parseConfig(args, io.Discard)
+	if err != nil {
+		return 0, err
+	}
+	return c.Epochs, nil
+}

@@ -1,0 +1,251 @@
+package experiment
+
+import (
+	"fmt"
+
+	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/nn"
+	"github.com/proxgen/proxgen/optim"
+)
+
+// MethodConfig describes a training method: a named optimizer
+// (optim.LookupMethod), its regularizer and hyperparameters, and which
+// parameters the regularizer acts on.
+type MethodConfig struct {
+	// Optimizer names the method (optim.MethodNames).
+	Optimizer string
+	// Reg is the regularizer (nil: none) of the regularized parameters.
+	Reg optim.Regularizer
+	// Regularized reports whether a parameter is in the regularized (or,
+	// for BinaryConnect, binarised; for ℓ0 hard-concrete, gated) set.
+	// Those parameters form one group, the others another.
+	Regularized func(name string, t *autograd.Tensor) bool
+	// Lambda is the per-step λ; with Homotopy, epoch e (from 0) uses
+	// λ·e (ProxQuant's homotopy).
+	Lambda   float64
+	Homotopy bool
+	// WD is the weight decay and LR the base step size of every group.
+	WD, LR float64
+	// Hyper holds the Adam moments, δ and SGD's momentum.
+	Hyper optim.Hyper
+	// Schedule is the step-size schedule (nil: constant); for proxsgd it
+	// gives ε_t.
+	Schedule optim.Schedule
+	// CoupleBN groups each convolution filter with the γ and β of the
+	// batch norm after it for the group regularizers (optim.Couple).
+	CoupleBN bool
+	// Seed seeds the ℓ0 hard-concrete gates.
+	Seed uint64
+}
+
+// Method is a training method over one model: the optimizer with its
+// groups and schedule, the λ schedule, and for ℓ0 hard-concrete the gates
+// the network computes with.
+type Method struct {
+	// Opt is the optimizer over the model's parameters (and the gates).
+	Opt optim.Optimizer
+	// Schedule is the optimizer's step-size schedule (never nil).
+	Schedule optim.Schedule
+	// Reg is the group of the regularized (or binarised) weights; nil
+	// when the method has no regularizer.
+	Reg *optim.Group
+	// Params are the model's parameters in order (for gradient clipping).
+	Params []*autograd.Tensor
+	// Weights are the regularized parameters, whose statistics
+	// (ComputeWeightStats) metrics report.
+	Weights []nn.Param
+	// Gates are the ℓ0 hard-concrete gates; nil for other methods.
+	Gates *nn.HardConcreteGates
+
+	lambda   float64
+	homotopy bool
+}
+
+// NewMethod builds the method c over the parameters of model.
+func NewMethod(model nn.Module, c MethodConfig) (*Method, error) {
+	desc, err := optim.LookupMethod(c.Optimizer)
+	if err != nil {
+		return nil, err
+	}
+	m := &Method{Schedule: c.Schedule, lambda: c.Lambda, homotopy: c.Homotopy}
+	if m.Schedule == nil {
+		m.Schedule = optim.Constant{}
+	}
+	names, params := nn.SplitParams(model.Params())
+	m.Params = params
+	for _, p := range model.Params() {
+		if c.Regularized(p.Name, p.T) {
+			m.Weights = append(m.Weights, p)
+		}
+	}
+	groups := optim.SplitGroups(names, params, c.Regularized, c.Reg, c.Lambda, c.WD, c.LR)
+	if c.CoupleBN {
+		// Only filter-grouped regularizers take the coupling.
+		for _, p := range nn.ConvNorms(model) {
+			optim.Couple(groups, p.Weight.T, p.Gamma.T, p.Beta.T)
+		}
+	}
+	for _, g := range groups {
+		if len(g.Params) > 0 && c.Regularized(g.Names[0], g.Params[0]) {
+			m.Reg = g // the group of the regularized (binarised) weights
+		}
+	}
+	if desc.Kind == optim.GatedKind {
+		if m.Gates, err = nn.NewHardConcreteGates(model, c.Regularized, c.Lambda, c.Seed); err != nil {
+			return nil, err
+		}
+		g := &optim.Group{LR: c.LR}
+		g.Names, g.Params = nn.SplitParams(m.Gates.Params())
+		groups = append(groups, g)
+	}
+	if c.Optimizer == "proxquant" && m.Reg != nil {
+		m.Reg.Clip = 1
+	}
+	cfg := desc.Config(c.Hyper)
+	cfg.Schedule = c.Schedule
+	switch desc.Kind {
+	case optim.ProxSGDKind:
+		m.Opt = optim.NewProxSGD(groups, optim.ProxSGDConfig{Eps: c.Schedule})
+	case optim.BinaryConnectKind:
+		if m.Reg == nil {
+			return nil, fmt.Errorf("-optimizer %s: the model has no weights to binarise", c.Optimizer)
+		}
+		m.Opt = optim.NewBinaryConnect(optim.New(groups, cfg), m.Reg)
+	default:
+		m.Opt = optim.New(groups, cfg)
+	}
+	if m.Reg != nil && m.Reg.Reg == nil && desc.Kind != optim.BinaryConnectKind {
+		m.Reg = nil // no regularizer: nothing to anneal or quantise
+	}
+	m.SetEpoch(0)
+	return m, nil
+}
+
+// LambdaAt returns the per-step λ of epoch (counted from 0).
+func (m *Method) LambdaAt(epoch int) float64 {
+	if m.homotopy {
+		return m.lambda * float64(epoch)
+	}
+	return m.lambda
+}
+
+// SetEpoch sets the hyperparameters of epoch (counted from 0): λ.
+func (m *Method) SetEpoch(epoch int) {
+	if m.Reg != nil && m.Reg.Reg != nil {
+		m.Reg.Lambda = m.LambdaAt(epoch)
+	}
+}
+
+// LR returns the step size of the first group's next update.
+func (m *Method) LR() float64 { return m.LRAt(m.Opt.Steps()) }
+
+// LRAt returns the step size of the first group's update after steps
+// updates.
+func (m *Method) LRAt(steps int) float64 {
+	var base float64
+	if gs := m.Opt.Groups(); len(gs) > 0 {
+		base = gs[0].LR
+	}
+	return m.Schedule.Rate(base, steps+1)
+}
+
+// Plateau returns the schedule's ReduceOnPlateau (also after a warm-up),
+// which the caller feeds the validation loss; nil for other schedules.
+func (m *Method) Plateau() *optim.ReduceOnPlateau {
+	s := m.Schedule
+	if w, ok := s.(optim.Warmup); ok {
+		s = w.Then
+	}
+	p, _ := s.(*optim.ReduceOnPlateau)
+	return p
+}
+
+// Penalty returns λ·R(θ) for the current weights (λ times the expected
+// number of open gates for ℓ0 hard-concrete).
+func (m *Method) Penalty() float64 {
+	if m.Gates != nil {
+		return m.Gates.Penalty()
+	}
+	return optim.Penalty(m.Opt.Groups())
+}
+
+// GraphTerms runs in the step's context c before the forward pass: for ℓ0
+// hard-concrete it draws the gates, makes the layers compute with the
+// gated weights and returns the penalty to add to the loss; otherwise it
+// returns nil. EndStep undoes it after the backward pass.
+func (m *Method) GraphTerms(c *autograd.Context) *autograd.Tensor {
+	if m.Gates != nil {
+		return m.Gates.Begin(c)
+	}
+	return nil
+}
+
+// EndStep undoes GraphTerms after the backward pass.
+func (m *Method) EndStep() {
+	if m.Gates != nil {
+		m.Gates.End()
+	}
+}
+
+// Aux returns the tensors of the method that the training state must keep
+// besides the model (the gates of ℓ0 hard-concrete).
+func (m *Method) Aux() []nn.Param {
+	if m.Gates != nil {
+		return m.Gates.Params()
+	}
+	return nil
+}
+
+// RNGState returns the state of the method's random stream (nil when it
+// has none).
+func (m *Method) RNGState() ([]byte, error) {
+	if m.Gates == nil {
+		return nil, nil
+	}
+	return m.Gates.MarshalBinary()
+}
+
+// SetRNGState restores a state returned by RNGState.
+func (m *Method) SetRNGState(b []byte) error {
+	if m.Gates == nil {
+		if len(b) > 0 {
+			return fmt.Errorf("the checkpoint has a random state, but the method uses none")
+		}
+		return nil
+	}
+	return m.Gates.UnmarshalBinary(b)
+}
+
+// HardQuantize sets the binarised weights to sign(w) (+1 for w = 0) and
+// freezes them, as ProxQuant does at its hard-quantisation epoch.
+func (m *Method) HardQuantize() {
+	if m.Reg != nil {
+		optim.HardQuantize(m.Reg)
+	}
+}
+
+// Freeze marks the binarised weights frozen (a resumed run that had been
+// hard-quantised).
+func (m *Method) Freeze() {
+	if m.Reg != nil {
+		m.Reg.Frozen = true
+	}
+}
+
+// UseEffective replaces the weights by the weights the network computes
+// with at test time until Restore is called: w ⊙ z_test for ℓ0
+// hard-concrete. (BinaryConnect keeps sign(w) in the parameters at all
+// times and its real weights in the optimizer state.) It does nothing for
+// other methods.
+func (m *Method) UseEffective() {
+	if m.Gates != nil {
+		m.Gates.UseEffective()
+	}
+}
+
+// Restore puts the trained weights back after UseEffective.
+func (m *Method) Restore() {
+	if m.Gates != nil {
+		m.Gates.Restore()
+	}
+}

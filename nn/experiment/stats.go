@@ -1,0 +1,82 @@
+package experiment
+
+import (
+	"math"
+
+	"github.com/proxgen/proxgen/nn"
+	"github.com/proxgen/proxgen/optim"
+)
+
+// LayerStats describes the weights of one tensor.
+type LayerStats struct {
+	Name  string  `json:"name"`
+	Numel int     `json:"numel"`
+	Zero  float64 `json:"zero"`          // fraction of exact zeros
+	Small float64 `json:"small"`         // fraction with |w| < 1e-3
+	PM1   float64 `json:"pm1,omitempty"` // fraction at exactly ±1 (binary runs)
+	// Filters counts the output filters (index 0 of a conv or linear
+	// weight) with a non-zero weight, of FiltersTotal: what structured
+	// sparsity (-reg gl0, gl21) removes.
+	Filters      int `json:"filters"`
+	FiltersTotal int `json:"filters_total"`
+}
+
+// WeightStats summarises a set of weight tensors (ComputeWeightStats).
+type WeightStats struct {
+	Numel    int     `json:"numel"`
+	Zero     float64 `json:"zero_ratio"`      // exact zeros
+	Small    float64 `json:"small_ratio"`     // |w| < 1e-3
+	Below1e2 float64 `json:"below_1e2_ratio"` // |w| < 1e-2
+	PM1      float64 `json:"binary_ratio"`    // exactly ±1
+	// Filters and FiltersTotal sum the layers' non-zero and all output
+	// filters.
+	Filters      int          `json:"filters"`
+	FiltersTotal int          `json:"filters_total"`
+	Layers       []LayerStats `json:"layers"`
+}
+
+// ComputeWeightStats counts, over the tensors ws, the exact zeros, the
+// weights below 1e-3 and 1e-2 in magnitude and the weights at exactly ±1,
+// overall and per tensor.
+func ComputeWeightStats(ws []nn.Param) WeightStats {
+	var s WeightStats
+	var zero, small, below, pm1 int
+	for _, w := range ws {
+		var z, sm, b, p int
+		for _, v := range w.T.Data {
+			a := math.Abs(float64(v))
+			switch {
+			case a == 0:
+				z++
+			case a == 1:
+				p++
+			}
+			if a < 1e-3 {
+				sm++
+			}
+			if a < 1e-2 {
+				b++
+			}
+		}
+		n := len(w.T.Data)
+		l := LayerStats{Name: w.Name, Numel: n, Zero: fraction(z, n), Small: fraction(sm, n), PM1: fraction(p, n)}
+		if w.T.Rank() >= 2 {
+			l.Filters, l.FiltersTotal = optim.GroupNonZero(optim.ByFilter, w.T.Data, w.T.Shape())
+			s.Filters += l.Filters
+			s.FiltersTotal += l.FiltersTotal
+		}
+		s.Layers = append(s.Layers, l)
+		s.Numel += n
+		zero, small, below, pm1 = zero+z, small+sm, below+b, pm1+p
+	}
+	s.Zero, s.Small, s.Below1e2, s.PM1 = fraction(zero, s.Numel), fraction(small, s.Numel), fraction(below, s.Numel), fraction(pm1, s.Numel)
+	return s
+}
+
+// fraction returns a/n, 0 for n = 0.
+func fraction(a, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(a) / float64(n)
+}

@@ -1,0 +1,6 @@
+//go:build !race
+
+package serve_test
+
+// raceEnabled is set when the race detector is on.
+const raceEnabled = false

@@ -1,0 +1,311 @@
+package serve
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
+	"github.com/proxgen/proxgen/nn/infer"
+)
+
+// entry is one named model: the version serving now, replaced by reloads.
+type entry struct {
+	src Source
+
+	// receiving counts the requests for this model that are reading their
+	// body or decoding: the batch workers wait for them (up to MaxDelay).
+	receiving atomic.Int64
+
+	load sync.Mutex // one load at a time
+
+	mu     sync.RWMutex // guards cur and closed
+	cur    *version
+	closed bool
+}
+
+// version is one load of a model, with its batch queue and workers. It
+// stops once it is replaced (or the server closes) and the requests that
+// hold it have finished.
+type version struct {
+	e      *entry
+	s      *Server
+	number int
+	model  *infer.Model
+	sum    [sha256.Size]byte // of the file; zero for a model given as such
+	loaded time.Time
+
+	queue   chan *job
+	refs    sync.WaitGroup // requests holding this version
+	workers sync.WaitGroup
+}
+
+// acquire returns the version serving now, held until release; false
+// once the server is closing.
+func (e *entry) acquire() (*version, bool) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return nil, false
+	}
+	e.cur.refs.Add(1)
+	return e.cur, true
+}
+
+func (v *version) release() { v.refs.Done() }
+
+// stop closes the queue and waits for the workers; no request may hold v.
+func (v *version) stop() {
+	close(v.queue)
+	v.workers.Wait()
+}
+
+// close refuses new requests and stops the current version once the
+// requests holding it have finished.
+func (e *entry) close() {
+	e.mu.Lock()
+	e.closed = true
+	v := e.cur
+	e.mu.Unlock()
+	v.refs.Wait()
+	v.stop()
+}
+
+// loadVersion reads e's model (or takes it as given), checks it and
+// starts its workers.
+func (s *Server) loadVersion(e *entry, number int) (*version, error) {
+	v := &version{e: e, s: s, number: number, model: e.src.Model, loaded: time.Now()}
+	if v.model == nil || number > 1 {
+		b, err := os.ReadFile(e.src.Path)
+		if err != nil {
+			return nil, fmt.Errorf("serve: model %q: %w", e.src.Name, err)
+		}
+		f, err := safetensors.Parse(b)
+		if err != nil {
+			return nil, fmt.Errorf("serve: model %q: %s: %w", e.src.Name, e.src.Path, err)
+		}
+		if v.model, err = infer.FromFile(f, e.src.Spec, e.src.Options...); err != nil {
+			return nil, fmt.Errorf("serve: model %q: %s: %w", e.src.Name, e.src.Path, err)
+		}
+		v.sum = sha256.Sum256(b)
+	} else if e.src.Path != "" {
+		if b, err := os.ReadFile(e.src.Path); err == nil {
+			v.sum = sha256.Sum256(b)
+		}
+	}
+	if err := check(v.model); err != nil {
+		return nil, fmt.Errorf("serve: model %q: %w", e.src.Name, err)
+	}
+	v.queue = make(chan *job, s.cfg.MaxInFlight)
+	for range s.cfg.Workers {
+		v.workers.Add(1)
+		go v.work()
+	}
+	return v, nil
+}
+
+// check runs m on a probe batch — a constant input and a raw image of
+// ramps through the model's normalisation — and requires finite
+// probabilities that sum to 1: weights or normalisation constants that
+// overflow are refused before the model serves.
+func check(m *infer.Model) error {
+	x := make([]float32, 2*infer.InputSize)
+	raw := make([]byte, infer.InputSize)
+	for i := range infer.InputSize {
+		x[i] = 0.5
+		raw[i] = byte(i * 37)
+	}
+	if err := m.PreprocessRaw(x[infer.InputSize:], raw); err != nil {
+		return err
+	}
+	probs := m.Probabilities(nil, x)
+	c := m.NumClasses()
+	if len(probs) != 2*c {
+		return fmt.Errorf("the probe batch gave %d probabilities, want %d", len(probs), 2*c)
+	}
+	for i := range 2 {
+		sum := 0.0
+		for j, p := range probs[i*c : (i+1)*c] {
+			if math.IsNaN(float64(p)) || math.IsInf(float64(p), 0) {
+				return fmt.Errorf("non-finite output %v (class %d) on a probe image: the weights or the normalisation overflow", p, j)
+			}
+			sum += float64(p)
+		}
+		if math.Abs(sum-1) > 1e-3 {
+			return fmt.Errorf("the probabilities of a probe image sum to %v, not 1", sum)
+		}
+	}
+	return nil
+}
+
+// Reload loads the named model's file again and, once it has loaded and
+// passed the check, serves it to new requests; requests holding the old
+// model finish on it. With force false the file is loaded only if its
+// content changed. It reports whether the model was replaced. A failure
+// leaves the old model serving; it is logged and counted in the metrics.
+func (s *Server) Reload(name string, force bool) (bool, error) {
+	e, ok := s.models[name]
+	if !ok {
+		return false, fmt.Errorf("serve: no model %q", name)
+	}
+	if e.src.Path == "" {
+		return false, fmt.Errorf("serve: model %q has no file to reload", name)
+	}
+	e.load.Lock()
+	defer e.load.Unlock()
+	e.mu.RLock()
+	old, closed := e.cur, e.closed
+	e.mu.RUnlock()
+	if closed {
+		return false, fmt.Errorf("serve: model %q: the server is shutting down", name)
+	}
+	if !force {
+		b, err := os.ReadFile(e.src.Path)
+		if err == nil && sha256.Sum256(b) == old.sum {
+			return false, nil
+		}
+	}
+	v, err := s.loadVersion(e, old.number+1)
+	if err != nil {
+		s.metrics.reload(name, err)
+		s.cfg.Log.Printf("serve: reloading %s failed, version %d keeps serving: %v", name, old.number, err)
+		return false, err
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		v.stop()
+		return false, fmt.Errorf("serve: model %q: the server is shutting down", name)
+	}
+	e.cur = v
+	e.mu.Unlock()
+	s.retiring.Add(1)
+	go func() {
+		defer s.retiring.Done()
+		old.refs.Wait()
+		old.stop()
+	}()
+	s.metrics.reload(name, nil)
+	s.cfg.Log.Printf("serve: %s version %d (%s) loaded from %s", name, v.number, v.model, e.src.Path)
+	return true, nil
+}
+
+// ReloadChanged reloads every model whose file changed (Reload with force
+// false), as SIGHUP does in cmd/serve, and returns the failures.
+func (s *Server) ReloadChanged() []error {
+	var errs []error
+	for _, name := range s.names {
+		if s.models[name].src.Path == "" {
+			continue
+		}
+		if _, err := s.Reload(name, false); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// ModelState describes a served model (GET /v2/repository/index).
+type ModelState struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	State   string `json:"state"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// Models returns the state of every model, in the order given to New.
+func (s *Server) Models() []ModelState {
+	out := make([]ModelState, 0, len(s.names))
+	for _, name := range s.names {
+		st := ModelState{Name: name, State: "READY"}
+		e := s.models[name]
+		if v, ok := e.acquire(); ok {
+			st.Version = strconv.Itoa(v.number)
+			v.release()
+		} else {
+			st.State = "UNAVAILABLE"
+			st.Reason = "the server is shutting down"
+		}
+		if msg := s.metrics.lastReloadError(name); msg != "" {
+			st.Reason = "last reload failed: " + msg
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// job is one image on its way through a batch.
+type job struct {
+	x        []float32 // preprocessed input, infer.InputSize values
+	probs    []float32 // the image's probabilities, set by the worker
+	done     chan struct{}
+	enqueued time.Time
+}
+
+func (s *Server) getJob() *job {
+	if j, ok := s.jobs.Get().(*job); ok {
+		return j
+	}
+	return &job{x: make([]float32, infer.InputSize), done: make(chan struct{}, 1)}
+}
+
+// work runs batches until the queue is closed and empty.
+func (v *version) work() {
+	defer v.workers.Done()
+	var (
+		batch []*job
+		x     []float32
+		probs []float32
+	)
+	cfg := v.s.cfg
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for first := range v.queue {
+		batch = append(batch[:0], first)
+		deadline := time.Now().Add(cfg.MaxDelay)
+	gather:
+		for len(batch) < cfg.MaxBatch {
+			select {
+			case j, ok := <-v.queue:
+				if !ok {
+					break gather
+				}
+				batch = append(batch, j)
+				continue
+			default:
+			}
+			wait := time.Until(deadline)
+			if wait <= 0 || v.e.receiving.Load() == 0 {
+				break gather
+			}
+			timer.Reset(wait)
+			select {
+			case j, ok := <-v.queue:
+				timer.Stop()
+				if !ok {
+					break gather
+				}
+				batch = append(batch, j)
+			case <-timer.C:
+				break gather
+			}
+		}
+		t0 := time.Now()
+		x = x[:0]
+		for _, j := range batch {
+			x = append(x, j.x...)
+		}
+		probs = v.model.Probabilities(probs, x)
+		v.s.metrics.batch(v.e.src.Name, batch, t0, time.Since(t0))
+		c := v.model.NumClasses()
+		for i, j := range batch {
+			j.probs = append(j.probs[:0], probs[i*c:(i+1)*c]...)
+			j.done <- struct{}{}
+		}
+	}
+}
