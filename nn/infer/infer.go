@@ -207,8 +207,9 @@ func New(net nn.Module, spec Spec, opts ...Option) (*Model, error) {
 }
 
 // Algorithms names the algorithm of every convolution, in the order of
-// the network, for a batch of the given size: "gather", "winograd",
-// "im2col" or "sparse" (see autograd.ConvPlan). It is nil for a network
+// the network (a ResNet block's conv1, conv2, then its shortcut, option A's
+// selection included), for a batch of the given size: "gather",
+// "winograd", "im2col" or "sparse" (see autograd.ConvPlan). It is nil for a network
 // that New does not compile, which runs as its Forward computes it.
 func (m *Model) Algorithms(batch int) []string {
 	if m.plan == nil {
