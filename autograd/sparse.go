@@ -132,8 +132,14 @@ func (s *SparseWeight) offsets(a, b, c int) []int {
 // mulRows computes dst row r = bias[r] (or 0) + Σ_t val[t]·src[off[t]+j]
 // for the filters r of s, j in [0, n), with row stride ldd, in parallel
 // over filters; span is the offset window of kernels.Rows.
-func (s *SparseWeight) mulRows(dst []float32, ldd, n int, off []int, src []float32, bias []float32, span int) {
-	parallel.For(s.rows, parallel.Grain(s.rows, 4), func(lo, hi int) {
+//
+// If serial, it runs on the calling goroutine.
+func (s *SparseWeight) mulRows(dst []float32, ldd, n int, off []int, src []float32, bias []float32, span int, serial bool) {
+	grain := parallel.Grain(s.rows, 4)
+	if serial {
+		grain = s.rows
+	}
+	parallel.For(s.rows, grain, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			d := dst[r*ldd : r*ldd+n]
 			if bias != nil {
@@ -182,14 +188,15 @@ func Conv2dSparse(x, w *Tensor, s *SparseWeight, b *Tensor, cfg ConvConfig) *Ten
 		return Conv2dWith(x, w, b, cfg)
 	}
 	out := c.empty(x.shape[0], w.shape[0], g.ho, g.wo)
-	sparseConv(g, s, x.shape[0], x.Data, out.Data, tensorData(b))
+	sparseConv(g, s, x.shape[0], x.Data, out.Data, tensorData(b), false)
 	return out
 }
 
 // sparseConv sets out to the convolution of geometry g of the n images in
 // x with the sparse filters s, plus bias (if not nil): Conv2dSparse's
-// product on plain slices.
-func sparseConv(g *convGeom, s *SparseWeight, n int, x, out, bias []float32) {
+// product on plain slices. If serial, each image's filters run on one
+// worker (the images still run in parallel).
+func sparseConv(g *convGeom, s *SparseWeight, n int, x, out, bias []float32, serial bool) {
 	cout, p := s.rows, g.cols
 	xSize, ySize := g.c*g.h*g.w, cout*p
 	switch {
@@ -197,7 +204,7 @@ func sparseConv(g *convGeom, s *SparseWeight, n int, x, out, bias []float32) {
 		off := s.offsets(g.h*g.w, 0, 0)
 		parallel.For(n, 1, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
-				s.mulRows(out[i*ySize:(i+1)*ySize], p, p, off, x[i*xSize:(i+1)*xSize], bias, windowRows*p)
+				s.mulRows(out[i*ySize:(i+1)*ySize], p, p, off, x[i*xSize:(i+1)*xSize], bias, windowRows*p, serial)
 			}
 		})
 	case g.wide() && g.wo >= 8:
@@ -211,7 +218,7 @@ func sparseConv(g *convGeom, s *SparseWeight, n int, x, out, bias []float32) {
 			defer colScratch.put(tmp)
 			for i := lo; i < hi; i++ {
 				padImage(g, x[i*xSize:(i+1)*xSize], pad)
-				s.mulRows(tmp, np, np, off, pad, bias, 16*plane)
+				s.mulRows(tmp, np, np, off, pad, bias, 16*plane, serial)
 				dropWide(g, cout, tmp, out[i*ySize:(i+1)*ySize])
 			}
 		})
@@ -227,12 +234,12 @@ func sparseConv(g *convGeom, s *SparseWeight, n int, x, out, bias []float32) {
 				im2col(g, x[(lo+j)*xSize:(lo+j+1)*xSize], col[j*p:], ld)
 			}
 			if cnt == 1 {
-				s.mulRows(out[lo*ySize:(lo+1)*ySize], p, p, off, col, bias, windowRows*ld)
+				s.mulRows(out[lo*ySize:(lo+1)*ySize], p, p, off, col, bias, windowRows*ld, serial)
 				return
 			}
 			tmp := colScratch.get(cout * ld)
 			defer colScratch.put(tmp)
-			s.mulRows(tmp, ld, ld, off, col, bias, windowRows*ld)
+			s.mulRows(tmp, ld, ld, off, col, bias, windowRows*ld, serial)
 			for j := 0; j < cnt; j++ {
 				for o := 0; o < cout; o++ {
 					copy(out[(lo+j)*ySize+o*p:(lo+j)*ySize+(o+1)*p], tmp[o*ld+j*p:o*ld+(j+1)*p])
@@ -327,7 +334,7 @@ func LinearSparse(x, w *Tensor, s *SparseWeight, b *Tensor) *Tensor {
 	}
 	off := s.offsets(batch, 0, 0)
 	if batch == 1 {
-		s.mulRows(out.Data, 1, 1, off, x.Data, tensorData(b), 0)
+		s.mulRows(out.Data, 1, 1, off, x.Data, tensorData(b), 0, false)
 		return out
 	}
 	// Features as rows: yᵀ = W·xᵀ.
@@ -335,7 +342,7 @@ func LinearSparse(x, w *Tensor, s *SparseWeight, b *Tensor) *Tensor {
 	defer colScratch.put(xT)
 	defer colScratch.put(yT)
 	transpose(batch, in, x.Data, xT)
-	s.mulRows(yT, batch, batch, off, xT, tensorData(b), windowRows*batch)
+	s.mulRows(yT, batch, batch, off, xT, tensorData(b), windowRows*batch, false)
 	transpose(nOut, batch, yT, out.Data)
 	return out
 }
