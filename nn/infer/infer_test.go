@@ -563,3 +563,56 @@ func TestLoadHostileMetadata(t *testing.T) {
 		}
 	}
 }
+
+// TestSparseByDefault checks that Load gives the layers of a network with
+// mostly exact zeros the sparse path, says so, computes what the dense
+// path computes within float32 rounding, and that Dense and MinZeros turn
+// it off.
+func TestSparseByDefault(t *testing.T) {
+	net, err := tinySpec.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := newRng(21)
+	for _, p := range net.Params() {
+		for i := range p.T.Data {
+			p.T.Data[i] = float32(rng.NormFloat64() * 0.3)
+			if p.T.Rank() >= 2 && rng.Float64() < 0.97 {
+				p.T.Data[i] = 0
+			}
+		}
+	}
+	randomize(net, rng)
+	path := filepath.Join(t.TempDir(), "sparse.safetensors")
+	if err := checkpoint.SaveModel(path, net, tinySpec.Metadata()); err != nil {
+		t.Fatal(err)
+	}
+	sparse, err := infer.Load(path, infer.Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := sparse.Sparsity()
+	if n := len(rep.SparseLayers()); n == 0 || n != len(rep.Layers) {
+		t.Fatalf("%d of %d layers sparse at about 97%% zeros, want all:\n%s", n, len(rep.Layers), rep)
+	}
+	if s := sparse.String(); !strings.Contains(s, fmt.Sprintf("%d of %d layers sparse", len(rep.Layers), len(rep.Layers))) {
+		t.Errorf("String %q does not count the sparse layers", s)
+	}
+	x := randomInputs(newRng(22), 3)
+	got := sparse.Probabilities(nil, x)
+	for name, opt := range map[string]infer.Option{"Dense": infer.Dense(), "MinZeros(1.1)": infer.MinZeros(1.1)} {
+		dense, err := infer.Load(path, infer.Spec{}, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(dense.Sparsity().SparseLayers()); n != 0 {
+			t.Fatalf("%s: %d layers sparse, want none", name, n)
+		}
+		want := dense.Probabilities(nil, x)
+		for i := range want {
+			if d := math.Abs(float64(got[i] - want[i])); d > 1e-5 {
+				t.Fatalf("%s: probability %d: sparse %v, dense %v", name, i, got[i], want[i])
+			}
+		}
+	}
+}

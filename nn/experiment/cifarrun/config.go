@@ -76,6 +76,8 @@ type config struct {
 	JSON      bool   `json:"json"`
 	Resume    bool   `json:"-"`
 	EvalOnly  bool   `json:"-"`
+	// Dense keeps every layer of -eval-only on the dense path.
+	Dense bool `json:"-"`
 	// Compact names the model file to write the compacted -weights to.
 	Compact string `json:"-"`
 
@@ -160,6 +162,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.JSON, "json", c.JSON, "print each epoch's metrics and the final summary as JSON lines on stdout")
 	fs.BoolVar(&c.Resume, "resume", c.Resume, "continue the run saved in -out exactly where it stopped")
 	fs.BoolVar(&c.EvalOnly, "eval-only", c.EvalOnly, "evaluate -weights on the test set and exit")
+	fs.BoolVar(&c.Dense, "dense", c.Dense, "-eval-only: run every layer densely (default: layers with mostly exact zeros run sparse)")
 	fs.StringVar(&c.Compact, "compact", c.Compact, "write -weights without its removable channels (zero filters) to this model file, with the per-layer widths in its metadata, and exit")
 	return fs
 }
@@ -222,6 +225,9 @@ func (c *config) derive(key string) {
 
 // resolve fills in the "auto" settings and checks every value.
 func (c *config) resolve() error {
+	if c.Dense && !c.EvalOnly {
+		return errors.New("-dense applies to -eval-only only")
+	}
 	if c.Schedule == "auto" {
 		c.derive("schedule")
 	}

@@ -253,6 +253,10 @@ type EvalResult struct {
 	TestAcc  float64                `json:"test_acc"`
 	Seconds  float64                `json:"seconds"`
 	Weight   experiment.WeightStats `json:"weights_stats"`
+	// SparseLayers and Layers count the convolution and linear layers
+	// that ran sparse and all of them (nn.PrepareInference).
+	SparseLayers int `json:"sparse_layers"`
+	Layers       int `json:"layers"`
 	// Remaining is what is left once the removable channels are removed.
 	Remaining prune.Count `json:"remaining"`
 }
@@ -272,6 +276,8 @@ func evalOnly(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	if _, err := loadWeights(c.Weights, model); err != nil {
 		return err
 	}
+	// As nn/infer does: layers with mostly exact zeros run sparse.
+	sparse := nn.PrepareInferenceWith(model, nn.InferenceOptions{Dense: c.Dense})
 	ds, err := loadData(ctx, c, stderr)
 	if err != nil {
 		return err
@@ -290,7 +296,8 @@ func evalOnly(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 		return errInterrupted
 	}
 	r := EvalResult{Weights: c.Weights, Model: c.Model, Params: nn.NumParams(model), Images: ds.Test.Len(),
-		TestLoss: loss, TestAcc: acc, Seconds: round3(time.Since(start).Seconds()), Weight: t.stats()}
+		TestLoss: loss, TestAcc: acc, Seconds: round3(time.Since(start).Seconds()), Weight: t.stats(),
+		SparseLayers: len(sparse.SparseLayers()), Layers: len(sparse.Layers)}
 	if r.Remaining, err = t.remaining(); err != nil {
 		return err
 	}
@@ -305,6 +312,7 @@ func evalOnly(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 		100*r.Weight.Zero, 100*r.Weight.Small, 100*r.Weight.Below1e2, 100*r.Weight.PM1)
 	fmt.Fprintf(stdout, "compacted: %d of %d channels, %.2f%% of the parameters, %.2f%% of the FLOPs\n",
 		r.Remaining.Channels, r.Remaining.ChannelsTotal, 100*r.Remaining.ParamsRatio(), 100*r.Remaining.FLOPsRatio())
+	fmt.Fprintf(stdout, "sparse path: %d of %d layers\n", r.SparseLayers, r.Layers)
 	return nil
 }
 
