@@ -260,6 +260,7 @@ func TestRunErrors(t *testing.T) {
 		{"eval width", []string{"-eval-only", "-weights", wide, "-data", data, "-allow-subset"}, exitError, "width 16, num_classes 10: the network needs"},
 		{"bad flag", []string{"-lr", "-1"}, exitUsage, "-lr -1 must be positive"},
 		{"model depth flag", []string{"-model", "resnet600000002"}, exitUsage, `-model "resnet600000002"`},
+		{"too many weights", []string{"-model", "vgg16", "-width", "16"}, exitUsage, "weights, more than the maximum 1073741824"},
 		{"existing run", tinyArgs(data, out), exitUsage, "already holds a run"},
 		{"no checkpoint", []string{"-resume", "-out", filepath.Join(base, "none")}, exitUsage, "holds no checkpoint"},
 		{"changed flag", []string{"-resume", "-out", out, "-lr", "0.5"}, exitUsage, "-lr 0.5 (the run has 0.001)"},

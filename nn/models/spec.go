@@ -215,8 +215,9 @@ func (s Spec) Complete() (Spec, error) {
 	return s, nil
 }
 
-// options returns the New options of the complete s.
-func (s Spec) options() []Option {
+// Options returns the options of the function New that build the
+// network of the complete s (see Complete).
+func (s Spec) Options() []Option {
 	opts := []Option{WithWidth(s.Width)}
 	if s.Shortcut == "B" {
 		opts = append(opts, WithShortcut(ShortcutB))
@@ -247,7 +248,7 @@ func (s Spec) Validate(f *safetensors.File) error {
 	if s.Widths != nil {
 		key += ", " + KeyWidths
 	}
-	n, err := WeightCount(s.Model, s.NumClasses, s.options()...)
+	n, err := WeightCount(s.Model, s.NumClasses, s.Options()...)
 	if err != nil {
 		return fmt.Errorf("%s: %v", key, err)
 	}
@@ -277,7 +278,7 @@ func (s Spec) New(rng *rand.Rand) (nn.Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	return New(s.Model, s.NumClasses, rng, s.options()...)
+	return New(s.Model, s.NumClasses, rng, s.Options()...)
 }
 
 // fileSlack and fileMargin bound the network Validate accepts for a

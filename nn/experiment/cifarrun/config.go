@@ -269,6 +269,12 @@ func (c *config) resolve() error {
 	if c.Shortcut != "A" && c.Shortcut != "B" {
 		return fmt.Errorf("-shortcut %q: want A or B", c.Shortcut)
 	}
+	// The whole network within the maxima of package models (e.g. its
+	// weight count at a large -width), before anything is allocated.
+	s := c.spec()
+	if err := models.Check(s.Model, s.NumClasses, s.Options()...); err != nil {
+		return fmt.Errorf("-model %s -width %v: %v", c.Model, c.Width, err)
+	}
 
 	// Regularizer.
 	if c.Reg == "auto" {
