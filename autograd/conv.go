@@ -81,7 +81,7 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 			fillBias(out.Data, b.Data, n, p)
 		}
 		buf := partialScratch.get(gatherPackedSize(g, cout))
-		newGatherConv(g, cout, w.Data, false, buf).run(n, x.Data, xSize, out.Data, ySize, b != nil)
+		newGatherConv(g, cout, w.Data, false, buf).run(n, x.Data, xSize, out.Data, ySize, b != nil, nil)
 		partialScratch.put(buf)
 		return c.record("Conv2d", out, convGrad(g, x, w, b, n), x, w, b)
 	}
@@ -328,7 +328,7 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 	}
 	if strideOne && !wino && useGather(gd) {
 		buf := partialScratch.get(gatherPackedSize(gd, g.c))
-		newGatherConv(gd, g.c, wf, true, buf).run(n, gy, ySize, gx, xSize, !overwrite)
+		newGatherConv(gd, g.c, wf, true, buf).run(n, gy, ySize, gx, xSize, !overwrite, nil)
 		partialScratch.put(buf)
 		return
 	}

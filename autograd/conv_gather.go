@@ -68,12 +68,12 @@ func (g *convGeom) phases() (pa, pb, ph, pw int) {
 // ki, s·ow + kj), which is element (oh + ki/s, ow + kj/s) of phase (ki mod
 // s, kj mod s): in that plane the im2col matrix has stride 1, and each
 // output row is one run.
-func phaseImage(g *convGeom, x, buf []float32) {
+func phaseImage(g *convGeom, x, buf []float32, c0, c1 int) {
 	s := g.sh
 	pa, pb, ph, pw := g.phases()
 	plane := ph * pw
 	hw := g.h * g.w
-	for ci := 0; ci < g.c; ci++ {
+	for ci := c0; ci < c1; ci++ {
 		img := x[ci*hw : (ci+1)*hw]
 		for a := 0; a < pa; a++ {
 			for b := 0; b < pb; b++ {
@@ -97,7 +97,9 @@ func phaseImage(g *convGeom, x, buf []float32) {
 			}
 		}
 	}
-	clear(buf[g.c*pa*pb*plane : g.gatherSize()])
+	if c1 == g.c {
+		clear(buf[g.c*pa*pb*plane : g.gatherSize()])
+	}
 }
 
 // flatCopySize returns the length of one copy of the image in the flat
@@ -110,14 +112,19 @@ func (g *convGeom) flatCopySize() int {
 
 // gatherImage writes the image x in the layout gatherConv reads for
 // geometry g into buf (g.gatherSize() values).
-func gatherImage(g *convGeom, x, buf []float32) {
+func gatherImage(g *convGeom, x, buf []float32) { gatherChannels(g, x, buf, 0, g.c) }
+
+// gatherChannels is gatherImage for the channels [c0, c1) of x alone:
+// ranges that cover [0, g.c) write all of buf between them, each its own
+// part.
+func gatherChannels(g *convGeom, x, buf []float32, c0, c1 int) {
 	switch {
 	case g.gatherWide():
-		padImage(g, x, buf)
+		padChannels(g, x, buf, c0, c1)
 	case g.gatherPhase():
-		phaseImage(g, x, buf)
+		phaseImage(g, x, buf, c0, c1)
 	default:
-		flatImage(g, x, buf)
+		flatImage(g, x, buf, c0, c1)
 	}
 }
 
@@ -130,19 +137,21 @@ func gatherImage(g *convGeom, x, buf []float32) {
 // read lands on the other end of the previous or next row (or the guard
 // zeros), so copy kj has the columns that tap never reads legitimately
 // zeroed: the last pw − kj·dw, or the first kj·dw − pw.
-func flatImage(g *convGeom, x, buf []float32) {
+func flatImage(g *convGeom, x, buf []float32, c0, c1 int) {
 	size, plane := g.flatCopySize(), (g.h+2*g.ph)*g.w
 	hw := g.h * g.w
 	for kj := 0; kj < g.kw; kj++ {
 		dst := buf[kj*size : (kj+1)*size]
-		clear(dst[:g.pw])
+		if c0 == 0 {
+			clear(dst[:g.pw])
+		}
 		lo, hi := 0, g.w // the columns kept
 		if s := kj*g.dw - g.pw; s < 0 {
 			hi = g.w + s
 		} else {
 			lo = s
 		}
-		for ci := 0; ci < g.c; ci++ {
+		for ci := c0; ci < c1; ci++ {
 			pl := dst[g.pw+ci*plane : g.pw+(ci+1)*plane]
 			clear(pl[:g.ph*g.w])
 			for r := 0; r < g.h; r++ {
@@ -154,7 +163,9 @@ func flatImage(g *convGeom, x, buf []float32) {
 			}
 			clear(pl[(g.h+g.ph)*g.w:])
 		}
-		clear(dst[g.pw+g.c*plane:])
+		if c1 == g.c {
+			clear(dst[g.pw+g.c*plane:])
+		}
 	}
 }
 
@@ -256,8 +267,10 @@ func gatherPackedSize(g *convGeom, m int) int { return blas.Default().PackedASiz
 // images src_i of srcSize elements into the outputs dst_i of dstSize
 // elements, in parallel over the images; with fewer images than workers,
 // the output columns of each image are split too (which changes no
-// result).
-func (gc *gatherConv) run(n int, src []float32, srcSize int, dst []float32, dstSize int, accumulate bool) {
+// result). If after is not nil, it is called with the image and the
+// columns [j0, j1) of its output each product has just written, while
+// they are in the cache.
+func (gc *gatherConv) run(n int, src []float32, srcSize int, dst []float32, dstSize int, accumulate bool, after func(i, j0, j1 int)) {
 	g := gc.g
 	p := g.cols
 	parts := 1
@@ -270,24 +283,49 @@ func (gc *gatherConv) run(n int, src []float32, srcSize int, dst []float32, dstS
 	if accumulate {
 		beta = 1
 	}
-	parallel.For(n*parts, 1, func(lo, hi int) {
+	product := func(i, part int, pad []float32) {
+		r0 := min(part*chunk, len(gc.runs))
+		r1 := min(r0+chunk, len(gc.runs))
+		if r0 == r1 {
+			return
+		}
+		j0, j1 := r0*blas.GatherRun, min(r1*blas.GatherRun, p)
+		b := blas.Gathered{Src: pad, Rows: gc.rows, Runs: gc.runs[r0:r1]}
+		gc.pa.SgemmGather(j1-j0, b, beta, dst[i*dstSize+j0:(i+1)*dstSize], p)
+		if after != nil {
+			after(i, j0, j1)
+		}
+	}
+	if parts > 1 {
+		// The parts of an image share one copy, which they make together,
+		// a range of channels each.
+		pads := make([][]float32, n)
+		for i := range pads {
+			pads[i] = colScratch.get(g.gatherSize())
+		}
+		cc := (g.c + parts - 1) / parts
+		parallel.For(n*parts, 1, func(lo, hi int) {
+			for t := lo; t < hi; t++ {
+				i, part := t/parts, t%parts
+				gatherChannels(g, src[i*srcSize:(i+1)*srcSize], pads[i], min(part*cc, g.c), min((part+1)*cc, g.c))
+			}
+		})
+		parallel.For(n*parts, 1, func(lo, hi int) {
+			for t := lo; t < hi; t++ {
+				product(t/parts, t%parts, pads[t/parts])
+			}
+		})
+		for _, pad := range pads {
+			colScratch.put(pad)
+		}
+		return
+	}
+	parallel.For(n, 1, func(lo, hi int) {
 		pad := colScratch.get(g.gatherSize())
 		defer colScratch.put(pad)
-		last := -1
-		for t := lo; t < hi; t++ {
-			i, part := t/parts, t%parts
-			if i != last {
-				gatherImage(g, src[i*srcSize:(i+1)*srcSize], pad)
-				last = i
-			}
-			r0 := min(part*chunk, len(gc.runs))
-			r1 := min(r0+chunk, len(gc.runs))
-			if r0 == r1 {
-				continue
-			}
-			j0, j1 := r0*blas.GatherRun, min(r1*blas.GatherRun, p)
-			b := blas.Gathered{Src: pad, Rows: gc.rows, Runs: gc.runs[r0:r1]}
-			gc.pa.SgemmGather(j1-j0, b, beta, dst[i*dstSize+j0:(i+1)*dstSize], p)
+		for i := lo; i < hi; i++ {
+			gatherImage(g, src[i*srcSize:(i+1)*srcSize], pad)
+			product(i, 0, pad)
 		}
 	})
 }

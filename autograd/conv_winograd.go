@@ -515,5 +515,13 @@ func winogradPays(g *convGeom, n, m int) bool {
 		return false
 	}
 	th, tw := winoTiles(g)
-	return g.c >= 32 && m >= 32 && n*th*tw >= 128 && 16*th*tw*100 <= 65*9*g.ho*g.wo
+	return g.c >= 32 && m >= 32 && n*th*tw >= 128 && winoEdgeOK(g)
+}
+
+// winoEdgeOK reports whether the 2×2 tiles of geometry g waste little of
+// their outputs past the edges: 16 multiplications per tile at most 0.65
+// of im2col's 9 per output.
+func winoEdgeOK(g *convGeom) bool {
+	th, tw := winoTiles(g)
+	return 16*th*tw*100 <= 65*9*g.ho*g.wo
 }

@@ -132,12 +132,18 @@ func (s *SparseWeight) offsets(a, b, c int) []int {
 // mulRows computes dst row r = bias[r] (or 0) + Σ_t val[t]·src[off[t]+j]
 // for the filters r of s, j in [0, n), with row stride ldd, in parallel
 // over filters; span is the offset window of kernels.Rows.
-func (s *SparseWeight) mulRows(dst []float32, ldd, n int, off []int, src []float32, bias *Tensor, span int) {
-	parallel.For(s.rows, parallel.Grain(s.rows, 4), func(lo, hi int) {
+//
+// If serial, it runs on the calling goroutine.
+func (s *SparseWeight) mulRows(dst []float32, ldd, n int, off []int, src []float32, bias []float32, span int, serial bool) {
+	grain := parallel.Grain(s.rows, 4)
+	if serial {
+		grain = s.rows
+	}
+	parallel.For(s.rows, grain, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			d := dst[r*ldd : r*ldd+n]
 			if bias != nil {
-				fill(d, bias.Data[r])
+				fill(d, bias[r])
 			} else {
 				clear(d)
 			}
@@ -181,15 +187,24 @@ func Conv2dSparse(x, w *Tensor, s *SparseWeight, b *Tensor, cfg ConvConfig) *Ten
 	if c.needsGrad(x, w, b) {
 		return Conv2dWith(x, w, b, cfg)
 	}
-	n, cout, p := x.shape[0], w.shape[0], g.cols
+	out := c.empty(x.shape[0], w.shape[0], g.ho, g.wo)
+	sparseConv(g, s, x.shape[0], x.Data, out.Data, tensorData(b), false)
+	return out
+}
+
+// sparseConv sets out to the convolution of geometry g of the n images in
+// x with the sparse filters s, plus bias (if not nil): Conv2dSparse's
+// product on plain slices. If serial, each image's filters run on one
+// worker (the images still run in parallel).
+func sparseConv(g *convGeom, s *SparseWeight, n int, x, out, bias []float32, serial bool) {
+	cout, p := s.rows, g.cols
 	xSize, ySize := g.c*g.h*g.w, cout*p
-	out := c.empty(n, cout, g.ho, g.wo)
 	switch {
 	case g.direct():
 		off := s.offsets(g.h*g.w, 0, 0)
 		parallel.For(n, 1, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
-				s.mulRows(out.Data[i*ySize:(i+1)*ySize], p, p, off, x.Data[i*xSize:(i+1)*xSize], b, windowRows*p)
+				s.mulRows(out[i*ySize:(i+1)*ySize], p, p, off, x[i*xSize:(i+1)*xSize], bias, windowRows*p, serial)
 			}
 		})
 	case g.wide() && g.wo >= 8:
@@ -202,9 +217,9 @@ func Conv2dSparse(x, w *Tensor, s *SparseWeight, b *Tensor, cfg ConvConfig) *Ten
 			defer colScratch.put(pad)
 			defer colScratch.put(tmp)
 			for i := lo; i < hi; i++ {
-				padImage(g, x.Data[i*xSize:(i+1)*xSize], pad)
-				s.mulRows(tmp, np, np, off, pad, b, 16*plane)
-				dropWide(g, cout, tmp, out.Data[i*ySize:(i+1)*ySize])
+				padImage(g, x[i*xSize:(i+1)*xSize], pad)
+				s.mulRows(tmp, np, np, off, pad, bias, 16*plane, serial)
+				dropWide(g, cout, tmp, out[i*ySize:(i+1)*ySize])
 			}
 		})
 	default:
@@ -216,35 +231,38 @@ func Conv2dSparse(x, w *Tensor, s *SparseWeight, b *Tensor, cfg ConvConfig) *Ten
 			col := colScratch.get(g.rows * ld)
 			defer colScratch.put(col)
 			for j := 0; j < cnt; j++ {
-				im2col(g, x.Data[(lo+j)*xSize:(lo+j+1)*xSize], col[j*p:], ld)
+				im2col(g, x[(lo+j)*xSize:(lo+j+1)*xSize], col[j*p:], ld)
 			}
 			if cnt == 1 {
-				s.mulRows(out.Data[lo*ySize:(lo+1)*ySize], p, p, off, col, b, windowRows*ld)
+				s.mulRows(out[lo*ySize:(lo+1)*ySize], p, p, off, col, bias, windowRows*ld, serial)
 				return
 			}
 			tmp := colScratch.get(cout * ld)
 			defer colScratch.put(tmp)
-			s.mulRows(tmp, ld, ld, off, col, b, windowRows*ld)
+			s.mulRows(tmp, ld, ld, off, col, bias, windowRows*ld, serial)
 			for j := 0; j < cnt; j++ {
 				for o := 0; o < cout; o++ {
-					copy(out.Data[(lo+j)*ySize+o*p:(lo+j)*ySize+(o+1)*p], tmp[o*ld+j*p:o*ld+(j+1)*p])
+					copy(out[(lo+j)*ySize+o*p:(lo+j)*ySize+(o+1)*p], tmp[o*ld+j*p:o*ld+(j+1)*p])
 				}
 			}
 		})
 	}
-	return out
 }
 
 // padImage writes the zero-padded image of x into pad, laid out as
 // im2colWide reads it.
-func padImage(g *convGeom, x, pad []float32) {
+func padImage(g *convGeom, x, pad []float32) { padChannels(g, x, pad, 0, g.c) }
+
+// padChannels is padImage for the channels [c0, c1) alone; the channel
+// range that ends at g.c also clears what follows the last plane.
+func padChannels(g *convGeom, x, pad []float32, c0, c1 int) {
 	wp, hp := g.widePitch(), g.h+2*g.ph
 	plane := hp * wp
 	// One pass over pad: each plane's top padding rows and the left
 	// padding of its first row, then every image row followed by the
 	// right padding of its row and the left padding of the next, and the
 	// bottom padding rows with what follows the last plane.
-	for ci := 0; ci < g.c; ci++ {
+	for ci := c0; ci < c1; ci++ {
 		dst := pad[ci*plane : (ci+1)*plane]
 		clear(dst[:g.ph*wp+g.pw])
 		for ih := 0; ih < g.h; ih++ {
@@ -258,7 +276,9 @@ func padImage(g *convGeom, x, pad []float32) {
 		}
 		clear(dst[(g.h-1+g.ph)*wp+g.pw+g.w:])
 	}
-	clear(pad[g.c*plane : g.padSize()])
+	if c1 == g.c {
+		clear(pad[g.c*plane : g.padSize()])
+	}
 }
 
 // copyRow is copy(dst, src) for len(dst) == len(src), moving whole
@@ -314,7 +334,7 @@ func LinearSparse(x, w *Tensor, s *SparseWeight, b *Tensor) *Tensor {
 	}
 	off := s.offsets(batch, 0, 0)
 	if batch == 1 {
-		s.mulRows(out.Data, 1, 1, off, x.Data, b, 0)
+		s.mulRows(out.Data, 1, 1, off, x.Data, tensorData(b), 0, false)
 		return out
 	}
 	// Features as rows: yᵀ = W·xᵀ.
@@ -322,7 +342,15 @@ func LinearSparse(x, w *Tensor, s *SparseWeight, b *Tensor) *Tensor {
 	defer colScratch.put(xT)
 	defer colScratch.put(yT)
 	transpose(batch, in, x.Data, xT)
-	s.mulRows(yT, batch, batch, off, xT, b, windowRows*batch)
+	s.mulRows(yT, batch, batch, off, xT, tensorData(b), windowRows*batch, false)
 	transpose(nOut, batch, yT, out.Data)
 	return out
+}
+
+// tensorData returns t.Data, or nil for a nil t.
+func tensorData(t *Tensor) []float32 {
+	if t == nil {
+		return nil
+	}
+	return t.Data
 }

@@ -1,16 +1,19 @@
 package main
 
-// The infer subcommand measures inference throughput: forward passes of a
-// CIFAR model in evaluation mode without a graph, on a fixed batch of
-// random images, after nn.PrepareInference chose the sparse or dense path
-// of every convolution and linear layer.
+// The infer subcommand measures inference throughput: nn/infer's
+// Model.Probabilities (the path of cmd/serve) on a fixed batch of random
+// preprocessed images, after infer.New chose the sparse or dense path of
+// every convolution and linear layer. With -weights, the network is the
+// one the file's metadata describes, as infer.Load builds it; -model,
+// -width and -shortcut given explicitly override the metadata.
 //
-//	go run ./cmd/bench infer -model resnet20 -weights model.safetensors -batch 64 -threads 1 -json
+//	go run ./cmd/bench infer -weights model.safetensors -batch 64 -threads 1 -json
 //	go run ./cmd/bench infer -model vgg16 -zeros 0.9 -batch 1 -json     # random weights, 90 % zeros
 //	go run ./cmd/bench infer -model resnet20 -zeros 0.9 -dense -json    # the same on the dense path
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -21,7 +24,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/autograd/blas"
 	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/internal/parallel"
@@ -29,17 +31,18 @@ import (
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 	"github.com/proxgen/proxgen/nn/infer"
-	"github.com/proxgen/proxgen/nn/models"
 )
 
 // inferModels lists the models the infer subcommand accepts.
-var inferModels = []string{"resnet20", "resnet32", "resnet44", "resnet56", "vgg16", "resnet18", "resnet34"}
+var inferModels = []string{"resnet8", "resnet20", "resnet32", "resnet44", "resnet56", "vgg16", "resnet18", "resnet34"}
 
 // inferConfig holds the flags of the infer subcommand.
 type inferConfig struct {
 	model    string
 	weights  string
 	width    float64
+	shortcut string
+	explicit map[string]bool // flags given on the command line
 	batch    int
 	threads  int
 	dense    bool
@@ -84,23 +87,26 @@ type inferResult struct {
 func parseInferFlags(args []string, stderr io.Writer) (*inferConfig, error) {
 	c := &inferConfig{}
 	fs := cli.NewFlagSet("bench infer", "bench infer [flags]", "inference images per second of a model on random images", stderr)
-	fs.StringVar(&c.model, "model", "resnet20", "model: "+strings.Join(inferModels, ", "))
-	fs.StringVar(&c.weights, "weights", "", "model file (safetensors, dense or compressed, or compacted by cmd/cifar -compact) to load; empty: random dense weights")
-	fs.Float64Var(&c.width, "width", 1, "channel width multiplier (for quick tests)")
+	fs.StringVar(&c.model, "model", "resnet20", "model: "+strings.Join(inferModels, ", ")+" (with -weights: default the file's metadata)")
+	fs.StringVar(&c.weights, "weights", "", "model file (safetensors, dense or compressed, or compacted by cmd/cifar -compact) to load, its network described by its metadata as for infer.Load; empty: random dense weights")
+	fs.Float64Var(&c.width, "width", 1, "channel width multiplier (with -weights: default the file's metadata)")
+	fs.StringVar(&c.shortcut, "shortcut", "A", "shortcut of resnet20..56, A or B (with -weights: default the file's metadata)")
 	fs.IntVar(&c.batch, "batch", 64, "images per forward pass")
 	fs.IntVar(&c.threads, "threads", 0, "GOMAXPROCS and worker-pool size (0: keep GOMAXPROCS)")
 	fs.BoolVar(&c.dense, "dense", false, "force the dense path for every layer")
 	fs.Float64Var(&c.zeros, "zeros", 0, "set this fraction of every conv and linear weight to exact zeros, chosen at random (after -weights)")
-	fs.Float64Var(&c.minZeros, "min-zeros", 0, fmt.Sprintf("zero fraction from which a layer runs sparse (0: nn.DefaultMinZeros = %g)", nn.DefaultMinZeros))
+	fs.Float64Var(&c.minZeros, "min-zeros", 0, fmt.Sprintf("zero fraction from which a layer runs sparse (0: infer.DefaultMinZeros = %g)", infer.DefaultMinZeros))
 	fs.IntVar(&c.warmup, "warmup", 2, "untimed warm-up passes")
 	fs.IntVar(&c.steps, "steps", 10, "timed passes (at least)")
 	fs.DurationVar(&c.minTime, "min-time", 0, "keep timing passes until this much time has passed")
-	fs.Uint64Var(&c.seed, "seed", 1, "random seed for weights, zeros and images")
+	fs.Uint64Var(&c.seed, "seed", 1, "random seed for the zeros and the images")
 	fs.BoolVar(&c.json, "json", false, "print the result as one JSON line")
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
 	}
-	if !slices.Contains(inferModels, c.model) {
+	c.explicit = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { c.explicit[f.Name] = true })
+	if c.explicit["model"] && !slices.Contains(inferModels, c.model) {
 		return nil, cli.Usagef("unknown model %q (known: %s)", c.model, strings.Join(inferModels, ", "))
 	}
 	if c.batch < 1 || c.steps < 1 {
@@ -127,47 +133,17 @@ func runInfer(args []string, stdout, stderr io.Writer) error {
 	}
 	defer setThreads(c.threads)()
 	rng := rand.New(rand.NewPCG(c.seed, 0x70726f7867656e)) // "proxgen"
-	opts := []models.Option{models.WithWidth(c.width)}
-	var f *safetensors.File
-	if c.weights != "" {
-		// A compacted network (nn/prune) has its per-layer widths in the
-		// file's metadata.
-		if f, err = safetensors.ReadFile(c.weights); err != nil {
-			return err
-		}
-		spec, err := infer.SpecFromMetadata(f.Metadata)
-		if err != nil {
-			return fmt.Errorf("%s: %v", c.weights, err)
-		}
-		if spec.Widths != nil {
-			opts = append(opts, models.WithWidths(spec.Widths))
-		}
-	}
-	m, err := models.New(c.model, cnnLabels, rng, opts...)
+	m, params, err := inferModel(c, rng)
 	if err != nil {
 		return err
 	}
-	if f != nil {
-		if err := checkpoint.LoadStateDict(f, m, checkpoint.LoadOptions{}); err != nil {
-			return fmt.Errorf("checkpoint: loading %s: %w", c.weights, err)
-		}
+	rep := m.Sparsity()
+	x := make([]float32, c.batch*infer.InputSize)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
 	}
-	if c.zeros > 0 {
-		for _, p := range m.Params() {
-			if p.T.Rank() < 2 {
-				continue
-			}
-			for i := range p.T.Data {
-				if rng.Float64() < c.zeros {
-					p.T.Data[i] = 0
-				}
-			}
-		}
-	}
-	m.SetTraining(false)
-	rep := nn.PrepareInferenceWith(m, nn.InferenceOptions{MinZeros: c.minZeros, Dense: c.dense})
-	x := autograd.RandN(rng, c.batch, 3, cnnImage, cnnImage).In(&autograd.Context{NoGrad: true})
-	forward := func() { m.Forward(x) }
+	probs := make([]float32, c.batch*m.NumClasses())
+	forward := func() { m.Probabilities(probs, x) }
 	for range c.warmup {
 		forward()
 	}
@@ -175,7 +151,7 @@ func runInfer(args []string, stdout, stderr io.Writer) error {
 	ms := func(d time.Duration) float64 { return math.Round(float64(d.Microseconds())) / 1000 }
 	res := &inferResult{
 		Impl:         "go",
-		Model:        c.model,
+		Model:        m.Spec().Model,
 		Weights:      c.weights,
 		Threads:      parallel.Workers(),
 		Batch:        c.batch,
@@ -190,7 +166,7 @@ func runInfer(args []string, stdout, stderr io.Writer) error {
 		Layers:       len(rep.Layers),
 		MinZeros:     rep.MinZeros,
 		ZeroRatio:    math.Round(rep.ZeroRatio()*1e6) / 1e6,
-		Params:       nn.NumParams(m),
+		Params:       params,
 		GEMMKernel:   blas.Kernel(),
 		GoVersion:    runtime.Version(),
 		GOMAXPROCS:   runtime.GOMAXPROCS(0),
@@ -228,4 +204,69 @@ func runInfer(args []string, stdout, stderr io.Writer) error {
 	}
 	_, err = fmt.Fprint(stdout, rep.String())
 	return err
+}
+
+// inferModel returns the model the flags of c describe: with -weights, the
+// network of the file's metadata (explicit -model, -width and -shortcut
+// win) with its weights, otherwise the initial weights of Spec.Build; then
+// -zeros applied (drawn from rng), and prepared as infer.New prepares
+// every model. It also returns the number of parameters.
+func inferModel(c *inferConfig, rng *rand.Rand) (*infer.Model, int, error) {
+	var spec infer.Spec
+	for _, f := range []struct {
+		name string
+		set  func()
+	}{
+		{"model", func() { spec.Model = c.model }},
+		{"width", func() { spec.Width = c.width }},
+		{"shortcut", func() { spec.Shortcut = c.shortcut }},
+	} {
+		if c.explicit[f.name] || c.weights == "" {
+			f.set()
+		}
+	}
+	var f *safetensors.File
+	if c.weights != "" {
+		var err error
+		if f, err = safetensors.ReadFile(c.weights); err != nil {
+			return nil, 0, err
+		}
+		meta, err := infer.SpecFromMetadata(f.Metadata)
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s: %v", c.weights, err)
+		}
+		if spec = spec.Merge(meta); spec.Model == "" {
+			spec.Model = c.model // a file without metadata: the default
+		}
+	}
+	if !slices.Contains(inferModels, spec.Model) {
+		return nil, 0, fmt.Errorf("unknown model %q (known: %s)", spec.Model, strings.Join(inferModels, ", "))
+	}
+	net, err := spec.Build()
+	if err != nil {
+		return nil, 0, err
+	}
+	if f != nil {
+		if err := checkpoint.LoadWeights(f, net); err != nil {
+			return nil, 0, fmt.Errorf("checkpoint: loading %s: %w", c.weights, err)
+		}
+	}
+	if c.zeros > 0 {
+		for _, p := range net.Params() {
+			if p.T.Rank() < 2 {
+				continue
+			}
+			for i := range p.T.Data {
+				if rng.Float64() < c.zeros {
+					p.T.Data[i] = 0
+				}
+			}
+		}
+	}
+	opts := []infer.Option{infer.MinZeros(c.minZeros)}
+	if c.dense {
+		opts = append(opts, infer.Dense())
+	}
+	m, err := infer.New(net, spec, opts...)
+	return m, nn.NumParams(net), err
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/proxgen/proxgen/nn/checkpoint"
+	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/models"
 )
 
@@ -28,8 +29,8 @@ func TestInferJSON(t *testing.T) {
 		zeros      float64
 	}{
 		{"dense weights", nil, false, 0},
-		{"sparse weights", []string{"-zeros", "0.9"}, true, 0.9},
-		{"forced dense", []string{"-zeros", "0.9", "-dense"}, false, 0.9},
+		{"sparse weights", []string{"-zeros", "0.97"}, true, 0.97},
+		{"forced dense", []string{"-zeros", "0.97", "-dense"}, false, 0.97},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := runInferForTest(t, append([]string{"-model", "resnet20", "-width", "0.25", "-batch", "3", "-json"}, tc.args...)...)
@@ -83,7 +84,7 @@ func TestInferWeights(t *testing.T) {
 			continue
 		}
 		for i := range p.T.Data {
-			if i%4 != 0 {
+			if i%16 != 0 {
 				p.T.Data[i] = 0
 			}
 			if p.T.Data[i] == 0 {
@@ -109,6 +110,38 @@ func TestInferWeights(t *testing.T) {
 	}
 	if _, err := runInferForTest(t, "-model", "resnet20", "-weights", path); err == nil || !strings.Contains(err.Error(), "shape") {
 		t.Errorf("full-width model from a width-0.25 file: error %v, want a shape mismatch", err)
+	}
+}
+
+// TestInferWeightsMetadata checks that -weights builds the network the
+// file's metadata describes (an option-B ResNet at width 0.25 with 7
+// classes) without -model or -width, and that explicit flags override it.
+func TestInferWeightsMetadata(t *testing.T) {
+	spec := infer.Spec{Model: "resnet8", Width: 0.25, Shortcut: "B", NumClasses: 7}
+	net, err := spec.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "b.safetensors")
+	if err := checkpoint.SaveModel(path, net, spec.Metadata()); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runInferForTest(t, "-weights", path, "-batch", "2", "-json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := lastJSON(t, out)
+	if r["model"] != "resnet8" {
+		t.Errorf("model = %v, want resnet8 from the metadata", r["model"])
+	}
+	if mix := r["kernel_mix"].(map[string]any); mix["layer2.0.shortcut.0"] == nil {
+		t.Errorf("kernel_mix %v lacks the option-B shortcut", mix)
+	}
+	if _, err := runInferForTest(t, "-weights", path, "-shortcut", "A"); err == nil || !strings.Contains(err.Error(), "unexpected") {
+		t.Errorf("-shortcut A over an option-B file: error %v, want unexpected keys", err)
+	}
+	if _, err := runInferForTest(t, "-weights", path, "-model", "resnet20"); err == nil {
+		t.Error("-model resnet20 over a resnet8 file succeeded")
 	}
 }
 

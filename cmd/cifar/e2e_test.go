@@ -235,13 +235,32 @@ func TestRunErrors(t *testing.T) {
 	b[cifar10.RecordSize] = 42 // label of the second record
 	os.WriteFile(f, b, 0o644)
 
+	// Model files whose metadata asks for a huge network (issue 26, F5).
+	hostile := func(key, value string) string {
+		f, err := safetensors.ReadFile(filepath.Join(out, checkpoint.ModelFileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Metadata[key] = value
+		path := filepath.Join(t.TempDir(), "hostile.safetensors")
+		if err := safetensors.WriteFileAtomic(path, f); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	deep, wide := hostile("model", "resnet600000002"), hostile("width", "16")
+
 	cases := []struct {
 		name string
 		args []string
 		code int
 		want string
 	}{
+		{"eval model depth", []string{"-eval-only", "-weights", deep, "-data", data, "-allow-subset"}, exitError, `model "resnet600000002"`},
+		{"eval width", []string{"-eval-only", "-weights", wide, "-data", data, "-allow-subset"}, exitError, "width 16, num_classes 10: the network needs"},
 		{"bad flag", []string{"-lr", "-1"}, exitUsage, "-lr -1 must be positive"},
+		{"model depth flag", []string{"-model", "resnet600000002"}, exitUsage, `-model "resnet600000002"`},
+		{"too many weights", []string{"-model", "vgg16", "-width", "16"}, exitUsage, "weights, more than the maximum 1073741824"},
 		{"existing run", tinyArgs(data, out), exitUsage, "already holds a run"},
 		{"no checkpoint", []string{"-resume", "-out", filepath.Join(base, "none")}, exitUsage, "holds no checkpoint"},
 		{"changed flag", []string{"-resume", "-out", out, "-lr", "0.5"}, exitUsage, "-lr 0.5 (the run has 0.001)"},

@@ -138,6 +138,8 @@ func TestFaultCorruptState(t *testing.T) {
 		{"negative lr", config("lr", -1), "stored configuration: -lr -1 must be positive"},
 		{"negative subset", config("train_subset", -3), "stored configuration: -train-subset -3 and -test-subset 0 must not be negative"},
 		{"model", config("model", "resnet7"), `stored configuration: -model "resnet7"`},
+		{"model depth", config("model", "resnet600000002"), `stored configuration: -model "resnet600000002": want one of vgg16, resnet20, resnet32, resnet44, resnet56, resnet18, resnet34, or resnet<6n+2> up to resnet1202`},
+		{"batch 1e9", config("batch", 1e9), "stored configuration: -batch 1000000000 and -eval-batch 5: at most 4096"},
 		{"NaN weight", nan("model/conv1.weight", float32(math.NaN())), `tensor "model/conv1.weight": element 0 is NaN`},
 		{"Inf moment", nan("optim/conv1.weight.v", float32(math.Inf(1))), `tensor "optim/conv1.weight.v": element 0 is +Inf`},
 		{"position", func(_ *safetensors.File, run map[string]any) { run["step"] = 7 }, "the checkpoint is at step 7 of an epoch of 3 steps"},

@@ -120,6 +120,8 @@ func TestFaultCorruptState(t *testing.T) {
 	}{
 		{"batch 0", config("Batch", 0), "stored configuration: -batch = 0, want a positive number"},
 		{"batch -5", config("Batch", -5), "stored configuration: -batch = -5, want a positive number"},
+		{"bptt 1e9", config("BPTT", 1e9), "stored configuration: -bptt 1000000000: at most 4096"},
+		{"batch 1e9", config("Batch", 1e9), "stored configuration: -batch 1000000000, -eval-batch"},
 		{"hidden 100000", config("Hidden", 100000), "stored configuration: -emb 12, -hidden 100000, -layers 1: at most 4096"},
 		{"negative lr", config("LR", -1), "stored configuration: -lr = -1, want a positive step size"},
 		{"threads", config("Threads", 1<<30), "stored configuration: -threads 1073741824: at most 1024"},

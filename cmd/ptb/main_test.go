@@ -277,6 +277,11 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"-data", dir, "extra"}, "unexpected argument"},
 		{[]string{"-data", dir, "-nosuchflag"}, "nosuchflag"},
 		{[]string{"-data", dir, "-epochs", "many"}, "-epochs"},
+		// Issue 26, F5: a tiny model with a huge -bptt or -batch is
+		// refused before anything is allocated.
+		{[]string{"-data", dir, "-emb", "4", "-hidden", "4", "-bptt", "1000000000"}, "-bptt 1000000000: at most 4096"},
+		{[]string{"-data", dir, "-emb", "4", "-hidden", "4", "-bptt", "4096", "-batch", "20"}, "at most 65536 tokens"},
+		{[]string{"-data", dir, "-emb", "4", "-hidden", "4", "-batch", "1000000000"}, "-batch 1000000000, -eval-batch 10: at most 4096"},
 	}
 	for _, c := range cases {
 		code, _, errOut := runPTB(t, c.args...)

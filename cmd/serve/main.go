@@ -103,6 +103,7 @@ type config struct {
 	models      models
 	modelDir    string
 	spec        infer.Spec
+	dense       bool
 	addr        string
 	threads     int
 	srv         serve.Config
@@ -119,6 +120,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.spec.Model, "arch", "", "network of the file (resnet20, vgg16, ...); default: the file's metadata (needed for PyTorch files)")
 	fs.Float64Var(&c.spec.Width, "width", 0, "channel multiplier of the network; default: the file's metadata, else 1")
 	fs.StringVar(&c.spec.Shortcut, "shortcut", "", "shortcut of resnet20..56, A or B; default: the file's metadata, else A")
+	fs.BoolVar(&c.dense, "dense", false, "run every layer densely (default: layers with mostly exact zeros run sparse)")
 	fs.IntVar(&c.spec.NumClasses, "classes", 0, "number of classes; default: the file's metadata, else 10")
 	fs.StringVar(&c.addr, "addr", ":8080", "address to listen on")
 	fs.IntVar(&c.threads, "threads", 0, "worker threads (0: all cores)")
@@ -204,6 +206,9 @@ func serveModels(ctx context.Context, c *config, stdout, stderr io.Writer, hup <
 	}
 	for i := range c.models {
 		c.models[i].Spec = c.spec
+		if c.dense {
+			c.models[i].Options = []infer.Option{infer.Dense()}
+		}
 	}
 	srv, err := serve.NewModels(c.srv, c.models...)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/proxgen/proxgen/datasets/cifar10"
 	"github.com/proxgen/proxgen/nn/checkpoint"
+	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/infer/serve"
 )
@@ -278,6 +279,35 @@ func TestErrors(t *testing.T) {
 		got := run(context.Background(), c.args, &stdout, &stderr, nil)
 		if got != c.code || !strings.Contains(stderr.String(), c.msg) {
 			t.Errorf("%q: exit %d, stderr %q; want %d and %q", c.args, got, stderr.String(), c.code, c.msg)
+		}
+	}
+}
+
+// TestHostileMetadata serves model files whose metadata asks for networks
+// far larger than their tensors (issue 26, F5): exit 1 naming the key,
+// quickly, never a runtime fatal error.
+func TestHostileMetadata(t *testing.T) {
+	path := modelFile(t)
+	for _, c := range []struct{ key, value, want string }{
+		{infer.KeyWidth, "10000", "width 10000: want more than 0 and at most 16"},
+		{infer.KeyModel, "resnet600000002", `model "resnet600000002"`},
+		{infer.KeyNumClasses, "500000000", "num_classes 500000000"},
+	} {
+		f, err := safetensors.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Metadata[c.key] = c.value
+		bad := filepath.Join(t.TempDir(), "bad.safetensors")
+		if err := safetensors.WriteFileAtomic(bad, f); err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr syncBuffer
+		start := time.Now()
+		got := run(context.Background(), []string{"-model", bad, "-addr", "127.0.0.1:0"}, &stdout, &stderr, nil)
+		t.Logf("%s=%s: exit %d in %v", c.key, c.value, got, time.Since(start))
+		if got != exitError || !strings.Contains(stderr.String(), c.want) || strings.Contains(stderr.String(), "goroutine ") {
+			t.Errorf("%s=%s: exit %d, stderr %q; want %d and %q", c.key, c.value, got, stderr.String(), exitError, c.want)
 		}
 	}
 }

@@ -37,6 +37,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/proxgen/proxgen/internal/cifarinfo"
 )
 
 // Image geometry and record layout of the binary release.
@@ -46,7 +48,7 @@ const (
 	Channels   = 3                         // colour planes, in the order R, G, B
 	ImageSize  = Channels * Height * Width // bytes (and float32 values) per image: 3072
 	RecordSize = 1 + ImageSize             // bytes per record in a .bin file: 3073
-	NumClasses = 10                        // number of classes; labels are 0..9
+	NumClasses = cifarinfo.NumClasses      // number of classes; labels are 0..9
 	FolderName = "cifar-10-batches-bin"    // folder the official tarball unpacks to
 	recordsPer = 10000                     // records per file in the official release
 	fileBytes  = recordsPer * RecordSize   // size of each official .bin file
@@ -64,10 +66,7 @@ var TrainFiles = []string{
 const TestFile = "test_batch.bin"
 
 // ClassNames are the class names indexed by label, as in batches.meta.txt.
-var ClassNames = [NumClasses]string{
-	"airplane", "automobile", "bird", "cat", "deer",
-	"dog", "frog", "horse", "ship", "truck",
-}
+var ClassNames = cifarinfo.ClassNames
 
 // Split is a set of labelled images held as raw bytes.
 type Split struct {

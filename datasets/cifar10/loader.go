@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sync"
+
+	"github.com/proxgen/proxgen/internal/cifarinfo"
 )
 
 // DefaultMean and DefaultStd are the per-channel (R, G, B) normalisation
@@ -14,8 +16,8 @@ import (
 // the reference code uses the values below, and so does the loader unless
 // told otherwise.)
 var (
-	DefaultMean = []float32{0.4914, 0.4822, 0.4465}
-	DefaultStd  = []float32{0.2023, 0.1994, 0.2010}
+	DefaultMean = cifarinfo.Mean
+	DefaultStd  = cifarinfo.Std
 )
 
 // DefaultPad is the zero padding of the random crop used by the reference

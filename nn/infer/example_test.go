@@ -39,6 +39,6 @@ func Example() {
 	fmt.Println(m)
 	fmt.Println(len(top), "classes, most probable first:", top[0].Prob >= top[1].Prob && top[1].Prob >= top[2].Prob)
 	// Output:
-	// resnet8 width 0.25 shortcut A, 10 classes
+	// resnet8 width 0.25 shortcut A, 10 classes, 0 of 8 layers sparse
 	// 3 classes, most probable first: true
 }

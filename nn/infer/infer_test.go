@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/datasets/cifar10"
@@ -519,5 +520,99 @@ func TestSteadyStateAllocations(t *testing.T) {
 	t.Logf("first call %d bytes, then %d bytes per call", first, steady)
 	if steady*8 > first {
 		t.Fatalf("a steady-state call allocates %d bytes, the first %d: the arena is not reused", steady, first)
+	}
+}
+
+// TestLoadHostileMetadata loads model files whose metadata asks for
+// networks far larger than their tensors (issue 26, F5) or normalisation
+// constants whose reciprocals overflow (F4): each must fail quickly with
+// an error naming the key, never allocate the network.
+func TestLoadHostileMetadata(t *testing.T) {
+	path, _ := saveTiny(t, 3)
+	for _, c := range []struct {
+		key, value, want string
+	}{
+		{infer.KeyWidth, "10000", "width 10000: want more than 0 and at most 16"},
+		{infer.KeyWidth, "16", "width 16, num_classes 7: the network needs 18888448 weights, the file holds 5340 values"},
+		{infer.KeyModel, "resnet600000002", `model "resnet600000002"`},
+		{infer.KeyModel, "resnet1202", "model resnet1202, width 0.25, num_classes 7: the network needs"},
+		{infer.KeyNumClasses, "500000000", "num_classes 500000000: more than the maximum 100000"},
+		{infer.KeyNumClasses, "90000", "num_classes 90000: the network needs"},
+		{infer.KeyWidths, `{"stem":100000,"stages":[[{"inner":4,"out":4}],[{"inner":8,"out":8}],[{"inner":16,"out":16}]]}`, "stem = 100000: more than the maximum 8192"},
+		{infer.KeyStd, "[1e-45,0.2,0.2]", "std[0] = 1e-45: want a finite, normal, nonzero value"},
+		{infer.KeyStd, "[0.2,0,0.2]", "std[1] = 0"},
+		{infer.KeyMean, "[0.5,0.5]", "mean: 2 values, want 3"},
+	} {
+		f, err := safetensors.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.key == infer.KeyNumClasses {
+			delete(f.Metadata, infer.KeyClasses)
+		}
+		f.Metadata[c.key] = c.value
+		bad := filepath.Join(t.TempDir(), "bad.safetensors")
+		if err := safetensors.WriteFileAtomic(bad, f); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_, err = infer.Load(bad, infer.Spec{})
+		t.Logf("%s=%.20s: %v", c.key, c.value, time.Since(start))
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), bad) {
+			t.Errorf("%s=%s: error %v, want one naming the file and %q", c.key, c.value, err, c.want)
+		}
+	}
+}
+
+// TestSparseByDefault checks that Load gives the layers of a network with
+// mostly exact zeros the sparse path, says so, computes what the dense
+// path computes within float32 rounding, and that Dense and MinZeros turn
+// it off.
+func TestSparseByDefault(t *testing.T) {
+	net, err := tinySpec.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := newRng(21)
+	for _, p := range net.Params() {
+		for i := range p.T.Data {
+			p.T.Data[i] = float32(rng.NormFloat64() * 0.3)
+			if p.T.Rank() >= 2 && rng.Float64() < 0.97 {
+				p.T.Data[i] = 0
+			}
+		}
+	}
+	randomize(net, rng)
+	path := filepath.Join(t.TempDir(), "sparse.safetensors")
+	if err := checkpoint.SaveModel(path, net, tinySpec.Metadata()); err != nil {
+		t.Fatal(err)
+	}
+	sparse, err := infer.Load(path, infer.Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := sparse.Sparsity()
+	if n := len(rep.SparseLayers()); n == 0 || n != len(rep.Layers) {
+		t.Fatalf("%d of %d layers sparse at about 97%% zeros, want all:\n%s", n, len(rep.Layers), rep)
+	}
+	if s := sparse.String(); !strings.Contains(s, fmt.Sprintf("%d of %d layers sparse", len(rep.Layers), len(rep.Layers))) {
+		t.Errorf("String %q does not count the sparse layers", s)
+	}
+	x := randomInputs(newRng(22), 3)
+	got := sparse.Probabilities(nil, x)
+	for name, opt := range map[string]infer.Option{"Dense": infer.Dense(), "MinZeros(1.1)": infer.MinZeros(1.1)} {
+		dense, err := infer.Load(path, infer.Spec{}, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(dense.Sparsity().SparseLayers()); n != 0 {
+			t.Fatalf("%s: %d layers sparse, want none", name, n)
+		}
+		want := dense.Probabilities(nil, x)
+		for i := range want {
+			if d := math.Abs(float64(got[i] - want[i])); d > 1e-5 {
+				t.Fatalf("%s: probability %d: sparse %v, dense %v", name, i, got[i], want[i])
+			}
+		}
 	}
 }

@@ -1,223 +1,27 @@
 package infer
 
-import (
-	"encoding/json"
-	"fmt"
-	"math/rand/v2"
-	"slices"
-	"strconv"
-	"strings"
-
-	"github.com/proxgen/proxgen/datasets/cifar10"
-	"github.com/proxgen/proxgen/nn"
-	"github.com/proxgen/proxgen/nn/models"
-)
-
-// Metadata keys of a model file that describe its network (see Spec).
-const (
-	KeyModel      = "model"       // models.New name, e.g. "resnet20"
-	KeyWidth      = "width"       // channel multiplier, e.g. "1" or "0.5"
-	KeyShortcut   = "shortcut"    // "A" or "B" (akamaster ResNets)
-	KeyNumClasses = "num_classes" // number of outputs, e.g. "10"
-	KeyMean       = "mean"        // JSON array of the 3 per-channel means
-	KeyStd        = "std"         // JSON array of the 3 per-channel standard deviations
-	KeyClasses    = "classes"     // JSON array of the class names
-	KeyWidths     = "widths"      // JSON models.Widths of a compacted network
-)
+import "github.com/proxgen/proxgen/nn/models"
 
 // Spec describes the network of a model file and how its inputs are
-// prepared. Files written by cmd/cifar (and by any program that stores
-// Spec.Metadata with checkpoint.SaveModel) carry it in their safetensors
-// metadata; for files written by PyTorch, the caller gives it to Load.
-//
-// Zero fields mean "not given": Load fills them from the file and then
-// from the defaults noted below.
-type Spec struct {
-	// Model is the architecture, a name models.New accepts ("resnet20",
-	// "vgg16", ...). There is no default.
-	Model string
-	// Width is the channel multiplier of models.WithWidth; default 1.
-	Width float64
-	// Shortcut is "A" or "B", the shortcut of the akamaster ResNets
-	// (models.WithShortcut); default "A".
-	Shortcut string
-	// NumClasses is the number of outputs; default 10.
-	NumClasses int
-	// Mean and Std are the per-channel (R, G, B) normalisation constants
-	// of training: each input value is (pixel/255 - Mean[c]) / Std[c].
-	// Default cifar10.DefaultMean and cifar10.DefaultStd, the constants
-	// cmd/cifar trains with.
-	Mean, Std []float32
-	// Classes names the outputs; default cifar10.ClassNames when
-	// NumClasses is 10, otherwise the decimal class indices.
-	Classes []string
-	// Widths gives every layer its channel count (a network compacted by
-	// nn/prune.Compact); nil means the widths of Model and Width.
-	Widths *models.Widths
-}
+// prepared; it is models.Spec (see there), the one model description of
+// the engine, under the name this package has always used.
+type Spec = models.Spec
 
-// Metadata returns s as model-file metadata under the Key constants
-// (zero fields are left out), for checkpoint.SaveModel.
-func (s Spec) Metadata() map[string]string {
-	m := map[string]string{}
-	if s.Model != "" {
-		m[KeyModel] = s.Model
-	}
-	if s.Width != 0 {
-		m[KeyWidth] = strconv.FormatFloat(s.Width, 'g', -1, 64)
-	}
-	if s.Shortcut != "" {
-		m[KeyShortcut] = s.Shortcut
-	}
-	if s.NumClasses != 0 {
-		m[KeyNumClasses] = strconv.Itoa(s.NumClasses)
-	}
-	for key, v := range map[string][]float32{KeyMean: s.Mean, KeyStd: s.Std} {
-		if v != nil {
-			b, _ := json.Marshal(v) // float32 values always encode
-			m[key] = string(b)
-		}
-	}
-	if s.Classes != nil {
-		b, _ := json.Marshal(s.Classes)
-		m[KeyClasses] = string(b)
-	}
-	if s.Widths != nil {
-		b, _ := json.Marshal(s.Widths)
-		m[KeyWidths] = string(b)
-	}
-	return m
-}
+// Metadata keys of a model file that describe its network (see Spec);
+// they are those of package models.
+const (
+	KeyModel      = models.KeyModel
+	KeyWidth      = models.KeyWidth
+	KeyShortcut   = models.KeyShortcut
+	KeyNumClasses = models.KeyNumClasses
+	KeyMean       = models.KeyMean
+	KeyStd        = models.KeyStd
+	KeyClasses    = models.KeyClasses
+	KeyWidths     = models.KeyWidths
+)
 
-// SpecFromMetadata reads the Key entries of model-file metadata; entries
-// that are absent leave their field zero. It fails on a malformed entry.
+// SpecFromMetadata reads the Key entries of model-file metadata; it is
+// models.SpecFromMetadata.
 func SpecFromMetadata(meta map[string]string) (Spec, error) {
-	var s Spec
-	var err error
-	bad := func(key string, e error) error {
-		return fmt.Errorf("metadata %s=%q: %v", key, meta[key], e)
-	}
-	s.Model = meta[KeyModel]
-	if v, ok := meta[KeyWidth]; ok {
-		if s.Width, err = strconv.ParseFloat(v, 64); err != nil {
-			return Spec{}, bad(KeyWidth, err)
-		}
-	}
-	s.Shortcut = meta[KeyShortcut]
-	if v, ok := meta[KeyNumClasses]; ok {
-		if s.NumClasses, err = strconv.Atoi(v); err != nil {
-			return Spec{}, bad(KeyNumClasses, err)
-		}
-	}
-	for key, dst := range map[string]*[]float32{KeyMean: &s.Mean, KeyStd: &s.Std} {
-		if v, ok := meta[key]; ok {
-			if err := json.Unmarshal([]byte(v), dst); err != nil {
-				return Spec{}, bad(key, err)
-			}
-		}
-	}
-	if v, ok := meta[KeyClasses]; ok {
-		if err := json.Unmarshal([]byte(v), &s.Classes); err != nil {
-			return Spec{}, bad(KeyClasses, err)
-		}
-	}
-	if v, ok := meta[KeyWidths]; ok {
-		s.Widths = new(models.Widths)
-		if err := json.Unmarshal([]byte(v), s.Widths); err != nil {
-			return Spec{}, bad(KeyWidths, err)
-		}
-	}
-	return s, nil
-}
-
-// Merge returns s with every zero field taken from base.
-func (s Spec) Merge(base Spec) Spec {
-	if s.Model == "" {
-		s.Model = base.Model
-	}
-	if s.Width == 0 {
-		s.Width = base.Width
-	}
-	if s.Shortcut == "" {
-		s.Shortcut = base.Shortcut
-	}
-	if s.NumClasses == 0 {
-		s.NumClasses = base.NumClasses
-	}
-	if s.Mean == nil {
-		s.Mean = base.Mean
-	}
-	if s.Std == nil {
-		s.Std = base.Std
-	}
-	if s.Classes == nil {
-		s.Classes = base.Classes
-	}
-	if s.Widths == nil {
-		s.Widths = base.Widths
-	}
-	return s
-}
-
-// complete returns s with the defaults filled in and checks it.
-func (s Spec) complete() (Spec, error) {
-	if s.Model == "" {
-		return Spec{}, fmt.Errorf("no architecture: the file has no %q metadata (written by PyTorch?), so Spec.Model must name it", KeyModel)
-	}
-	if s.Width == 0 {
-		s.Width = 1
-	}
-	if s.Shortcut == "" {
-		s.Shortcut = "A"
-	}
-	s.Shortcut = strings.ToUpper(s.Shortcut)
-	if s.Shortcut != "A" && s.Shortcut != "B" {
-		return Spec{}, fmt.Errorf("shortcut %q: want A or B", s.Shortcut)
-	}
-	if s.NumClasses == 0 {
-		s.NumClasses = cifar10.NumClasses
-	}
-	if s.NumClasses < 1 {
-		return Spec{}, fmt.Errorf("number of classes %d: want at least 1", s.NumClasses)
-	}
-	if s.Mean == nil {
-		s.Mean = cifar10.DefaultMean
-	}
-	if s.Std == nil {
-		s.Std = cifar10.DefaultStd
-	}
-	s.Mean, s.Std = slices.Clone(s.Mean), slices.Clone(s.Std)
-	switch {
-	case s.Classes != nil:
-		if len(s.Classes) != s.NumClasses {
-			return Spec{}, fmt.Errorf("%d class names for %d classes", len(s.Classes), s.NumClasses)
-		}
-		s.Classes = slices.Clone(s.Classes)
-	case s.NumClasses == cifar10.NumClasses:
-		s.Classes = cifar10.ClassNames[:]
-		s.Classes = slices.Clone(s.Classes)
-	default:
-		s.Classes = make([]string, s.NumClasses)
-		for i := range s.Classes {
-			s.Classes[i] = strconv.Itoa(i)
-		}
-	}
-	return s, nil
-}
-
-// Build returns the network s describes, with arbitrary (seed 0)
-// initial weights that a state dict then replaces.
-func (s Spec) Build() (nn.Module, error) {
-	s, err := s.complete()
-	if err != nil {
-		return nil, err
-	}
-	opts := []models.Option{models.WithWidth(s.Width)}
-	if s.Shortcut == "B" {
-		opts = append(opts, models.WithShortcut(models.ShortcutB))
-	}
-	if s.Widths != nil {
-		opts = append(opts, models.WithWidths(s.Widths))
-	}
-	return models.New(s.Model, s.NumClasses, rand.New(rand.NewPCG(0, 0)), opts...)
+	return models.SpecFromMetadata(meta)
 }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strconv"
-	"strings"
 
 	"github.com/proxgen/proxgen/nn"
 )
@@ -43,18 +41,45 @@ var Names = []string{"vgg16", "resnet20", "resnet32", "resnet44", "resnet56", "r
 //   - "resnet18", "resnet34": kuangliu ResNet18/ResNet34, widths 64 to
 //     512, blocks [2,2,2,2] / [3,4,6,3], option-B shortcuts.
 func New(name string, numClasses int, rng *rand.Rand, opts ...Option) (nn.Module, error) {
+	a, err := plan(name, numClasses, opts)
+	if err != nil {
+		return nil, err
+	}
+	if a.vgg != nil {
+		return newVGG(a.vgg, numClasses, rng), nil
+	}
+	return newResNet(a.resnet, numClasses, rng), nil
+}
+
+// arch is the layer structure New builds: a VGG configuration or a
+// ResNet configuration with its widths.
+type arch struct {
+	vgg    []int
+	resnet resnetConfig
+}
+
+// plan checks the arguments of New against the model's structure and the
+// documented maxima (MaxResNetDepth, MaxWidth, MaxClasses, MaxChannels,
+// MaxWeights) and returns the structure, allocating nothing in
+// proportion to the network.
+func plan(name string, numClasses int, opts []Option) (arch, error) {
 	o := options{shortcut: ShortcutA, width: 1}
 	for _, f := range opts {
 		f(&o)
 	}
-	if numClasses < 1 {
-		return nil, fmt.Errorf("models.New(%q): number of classes must be positive, got %d", name, numClasses)
+	if numClasses < 1 || numClasses > MaxClasses {
+		return arch{}, fmt.Errorf("models.New(%q): number of classes %d: want 1 to %d", name, numClasses, MaxClasses)
 	}
-	if !(o.width > 0) || math.IsInf(o.width, 0) {
-		return nil, fmt.Errorf("models.New(%q): width multiplier must be positive, got %g", name, o.width)
+	if !(o.width > 0 && o.width <= MaxWidth) {
+		return arch{}, fmt.Errorf("models.New(%q): width multiplier %g: want more than 0 and at most %d", name, o.width, MaxWidth)
 	}
 	if o.shortcut != ShortcutA && o.shortcut != ShortcutB {
-		return nil, fmt.Errorf("models.New(%q): unknown shortcut kind %v", name, o.shortcut)
+		return arch{}, fmt.Errorf("models.New(%q): unknown shortcut kind %v", name, o.shortcut)
+	}
+	if o.widths != nil {
+		if err := o.widths.checkMax(); err != nil {
+			return arch{}, fmt.Errorf("models.New(%q): %v", name, err)
+		}
 	}
 	scale := func(ws ...int) []int {
 		out := make([]int, len(ws))
@@ -63,49 +88,60 @@ func New(name string, numClasses int, rng *rand.Rand, opts ...Option) (nn.Module
 		}
 		return out
 	}
+	var a arch
 	switch name {
 	case "vgg16":
 		if o.widths != nil {
 			if err := o.widths.checkVGG(vgg16Config); err != nil {
-				return nil, fmt.Errorf("models.New(%q): %v", name, err)
+				return arch{}, fmt.Errorf("models.New(%q): %v", name, err)
 			}
-			return newVGG(o.widths.Features, numClasses, rng), nil
+			a.vgg = o.widths.Features
+			break
 		}
-		cfg := make([]int, len(vgg16Config))
+		a.vgg = make([]int, len(vgg16Config))
 		for i, c := range vgg16Config {
 			if c != 0 {
-				cfg[i] = scale(c)[0]
+				a.vgg[i] = scale(c)[0]
 			}
 		}
-		return newVGG(cfg, numClasses, rng), nil
 	case "resnet18", "resnet34":
 		blocks := []int{2, 2, 2, 2}
 		if name == "resnet34" {
 			blocks = []int{3, 4, 6, 3}
 		}
-		return o.resnet(name, scale(64, 128, 256, 512), resnetConfig{blocks: blocks, kind: ShortcutB, poolKernel: 4}, numClasses, rng)
-	}
-	if d, ok := strings.CutPrefix(name, "resnet"); ok {
-		depth, err := strconv.Atoi(d)
-		if err == nil && depth >= 8 && (depth-2)%6 == 0 {
-			n := (depth - 2) / 6
-			cfg := resnetConfig{blocks: []int{n, n, n}, kind: o.shortcut, kaiming: true}
-			return o.resnet(name, scale(16, 32, 64), cfg, numClasses, rng)
+		cfg, err := o.resnet(name, scale(64, 128, 256, 512), resnetConfig{blocks: blocks, kind: ShortcutB, poolKernel: 4})
+		if err != nil {
+			return arch{}, err
 		}
+		a.resnet = cfg
+	default:
+		depth, err := resnetDepth(name)
+		if err != nil {
+			return arch{}, err
+		}
+		n := (depth - 2) / 6
+		cfg, err := o.resnet(name, scale(16, 32, 64), resnetConfig{blocks: []int{n, n, n}, kind: o.shortcut, kaiming: true})
+		if err != nil {
+			return arch{}, err
+		}
+		a.resnet = cfg
 	}
-	return nil, fmt.Errorf("models.New: unknown model %q (known: %s, or resnet<6n+2>)", name, strings.Join(Names, ", "))
+	if w := a.weights(numClasses); w > MaxWeights {
+		return arch{}, fmt.Errorf("models.New(%q): %d weights, more than the maximum %d", name, w, MaxWeights)
+	}
+	return a, nil
 }
 
-// resnet builds the ResNet cfg with the per-layer widths of o if given,
+// resnet returns the ResNet cfg with the per-layer widths of o if given,
 // else with stage[s] channels throughout stage s.
-func (o *options) resnet(name string, stage []int, cfg resnetConfig, numClasses int, rng *rand.Rand) (nn.Module, error) {
+func (o *options) resnet(name string, stage []int, cfg resnetConfig) (resnetConfig, error) {
 	if o.widths != nil {
 		if err := o.widths.checkResNet(cfg.blocks, cfg.kind); err != nil {
-			return nil, fmt.Errorf("models.New(%q): %v", name, err)
+			return resnetConfig{}, fmt.Errorf("models.New(%q): %v", name, err)
 		}
 		cfg.widths = o.widths
 	} else {
 		cfg.widths = uniformWidths(stage, cfg.blocks)
 	}
-	return newResNet(cfg, numClasses, rng), nil
+	return cfg, nil
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
-	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/models"
 )
 
@@ -23,7 +22,7 @@ import (
 // float32 rounding. m is not changed.
 //
 // Build the same network again with models.New(name, classes, rng,
-// models.WithWidths(w)) or models.NewLike; nn/infer.Spec stores the
+// models.WithWidths(w)) or models.NewLike; models.Spec stores the
 // widths in a model file's metadata.
 func Compact(m nn.Module) (nn.Module, *models.Widths, error) {
 	g, err := Analyze(m, 32, 32)
@@ -179,7 +178,7 @@ func (l *layer) copyKept(dst *layer) {
 type FileResult struct {
 	// Spec is the compacted network's description, stored in the new
 	// file's metadata (with its Widths).
-	Spec infer.Spec
+	Spec models.Spec
 	// Count is what the analysis of the original network found: its
 	// totals are the original network's, the kept numbers the compacted
 	// one's.
@@ -192,16 +191,26 @@ type FileResult struct {
 // spec.Build() rebuild it. The network is spec merged with src's metadata
 // (fields of spec win), as nn/infer.Load reads it; the other metadata of a
 // model file are kept.
-func CompactFile(dst, src string, spec infer.Spec) (*FileResult, error) {
+func CompactFile(dst, src string, spec models.Spec) (*FileResult, error) {
 	f, err := safetensors.ReadFile(src)
 	if err != nil {
 		return nil, err
 	}
-	meta, err := infer.SpecFromMetadata(f.Metadata)
+	meta, err := models.SpecFromMetadata(f.Metadata)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src, err)
 	}
 	spec = spec.Merge(meta)
+	// The description must fit the file's tensors before the network is
+	// built (issue 26: metadata must not make a small file allocate a
+	// huge network).
+	full, err := spec.Complete()
+	if err == nil {
+		err = full.Validate(f)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src, err)
+	}
 	net, err := spec.Build()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src, err)

@@ -29,16 +29,9 @@ const (
 // testdata/check_go_checkpoint.py) rebuild the network of c and prepare
 // its inputs as the loaders did (they use the default normalisation).
 func modelMetadata(c *config) map[string]string {
-	m := infer.Spec{
-		Model:      c.Model,
-		Width:      c.Width,
-		Shortcut:   c.Shortcut,
-		Widths:     c.Widths,
-		NumClasses: cifar10.NumClasses,
-		Mean:       cifar10.DefaultMean,
-		Std:        cifar10.DefaultStd,
-		Classes:    cifar10.ClassNames[:],
-	}.Metadata()
+	s := c.spec()
+	s.Mean, s.Std, s.Classes = cifar10.DefaultMean, cifar10.DefaultStd, cifar10.ClassNames[:]
+	m := s.Metadata()
 	m["generator"] = "proxgen cmd/cifar"
 	return m
 }
@@ -234,7 +227,19 @@ func weightsModel(c *config, path string) error {
 	if err != nil {
 		return fmt.Errorf("-weights: %w", err)
 	}
-	return applyWeightsMeta(c, path, file.Metadata)
+	if err := applyWeightsMeta(c, path, file.Metadata); err != nil {
+		return err
+	}
+	// The network must be one the file's tensors can fill: metadata or
+	// flags must not make a small file build a huge network.
+	s, err := c.spec().Complete()
+	if err == nil {
+		err = s.Validate(file)
+	}
+	if err != nil {
+		return fmt.Errorf("-weights %s: %v", path, err)
+	}
+	return nil
 }
 
 // compactedWeights prepares a new training run from a compacted -weights

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/proxgen/proxgen/internal/cli"
@@ -77,6 +76,8 @@ type config struct {
 	JSON      bool   `json:"json"`
 	Resume    bool   `json:"-"`
 	EvalOnly  bool   `json:"-"`
+	// Dense keeps every layer of -eval-only on the dense path.
+	Dense bool `json:"-"`
 	// Compact names the model file to write the compacted -weights to.
 	Compact string `json:"-"`
 
@@ -161,6 +162,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.JSON, "json", c.JSON, "print each epoch's metrics and the final summary as JSON lines on stdout")
 	fs.BoolVar(&c.Resume, "resume", c.Resume, "continue the run saved in -out exactly where it stopped")
 	fs.BoolVar(&c.EvalOnly, "eval-only", c.EvalOnly, "evaluate -weights on the test set and exit")
+	fs.BoolVar(&c.Dense, "dense", c.Dense, "-eval-only: run every layer densely (default: layers with mostly exact zeros run sparse)")
 	fs.StringVar(&c.Compact, "compact", c.Compact, "write -weights without its removable channels (zero filters) to this model file, with the per-layer widths in its metadata, and exit")
 	return fs
 }
@@ -223,6 +225,9 @@ func (c *config) derive(key string) {
 
 // resolve fills in the "auto" settings and checks every value.
 func (c *config) resolve() error {
+	if c.Dense && !c.EvalOnly {
+		return errors.New("-dense applies to -eval-only only")
+	}
 	if c.Schedule == "auto" {
 		c.derive("schedule")
 	}
@@ -257,12 +262,18 @@ func (c *config) resolve() error {
 	if err := checkModel(c.Model); err != nil {
 		return err
 	}
-	if !(c.Width > 0 && c.Width <= 16) {
-		return fmt.Errorf("-width %v: want a multiplier in (0, 16]", c.Width)
+	if !(c.Width > 0 && c.Width <= models.MaxWidth) {
+		return fmt.Errorf("-width %v: want a multiplier in (0, %d]", c.Width, models.MaxWidth)
 	}
 	c.Shortcut = strings.ToUpper(c.Shortcut)
 	if c.Shortcut != "A" && c.Shortcut != "B" {
 		return fmt.Errorf("-shortcut %q: want A or B", c.Shortcut)
+	}
+	// The whole network within the maxima of package models (e.g. its
+	// weight count at a large -width), before anything is allocated.
+	s := c.spec()
+	if err := models.Check(s.Model, s.NumClasses, s.Options()...); err != nil {
+		return fmt.Errorf("-model %s -width %v: %v", c.Model, c.Width, err)
 	}
 
 	// Regularizer.
@@ -376,6 +387,9 @@ func (c *config) resolve() error {
 	if c.Batch < 1 || c.EvalBatch < 1 {
 		return fmt.Errorf("-batch %d and -eval-batch %d must be positive", c.Batch, c.EvalBatch)
 	}
+	if c.Batch > models.MaxBatch || c.EvalBatch > models.MaxBatch {
+		return fmt.Errorf("-batch %d and -eval-batch %d: at most %d", c.Batch, c.EvalBatch, models.MaxBatch)
+	}
 	if c.TrainSubset < 0 || c.TestSubset < 0 {
 		return fmt.Errorf("-train-subset %d and -test-subset %d must not be negative", c.TrainSubset, c.TestSubset)
 	}
@@ -467,15 +481,10 @@ func (c *config) checkPrune() error {
 
 // checkModel reports whether models.New knows name.
 func checkModel(name string) error {
-	if slices.Contains(models.Names, name) {
-		return nil
+	if models.CheckName(name) != nil {
+		return fmt.Errorf("-model %q: want one of %s, or resnet<6n+2> up to resnet%d", name, strings.Join(models.Names, ", "), models.MaxResNetDepth)
 	}
-	if d, ok := strings.CutPrefix(name, "resnet"); ok {
-		if n, err := strconv.Atoi(d); err == nil && n >= 8 && (n-2)%6 == 0 {
-			return nil
-		}
-	}
-	return fmt.Errorf("-model %q: want one of %s, or resnet<6n+2>", name, strings.Join(models.Names, ", "))
+	return nil
 }
 
 // parseReg returns the regularizer named by s (nil for "none"), in the

@@ -63,6 +63,7 @@ func TestConfigMethodDefaults(t *testing.T) {
 		{[]string{"-shortcut", "b"}, func(c *config) bool { return c.Shortcut == "B" }},
 		{[]string{"-model", "resnet110"}, func(c *config) bool { return c.Model == "resnet110" }},
 		{[]string{"-eval-only", "-weights", "w.safetensors"}, func(c *config) bool { return c.EvalOnly }},
+		{[]string{"-eval-only", "-weights", "w.safetensors", "-dense"}, func(c *config) bool { return c.Dense }},
 	}
 	for _, tc := range cases {
 		c := mustParse(t, tc.args...)
@@ -122,6 +123,7 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"-reg", "binw:1", "-hard-quant-epoch", "-3"}, "must not be negative"},
 		{[]string{"-eval-only"}, "needs -weights"},
 		{[]string{"-eval-only", "-weights", "w", "-resume"}, "exclude each other"},
+		{[]string{"-dense"}, "-dense applies to -eval-only"},
 		{[]string{"-prune-filters", "1"}, "-prune-filters 1"},
 		{[]string{"-prune-flops", "-0.5"}, "-prune-flops -0.5"},
 		{[]string{"-prune-filters", "0.5", "-prune-flops", "0.5"}, "exclude each other"},

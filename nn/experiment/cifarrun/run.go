@@ -150,17 +150,16 @@ func loadData(ctx context.Context, c *config, stderr io.Writer) (*cifar10.Datase
 	return ds, nil
 }
 
+// spec returns the description of the network of c (the normalisation
+// and class names left to their defaults).
+func (c *config) spec() models.Spec {
+	return models.Spec{Model: c.Model, Width: c.Width, Shortcut: c.Shortcut, Widths: c.Widths, NumClasses: cifar10.NumClasses}
+}
+
 // newModel builds the network of c with its initial weights drawn from
 // the seed.
 func newModel(c *config) (nn.Module, error) {
-	opts := []models.Option{models.WithWidth(c.Width)}
-	if c.Shortcut == "B" {
-		opts = append(opts, models.WithShortcut(models.ShortcutB))
-	}
-	if c.Widths != nil {
-		opts = append(opts, models.WithWidths(c.Widths))
-	}
-	return models.New(c.Model, cifar10.NumClasses, rand.New(rand.NewPCG(c.Seed, 0x6d6f64656c)), opts...)
+	return c.spec().New(rand.New(rand.NewPCG(c.Seed, 0x6d6f64656c)))
 }
 
 // trainRun runs (or resumes) the training described by c.
@@ -254,6 +253,10 @@ type EvalResult struct {
 	TestAcc  float64                `json:"test_acc"`
 	Seconds  float64                `json:"seconds"`
 	Weight   experiment.WeightStats `json:"weights_stats"`
+	// SparseLayers and Layers count the convolution and linear layers
+	// that ran sparse and all of them (nn.PrepareInference).
+	SparseLayers int `json:"sparse_layers"`
+	Layers       int `json:"layers"`
 	// Remaining is what is left once the removable channels are removed.
 	Remaining prune.Count `json:"remaining"`
 }
@@ -273,6 +276,8 @@ func evalOnly(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	if _, err := loadWeights(c.Weights, model); err != nil {
 		return err
 	}
+	// As nn/infer does: layers with mostly exact zeros run sparse.
+	sparse := nn.PrepareInferenceWith(model, nn.InferenceOptions{Dense: c.Dense})
 	ds, err := loadData(ctx, c, stderr)
 	if err != nil {
 		return err
@@ -291,7 +296,8 @@ func evalOnly(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 		return errInterrupted
 	}
 	r := EvalResult{Weights: c.Weights, Model: c.Model, Params: nn.NumParams(model), Images: ds.Test.Len(),
-		TestLoss: loss, TestAcc: acc, Seconds: round3(time.Since(start).Seconds()), Weight: t.stats()}
+		TestLoss: loss, TestAcc: acc, Seconds: round3(time.Since(start).Seconds()), Weight: t.stats(),
+		SparseLayers: len(sparse.SparseLayers()), Layers: len(sparse.Layers)}
 	if r.Remaining, err = t.remaining(); err != nil {
 		return err
 	}
@@ -306,6 +312,7 @@ func evalOnly(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 		100*r.Weight.Zero, 100*r.Weight.Small, 100*r.Weight.Below1e2, 100*r.Weight.PM1)
 	fmt.Fprintf(stdout, "compacted: %d of %d channels, %.2f%% of the parameters, %.2f%% of the FLOPs\n",
 		r.Remaining.Channels, r.Remaining.ChannelsTotal, 100*r.Remaining.ParamsRatio(), 100*r.Remaining.FLOPsRatio())
+	fmt.Fprintf(stdout, "sparse path: %d of %d layers\n", r.SparseLayers, r.Layers)
 	return nil
 }
 

@@ -13,10 +13,12 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/nn/experiment"
+	"github.com/proxgen/proxgen/nn/models"
 	"github.com/proxgen/proxgen/nn/train"
 	"github.com/proxgen/proxgen/optim"
 )
@@ -104,8 +106,8 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.Valid, "valid", c.Valid, "validation file (default DIR/ptb.valid.txt unless it is the training file; none: the test file steers the step size)")
 	fs.StringVar(&c.Test, "test", c.Test, "test file (default DIR/ptb.test.txt)")
 	fs.IntVar(&c.Emb, "emb", c.Emb, "word-embedding size (at most 4096)")
-	fs.IntVar(&c.Hidden, "hidden", c.Hidden, "LSTM units per layer (at most 4096)")
-	fs.IntVar(&c.Layers, "layers", c.Layers, "LSTM layers (at most 16)")
+	fs.IntVar(&c.Hidden, "hidden", c.Hidden, "LSTM units per layer (at most "+strconv.Itoa(models.MaxLMSize)+")")
+	fs.IntVar(&c.Layers, "layers", c.Layers, "LSTM layers (at most "+strconv.Itoa(models.MaxLMLayers)+")")
 	fs.Float64Var(&c.Dropout, "dropout", c.Dropout, "dropout probability after the embedding, between LSTM layers and before the decoder")
 	fs.StringVar(&c.Optimizer, "optimizer", c.Optimizer, "optimizer: "+strings.Join(optimizers, ", "))
 	fs.Float64Var(&c.LR, "lr", c.LR, "initial step size (0: 20 for sgd, 1e-3 otherwise)")
@@ -125,7 +127,7 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "training epochs")
 	fs.IntVar(&c.Batch, "batch", c.Batch, "parallel training streams")
 	fs.IntVar(&c.EvalBatch, "eval-batch", c.EvalBatch, "parallel evaluation streams")
-	fs.IntVar(&c.BPTT, "bptt", c.BPTT, "truncated backpropagation length")
+	fs.IntVar(&c.BPTT, "bptt", c.BPTT, "truncated backpropagation length (at most "+strconv.Itoa(models.MaxBPTT)+", and times the batch at most "+strconv.Itoa(models.MaxStepTokens)+")")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "random seed of the initial weights and the dropout masks")
 	fs.IntVar(&c.Threads, "threads", c.Threads, "worker threads (0: all CPUs, at most 1024); results do not depend on it")
 	fs.IntVar(&c.LogEvery, "log-every", c.LogEvery, "progress lines on stderr every this many windows (0: no progress)")
@@ -188,8 +190,14 @@ func (c *config) check() error {
 			return usageError("-%s = %d, want a positive number", f.name, f.v)
 		}
 	}
-	if c.Emb > 4096 || c.Hidden > 4096 || c.Layers > 16 {
-		return usageError("-emb %d, -hidden %d, -layers %d: at most 4096, 4096 and 16 (memory grows with their product and the vocabulary)", c.Emb, c.Hidden, c.Layers)
+	if c.Emb > models.MaxLMSize || c.Hidden > models.MaxLMSize || c.Layers > models.MaxLMLayers {
+		return usageError("-emb %d, -hidden %d, -layers %d: at most %d, %d and %d (memory grows with their product and the vocabulary)", c.Emb, c.Hidden, c.Layers, models.MaxLMSize, models.MaxLMSize, models.MaxLMLayers)
+	}
+	if c.Batch > models.MaxBatch || c.EvalBatch > models.MaxBatch {
+		return usageError("-batch %d, -eval-batch %d: at most %d", c.Batch, c.EvalBatch, models.MaxBatch)
+	}
+	if c.BPTT > models.MaxBPTT || c.BPTT*max(c.Batch, c.EvalBatch) > models.MaxStepTokens {
+		return usageError("-bptt %d: at most %d, and -bptt times the larger of -batch %d and -eval-batch %d at most %d tokens (memory grows with them)", c.BPTT, models.MaxBPTT, c.Batch, c.EvalBatch, models.MaxStepTokens)
 	}
 	if !(c.Dropout >= 0 && c.Dropout < 1) {
 		return usageError("-dropout = %v, want 0 <= p < 1", c.Dropout)

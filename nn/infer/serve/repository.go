@@ -89,7 +89,7 @@ func (s *Server) loadVersion(e *entry, number int) (*version, error) {
 		if err != nil {
 			return nil, fmt.Errorf("serve: model %q: %s: %w", e.src.Name, e.src.Path, err)
 		}
-		if v.model, err = infer.FromFile(f, e.src.Spec); err != nil {
+		if v.model, err = infer.FromFile(f, e.src.Spec, e.src.Options...); err != nil {
 			return nil, fmt.Errorf("serve: model %q: %s: %w", e.src.Name, e.src.Path, err)
 		}
 		v.sum = sha256.Sum256(b)

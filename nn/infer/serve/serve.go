@@ -211,6 +211,8 @@ type Source struct {
 	Path string
 	// Spec overrides the file's metadata (infer.Load).
 	Spec infer.Spec
+	// Options are infer.Load's options (infer.Dense, infer.MinZeros).
+	Options []infer.Option
 	// Model, if not nil, is served as given (and Path, if set, is only
 	// used by Reload).
 	Model *infer.Model

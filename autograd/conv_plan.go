@@ -1,0 +1,257 @@
+package autograd
+
+import (
+	"fmt"
+
+	"github.com/proxgen/proxgen/autograd/blas"
+	"github.com/proxgen/proxgen/autograd/internal/kernels"
+	"github.com/proxgen/proxgen/internal/parallel"
+)
+
+// ConvPlan is a convolution prepared once for inference on images of one
+// size: its filters are kept in the layouts its algorithms read (the
+// packed panels of the gathered product, the Winograd-transformed filters
+// where Winograd can pay, the filter matrix packed for im2col's GEMM, or a
+// SparseWeight), so that a call packs no filters, and Run applies the bias,
+// a residual and the ReLU to each block of the output right after the
+// product has written it, while it is in the cache. A ConvPlan is
+// immutable and safe for concurrent use.
+//
+// Run chooses the algorithm for the batch size of the call by the rule of
+// planWinograd, else the gathered product where it applies, else im2col;
+// the results equal Conv2dWith's followed by the
+// epilogue to float32 rounding and are bit-identical for every number of
+// workers.
+type ConvPlan struct {
+	g      *convGeom
+	cout   int
+	bias   []float32
+	sparse *SparseWeight
+	gather *gatherConv        // the gathered product's packed filters, or nil
+	wino   *[16]*blas.PackedA // the Winograd-transformed filters, or nil
+	packed *blas.PackedA      // the filter matrix packed for im2col's GEMM
+	// halves are the plans of the first and second half of the filters,
+	// or nil: a batch smaller than the workers runs each image as two
+	// halves on two workers.
+	halves [2]*ConvPlan
+}
+
+// NewConvPlan prepares the convolution of images of cin × h × w (cin =
+// w.Dim(1)) with the filters w (Cout, Cin, kh, kw), the bias (Cout values,
+// or nil) and the geometry cfg. With sparse (made from w by
+// NewSparseWeight) the product skips w's zeros as Conv2dSparse does. The
+// plan copies what it keeps: w and bias may change afterwards. It panics
+// if the shapes do not fit, naming them.
+func NewConvPlan(w *Tensor, bias []float32, cfg ConvConfig, h, wd int, sparse *SparseWeight) *ConvPlan {
+	if w.Rank() != 4 {
+		panic(fmt.Sprintf("autograd.NewConvPlan: weight must have rank 4 (Cout,Cin,kh,kw), got %v", w.shape))
+	}
+	x := &Tensor{shape: []int{1, w.shape[1], h, wd}}
+	var b *Tensor
+	if bias != nil {
+		b = &Tensor{shape: []int{len(bias)}}
+	}
+	g := convGeometry(x, w, b, cfg)
+	if sparse != nil {
+		mustMatchSparse("NewConvPlan", w, sparse)
+	}
+	cout := w.shape[0]
+	wino := winogradOK(g) && (g.algo == algoWinograd || g.algo == algoAuto && g.c >= 32 && cout >= 32)
+	p := newConvPlan(g, w.Data, cout, bias, sparse, wino)
+	if sparse == nil && cout >= 2*splitRows && cout%(2*splitRows) == 0 {
+		// The halves of the filters, for the two workers of a small batch.
+		per, half := g.rows, cout/2
+		for h := range p.halves {
+			var hb []float32
+			if bias != nil {
+				hb = bias[h*half : (h+1)*half]
+			}
+			p.halves[h] = newConvPlan(g, w.Data[h*half*per:(h+1)*half*per], half, hb, nil, wino)
+		}
+	}
+	return p
+}
+
+// splitRows is the granule of the filter halves: a multiple of every
+// kernel's row panel, so that each output element is computed by the same
+// sequence of operations in a half as in the whole.
+const splitRows = 16
+
+// newConvPlan prepares the m filters w of geometry g: Winograd's filters
+// if wino, the gathered product's where it applies, and im2col's packed
+// filter matrix; only the sparse product if sparse is not nil.
+func newConvPlan(g *convGeom, w []float32, m int, bias []float32, sparse *SparseWeight, wino bool) *ConvPlan {
+	p := &ConvPlan{g: g, cout: m, sparse: sparse}
+	if bias != nil {
+		p.bias = append([]float32(nil), bias...)
+	}
+	if sparse != nil {
+		return p
+	}
+	if wino {
+		// Forced, or planWinograd may choose it at some batch size.
+		buf := make([]float32, winoFiltersSize(m, g.c))
+		p.wino = winoFilters(w, m, g.c, false, buf)
+	}
+	if useGather(g) {
+		buf := make([]float32, gatherPackedSize(g, m))
+		p.gather = newGatherConv(g, m, w, false, buf)
+	}
+	p.packed = blas.Default().PackA(false, m, g.rows, w, g.rows)
+	return p
+}
+
+// OutShape returns the channels, height and width of one output image.
+func (p *ConvPlan) OutShape() (c, h, w int) { return p.cout, p.g.ho, p.g.wo }
+
+// InSize returns the number of values of one input image.
+func (p *ConvPlan) InSize() int { return p.g.c * p.g.h * p.g.w }
+
+// OutSize returns the number of values of one output image.
+func (p *ConvPlan) OutSize() int { return p.cout * p.g.cols }
+
+// Algorithm names the algorithm Run uses for a batch of n images:
+// "sparse", "winograd", "gather" or "im2col".
+func (p *ConvPlan) Algorithm(n int) string {
+	switch {
+	case p.sparse != nil:
+		return "sparse"
+	case p.wino != nil && planWinograd(p.g, n, p.cout):
+		return "winograd"
+	case p.gather != nil:
+		return "gather"
+	}
+	return "im2col"
+}
+
+// Run sets out to the convolution of the n images in x plus the bias,
+// plus residual (when not nil; laid out as out), clamped at zero if relu.
+// x holds n·InSize values, out and residual n·OutSize; out must not
+// overlap x or residual. It panics on other lengths.
+func (p *ConvPlan) Run(n int, x, out, residual []float32, relu bool) {
+	xSize, ySize := p.InSize(), p.OutSize()
+	if n < 1 || len(x) != n*xSize || len(out) != n*ySize || (residual != nil && len(residual) != n*ySize) {
+		panic(fmt.Sprintf("autograd.ConvPlan.Run: %d images need %d input and %d output values, got %d, %d and residual %d",
+			n, n*xSize, n*ySize, len(x), len(out), len(residual)))
+	}
+	alg := p.Algorithm(n)
+	if h := p.halves; h[0] != nil && n < parallel.Workers() && (alg != "gather" || p.g.cols < 128) {
+		// Few images: each image's two halves of the output channels on
+		// two workers (the gathered product splits its columns instead
+		// where it has at least two parts of 64).
+		hx, hy := h[0].OutSize(), p.OutSize()
+		parallel.For(2*n, 1, func(lo, hi int) {
+			for t := lo; t < hi; t++ {
+				i, k := t/2, t%2
+				var r []float32
+				if residual != nil {
+					r = residual[i*hy+k*hx : i*hy+(k+1)*hx]
+				}
+				h[k].run(alg, 1, x[i*xSize:(i+1)*xSize], out[i*hy+k*hx:i*hy+(k+1)*hx], r, relu)
+			}
+		})
+		return
+	}
+	p.run(alg, n, x, out, residual, relu)
+}
+
+// run is Run with the algorithm alg.
+func (p *ConvPlan) run(alg string, n int, x, out, residual []float32, relu bool) {
+	xSize, ySize := p.InSize(), p.OutSize()
+	g, m, cols := p.g, p.cout, p.g.cols
+	// epilogue adds the bias (if withBias), the residual and the ReLU to
+	// columns [j0, j1) of image i.
+	e := kernels.Plain
+	switch {
+	case residual != nil && relu:
+		e = kernels.AddReLU
+	case relu:
+		e = kernels.ReLU
+	}
+	epilogue := func(i, j0, j1 int, withBias bool) {
+		withBias = withBias && p.bias != nil
+		if !withBias && residual == nil && !relu {
+			return
+		}
+		for o := range m {
+			d := out[i*ySize+o*cols+j0 : i*ySize+o*cols+j1]
+			var bo float32
+			if withBias {
+				bo = p.bias[o]
+			}
+			if residual != nil && !relu {
+				// kernels.Affine adds a residual only before a ReLU.
+				r := residual[i*ySize+o*cols+j0:]
+				for k := range d {
+					d[k] += bo + r[k]
+				}
+				continue
+			}
+			var r []float32
+			if residual != nil {
+				r = residual[i*ySize+o*cols+j0 : i*ySize+o*cols+j1]
+			}
+			kernels.Affine(d, d, r, 0, 1, bo, e)
+		}
+	}
+	switch alg {
+	case "sparse":
+		// The whole batch at once: sparseConv groups small images. With
+		// fewer images than workers the rows of one image stay on one
+		// worker: split over two, the sparse product of a ResNet-20 image
+		// takes 1.5 times as long (measured with bench infer -batch 1).
+		sparseConv(g, p.sparse, n, x, out, p.bias, n < parallel.Workers())
+		parallel.For(n, 1, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				epilogue(i, 0, cols, false)
+			}
+		})
+	case "winograd":
+		gs := winoGroupSize(g)
+		serial := serialGemm(parallel.Chunks(n, gs))
+		parallel.For(n, gs, func(lo, hi int) {
+			winoGroup(serial, g, m, p.wino, x, xSize, out, ySize, lo, hi, false, p.bias)
+			for i := lo; i < hi; i++ {
+				epilogue(i, 0, cols, false)
+			}
+		})
+	case "gather":
+		p.gather.run(n, x, xSize, out, ySize, false, func(i, j0, j1 int) { epilogue(i, j0, j1, true) })
+	default:
+		gs := groupSize(cols)
+		serial := serialGemm(parallel.Chunks(n, gs))
+		// convGroup's GEMMs multiply the filter matrix, packed once.
+		gemm := func(_, transB bool, _, n, _ int, alpha float32, _ []float32, _ int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+			if serial {
+				p.packed.SgemmSerial(transB, n, alpha, b, ldb, beta, c, ldc)
+				return
+			}
+			p.packed.Sgemm(transB, n, alpha, b, ldb, beta, c, ldc)
+		}
+		parallel.For(n, gs, func(lo, hi int) {
+			convGroup(gemm, g, m, nil, x, xSize, out, ySize, lo, hi, false)
+			for i := lo; i < hi; i++ {
+				epilogue(i, 0, cols, true)
+			}
+		})
+	}
+}
+
+// planWinograd reports whether a ConvPlan of geometry g and m filters runs
+// a batch of n images with Winograd: where it applies (or is forced),
+// for at least 32 input and output channels, at least 64 tiles in the
+// batch and little waste past the edges (winoEdgeOK). Its filters are
+// transformed once, so the rule differs from winogradPays, measured with
+// the transform paid per call: by BenchmarkConvPlan (docs/benchmarks.md),
+// 32 channels at 16×16 run with Winograd in 52-74 µs per image at batch 1
+// against 81-108 gathered, and 55-66 against 77-97 at batch 64; 64
+// channels at 8×8 (16 tiles an image) lose at batch 1 (149-156 against
+// 97-105) and win at 64 (36 against 64-87); with 16 channels the two are
+// level within the noise, and the gathered product stays.
+func planWinograd(g *convGeom, n, m int) bool {
+	if g.algo != algoAuto {
+		return useWinograd(g, n, m) // forced
+	}
+	th, tw := winoTiles(g)
+	return winogradOK(g) && g.c >= 32 && m >= 32 && n*th*tw >= 64 && winoEdgeOK(g)
+}

@@ -1,0 +1,123 @@
+package autograd_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/internal/parallel"
+)
+
+// TestConvPlan checks ConvPlan.Run against Conv2dWith followed by the
+// residual add and the ReLU, on geometries that take every algorithm
+// (gathered in the wide, flat and phase layouts, im2col, Winograd at the
+// larger batch, sparse), and that its results are bit-identical for 1 and
+// 2 workers.
+func TestConvPlan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range []struct {
+		cin, cout, hw, k, stride, pad int
+		zeros                         float64 // fraction of zero weights; > 0: sparse
+	}{
+		{3, 16, 32, 3, 1, 1, 0},    // stem: gathered, wide
+		{16, 16, 32, 3, 1, 1, 0},   // gathered, wide
+		{16, 32, 32, 3, 2, 1, 0},   // gathered, phase
+		{32, 64, 16, 3, 2, 1, 0},   // im2col (8 wide)
+		{64, 64, 8, 3, 1, 1, 0},    // flat; Winograd at batch 8
+		{32, 32, 16, 3, 1, 1, 0},   // Winograd, in halves at batch 1 on 2 workers
+		{16, 32, 32, 1, 2, 0, 0},   // 1×1 shortcut, phase
+		{32, 64, 16, 1, 2, 0, 0},   // 1×1 shortcut, im2col
+		{16, 16, 32, 3, 1, 1, 0.9}, // sparse
+		{64, 64, 8, 3, 1, 1, 0.9},  // sparse
+	} {
+		for _, n := range []int{1, 8} {
+			for _, res := range []bool{false, true} {
+				name := fmt.Sprintf("%dx%d_%d_k%d_s%d_z%g/n=%d/res=%v", tc.cin, tc.cout, tc.hw, tc.k, tc.stride, tc.zeros, n, res)
+				t.Run(name, func(t *testing.T) {
+					ctx := &autograd.Context{NoGrad: true}
+					x := autograd.RandN(rng, n, tc.cin, tc.hw, tc.hw).In(ctx)
+					w := autograd.RandN(rng, tc.cout, tc.cin, tc.k, tc.k)
+					for i := range w.Data {
+						w.Data[i] *= 0.2
+						if rng.Float64() < tc.zeros {
+							w.Data[i] = 0
+						}
+					}
+					b := autograd.RandN(rng, tc.cout)
+					cfg := autograd.ConvConfig{Stride: [2]int{tc.stride, tc.stride}, Padding: [2]int{tc.pad, tc.pad}}
+					want := autograd.Conv2dWith(x, w, b, cfg)
+					var r *autograd.Tensor
+					if res {
+						r = autograd.RandN(rng, want.Shape()...)
+						want = autograd.Add(want, r)
+					}
+					want = autograd.ReLU(want)
+					var sw *autograd.SparseWeight
+					if tc.zeros > 0 {
+						sw = autograd.NewSparseWeight(w)
+					}
+					p := autograd.NewConvPlan(w, b.Data, cfg, tc.hw, tc.hw, sw)
+					var rd []float32
+					if r != nil {
+						rd = r.Data
+					}
+					var outs [2][]float32
+					for wk := range outs {
+						prev := parallel.SetWorkers(wk + 1)
+						outs[wk] = make([]float32, len(want.Data))
+						p.Run(n, x.Data, outs[wk], rd, true)
+						parallel.SetWorkers(prev)
+					}
+					if !slices.Equal(outs[0], outs[1]) {
+						t.Fatalf("%s: 1 and 2 workers differ", p.Algorithm(n))
+					}
+					for i, v := range want.Data {
+						if d := math.Abs(float64(outs[0][i] - v)); d > 1e-4*(1+math.Abs(float64(v))) {
+							t.Fatalf("%s: element %d: plan %v, Conv2dWith %v", p.Algorithm(n), i, outs[0][i], v)
+						}
+					}
+					t.Logf("%s", p.Algorithm(n))
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkConvPlan times ConvPlan.Run (filters prepared once, bias and
+// ReLU in the epilogue) on the 3×3 stride-1 layers of the CIFAR ResNets
+// and VGG-16 under each algorithm at batch 1 and 64, the measurements
+// behind the per-layer rule of ConvPlan.Algorithm.
+func BenchmarkConvPlan(b *testing.B) {
+	layers := []struct{ c, hw int }{
+		{16, 32}, {32, 16}, {64, 8}, // ResNet-20/56
+		{64, 32}, {128, 16}, {256, 8}, {512, 4}, {512, 2}, // VGG-16
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, l := range layers {
+		for _, n := range []int{1, 64} {
+			if n > 1 && l.c*l.hw*l.hw > 64*32*32 {
+				continue
+			}
+			x := autograd.RandN(rng, n, l.c, l.hw, l.hw)
+			w := autograd.RandN(rng, l.c, l.c, 3, 3)
+			bias := make([]float32, l.c)
+			out := make([]float32, n*l.c*l.hw*l.hw)
+			for _, algo := range autograd.ConvAlgos[1:] {
+				cfg := autograd.WithConvAlgo(autograd.ConvConfig{Padding: [2]int{1, 1}}, algo)
+				p := autograd.NewConvPlan(w, bias, cfg, l.hw, l.hw, nil)
+				if p.Algorithm(n) != algo {
+					continue
+				}
+				b.Run(fmt.Sprintf("%dch_%dpx_batch%d/%s", l.c, l.hw, n, algo), func(b *testing.B) {
+					for range b.N {
+						p.Run(n, x.Data, out, nil, true)
+					}
+					b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/img")
+				})
+			}
+		}
+	}
+}

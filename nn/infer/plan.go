@@ -1,0 +1,308 @@
+package infer
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/datasets/cifar10"
+	"github.com/proxgen/proxgen/nn"
+	"github.com/proxgen/proxgen/nn/models"
+)
+
+// plan is a network compiled for inference once, at load: every batch
+// normalisation folded into the convolution before it (weights scaled per
+// filter, the shift as the convolution's bias), every convolution an
+// autograd.ConvPlan with its filters packed once and the ReLU, the
+// residual add and the bias applied by its epilogue, and the activations
+// in buffers of the call's scratch, reused by the next call of the same
+// batch size. A plan is immutable and safe for concurrent use.
+type plan interface {
+	// forward returns the logits of the n images in x, computed in s
+	// (valid until s is used again).
+	forward(s *scratch, x []float32, n int) []float32
+	// actSize returns the largest activation of one image, in values.
+	actSize() int
+	// algorithms names the algorithm of every convolution at batch n.
+	algorithms(n int) []string
+}
+
+// newPlan compiles net, prepared by nn.PrepareInferenceWith with report
+// rep, or returns nil when net is not a network it knows (the plain
+// forward pass then runs it).
+func newPlan(net nn.Module, rep nn.Report) plan {
+	sparse := map[string]bool{}
+	for _, l := range rep.Layers {
+		sparse[l.Name] = l.Sparse
+	}
+	switch m := net.(type) {
+	case *models.ResNet:
+		if p := newResNetPlan(m, sparse); p != nil {
+			return p
+		}
+	case *models.VGG:
+		if p := newVGGPlan(m, sparse); p != nil {
+			return p
+		}
+	}
+	return nil
+}
+
+// shape is the shape of one image's activation.
+type shape struct{ c, h, w int }
+
+func (s shape) size() int { return s.c * s.h * s.w }
+
+// convStep is one compiled convolution.
+type convStep struct {
+	p    *autograd.ConvPlan
+	in   shape
+	out  shape
+	relu bool
+}
+
+// foldConv compiles conv followed by bn (nil: none) for inputs of shape
+// in; the layer runs sparse if sparse.
+func foldConv(conv *nn.Conv2d, bn *nn.BatchNorm2d, in shape, sparse, relu bool) convStep {
+	w := conv.Weight
+	cout := w.Dim(0)
+	per := w.Numel() / cout
+	fw := autograd.New(w.Shape()...)
+	copy(fw.Data, w.Data)
+	var bias []float32
+	if conv.Bias != nil {
+		bias = append([]float32(nil), conv.Bias.Data...)
+	}
+	if bn != nil {
+		if bias == nil {
+			bias = make([]float32, cout)
+		}
+		for o := range cout {
+			// y = (conv + b − mean)·γ/√(var+ε) + β, in float64.
+			s := float64(bn.Weight.Data[o]) / math.Sqrt(float64(bn.RunningVar.Data[o])+float64(bn.Eps))
+			for i := o * per; i < (o+1)*per; i++ {
+				fw.Data[i] = float32(float64(w.Data[i]) * s)
+			}
+			bias[o] = float32((float64(bias[o])-float64(bn.RunningMean.Data[o]))*s + float64(bn.Bias.Data[o]))
+		}
+	}
+	var sw *autograd.SparseWeight
+	if sparse {
+		sw = autograd.NewSparseWeight(fw)
+	}
+	cfg := autograd.ConvConfig{
+		Stride:   [2]int{conv.Stride, conv.Stride},
+		Padding:  [2]int{conv.Padding, conv.Padding},
+		Dilation: [2]int{conv.Dilation, conv.Dilation},
+	}
+	p := autograd.NewConvPlan(fw, bias, cfg, in.h, in.w, sw)
+	c, h, wd := p.OutShape()
+	return convStep{p: p, in: in, out: shape{c, h, wd}, relu: relu}
+}
+
+// run applies the step to the n images in x, into out, adding residual if
+// not nil.
+func (c convStep) run(n int, x, out, residual []float32) {
+	c.p.Run(n, x, out[:n*c.out.size()], residual, c.relu)
+}
+
+// inputShape is the shape of a network input.
+var inputShape = shape{cifar10.Channels, Side, Side}
+
+// resnetPlan is a compiled models.ResNet.
+type resnetPlan struct {
+	stem   convStep
+	blocks []blockPlan
+	pool   int // average-pooling window
+	linear *nn.Linear
+	max    int
+}
+
+// blockPlan is a compiled models.BasicBlock: out = relu(conv2(relu(conv1(x)))
+// + shortcut(x)), the shortcut nil for the identity.
+type blockPlan struct {
+	conv1, conv2 convStep
+	shortcut     *convStep
+}
+
+func newResNetPlan(r *models.ResNet, sparse map[string]bool) *resnetPlan {
+	p := &resnetPlan{linear: r.Linear}
+	p.stem = foldConv(r.Conv1, r.BN1, inputShape, sparse["conv1"], true)
+	cur := p.stem.out
+	p.max = max(inputShape.size(), cur.size())
+	for s, stage := range r.Stages {
+		for i, l := range stage.Layers {
+			b, ok := l.(*models.BasicBlock)
+			if !ok {
+				return nil
+			}
+			name := fmt.Sprintf("layer%d.%d.", s+1, i)
+			bp := blockPlan{conv1: foldConv(b.Conv1, b.BN1, cur, sparse[name+"conv1"], true)}
+			bp.conv2 = foldConv(b.Conv2, b.BN2, bp.conv1.out, sparse[name+"conv2"], true)
+			switch sc := b.Shortcut.(type) {
+			case nil:
+			case *models.PadShortcut:
+				// Option A: the exact 0/1 selection as a 1×1 convolution
+				// with stride 2, as PadShortcut computes it.
+				conv := &nn.Conv2d{Weight: autograd.New(sc.Out, sc.In, 1, 1), Stride: 2, Dilation: 1}
+				for c, d := range sc.Targets() {
+					if d >= 0 {
+						conv.Weight.Data[d*sc.In+c] = 1
+					}
+				}
+				st := foldConv(conv, nil, cur, false, false)
+				bp.shortcut = &st
+			case *nn.Sequential:
+				conv, ok1 := sc.Layers[0].(*nn.Conv2d)
+				bn, ok2 := sc.Layers[1].(*nn.BatchNorm2d)
+				if len(sc.Layers) != 2 || !ok1 || !ok2 {
+					return nil
+				}
+				st := foldConv(conv, bn, cur, sparse[name+"shortcut.0"], false)
+				bp.shortcut = &st
+			default:
+				return nil
+			}
+			cur = bp.conv2.out
+			p.max = max(p.max, bp.conv1.out.size(), cur.size())
+			p.blocks = append(p.blocks, bp)
+		}
+	}
+	p.pool = r.PoolKernel
+	if p.pool == 0 {
+		p.pool = cur.w
+	}
+	return p
+}
+
+func (p *resnetPlan) actSize() int { return p.max }
+
+func (p *resnetPlan) algorithms(n int) []string {
+	out := []string{p.stem.p.Algorithm(n)}
+	for _, b := range p.blocks {
+		out = append(out, b.conv1.p.Algorithm(n), b.conv2.p.Algorithm(n))
+		if b.shortcut != nil {
+			out = append(out, b.shortcut.p.Algorithm(n))
+		}
+	}
+	return out
+}
+
+func (p *resnetPlan) forward(s *scratch, x []float32, n int) []float32 {
+	act := s.buffers(n, p.max)
+	cur, t, sc, next := act[0], act[1], act[2], act[3]
+	p.stem.run(n, x, cur, nil)
+	last := p.stem.out
+	for _, b := range p.blocks {
+		b.conv1.run(n, cur[:n*b.conv1.in.size()], t, nil)
+		res := cur[:n*b.conv1.in.size()]
+		if b.shortcut != nil {
+			b.shortcut.run(n, res, sc, nil)
+			res = sc[:n*b.shortcut.out.size()]
+		}
+		b.conv2.run(n, t[:n*b.conv1.out.size()], next, res)
+		cur, next = next, cur
+		last = b.conv2.out
+	}
+	y := autograd.FromSlice(cur[:n*last.size()], n, last.c, last.h, last.w).In(&s.ctx)
+	y = autograd.AvgPool2d(y, p.pool, p.pool, 0)
+	return p.linear.Forward(autograd.Flatten(y)).Data
+}
+
+// vggPlan is a compiled models.VGG: convolutions (with their batch
+// normalisation and ReLU) and pooling layers, then the classifier.
+type vggPlan struct {
+	steps      []vggStep
+	classifier *nn.Linear
+	out        shape
+	max        int
+}
+
+// vggStep is a convolution or, when conv is nil, a pooling layer.
+type vggStep struct {
+	conv *convStep
+	pool nn.Module
+	in   shape
+	out  shape
+}
+
+func newVGGPlan(v *models.VGG, sparse map[string]bool) *vggPlan {
+	p := &vggPlan{classifier: v.Classifier}
+	cur := inputShape
+	p.max = cur.size()
+	ls := v.Features.Layers
+	for i := 0; i < len(ls); i++ {
+		switch l := ls[i].(type) {
+		case *nn.Conv2d:
+			bn, ok1 := at[*nn.BatchNorm2d](ls, i+1)
+			_, ok2 := at[nn.ReLU](ls, i+2)
+			if !ok1 || !ok2 {
+				return nil
+			}
+			st := foldConv(l, bn, cur, sparse[fmt.Sprintf("features.%d", i)], true)
+			p.steps = append(p.steps, vggStep{conv: &st, in: cur, out: st.out})
+			cur = st.out
+			i += 2
+		case nn.MaxPool2d:
+			out := shape{cur.c, poolSize(cur.h, l.Kernel, l.Stride, l.Padding), poolSize(cur.w, l.Kernel, l.Stride, l.Padding)}
+			p.steps = append(p.steps, vggStep{pool: l, in: cur, out: out})
+			cur = out
+		case nn.AvgPool2d:
+			out := shape{cur.c, poolSize(cur.h, l.Kernel, l.Stride, l.Padding), poolSize(cur.w, l.Kernel, l.Stride, l.Padding)}
+			if l.Kernel != 1 || l.Stride != 1 || l.Padding != 0 {
+				p.steps = append(p.steps, vggStep{pool: l, in: cur, out: out})
+			}
+			cur = out
+		default:
+			return nil
+		}
+		p.max = max(p.max, cur.size())
+	}
+	p.out = cur
+	return p
+}
+
+// at returns ls[i] as a T, if it is one.
+func at[T any](ls []nn.Module, i int) (T, bool) {
+	var zero T
+	if i >= len(ls) {
+		return zero, false
+	}
+	v, ok := ls[i].(T)
+	return v, ok
+}
+
+// poolSize is the output length of a pooling window (floor mode).
+func poolSize(in, k, stride, pad int) int { return (in+2*pad-k)/stride + 1 }
+
+func (p *vggPlan) actSize() int { return p.max }
+
+func (p *vggPlan) algorithms(n int) []string {
+	var out []string
+	for _, st := range p.steps {
+		if st.conv != nil {
+			out = append(out, st.conv.p.Algorithm(n))
+		}
+	}
+	return out
+}
+
+func (p *vggPlan) forward(s *scratch, x []float32, n int) []float32 {
+	act := s.buffers(n, p.max)
+	cur, in := x, -1 // in: the buffer of act that holds cur, −1 none
+	for _, st := range p.steps {
+		if st.conv != nil {
+			o := 0
+			if in == 0 {
+				o = 1
+			}
+			st.conv.run(n, cur, act[o], nil)
+			cur, in = act[o][:n*st.out.size()], o
+			continue
+		}
+		cur = st.pool.Forward(autograd.FromSlice(cur, n, st.in.c, st.in.h, st.in.w).In(&s.ctx)).Data
+		in = -1
+	}
+	y := autograd.FromSlice(cur[:n*p.out.size()], n, p.out.size())
+	return p.classifier.Forward(y.In(&s.ctx)).Data
+}

@@ -1,0 +1,145 @@
+package infer_test
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/datasets/cifar10"
+	"github.com/proxgen/proxgen/internal/parallel"
+	"github.com/proxgen/proxgen/nn"
+	"github.com/proxgen/proxgen/nn/checkpoint"
+	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
+	"github.com/proxgen/proxgen/nn/infer"
+)
+
+// evalLogitsSoftmax returns the softmax of net's logits computed by the
+// training graph in evaluation mode (no preparation, no plan).
+func evalLogitsSoftmax(net nn.Module, x []float32, n int) []float32 {
+	net.SetTraining(false)
+	ctx := &autograd.Context{NoGrad: true}
+	logits := net.Forward(autograd.FromSlice(append([]float32(nil), x...), n, cifar10.Channels, infer.Side, infer.Side).In(ctx)).Data
+	k := len(logits) / n
+	out := make([]float32, len(logits))
+	for i := range n {
+		hi := math.Inf(-1)
+		for _, v := range logits[i*k : (i+1)*k] {
+			hi = math.Max(hi, float64(v))
+		}
+		s := 0.0
+		for _, v := range logits[i*k : (i+1)*k] {
+			s += math.Exp(float64(v) - hi)
+		}
+		for j, v := range logits[i*k : (i+1)*k] {
+			out[i*k+j] = float32(math.Exp(float64(v)-hi) / s)
+		}
+	}
+	return out
+}
+
+// TestPlanMatchesEval checks that the compiled network (batch norm folded,
+// fused epilogues, packed filters, sparse layers) computes the training
+// graph's evaluation-mode outputs within float32 rounding, on every
+// architecture and shortcut kind, dense and with 95 % exact zeros, at
+// batch 1 and 5, and bit-identically for 1 and 2 workers.
+func TestPlanMatchesEval(t *testing.T) {
+	for _, tc := range []struct {
+		spec  infer.Spec
+		zeros float64
+	}{
+		{infer.Spec{Model: "resnet20", Width: 0.5, Shortcut: "A"}, 0},
+		{infer.Spec{Model: "resnet20", Width: 0.5, Shortcut: "B"}, 0},
+		{infer.Spec{Model: "resnet20", Width: 0.5, Shortcut: "B"}, 0.95},
+		{infer.Spec{Model: "resnet56", Width: 0.25, Shortcut: "A"}, 0.95},
+		{infer.Spec{Model: "resnet56", Width: 0.25, Shortcut: "B"}, 0},
+		{infer.Spec{Model: "resnet18", Width: 0.125}, 0},
+		{infer.Spec{Model: "resnet34", Width: 0.125}, 0.95},
+		{infer.Spec{Model: "vgg16", Width: 0.125}, 0},
+		{infer.Spec{Model: "vgg16", Width: 0.125}, 0.95},
+	} {
+		name := fmt.Sprintf("%s_w%g_%s_z%g", tc.spec.Model, tc.spec.Width, tc.spec.Shortcut, tc.zeros)
+		t.Run(name, func(t *testing.T) {
+			net, err := tc.spec.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := newRng(31)
+			randomize(net, rng)
+			for _, p := range net.Params() {
+				if p.T.Rank() < 2 {
+					continue
+				}
+				for i := range p.T.Data {
+					if rng.Float64() < tc.zeros {
+						p.T.Data[i] = 0
+					}
+				}
+			}
+			const n = 5
+			x := randomInputs(newRng(32), n)
+			want := evalLogitsSoftmax(net, x, n)
+			m, err := infer.New(net, tc.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Algorithms(1) == nil {
+				t.Fatal("the network is not compiled")
+			}
+			if tc.zeros > 0 && len(m.Sparsity().SparseLayers()) == 0 {
+				t.Fatal("no sparse layer at 95% zeros")
+			}
+			got := m.Probabilities(nil, x)
+			for i := range want {
+				if d := math.Abs(float64(got[i] - want[i])); d > 2e-5 {
+					t.Fatalf("probability %d: plan %v, evaluation graph %v", i, got[i], want[i])
+				}
+			}
+			one := m.Probabilities(nil, x[:infer.InputSize])
+			prev := parallel.SetWorkers(1)
+			serial := m.Probabilities(nil, x)
+			parallel.SetWorkers(prev)
+			for i := range serial {
+				if serial[i] != got[i] {
+					t.Fatalf("probability %d: %v with 1 worker, %v with %d", i, serial[i], got[i], prev)
+				}
+			}
+			for i, v := range one {
+				if d := math.Abs(float64(v - got[i])); d > 2e-5 {
+					t.Fatalf("batch 1: probability %d: %v, in a batch of %d: %v", i, v, n, got[i])
+				}
+			}
+		})
+	}
+}
+
+// TestPlanCompacted checks the compiled network of a compacted model file
+// (testdata/compact: per-layer widths, option-A channel maps) against the
+// evaluation graph.
+func TestPlanCompacted(t *testing.T) {
+	path := filepath.Join("..", "..", "testdata", "compact", "resnet20_A.compact.safetensors")
+	m, err := infer.Load(path, infer.Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	net, err := m.Spec().Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkpoint.LoadWeights(f, net); err != nil {
+		t.Fatal(err)
+	}
+	x := randomInputs(newRng(33), 3)
+	want := evalLogitsSoftmax(net, x, 3)
+	got := m.Probabilities(nil, x)
+	for i := range want {
+		if d := math.Abs(float64(got[i] - want[i])); d > 2e-5 {
+			t.Fatalf("probability %d: plan %v, evaluation graph %v", i, got[i], want[i])
+		}
+	}
+}
