@@ -38,8 +38,18 @@ type generic struct{ image.Image }
 // TestRawImageMatchesPIL checks RawImage against torchvision's Resize(32)
 // and CenterCrop(32) as computed by Pillow (testdata/gen_resize.py):
 // shrinking, enlarging, square, thin and already-32 images.
+//
+// resize_pil_large.bin (testdata/infer/gen_resize_large.py) adds large
+// and extreme shapes: 1024×768 and its transpose, 1×5000, 5000×1, 3×2000,
+// 33×4000, 1×1, 1×40 and others.
 func TestRawImageMatchesPIL(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "infer", "resize_pil.bin"))
+	for _, name := range []string{"resize_pil.bin", "resize_pil_large.bin"} {
+		t.Run(name, func(t *testing.T) { matchesPIL(t, name) })
+	}
+}
+
+func matchesPIL(t *testing.T, name string) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "infer", name))
 	if err != nil {
 		t.Fatal(err)
 	}
