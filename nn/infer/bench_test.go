@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/proxgen/proxgen/internal/parallel"
-	"github.com/proxgen/proxgen/nn/infer"
 )
 
 // BenchmarkPredict measures Model.Predict on random-weight ResNet-20 (full
@@ -16,15 +15,7 @@ import (
 // the kernels' worker pool). cpu-ms/img is the process's CPU time per
 // image.
 func BenchmarkPredict(b *testing.B) {
-	spec := infer.Spec{Model: "resnet20"}
-	net, err := spec.Build()
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := infer.New(net, spec)
-	if err != nil {
-		b.Fatal(err)
-	}
+	m := resnet20(b)
 	img := image.NewRGBA(image.Rect(0, 0, 32, 32))
 	for i := range img.Pix {
 		img.Pix[i] = uint8(i * 7)

@@ -53,15 +53,7 @@ func BenchmarkImagePath(b *testing.B) {
 		}
 	})
 	b.Run("network", func(b *testing.B) {
-		spec := infer.Spec{Model: "resnet20"}
-		net, err := spec.Build()
-		if err != nil {
-			b.Fatal(err)
-		}
-		m, err := infer.New(net, spec)
-		if err != nil {
-			b.Fatal(err)
-		}
+		m := resnet20(b)
 		x := make([]float32, infer.InputSize)
 		m.Preprocess(x, img)
 		probs := m.Probabilities(nil, x) // warm the pool
@@ -71,4 +63,18 @@ func BenchmarkImagePath(b *testing.B) {
 			probs = m.Probabilities(probs, x)
 		}
 	})
+}
+
+// resnet20 returns random-weight full-width ResNet-20 as a Model.
+func resnet20(b *testing.B) *infer.Model {
+	spec := infer.Spec{Model: "resnet20"}
+	net, err := spec.Build()
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := infer.New(net, spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m
 }
