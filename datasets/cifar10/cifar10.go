@@ -43,16 +43,16 @@ import (
 
 // Image geometry and record layout of the binary release.
 const (
-	Height     = 32                        // image height in pixels
-	Width      = 32                        // image width in pixels
-	Channels   = 3                         // colour planes, in the order R, G, B
-	ImageSize  = Channels * Height * Width // bytes (and float32 values) per image: 3072
-	RecordSize = 1 + ImageSize             // bytes per record in a .bin file: 3073
-	NumClasses = cifarinfo.NumClasses      // number of classes; labels are 0..9
-	FolderName = "cifar-10-batches-bin"    // folder the official tarball unpacks to
-	recordsPer = 10000                     // records per file in the official release
-	fileBytes  = recordsPer * RecordSize   // size of each official .bin file
-	planeSize  = Height * Width            // bytes per colour plane
+	Height     = cifarinfo.Height        // image height in pixels
+	Width      = cifarinfo.Width         // image width in pixels
+	Channels   = cifarinfo.Channels      // colour planes, in the order R, G, B
+	ImageSize  = cifarinfo.ImageSize     // bytes (and float32 values) per image: 3072
+	RecordSize = cifarinfo.RecordSize    // bytes per record in a .bin file: 3073
+	NumClasses = cifarinfo.NumClasses    // number of classes; labels are 0..9
+	FolderName = "cifar-10-batches-bin"  // folder the official tarball unpacks to
+	recordsPer = 10000                   // records per file in the official release
+	fileBytes  = recordsPer * RecordSize // size of each official .bin file
+	planeSize  = Height * Width          // bytes per colour plane
 )
 
 // TrainFiles are the names of the five training files, in the order Load

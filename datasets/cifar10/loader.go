@@ -2,7 +2,6 @@ package cifar10
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -336,55 +335,14 @@ func boundedUint(src *rand.PCG, n uint64) uint64 {
 }
 
 // Normalizer turns raw 8-bit pixels into the normalised float32 values the
-// networks see: (v/255 - Mean[c]) / Std[c], computed in float32 arithmetic
-// exactly as torchvision's ToTensor and Normalize compute it. The loader
-// uses it for every image, and inference code uses it to preprocess
-// images exactly as in training. A Normalizer is immutable and safe for
-// concurrent use.
-type Normalizer struct {
-	lut [Channels][256]float32 // lut[c][v] = (v/255 - mean[c]) / std[c]
-}
+// networks see (see cifarinfo.Normalizer; inference uses the same type
+// without importing this package).
+type Normalizer = cifarinfo.Normalizer
 
 // NewNormalizer returns the normaliser for the per-channel (R, G, B)
-// constants mean and std; both need 3 elements and std must be positive.
+// constants mean and std (see cifarinfo.NewNormalizer).
 func NewNormalizer(mean, std []float32) (*Normalizer, error) {
-	if len(mean) != Channels || len(std) != Channels {
-		return nil, fmt.Errorf("cifar10: normalisation needs %d means and stds, got %d and %d",
-			Channels, len(mean), len(std))
-	}
-	n := &Normalizer{}
-	for c := range Channels {
-		if !(std[c] > 0) || math.IsInf(float64(std[c]), 0) || math.IsNaN(float64(mean[c])) || math.IsInf(float64(mean[c]), 0) {
-			return nil, fmt.Errorf("cifar10: normalisation mean[%d] = %v, std[%d] = %v: want a finite mean and a finite std > 0",
-				c, mean[c], c, std[c])
-		}
-		for v := range 256 {
-			x := float32(v) / 255
-			x = float32(x - mean[c])
-			n.lut[c][v] = x / std[c]
-		}
-	}
-	return n, nil
-}
-
-// Value returns the normalised value of pixel value v in channel c.
-func (n *Normalizer) Value(c int, v uint8) float32 { return n.lut[c][v] }
-
-// Normalize writes the normalised image of img, a raw image in the layout
-// of a record without its label byte (ImageSize bytes: the R, G and B
-// planes of 32×32 pixels, rows top to bottom), into dst (ImageSize
-// values, NCHW order). It panics if either length is wrong.
-func (n *Normalizer) Normalize(dst []float32, img []uint8) {
-	if len(dst) != ImageSize || len(img) != ImageSize {
-		panic(fmt.Sprintf("cifar10.Normalizer.Normalize: dst has %d values and img %d bytes, want %d each", len(dst), len(img), ImageSize))
-	}
-	for c := range Channels {
-		lut := &n.lut[c]
-		out := dst[c*planeSize : (c+1)*planeSize]
-		for i, v := range img[c*planeSize : (c+1)*planeSize] {
-			out[i] = lut[v]
-		}
-	}
+	return cifarinfo.NewNormalizer(mean, std)
 }
 
 // transform turns a raw image into a normalised float32 image, optionally
@@ -411,7 +369,7 @@ func newTransform(mean, std []float32, pad int) *transform {
 func (t *transform) apply(dst []float32, img []uint8, top, left int, flip bool) {
 	off := t.pad
 	for c := range Channels {
-		lut := &t.lut[c]
+		lut := t.Table(c)
 		plane := img[c*planeSize : (c+1)*planeSize]
 		out := dst[c*planeSize : (c+1)*planeSize]
 		for y := range Height {

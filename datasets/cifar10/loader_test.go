@@ -71,11 +71,11 @@ func TestTransformKnownImage(t *testing.T) {
 	mean := []float32{0.25, 0.5, 0.75}
 	std := []float32{0.5, 0.25, 2}
 	tf := newTransform(mean, std, 4)
-	norm := func(c int, v uint8) float32 { return tf.lut[c][v] }
+	norm := func(c int, v uint8) float32 { return tf.Table(c)[v] }
 	for c := range Channels {
 		for _, v := range []int{0, 1, 128, 255} {
 			want := (float64(v)/255 - float64(mean[c])) / float64(std[c])
-			if got := float64(tf.lut[c][v]); math.Abs(got-want) > 1e-6 {
+			if got := float64(tf.Table(c)[v]); math.Abs(got-want) > 1e-6 {
 				t.Fatalf("lut[%d][%d] = %v, want %v", c, v, got, want)
 			}
 		}

@@ -5,6 +5,21 @@
 // nothing, so inference does not depend on the data set package.
 package cifarinfo
 
+import (
+	"fmt"
+	"math"
+)
+
+// The layout of an image and of a record of the binary files.
+const (
+	Height     = 32                        // image height in pixels
+	Width      = 32                        // image width in pixels
+	Channels   = 3                         // colour planes, in the order R, G, B
+	ImageSize  = Channels * Height * Width // bytes (and float32 values) per image: 3072
+	RecordSize = 1 + ImageSize             // bytes per record in a .bin file: 3073
+	planeSize  = Height * Width            // bytes per colour plane
+)
+
 // NumClasses is the number of CIFAR-10 classes; labels are 0..9.
 const NumClasses = 10
 
@@ -20,3 +35,59 @@ var (
 	Mean = []float32{0.4914, 0.4822, 0.4465}
 	Std  = []float32{0.2023, 0.1994, 0.2010}
 )
+
+// Normalizer turns raw 8-bit pixels into the normalised float32 values the
+// networks see: (v/255 - Mean[c]) / Std[c], computed in float32 arithmetic
+// exactly as torchvision's ToTensor and Normalize compute it. The loader
+// uses it for every image, and inference code uses it to preprocess
+// images exactly as in training. A Normalizer is immutable and safe for
+// concurrent use.
+type Normalizer struct {
+	lut [Channels][256]float32 // lut[c][v] = (v/255 - mean[c]) / std[c]
+}
+
+// NewNormalizer returns the normaliser for the per-channel (R, G, B)
+// constants mean and std; both need 3 elements and std must be positive.
+func NewNormalizer(mean, std []float32) (*Normalizer, error) {
+	if len(mean) != Channels || len(std) != Channels {
+		return nil, fmt.Errorf("cifar10: normalisation needs %d means and stds, got %d and %d",
+			Channels, len(mean), len(std))
+	}
+	n := &Normalizer{}
+	for c := range Channels {
+		if !(std[c] > 0) || math.IsInf(float64(std[c]), 0) || math.IsNaN(float64(mean[c])) || math.IsInf(float64(mean[c]), 0) {
+			return nil, fmt.Errorf("cifar10: normalisation mean[%d] = %v, std[%d] = %v: want a finite mean and a finite std > 0",
+				c, mean[c], c, std[c])
+		}
+		for v := range 256 {
+			x := float32(v) / 255
+			x = float32(x - mean[c])
+			n.lut[c][v] = x / std[c]
+		}
+	}
+	return n, nil
+}
+
+// Value returns the normalised value of pixel value v in channel c.
+func (n *Normalizer) Value(c int, v uint8) float32 { return n.lut[c][v] }
+
+// Normalize writes the normalised image of img, a raw image in the layout
+// of a record without its label byte (ImageSize bytes: the R, G and B
+// planes of 32×32 pixels, rows top to bottom), into dst (ImageSize
+// values, NCHW order). It panics if either length is wrong.
+func (n *Normalizer) Normalize(dst []float32, img []uint8) {
+	if len(dst) != ImageSize || len(img) != ImageSize {
+		panic(fmt.Sprintf("cifar10.Normalizer.Normalize: dst has %d values and img %d bytes, want %d each", len(dst), len(img), ImageSize))
+	}
+	for c := range Channels {
+		lut := &n.lut[c]
+		out := dst[c*planeSize : (c+1)*planeSize]
+		for i, v := range img[c*planeSize : (c+1)*planeSize] {
+			out[i] = lut[v]
+		}
+	}
+}
+
+// Table returns the 256 normalised values of channel c, indexed by the
+// pixel value. The caller must not change them.
+func (n *Normalizer) Table(c int) *[256]float32 { return &n.lut[c] }

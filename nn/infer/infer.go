@@ -28,7 +28,7 @@
 // 32×32 (RawImage says exactly how; the result is bit-identical to
 // torchvision's Resize(32) and CenterCrop(32) on a PIL image) and
 // normalised per channel with the mean and standard deviation of training
-// (cifar10.Normalizer, the normalisation of the training loader). Raw
+// (cifarinfo.Normalizer, the normalisation of the training loader). Raw
 // CIFAR-10 images (3072 bytes, the layout of a record without its label
 // byte) skip the resizing.
 //
@@ -51,7 +51,7 @@ import (
 	"sync"
 
 	"github.com/proxgen/proxgen/autograd"
-	"github.com/proxgen/proxgen/datasets/cifar10"
+	"github.com/proxgen/proxgen/internal/cifarinfo"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
@@ -59,13 +59,13 @@ import (
 
 // InputSize is the number of float32 values of one preprocessed image:
 // 3 channels of 32×32 pixels.
-const InputSize = cifar10.ImageSize
+const InputSize = cifarinfo.ImageSize
 
 // Model is a network ready for inference.
 type Model struct {
 	net    nn.Module
 	spec   Spec
-	norm   *cifar10.Normalizer
+	norm   *cifarinfo.Normalizer
 	sparse nn.Report // which layers run sparse
 	plan   plan      // the compiled network, nil: net.Forward runs it
 	// scratch holds *scratch values: per-call buffers, reused.
@@ -193,7 +193,7 @@ func New(net nn.Module, spec Spec, opts ...Option) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	norm, err := cifar10.NewNormalizer(spec.Mean, spec.Std)
+	norm, err := cifarinfo.NewNormalizer(spec.Mean, spec.Std)
 	if err != nil {
 		return nil, err
 	}
@@ -254,18 +254,18 @@ func (m *Model) Preprocess(dst []float32, img image.Image) {
 
 // PreprocessRaw writes the network input for a raw CIFAR-10 image into
 // dst (InputSize values): rec is either a record of the binary release
-// (cifar10.RecordSize = 3073 bytes, the label byte first, which is
-// ignored) or the image alone (cifar10.ImageSize = 3072 bytes: the R, G
+// (cifarinfo.RecordSize = 3073 bytes, the label byte first, which is
+// ignored) or the image alone (cifarinfo.ImageSize = 3072 bytes: the R, G
 // and B planes of 32×32 pixels, rows top to bottom). Other lengths are an
 // error.
 func (m *Model) PreprocessRaw(dst []float32, rec []byte) error {
 	switch len(rec) {
-	case cifar10.RecordSize:
+	case cifarinfo.RecordSize:
 		rec = rec[1:]
-	case cifar10.ImageSize:
+	case cifarinfo.ImageSize:
 	default:
 		return fmt.Errorf("infer: a raw CIFAR-10 image has %d bytes (or %d with its label byte), got %d",
-			cifar10.ImageSize, cifar10.RecordSize, len(rec))
+			cifarinfo.ImageSize, cifarinfo.RecordSize, len(rec))
 	}
 	m.norm.Normalize(dst, rec)
 	return nil
@@ -308,7 +308,7 @@ func (m *Model) forward(s *scratch, x []float32, n int) []float32 {
 	if m.plan != nil {
 		return m.plan.forward(s, x, n)
 	}
-	return m.net.Forward(autograd.FromSlice(x, n, cifar10.Channels, Side, Side).In(&s.ctx)).Data
+	return m.net.Forward(autograd.FromSlice(x, n, cifarinfo.Channels, Side, Side).In(&s.ctx)).Data
 }
 
 // softmax writes the softmax of logits into dst, accumulating in float64.
@@ -392,7 +392,7 @@ func (m *Model) getScratch() *scratch {
 	if s, ok := m.scratch.Get().(*scratch); ok {
 		return s
 	}
-	return &scratch{raw: make([]uint8, cifar10.ImageSize), ctx: autograd.Context{NoGrad: true, Arena: autograd.NewArena()}}
+	return &scratch{raw: make([]uint8, cifarinfo.ImageSize), ctx: autograd.Context{NoGrad: true, Arena: autograd.NewArena()}}
 }
 
 // String describes the model, for logs: its network and how many of its

@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/proxgen/proxgen/autograd"
-	"github.com/proxgen/proxgen/datasets/cifar10"
+	"github.com/proxgen/proxgen/internal/cifarinfo"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/models"
 )
@@ -107,7 +107,7 @@ func (c convStep) run(n int, x, out, residual []float32) {
 }
 
 // inputShape is the shape of a network input.
-var inputShape = shape{cifar10.Channels, Side, Side}
+var inputShape = shape{cifarinfo.Channels, Side, Side}
 
 // resnetPlan is a compiled models.ResNet.
 type resnetPlan struct {

@@ -7,14 +7,14 @@ import (
 	"image/color"
 	"math"
 
-	"github.com/proxgen/proxgen/datasets/cifar10"
+	"github.com/proxgen/proxgen/internal/cifarinfo"
 )
 
 // Side is the height and width of the network input in pixels.
-const Side = cifar10.Height
+const Side = cifarinfo.Height
 
 // RawImage writes img as a raw 32×32 image in the layout of a CIFAR-10
-// record without its label byte into dst (cifar10.ImageSize bytes: the R,
+// record without its label byte into dst (cifarinfo.ImageSize bytes: the R,
 // G and B planes, rows top to bottom), as torchvision's
 //
 //	Compose([Resize(32), CenterCrop(32)])
@@ -42,12 +42,12 @@ const Side = cifar10.Height
 // kilobytes) and time proportional to the source pixels read.
 //
 // A 32×32 image passes through unchanged. RawImage panics if dst does not
-// have cifar10.ImageSize bytes or img is empty, and with an error wrapping
+// have cifarinfo.ImageSize bytes or img is empty, and with an error wrapping
 // ErrImageTooLarge for an image CheckSize refuses (callers decoding
 // untrusted images check the size from the header first).
 func RawImage(dst []uint8, img image.Image) {
-	if len(dst) != cifar10.ImageSize {
-		panic(fmt.Sprintf("infer.RawImage: dst has %d bytes, want %d", len(dst), cifar10.ImageSize))
+	if len(dst) != cifarinfo.ImageSize {
+		panic(fmt.Sprintf("infer.RawImage: dst has %d bytes, want %d", len(dst), cifarinfo.ImageSize))
 	}
 	b := img.Bounds()
 	w, h := b.Dx(), b.Dy()
