@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"image"
 	"image/color"
 	"image/draw"
+	"image/jpeg"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -275,5 +277,54 @@ func TestYCbCrConversion(t *testing.T) {
 				t.Errorf("%v %v: differs from the generic conversion", ratio, img.Bounds())
 			}
 		}
+	}
+}
+
+// TestRawImageJPEGKinds preprocesses the JPEG variants that
+// testdata/infer/gen_jpeg_kinds.py writes with Pillow (progressive JPEGs of
+// extreme shapes and every chroma subsampling, CMYK JPEGs) and compares
+// each with the generic conversion, within the same allocation bound as
+// the PNG shapes.
+func TestRawImageJPEGKinds(t *testing.T) {
+	dir := filepath.Join("..", "..", "testdata", "infer", "jpeg_kinds")
+	names, err := filepath.Glob(filepath.Join(dir, "*.jpg"))
+	if err != nil || len(names) < 8 {
+		t.Fatalf("fixtures in %s: %v, %v", dir, names, err)
+	}
+	got := make([]uint8, cifar10.ImageSize)
+	want := make([]uint8, cifar10.ImageSize)
+	kinds := map[string]bool{}
+	for _, name := range names {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, format, err := image.DecodeConfig(bytes.NewReader(b))
+		if err != nil || format != "jpeg" {
+			t.Fatalf("%s: %v (%s)", name, err, format)
+		}
+		if err := CheckSize(cfg.Width, cfg.Height); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		dec, err := jpeg.Decode(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds[fmt.Sprintf("%T", dec)] = true
+		w, h := dec.Bounds().Dx(), dec.Bounds().Dy()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		RawImage(got, dec)
+		runtime.ReadMemStats(&after)
+		if a, limit := after.TotalAlloc-before.TotalAlloc, uint64(64<<10+3*w+96*h); a > limit {
+			t.Errorf("%s: RawImage allocated %d bytes, want at most %d", filepath.Base(name), a, limit)
+		}
+		RawImage(want, generic{dec})
+		if !slices.Equal(got, want) {
+			t.Errorf("%s (%T): differs from the generic conversion", filepath.Base(name), dec)
+		}
+	}
+	if !kinds["*image.YCbCr"] || !kinds["*image.CMYK"] {
+		t.Errorf("decoded kinds %v, want *image.YCbCr and *image.CMYK", kinds)
 	}
 }
