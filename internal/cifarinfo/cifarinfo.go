@@ -46,19 +46,41 @@ type Normalizer struct {
 	lut [Channels][256]float32 // lut[c][v] = (v/255 - mean[c]) / std[c]
 }
 
+// CheckNormalization reports whether mean and std can normalise images:
+// three finite means, and three standard deviations that are finite,
+// positive and normal (not zero, not subnormal), so that their reciprocals
+// are finite. The error names the offending value as "mean[i]" or "std[i]".
+func CheckNormalization(mean, std []float32) error {
+	if len(mean) != Channels {
+		return fmt.Errorf("mean: %d values, want %d (R, G, B)", len(mean), Channels)
+	}
+	if len(std) != Channels {
+		return fmt.Errorf("std: %d values, want %d (R, G, B)", len(std), Channels)
+	}
+	for c := range Channels {
+		if m := float64(mean[c]); math.IsNaN(m) || math.IsInf(m, 0) {
+			return fmt.Errorf("mean[%d] = %g: want a finite value", c, mean[c])
+		}
+		if s := float64(std[c]); math.IsNaN(s) || math.IsInf(s, 0) || math.Abs(s) < minNormal32 {
+			return fmt.Errorf("std[%d] = %g: want a finite, normal, nonzero value", c, std[c])
+		} else if s < 0 {
+			return fmt.Errorf("std[%d] = %g: want a positive value", c, std[c])
+		}
+	}
+	return nil
+}
+
+// minNormal32 is the smallest normal float32.
+const minNormal32 = 0x1p-126
+
 // NewNormalizer returns the normaliser for the per-channel (R, G, B)
-// constants mean and std; both need 3 elements and std must be positive.
+// constants mean and std, which CheckNormalization must accept.
 func NewNormalizer(mean, std []float32) (*Normalizer, error) {
-	if len(mean) != Channels || len(std) != Channels {
-		return nil, fmt.Errorf("cifar10: normalisation needs %d means and stds, got %d and %d",
-			Channels, len(mean), len(std))
+	if err := CheckNormalization(mean, std); err != nil {
+		return nil, fmt.Errorf("cifar10: %w", err)
 	}
 	n := &Normalizer{}
 	for c := range Channels {
-		if !(std[c] > 0) || math.IsInf(float64(std[c]), 0) || math.IsNaN(float64(mean[c])) || math.IsInf(float64(mean[c]), 0) {
-			return nil, fmt.Errorf("cifar10: normalisation mean[%d] = %v, std[%d] = %v: want a finite mean and a finite std > 0",
-				c, mean[c], c, std[c])
-		}
 		for v := range 256 {
 			x := float32(v) / 255
 			x = float32(x - mean[c])

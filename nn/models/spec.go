@@ -3,7 +3,6 @@ package models
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -288,22 +287,6 @@ const (
 	fileMargin = 1 << 20
 )
 
-// minNormal32 is the smallest normal float32.
-const minNormal32 = 0x1p-126
-
-// checkNorm checks the normalisation constants: three finite means, and
-// three standard deviations that are finite and normal (not zero, not
-// subnormal), so that their reciprocals are finite.
-func (s Spec) checkNorm() error {
-	for key, v := range map[string][]float32{KeyMean: s.Mean, KeyStd: s.Std} {
-		if len(v) != 3 {
-			return fmt.Errorf("%s: %d values, want 3 (R, G, B)", key, len(v))
-		}
-		for c, x := range v {
-			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) || (key == KeyStd && math.Abs(float64(x)) < minNormal32) {
-				return fmt.Errorf("%s[%d] = %g: want a finite%s value", key, c, x, map[bool]string{true: ", normal, nonzero", false: ""}[key == KeyStd])
-			}
-		}
-	}
-	return nil
-}
+// checkNorm checks the normalisation constants with the normaliser's own
+// rule (cifarinfo.CheckNormalization).
+func (s Spec) checkNorm() error { return cifarinfo.CheckNormalization(s.Mean, s.Std) }
