@@ -177,7 +177,9 @@ func WriteFileAtomic(path string, f *File) error {
 		return err
 	}
 	sealed := Sealed(f)
-	if err := atomicfile.WriteFunc(path, func(w io.Writer) error { return Write(w, sealed) }, atomicfile.Options{}); err != nil {
+	names := sealed.order()
+	header := sealed.header(names)
+	if err := atomicfile.WriteFunc(path, func(w io.Writer) error { return sealed.write(w, names, header) }, atomicfile.Options{}); err != nil {
 		return fmt.Errorf("safetensors: %w", err)
 	}
 	return nil
