@@ -277,21 +277,43 @@ func (m *Model) PreprocessRaw(dst []float32, rec []byte) error {
 // result for an image does not depend on the other images of the batch.
 // It panics if len(x) is not a positive multiple of InputSize.
 func (m *Model) Probabilities(dst, x []float32) []float32 {
-	if len(x) == 0 || len(x)%InputSize != 0 {
-		panic(fmt.Sprintf("infer.Model.Probabilities: %d input values, want a positive multiple of %d", len(x), InputSize))
-	}
+	m.checkInput("Probabilities", x)
 	s := m.getScratch()
 	defer m.scratch.Put(s)
 	return m.probabilities(s, dst, x)
 }
 
-// probabilities is Probabilities with the working memory s.
-func (m *Model) probabilities(s *scratch, dst, x []float32) []float32 {
+// Logits is Probabilities without the softmax: the network's outputs.
+func (m *Model) Logits(dst, x []float32) []float32 {
+	m.checkInput("Logits", x)
+	s := m.getScratch()
+	defer m.scratch.Put(s)
+	logits := m.logits(s, "Logits", x)
+	return append(dst[:0], logits...)
+}
+
+// checkInput panics unless x holds a positive number of images.
+func (m *Model) checkInput(op string, x []float32) {
+	if len(x) == 0 || len(x)%InputSize != 0 {
+		panic(fmt.Sprintf("infer.Model.%s: %d input values, want a positive multiple of %d", op, len(x), InputSize))
+	}
+}
+
+// logits runs the network on x with the working memory s and checks the
+// size of its result (valid until s is used again).
+func (m *Model) logits(s *scratch, op string, x []float32) []float32 {
 	n, k := len(x)/InputSize, m.spec.NumClasses
 	logits := m.forward(s, x, n)
 	if len(logits) != n*k {
-		panic(fmt.Sprintf("infer.Model.Probabilities: the network returned %d values for %d images of %d classes", len(logits), n, k))
+		panic(fmt.Sprintf("infer.Model.%s: the network returned %d values for %d images of %d classes", op, len(logits), n, k))
 	}
+	return logits
+}
+
+// probabilities is Probabilities with the working memory s.
+func (m *Model) probabilities(s *scratch, dst, x []float32) []float32 {
+	n, k := len(x)/InputSize, m.spec.NumClasses
+	logits := m.logits(s, "Probabilities", x)
 	dst = slices.Grow(dst[:0], n*k)[:n*k]
 	for i := range n {
 		softmax(dst[i*k:(i+1)*k], logits[i*k:(i+1)*k])

@@ -616,3 +616,39 @@ func TestSparseByDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestLogits checks that Logits returns what the saved network computes in
+// evaluation mode and that Probabilities is its softmax.
+func TestLogits(t *testing.T) {
+	path, net := saveTiny(t, 11)
+	m, err := infer.Load(path, infer.Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3
+	x := randomInputs(newRng(12), n)
+	logits := m.Logits(make([]float32, 1), x)
+	net.SetTraining(false)
+	want := net.Forward(autograd.FromSlice(slices.Clone(x), n, 3, infer.Side, infer.Side)).Data
+	k := m.NumClasses()
+	if len(logits) != n*k {
+		t.Fatalf("Logits returned %d values, want %d", len(logits), n*k)
+	}
+	probs := m.Probabilities(nil, x)
+	for i := range n {
+		row := logits[i*k : (i+1)*k]
+		mx := slices.Max(row)
+		var sum float64
+		for _, v := range row {
+			sum += math.Exp(float64(v - mx))
+		}
+		for j, v := range row {
+			if d := math.Abs(float64(v - want[i*k+j])); d > 1e-4*(1+math.Abs(float64(want[i*k+j]))) {
+				t.Errorf("image %d class %d: logit %g, eval-mode network %g", i, j, v, want[i*k+j])
+			}
+			if p := math.Exp(float64(v-mx)) / sum; math.Abs(p-float64(probs[i*k+j])) > 1e-6 {
+				t.Errorf("image %d class %d: softmax of the logits %g, Probabilities %g", i, j, p, probs[i*k+j])
+			}
+		}
+	}
+}
