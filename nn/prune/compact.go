@@ -187,7 +187,8 @@ type FileResult struct {
 
 // CompactFile compacts the network stored in the model or training-state
 // file src and writes it to the model file dst with its widths in the
-// metadata, so that nn/infer.Load and checkpoint.LoadModel into
+// metadata, its sparse and binary tensors compressed
+// (checkpoint.SaveCompressedModel: the deployable file), so that nn/infer.Load and checkpoint.LoadModel into
 // spec.Build() rebuild it. The network is spec merged with src's metadata
 // (fields of spec win), as nn/infer.Load reads it; the other metadata of a
 // model file are kept.
@@ -234,7 +235,7 @@ func CompactFile(dst, src string, spec models.Spec) (*FileResult, error) {
 		maps.Copy(out, f.Metadata)
 	}
 	maps.Copy(out, spec.Metadata())
-	if err := checkpoint.SaveModel(dst, c, out); err != nil {
+	if err := checkpoint.SaveCompressedModel(dst, c, out); err != nil {
 		return nil, err
 	}
 	return &FileResult{Spec: spec, Count: g.Count()}, nil

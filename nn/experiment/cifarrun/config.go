@@ -163,7 +163,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.Resume, "resume", c.Resume, "continue the run saved in -out exactly where it stopped")
 	fs.BoolVar(&c.EvalOnly, "eval-only", c.EvalOnly, "evaluate -weights on the test set and exit")
 	fs.BoolVar(&c.Dense, "dense", c.Dense, "-eval-only: run every layer densely (default: layers with mostly exact zeros run sparse)")
-	fs.StringVar(&c.Compact, "compact", c.Compact, "write -weights without its removable channels (zero filters) to this model file, with the per-layer widths in its metadata, and exit")
+	fs.StringVar(&c.Compact, "compact", c.Compact, "write -weights without its removable channels (zero filters) to this model file, with the per-layer widths in its metadata and its sparse and binary tensors compressed (the deployable file), and exit")
 	return fs
 }
 
