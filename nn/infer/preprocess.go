@@ -41,6 +41,10 @@ const Side = cifarinfo.Height
 // Memory is O(w + 96·h) bytes at most (a thin image of any length costs
 // kilobytes) and time proportional to the source pixels read.
 //
+// Each source row becomes three int32 planes, and each of the 32 output
+// columns a dot product of one padded length with them (the weights of
+// its window, then zeros); the vertical pass sums whole output rows.
+//
 // A 32×32 image passes through unchanged. RawImage panics if dst does not
 // have cifarinfo.ImageSize bytes or img is empty, and with an error wrapping
 // ErrImageTooLarge for an image CheckSize refuses (callers decoding
@@ -66,55 +70,53 @@ func RawImage(dst []uint8, img image.Image) {
 	x0, x1 := span(colFirst, colK)
 	y0, y1 := span(rowFirst, rowK)
 	// Horizontal pass: every source row in [y0, y1) becomes the 32 cropped
-	// columns of the resized row, 3 bytes each.
+	// columns of the resized row, as three planes of 32 bytes (R, G, B).
 	const rowBytes = 3 * Side
 	n := x1 - x0
-	src := make([]uint8, 6*n) // the row interleaved, then as three planes
-	planes := src[3*n:]
-	pr, pg, pb := planes[:n], planes[n:2*n], planes[2*n:]
+	var f hfilter
+	m := n
+	if colK != nil {
+		f = flatten(colFirst, colK, x0)
+		m = max(n, f.end) // the windows read up to f.end, past n times zero weights
+	}
+	planes := make([]int32, 3*m)
+	pr, pg, pb := planes[:m], planes[m:2*m], planes[2*m:]
+	ycc, _ := img.(*image.YCbCr)
+	var rgb []uint8
+	if ycc == nil {
+		rgb = make([]uint8, 3*n)
+	}
 	mid := make([]uint8, rowBytes*(y1-y0))
 	for y := y0; y < y1; y++ {
 		out := mid[rowBytes*(y-y0) : rowBytes*(y-y0+1)]
-		if m, ok := img.(*image.YCbCr); ok && colK != nil {
-			yccPlanes(pr, pg, pb, m, b.Min.X+x0, b.Min.Y+y)
+		if ycc != nil {
+			yccPlanes(pr[:n], pg[:n], pb[:n], ycc, b.Min.X+x0, b.Min.Y+y)
 		} else {
-			rgb := src[:3*n]
 			rgbRow(rgb, img, b.Min.X+x0, b.Min.Y+y)
-			if colK == nil {
-				for x := range Side {
-					p := 3 * (colFirst[x] - x0)
-					copy(out[3*x:3*x+3], rgb[p:p+3])
-				}
-				continue
-			}
 			for i := range n {
-				pr[i], pg[i], pb[i] = rgb[3*i], rgb[3*i+1], rgb[3*i+2]
+				pr[i], pg[i], pb[i] = int32(rgb[3*i]), int32(rgb[3*i+1]), int32(rgb[3*i+2])
 			}
 		}
-		for x := range Side {
-			p, k := colFirst[x]-x0, colK[x]
-			out[3*x] = clip8(dot(pr[p:], k))
-			out[3*x+1] = clip8(dot(pg[p:], k))
-			out[3*x+2] = clip8(dot(pb[p:], k))
+		if colK == nil {
+			for x := range Side {
+				p := colFirst[x] - x0
+				out[x], out[Side+x], out[2*Side+x] = uint8(pr[p]), uint8(pg[p]), uint8(pb[p])
+			}
+			continue
 		}
+		hdot(out, pr, pg, pb, &f)
 	}
 	// Vertical pass straight into the planes of dst.
 	const plane = Side * Side
 	for y := range Side {
 		r := rowFirst[y] - y0
-		for i := range rowBytes {
-			var v uint8
-			if rowK == nil {
-				v = mid[rowBytes*r+i]
-			} else {
-				s := int32(1 << (precision - 1))
-				for j, kj := range rowK[y] {
-					s += int32(mid[rowBytes*(r+j)+i]) * kj
-				}
-				v = clip8(s)
+		if rowK == nil {
+			for c := range 3 {
+				copy(dst[c*plane+y*Side:][:Side], mid[rowBytes*r+c*Side:][:Side])
 			}
-			dst[(i%3)*plane+y*Side+i/3] = v
+			continue
 		}
+		vdot(dst[y*Side:], mid[rowBytes*r:], rowK[y])
 	}
 }
 
@@ -172,17 +174,19 @@ func window(n, m, off int) (first []int, k [][]int32) {
 // yccRow is rgbRow for a Y'CbCr image.
 func yccRow(dst []uint8, m *image.YCbCr, x0, y int) {
 	n := len(dst) / 3
-	planes := make([]uint8, 3*n)
+	planes := make([]int32, 3*n)
 	yccPlanes(planes[:n], planes[n:2*n], planes[2*n:], m, x0, y)
 	for x := range n {
-		dst[3*x], dst[3*x+1], dst[3*x+2] = planes[x], planes[n+x], planes[2*n+x]
+		dst[3*x], dst[3*x+1], dst[3*x+2] = uint8(planes[x]), uint8(planes[n+x]), uint8(planes[2*n+x])
 	}
 }
 
 // yccPlanes writes the pixels x0, x0+1, ... of row y of m, as many as r
-// holds, into r, g and b: color.YCbCrToRGB's arithmetic, inlined, with the
-// chroma samples found by the subsampling ratio's shift.
-func yccPlanes(r, g, b []uint8, m *image.YCbCr, x0, y int) {
+// holds, into r, g and b (0..255 each): color.YCbCrToRGB's arithmetic,
+// inlined, with the chroma samples found by the subsampling ratio's shift.
+// Rows with one chroma sample per pixel (4:4:4, 4:4:0) or per two pixels
+// (4:2:2, 4:2:0) go through ycc1 and ycc2.
+func yccPlanes(r, g, b []int32, m *image.YCbCr, x0, y int) {
 	n := len(r)
 	g, b = g[:n], b[:n]
 	var shift uint
@@ -195,45 +199,90 @@ func yccPlanes(r, g, b []uint8, m *image.YCbCr, x0, y int) {
 	if m.Rect.Min.X < 0 || m.Rect.Min.Y < 0 {
 		for x := range n {
 			yi, ci := m.YOffset(x0+x, y), m.COffset(x0+x, y)
-			r[x], g[x], b[x] = color.YCbCrToRGB(m.Y[yi], m.Cb[ci], m.Cr[ci])
+			rr, gg, bb := color.YCbCrToRGB(m.Y[yi], m.Cb[ci], m.Cr[ci])
+			r[x], g[x], b[x] = int32(rr), int32(gg), int32(bb)
 		}
 		return
 	}
 	yrow := m.Y[m.YOffset(x0, y):][:n]
 	// COffset(x, y) is cbase + x>>shift for x ≥ 0.
 	cbase := m.COffset(m.Rect.Min.X, y) - m.Rect.Min.X>>shift
-	x := 0
-	if shift == 1 && x0&1 == 0 {
-		// Two pixels per chroma sample: its terms computed once.
-		cb, cr := m.Cb[cbase+x0>>1:], m.Cr[cbase+x0>>1:]
-		for ; x+2 <= n; x += 2 {
-			cb1 := int32(cb[x>>1]) - 128
-			cr1 := int32(cr[x>>1]) - 128
-			dr, dg, db := 91881*cr1, -22554*cb1-46802*cr1, 116130*cb1
-			y0, y1 := int32(yrow[x])*0x10101, int32(yrow[x+1])*0x10101
-			r[x], g[x], b[x] = clampYCC(y0+dr), clampYCC(y0+dg), clampYCC(y0+db)
-			r[x+1], g[x+1], b[x+1] = clampYCC(y1+dr), clampYCC(y1+dg), clampYCC(y1+db)
+	switch shift {
+	case 0:
+		c := cbase + x0
+		ycc1(r, g, b, yrow, m.Cb[c:c+n], m.Cr[c:c+n])
+		return
+	case 1:
+		x := 0
+		if x0&1 != 0 && n > 0 {
+			// The second pixel of its chroma sample: the pairs start after it.
+			c := cbase + x0>>1
+			r[0], g[0], b[0] = yccPixel(yrow[0], m.Cb[c], m.Cr[c])
+			x = 1
 		}
+		c, nc := cbase+(x0+x)>>1, (n-x+1)>>1
+		ycc2(r[x:], g[x:], b[x:], yrow[x:], m.Cb[c:c+nc], m.Cr[c:c+nc])
+		return
 	}
-	for ; x < n; x++ {
-		yv := yrow[x]
+	for x := range n {
 		ci := cbase + (x0+x)>>shift
-		yy1 := int32(yv) * 0x10101
-		cb1 := int32(m.Cb[ci]) - 128
-		cr1 := int32(m.Cr[ci]) - 128
-		r[x] = clampYCC(yy1 + 91881*cr1)
-		g[x] = clampYCC(yy1 - 22554*cb1 - 46802*cr1)
-		b[x] = clampYCC(yy1 + 116130*cb1)
+		r[x], g[x], b[x] = yccPixel(yrow[x], m.Cb[ci], m.Cr[ci])
 	}
+}
+
+// yccPixel is color.YCbCrToRGB with int32 results.
+func yccPixel(y, cb, cr uint8) (r, g, b int32) {
+	yy := int32(y) * 0x10101
+	cb1, cr1 := int32(cb)-128, int32(cr)-128
+	return clampYCC(yy + 91881*cr1), clampYCC(yy - 22554*cb1 - 46802*cr1), clampYCC(yy + 116130*cb1)
 }
 
 // clampYCC is the rounding of color.YCbCrToRGB: a 16.16 fixed-point value
 // to a byte, clamped to 0..255.
-func clampYCC(v int32) uint8 {
+func clampYCC(v int32) int32 {
 	if uint32(v)&0xff000000 == 0 {
-		return uint8(v >> 16)
+		return v >> 16
 	}
-	return uint8(^(v >> 31))
+	return int32(uint8(^(v >> 31)))
+}
+
+// ycc1 converts the pixels of a Y'CbCr row with a chroma sample per pixel:
+// pixel x of r, g and b from yrow[x], cb[x] and cr[x], len(r) of them.
+func ycc1(r, g, b []int32, yrow, cb, cr []uint8) {
+	ycc1Go(r, g, b, yrow, cb, cr)
+}
+
+func ycc1Go(r, g, b []int32, yrow, cb, cr []uint8) {
+	n := len(r)
+	g, b, yrow, cb, cr = g[:n], b[:n], yrow[:n], cb[:n], cr[:n]
+	for x := range n {
+		r[x], g[x], b[x] = yccPixel(yrow[x], cb[x], cr[x])
+	}
+}
+
+// ycc2 converts the pixels of a Y'CbCr row with a chroma sample per two
+// pixels: pixel x of r, g and b from yrow[x], cb[x/2] and cr[x/2], len(r)
+// of them.
+func ycc2(r, g, b []int32, yrow, cb, cr []uint8) {
+	ycc2Go(r, g, b, yrow, cb, cr)
+}
+
+func ycc2Go(r, g, b []int32, yrow, cb, cr []uint8) {
+	n := len(r)
+	g, b, yrow, cb, cr = g[:n], b[:n], yrow[:n], cb[:(n+1)/2], cr[:(n+1)/2]
+	x := 0
+	for ; x+2 <= n; x += 2 {
+		// Two pixels per chroma sample: its terms computed once.
+		cb1 := int32(cb[x>>1]) - 128
+		cr1 := int32(cr[x>>1]) - 128
+		dr, dg, db := 91881*cr1, -22554*cb1-46802*cr1, 116130*cb1
+		y0, y1 := int32(yrow[x])*0x10101, int32(yrow[x+1])*0x10101
+		r[x], g[x], b[x] = clampYCC(y0+dr), clampYCC(y0+dg), clampYCC(y0+db)
+		r[x+1], g[x+1], b[x+1] = clampYCC(y1+dr), clampYCC(y1+dg), clampYCC(y1+db)
+	}
+	if x < n {
+		r[x], g[x], b[x] = yccPixel(yrow[x], cb[x>>1], cr[x>>1])
+	}
 }
 
 // span returns the source range [lo, hi) that the weights of window read.
@@ -335,24 +384,104 @@ func coefficients(n, m, off, count int) (first []int, k [][]int32) {
 	return first, k
 }
 
-// dot returns the rounding half plus the sum of k[j]·p[j] over k.
-func dot(p []uint8, k []int32) int32 {
-	p = p[:len(k)]
-	// Four running sums: integer addition is associative, so the order
-	// does not change the result.
-	var s0, s1, s2, s3 int32
-	j := 0
-	for ; j+4 <= len(k); j += 4 {
-		q, c := p[j:j+4:j+4], k[j:j+4:j+4]
-		s0 += int32(q[0]) * c[0]
-		s1 += int32(q[1]) * c[1]
-		s2 += int32(q[2]) * c[2]
-		s3 += int32(q[3]) * c[3]
+// hfilter is the horizontal pass's weights laid out for its kernels:
+// output x (of Side) reads taps elements of each plane from first[x], with
+// the weights k[x·taps : (x+1)·taps], its window's weights padded with
+// zeros. taps is a positive multiple of 8, and no window reads at or past
+// end.
+type hfilter struct {
+	first []int
+	k     []int32
+	taps  int
+	end   int
+}
+
+// flatten returns the hfilter of the Side windows first, k (coefficients)
+// of the source read from x0 ≤ first[0].
+func flatten(first []int, k [][]int32, x0 int) hfilter {
+	taps := 8
+	for _, ki := range k[:Side] {
+		taps = max(taps, (len(ki)+7)&^7)
 	}
-	for ; j < len(k); j++ {
-		s0 += int32(p[j]) * k[j]
+	f := hfilter{first: make([]int, Side), k: make([]int32, Side*taps), taps: taps}
+	for x := range Side {
+		p := first[x] - x0
+		if p < 0 {
+			panic("infer: a window starts before the source row")
+		}
+		f.first[x] = p
+		copy(f.k[x*taps:(x+1)*taps], k[x])
+		f.end = max(f.end, p+taps)
 	}
-	return 1<<(precision-1) + s0 + s1 + s2 + s3
+	return f
+}
+
+// hdot computes the horizontal pass of one source row, its pixels in the
+// planes r, g and b (of at least f.end elements): out[c·Side + x] is
+// output x of plane c, the clip8 of the rounding half plus the sum of the
+// weights of window x times the pixels it reads.
+func hdot(out []uint8, r, g, b []int32, f *hfilter) {
+	out, r, g, b = out[:3*Side], r[:f.end], g[:f.end], b[:f.end]
+	if len(f.first) != Side || f.taps <= 0 || f.taps%8 != 0 || len(f.k) != Side*f.taps {
+		panic("infer: malformed hfilter")
+	}
+	hdotGo(out, r, g, b, f)
+}
+
+func hdotGo(out []uint8, r, g, b []int32, f *hfilter) {
+	for x := range Side {
+		p, k := f.first[x], f.k[x*f.taps:][:f.taps]
+		sr, sg, sb := dot3(r[p:], g[p:], b[p:], k)
+		out[x], out[Side+x], out[2*Side+x] = clip8(sr), clip8(sg), clip8(sb)
+	}
+}
+
+// dot3 returns the rounding half plus the sums of k[j] times r[j], g[j]
+// and b[j] over k. (A function of its own: inlined into hdotGo's loop, its
+// sums would live on the stack.)
+//
+//go:noinline
+func dot3(r, g, b, k []int32) (sr, sg, sb int32) {
+	r, g, b = r[:len(k)], g[:len(k)], b[:len(k)]
+	// Integer addition is associative, so the order of the sums does not
+	// change the result.
+	sr, sg, sb = 1<<(precision-1), 1<<(precision-1), 1<<(precision-1)
+	for j, kj := range k {
+		sr += r[j] * kj
+		sg += g[j] * kj
+		sb += b[j] * kj
+	}
+	return sr, sg, sb
+}
+
+// vdot computes the vertical pass of one output row from the horizontal
+// pass's rows mid (3·Side bytes each, the R, G and B planes' outputs):
+// dst[c·Side·Side + x] is the clip8 of the rounding half plus the sum over
+// j of k[j]·mid[j·3·Side + c·Side + x], for the planes c and columns x.
+func vdot(dst, mid []uint8, k []int32) {
+	const plane = Side * Side
+	dst, mid = dst[:2*plane+Side], mid[:3*Side*len(k)]
+	vdotGo(dst, mid, k)
+}
+
+func vdotGo(dst, mid []uint8, k []int32) {
+	const plane = Side * Side
+	var s [3 * Side]int32
+	for i := range s {
+		s[i] = 1 << (precision - 1)
+	}
+	for j, kj := range k {
+		row := mid[3*Side*j:][:3*Side]
+		for i, v := range row {
+			s[i] += int32(v) * kj
+		}
+	}
+	for c := range 3 {
+		out := dst[c*plane:][:Side]
+		for x := range out {
+			out[x] = clip8(s[c*Side+x])
+		}
+	}
 }
 
 // clip8 rounds a fixed-point sum (which includes the rounding half) to a
