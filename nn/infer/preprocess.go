@@ -43,7 +43,12 @@ const Side = cifarinfo.Height
 //
 // Each source row becomes three int32 planes, and each of the 32 output
 // columns a dot product of one padded length with them (the weights of
-// its window, then zeros); the vertical pass sums whole output rows.
+// its window, then zeros); the vertical pass sums whole output rows. On
+// amd64 with AVX2 the Y'CbCr conversion of rows with one chroma sample per
+// pixel or per two (4:4:4, 4:4:0, 4:2:2, 4:2:0; the other ratios take the
+// Go loop) and both passes run as assembly kernels (preprocess_amd64.s)
+// that do the Go loops' integer arithmetic, so the result is the same bit
+// for bit on every platform.
 //
 // A 32×32 image passes through unchanged. RawImage panics if dst does not
 // have cifarinfo.ImageSize bytes or img is empty, and with an error wrapping
@@ -185,7 +190,7 @@ func yccRow(dst []uint8, m *image.YCbCr, x0, y int) {
 // holds, into r, g and b (0..255 each): color.YCbCrToRGB's arithmetic,
 // inlined, with the chroma samples found by the subsampling ratio's shift.
 // Rows with one chroma sample per pixel (4:4:4, 4:4:0) or per two pixels
-// (4:2:2, 4:2:0) go through ycc1 and ycc2.
+// (4:2:2, 4:2:0) go through ycc1 and ycc2, which have assembly kernels.
 func yccPlanes(r, g, b []int32, m *image.YCbCr, x0, y int) {
 	n := len(r)
 	g, b = g[:n], b[:n]
@@ -249,6 +254,13 @@ func clampYCC(v int32) int32 {
 // ycc1 converts the pixels of a Y'CbCr row with a chroma sample per pixel:
 // pixel x of r, g and b from yrow[x], cb[x] and cr[x], len(r) of them.
 func ycc1(r, g, b []int32, yrow, cb, cr []uint8) {
+	n := len(r)
+	if haveAVX2 && n >= 8 {
+		k := n &^ 7
+		_, _, _, _, _ = g[k-1], b[k-1], yrow[k-1], cb[k-1], cr[k-1]
+		ycc1AVX2(&r[0], &g[0], &b[0], &yrow[0], &cb[0], &cr[0], k)
+		r, g, b, yrow, cb, cr = r[k:], g[k:], b[k:], yrow[k:], cb[k:], cr[k:]
+	}
 	ycc1Go(r, g, b, yrow, cb, cr)
 }
 
@@ -264,6 +276,13 @@ func ycc1Go(r, g, b []int32, yrow, cb, cr []uint8) {
 // pixels: pixel x of r, g and b from yrow[x], cb[x/2] and cr[x/2], len(r)
 // of them.
 func ycc2(r, g, b []int32, yrow, cb, cr []uint8) {
+	n := len(r)
+	if haveAVX2 && n >= 16 {
+		k := n &^ 15
+		_, _, _, _, _ = g[k-1], b[k-1], yrow[k-1], cb[k/2-1], cr[k/2-1]
+		ycc2AVX2(&r[0], &g[0], &b[0], &yrow[0], &cb[0], &cr[0], k)
+		r, g, b, yrow, cb, cr = r[k:], g[k:], b[k:], yrow[k:], cb[k/2:], cr[k/2:]
+	}
 	ycc2Go(r, g, b, yrow, cb, cr)
 }
 
@@ -425,6 +444,10 @@ func hdot(out []uint8, r, g, b []int32, f *hfilter) {
 	if len(f.first) != Side || f.taps <= 0 || f.taps%8 != 0 || len(f.k) != Side*f.taps {
 		panic("infer: malformed hfilter")
 	}
+	if haveAVX2 {
+		hdotAVX2(&out[0], &r[0], &g[0], &b[0], &f.first[0], &f.k[0], f.taps)
+		return
+	}
 	hdotGo(out, r, g, b, f)
 }
 
@@ -461,6 +484,10 @@ func dot3(r, g, b, k []int32) (sr, sg, sb int32) {
 func vdot(dst, mid []uint8, k []int32) {
 	const plane = Side * Side
 	dst, mid = dst[:2*plane+Side], mid[:3*Side*len(k)]
+	if haveAVX2 && len(k) > 0 {
+		vdotAVX2(&dst[0], &mid[0], &k[0], len(k))
+		return
+	}
 	vdotGo(dst, mid, k)
 }
 
