@@ -3,11 +3,14 @@
 //
 // Usage:
 //
-//	serve -model [NAME=]FILE [-model NAME=FILE ...] [-model-dir DIR] [flags]
+//	serve [-model [NAME=]FILE | -model NAME ...] [-model-dir DIR] [flags]
 //
-// It loads every FILE (and every *.safetensors file of DIR) (a model file written by cmd/cifar, whose metadata
-// names the network, or a PyTorch state dict with -arch) under its NAME
-// (default: the file name without its extension), listens on -addr and
+// It loads every FILE (and every *.safetensors file of DIR) (a model file
+// written by cmd/cifar, whose metadata names the network, or a PyTorch
+// state dict with -arch) under its NAME (default: the file name without its
+// extension), and every model of package nn/pretrained named by -model
+// NAME; with neither -model nor -model-dir it serves the shipped sparse
+// ResNet-20 (pretrained.Default) and says so. It listens on -addr and
 // answers
 //
 //	POST /classify?k=5&model=NAME  an image (Content-Type image/png, image/jpeg, or
@@ -29,6 +32,8 @@
 //
 // Examples:
 //
+//	go run ./cmd/serve
+//	go run ./cmd/serve -model resnet20-binary
 //	go run ./cmd/serve -model runs/resnet20-proxgen-l12-s1/model.safetensors
 //	curl -s --data-binary @cat.png -H 'Content-Type: image/png' 'localhost:8080/classify?k=3'
 //	go run ./cmd/serve -model torch.safetensors -arch resnet20 -addr 127.0.0.1:9000
@@ -61,6 +66,7 @@ import (
 	"github.com/proxgen/proxgen/internal/procstat"
 	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/infer/serve"
+	"github.com/proxgen/proxgen/nn/pretrained"
 )
 
 func main() {
@@ -89,6 +95,14 @@ func (m *models) String() string { return fmt.Sprint(*m) }
 func (m *models) Set(v string) error {
 	name, path, ok := strings.Cut(v, "=")
 	if !ok {
+		if shipped(v) {
+			// A shipped model: loaded from nn/pretrained (Path empty).
+			*m = append(*m, serve.Source{Name: v})
+			return nil
+		}
+		if _, err := os.Stat(v); err != nil && !strings.ContainsAny(v, `/\.`) {
+			return fmt.Errorf("%s is neither a file nor a shipped model (%s)", v, strings.Join(pretrained.Names(), ", "))
+		}
 		path = v
 		name = strings.TrimSuffix(filepath.Base(v), filepath.Ext(v))
 	}
@@ -99,9 +113,20 @@ func (m *models) Set(v string) error {
 	return nil
 }
 
+// shipped reports whether the -model value v names a model of
+// nn/pretrained: a shipped name that is not also a file.
+func shipped(v string) bool {
+	if !pretrained.Has(v) {
+		return false
+	}
+	_, err := os.Stat(v)
+	return err != nil
+}
+
 type config struct {
-	models      models
-	modelDir    string
+	models       models
+	defaultModel bool // no -model or -model-dir: the shipped default
+	modelDir     string
 	spec        infer.Spec
 	dense       bool
 	addr        string
@@ -114,8 +139,8 @@ type config struct {
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	c := &config{}
-	fs := cli.NewFlagSet("serve", "serve -model [NAME=]FILE ... | -model-dir DIR [flags]", "classifies images over HTTP with one or more model files, or load-tests that service (docs/serve.md)", stderr)
-	fs.Var(&c.models, "model", "`[NAME=]FILE`: a model file (safetensors) to serve under NAME (default: the file name without extension); repeat for several")
+	fs := cli.NewFlagSet("serve", "serve [-model [NAME=]FILE | -model NAME ...] [-model-dir DIR] [flags]", "classifies images over HTTP with one or more model files, or load-tests that service (docs/serve.md)", stderr)
+	fs.Var(&c.models, "model", "`[NAME=]FILE or NAME`: a model file (safetensors) to serve under NAME (default: the file name without extension), or a shipped model of nn/pretrained by its name; repeat for several (default: the shipped "+pretrained.Default+")")
 	fs.StringVar(&c.modelDir, "model-dir", "", "serve every *.safetensors file of this directory under its name without extension (after the -model ones)")
 	fs.StringVar(&c.spec.Model, "arch", "", "network of the file (resnet20, vgg16, ...); default: the file's metadata (needed for PyTorch files)")
 	fs.Float64Var(&c.spec.Width, "width", 0, "channel multiplier of the network; default: the file's metadata, else 1")
@@ -145,7 +170,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, err
 	}
 	if len(c.models) == 0 && c.modelDir == "" {
-		return nil, errors.New("-model or -model-dir is required")
+		c.models = models{{Name: pretrained.Default}}
+		c.defaultModel = true
 	}
 	if c.threads < 0 || c.concurrency < 1 || c.loadtest < 0 {
 		return nil, fmt.Errorf("-threads %d, -concurrency %d or -loadtest %v out of range", c.threads, c.concurrency, c.loadtest)
@@ -181,7 +207,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, hup <-cha
 		fmt.Fprintf(stderr, "serve: %v\n", err)
 		return exitDrain
 	case err != nil:
-		fmt.Fprintf(stderr, "serve: %v\n", err)
+		// The server's own errors already name it.
+		msg := strings.TrimPrefix(err.Error(), "serve: ")
+		fmt.Fprintf(stderr, "serve: %s\n", msg)
 		return exitError
 	}
 	return exitOK
@@ -205,9 +233,23 @@ func serveModels(ctx context.Context, c *config, stdout, stderr io.Writer, hup <
 		}
 	}
 	for i := range c.models {
-		c.models[i].Spec = c.spec
+		src := &c.models[i]
+		src.Spec = c.spec
 		if c.dense {
-			c.models[i].Options = []infer.Option{infer.Dense()}
+			src.Options = []infer.Option{infer.Dense()}
+		}
+		if src.Path == "" {
+			m, err := pretrained.Open(src.Name, src.Options...)
+			if err != nil {
+				return err
+			}
+			src.Model = m
+			how := ""
+			if c.defaultModel {
+				how = "no -model given: "
+			}
+			fmt.Fprintf(stderr, "serve: %sserving the shipped model %s (nn/pretrained; -model NAME picks another of %s, -model FILE a file)\n",
+				how, src.Name, strings.Join(pretrained.Names(), ", "))
 		}
 	}
 	srv, err := serve.NewModels(c.srv, c.models...)

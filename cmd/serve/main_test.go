@@ -23,6 +23,7 @@ import (
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/infer/serve"
+	"github.com/proxgen/proxgen/nn/pretrained"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
@@ -262,7 +263,8 @@ func TestErrors(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{nil, exitUsage, "-model or -model-dir is required"},
+		{[]string{"-model", "resnet20-no-such-model"}, exitUsage, "resnet20-no-such-model is neither a file nor a shipped model (resnet20-"},
+		{[]string{"-model", filepath.Join(t.TempDir(), "none.safetensors")}, exitError, "serve: model \"none\": open "},
 		{[]string{"-model-dir", filepath.Join(t.TempDir(), "none")}, exitError, "none"},
 		{[]string{"-model-dir", t.TempDir()}, exitError, "no .safetensors file"},
 		{[]string{"-model", path, "extra"}, exitUsage, "unexpected argument"},
@@ -277,8 +279,8 @@ func TestErrors(t *testing.T) {
 	} {
 		var stdout, stderr syncBuffer
 		got := run(context.Background(), c.args, &stdout, &stderr, nil)
-		if got != c.code || !strings.Contains(stderr.String(), c.msg) {
-			t.Errorf("%q: exit %d, stderr %q; want %d and %q", c.args, got, stderr.String(), c.code, c.msg)
+		if got != c.code || !strings.Contains(stderr.String(), c.msg) || strings.Contains(stderr.String(), "serve: serve:") {
+			t.Errorf("%q: exit %d, stderr %q; want %d and %q (once prefixed)", c.args, got, stderr.String(), c.code, c.msg)
 		}
 	}
 }
@@ -308,6 +310,42 @@ func TestHostileMetadata(t *testing.T) {
 		t.Logf("%s=%s: exit %d in %v", c.key, c.value, got, time.Since(start))
 		if got != exitError || !strings.Contains(stderr.String(), c.want) || strings.Contains(stderr.String(), "goroutine ") {
 			t.Errorf("%s=%s: exit %d, stderr %q; want %d and %q", c.key, c.value, got, stderr.String(), exitError, c.want)
+		}
+	}
+}
+
+// TestShippedModels serves without -model (the shipped default, said in
+// the log) and a second shipped model by name; both classify, under their
+// names.
+func TestShippedModels(t *testing.T) {
+	names := pretrained.Names()
+	other := names[0]
+	if other == pretrained.Default {
+		other = names[len(names)-1]
+	}
+	for _, args := range [][]string{nil, {"-model", other}} {
+		ctx, cancel := context.WithCancel(context.Background())
+		var stderr syncBuffer
+		url, code := startRun(t, ctx, append(args, "-addr", "127.0.0.1:0", "-threads", "1"), &stderr, nil)
+		name := pretrained.Default
+		if args != nil {
+			name = other
+		} else if !strings.Contains(stderr.String(), "no -model given: serving the shipped model "+name) {
+			t.Errorf("the log does not say which model it serves:\n%s", stderr.String())
+		}
+		resp, err := http.Post(url+"/classify?k=3&model="+name, "application/octet-stream", bytes.NewReader(make([]byte, cifar10.ImageSize)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r serve.Response
+		err = json.NewDecoder(resp.Body).Decode(&r)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 || len(r.Predictions) != 3 {
+			t.Errorf("%q: status %d, %+v, %v", args, resp.StatusCode, r, err)
+		}
+		cancel()
+		if c := <-code; c != exitOK {
+			t.Errorf("%q: exit %d\n%s", args, c, stderr.String())
 		}
 	}
 }

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The full-data CIFAR-10 runs of docs/cifar-full.md: all 50,000 training and
+# 10,000 test images, full-width ResNet-20 with option-B shortcuts (so that
+# the binary runs can start from the dense SGD model), seed $SEED, $EPOCHS
+# epochs with a cosine step size for every run. Each run is an ordinary
+# cmd/cifar run in $RUNS/<name>; a finished run (summary.json present) is
+# skipped and an interrupted one resumed, so the script can be re-run until
+# every listed run is done.
+#
+# Usage: scripts/cifar_full.sh NAME...   (default: all, in the order below)
+# Environment: DATA (default /tmp/cifar10, built with
+# ../shared/data/cifar10/prepare when missing), RUNS (default runs/full),
+# EPOCHS (default 40), SEED (default 1), THREADS (default 0: all cores).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DATA=${DATA:-/tmp/cifar10}
+RUNS=${RUNS:-runs/full}
+EPOCHS=${EPOCHS:-40}
+SEED=${SEED:-1}
+THREADS=${THREADS:-0}
+BIN=${BIN:-$(mktemp -d)/cifar}
+
+if [ ! -d "$DATA/cifar-10-batches-bin" ]; then
+	../shared/data/cifar10/prepare "$DATA" >/dev/null
+fi
+go build -o "$BIN" ./cmd/cifar
+
+common=(-data "$DATA" -model resnet20 -shortcut B -width 1 -seed "$SEED"
+	-epochs "$EPOCHS" -threads "$THREADS" -schedule cosine -progress lines -json)
+
+# flags of each run (besides the common ones)
+declare -A FLAGS=(
+	[sgd]="-optimizer sgd -lr 0.1 -momentum 0.9 -wd 5e-4"
+	[adam]="-optimizer adam -lr 1e-3"
+	[proxgen-l12]="-optimizer proxgen -reg l12 -lambda ${LAMBDA_L12:-10}"
+	[subgrad-l12]="-optimizer subgrad -reg l12 -lambda ${LAMBDA_L12:-10}"
+	[proxgen-l0]="-optimizer proxgen -reg l0 -lambda ${LAMBDA_L0:-0.5}"
+	[proxgen-gl21]="-optimizer proxgen -reg gl21 -lambda ${LAMBDA_GL21:-1500}"
+	[proxgen-binary]="-optimizer proxgen -reg bin-l1 -lambda ${LAMBDA_BIN:-3e-6} -lr 0.01 -schedule const -weights $RUNS/sgd/model.safetensors"
+	[proxquant]="-optimizer proxquant -lambda ${LAMBDA_PQ:-6e-3} -schedule const -weights $RUNS/sgd/model.safetensors"
+	[bc]="-optimizer bc -schedule const -weights $RUNS/sgd/model.safetensors"
+)
+ORDER=(sgd adam proxgen-l12 proxgen-binary proxgen-gl21 subgrad-l12 proxgen-l0 proxquant bc)
+
+names=("$@")
+[ ${#names[@]} -gt 0 ] || names=("${ORDER[@]}")
+for name in "${names[@]}"; do
+	flags=${FLAGS[$name]:?unknown run $name (one of: ${ORDER[*]})}
+	out=$RUNS/$name
+	if [ -f "$out/summary.json" ]; then
+		echo "$name: done ($out/summary.json)"
+		continue
+	fi
+	resume=()
+	[ -d "$out" ] && resume=(-resume)
+	mkdir -p "$out"
+	echo "$name: $BIN ${common[*]} $flags -out $out ${resume[*]}"
+	if [ ${#resume[@]} -eq 0 ]; then
+		echo "go run ./cmd/cifar ${common[*]} $flags -out $out" >"$out/command.txt"
+		git rev-parse --short=12 HEAD >"$out/commit.txt"
+	fi
+	# shellcheck disable=SC2086
+	"$BIN" "${common[@]}" $flags -out "$out" "${resume[@]}" >>"$out/stdout.jsonl" 2>>"$out/stderr.log"
+done

@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Prints the results table of docs/cifar-full.md from the run folders of
+scripts/cifar_full.sh: test accuracy, exact zeros, FLOPs and parameters left
+after compaction, the shipped file's size and inference images/s
+(scripts/cifar_full_infer.sh), and training wall time.
+
+Usage: scripts/cifar_full_table.py [RUNS]   (default runs/full)
+"""
+import json
+import os
+import sys
+
+RUNS = [
+    ("sgd", "SGD + momentum, dense (reference recipe)", "resnet20-dense"),
+    ("adam", "Adam, dense (ProxGen's base)", None),
+    ("proxgen-l12", "**ProxGen** ℓ1/2", "resnet20-sparse"),
+    ("subgrad-l12", "subgradient ℓ1/2 (AdamW)", None),
+    ("proxgen-l0", "**ProxGen** ℓ0", None),
+    ("proxgen-gl21", "**ProxGen** group lasso, compacted", "resnet20-compact"),
+    ("proxgen-binary", "**ProxGen** binary (W-shaped ℓ1)", "resnet20-binary"),
+    ("proxquant", "ProxQuant", None),
+    ("bc", "BinaryConnect", None),
+]
+
+
+def ranges(lines, batch):
+    v = [r["img_per_s"] for r in lines if r["batch"] == batch]
+    if not v:
+        return "–"
+    lo, hi = min(v), max(v)
+    return f"{lo:,.0f}" if round(lo) == round(hi) else f"{lo:,.0f}–{hi:,.0f}"
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else "runs/full"
+    print("| method | λ | test acc % | best % (epoch) | exact zeros % | FLOPs left % | params left % | shipped file | img/s batch 1 | img/s batch 64 | training |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
+    for run, label, shipped in RUNS:
+        path = os.path.join(root, run, "summary.json")
+        if not os.path.exists(path):
+            print(f"| {label} | | not run | | | | | | | | |")
+            continue
+        s = json.load(open(path))
+        lam = s["config"].get("lambda") or 0
+        zeros = 100 * s["zero_ratio"]
+        if s.get("binary_ratio") is not None:
+            zeros_s = f"{zeros:.2f} (±1: {100*s['binary_ratio']:.2f})"
+        else:
+            zeros_s = f"{zeros:.2f}"
+        file_s, b1, b64 = "–", "–", "–"
+        if shipped:
+            f = os.path.join("nn/pretrained/models", shipped + ".safetensors")
+            if os.path.exists(f):
+                file_s = f"`{shipped}` {os.path.getsize(f)/1024:,.0f} KiB"
+            inf = os.path.join(root, run, "infer.jsonl")
+            if os.path.exists(inf):
+                lines = [json.loads(l) for l in open(inf) if l.strip()]
+                b1, b64 = ranges(lines, 1), ranges(lines, 64)
+        mins = s["train_seconds"] / 60
+        print(f"| {label} | {lam:g} | {100*s['test_acc']:.2f} | {100*s['best_test_acc']:.2f} ({s['best_epoch']}) | {zeros_s} | "
+              f"{100*s['flops_ratio']:.1f} | {100*s['params_ratio']:.1f} | {file_s} | {b1} | {b64} | {mins:.0f} min |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Ships the model of a finished full-data CIFAR-10 run (scripts/cifar_full.sh)
+# as nn/pretrained/models/NAME.safetensors with its model card NAME.md:
+# the run's model file compacted and compressed (cmd/cifar -compact), then
+# evaluated on the 10,000 test images with cmd/cifar -eval-only, whose
+# figures the card quotes.
+#
+# Usage: scripts/ship_model.sh NAME RUN_DIR "one-line description"
+# Environment: DATA (default /tmp/cifar10).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+name=$1 run=$2 what=$3
+DATA=${DATA:-/tmp/cifar10}
+dir=nn/pretrained/models
+file=$dir/$name.safetensors
+mkdir -p "$dir"
+bin=$(mktemp -d)/cifar
+go build -o "$bin" ./cmd/cifar
+compact_json=$("$bin" -weights "$run/model.safetensors" -compact "$file" -json)
+eval_cmd="go run ./cmd/cifar -eval-only -weights $file -data $DATA"
+eval_json=$("$bin" -eval-only -weights "$file" -data "$DATA" -json -progress none)
+"$bin" -eval-only -weights "$file" -data "$DATA" -progress none >"$run/eval-only.txt"
+python3 - "$name" "$run" "$what" "$file" "$eval_cmd" "$eval_json" "$compact_json" "$(git rev-parse --short=12 HEAD)" <<'PY'
+import json, os, sys
+name, run, what, path, eval_cmd, eval_json, compact_json, head = sys.argv[1:]
+ev = json.loads(eval_json)
+summ = json.load(open(os.path.join(run, "summary.json")))
+cmd = open(os.path.join(run, "command.txt")).read().strip()
+commit = open(os.path.join(run, "commit.txt")).read().strip()
+size = os.path.getsize(path)
+rem = json.loads(compact_json)["remaining"]  # against the dense network
+w = ev["weights_stats"]
+eval_txt = open(os.path.join(run, "eval-only.txt")).read().rstrip()
+hours = summ["train_seconds"] / 3600
+card = f"""# {name}
+
+{what}
+
+| | |
+|---|---|
+| network | ResNet-20 (option-B shortcuts), {ev['params']:,} parameters ({rem['params_total']:,} before compaction) |
+| test accuracy (10,000 CIFAR-10 test images) | {100*ev['test_acc']:.2f} % |
+| exact zeros (convolution and linear weights) | {100*w['zero_ratio']:.2f} % |
+| weights at ±1 | {100*w.get('binary_ratio', 0):.2f} % |
+| FLOPs and parameters left after compaction | {100*rem['flops']/rem['flops_total']:.2f} % and {100*rem['params']/rem['params_total']:.2f} % |
+| file size | {size:,} bytes |
+| trained | {summ['epochs']} epochs in {hours:.2f} h on 2 cores, at commit {commit} |
+
+Measured with (CIFAR-10 from `../shared/data/cifar10/prepare`, a JPEG-q75
+reconstruction of the official images, so figures can differ slightly from
+the official release):
+
+```sh
+{eval_cmd}
+```
+
+```
+{eval_txt}
+```
+
+Trained with (the run's command; `scripts/cifar_full.sh` lists every run,
+docs/cifar-full.md the results):
+
+```sh
+{cmd}
+```
+
+and shipped with `scripts/ship_model.sh` at commit {head}.
+"""
+open(path[:-len(".safetensors")] + ".md", "w").write(card)
+PY
+echo "$file: $(stat -c %s "$file") bytes; card ${file%.safetensors}.md"
