@@ -4,7 +4,8 @@ scripts/cifar_full.sh: test accuracy, exact zeros, FLOPs and parameters left
 after compaction, the shipped file's size and inference images/s
 (scripts/cifar_full_infer.sh), and training wall time.
 
-Usage: scripts/cifar_full_table.py [RUNS]   (default runs/full)
+Usage: scripts/cifar_full_table.py [DIR]   (default docs/cifar-full, where the
+summaries of the finished runs are committed; runs/full works as well)
 """
 import json
 import os
@@ -32,7 +33,7 @@ def ranges(lines, batch):
 
 
 def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else "runs/full"
+    root = sys.argv[1] if len(sys.argv) > 1 else "docs/cifar-full"
     print("| method | λ | test acc % | best % (epoch) | exact zeros % | FLOPs left % | params left % | shipped file | img/s batch 1 | img/s batch 64 | training |")
     print("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
     for run, label, shipped in RUNS:

@@ -9,8 +9,8 @@
 // written by cmd/cifar, whose metadata names the network, or a PyTorch
 // state dict with -arch) under its NAME (default: the file name without its
 // extension), and every model of package nn/pretrained named by -model
-// NAME; with neither -model nor -model-dir it serves the shipped sparse
-// ResNet-20 (pretrained.Default) and says so. It listens on -addr and
+// NAME; with neither -model nor -model-dir it serves the shipped default
+// model, pretrained.Default, and says so. It listens on -addr and
 // answers
 //
 //	POST /classify?k=5&model=NAME  an image (Content-Type image/png, image/jpeg, or
@@ -127,14 +127,14 @@ type config struct {
 	models       models
 	defaultModel bool // no -model or -model-dir: the shipped default
 	modelDir     string
-	spec        infer.Spec
-	dense       bool
-	addr        string
-	threads     int
-	srv         serve.Config
-	loadtest    time.Duration
-	concurrency int
-	image       string
+	spec         infer.Spec
+	dense        bool
+	addr         string
+	threads      int
+	srv          serve.Config
+	loadtest     time.Duration
+	concurrency  int
+	image        string
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
