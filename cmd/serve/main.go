@@ -9,8 +9,8 @@
 // written by cmd/cifar, whose metadata names the network, or a PyTorch
 // state dict with -arch) under its NAME (default: the file name without its
 // extension), and every model of package nn/pretrained named by -model
-// NAME; with neither -model nor -model-dir it serves the shipped default
-// model, pretrained.Default, and says so. It listens on -addr and
+// NAME; with neither -model nor -model-dir it serves the shipped sparse
+// ResNet-20 (pretrained.Default) and says so. It listens on -addr and
 // answers
 //
 //	POST /classify?k=5&model=NAME  an image (Content-Type image/png, image/jpeg, or

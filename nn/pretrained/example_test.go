@@ -9,7 +9,7 @@ import (
 	"github.com/proxgen/proxgen/nn/pretrained"
 )
 
-// Open the default shipped ResNet-20 and classify an image (here a drawn
+// Open the shipped sparse ResNet-20 and classify an image (here a drawn
 // one; any decoded PNG or JPEG of any size works the same way).
 func ExampleOpen() {
 	m, err := pretrained.Open(pretrained.Default)
@@ -28,5 +28,5 @@ func ExampleOpen() {
 	}
 	top := m.Predict([]image.Image{img}, 1)[0][0]
 	fmt.Printf("%s %.2f\n", top.Name, top.Prob)
-	// Output: deer 0.50
+	// Output: airplane 0.66
 }

@@ -27,7 +27,7 @@ import (
 )
 
 // Default is the model that cmd/serve serves when no model is named.
-const Default = "resnet20-dense"
+const Default = "resnet20-sparse"
 
 // Extensions of a model's two files in the embedded tree.
 const (
