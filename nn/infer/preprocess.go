@@ -176,16 +176,6 @@ func window(n, m, off int) (first []int, k [][]int32) {
 	return first, nil
 }
 
-// yccRow is rgbRow for a Y'CbCr image.
-func yccRow(dst []uint8, m *image.YCbCr, x0, y int) {
-	n := len(dst) / 3
-	planes := make([]int32, 3*n)
-	yccPlanes(planes[:n], planes[n:2*n], planes[2*n:], m, x0, y)
-	for x := range n {
-		dst[3*x], dst[3*x+1], dst[3*x+2] = uint8(planes[x]), uint8(planes[n+x]), uint8(planes[2*n+x])
-	}
-}
-
 // yccPlanes writes the pixels x0, x0+1, ... of row y of m, as many as r
 // holds, into r, g and b (0..255 each): color.YCbCrToRGB's arithmetic,
 // inlined, with the chroma samples found by the subsampling ratio's shift.
@@ -313,13 +303,12 @@ func span(first []int, k [][]int32) (lo, hi int) {
 	return first[0], hi
 }
 
-// rgbRow writes the pixels x0, x0+1, ... of row y of img, as many as dst
+// rgbRow writes the pixels x0, x0+1, ... of row y of img (any image but
+// *image.YCbCr, which RawImage converts with yccPlanes), as many as dst
 // holds, into dst as interleaved 8-bit R, G, B.
 func rgbRow(dst []uint8, img image.Image, x0, y int) {
 	n := len(dst) / 3
 	switch m := img.(type) {
-	case *image.YCbCr:
-		yccRow(dst, m, x0, y)
 	case *image.NRGBA:
 		row := m.Pix[m.PixOffset(x0, y):]
 		for x := range n {

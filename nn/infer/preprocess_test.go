@@ -245,12 +245,16 @@ func TestYCbCrConversion(t *testing.T) {
 		m.Y[i], m.Cb[i] = uint8(i), uint8(i>>8)
 	}
 	row := make([]uint8, 3*256)
+	planes := make([]int32, 3*256)
 	for cr := range 256 {
 		for i := range m.Cr {
 			m.Cr[i] = uint8(cr)
 		}
 		for y := range 256 {
-			yccRow(row, m, 0, y)
+			yccPlanes(planes[:256], planes[256:512], planes[512:], m, 0, y)
+			for x := range 256 {
+				row[3*x], row[3*x+1], row[3*x+2] = uint8(planes[x]), uint8(planes[256+x]), uint8(planes[512+x])
+			}
 			for x := range 256 {
 				r, g, b := color.YCbCrToRGB(uint8(x), uint8(y), uint8(cr))
 				if row[3*x] != r || row[3*x+1] != g || row[3*x+2] != b {
