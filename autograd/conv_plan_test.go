@@ -31,11 +31,15 @@ func TestConvPlan(t *testing.T) {
 		{16, 32, 32, 1, 2, 0, 0},   // 1×1 shortcut, phase
 		{32, 64, 16, 1, 2, 0, 0},   // 1×1 shortcut, im2col
 		{16, 16, 32, 3, 1, 1, 0.9}, // sparse
-		{64, 64, 8, 3, 1, 1, 0.9},  // sparse
+		{64, 64, 8, 3, 1, 1, 0.9},  // sparse, wide
+		{16, 32, 32, 3, 2, 1, 0.9}, // sparse, im2col (stride 2)
+		{32, 16, 16, 1, 1, 0, 0.9}, // sparse, direct (1×1)
+		{64, 64, 4, 3, 1, 1, 0.9},  // sparse, im2col (rows under 8)
 	} {
 		for _, n := range []int{1, 8} {
-			for _, res := range []bool{false, true} {
-				name := fmt.Sprintf("%dx%d_%d_k%d_s%d_z%g/n=%d/res=%v", tc.cin, tc.cout, tc.hw, tc.k, tc.stride, tc.zeros, n, res)
+			for _, ep := range []struct{ res, relu bool }{{false, false}, {false, true}, {true, false}, {true, true}} {
+				res, relu := ep.res, ep.relu
+				name := fmt.Sprintf("%dx%d_%d_k%d_s%d_z%g/n=%d/res=%v/relu=%v", tc.cin, tc.cout, tc.hw, tc.k, tc.stride, tc.zeros, n, res, relu)
 				t.Run(name, func(t *testing.T) {
 					ctx := &autograd.Context{NoGrad: true}
 					x := autograd.RandN(rng, n, tc.cin, tc.hw, tc.hw).In(ctx)
@@ -54,7 +58,9 @@ func TestConvPlan(t *testing.T) {
 						r = autograd.RandN(rng, want.Shape()...)
 						want = autograd.Add(want, r)
 					}
-					want = autograd.ReLU(want)
+					if relu {
+						want = autograd.ReLU(want)
+					}
 					var sw *autograd.SparseWeight
 					if tc.zeros > 0 {
 						sw = autograd.NewSparseWeight(w)
@@ -68,7 +74,7 @@ func TestConvPlan(t *testing.T) {
 					for wk := range outs {
 						prev := parallel.SetWorkers(wk + 1)
 						outs[wk] = make([]float32, len(want.Data))
-						p.Run(n, x.Data, outs[wk], rd, true)
+						p.Run(n, x.Data, outs[wk], rd, relu)
 						parallel.SetWorkers(prev)
 					}
 					if !slices.Equal(outs[0], outs[1]) {

@@ -188,7 +188,7 @@ func Conv2dSparse(x, w *Tensor, s *SparseWeight, b *Tensor, cfg ConvConfig) *Ten
 		return Conv2dWith(x, w, b, cfg)
 	}
 	out := c.empty(x.shape[0], w.shape[0], g.ho, g.wo)
-	sparseConv(g, s, x.shape[0], x.Data, out.Data, tensorData(b), false)
+	sparseConv(g, s, x.shape[0], x.Data, out.Data, tensorData(b), nil, kernels.Plain, false)
 	return out
 }
 
@@ -196,15 +196,36 @@ func Conv2dSparse(x, w *Tensor, s *SparseWeight, b *Tensor, cfg ConvConfig) *Ten
 // x with the sparse filters s, plus bias (if not nil): Conv2dSparse's
 // product on plain slices. If serial, each image's filters run on one
 // worker (the images still run in parallel).
-func sparseConv(g *convGeom, s *SparseWeight, n int, x, out, bias []float32, serial bool) {
+//
+// The epilogue e (kernels.ReLU, or kernels.AddReLU with residual, laid
+// out as out) is applied to each image while its product is in the cache,
+// in the same pass that drops the widened grid's extra columns; with
+// kernels.Plain and a nil residual there is none. The residual is read
+// only with AddReLU.
+func sparseConv(g *convGeom, s *SparseWeight, n int, x, out, bias, residual []float32, e kernels.Epilogue, serial bool) {
 	cout, p := s.rows, g.cols
 	xSize, ySize := g.c*g.h*g.w, cout*p
+	// res is image i's residual, finish applies the epilogue to image i
+	// in place.
+	res := func(i int) []float32 {
+		if e != kernels.AddReLU {
+			return nil
+		}
+		return residual[i*ySize : (i+1)*ySize]
+	}
+	finish := func(i int) {
+		if e != kernels.Plain {
+			y := out[i*ySize : (i+1)*ySize]
+			kernels.Affine(y, y, res(i), 0, 1, 0, e)
+		}
+	}
 	switch {
 	case g.direct():
 		off := s.offsets(g.h*g.w, 0, 0)
 		parallel.For(n, 1, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				s.mulRows(out[i*ySize:(i+1)*ySize], p, p, off, x[i*xSize:(i+1)*xSize], bias, windowRows*p, serial)
+				finish(i)
 			}
 		})
 	case g.wide() && g.wo >= 8:
@@ -219,7 +240,7 @@ func sparseConv(g *convGeom, s *SparseWeight, n int, x, out, bias []float32, ser
 			for i := lo; i < hi; i++ {
 				padImage(g, x[i*xSize:(i+1)*xSize], pad)
 				s.mulRows(tmp, np, np, off, pad, bias, 16*plane, serial)
-				dropWide(g, cout, tmp, out[i*ySize:(i+1)*ySize])
+				dropWide(g, cout, tmp, out[i*ySize:(i+1)*ySize], res(i), e)
 			}
 		})
 	default:
@@ -235,6 +256,7 @@ func sparseConv(g *convGeom, s *SparseWeight, n int, x, out, bias []float32, ser
 			}
 			if cnt == 1 {
 				s.mulRows(out[lo*ySize:(lo+1)*ySize], p, p, off, col, bias, windowRows*ld, serial)
+				finish(lo)
 				return
 			}
 			tmp := colScratch.get(cout * ld)
@@ -244,6 +266,7 @@ func sparseConv(g *convGeom, s *SparseWeight, n int, x, out, bias []float32, ser
 				for o := 0; o < cout; o++ {
 					copy(out[(lo+j)*ySize+o*p:(lo+j)*ySize+(o+1)*p], tmp[o*ld+j*p:o*ld+(j+1)*p])
 				}
+				finish(lo + j)
 			}
 		})
 	}
@@ -297,14 +320,26 @@ func copyRow(dst, src []float32) {
 	}
 }
 
-// dropWide copies the product on the widened grid (cout rows of g.ho ×
-// g.widePitch() positions) to y, dropping the extra columns.
-func dropWide(g *convGeom, cout int, wide, y []float32) {
+// dropWide copies the product on the widened grid (cout planes of g.ho ×
+// g.widePitch() positions) to y, dropping the extra columns, and applies
+// the epilogue e on the way (kernels.Plain: a plain copy; the residual r,
+// laid out as y, is read only with kernels.AddReLU).
+func dropWide(g *convGeom, cout int, wide, y, r []float32, e kernels.Epilogue) {
 	wp := g.widePitch()
 	for o := 0; o < cout; o++ {
 		for oh := 0; oh < g.ho; oh++ {
 			src := wide[(o*g.ho+oh)*wp:]
-			copy(y[(o*g.ho+oh)*g.wo:(o*g.ho+oh+1)*g.wo], src[:g.wo])
+			at := (o*g.ho + oh) * g.wo
+			dst := y[at : at+g.wo]
+			if e == kernels.Plain {
+				copy(dst, src[:g.wo])
+				continue
+			}
+			var ro []float32
+			if r != nil {
+				ro = r[at:]
+			}
+			kernels.Affine(dst, src, ro, 0, 1, 0, e)
 		}
 	}
 }
