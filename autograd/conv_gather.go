@@ -48,10 +48,17 @@ func (g *convGeom) gatherSize() int {
 	case g.gatherWide():
 		return g.padSize()
 	case g.gatherPhase():
-		pa, pb, ph, pw := g.phases()
-		return g.c*pa*pb*ph*pw + blas.GatherRun
+		return g.phaseSize()
 	}
 	return g.kw * g.flatCopySize()
+}
+
+// phaseSize returns the length of the buffer phaseImage fills: the phase
+// planes and blas.GatherRun zeros, which the last rows read past the
+// last plane.
+func (g *convGeom) phaseSize() int {
+	pa, pb, ph, pw := g.phases()
+	return g.c*pa*pb*ph*pw + blas.GatherRun
 }
 
 // phases returns the shape of the phase layout: pa × pb phase planes per
@@ -98,7 +105,7 @@ func phaseImage(g *convGeom, x, buf []float32, c0, c1 int) {
 		}
 	}
 	if c1 == g.c {
-		clear(buf[g.c*pa*pb*plane : g.gatherSize()])
+		clear(buf[g.c*pa*pb*plane : g.phaseSize()])
 	}
 }
 

@@ -32,7 +32,9 @@ func TestConvPlan(t *testing.T) {
 		{32, 64, 16, 1, 2, 0, 0},   // 1×1 shortcut, im2col
 		{16, 16, 32, 3, 1, 1, 0.9}, // sparse
 		{64, 64, 8, 3, 1, 1, 0.9},  // sparse, wide
-		{16, 32, 32, 3, 2, 1, 0.9}, // sparse, im2col (stride 2)
+		{16, 32, 32, 3, 2, 1, 0.9}, // sparse, phase (stride 2)
+		{32, 64, 16, 1, 2, 0, 0.9}, // sparse, phase (1×1 shortcut)
+		{64, 64, 8, 3, 2, 1, 0.9},  // sparse, im2col (stride 2, rows under 8)
 		{32, 16, 16, 1, 1, 0, 0.9}, // sparse, direct (1×1)
 		{64, 64, 4, 3, 1, 1, 0.9},  // sparse, im2col (rows under 8)
 	} {

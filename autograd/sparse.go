@@ -110,7 +110,29 @@ func (s *SparseWeight) Matches(w *Tensor) bool {
 // column (ci, ki, kj) of the filter matrix reads the dense row that starts
 // at ci·a + ki·b + kj·c. The result is cached per layout.
 func (s *SparseWeight) offsets(a, b, c int) []int {
-	key := [3]int{a, b, c}
+	return s.offsetsOf([3]int{a, b, c}, func(ci, ki, kj int) int { return ci*a + ki*b + kj*c })
+}
+
+// phaseOffsets returns the offset of every term in the phase layout of
+// geometry g (phaseImage): tap (ki, kj) of channel ci reads phase plane
+// (ki mod s, kj mod s) from row ki div s, column kj div s on, so that the
+// output on the grid widened to the phase planes' width is one run per
+// term. The result is cached per layout.
+func (s *SparseWeight) phaseOffsets(g *convGeom) []int {
+	st := g.sh
+	pa, pb, ph, pw := g.phases()
+	plane := ph * pw
+	// Linear layouts have a positive channel stride: a negative first
+	// key element cannot collide with theirs.
+	key := [3]int{-pa * pb * plane, pw, st}
+	return s.offsetsOf(key, func(ci, ki, kj int) int {
+		return ((ci*pa+ki%st)*pb+kj%st)*plane + (ki/st)*pw + kj/st
+	})
+}
+
+// offsetsOf returns the offset at(ci, ki, kj) of every term, cached under
+// key.
+func (s *SparseWeight) offsetsOf(key [3]int, at func(ci, ki, kj int) int) []int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if off, ok := s.offs[key]; ok {
@@ -120,7 +142,7 @@ func (s *SparseWeight) offsets(a, b, c int) []int {
 	khw := s.kh * s.kw
 	for t, k := range s.col {
 		ci, r := int(k)/khw, int(k)%khw
-		off[t] = ci*a + (r/s.kw)*b + (r%s.kw)*c
+		off[t] = at(ci, r/s.kw, r%s.kw)
 	}
 	if s.offs == nil || len(s.offs) >= 8 {
 		s.offs = map[[3]int][]int{}
@@ -240,7 +262,24 @@ func sparseConv(g *convGeom, s *SparseWeight, n int, x, out, bias, residual []fl
 			for i := lo; i < hi; i++ {
 				padImage(g, x[i*xSize:(i+1)*xSize], pad)
 				s.mulRows(tmp, np, np, off, pad, bias, 16*plane, serial)
-				dropWide(g, cout, tmp, out[i*ySize:(i+1)*ySize], res(i), e)
+				dropWide(g, cout, wp, tmp, out[i*ySize:(i+1)*ySize], res(i), e)
+			}
+		})
+	case g.sh > 1 && g.sh == g.sw && g.dh == 1 && g.dw == 1 && g.ph >= 0 && g.pw >= 0 && g.wo >= 8:
+		// Strided: each image in the phase layout, where every term reads
+		// one run per output row of the grid widened to the phase planes'
+		// width (no im2col matrix).
+		off := s.phaseOffsets(g)
+		_, _, _, pw := g.phases()
+		np := g.ho * pw
+		parallel.For(n, 1, func(lo, hi int) {
+			buf, tmp := colScratch.get(g.phaseSize()), colScratch.get(cout*np)
+			defer colScratch.put(buf)
+			defer colScratch.put(tmp)
+			for i := lo; i < hi; i++ {
+				phaseImage(g, x[i*xSize:(i+1)*xSize], buf, 0, g.c)
+				s.mulRows(tmp, np, np, off, buf, bias, 0, serial)
+				dropWide(g, cout, pw, tmp, out[i*ySize:(i+1)*ySize], res(i), e)
 			}
 		})
 	default:
@@ -320,12 +359,11 @@ func copyRow(dst, src []float32) {
 	}
 }
 
-// dropWide copies the product on the widened grid (cout planes of g.ho ×
-// g.widePitch() positions) to y, dropping the extra columns, and applies
-// the epilogue e on the way (kernels.Plain: a plain copy; the residual r,
-// laid out as y, is read only with kernels.AddReLU).
-func dropWide(g *convGeom, cout int, wide, y, r []float32, e kernels.Epilogue) {
-	wp := g.widePitch()
+// dropWide copies the product on a widened grid (cout planes of g.ho rows
+// of wp positions) to y, dropping the extra columns, and applies the
+// epilogue e on the way (kernels.Plain: a plain copy; the residual r, laid
+// out as y, is read only with kernels.AddReLU).
+func dropWide(g *convGeom, cout, wp int, wide, y, r []float32, e kernels.Epilogue) {
 	for o := 0; o < cout; o++ {
 		for oh := 0; oh < g.ho; oh++ {
 			src := wide[(o*g.ho+oh)*wp:]

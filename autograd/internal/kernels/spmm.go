@@ -25,13 +25,13 @@ import "fmt"
 //
 //	dst[(i−lo)·ldd + j] += Σ_t val[t]·b[off[t] + j],  t in [rowPtr[i], rowPtr[i+1])
 //
-// The offsets of every row must not decrease. The product runs in blocks
-// of colBlock columns and, when span > 0, of terms whose offsets lie in
-// one window [w·span, (w+1)·span), so that the part of b a block reads
-// stays in the cache while every row passes over it; each element still
+// The product runs in blocks of colBlock columns and, when span > 0, of
+// terms whose offsets lie in one window [w·span, (w+1)·span), so that the
+// part of b a block reads stays in the cache while every row passes over
+// it; the offsets of every row must then not decrease. Each element still
 // adds its terms in order t, so the blocking does not change any result.
-// It panics if an offset or an output row falls outside b or dst, or the
-// offsets of a row decrease.
+// It panics if an offset or an output row falls outside b or dst, or, with
+// span > 0, the offsets of a row decrease.
 func SparseRows(dst []float32, ldd, n int, rowPtr []int32, off []int, val []float32, b []float32, lo, hi, span int) {
 	if n <= 0 || lo >= hi {
 		return
@@ -52,12 +52,12 @@ func SparseRows(dst []float32, ldd, n int, rowPtr []int32, off []int, val []floa
 		}
 		prev := 0
 		for _, o := range off[p:q] {
-			if o < prev || o > len(b)-n {
+			if o < 0 || o > len(b)-n || span > 0 && o < prev {
 				panic(fmt.Sprintf("spmm.Rows: offset %d with %d columns outside b of %d elements or below the previous offset %d of row %d", o, n, len(b), prev, i))
 			}
 			prev = o
+			maxOff = max(maxOff, o)
 		}
-		maxOff = max(maxOff, prev)
 	}
 	if span <= 0 {
 		span = maxOff + 1

@@ -99,6 +99,47 @@ func TestRowsValues(t *testing.T) {
 	}
 }
 
+// TestRowsUnsortedWithoutWindows checks that without offset windows (span
+// 0) a row's offsets may come in any order: each element adds its terms
+// in order t, so the result equals the Go loop's on the same order.
+func TestRowsUnsortedWithoutWindows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	const rows, n = 5, 77
+	rowPtr, off, val := randomCSR(rng, rows, 30, 400)
+	for i := range rows {
+		p, q := rowPtr[i], rowPtr[i+1]
+		rng.Shuffle(int(q-p), func(a, b int) {
+			off[int(p)+a], off[int(p)+b] = off[int(p)+b], off[int(p)+a]
+			val[int(p)+a], val[int(p)+b] = val[int(p)+b], val[int(p)+a]
+		})
+	}
+	b := randomSlice(rng, 400+n)
+	init := randomSlice(rng, rows*n)
+	var g []float32
+	impl.ForEach("kernels", func(name string) {
+		d := append([]float32(nil), init...)
+		SparseRows(d, n, n, rowPtr, off, val, b, 0, rows, 0)
+		if name == impl.Generic {
+			g = d
+			for i := range rows {
+				for j := range n {
+					s := init[i*n+j]
+					for p := rowPtr[i]; p < rowPtr[i+1]; p++ {
+						s += float32(val[p] * b[off[p]+j])
+					}
+					if math.Float32bits(s) != math.Float32bits(d[i*n+j]) {
+						t.Fatalf("row %d column %d: %v, want %v (terms in order)", i, j, d[i*n+j], s)
+					}
+				}
+			}
+			return
+		}
+		if !slices.Equal(g, d) {
+			t.Fatalf("%s differs from the Go loop", name)
+		}
+	})
+}
+
 // TestRowsChecksBounds checks that offsets or rows outside the buffers
 // panic instead of reading or writing out of bounds.
 func TestRowsChecksBounds(t *testing.T) {
@@ -111,6 +152,9 @@ func TestRowsChecksBounds(t *testing.T) {
 		},
 		"dst": func() {
 			SparseRows(make([]float32, 8), 8, 8, []int32{0, 1, 2}, []int{0, 0}, []float32{1, 1}, make([]float32, 10), 0, 2, 0)
+		},
+		"decreasing offsets with windows": func() {
+			SparseRows(make([]float32, 8), 8, 1, []int32{0, 2}, []int{3, 1}, []float32{1, 1}, make([]float32, 10), 0, 1, 4)
 		},
 		"row pointers": func() {
 			SparseRows(make([]float32, 8), 8, 8, []int32{0, 2}, []int{0}, []float32{1}, make([]float32, 10), 0, 1, 0)
