@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/proxgen/proxgen/autograd/internal/kernels"
 )
 
 // fromArena reports whether s starts at a buffer a handed out since Reset.
@@ -72,7 +74,7 @@ func TestContextArenaAllocation(t *testing.T) {
 
 	// Context.New takes zeroed storage from the arena, even a reused one.
 	a.Reset()
-	fill(a.get(6, false), 7)
+	kernels.Fill(a.get(6, false), 7)
 	a.Reset()
 	z := ctx.New(2, 3)
 	if !fromArena(a, z.Data) || z.Context() != ctx {
@@ -139,7 +141,7 @@ func TestArenaRecyclesGradients(t *testing.T) {
 	// A smaller step (a short last batch) reuses the larger buffers, zeroed
 	// where asked, and the step after it finds them again.
 	a.Reset()
-	fill(a.get(100, false), 3)
+	kernels.Fill(a.get(100, false), 3)
 	a.get(60, false)
 	a.Reset()
 	held := a.Bytes()

@@ -121,7 +121,7 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 func fillBias(out, bias []float32, n, p int) {
 	for i := 0; i < n; i++ {
 		for c, v := range bias {
-			fill(out[(i*len(bias)+c)*p:(i*len(bias)+c+1)*p], v)
+			kernels.Fill(out[(i*len(bias)+c)*p:(i*len(bias)+c+1)*p], v)
 		}
 	}
 }
@@ -552,21 +552,6 @@ func packedProduct(serial bool, pa *blas.PackedA, n int, b, c []float32) {
 		return
 	}
 	pa.Sgemm(false, n, 1, b, n, 0, c, n)
-}
-
-// fill sets every element of s to v. It stores whole blocks of 8 values
-// (which compile to vector moves; the plain loop stores one value at a
-// time): the sparse product starts every output row from its bias, so
-// fill runs over every activation of a sparse network.
-func fill(s []float32, v float32) {
-	block := [8]float32{v, v, v, v, v, v, v, v}
-	n := len(s) &^ 7
-	for i := 0; i < n; i += 8 {
-		*(*[8]float32)(s[i:]) = block
-	}
-	for i := n; i < len(s); i++ {
-		s[i] = v
-	}
 }
 
 // orderedSum combines per-chunk partial sums in chunk order as chunks

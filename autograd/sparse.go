@@ -162,15 +162,12 @@ func (s *SparseWeight) mulRows(dst []float32, ldd, n int, off []int, src []float
 		grain = s.rows
 	}
 	parallel.For(s.rows, grain, func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			d := dst[r*ldd : r*ldd+n]
-			if bias != nil {
-				fill(d, bias[r])
-			} else {
-				clear(d)
+		if bias == nil {
+			for r := lo; r < hi; r++ {
+				clear(dst[r*ldd : r*ldd+n])
 			}
 		}
-		kernels.SparseRows(dst[lo*ldd:], ldd, n, s.rowPtr, off, s.val, src, lo, hi, span)
+		kernels.SparseRows(dst[lo*ldd:], ldd, n, s.rowPtr, off, s.val, src, bias, lo, hi, span)
 	})
 }
 
@@ -178,6 +175,10 @@ func (s *SparseWeight) mulRows(dst []float32, ldd, n int, off []int, src []float
 // sparse product (see kernels.Rows): with the 256-column blocks of spmm that
 // is 128 KiB of the im2col matrix, which stays in the L2 cache.
 const windowRows = 128
+
+// wideWhole is the largest padded image (in values, 128 KiB) that the
+// sparse product reads without offset windows.
+const wideWhole = 32 << 10
 
 // mustMatchSparse panics unless s was made for a weight of w's shape.
 func mustMatchSparse(op string, w *Tensor, s *SparseWeight) {
@@ -255,13 +256,22 @@ func sparseConv(g *convGeom, s *SparseWeight, n int, x, out, bias, residual []fl
 		plane := (g.h + 2*g.ph) * wp
 		off := s.offsets(plane, g.dh*wp, g.dw)
 		np := g.ho * wp
+		// Windows of 16 input channels keep the padded rows a window
+		// reads in the cache; an image of at most wideWhole values stays
+		// there whole, and without windows each filter's accumulators
+		// are loaded and stored once per column block instead of once
+		// per window.
+		span := 16 * plane
+		if g.padSize() <= wideWhole {
+			span = 0
+		}
 		parallel.For(n, 1, func(lo, hi int) {
 			pad, tmp := colScratch.get(g.padSize()), colScratch.get(cout*np)
 			defer colScratch.put(pad)
 			defer colScratch.put(tmp)
 			for i := lo; i < hi; i++ {
 				padImage(g, x[i*xSize:(i+1)*xSize], pad)
-				s.mulRows(tmp, np, np, off, pad, bias, 16*plane, serial)
+				s.mulRows(tmp, np, np, off, pad, bias, span, serial)
 				dropWide(g, cout, wp, tmp, out[i*ySize:(i+1)*ySize], res(i), e)
 			}
 		})

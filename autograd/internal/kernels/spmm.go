@@ -25,6 +25,10 @@ import "fmt"
 //
 //	dst[(i−lo)·ldd + j] += Σ_t val[t]·b[off[t] + j],  t in [rowPtr[i], rowPtr[i+1])
 //
+// If init is not nil, row i starts from init[i] instead of its value in
+// dst, which is then not read (the bias of a convolution, without a pass
+// that fills dst with it first).
+//
 // The product runs in blocks of colBlock columns and, when span > 0, of
 // terms whose offsets lie in one window [w·span, (w+1)·span), so that the
 // part of b a block reads stays in the cache while every row passes over
@@ -32,13 +36,16 @@ import "fmt"
 // adds its terms in order t, so the blocking does not change any result.
 // It panics if an offset or an output row falls outside b or dst, or, with
 // span > 0, the offsets of a row decrease.
-func SparseRows(dst []float32, ldd, n int, rowPtr []int32, off []int, val []float32, b []float32, lo, hi, span int) {
+func SparseRows(dst []float32, ldd, n int, rowPtr []int32, off []int, val []float32, b, init []float32, lo, hi, span int) {
 	if n <= 0 || lo >= hi {
 		return
 	}
 	if lo < 0 || hi >= len(rowPtr) || ldd < n || (hi-lo-1)*ldd+n > len(dst) {
 		panic(fmt.Sprintf("spmm.Rows: rows [%d, %d) of %d with n %d and ldd %d do not fit dst of %d elements",
 			lo, hi, len(rowPtr)-1, n, ldd, len(dst)))
+	}
+	if init != nil && len(init) < hi {
+		panic(fmt.Sprintf("spmm.Rows: %d initial values for rows [%d, %d)", len(init), lo, hi))
 	}
 	first, last := int(rowPtr[lo]), int(rowPtr[hi])
 	if first < 0 || first > last || last > len(off) || last > len(val) {
@@ -71,6 +78,9 @@ func SparseRows(dst []float32, ldd, n int, rowPtr []int32, off []int, val []floa
 		}
 		for i := range pos {
 			pos[i] = int(rowPtr[lo+i])
+			if init != nil && rowPtr[lo+i] == rowPtr[lo+i+1] {
+				Fill(dst[i*ldd+c0:i*ldd+c1], init[lo+i]) // no terms
+			}
 		}
 		for end := span; end-span <= maxOff; end += span {
 			for i := lo; i < hi; i++ {
@@ -83,23 +93,44 @@ func SparseRows(dst []float32, ldd, n int, rowPtr []int32, off []int, val []floa
 					continue
 				}
 				pos[i-lo] = e
+				var start *float32 // the row's first terms start from init
+				if init != nil && p == int(rowPtr[i]) {
+					start = &init[i]
+				}
 				d := dst[(i-lo)*ldd+c0 : (i-lo)*ldd+c1]
 				if m > 0 {
-					rowAVX2(&d[0], m, &val[p], &off[p], e-p, &b[c0])
+					rowAVX2(&d[0], m, &val[p], &off[p], e-p, &b[c0], start)
 				}
-				rowGo(d[m:], val[p:e], off[p:e], b, c0+m)
+				rowGo(d[m:], val[p:e], off[p:e], b, c0+m, start)
 			}
 		}
+	}
+}
+
+// Fill sets every element of d to v. It stores whole blocks of 8 values,
+// which compile to vector moves (a plain loop stores one value at a time).
+func Fill(d []float32, v float32) {
+	block := [8]float32{v, v, v, v, v, v, v, v}
+	n := len(d) &^ 7
+	for i := 0; i < n; i += 8 {
+		*(*[8]float32)(d[i:]) = block
+	}
+	for i := n; i < len(d); i++ {
+		d[i] = v
 	}
 }
 
 // colBlock is the number of columns Rows processes at a time.
 const colBlock = 256
 
-// rowGo adds Σ_t val[t]·b[off[t]+base+j] to d[j], term by term in order.
-func rowGo(d, val []float32, off []int, b []float32, base int) {
+// rowGo adds Σ_t val[t]·b[off[t]+base+j] to d[j] (to *init instead, if
+// init is not nil), term by term in order.
+func rowGo(d, val []float32, off []int, b []float32, base int, init *float32) {
 	if len(d) == 0 {
 		return
+	}
+	if init != nil {
+		Fill(d, *init)
 	}
 	if len(d) == 1 {
 		s := d[0]

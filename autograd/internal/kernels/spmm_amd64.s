@@ -7,7 +7,8 @@
 //
 // Registers: DI dst, CX n·4 (bytes), SI val, DX off, R8 nnz, R9 b,
 // R10 column position in bytes, R11 term index t, R12 b + R10,
-// R13 address of the dense row of term t, Y15 the broadcast value.
+// R13 address of the dense row of term t, R14 init (or 0), Y15 the
+// broadcast value.
 
 // TERM adds the product of the value in Y15 and the 8 floats at disp(R13)
 // to acc, using tmp.
@@ -22,14 +23,22 @@
 	MOVQ         (DX)(R11*8), R13; \
 	LEAQ         (R12)(R13*4), R13
 
-// func rowAVX2(dst *float32, n int, val *float32, off *int, nnz int, b *float32)
-TEXT ·rowAVX2(SB), NOSPLIT, $0-48
+// START1 broadcasts *init into Y0 when R14 is not nil; otherwise it jumps
+// to label, where the block loads its accumulators from dst.
+#define START1(label) \
+	TESTQ        R14, R14; \
+	JZ           label; \
+	VBROADCASTSS (R14), Y0
+
+// func rowAVX2(dst *float32, n int, val *float32, off *int, nnz int, b *float32, init *float32)
+TEXT ·rowAVX2(SB), NOSPLIT, $0-56
 	MOVQ dst+0(FP), DI
 	MOVQ n+8(FP), CX
 	MOVQ val+16(FP), SI
 	MOVQ off+24(FP), DX
 	MOVQ nnz+32(FP), R8
 	MOVQ b+40(FP), R9
+	MOVQ init+48(FP), R14
 	SHLQ $2, CX
 	XORQ R10, R10
 
@@ -38,6 +47,17 @@ block64:
 	SUBQ    R10, AX
 	CMPQ    AX, $256
 	JLT     block32
+	START1(load64)
+	VMOVAPS Y0, Y1
+	VMOVAPS Y0, Y2
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y0, Y6
+	VMOVAPS Y0, Y7
+	JMP     start64
+
+load64:
 	VMOVUPS (DI)(R10*1), Y0
 	VMOVUPS 32(DI)(R10*1), Y1
 	VMOVUPS 64(DI)(R10*1), Y2
@@ -46,6 +66,8 @@ block64:
 	VMOVUPS 160(DI)(R10*1), Y5
 	VMOVUPS 192(DI)(R10*1), Y6
 	VMOVUPS 224(DI)(R10*1), Y7
+
+start64:
 	LEAQ    (R9)(R10*1), R12
 	XORQ    R11, R11
 
@@ -79,10 +101,19 @@ block32:
 	SUBQ    R10, AX
 	CMPQ    AX, $128
 	JLT     block8
+	START1(load32)
+	VMOVAPS Y0, Y1
+	VMOVAPS Y0, Y2
+	VMOVAPS Y0, Y3
+	JMP     start32
+
+load32:
 	VMOVUPS (DI)(R10*1), Y0
 	VMOVUPS 32(DI)(R10*1), Y1
 	VMOVUPS 64(DI)(R10*1), Y2
 	VMOVUPS 96(DI)(R10*1), Y3
+
+start32:
 	LEAQ    (R9)(R10*1), R12
 	XORQ    R11, R11
 
@@ -105,7 +136,13 @@ terms32:
 block8:
 	CMPQ    R10, CX
 	JGE     done
+	START1(load8)
+	JMP     start8
+
+load8:
 	VMOVUPS (DI)(R10*1), Y0
+
+start8:
 	LEAQ    (R9)(R10*1), R12
 	XORQ    R11, R11
 

@@ -53,21 +53,23 @@ func TestSparseRowsMatchesGo(t *testing.T) {
 			const rows, ldd = 5, 530
 			rowPtr, off, val := randomCSR(rng, rows, 9, 300)
 			b := randomSlice(rng, 300+n+shift)[shift:]
-			init := randomSlice(rng, rows*ldd+shift)[shift:]
-			var g []float32
-			impl.ForEach("kernels", func(name string) {
-				d := append([]float32(nil), init...)
-				SparseRows(d, ldd, n, rowPtr, off, val, b, 1, rows, span)
-				if name == impl.Generic {
-					g = d
-					return
-				}
-				for i := range g {
-					if math.Float32bits(g[i]) != math.Float32bits(d[i]) {
-						t.Fatalf("n=%d shift=%d: element %d: Go %v, %s %v", n, shift, i, g[i], name, d[i])
+			start := randomSlice(rng, rows*ldd+shift)[shift:]
+			for _, init := range [][]float32{nil, randomSlice(rng, rows)} {
+				var g []float32
+				impl.ForEach("kernels", func(name string) {
+					d := append([]float32(nil), start...)
+					SparseRows(d, ldd, n, rowPtr, off, val, b, init, 1, rows, span)
+					if name == impl.Generic {
+						g = d
+						return
 					}
-				}
-			})
+					for i := range g {
+						if math.Float32bits(g[i]) != math.Float32bits(d[i]) {
+							t.Fatalf("n=%d shift=%d init=%v: element %d: Go %v, %s %v", n, shift, init != nil, i, g[i], name, d[i])
+						}
+					}
+				})
+			}
 		}
 	}
 }
@@ -79,21 +81,26 @@ func TestRowsValues(t *testing.T) {
 		const rows = 4
 		rowPtr, off, val := randomCSR(rng, rows, 20, 500)
 		b := randomSlice(rng, 500+n)
-		dst := randomSlice(rng, rows*n)
-		want := make([]float64, len(dst))
-		for i := range rows {
-			for j := range n {
-				s := float64(dst[i*n+j])
-				for p := rowPtr[i]; p < rowPtr[i+1]; p++ {
-					s += float64(val[p]) * float64(b[off[p]+j])
+		for _, init := range [][]float32{nil, randomSlice(rng, rows)} {
+			dst := randomSlice(rng, rows*n)
+			want := make([]float64, len(dst))
+			for i := range rows {
+				for j := range n {
+					s := float64(dst[i*n+j])
+					if init != nil {
+						s = float64(init[i])
+					}
+					for p := rowPtr[i]; p < rowPtr[i+1]; p++ {
+						s += float64(val[p]) * float64(b[off[p]+j])
+					}
+					want[i*n+j] = s
 				}
-				want[i*n+j] = s
 			}
-		}
-		SparseRows(dst, n, n, rowPtr, off, val, b, 0, rows, 64)
-		for i, w := range want {
-			if math.Abs(float64(dst[i])-w) > 1e-4*(1+math.Abs(w)) {
-				t.Fatalf("n=%d: element %d = %v, want %v", n, i, dst[i], w)
+			SparseRows(dst, n, n, rowPtr, off, val, b, init, 0, rows, 64)
+			for i, w := range want {
+				if math.Abs(float64(dst[i])-w) > 1e-4*(1+math.Abs(w)) {
+					t.Fatalf("n=%d init=%v: element %d = %v, want %v", n, init != nil, i, dst[i], w)
+				}
 			}
 		}
 	}
@@ -118,7 +125,7 @@ func TestRowsUnsortedWithoutWindows(t *testing.T) {
 	var g []float32
 	impl.ForEach("kernels", func(name string) {
 		d := append([]float32(nil), init...)
-		SparseRows(d, n, n, rowPtr, off, val, b, 0, rows, 0)
+		SparseRows(d, n, n, rowPtr, off, val, b, nil, 0, rows, 0)
 		if name == impl.Generic {
 			g = d
 			for i := range rows {
@@ -145,19 +152,22 @@ func TestRowsUnsortedWithoutWindows(t *testing.T) {
 func TestRowsChecksBounds(t *testing.T) {
 	for name, f := range map[string]func(){
 		"offset": func() {
-			SparseRows(make([]float32, 8), 8, 8, []int32{0, 1}, []int{3}, []float32{1}, make([]float32, 10), 0, 1, 0)
+			SparseRows(make([]float32, 8), 8, 8, []int32{0, 1}, []int{3}, []float32{1}, make([]float32, 10), nil, 0, 1, 0)
 		},
 		"negative offset": func() {
-			SparseRows(make([]float32, 8), 8, 8, []int32{0, 1}, []int{-1}, []float32{1}, make([]float32, 10), 0, 1, 0)
+			SparseRows(make([]float32, 8), 8, 8, []int32{0, 1}, []int{-1}, []float32{1}, make([]float32, 10), nil, 0, 1, 0)
 		},
 		"dst": func() {
-			SparseRows(make([]float32, 8), 8, 8, []int32{0, 1, 2}, []int{0, 0}, []float32{1, 1}, make([]float32, 10), 0, 2, 0)
+			SparseRows(make([]float32, 8), 8, 8, []int32{0, 1, 2}, []int{0, 0}, []float32{1, 1}, make([]float32, 10), nil, 0, 2, 0)
 		},
 		"decreasing offsets with windows": func() {
-			SparseRows(make([]float32, 8), 8, 1, []int32{0, 2}, []int{3, 1}, []float32{1, 1}, make([]float32, 10), 0, 1, 4)
+			SparseRows(make([]float32, 8), 8, 1, []int32{0, 2}, []int{3, 1}, []float32{1, 1}, make([]float32, 10), nil, 0, 1, 4)
+		},
+		"init": func() {
+			SparseRows(make([]float32, 16), 8, 8, []int32{0, 1, 2}, []int{0, 0}, []float32{1, 1}, make([]float32, 10), []float32{1}, 0, 2, 0)
 		},
 		"row pointers": func() {
-			SparseRows(make([]float32, 8), 8, 8, []int32{0, 2}, []int{0}, []float32{1}, make([]float32, 10), 0, 1, 0)
+			SparseRows(make([]float32, 8), 8, 8, []int32{0, 2}, []int{0}, []float32{1}, make([]float32, 10), nil, 0, 1, 0)
 		},
 	} {
 		func() {
@@ -182,7 +192,7 @@ func BenchmarkRows(b *testing.B) {
 	dst := make([]float32, rows*n)
 	b.SetBytes(int64(len(val) * n * 4))
 	for b.Loop() {
-		SparseRows(dst, n, n, rowPtr, off, val, src, 0, rows, 128*n)
+		SparseRows(dst, n, n, rowPtr, off, val, src, nil, 0, rows, 128*n)
 	}
 }
 
@@ -192,18 +202,41 @@ func TestBlockingKeepsResults(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	const rows, n = 6, 700
 	rowPtr, off, val := randomCSR(rng, rows, 40, 2000)
+	// Row 2 without terms.
+	p, q := rowPtr[2], rowPtr[3]
+	off = slices.Delete(off, int(p), int(q))
+	val = slices.Delete(val, int(p), int(q))
+	for i := 3; i <= rows; i++ {
+		rowPtr[i] -= q - p
+	}
 	b := randomSlice(rng, 2000+n)
-	var first []float32
-	for _, span := range []int{0, 1, 13, 256, 5000} {
-		d := make([]float32, rows*n)
-		SparseRows(d, n, n, rowPtr, off, val, b, 0, rows, span)
-		if first == nil {
-			first = d
-			continue
+	// The first result: dst filled with init, then every term added.
+	init := randomSlice(rng, rows)
+	first := make([]float32, rows*n)
+	for i := range rows {
+		for j := range n {
+			first[i*n+j] = init[i]
 		}
-		for i := range d {
-			if math.Float32bits(d[i]) != math.Float32bits(first[i]) {
-				t.Fatalf("span %d: element %d = %v, without windows %v", span, i, d[i], first[i])
+	}
+	SparseRows(first, n, n, rowPtr, off, val, b, nil, 0, rows, 0)
+	for _, span := range []int{0, 1, 13, 256, 5000} {
+		for _, withInit := range []bool{false, true} {
+			d := make([]float32, rows*n)
+			if withInit {
+				for i := range d {
+					d[i] = float32(math.NaN()) // not read
+				}
+				SparseRows(d, n, n, rowPtr, off, val, b, init, 0, rows, span)
+			} else {
+				for i := range d {
+					d[i] = init[i/n]
+				}
+				SparseRows(d, n, n, rowPtr, off, val, b, nil, 0, rows, span)
+			}
+			for i := range d {
+				if math.Float32bits(d[i]) != math.Float32bits(first[i]) {
+					t.Fatalf("span %d, init %v: element %d = %v, without windows %v", span, withInit, i, d[i], first[i])
+				}
 			}
 		}
 	}
