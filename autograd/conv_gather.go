@@ -161,12 +161,22 @@ func flatImage(g *convGeom, x, buf []float32, c0, c1 int) {
 		for ci := c0; ci < c1; ci++ {
 			pl := dst[g.pw+ci*plane : g.pw+(ci+1)*plane]
 			clear(pl[:g.ph*g.w])
-			for r := 0; r < g.h; r++ {
-				row := pl[(r+g.ph)*g.w : (r+g.ph+1)*g.w]
-				src := x[ci*hw+r*g.w : ci*hw+(r+1)*g.w]
-				clear(row[:lo])
-				copyRow(row[lo:hi], src[lo:hi])
-				clear(row[hi:])
+			// The rows are as long as the image's: the channel in one
+			// copy, then the columns the tap never reads zeroed (a few
+			// stores per row; small images have many short rows, where
+			// a call per row would cost more than the copy).
+			body := pl[g.ph*g.w : (g.ph+g.h)*g.w]
+			copy(body, x[ci*hw:(ci+1)*hw])
+			if lo > 0 || hi < g.w {
+				for r := 0; r < g.h; r++ {
+					row := body[r*g.w : (r+1)*g.w]
+					for c := range lo {
+						row[c] = 0
+					}
+					for c := hi; c < g.w; c++ {
+						row[c] = 0
+					}
+				}
 			}
 			clear(pl[(g.h+g.ph)*g.w:])
 		}
