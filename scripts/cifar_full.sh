@@ -11,13 +11,14 @@
 # Environment: DATA (default /tmp/cifar10, built with
 # ../shared/data/cifar10/prepare when missing), RUNS (default runs/full),
 # EPOCHS (default 40), SEED (default 1), THREADS (default 0: all cores),
-# BIN_EPOCHS (default 20): the binary runs (proxgen-binary, proxquant, bc)
+# BIN_EPOCHS (default 15): the binary runs (proxgen-binary, proxquant, bc)
 # fine-tune the dense SGD model for BIN_EPOCHS epochs at a constant step
-# size, hard-quantizing after 2/3 of them. Their λ is the paper's pull
-# towards ±1 spread over this budget: the paper's Σ_t λ_t over 200 epochs
-# of 390 steps with the homotopy λ_t = λ·epoch (epochs from 0; λ 5e-8 for
-# ProxGen, 1e-4 for ProxQuant) equals ours over the 13 epochs before hard
-# quantization: a factor 390·19,900 / (390·78) = 255.
+# size, hard-quantizing after 2/3 of them (H epochs). Their λ is the
+# paper's pull towards ±1 spread over this budget: the paper's Σ_t λ_t over
+# 200 epochs of 390 steps with the homotopy λ_t = λ·epoch (epochs from 0; λ
+# 5e-8 for ProxGen, 1e-4 for ProxQuant) equals ours over the H epochs
+# before hard quantization when λ is multiplied by 19,900 / (H(H−1)/2):
+# 442 for 15 epochs (H = 10), 255 for 20.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=${DATA:-/tmp/cifar10}
@@ -36,6 +37,11 @@ common=(-data "$DATA" -model resnet20 -shortcut B -width 1 -seed "$SEED"
 	-epochs "$EPOCHS" -threads "$THREADS" -schedule cosine -progress lines -json)
 
 # flags of each run (besides the common ones)
+BIN_EPOCHS=${BIN_EPOCHS:-15}
+hard=$((BIN_EPOCHS * 2 / 3))
+[ "$hard" -ge 2 ] || { echo "BIN_EPOCHS must be at least 3" >&2; exit 2; }
+scale() { awk -v l="$1" -v h="$hard" 'BEGIN { printf "%.3g", l * 19900 / (h * (h - 1) / 2) }'; }
+
 declare -A FLAGS=(
 	[sgd]="-optimizer sgd -lr 0.1 -momentum 0.9 -wd 5e-4"
 	[adam]="-optimizer adam -lr 1e-3"
@@ -43,9 +49,9 @@ declare -A FLAGS=(
 	[subgrad-l12]="-optimizer subgrad -reg l12 -lambda ${LAMBDA_L12:-4}"
 	[proxgen-l0]="-optimizer proxgen -reg l0 -lambda ${LAMBDA_L0:-0.5}"
 	[proxgen-gl21]="-optimizer proxgen -reg gl21 -lambda ${LAMBDA_GL21:-500}"
-	[proxgen-binary]="-optimizer proxgen -reg bin-l1 -lambda ${LAMBDA_BIN:-1.3e-5} -lr 0.01 -schedule const -epochs ${BIN_EPOCHS:-20} -weights $RUNS/sgd/model.safetensors"
-	[proxquant]="-optimizer proxquant -lambda ${LAMBDA_PQ:-2.6e-2} -schedule const -epochs ${BIN_EPOCHS:-20} -weights $RUNS/sgd/model.safetensors"
-	[bc]="-optimizer bc -schedule const -epochs ${BIN_EPOCHS:-20} -weights $RUNS/sgd/model.safetensors"
+	[proxgen-binary]="-optimizer proxgen -reg bin-l1 -lambda ${LAMBDA_BIN:-$(scale 5e-8)} -lr 0.01 -schedule const -epochs $BIN_EPOCHS -weights $RUNS/sgd/model.safetensors"
+	[proxquant]="-optimizer proxquant -lambda ${LAMBDA_PQ:-$(scale 1e-4)} -schedule const -epochs $BIN_EPOCHS -weights $RUNS/sgd/model.safetensors"
+	[bc]="-optimizer bc -schedule const -epochs $BIN_EPOCHS -weights $RUNS/sgd/model.safetensors"
 )
 ORDER=(sgd adam proxgen-l12 proxgen-binary proxgen-gl21 subgrad-l12 proxgen-l0 proxquant bc)
 
