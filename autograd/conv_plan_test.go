@@ -129,3 +129,76 @@ func BenchmarkConvPlan(b *testing.B) {
 		}
 	}
 }
+
+// TestRunChained checks that RunChained computes bit for bit what the two
+// plans' Run calls compute, for the geometries of residual blocks (3×3
+// and, with padding 2, 5×5 and dilated 3×3 filters), with and without a
+// residual and the final ReLU, for 1 and 2 workers; and that plans that
+// cannot chain say so.
+func TestRunChained(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	sparseW := func(cout, cin, k int) (*autograd.Tensor, *autograd.SparseWeight) {
+		w := autograd.RandN(rng, cout, cin, k, k)
+		for i := range w.Data {
+			w.Data[i] *= 0.2
+			if rng.Float64() < 0.9 {
+				w.Data[i] = 0
+			}
+		}
+		return w, autograd.NewSparseWeight(w)
+	}
+	for _, tc := range []struct{ c, hw, k, pad, dil int }{
+		{16, 32, 3, 1, 1}, {32, 16, 3, 1, 1}, {64, 8, 3, 1, 1}, {8, 12, 5, 2, 1}, {8, 12, 3, 2, 2},
+	} {
+		cfg := autograd.ConvConfig{Padding: [2]int{tc.pad, tc.pad}, Dilation: [2]int{tc.dil, tc.dil}}
+		w1, s1 := sparseW(tc.c, tc.c, tc.k)
+		w2, s2 := sparseW(tc.c, tc.c, tc.k)
+		b1, b2 := autograd.RandN(rng, tc.c), autograd.RandN(rng, tc.c)
+		p1 := autograd.NewConvPlan(w1, b1.Data, cfg, tc.hw, tc.hw, s1)
+		p2 := autograd.NewConvPlan(w2, b2.Data, cfg, tc.hw, tc.hw, s2)
+		if !p1.Chains(p2) {
+			t.Fatalf("%+v: sparse plans of a residual block do not chain", tc)
+		}
+		for _, n := range []int{1, 3} {
+			x := autograd.RandN(rng, n, tc.c, tc.hw, tc.hw)
+			r := autograd.RandN(rng, n, tc.c, tc.hw, tc.hw)
+			for _, ep := range []struct{ res, relu bool }{{false, false}, {false, true}, {true, false}, {true, true}} {
+				var rd []float32
+				if ep.res {
+					rd = r.Data
+				}
+				mid := make([]float32, len(x.Data))
+				want := make([]float32, len(x.Data))
+				p1.Run(n, x.Data, mid, nil, true)
+				p2.Run(n, mid, want, rd, ep.relu)
+				for workers := 1; workers <= 2; workers++ {
+					prev := parallel.SetWorkers(workers)
+					got := make([]float32, len(want))
+					p1.RunChained(p2, n, x.Data, got, rd, ep.relu)
+					parallel.SetWorkers(prev)
+					for i := range want {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("%+v n=%d res=%v relu=%v workers=%d: element %d: chained %v, Run twice %v",
+								tc, n, ep.res, ep.relu, workers, i, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+	// Plans that do not chain: dense, strided, or of other sizes.
+	w, s := sparseW(16, 16, 3)
+	one := autograd.ConvConfig{Padding: [2]int{1, 1}}
+	two := autograd.ConvConfig{Padding: [2]int{1, 1}, Stride: [2]int{2, 2}}
+	sparse := autograd.NewConvPlan(w, nil, one, 16, 16, s)
+	for name, pair := range map[string][2]*autograd.ConvPlan{
+		"dense first":  {autograd.NewConvPlan(w, nil, one, 16, 16, nil), sparse},
+		"dense second": {sparse, autograd.NewConvPlan(w, nil, one, 16, 16, nil)},
+		"strided":      {autograd.NewConvPlan(w, nil, two, 32, 32, s), autograd.NewConvPlan(w, nil, one, 16, 16, s)},
+		"other size":   {sparse, autograd.NewConvPlan(w, nil, one, 8, 8, s)},
+	} {
+		if pair[0].Chains(pair[1]) {
+			t.Errorf("%s: Chains reports true", name)
+		}
+	}
+}

@@ -176,6 +176,18 @@ func (s *SparseWeight) mulRows(dst []float32, ldd, n int, off []int, src []float
 // is 128 KiB of the im2col matrix, which stays in the L2 cache.
 const windowRows = 128
 
+// wideSpan returns the offset window of the sparse product on the widened
+// grid of geometry g: 16 input channels keep the padded rows a window reads
+// in the cache; an image of at most wideWhole values stays there whole,
+// and without windows (0) each filter's accumulators are loaded and stored
+// once per column block instead of once per window.
+func wideSpan(g *convGeom) int {
+	if g.padSize() <= wideWhole {
+		return 0
+	}
+	return 16 * (g.h + 2*g.ph) * g.widePitch()
+}
+
 // wideWhole is the largest padded image (in values, 128 KiB) that the
 // sparse product reads without offset windows.
 const wideWhole = 32 << 10
@@ -251,20 +263,12 @@ func sparseConv(g *convGeom, s *SparseWeight, n int, x, out, bias, residual []fl
 				finish(i)
 			}
 		})
-	case g.wide() && g.wo >= 8:
+	case sparseWide(g):
 		wp := g.widePitch()
 		plane := (g.h + 2*g.ph) * wp
 		off := s.offsets(plane, g.dh*wp, g.dw)
 		np := g.ho * wp
-		// Windows of 16 input channels keep the padded rows a window
-		// reads in the cache; an image of at most wideWhole values stays
-		// there whole, and without windows each filter's accumulators
-		// are loaded and stored once per column block instead of once
-		// per window.
-		span := 16 * plane
-		if g.padSize() <= wideWhole {
-			span = 0
-		}
+		span := wideSpan(g)
 		parallel.For(n, 1, func(lo, hi int) {
 			pad, tmp := colScratch.get(g.padSize()), colScratch.get(cout*np)
 			defer colScratch.put(pad)

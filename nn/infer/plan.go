@@ -123,6 +123,9 @@ type resnetPlan struct {
 type blockPlan struct {
 	conv1, conv2 convStep
 	shortcut     *convStep
+	// chained: conv1 writes straight into conv2's padded input (both
+	// sparse; see autograd.ConvPlan.RunChained).
+	chained bool
 }
 
 func newResNetPlan(r *models.ResNet, sparse map[string]bool) *resnetPlan {
@@ -163,6 +166,7 @@ func newResNetPlan(r *models.ResNet, sparse map[string]bool) *resnetPlan {
 			default:
 				return nil
 			}
+			bp.chained = bp.conv1.p.Chains(bp.conv2.p)
 			cur = bp.conv2.out
 			p.max = max(p.max, bp.conv1.out.size(), cur.size())
 			p.blocks = append(p.blocks, bp)
@@ -194,13 +198,18 @@ func (p *resnetPlan) forward(s *scratch, x []float32, n int) []float32 {
 	p.stem.run(n, x, cur, nil)
 	last := p.stem.out
 	for _, b := range p.blocks {
-		b.conv1.run(n, cur[:n*b.conv1.in.size()], t, nil)
-		res := cur[:n*b.conv1.in.size()]
+		in := cur[:n*b.conv1.in.size()]
+		res := in
 		if b.shortcut != nil {
-			b.shortcut.run(n, res, sc, nil)
+			b.shortcut.run(n, in, sc, nil)
 			res = sc[:n*b.shortcut.out.size()]
 		}
-		b.conv2.run(n, t[:n*b.conv1.out.size()], next, res)
+		if b.chained {
+			b.conv1.p.RunChained(b.conv2.p, n, in, next[:n*b.conv2.out.size()], res, true)
+		} else {
+			b.conv1.run(n, in, t, nil)
+			b.conv2.run(n, t[:n*b.conv1.out.size()], next, res)
+		}
 		cur, next = next, cur
 		last = b.conv2.out
 	}

@@ -1,0 +1,108 @@
+package autograd
+
+import (
+	"fmt"
+
+	"github.com/proxgen/proxgen/autograd/internal/kernels"
+	"github.com/proxgen/proxgen/internal/parallel"
+)
+
+// Chains reports whether RunChained can run p followed by next handing the
+// activation over in next's padded layout: both sparse, on the widened
+// grid of stride 1 (see sparseConv), with p's output the size of next's
+// input and the same padded row length, as the two convolutions of a
+// residual block are.
+func (p *ConvPlan) Chains(next *ConvPlan) bool {
+	a, b := p.g, next.g
+	return p.sparse != nil && next.sparse != nil && sparseWide(a) && sparseWide(b) &&
+		p.cout == b.c && a.ho == b.h && a.wo == b.w && a.widePitch() == b.widePitch() &&
+		a.widePitch()*(b.h+2*b.ph) >= a.ho*a.widePitch()+b.ph*b.widePitch()+b.pw
+}
+
+// sparseWide reports whether sparseConv computes a convolution of geometry
+// g on the widened grid of stride 1, reading the padded image.
+func sparseWide(g *convGeom) bool { return g.wide() && g.wo >= 8 }
+
+// RunChained sets out to next's convolution of the ReLU of p's convolution
+// of the n images in x, with next's epilogue: plus residual (when not nil;
+// laid out as out), clamped at zero if relu. It computes exactly what
+// p.Run(n, x, t, nil, true) followed by next.Run(n, t, out, residual, relu)
+// computes, but p writes its product straight into the zero-padded image
+// next reads (rows of the widened grid land on the padded rows, their
+// extra columns on the padding, which is then cleared), so that neither
+// p's copy out of the widened grid nor next's padded copy is made. It
+// panics unless p.Chains(next), or on lengths Run would refuse.
+func (p *ConvPlan) RunChained(next *ConvPlan, n int, x, out, residual []float32, relu bool) {
+	if !p.Chains(next) {
+		panic(fmt.Sprintf("autograd.ConvPlan.RunChained: a %s plan of %d×%d outputs does not chain into a %s plan of %d×%d inputs",
+			p.Algorithm(n), p.g.ho, p.g.wo, next.Algorithm(n), next.g.h, next.g.w))
+	}
+	xSize, ySize := p.InSize(), next.OutSize()
+	if n < 1 || len(x) != n*xSize || len(out) != n*ySize || (residual != nil && len(residual) != n*ySize) {
+		panic(fmt.Sprintf("autograd.ConvPlan.RunChained: %d images need %d input and %d output values, got %d, %d and residual %d",
+			n, n*xSize, n*ySize, len(x), len(out), len(residual)))
+	}
+	e := kernels.Plain
+	switch {
+	case residual != nil && relu:
+		e = kernels.AddReLU
+	case relu:
+		e = kernels.ReLU
+	}
+	a, b := p.g, next.g
+	wp := a.widePitch()
+	plane := (b.h + 2*b.ph) * wp // one channel of next's padded image
+	at := b.ph*wp + b.pw         // where p's output row 0 starts in it
+	np := a.ho * wp              // p's product per filter, widened
+	offA := p.sparse.offsets((a.h+2*a.ph)*wp, a.dh*wp, a.dw)
+	offB := next.sparse.offsets(plane, b.dh*wp, b.dw)
+	spanA, spanB := wideSpan(a), wideSpan(b)
+	serial := n < parallel.Workers()
+	parallel.For(n, 1, func(lo, hi int) {
+		padA, padB := colScratch.get(a.padSize()), colScratch.get(b.padSize())
+		tmp := colScratch.get(next.cout * b.ho * wp)
+		defer colScratch.put(padA)
+		defer colScratch.put(padB)
+		defer colScratch.put(tmp)
+		for i := lo; i < hi; i++ {
+			padImage(a, x[i*xSize:(i+1)*xSize], padA)
+			p.sparse.mulRows(padB[at:], plane, np, offA, padA, p.bias, spanA, serial)
+			for c := range p.cout {
+				pl := padB[c*plane : (c+1)*plane]
+				kernels.Affine(pl[at:at+np], pl[at:at+np], nil, 0, 1, 0, kernels.ReLU)
+				clearPadding(b, pl)
+			}
+			clear(padB[p.cout*plane:])
+			var r []float32
+			if e == kernels.AddReLU {
+				r = residual[i*ySize : (i+1)*ySize]
+			}
+			next.sparse.mulRows(tmp, b.ho*wp, b.ho*wp, offB, padB, next.bias, spanB, serial)
+			y := out[i*ySize : (i+1)*ySize]
+			dropWide(b, next.cout, wp, tmp, y, r, e)
+			if residual != nil && !relu {
+				// kernels.Affine adds a residual only before a ReLU.
+				for k, v := range residual[i*ySize : (i+1)*ySize] {
+					y[k] += v
+				}
+			}
+		}
+	})
+}
+
+// clearPadding zeroes the padding of one channel of the padded image of
+// geometry g (rows of g.widePitch() values), leaving the image itself.
+func clearPadding(g *convGeom, pl []float32) {
+	wp := g.widePitch()
+	clear(pl[:g.ph*wp+g.pw])
+	for r := g.ph; r < g.ph+g.h; r++ {
+		end := r*wp + g.pw + g.w
+		next := min((r+1)*wp+g.pw, len(pl))
+		if r == g.ph+g.h-1 {
+			next = len(pl)
+		}
+		for j := end; j < next; j++ {
+			pl[j] = 0 // a few values: no call to memclr
+		}
+	}
+}
