@@ -106,3 +106,116 @@ func clearPadding(g *convGeom, pl []float32) {
 		}
 	}
 }
+
+// ChainsResidual reports whether RunBlockPadded can run p and next as a
+// residual block with the identity shortcut kept in p's padded layout:
+// p.Chains(next), and next's output is an image of p's input geometry, so
+// that the block's output can be written in the padded layout its input
+// came in.
+func (p *ConvPlan) ChainsResidual(next *ConvPlan) bool {
+	a, b := p.g, next.g
+	return p.Chains(next) && next.cout == a.c && b.ho == a.h && b.wo == a.w &&
+		a.ph == b.ph && a.pw == b.pw && a.padSize() == b.padSize()
+}
+
+// SameInput reports whether p and q read images of the same shape in the
+// same padded layout.
+func (p *ConvPlan) SameInput(q *ConvPlan) bool {
+	a, b := p.g, q.g
+	return a.c == b.c && a.h == b.h && a.w == b.w && a.ph == b.ph && a.pw == b.pw && a.padSize() == b.padSize()
+}
+
+// PaddedSize returns the number of values of one image in p's padded
+// layout, the layout RunBlockPadded reads and writes.
+func (p *ConvPlan) PaddedSize() int { return p.g.padSize() }
+
+// Pad writes the n images of x (InSize values each) into xPad in p's
+// padded layout (PaddedSize values each).
+func (p *ConvPlan) Pad(n int, x, xPad []float32) {
+	xs, ps := p.InSize(), p.PaddedSize()
+	p.checkPadded("Pad", n, len(x), xs, len(xPad))
+	parallel.For(n, 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			padImage(p.g, x[i*xs:(i+1)*xs], xPad[i*ps:(i+1)*ps])
+		}
+	})
+}
+
+// Unpad is the inverse of Pad: it copies the images out of the padded
+// layout.
+func (p *ConvPlan) Unpad(n int, xPad, x []float32) {
+	xs, ps := p.InSize(), p.PaddedSize()
+	p.checkPadded("Unpad", n, len(x), xs, len(xPad))
+	g := p.g
+	wp, plane := g.widePitch(), (g.h+2*g.ph)*g.widePitch()
+	parallel.For(n, 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			src, dst := xPad[i*ps:(i+1)*ps], x[i*xs:(i+1)*xs]
+			for c := range g.c {
+				for r := range g.h {
+					at := c*plane + (r+g.ph)*wp + g.pw
+					copyRow(dst[(c*g.h+r)*g.w:(c*g.h+r+1)*g.w], src[at:at+g.w])
+				}
+			}
+		}
+	})
+}
+
+// checkPadded panics unless n images fit the plain and padded lengths.
+func (p *ConvPlan) checkPadded(op string, n, plain, plainSize, padded int) {
+	if n < 1 || plain != n*plainSize || padded != n*p.PaddedSize() {
+		panic(fmt.Sprintf("autograd.ConvPlan.%s: %d images need %d plain and %d padded values, got %d and %d",
+			op, n, n*plainSize, n*p.PaddedSize(), plain, padded))
+	}
+}
+
+// RunBlockPadded runs the residual block relu(next(relu(p(x))) + x) on the
+// n images in xPad, in p's padded layout (see Pad), and writes the result
+// in the same layout into outPad: RunChained with the identity shortcut,
+// where the residual is read from the padded input at the positions the
+// output is written to, and no image is copied in or out. Consecutive
+// blocks of one size thus pass their activations on without a copy. It
+// computes exactly what Unpad, RunChained(next, n, x, out, x, true) and
+// Pad compute. It panics unless p.ChainsResidual(next), or on other
+// lengths; outPad must not overlap xPad.
+func (p *ConvPlan) RunBlockPadded(next *ConvPlan, n int, xPad, outPad []float32) {
+	if !p.ChainsResidual(next) {
+		panic(fmt.Sprintf("autograd.ConvPlan.RunBlockPadded: a %s plan of %d channels of %d×%d does not chain into a %s plan back to its input",
+			p.Algorithm(n), p.g.c, p.g.h, p.g.w, next.Algorithm(n)))
+	}
+	ps := p.PaddedSize()
+	if n < 1 || len(xPad) != n*ps || len(outPad) != n*ps {
+		panic(fmt.Sprintf("autograd.ConvPlan.RunBlockPadded: %d images need %d padded values in and out, got %d and %d",
+			n, n*ps, len(xPad), len(outPad)))
+	}
+	a, b := p.g, next.g
+	wp := a.widePitch()
+	plane := (a.h + 2*a.ph) * wp
+	at := a.ph*wp + a.pw
+	np, npB := a.ho*wp, b.ho*wp // the widened products
+	offA := p.sparse.offsets(plane, a.dh*wp, a.dw)
+	offB := next.sparse.offsets(plane, b.dh*wp, b.dw)
+	spanA, spanB := wideSpan(a), wideSpan(b)
+	serial := n < parallel.Workers()
+	parallel.For(n, 1, func(lo, hi int) {
+		mid := colScratch.get(b.padSize())
+		defer colScratch.put(mid)
+		for i := lo; i < hi; i++ {
+			in, out := xPad[i*ps:(i+1)*ps], outPad[i*ps:(i+1)*ps]
+			p.sparse.mulRows(mid[at:], plane, np, offA, in, p.bias, spanA, serial)
+			for c := range p.cout {
+				pl := mid[c*plane : (c+1)*plane]
+				kernels.Affine(pl[at:at+np], pl[at:at+np], nil, 0, 1, 0, kernels.ReLU)
+				clearPadding(b, pl)
+			}
+			clear(mid[p.cout*plane:])
+			next.sparse.mulRows(out[at:], plane, npB, offB, mid, next.bias, spanB, serial)
+			for c := range next.cout {
+				pl, res := out[c*plane:(c+1)*plane], in[c*plane:(c+1)*plane]
+				kernels.Affine(pl[at:at+npB], pl[at:at+npB], res[at:at+npB], 0, 1, 0, kernels.AddReLU)
+				clearPadding(a, pl)
+			}
+			clear(out[next.cout*plane:])
+		}
+	})
+}

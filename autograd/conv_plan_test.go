@@ -202,3 +202,59 @@ func TestRunChained(t *testing.T) {
 		}
 	}
 }
+
+// TestRunBlockPadded checks that a residual block run in the padded
+// layout writes exactly the padded layout of what RunChained computes with
+// the identity shortcut (padding zero), for 1 and 2 workers, and that Pad
+// and Unpad are inverse copies.
+func TestRunBlockPadded(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, tc := range []struct{ c, hw, k, pad, dil int }{
+		{16, 32, 3, 1, 1}, {64, 8, 3, 1, 1}, {8, 12, 5, 2, 1}, {8, 12, 3, 2, 2},
+	} {
+		cfg := autograd.ConvConfig{Padding: [2]int{tc.pad, tc.pad}, Dilation: [2]int{tc.dil, tc.dil}}
+		var plans [2]*autograd.ConvPlan
+		for j := range plans {
+			w := autograd.RandN(rng, tc.c, tc.c, tc.k, tc.k)
+			for i := range w.Data {
+				w.Data[i] *= 0.2
+				if rng.Float64() < 0.9 {
+					w.Data[i] = 0
+				}
+			}
+			plans[j] = autograd.NewConvPlan(w, autograd.RandN(rng, tc.c).Data, cfg, tc.hw, tc.hw, autograd.NewSparseWeight(w))
+		}
+		p1, p2 := plans[0], plans[1]
+		if !p1.ChainsResidual(p2) {
+			t.Fatalf("%+v: a sparse residual block does not chain in the padded layout", tc)
+		}
+		for _, n := range []int{1, 3} {
+			x := autograd.RandN(rng, n, tc.c, tc.hw, tc.hw).Data
+			want := make([]float32, len(x))
+			p1.RunChained(p2, n, x, want, x, true)
+			ps := p1.PaddedSize()
+			xPad, wantPad := make([]float32, n*ps), make([]float32, n*ps)
+			for i := range xPad {
+				xPad[i] = float32(math.NaN()) // Pad must write every value
+			}
+			p1.Pad(n, x, xPad)
+			p1.Pad(n, want, wantPad)
+			back := make([]float32, len(x))
+			p1.Unpad(n, xPad, back)
+			if !slices.Equal(back, x) {
+				t.Fatalf("%+v n=%d: Unpad(Pad(x)) differs from x", tc, n)
+			}
+			for workers := 1; workers <= 2; workers++ {
+				prev := parallel.SetWorkers(workers)
+				got := make([]float32, n*ps)
+				p1.RunBlockPadded(p2, n, xPad, got)
+				parallel.SetWorkers(prev)
+				for i := range wantPad {
+					if math.Float32bits(got[i]) != math.Float32bits(wantPad[i]) {
+						t.Fatalf("%+v n=%d workers=%d: padded element %d: %v, want %v", tc, n, workers, i, got[i], wantPad[i])
+					}
+				}
+			}
+		}
+	}
+}

@@ -124,8 +124,10 @@ type blockPlan struct {
 	conv1, conv2 convStep
 	shortcut     *convStep
 	// chained: conv1 writes straight into conv2's padded input (both
-	// sparse; see autograd.ConvPlan.RunChained).
-	chained bool
+	// sparse; see autograd.ConvPlan.RunChained); padded: also the identity
+	// shortcut, so that the block reads and writes conv1's padded layout
+	// (autograd.ConvPlan.RunBlockPadded).
+	chained, padded bool
 }
 
 func newResNetPlan(r *models.ResNet, sparse map[string]bool) *resnetPlan {
@@ -167,8 +169,9 @@ func newResNetPlan(r *models.ResNet, sparse map[string]bool) *resnetPlan {
 				return nil
 			}
 			bp.chained = bp.conv1.p.Chains(bp.conv2.p)
+			bp.padded = bp.shortcut == nil && bp.conv1.p.ChainsResidual(bp.conv2.p)
 			cur = bp.conv2.out
-			p.max = max(p.max, bp.conv1.out.size(), cur.size())
+			p.max = max(p.max, bp.conv1.out.size(), cur.size(), bp.conv1.p.PaddedSize())
 			p.blocks = append(p.blocks, bp)
 		}
 	}
@@ -197,7 +200,28 @@ func (p *resnetPlan) forward(s *scratch, x []float32, n int) []float32 {
 	cur, t, sc, next := act[0], act[1], act[2], act[3]
 	p.stem.run(n, x, cur, nil)
 	last := p.stem.out
+	// padded: cur holds the padded layout of the previous block (in
+	// which it ran), not the plain activation.
+	var padded *autograd.ConvPlan
+	unpad := func() {
+		padded.Unpad(n, cur[:n*padded.PaddedSize()], t[:n*padded.InSize()])
+		cur, t, padded = t, cur, nil
+	}
 	for _, b := range p.blocks {
+		if padded != nil && !(b.padded && b.conv1.p.SameInput(padded)) {
+			unpad()
+		}
+		if b.padded {
+			ps := b.conv1.p.PaddedSize()
+			if padded == nil {
+				b.conv1.p.Pad(n, cur[:n*b.conv1.in.size()], t[:n*ps])
+				cur, t = t, cur
+			}
+			b.conv1.p.RunBlockPadded(b.conv2.p, n, cur[:n*ps], next[:n*ps])
+			cur, next, padded = next, cur, b.conv1.p
+			last = b.conv2.out
+			continue
+		}
 		in := cur[:n*b.conv1.in.size()]
 		res := in
 		if b.shortcut != nil {
@@ -212,6 +236,9 @@ func (p *resnetPlan) forward(s *scratch, x []float32, n int) []float32 {
 		}
 		cur, next = next, cur
 		last = b.conv2.out
+	}
+	if padded != nil {
+		unpad()
 	}
 	y := autograd.FromSlice(cur[:n*last.size()], n, last.c, last.h, last.w).In(&s.ctx)
 	y = autograd.AvgPool2d(y, p.pool, p.pool, 0)
