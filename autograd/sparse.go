@@ -27,7 +27,7 @@ type SparseWeight struct {
 	val        []float32
 
 	mu   sync.Mutex
-	offs map[[3]int][]int // element offsets of the terms per input layout
+	offs map[[3]int]*kernels.CSR // the matrix with the element offsets of each input layout
 }
 
 // NewSparseWeight returns the sparse form of w, a rank-4 convolution or
@@ -108,8 +108,9 @@ func (s *SparseWeight) Matches(w *Tensor) bool {
 // offsets returns the element offset of every term in an input laid out
 // with strides a (input channel), b (kernel row) and c (kernel column):
 // column (ci, ki, kj) of the filter matrix reads the dense row that starts
-// at ci·a + ki·b + kj·c. The result is cached per layout.
-func (s *SparseWeight) offsets(a, b, c int) []int {
+// at ci·a + ki·b + kj·c: the matrix the sparse product multiplies with,
+// its offsets checked once. The result is cached per layout.
+func (s *SparseWeight) offsets(a, b, c int) *kernels.CSR {
 	return s.offsetsOf([3]int{a, b, c}, func(ci, ki, kj int) int { return ci*a + ki*b + kj*c })
 }
 
@@ -118,7 +119,7 @@ func (s *SparseWeight) offsets(a, b, c int) []int {
 // (ki mod s, kj mod s) from row ki div s, column kj div s on, so that the
 // output on the grid widened to the phase planes' width is one run per
 // term. The result is cached per layout.
-func (s *SparseWeight) phaseOffsets(g *convGeom) []int {
+func (s *SparseWeight) phaseOffsets(g *convGeom) *kernels.CSR {
 	st := g.sh
 	pa, pb, ph, pw := g.phases()
 	plane := ph * pw
@@ -130,13 +131,13 @@ func (s *SparseWeight) phaseOffsets(g *convGeom) []int {
 	})
 }
 
-// offsetsOf returns the offset at(ci, ki, kj) of every term, cached under
-// key.
-func (s *SparseWeight) offsetsOf(key [3]int, at func(ci, ki, kj int) int) []int {
+// offsetsOf returns the matrix with the offset at(ci, ki, kj) of every
+// term, cached under key.
+func (s *SparseWeight) offsetsOf(key [3]int, at func(ci, ki, kj int) int) *kernels.CSR {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if off, ok := s.offs[key]; ok {
-		return off
+	if m, ok := s.offs[key]; ok {
+		return m
 	}
 	off := make([]int, len(s.col))
 	khw := s.kh * s.kw
@@ -145,18 +146,20 @@ func (s *SparseWeight) offsetsOf(key [3]int, at func(ci, ki, kj int) int) []int 
 		off[t] = at(ci, r/s.kw, r%s.kw)
 	}
 	if s.offs == nil || len(s.offs) >= 8 {
-		s.offs = map[[3]int][]int{}
+		s.offs = map[[3]int]*kernels.CSR{}
 	}
-	s.offs[key] = off
-	return off
+	m := kernels.NewCSR(s.rowPtr, off, s.val)
+	s.offs[key] = m
+	return m
 }
 
 // mulRows computes dst row r = bias[r] (or 0) + Σ_t val[t]·src[off[t]+j]
 // for the filters r of s, j in [0, n), with row stride ldd, in parallel
-// over filters; span is the offset window of kernels.Rows.
+// over filters; m holds s's values with the offsets off of src's layout
+// (offsets), span is the offset window of kernels.SparseRows.
 //
 // If serial, it runs on the calling goroutine.
-func (s *SparseWeight) mulRows(dst []float32, ldd, n int, off []int, src []float32, bias []float32, span int, serial bool) {
+func (s *SparseWeight) mulRows(dst []float32, ldd, n int, m *kernels.CSR, src []float32, bias []float32, span int, serial bool) {
 	grain := parallel.Grain(s.rows, 4)
 	if serial {
 		grain = s.rows
@@ -167,7 +170,7 @@ func (s *SparseWeight) mulRows(dst []float32, ldd, n int, off []int, src []float
 				clear(dst[r*ldd : r*ldd+n])
 			}
 		}
-		kernels.SparseRows(dst[lo*ldd:], ldd, n, s.rowPtr, off, s.val, src, bias, lo, hi, span)
+		kernels.SparseRows(dst[lo*ldd:], ldd, n, m, src, bias, lo, hi, span)
 	})
 }
 

@@ -20,7 +20,51 @@ package kernels
 
 import "fmt"
 
-// SparseRows adds the product of sparse rows [lo, hi) and b to dst: for
+// CSR is a sparse matrix in compressed-row form whose offsets were
+// checked once, by NewCSR: SparseRows then checks a call in time
+// proportional to its rows, not to its terms.
+type CSR struct {
+	rowPtr []int32
+	off    []int
+	val    []float32
+	maxOff []int // per row, the largest offset (−1 for a row without terms)
+	sorted bool  // the offsets of every row do not decrease
+}
+
+// NewCSR returns the matrix whose row i holds the values
+// val[rowPtr[i]:rowPtr[i+1]], value t multiplying the dense row that starts
+// at element off[t] of the matrix it is multiplied with (see SparseRows).
+// It keeps the slices, which must not change afterwards. It panics if the
+// row pointers do not start at 0 or decrease, if they point past off or
+// val, or if an offset is negative.
+func NewCSR(rowPtr []int32, off []int, val []float32) *CSR {
+	if len(rowPtr) == 0 || rowPtr[0] != 0 {
+		panic(fmt.Sprintf("spmm.NewCSR: %d row pointers, the first of which must be 0", len(rowPtr)))
+	}
+	m := &CSR{rowPtr: rowPtr, off: off, val: val, maxOff: make([]int, len(rowPtr)-1), sorted: true}
+	for i := range m.maxOff {
+		p, q := int(rowPtr[i]), int(rowPtr[i+1])
+		if q < p || q > len(off) || q > len(val) {
+			panic(fmt.Sprintf("spmm.NewCSR: row %d has pointers %d, %d outside the %d offsets and %d values", i, p, q, len(off), len(val)))
+		}
+		m.maxOff[i] = -1
+		for t, o := range off[p:q] {
+			if o < 0 {
+				panic(fmt.Sprintf("spmm.NewCSR: negative offset %d in row %d", o, i))
+			}
+			if t > 0 && o < off[p+t-1] {
+				m.sorted = false
+			}
+			m.maxOff[i] = max(m.maxOff[i], o)
+		}
+	}
+	return m
+}
+
+// Rows returns the number of rows.
+func (m *CSR) Rows() int { return len(m.maxOff) }
+
+// SparseRows adds the product of the rows [lo, hi) of m and b to dst: for
 // each row i and column j in [0, n),
 //
 //	dst[(i−lo)·ldd + j] += Σ_t val[t]·b[off[t] + j],  t in [rowPtr[i], rowPtr[i+1])
@@ -36,45 +80,37 @@ import "fmt"
 // adds its terms in order t, so the blocking does not change any result.
 // It panics if an offset or an output row falls outside b or dst, or, with
 // span > 0, the offsets of a row decrease.
-func SparseRows(dst []float32, ldd, n int, rowPtr []int32, off []int, val []float32, b, init []float32, lo, hi, span int) {
+func SparseRows(dst []float32, ldd, n int, m *CSR, b, init []float32, lo, hi, span int) {
 	if n <= 0 || lo >= hi {
 		return
 	}
-	if lo < 0 || hi >= len(rowPtr) || ldd < n || (hi-lo-1)*ldd+n > len(dst) {
+	if lo < 0 || hi > m.Rows() || ldd < n || (hi-lo-1)*ldd+n > len(dst) {
 		panic(fmt.Sprintf("spmm.Rows: rows [%d, %d) of %d with n %d and ldd %d do not fit dst of %d elements",
-			lo, hi, len(rowPtr)-1, n, ldd, len(dst)))
+			lo, hi, m.Rows(), n, ldd, len(dst)))
 	}
 	if init != nil && len(init) < hi {
 		panic(fmt.Sprintf("spmm.Rows: %d initial values for rows [%d, %d)", len(init), lo, hi))
 	}
-	first, last := int(rowPtr[lo]), int(rowPtr[hi])
-	if first < 0 || first > last || last > len(off) || last > len(val) {
-		panic(fmt.Sprintf("spmm.Rows: row pointers [%d, %d) outside the %d offsets and %d values", first, last, len(off), len(val)))
+	if span > 0 && !m.sorted {
+		panic("spmm.Rows: offset windows need the offsets of every row in increasing order")
 	}
-	maxOff := 0
-	for i := lo; i < hi; i++ {
-		p, q := int(rowPtr[i]), int(rowPtr[i+1])
-		if p > q || p < first || q > last {
-			panic(fmt.Sprintf("spmm.Rows: row %d has pointers %d, %d outside [%d, %d]", i, p, q, first, last))
-		}
-		prev := 0
-		for _, o := range off[p:q] {
-			if o < 0 || o > len(b)-n || span > 0 && o < prev {
-				panic(fmt.Sprintf("spmm.Rows: offset %d with %d columns outside b of %d elements or below the previous offset %d of row %d", o, n, len(b), prev, i))
-			}
-			prev = o
-			maxOff = max(maxOff, o)
-		}
+	maxOff := -1
+	for _, o := range m.maxOff[lo:hi] {
+		maxOff = max(maxOff, o)
 	}
+	if maxOff > len(b)-n {
+		panic(fmt.Sprintf("spmm.Rows: offset %d with %d columns outside b of %d elements", maxOff, n, len(b)))
+	}
+	rowPtr, off, val := m.rowPtr, m.off, m.val
 	if span <= 0 {
 		span = maxOff + 1
 	}
 	pos := make([]int, hi-lo)
 	for c0 := 0; c0 < n; c0 += colBlock {
 		c1 := min(c0+colBlock, n)
-		m := (c1 - c0) &^ 7 // columns the assembly kernel handles
+		vec := (c1 - c0) &^ 7 // columns the assembly kernel handles
 		if !useAsm || !spmmAsm {
-			m = 0
+			vec = 0
 		}
 		for i := range pos {
 			pos[i] = int(rowPtr[lo+i])
@@ -98,10 +134,10 @@ func SparseRows(dst []float32, ldd, n int, rowPtr []int32, off []int, val []floa
 					start = &init[i]
 				}
 				d := dst[(i-lo)*ldd+c0 : (i-lo)*ldd+c1]
-				if m > 0 {
-					rowAVX2(&d[0], m, &val[p], &off[p], e-p, &b[c0], start)
+				if vec > 0 {
+					rowAVX2(&d[0], vec, &val[p], &off[p], e-p, &b[c0], start)
 				}
-				rowGo(d[m:], val[p:e], off[p:e], b, c0+m, start)
+				rowGo(d[vec:], val[p:e], off[p:e], b, c0+vec, start)
 			}
 		}
 	}

@@ -58,7 +58,7 @@ func TestSparseRowsMatchesGo(t *testing.T) {
 				var g []float32
 				impl.ForEach("kernels", func(name string) {
 					d := append([]float32(nil), start...)
-					SparseRows(d, ldd, n, rowPtr, off, val, b, init, 1, rows, span)
+					SparseRows(d, ldd, n, NewCSR(rowPtr, off, val), b, init, 1, rows, span)
 					if name == impl.Generic {
 						g = d
 						return
@@ -96,7 +96,7 @@ func TestRowsValues(t *testing.T) {
 					want[i*n+j] = s
 				}
 			}
-			SparseRows(dst, n, n, rowPtr, off, val, b, init, 0, rows, 64)
+			SparseRows(dst, n, n, NewCSR(rowPtr, off, val), b, init, 0, rows, 64)
 			for i, w := range want {
 				if math.Abs(float64(dst[i])-w) > 1e-4*(1+math.Abs(w)) {
 					t.Fatalf("n=%d init=%v: element %d = %v, want %v", n, init != nil, i, dst[i], w)
@@ -125,7 +125,7 @@ func TestRowsUnsortedWithoutWindows(t *testing.T) {
 	var g []float32
 	impl.ForEach("kernels", func(name string) {
 		d := append([]float32(nil), init...)
-		SparseRows(d, n, n, rowPtr, off, val, b, nil, 0, rows, 0)
+		SparseRows(d, n, n, NewCSR(rowPtr, off, val), b, nil, 0, rows, 0)
 		if name == impl.Generic {
 			g = d
 			for i := range rows {
@@ -152,22 +152,22 @@ func TestRowsUnsortedWithoutWindows(t *testing.T) {
 func TestRowsChecksBounds(t *testing.T) {
 	for name, f := range map[string]func(){
 		"offset": func() {
-			SparseRows(make([]float32, 8), 8, 8, []int32{0, 1}, []int{3}, []float32{1}, make([]float32, 10), nil, 0, 1, 0)
+			SparseRows(make([]float32, 8), 8, 8, NewCSR([]int32{0, 1}, []int{3}, []float32{1}), make([]float32, 10), nil, 0, 1, 0)
 		},
 		"negative offset": func() {
-			SparseRows(make([]float32, 8), 8, 8, []int32{0, 1}, []int{-1}, []float32{1}, make([]float32, 10), nil, 0, 1, 0)
+			SparseRows(make([]float32, 8), 8, 8, NewCSR([]int32{0, 1}, []int{-1}, []float32{1}), make([]float32, 10), nil, 0, 1, 0)
 		},
 		"dst": func() {
-			SparseRows(make([]float32, 8), 8, 8, []int32{0, 1, 2}, []int{0, 0}, []float32{1, 1}, make([]float32, 10), nil, 0, 2, 0)
+			SparseRows(make([]float32, 8), 8, 8, NewCSR([]int32{0, 1, 2}, []int{0, 0}, []float32{1, 1}), make([]float32, 10), nil, 0, 2, 0)
 		},
 		"decreasing offsets with windows": func() {
-			SparseRows(make([]float32, 8), 8, 1, []int32{0, 2}, []int{3, 1}, []float32{1, 1}, make([]float32, 10), nil, 0, 1, 4)
+			SparseRows(make([]float32, 8), 8, 1, NewCSR([]int32{0, 2}, []int{3, 1}, []float32{1, 1}), make([]float32, 10), nil, 0, 1, 4)
 		},
 		"init": func() {
-			SparseRows(make([]float32, 16), 8, 8, []int32{0, 1, 2}, []int{0, 0}, []float32{1, 1}, make([]float32, 10), []float32{1}, 0, 2, 0)
+			SparseRows(make([]float32, 16), 8, 8, NewCSR([]int32{0, 1, 2}, []int{0, 0}, []float32{1, 1}), make([]float32, 10), []float32{1}, 0, 2, 0)
 		},
 		"row pointers": func() {
-			SparseRows(make([]float32, 8), 8, 8, []int32{0, 2}, []int{0}, []float32{1}, make([]float32, 10), nil, 0, 1, 0)
+			SparseRows(make([]float32, 8), 8, 8, NewCSR([]int32{0, 2}, []int{0}, []float32{1}), make([]float32, 10), nil, 0, 1, 0)
 		},
 	} {
 		func() {
@@ -190,9 +190,10 @@ func BenchmarkRows(b *testing.B) {
 	}
 	src := randomSlice(rng, k*n)
 	dst := make([]float32, rows*n)
+	m := NewCSR(rowPtr, off, val)
 	b.SetBytes(int64(len(val) * n * 4))
 	for b.Loop() {
-		SparseRows(dst, n, n, rowPtr, off, val, src, nil, 0, rows, 128*n)
+		SparseRows(dst, n, n, m, src, nil, 0, rows, 128*n)
 	}
 }
 
@@ -218,7 +219,7 @@ func TestBlockingKeepsResults(t *testing.T) {
 			first[i*n+j] = init[i]
 		}
 	}
-	SparseRows(first, n, n, rowPtr, off, val, b, nil, 0, rows, 0)
+	SparseRows(first, n, n, NewCSR(rowPtr, off, val), b, nil, 0, rows, 0)
 	for _, span := range []int{0, 1, 13, 256, 5000} {
 		for _, withInit := range []bool{false, true} {
 			d := make([]float32, rows*n)
@@ -226,12 +227,12 @@ func TestBlockingKeepsResults(t *testing.T) {
 				for i := range d {
 					d[i] = float32(math.NaN()) // not read
 				}
-				SparseRows(d, n, n, rowPtr, off, val, b, init, 0, rows, span)
+				SparseRows(d, n, n, NewCSR(rowPtr, off, val), b, init, 0, rows, span)
 			} else {
 				for i := range d {
 					d[i] = init[i/n]
 				}
-				SparseRows(d, n, n, rowPtr, off, val, b, nil, 0, rows, span)
+				SparseRows(d, n, n, NewCSR(rowPtr, off, val), b, nil, 0, rows, span)
 			}
 			for i := range d {
 				if math.Float32bits(d[i]) != math.Float32bits(first[i]) {
