@@ -121,9 +121,10 @@ func SparseRows(dst []float32, ldd, n int, m *CSR, b, init []float32, lo, hi, sp
 		for end := span; end-span <= maxOff; end += span {
 			for i := lo; i < hi; i++ {
 				p, q := pos[i-lo], int(rowPtr[i+1])
-				e := p
-				for e < q && off[e] < end {
-					e++
+				e := q // one window: every term
+				if span <= maxOff {
+					for e = p; e < q && off[e] < end; e++ {
+					}
 				}
 				if e == p {
 					continue
