@@ -42,18 +42,10 @@ func (p *ConvPlan) RunChained(next *ConvPlan, n int, x, out, residual []float32,
 		panic(fmt.Sprintf("autograd.ConvPlan.RunChained: %d images need %d input and %d output values, got %d, %d and residual %d",
 			n, n*xSize, n*ySize, len(x), len(out), len(residual)))
 	}
-	e := kernels.Plain
-	switch {
-	case residual != nil && relu:
-		e = kernels.AddReLU
-	case relu:
-		e = kernels.ReLU
-	}
+	e := epilogueOf(residual, relu)
 	a, b := p.g, next.g
 	wp := a.widePitch()
 	plane := (b.h + 2*b.ph) * wp // one channel of next's padded image
-	at := b.ph*wp + b.pw         // where p's output row 0 starts in it
-	np := a.ho * wp              // p's product per filter, widened
 	offA := p.sparse.offsets((a.h+2*a.ph)*wp, a.dh*wp, a.dw)
 	offB := next.sparse.offsets(plane, b.dh*wp, b.dw)
 	spanA, spanB := wideSpan(a), wideSpan(b)
@@ -66,13 +58,7 @@ func (p *ConvPlan) RunChained(next *ConvPlan, n int, x, out, residual []float32,
 		defer colScratch.put(tmp)
 		for i := lo; i < hi; i++ {
 			padImage(a, x[i*xSize:(i+1)*xSize], padA)
-			p.sparse.mulRows(padB[at:], plane, np, offA, padA, p.bias, spanA, serial)
-			for c := range p.cout {
-				pl := padB[c*plane : (c+1)*plane]
-				kernels.Affine(pl[at:at+np], pl[at:at+np], nil, 0, 1, 0, kernels.ReLU)
-				clearPadding(b, pl)
-			}
-			clear(padB[p.cout*plane:])
+			p.reluPadded(next, padB, padA, offA, spanA, serial)
 			var r []float32
 			if e == kernels.AddReLU {
 				r = residual[i*ySize : (i+1)*ySize]
@@ -88,6 +74,37 @@ func (p *ConvPlan) RunChained(next *ConvPlan, n int, x, out, residual []float32,
 			}
 		}
 	})
+}
+
+// reluPadded writes the ReLU of p's product of the padded image src (read
+// with the offsets off and window span) into dst in next's padded layout:
+// the widened rows land on the padded rows, their extra columns on the
+// padding, which is then cleared. p.Chains(next) must hold.
+func (p *ConvPlan) reluPadded(next *ConvPlan, dst, src []float32, off *kernels.CSR, span int, serial bool) {
+	a, b := p.g, next.g
+	wp := a.widePitch()
+	plane := (b.h + 2*b.ph) * wp
+	at, np := b.ph*wp+b.pw, a.ho*wp
+	p.sparse.mulRows(dst[at:], plane, np, off, src, p.bias, span, serial)
+	for c := range p.cout {
+		pl := dst[c*plane : (c+1)*plane]
+		kernels.Affine(pl[at:at+np], pl[at:at+np], nil, 0, 1, 0, kernels.ReLU)
+		clearPadding(b, pl)
+	}
+	clear(dst[p.cout*plane:])
+}
+
+// epilogueOf returns the epilogue that adds residual (when not nil) and
+// applies the ReLU (if relu); kernels.Plain for a residual alone, which
+// kernels.Affine does not add.
+func epilogueOf(residual []float32, relu bool) kernels.Epilogue {
+	switch {
+	case residual != nil && relu:
+		return kernels.AddReLU
+	case relu:
+		return kernels.ReLU
+	}
+	return kernels.Plain
 }
 
 // clearPadding zeroes the padding of one channel of the padded image of
@@ -192,7 +209,7 @@ func (p *ConvPlan) RunBlockPadded(next *ConvPlan, n int, xPad, outPad []float32)
 	wp := a.widePitch()
 	plane := (a.h + 2*a.ph) * wp
 	at := a.ph*wp + a.pw
-	np, npB := a.ho*wp, b.ho*wp // the widened products
+	npB := b.ho * wp // next's product per filter, widened
 	offA := p.sparse.offsets(plane, a.dh*wp, a.dw)
 	offB := next.sparse.offsets(plane, b.dh*wp, b.dw)
 	spanA, spanB := wideSpan(a), wideSpan(b)
@@ -202,13 +219,7 @@ func (p *ConvPlan) RunBlockPadded(next *ConvPlan, n int, xPad, outPad []float32)
 		defer colScratch.put(mid)
 		for i := lo; i < hi; i++ {
 			in, out := xPad[i*ps:(i+1)*ps], outPad[i*ps:(i+1)*ps]
-			p.sparse.mulRows(mid[at:], plane, np, offA, in, p.bias, spanA, serial)
-			for c := range p.cout {
-				pl := mid[c*plane : (c+1)*plane]
-				kernels.Affine(pl[at:at+np], pl[at:at+np], nil, 0, 1, 0, kernels.ReLU)
-				clearPadding(b, pl)
-			}
-			clear(mid[p.cout*plane:])
+			p.reluPadded(next, mid, in, offA, spanA, serial)
 			next.sparse.mulRows(out[at:], plane, npB, offB, mid, next.bias, spanB, serial)
 			for c := range next.cout {
 				pl, res := out[c*plane:(c+1)*plane], in[c*plane:(c+1)*plane]

@@ -161,13 +161,7 @@ func (p *ConvPlan) run(alg string, n int, x, out, residual []float32, relu bool)
 	g, m, cols := p.g, p.cout, p.g.cols
 	// epilogue adds the bias (if withBias), the residual and the ReLU to
 	// columns [j0, j1) of image i.
-	e := kernels.Plain
-	switch {
-	case residual != nil && relu:
-		e = kernels.AddReLU
-	case relu:
-		e = kernels.ReLU
-	}
+	e := epilogueOf(residual, relu)
 	epilogue := func(i, j0, j1 int, withBias bool) {
 		withBias = withBias && p.bias != nil
 		if !withBias && residual == nil && !relu {
