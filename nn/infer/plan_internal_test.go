@@ -1,0 +1,49 @@
+package infer
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestResNetPlanChainsSparseBlocks checks which blocks of a sparse
+// ResNet-20 (option-B shortcuts) the compiled plan chains: every block's two
+// convolutions (both sparse, stride 1 into stride 1), and the identity blocks
+// also in the padded layout; none in the dense network.
+func TestResNetPlanChainsSparseBlocks(t *testing.T) {
+	for _, zeros := range []float64{0, 0.95} {
+		spec := Spec{Model: "resnet20", Width: 0.5, Shortcut: "B"}
+		net, err := spec.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(1, 2))
+		for _, p := range net.Params() {
+			if p.T.Rank() < 2 {
+				continue
+			}
+			for i := range p.T.Data {
+				if rng.Float64() < zeros {
+					p.T.Data[i] = 0
+				}
+			}
+		}
+		m, err := New(net, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rp, ok := m.plan.(*resnetPlan)
+		if !ok {
+			t.Fatalf("zeros %g: plan %T, want a ResNet plan", zeros, m.plan)
+		}
+		for i, b := range rp.blocks {
+			sparse := zeros > 0
+			// Blocks 3 and 6 open a stage with a strided conv1, which
+			// does not chain.
+			wantChained := sparse && (i == 0 || i%3 != 0)
+			wantPadded := wantChained && b.shortcut == nil
+			if b.chained != wantChained || b.padded != wantPadded {
+				t.Errorf("zeros %g block %d: chained %v padded %v, want %v %v", zeros, i, b.chained, b.padded, wantChained, wantPadded)
+			}
+		}
+	}
+}
