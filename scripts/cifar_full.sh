@@ -2,7 +2,8 @@
 # The full-data CIFAR-10 runs of docs/cifar-full.md: all 50,000 training and
 # 10,000 test images, full-width ResNet-20 with option-B shortcuts (so that
 # the binary runs can start from the dense SGD model), seed $SEED, $EPOCHS
-# epochs with a cosine step size for every run. Each run is an ordinary
+# epochs with a cosine step size for every run from scratch (the binary runs:
+# BIN_EPOCHS, below). Each run is an ordinary
 # cmd/cifar run in $RUNS/<name>; a finished run (summary.json present) is
 # skipped and an interrupted one resumed, so the script can be re-run until
 # every listed run is done.
@@ -33,8 +34,9 @@ if [ ! -d "$DATA/cifar-10-batches-bin" ]; then
 fi
 go build -o "$BIN" ./cmd/cifar
 
-common=(-data "$DATA" -model resnet20 -shortcut B -width 1 -seed "$SEED"
-	-epochs "$EPOCHS" -threads "$THREADS" -schedule cosine -progress lines -json)
+common=(-data "$DATA" -model resnet20 -shortcut B -width 1 -seed "$SEED" -threads "$THREADS"
+	-progress lines -json)
+scratch="-epochs $EPOCHS -schedule cosine" # the runs from scratch
 
 # flags of each run (besides the common ones)
 BIN_EPOCHS=${BIN_EPOCHS:-15}
@@ -43,12 +45,12 @@ hard=$((BIN_EPOCHS * 2 / 3))
 scale() { awk -v l="$1" -v h="$hard" 'BEGIN { printf "%.3g", l * 19900 / (h * (h - 1) / 2) }'; }
 
 declare -A FLAGS=(
-	[sgd]="-optimizer sgd -lr 0.1 -momentum 0.9 -wd 5e-4"
-	[adam]="-optimizer adam -lr 1e-3"
-	[proxgen-l12]="-optimizer proxgen -reg l12 -lambda ${LAMBDA_L12:-4}"
-	[subgrad-l12]="-optimizer subgrad -reg l12 -lambda ${LAMBDA_L12:-4}"
-	[proxgen-l0]="-optimizer proxgen -reg l0 -lambda ${LAMBDA_L0:-0.5}"
-	[proxgen-gl21]="-optimizer proxgen -reg gl21 -lambda ${LAMBDA_GL21:-200}"
+	[sgd]="$scratch -optimizer sgd -lr 0.1 -momentum 0.9 -wd 5e-4"
+	[adam]="$scratch -optimizer adam -lr 1e-3"
+	[proxgen-l12]="$scratch -optimizer proxgen -reg l12 -lambda ${LAMBDA_L12:-4}"
+	[subgrad-l12]="$scratch -optimizer subgrad -reg l12 -lambda ${LAMBDA_L12:-4}"
+	[proxgen-l0]="$scratch -optimizer proxgen -reg l0 -lambda ${LAMBDA_L0:-0.5}"
+	[proxgen-gl21]="$scratch -optimizer proxgen -reg gl21 -lambda ${LAMBDA_GL21:-200}"
 	[proxgen-binary]="-optimizer proxgen -reg bin-l1 -lambda ${LAMBDA_BIN:-$(scale 5e-8)} -lr 0.01 -schedule const -epochs $BIN_EPOCHS -weights $RUNS/sgd/model.safetensors"
 	[proxquant]="-optimizer proxquant -lambda ${LAMBDA_PQ:-$(scale 1e-4)} -schedule const -epochs $BIN_EPOCHS -weights $RUNS/sgd/model.safetensors"
 	[bc]="-optimizer bc -schedule const -epochs $BIN_EPOCHS -weights $RUNS/sgd/model.safetensors"
