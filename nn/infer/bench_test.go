@@ -66,16 +66,7 @@ func BenchmarkLogits(b *testing.B) {
 			b.Fatal(err)
 		}
 		rng := rand.New(rand.NewPCG(1, 2))
-		for _, p := range net.Params() {
-			if p.T.Rank() < 2 {
-				continue
-			}
-			for i := range p.T.Data {
-				if rng.Float64() < zeros {
-					p.T.Data[i] = 0
-				}
-			}
-		}
+		infer.ZeroWeights(net, rng, zeros)
 		m, err := infer.New(net, spec)
 		if err != nil {
 			b.Fatal(err)

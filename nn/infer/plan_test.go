@@ -67,16 +67,7 @@ func TestPlanMatchesEval(t *testing.T) {
 			}
 			rng := newRng(31)
 			randomize(net, rng)
-			for _, p := range net.Params() {
-				if p.T.Rank() < 2 {
-					continue
-				}
-				for i := range p.T.Data {
-					if rng.Float64() < tc.zeros {
-						p.T.Data[i] = 0
-					}
-				}
-			}
+			infer.ZeroWeights(net, rng, tc.zeros)
 			const n = 5
 			x := randomInputs(newRng(32), n)
 			want := evalLogitsSoftmax(net, x, n)
