@@ -17,7 +17,9 @@ define them, so no repository is needed:
   resnet34  ResNet34() of kuangliu/pytorch-cifar (option-B shortcuts)
   resnet20, resnet56
             resnet20()/resnet56() of akamaster/pytorch_resnet_cifar10
-            (widths 16/32/64, option-A shortcuts, kaiming_normal_ init)
+            (widths 16/32/64, option-A shortcuts, kaiming_normal_ init;
+            build(name, shortcut="B") gives its option B, a 1x1 conv
+            without bias + BatchNorm2d, as cmd/cifar -shortcut B)
   lstm      RNNModel('LSTM') of pytorch/examples word_language_model,
             untied, 1 layer, embedding 300, hidden 300, vocab 10000,
             dropout 0.2, bptt 35 x batch 20, hidden state carried across
@@ -182,8 +184,9 @@ class ABasicBlock(nn.Module):
 
 
 class AResNet(nn.Module):
-    def __init__(self, block, num_blocks, num_classes=10):
+    def __init__(self, block, num_blocks, num_classes=10, option="A"):
         super().__init__()
+        self.option = option
         self.in_planes = 16
         self.conv1 = nn.Conv2d(3, 16, kernel_size=3, stride=1, padding=1, bias=False)
         self.bn1 = nn.BatchNorm2d(16)
@@ -197,7 +200,7 @@ class AResNet(nn.Module):
         strides = [stride] + [1] * (num_blocks - 1)
         layers = []
         for s in strides:
-            layers.append(block(self.in_planes, planes, s))
+            layers.append(block(self.in_planes, planes, s, self.option))
             self.in_planes = planes * block.expansion
         return nn.Sequential(*layers)
 
@@ -211,9 +214,11 @@ class AResNet(nn.Module):
         return self.linear(out)
 
 
-def resnet_a(depth, num_classes=10):
+def resnet_a(depth, num_classes=10, option="A"):
+    if option not in ("A", "B"):
+        raise ValueError(f"shortcut option {option!r}: want A or B")
     n = (depth - 2) // 6
-    return AResNet(ABasicBlock, [n, n, n], num_classes)
+    return AResNet(ABasicBlock, [n, n, n], num_classes, option)
 
 
 # ---------------------------------------------------------------------------
@@ -293,13 +298,18 @@ def cpu_capability():
     return "unknown"
 
 
-def build(name):
+def build(name, shortcut="A"):
+    """Builds model name; shortcut (A or B) selects the shortcut option of
+    the akamaster ResNets (resnet20, resnet56) and must be A for the others,
+    whose shortcuts are fixed."""
+    if name in ("resnet20", "resnet56"):
+        return resnet_a(int(name[len("resnet"):]), option=shortcut)
+    if shortcut != "A":
+        raise ValueError(f"shortcut {shortcut!r} applies to resnet20 and resnet56 only, not {name}")
     if name == "vgg16":
         return VGG("VGG16")
     if name == "resnet34":
         return ResNet34()
-    if name in ("resnet20", "resnet56"):
-        return resnet_a(int(name[len("resnet"):]))
     if name == "lstm":
         return RNNModel("LSTM", LM_VOCAB, LM_EMB, LM_HIDDEN, LM_LAYERS, LM_DROPOUT)
     raise ValueError(f"unknown model {name!r} (known: {', '.join(MODELS)})")
