@@ -205,6 +205,97 @@ type gatherConv struct {
 	g          *convGeom
 	pa         *blas.GatherA // the m × g.rows filter matrix
 	rows, runs []int32       // the blas.Gathered offsets
+	// bands[parts] splits one image's output rows into parts bands (see
+	// gatherBands), in the wide layout; nil elsewhere.
+	bands []*gatherBands
+}
+
+// maxBands is the most parts gatherConv splits one image into.
+const maxBands = 8
+
+// gatherBands is the split of one image's product in the wide layout into
+// bands of output rows, one per part, each computed from its own padded
+// copy of the input rows it reads (padRows): the parts share no written
+// memory, and each copies only its rows and the kh−1 rows below them
+// instead of a range of channels that the other parts then read. Part k
+// computes the runs [k·chunk, (k+1)·chunk) of the image's output, output
+// rows [oh0[k], oh0[k]+rows) at most; its copy holds padded rows
+// [oh0[k], oh0[k]+bandRows) of every channel, planes bandRows·wp apart,
+// which the offsets rows and runs[k] read.
+type gatherBands struct {
+	chunk, bandRows int
+	oh0             []int
+	rows            []int32
+	runs            [][]int32
+}
+
+// newGatherBands returns the split of the image of geometry g (wide
+// layout, runs the image's run count) into parts bands.
+func newGatherBands(g *convGeom, runs, parts int) *gatherBands {
+	wp := g.widePitch()
+	chunk := (runs + parts - 1) / parts
+	per := blas.GatherRun
+	b := &gatherBands{chunk: chunk}
+	span := 0 // the most output rows of a band
+	for k := range parts {
+		r0, r1 := min(k*chunk, runs), min((k+1)*chunk, runs)
+		if r0 == r1 {
+			b.oh0 = append(b.oh0, 0)
+			b.runs = append(b.runs, nil)
+			continue
+		}
+		oh0, oh1 := r0*per/g.wo, ((r1-1)*per)/g.wo+1
+		span = max(span, oh1-oh0)
+		b.oh0 = append(b.oh0, oh0)
+		rr := make([]int32, 0, r1-r0)
+		for r := r0; r < r1; r++ {
+			q := r * per
+			rr = append(rr, int32((q/g.wo-oh0)*wp+q%g.wo))
+		}
+		b.runs = append(b.runs, rr)
+	}
+	b.bandRows = span + (g.kh-1)*g.dh
+	plane := b.bandRows * wp
+	for ci := 0; ci < g.c; ci++ {
+		for ki := 0; ki < g.kh; ki++ {
+			for kj := 0; kj < g.kw; kj++ {
+				b.rows = append(b.rows, int32(ci*plane+ki*g.dh*wp+kj*g.dw))
+			}
+		}
+	}
+	return b
+}
+
+// size returns the length of a band's copy.
+func (b *gatherBands) size(g *convGeom) int {
+	return g.c*b.bandRows*g.widePitch() + (g.kw-1)*g.dw
+}
+
+// padRows writes the padded rows [r0, r0+rows) of every channel of the
+// image x (rows of the zero-padded image as padImage lays it out, padding
+// rows zero) into pad, planes rows·wp apart, followed by (kw−1)·dw zeros.
+func padRows(g *convGeom, x, pad []float32, r0, rows int) {
+	wp := g.widePitch()
+	plane := rows * wp
+	for ci := range g.c {
+		dst := pad[ci*plane : (ci+1)*plane]
+		for r := range rows {
+			row := dst[r*wp : (r+1)*wp]
+			ih := r0 + r - g.ph
+			if ih < 0 || ih >= g.h {
+				clear(row)
+				continue
+			}
+			for i := range g.pw {
+				row[i] = 0 // a few values: no call to memclr
+			}
+			copyRow(row[g.pw:g.pw+g.w], x[(ci*g.h+ih)*g.w:(ci*g.h+ih+1)*g.w])
+			for i := g.pw + g.w; i < wp; i++ {
+				row[i] = 0
+			}
+		}
+	}
+	clear(pad[g.c*plane : g.c*plane+(g.kw-1)*g.dw])
 }
 
 // newGatherConv prepares the convolution of geometry g with the m×g.rows
@@ -216,7 +307,14 @@ func newGatherConv(g *convGeom, m int, a []float32, transA bool, buf []float32) 
 	}
 	pa := blas.Default().PackGatherA(transA, m, g.rows, a, lda, buf)
 	rows, runs := gatherOffsets(g)
-	return &gatherConv{g: g, pa: pa, rows: rows, runs: runs}
+	gc := &gatherConv{g: g, pa: pa, rows: rows, runs: runs}
+	if g.gatherWide() {
+		gc.bands = make([]*gatherBands, min(maxBands, g.cols/64)+1)
+		for parts := 2; parts < len(gc.bands); parts++ {
+			gc.bands[parts] = newGatherBands(g, len(runs), parts)
+		}
+	}
+	return gc
 }
 
 // gatherOffsets returns the blas.Gathered row and run offsets of the im2col
@@ -312,6 +410,30 @@ func (gc *gatherConv) run(n int, src []float32, srcSize int, dst []float32, dstS
 		if after != nil {
 			after(i, j0, j1)
 		}
+	}
+	if parts > 1 && parts < len(gc.bands) {
+		// Each part copies the rows its band of output rows reads.
+		bd := gc.bands[parts]
+		parallel.For(n*parts, 1, func(lo, hi int) {
+			pad := colScratch.get(bd.size(g))
+			defer colScratch.put(pad)
+			for t := lo; t < hi; t++ {
+				i, part := t/parts, t%parts
+				runs := bd.runs[part]
+				if runs == nil {
+					continue
+				}
+				padRows(g, src[i*srcSize:(i+1)*srcSize], pad, bd.oh0[part], bd.bandRows)
+				j0 := part * bd.chunk * blas.GatherRun
+				j1 := min(j0+len(runs)*blas.GatherRun, p)
+				b := blas.Gathered{Src: pad, Rows: bd.rows, Runs: runs}
+				gc.pa.SgemmGather(j1-j0, b, beta, dst[i*dstSize+j0:(i+1)*dstSize], p)
+				if after != nil {
+					after(i, j0, j1)
+				}
+			}
+		})
+		return
 	}
 	if parts > 1 {
 		// The parts of an image share one copy, which they make together,

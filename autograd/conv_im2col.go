@@ -41,19 +41,23 @@ func validRange(off, stride, n, outN int) (lo, hi int) {
 // in col with row stride ld: row (ci, ki, kj) holds, for every output
 // position, the input element under kernel tap (ki, kj) of channel ci, or 0
 // in the padding.
-func im2col(g *convGeom, x, col []float32, ld int) {
+func im2col(g *convGeom, x, col []float32, ld int) { im2colRows(g, x, col, ld, 0, g.ho) }
+
+// im2colRows is im2col for the output rows [oh0, oh1) alone: the columns
+// of col are their (oh1−oh0)·wo output positions.
+func im2colRows(g *convGeom, x, col []float32, ld, oh0, oh1 int) {
 	hw := g.h * g.w
 	r := 0
 	for ci := 0; ci < g.c; ci++ {
 		img := x[ci*hw : (ci+1)*hw]
 		for ki := 0; ki < g.kh; ki++ {
 			for kj := 0; kj < g.kw; kj++ {
-				row := col[r*ld : r*ld+g.cols]
+				row := col[r*ld : r*ld+(oh1-oh0)*g.wo]
 				r++
 				off := kj*g.dw - g.pw
 				lo, hi := validRange(off, g.sw, g.w, g.wo)
-				for oh := 0; oh < g.ho; oh++ {
-					dst := row[oh*g.wo : (oh+1)*g.wo]
+				for oh := oh0; oh < oh1; oh++ {
+					dst := row[(oh-oh0)*g.wo : (oh-oh0+1)*g.wo]
 					ih := oh*g.sh - g.ph + ki*g.dh
 					if ih < 0 || ih >= g.h {
 						clear(dst)

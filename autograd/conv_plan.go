@@ -135,6 +135,20 @@ func (p *ConvPlan) Run(n int, x, out, residual []float32, relu bool) {
 			n, n*xSize, n*ySize, len(x), len(out), len(residual)))
 	}
 	alg := p.Algorithm(n)
+	if w := parallel.Workers(); n < w {
+		// Few images: each image's output rows in bands on several
+		// workers where the algorithm allows (Winograd's tile rows,
+		// im2col's rows; the gathered product splits its own).
+		th, tw := winoTiles(p.g)
+		switch {
+		case alg == "winograd" && splits(th, tw, w):
+			p.winoBands(n, w, x, out, residual, relu)
+			return
+		case alg == "im2col" && !p.g.wide() && splits(p.g.ho, p.g.wo, w):
+			p.im2colBands(n, w, x, out, residual, relu)
+			return
+		}
+	}
 	if h := p.halves; h[0] != nil && n < parallel.Workers() && (alg != "gather" || p.g.cols < 128) {
 		// Few images: each image's two halves of the output channels on
 		// two workers (the gathered product splits its columns instead
@@ -155,38 +169,86 @@ func (p *ConvPlan) Run(n int, x, out, residual []float32, relu bool) {
 	p.run(alg, n, x, out, residual, relu)
 }
 
+// winoBands is Run with Winograd for fewer images than workers: each
+// image's tile rows are split into parts bands (winoBand), one per task,
+// so that no two workers transform the same input or write the same
+// output. The results are those of the whole image.
+func (p *ConvPlan) winoBands(n, parts int, x, out, residual []float32, relu bool) {
+	th, tw := winoTiles(p.g)
+	per, parts := bands(th, tw, min(parts, maxBands))
+	xSize, ySize := p.InSize(), p.OutSize()
+	parallel.For(n*parts, 1, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			i, k := t/parts, t%parts
+			t0, t1 := min(k*per, th), min((k+1)*per, th)
+			if t0 == t1 {
+				continue
+			}
+			winoBand(true, p.g, p.cout, p.wino, x, xSize, out, ySize, i, i+1, t0, t1, false, p.bias)
+			p.epilogue(i, 2*t0*p.g.wo, min(2*t1, p.g.ho)*p.g.wo, false, out, residual, relu)
+		}
+	})
+}
+
+// splits reports whether rows of width columns make at least two bands
+// for the workers w.
+func splits(rows, width, w int) bool {
+	_, n := bands(rows, width, min(w, maxBands))
+	return n > 1
+}
+
+// bandColumns is the fewest GEMM columns of a band: at least every
+// kernel's tile width, so that a band's product takes the path the whole
+// image's takes and computes each element alike.
+const bandColumns = 32
+
+// bands splits rows of width columns into at most parts bands of per rows
+// (the last may be shorter), each at least bandColumns wide, and returns
+// per and the number of bands (1 when rows are too few to split).
+func bands(rows, width, parts int) (per, n int) {
+	least := (bandColumns + width - 1) / width // rows
+	for n = min(parts, rows/least); n > 1; n-- {
+		per = (rows + n - 1) / n
+		if rows-(n-1)*per >= least {
+			return per, n
+		}
+	}
+	return rows, 1
+}
+
+// im2colBands is Run with im2col (not in the wide layout) for fewer
+// images than workers: each image's output rows are split into parts
+// bands, one per task, each unrolling only the input its rows read
+// (im2colRows) and multiplying every filter by it; the product goes
+// straight into the output. The results are those of the whole image.
+func (p *ConvPlan) im2colBands(n, parts int, x, out, residual []float32, relu bool) {
+	g := p.g
+	per, parts := bands(g.ho, g.wo, min(parts, maxBands))
+	xSize, ySize := p.InSize(), p.OutSize()
+	parallel.For(n*parts, 1, func(lo, hi int) {
+		col := colScratch.get(g.rows * per * g.wo)
+		defer colScratch.put(col)
+		for t := lo; t < hi; t++ {
+			i, k := t/parts, t%parts
+			oh0, oh1 := min(k*per, g.ho), min((k+1)*per, g.ho)
+			if oh0 == oh1 {
+				continue
+			}
+			cols := (oh1 - oh0) * g.wo
+			im2colRows(g, x[i*xSize:(i+1)*xSize], col, cols, oh0, oh1)
+			j0 := oh0 * g.wo
+			p.packed.SgemmSerial(false, cols, 1, col, cols, 0, out[i*ySize+j0:(i+1)*ySize], g.cols)
+			p.epilogue(i, j0, j0+cols, true, out, residual, relu)
+		}
+	})
+}
+
 // run is Run with the algorithm alg.
 func (p *ConvPlan) run(alg string, n int, x, out, residual []float32, relu bool) {
 	xSize, ySize := p.InSize(), p.OutSize()
 	g, m, cols := p.g, p.cout, p.g.cols
-	// epilogue adds the bias (if withBias), the residual and the ReLU to
-	// columns [j0, j1) of image i.
-	e := epilogueOf(residual, relu)
 	epilogue := func(i, j0, j1 int, withBias bool) {
-		withBias = withBias && p.bias != nil
-		if !withBias && residual == nil && !relu {
-			return
-		}
-		for o := range m {
-			d := out[i*ySize+o*cols+j0 : i*ySize+o*cols+j1]
-			var bo float32
-			if withBias {
-				bo = p.bias[o]
-			}
-			if residual != nil && !relu {
-				// kernels.Affine adds a residual only before a ReLU.
-				r := residual[i*ySize+o*cols+j0:]
-				for k := range d {
-					d[k] += bo + r[k]
-				}
-				continue
-			}
-			var r []float32
-			if residual != nil {
-				r = residual[i*ySize+o*cols+j0 : i*ySize+o*cols+j1]
-			}
-			kernels.Affine(d, d, r, 0, 1, bo, e)
-		}
+		p.epilogue(i, j0, j1, withBias, out, residual, relu)
 	}
 	switch alg {
 	case "sparse":
@@ -209,7 +271,7 @@ func (p *ConvPlan) run(alg string, n int, x, out, residual []float32, relu bool)
 			})
 			return
 		}
-		sparseConv(g, p.sparse, n, x, out, p.bias, residual, e, serial)
+		sparseConv(g, p.sparse, n, x, out, p.bias, residual, epilogueOf(residual, relu), serial)
 	case "winograd":
 		gs := winoGroupSize(g)
 		serial := serialGemm(parallel.Chunks(n, gs))
@@ -258,4 +320,35 @@ func planWinograd(g *convGeom, n, m int) bool {
 	}
 	th, tw := winoTiles(g)
 	return winogradOK(g) && g.c >= 32 && m >= 32 && n*th*tw >= 64 && winoEdgeOK(g)
+}
+
+// epilogue adds the bias (if withBias), the residual (when not nil) and
+// the ReLU (if relu) to the columns [j0, j1) of image i of out.
+func (p *ConvPlan) epilogue(i, j0, j1 int, withBias bool, out, residual []float32, relu bool) {
+	withBias = withBias && p.bias != nil
+	if !withBias && residual == nil && !relu {
+		return
+	}
+	e := epilogueOf(residual, relu)
+	ySize, cols := p.OutSize(), p.g.cols
+	for o := range p.cout {
+		d := out[i*ySize+o*cols+j0 : i*ySize+o*cols+j1]
+		var bo float32
+		if withBias {
+			bo = p.bias[o]
+		}
+		if residual != nil && !relu {
+			// kernels.Affine adds a residual only before a ReLU.
+			r := residual[i*ySize+o*cols+j0:]
+			for k := range d {
+				d[k] += bo + r[k]
+			}
+			continue
+		}
+		var r []float32
+		if residual != nil {
+			r = residual[i*ySize+o*cols+j0 : i*ySize+o*cols+j1]
+		}
+		kernels.Affine(d, d, r, 0, 1, bo, e)
+	}
 }

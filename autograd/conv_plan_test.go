@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -14,8 +15,8 @@ import (
 // TestConvPlan checks ConvPlan.Run against Conv2dWith followed by the
 // residual add and the ReLU, on geometries that take every algorithm
 // (gathered in the wide, flat and phase layouts, im2col, Winograd at the
-// larger batch, sparse), and that its results are bit-identical for 1 and
-// 2 workers.
+// larger batch, sparse), and that its results are bit-identical for 1, 2
+// and 3 workers (a single image's bands of rows, see gatherBands).
 func TestConvPlan(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, tc := range []struct {
@@ -24,10 +25,12 @@ func TestConvPlan(t *testing.T) {
 	}{
 		{3, 16, 32, 3, 1, 1, 0},    // stem: gathered, wide
 		{16, 16, 32, 3, 1, 1, 0},   // gathered, wide
+		{8, 16, 32, 5, 1, 2, 0},    // gathered, wide, 5×5
 		{16, 32, 32, 3, 2, 1, 0},   // gathered, phase
 		{32, 64, 16, 3, 2, 1, 0},   // im2col (8 wide)
 		{64, 64, 8, 3, 1, 1, 0},    // flat; Winograd at batch 8
-		{32, 32, 16, 3, 1, 1, 0},   // Winograd, in halves at batch 1 on 2 workers
+		{32, 32, 16, 3, 1, 1, 0},   // Winograd, in bands of tile rows at batch 1
+		{32, 32, 15, 3, 1, 1, 0},   // Winograd, an odd last tile row
 		{16, 32, 32, 1, 2, 0, 0},   // 1×1 shortcut, phase
 		{32, 64, 16, 1, 2, 0, 0},   // 1×1 shortcut, im2col
 		{16, 16, 32, 3, 1, 1, 0.9}, // sparse
@@ -72,15 +75,17 @@ func TestConvPlan(t *testing.T) {
 					if r != nil {
 						rd = r.Data
 					}
-					var outs [2][]float32
+					var outs [3][]float32
 					for wk := range outs {
 						prev := parallel.SetWorkers(wk + 1)
 						outs[wk] = make([]float32, len(want.Data))
 						p.Run(n, x.Data, outs[wk], rd, relu)
 						parallel.SetWorkers(prev)
 					}
-					if !slices.Equal(outs[0], outs[1]) {
-						t.Fatalf("%s: 1 and 2 workers differ", p.Algorithm(n))
+					for wk := 1; wk < len(outs); wk++ {
+						if !slices.Equal(outs[0], outs[wk]) {
+							t.Fatalf("%s: 1 and %d workers differ", p.Algorithm(n), wk+1)
+						}
 					}
 					for i, v := range want.Data {
 						if d := math.Abs(float64(outs[0][i] - v)); d > 1e-4*(1+math.Abs(float64(v))) {
@@ -96,7 +101,7 @@ func TestConvPlan(t *testing.T) {
 
 // BenchmarkConvPlan times ConvPlan.Run (filters prepared once, bias and
 // ReLU in the epilogue) on the 3×3 stride-1 layers of the CIFAR ResNets
-// and VGG-16 under each algorithm at batch 1 and 64, the measurements
+// and VGG-16 under each algorithm at batch 1 and 64, 1 and 2 threads, the measurements
 // behind the per-layer rule of ConvPlan.Algorithm.
 func BenchmarkConvPlan(b *testing.B) {
 	layers := []struct{ c, hw int }{
@@ -119,12 +124,16 @@ func BenchmarkConvPlan(b *testing.B) {
 				if p.Algorithm(n) != algo {
 					continue
 				}
-				b.Run(fmt.Sprintf("%dch_%dpx_batch%d/%s", l.c, l.hw, n, algo), func(b *testing.B) {
-					for range b.N {
-						p.Run(n, x.Data, out, nil, true)
-					}
-					b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/img")
-				})
+				for _, threads := range []int{1, 2} {
+					b.Run(fmt.Sprintf("%dch_%dpx_batch%d/%s/threads=%d", l.c, l.hw, n, algo, threads), func(b *testing.B) {
+						defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(threads))
+						defer parallel.SetWorkers(parallel.SetWorkers(threads))
+						for range b.N {
+							p.Run(n, x.Data, out, nil, true)
+						}
+						b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/img")
+					})
+				}
 			}
 		}
 	}

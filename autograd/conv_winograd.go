@@ -401,12 +401,25 @@ func winoTiles(g *convGeom) (th, tw int) {
 // products of one output channel, then along the rows straight into the
 // output rows.
 func winoGroup(serial bool, g *convGeom, m int, u *[16]*blas.PackedA, src []float32, srcSize int, dst []float32, dstSize int, lo, hi int, accumulate bool, bias []float32) {
+	th, _ := winoTiles(g)
+	winoBand(serial, g, m, u, src, srcSize, dst, dstSize, lo, hi, 0, th, accumulate, bias)
+}
+
+// winoBand is winoGroup for the tile rows [t0, t1) alone: it writes the
+// output rows [2·t0, min(2·t1, ho)) of each image, each element computed
+// exactly as winoGroup computes it (the tiles are independent, and each
+// column of the GEMMs is computed alike whatever their width), so that
+// the bands of one image can run on several workers.
+func winoBand(serial bool, g *convGeom, m int, u *[16]*blas.PackedA, src []float32, srcSize int, dst []float32, dstSize int, lo, hi, t0, t1 int, accumulate bool, bias []float32) {
 	k := g.c
-	th, tw := winoTiles(g)
+	_, tw := winoTiles(g)
+	th := t1 - t0
 	tpi := th * tw // tiles per image
 	cnt := hi - lo
 	p := cnt * tpi
 	hp, wp := 2*th+2, 2*tw+2
+	r0 := 2*t0 - g.ph // the image row of the plane's first row
+	ho := min(2*t1, g.ho) - 2*t0
 	v := colScratch.get(16 * k * p)
 	defer colScratch.put(v)
 	prod := colScratch.get(16 * m * p)
@@ -426,8 +439,8 @@ func winoGroup(serial bool, g *convGeom, m int, u *[16]*blas.PackedA, src []floa
 	for c := 0; c < k; c++ {
 		for j := 0; j < cnt; j++ {
 			img := src[(lo+j)*srcSize+c*hw : (lo+j)*srcSize+(c+1)*hw]
-			for ih := 0; ih < g.h; ih++ {
-				copy(plane[(ih+g.ph)*wp+g.pw:], img[ih*g.w:(ih+1)*g.w])
+			for ih := max(0, r0); ih < min(g.h, r0+hp); ih++ {
+				copy(plane[(ih-r0)*wp+g.pw:], img[ih*g.w:(ih+1)*g.w])
 			}
 			winoInRows(half[j*tpi:], p, plane, wp, th, tw, true)
 		}
@@ -464,8 +477,8 @@ func winoGroup(serial bool, g *convGeom, m int, u *[16]*blas.PackedA, src []floa
 			winoOutCols(&two, &ins, true)
 		}
 		for j := 0; j < cnt; j++ {
-			out := dst[(lo+j)*dstSize+o*g.ho*g.wo : (lo+j)*dstSize+(o+1)*g.ho*g.wo]
-			winoOutRows(out, g.ho, g.wo, half[j*tpi:], p, th, tw, mode, bo, true)
+			at := (lo+j)*dstSize + o*g.ho*g.wo + 2*t0*g.wo
+			winoOutRows(dst[at:at+ho*g.wo], ho, g.wo, half[j*tpi:], p, th, tw, mode, bo, true)
 		}
 	}
 }
