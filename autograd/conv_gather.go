@@ -76,9 +76,17 @@ func (g *convGeom) phases() (pa, pb, ph, pw int) {
 // s, kj mod s): in that plane the im2col matrix has stride 1, and each
 // output row is one run.
 func phaseImage(g *convGeom, x, buf []float32, c0, c1 int) {
+	_, _, ph, _ := g.phases()
+	phaseRows(g, x, buf, c0, c1, 0, ph)
+}
+
+// phaseRows is phaseImage for the rows [r0, r0+rows) of every phase plane
+// alone, planes of rows·pw values (rows past the last are zero), followed
+// by blas.GatherRun zeros once the last channel is written.
+func phaseRows(g *convGeom, x, buf []float32, c0, c1, r0, rows int) {
 	s := g.sh
-	pa, pb, ph, pw := g.phases()
-	plane := ph * pw
+	pa, pb, _, pw := g.phases()
+	plane := rows * pw
 	hw := g.h * g.w
 	for ci := c0; ci < c1; ci++ {
 		img := x[ci*hw : (ci+1)*hw]
@@ -87,9 +95,9 @@ func phaseImage(g *convGeom, x, buf []float32, c0, c1 int) {
 				dst := buf[((ci*pa+a)*pb+b)*plane : ((ci*pa+a)*pb+b+1)*plane]
 				// Columns c whose image column s·c + b − pw lies in [0, w).
 				lo, hi := validRange(b-g.pw, s, g.w, pw)
-				for r := 0; r < ph; r++ {
+				for r := 0; r < rows; r++ {
 					row := dst[r*pw : (r+1)*pw]
-					ih := s*r + a - g.ph
+					ih := s*(r0+r) + a - g.ph
 					if ih < 0 || ih >= g.h {
 						clear(row)
 						continue
@@ -105,7 +113,8 @@ func phaseImage(g *convGeom, x, buf []float32, c0, c1 int) {
 		}
 	}
 	if c1 == g.c {
-		clear(buf[g.c*pa*pb*plane : g.phaseSize()])
+		end := g.c * pa * pb * plane
+		clear(buf[end : end+blas.GatherRun])
 	}
 }
 
@@ -206,22 +215,22 @@ type gatherConv struct {
 	pa         *blas.GatherA // the m × g.rows filter matrix
 	rows, runs []int32       // the blas.Gathered offsets
 	// bands[parts] splits one image's output rows into parts bands (see
-	// gatherBands), in the wide layout; nil elsewhere.
+	// gatherBands), in the wide and phase layouts; nil in the flat one.
 	bands []*gatherBands
 }
 
 // maxBands is the most parts gatherConv splits one image into.
 const maxBands = 8
 
-// gatherBands is the split of one image's product in the wide layout into
-// bands of output rows, one per part, each computed from its own padded
-// copy of the input rows it reads (padRows): the parts share no written
-// memory, and each copies only its rows and the kh−1 rows below them
-// instead of a range of channels that the other parts then read. Part k
-// computes the runs [k·chunk, (k+1)·chunk) of the image's output, output
-// rows [oh0[k], oh0[k]+rows) at most; its copy holds padded rows
-// [oh0[k], oh0[k]+bandRows) of every channel, planes bandRows·wp apart,
-// which the offsets rows and runs[k] read.
+// gatherBands is the split of one image's product in the wide or phase
+// layout into bands of output rows, one per part, each computed from its
+// own copy of the input rows it reads (padRows, phaseRows): the parts
+// share no written memory, and each copies only its rows and the few rows
+// below them that its taps reach, instead of a range of channels that the
+// other parts then read. Part k computes the runs [k·chunk, (k+1)·chunk)
+// of the image's output, output rows [oh0[k], oh0[k]+bandRows) at most
+// less the reach; its copy holds bandRows rows of every plane from row
+// oh0[k] on, which the offsets rows and runs[k] read.
 type gatherBands struct {
 	chunk, bandRows int
 	oh0             []int
@@ -229,10 +238,14 @@ type gatherBands struct {
 	runs            [][]int32
 }
 
-// newGatherBands returns the split of the image of geometry g (wide
-// layout, runs the image's run count) into parts bands.
+// newGatherBands returns the split of the image of geometry g (wide or
+// phase layout, runs the image's run count) into parts bands.
 func newGatherBands(g *convGeom, runs, parts int) *gatherBands {
-	wp := g.widePitch()
+	wp, reach := g.widePitch(), (g.kh-1)*g.dh // row pitch, rows below a band
+	if g.gatherPhase() {
+		_, _, _, wp = g.phases()
+		reach = (g.kh - 1) / g.sh
+	}
 	chunk := (runs + parts - 1) / parts
 	per := blas.GatherRun
 	b := &gatherBands{chunk: chunk}
@@ -254,11 +267,18 @@ func newGatherBands(g *convGeom, runs, parts int) *gatherBands {
 		}
 		b.runs = append(b.runs, rr)
 	}
-	b.bandRows = span + (g.kh-1)*g.dh
+	b.bandRows = span + reach
 	plane := b.bandRows * wp
 	for ci := 0; ci < g.c; ci++ {
 		for ki := 0; ki < g.kh; ki++ {
 			for kj := 0; kj < g.kw; kj++ {
+				if g.gatherPhase() {
+					s := g.sh
+					pa, pb, _, _ := g.phases()
+					p := (ci*pa+ki%s)*pb + kj%s
+					b.rows = append(b.rows, int32(p*plane+ki/s*wp+kj/s))
+					continue
+				}
 				b.rows = append(b.rows, int32(ci*plane+ki*g.dh*wp+kj*g.dw))
 			}
 		}
@@ -268,7 +288,20 @@ func newGatherBands(g *convGeom, runs, parts int) *gatherBands {
 
 // size returns the length of a band's copy.
 func (b *gatherBands) size(g *convGeom) int {
+	if g.gatherPhase() {
+		pa, pb, _, pw := g.phases()
+		return g.c*pa*pb*b.bandRows*pw + blas.GatherRun
+	}
 	return g.c*b.bandRows*g.widePitch() + (g.kw-1)*g.dw
+}
+
+// copy writes the rows of band part of the image x into pad.
+func (b *gatherBands) copy(g *convGeom, x, pad []float32, part int) {
+	if g.gatherPhase() {
+		phaseRows(g, x, pad, 0, g.c, b.oh0[part], b.bandRows)
+		return
+	}
+	padRows(g, x, pad, b.oh0[part], b.bandRows)
 }
 
 // padRows writes the padded rows [r0, r0+rows) of every channel of the
@@ -308,7 +341,7 @@ func newGatherConv(g *convGeom, m int, a []float32, transA bool, buf []float32) 
 	pa := blas.Default().PackGatherA(transA, m, g.rows, a, lda, buf)
 	rows, runs := gatherOffsets(g)
 	gc := &gatherConv{g: g, pa: pa, rows: rows, runs: runs}
-	if g.gatherWide() {
+	if g.gatherWide() || g.gatherPhase() {
 		gc.bands = make([]*gatherBands, min(maxBands, g.cols/64)+1)
 		for parts := 2; parts < len(gc.bands); parts++ {
 			gc.bands[parts] = newGatherBands(g, len(runs), parts)
@@ -423,7 +456,7 @@ func (gc *gatherConv) run(n int, src []float32, srcSize int, dst []float32, dstS
 				if runs == nil {
 					continue
 				}
-				padRows(g, src[i*srcSize:(i+1)*srcSize], pad, bd.oh0[part], bd.bandRows)
+				bd.copy(g, src[i*srcSize:(i+1)*srcSize], pad, part)
 				j0 := part * bd.chunk * blas.GatherRun
 				j1 := min(j0+len(runs)*blas.GatherRun, p)
 				b := blas.Gathered{Src: pad, Rows: bd.rows, Runs: runs}
