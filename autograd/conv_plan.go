@@ -31,7 +31,8 @@ type ConvPlan struct {
 	wino   *[16]*blas.PackedA // the Winograd-transformed filters, or nil
 	packed *blas.PackedA      // the filter matrix packed for im2col's GEMM
 	// halves are the plans of the first and second half of the filters,
-	// or nil: a batch smaller than the workers runs each image as two
+	// or nil: a batch smaller than the workers runs each image of a layer
+	// that its algorithm cannot split into bands of rows (see Run) as two
 	// halves on two workers.
 	halves [2]*ConvPlan
 }
@@ -150,9 +151,9 @@ func (p *ConvPlan) Run(n int, x, out, residual []float32, relu bool) {
 		}
 	}
 	if h := p.halves; h[0] != nil && n < parallel.Workers() && (alg != "gather" || p.g.cols < 128) {
-		// Few images: each image's two halves of the output channels on
-		// two workers (the gathered product splits its columns instead
-		// where it has at least two parts of 64).
+		// Few images, too small for bands: each image's two halves of the
+		// output channels on two workers (the gathered product splits its
+		// rows instead where it has at least two parts of 64 columns).
 		hx, hy := h[0].OutSize(), p.OutSize()
 		parallel.For(2*n, 1, func(lo, hi int) {
 			for t := lo; t < hi; t++ {
