@@ -235,47 +235,67 @@ func gemmPacked(kern *microKernel, workers int, src aSource, transB bool, m, n, 
 // which is packed. The workers split the rows of C if there are enough,
 // else its columns.
 func gemmInPlaceB(kern *microKernel, workers int, src aSource, m, n, k int, alpha float32, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	mr, nr, kc := kern.mr, kern.nr, kern.inPlaceKC
-	panels := ceilDiv(n, nr)
-	tilesM := ceilDiv(m, mr)
+	panels := ceilDiv(n, kern.nr)
+	tilesM := ceilDiv(m, kern.mr)
 	wm, wn := grid(workers, tilesM, panels)
-	region := func(lo, hi int) {
-		na := roundUp(m, mr) * min(kc, k)
-		if src.pa != nil && src.pa.kc == kc {
-			na = 0 // the blocks of A are read where they lie
-		}
-		ws := getWS(na, min(kc, k)*nr, mr*nr)
-		for u := lo; u < hi; u++ {
-			t0, t1 := split(tilesM, wm, u/wn)
-			p0, p1 := split(panels, wn, u%wn)
-			i0 := t0 * mr
-			rows := min(t1*mr, m) - i0
-			for pc := 0; pc < k; pc += kc {
-				kcb := min(kc, k-pc)
-				betaEff := beta
-				if pc > 0 {
-					betaEff = 1
+	g := inPlaceGEMM{kern: kern, src: src, m: m, n: n, k: k, alpha: alpha, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc,
+		tilesM: tilesM, panels: panels, wm: wm, wn: wn}
+	if wm*wn > 1 {
+		shared := g // only a parallel product puts its state on the heap
+		parallel.For(wm*wn, 1, shared.region)
+		return
+	}
+	g.region(0, 1)
+}
+
+// inPlaceGEMM is one product of gemmInPlaceB, split into a wm × wn grid
+// of regions of C.
+type inPlaceGEMM struct {
+	kern           *microKernel
+	src            aSource
+	m, n, k        int
+	alpha, beta    float32
+	b, c           []float32
+	ldb, ldc       int
+	tilesM, panels int
+	wm, wn         int
+}
+
+// region computes the regions [lo, hi) of the grid.
+func (g *inPlaceGEMM) region(lo, hi int) {
+	kern, m, n, k := g.kern, g.m, g.n, g.k
+	mr, nr, kc := kern.mr, kern.nr, kern.inPlaceKC
+	b, ldb, c, ldc := g.b, g.ldb, g.c, g.ldc
+	na := roundUp(m, mr) * min(kc, k)
+	if g.src.pa != nil && g.src.pa.kc == kc {
+		na = 0 // the blocks of A are read where they lie
+	}
+	ws := getWS(na, min(kc, k)*nr, mr*nr)
+	for u := lo; u < hi; u++ {
+		t0, t1 := split(g.tilesM, g.wm, u/g.wn)
+		p0, p1 := split(g.panels, g.wn, u%g.wn)
+		i0 := t0 * mr
+		rows := min(t1*mr, m) - i0
+		for pc := 0; pc < k; pc += kc {
+			kcb := min(kc, k-pc)
+			betaEff := g.beta
+			if pc > 0 {
+				betaEff = 1
+			}
+			ap := g.src.block(i0, rows, pc, kcb, mr, ws.a)
+			for t := p0; t < p1; t++ {
+				j := t * nr
+				cols := min(nr, n-j)
+				panel, ld := b[pc*ldb+j:], ldb
+				if cols < nr {
+					packB(false, b, ldb, j, cols, pc, kcb, nr, 0, 1, ws.b)
+					panel, ld = ws.b, nr
 				}
-				ap := src.block(i0, rows, pc, kcb, mr, ws.a)
-				for t := p0; t < p1; t++ {
-					j := t * nr
-					cols := min(nr, n-j)
-					panel, ld := b[pc*ldb+j:], ldb
-					if cols < nr {
-						packB(false, b, ldb, j, cols, pc, kcb, nr, 0, 1, ws.b)
-						panel, ld = ws.b, nr
-					}
-					macroKernel(kern, ws, ap, kcb, rows, cols, panel, ld, nil, c[i0*ldc+j:], ldc, alpha, betaEff)
-				}
+				macroKernel(kern, ws, ap, kcb, rows, cols, panel, ld, nil, c[i0*ldc+j:], ldc, g.alpha, betaEff)
 			}
 		}
-		wsFree.put(ws)
 	}
-	if wm*wn > 1 {
-		parallel.For(wm*wn, 1, region)
-	} else {
-		region(0, 1)
-	}
+	wsFree.put(ws)
 }
 
 // dotMaxM is the most rows of C for which gemmDot computes C = A·Bᵀ.

@@ -166,19 +166,20 @@ func (pa *PackedA) unpack(rows []float32) {
 // identical results. It panics if n is negative, a leading dimension is
 // too small or a slice is too short.
 func (pa *PackedA) Sgemm(transB bool, n int, alpha float32, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	pa.check("Sgemm", transB, n, b, ldb, c, ldc)
+	pa.check("PackedA.Sgemm", transB, n, b, ldb, c, ldc)
 	gemmFrom(pa.kern, true, aSource{transA: pa.transA, pa: pa}, transB, pa.m, n, pa.k, alpha, b, ldb, beta, c, ldc)
 }
 
 // SgemmSerial is Sgemm run entirely on the calling goroutine, like the
 // engine's SgemmSerial.
 func (pa *PackedA) SgemmSerial(transB bool, n int, alpha float32, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	pa.check("SgemmSerial", transB, n, b, ldb, c, ldc)
+	pa.check("PackedA.SgemmSerial", transB, n, b, ldb, c, ldc)
 	gemmFrom(pa.kern, false, aSource{transA: pa.transA, pa: pa}, transB, pa.m, n, pa.k, alpha, b, ldb, beta, c, ldc)
 }
 
+// check panics unless op(B) and C fit the product; fn names the method
+// (a constant: a name built here would allocate on every call).
 func (pa *PackedA) check(fn string, transB bool, n int, b []float32, ldb int, c []float32, ldc int) {
-	fn = "PackedA." + fn
 	if n < 0 {
 		panic(fmt.Sprintf("blas.%s: negative dimension n=%d (m=%d k=%d)", fn, n, pa.m, pa.k))
 	}
