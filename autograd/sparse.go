@@ -160,18 +160,26 @@ func (s *SparseWeight) offsetsOf(key [3]int, at func(ci, ki, kj int) int) *kerne
 //
 // If serial, it runs on the calling goroutine.
 func (s *SparseWeight) mulRows(dst []float32, ldd, n int, m *kernels.CSR, src []float32, bias []float32, span int, serial bool) {
-	grain := parallel.Grain(s.rows, 4)
-	if serial {
-		grain = s.rows
+	if serial || parallel.Workers() == 1 {
+		// On the calling goroutine, without the closure parallel.For would
+		// put on the heap.
+		sparseRows(dst, ldd, n, m, src, bias, 0, s.rows, span)
+		return
 	}
-	parallel.For(s.rows, grain, func(lo, hi int) {
-		if bias == nil {
-			for r := lo; r < hi; r++ {
-				clear(dst[r*ldd : r*ldd+n])
-			}
-		}
-		kernels.SparseRows(dst[lo*ldd:], ldd, n, m, src, bias, lo, hi, span)
+	parallel.For(s.rows, parallel.Grain(s.rows, 4), func(lo, hi int) {
+		sparseRows(dst[lo*ldd:], ldd, n, m, src, bias, lo, hi, span)
 	})
+}
+
+// sparseRows sets the rows [lo, hi) of the product (dst holds row lo
+// first): from the bias, or from zero when bias is nil.
+func sparseRows(dst []float32, ldd, n int, m *kernels.CSR, src, bias []float32, lo, hi, span int) {
+	if bias == nil {
+		for r := range hi - lo {
+			clear(dst[r*ldd : r*ldd+n])
+		}
+	}
+	kernels.SparseRows(dst, ldd, n, m, src, bias, lo, hi, span)
 }
 
 // windowRows is the number of im2col rows in one offset window of the

@@ -105,7 +105,13 @@ func SparseRows(dst []float32, ldd, n int, m *CSR, b, init []float32, lo, hi, sp
 	if span <= 0 {
 		span = maxOff + 1
 	}
-	pos := make([]int, hi-lo)
+	var posBuf [512]int // rows of the usual layers, without an allocation
+	pos := posBuf[:0]
+	if hi-lo <= len(posBuf) {
+		pos = posBuf[:hi-lo]
+	} else {
+		pos = make([]int, hi-lo)
+	}
 	for c0 := 0; c0 < n; c0 += colBlock {
 		c1 := min(c0+colBlock, n)
 		vec := (c1 - c0) &^ 7 // columns the assembly kernel handles
