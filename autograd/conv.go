@@ -111,7 +111,7 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 		if b != nil {
 			fillBias(out.Data[lo*ySize:hi*ySize], b.Data, hi-lo, p)
 		}
-		convGroup(gemm, g, cout, wT, x.Data, xSize, out.Data, ySize, lo, hi, b != nil)
+		convGroup(multiplier{gemm: gemm}, g, cout, wT, x.Data, xSize, out.Data, ySize, lo, hi, b != nil)
 	})
 	return c.record("Conv2d", out, convGrad(g, x, w, b, n), x, w, b)
 }
@@ -165,6 +165,29 @@ func biasGrad(gb, gy []float32, n, p int) {
 // gemmFunc is the signature of blas.Sgemm and blas.SgemmSerial.
 type gemmFunc func(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
 
+// multiplier computes the products of convGroup, C = op(A)·B with the
+// m×k filter matrix A: by gemm with A given transposed (aT), or, when pa
+// is not nil, with A packed once (on the calling goroutine if serial).
+// A value, not a closure, so that a convolution on one worker allocates
+// nothing.
+type multiplier struct {
+	gemm   gemmFunc
+	pa     *blas.PackedA
+	serial bool
+}
+
+// mul sets c (ldc) to beta·c + A·b, b being k × n with row stride ldb.
+func (mu multiplier) mul(m, n, k int, aT, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	switch {
+	case mu.pa == nil:
+		mu.gemm(true, false, m, n, k, 1, aT, m, b, ldb, beta, c, ldc)
+	case mu.serial:
+		mu.pa.SgemmSerial(false, n, 1, b, ldb, beta, c, ldc)
+	default:
+		mu.pa.Sgemm(false, n, 1, b, ldb, beta, c, ldc)
+	}
+}
+
 // groupSize returns how many images share one GEMM of a convolution when
 // each has p output positions: enough to give the GEMM about 512 columns,
 // so that packing the filters is paid for. It depends only on p, so chunk
@@ -189,14 +212,14 @@ func weightGroupSize(p int) int {
 // padding or stride is multiplied straight into its output; otherwise the
 // group shares one GEMM into a scratch matrix whose rows are then copied
 // out, using the wide im2col matrix for stride 1.
-func convGroup(gemm gemmFunc, g *convGeom, m int, aT, src []float32, srcSize int, dst []float32, dstSize int, lo, hi int, accumulate bool) {
+func convGroup(mu multiplier, g *convGeom, m int, aT, src []float32, srcSize int, dst []float32, dstSize int, lo, hi int, accumulate bool) {
 	k, p, cnt := g.rows, g.cols, hi-lo
 	beta := float32(0)
 	if accumulate {
 		beta = 1
 	}
 	if cnt == 1 && g.direct() {
-		gemm(true, false, m, p, k, 1, aT, m, src[lo*srcSize:(lo+1)*srcSize], p, beta, dst[lo*dstSize:(lo+1)*dstSize], p)
+		mu.mul(m, p, k, aT, src[lo*srcSize:(lo+1)*srcSize], p, beta, dst[lo*dstSize:(lo+1)*dstSize], p)
 		return
 	}
 	wide := g.wide()
@@ -222,7 +245,7 @@ func convGroup(gemm gemmFunc, g *convGeom, m int, aT, src []float32, srcSize int
 			im2col(g, s, col[j*pp:], ld)
 		}
 	}
-	gemm(true, false, m, ld, k, 1, aT, m, col, ld, 0, tmp, ld)
+	mu.mul(m, ld, k, aT, col, ld, 0, tmp, ld)
 	for j := 0; j < cnt; j++ {
 		for o := 0; o < m; o++ {
 			for oh := 0; oh < g.ho; oh++ {
@@ -344,7 +367,7 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 			return
 		}
 		if strideOne {
-			convGroup(gemm, gd, g.c, wf, gy, ySize, gx, xSize, lo, hi, !overwrite)
+			convGroup(multiplier{gemm: gemm}, gd, g.c, wf, gy, ySize, gx, xSize, lo, hi, !overwrite)
 			return
 		}
 		dcol := colScratch.get(k * p)

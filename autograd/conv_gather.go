@@ -415,10 +415,10 @@ func gatherPackedSize(g *convGeom, m int) int { return blas.Default().PackedASiz
 // images src_i of srcSize elements into the outputs dst_i of dstSize
 // elements, in parallel over the images; with fewer images than workers,
 // the output columns of each image are split too (which changes no
-// result). If after is not nil, it is called with the image and the
-// columns [j0, j1) of its output each product has just written, while
-// they are in the cache.
-func (gc *gatherConv) run(n int, src []float32, srcSize int, dst []float32, dstSize int, accumulate bool, after func(i, j0, j1 int)) {
+// result). If after is not nil, its epilogue (with the bias) is applied
+// to the columns [j0, j1) of each image's output that a product has just
+// written, while they are in the cache.
+func (gc *gatherConv) run(n int, src []float32, srcSize int, dst []float32, dstSize int, accumulate bool, after *planCall) {
 	g := gc.g
 	p := g.cols
 	parts := 1
@@ -426,44 +426,17 @@ func (gc *gatherConv) run(n int, src []float32, srcSize int, dst []float32, dstS
 		// Split on whole output rows' worth of runs, at least 64 columns.
 		parts = max(1, min((w+n-1)/n, p/64))
 	}
-	chunk := (len(gc.runs) + parts - 1) / parts // runs per part
-	beta := float32(0)
+	c := gatherCall{gc: gc, src: src, dst: dst, srcSize: srcSize, dstSize: dstSize,
+		chunk: (len(gc.runs) + parts - 1) / parts}
 	if accumulate {
-		beta = 1
-	}
-	product := func(i, part int, pad []float32) {
-		r0 := min(part*chunk, len(gc.runs))
-		r1 := min(r0+chunk, len(gc.runs))
-		if r0 == r1 {
-			return
-		}
-		j0, j1 := r0*blas.GatherRun, min(r1*blas.GatherRun, p)
-		b := blas.Gathered{Src: pad, Rows: gc.rows, Runs: gc.runs[r0:r1]}
-		gc.pa.SgemmGather(j1-j0, b, beta, dst[i*dstSize+j0:(i+1)*dstSize], p)
-		if after != nil {
-			after(i, j0, j1)
-		}
+		c.beta = 1
 	}
 	if parts > 1 && parts < len(gc.bands) {
 		// Each part copies the rows its band of output rows reads.
-		bd := gc.bands[parts]
+		h, ha := c.onHeap(after)
 		parallel.For(n*parts, 1, func(lo, hi int) {
-			pad := colScratch.get(bd.size(g))
-			defer colScratch.put(pad)
 			for t := lo; t < hi; t++ {
-				i, part := t/parts, t%parts
-				runs := bd.runs[part]
-				if runs == nil {
-					continue
-				}
-				bd.copy(g, src[i*srcSize:(i+1)*srcSize], pad, part)
-				j0 := part * bd.chunk * blas.GatherRun
-				j1 := min(j0+len(runs)*blas.GatherRun, p)
-				b := blas.Gathered{Src: pad, Rows: bd.rows, Runs: runs}
-				gc.pa.SgemmGather(j1-j0, b, beta, dst[i*dstSize+j0:(i+1)*dstSize], p)
-				if after != nil {
-					after(i, j0, j1)
-				}
+				h.band(gc.bands[parts], t/parts, t%parts, ha)
 			}
 		})
 		return
@@ -476,6 +449,7 @@ func (gc *gatherConv) run(n int, src []float32, srcSize int, dst []float32, dstS
 			pads[i] = colScratch.get(g.gatherSize())
 		}
 		cc := (g.c + parts - 1) / parts
+		h, ha := c.onHeap(after)
 		parallel.For(n*parts, 1, func(lo, hi int) {
 			for t := lo; t < hi; t++ {
 				i, part := t/parts, t%parts
@@ -484,7 +458,7 @@ func (gc *gatherConv) run(n int, src []float32, srcSize int, dst []float32, dstS
 		})
 		parallel.For(n*parts, 1, func(lo, hi int) {
 			for t := lo; t < hi; t++ {
-				product(t/parts, t%parts, pads[t/parts])
+				h.product(t/parts, t%parts, pads[t/parts], ha)
 			}
 		})
 		for _, pad := range pads {
@@ -492,14 +466,84 @@ func (gc *gatherConv) run(n int, src []float32, srcSize int, dst []float32, dstS
 		}
 		return
 	}
-	parallel.For(n, 1, func(lo, hi int) {
-		pad := colScratch.get(g.gatherSize())
-		defer colScratch.put(pad)
-		for i := lo; i < hi; i++ {
-			gatherImage(g, src[i*srcSize:(i+1)*srcSize], pad)
-			product(i, 0, pad)
-		}
-	})
+	if parallel.Workers() <= 1 || n == 1 {
+		c.images(0, n, after) // on the calling goroutine, allocating nothing
+		return
+	}
+	h, ha := c.onHeap(after)
+	parallel.For(n, 1, func(lo, hi int) { h.images(lo, hi, ha) })
+}
+
+// gatherCall is one call of gatherConv.run: what its loops need, handed
+// to methods rather than captured by closures, so that a call on the
+// calling goroutine allocates nothing. The methods take the epilogue
+// (after, or nil) apart: escape analysis does not tell a struct's fields
+// apart, and the epilogue lives on the caller's stack.
+type gatherCall struct {
+	gc               *gatherConv
+	src, dst         []float32
+	srcSize, dstSize int
+	beta             float32
+	chunk            int // runs per part
+}
+
+// onHeap returns copies of c and of the epilogue after (nil if after is)
+// for the loops of the worker pool, so that c and the caller's planCall
+// can stay on the stack.
+func (c *gatherCall) onHeap(after *planCall) (*gatherCall, *planCall) {
+	h := *c
+	if after == nil {
+		return &h, nil
+	}
+	a := *after
+	return &h, &a
+}
+
+// images computes the images [lo, hi) whole, each from its own copy.
+func (c *gatherCall) images(lo, hi int, after *planCall) {
+	g := c.gc.g
+	pad := colScratch.get(g.gatherSize())
+	defer colScratch.put(pad)
+	for i := lo; i < hi; i++ {
+		gatherImage(g, c.src[i*c.srcSize:(i+1)*c.srcSize], pad)
+		c.product(i, 0, pad, after)
+	}
+}
+
+// product computes part part of image i from its copy pad.
+func (c *gatherCall) product(i, part int, pad []float32, after *planCall) {
+	gc, p := c.gc, c.gc.g.cols
+	r0 := min(part*c.chunk, len(gc.runs))
+	r1 := min(r0+c.chunk, len(gc.runs))
+	if r0 == r1 {
+		return
+	}
+	j0, j1 := r0*blas.GatherRun, min(r1*blas.GatherRun, p)
+	b := blas.Gathered{Src: pad, Rows: gc.rows, Runs: gc.runs[r0:r1]}
+	gc.pa.SgemmGather(j1-j0, b, c.beta, c.dst[i*c.dstSize+j0:(i+1)*c.dstSize], p)
+	if after != nil {
+		after.after(i, j0, j1, true)
+	}
+}
+
+// band computes band part of image i (see gatherBands) from its own copy
+// of the rows the band reads.
+func (c *gatherCall) band(bd *gatherBands, i, part int, after *planCall) {
+	g, p := c.gc.g, c.gc.g.cols
+	runs := bd.runs[part]
+	if runs == nil {
+		return
+	}
+	pad := colScratch.get(bd.size(g))
+	defer colScratch.put(pad)
+	bd.copy(g, c.src[i*c.srcSize:(i+1)*c.srcSize], pad, part)
+	j0 := part * bd.chunk * blas.GatherRun
+	j1 := min(j0+len(runs)*blas.GatherRun, p)
+	b := blas.Gathered{Src: pad, Rows: bd.rows, Runs: runs}
+	c.gc.pa.SgemmGather(j1-j0, b, c.beta, c.dst[i*c.dstSize+j0:(i+1)*c.dstSize], p)
+	if after != nil {
+		after.after(i, j0, j1, true)
+	}
 }
 
 // gatherWeightGrad reports whether the weight gradient of a convolution

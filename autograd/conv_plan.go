@@ -246,11 +246,8 @@ func (p *ConvPlan) im2colBands(n, parts int, x, out, residual []float32, relu bo
 
 // run is Run with the algorithm alg.
 func (p *ConvPlan) run(alg string, n int, x, out, residual []float32, relu bool) {
-	xSize, ySize := p.InSize(), p.OutSize()
-	g, m, cols := p.g, p.cout, p.g.cols
-	epilogue := func(i, j0, j1 int, withBias bool) {
-		p.epilogue(i, j0, j1, withBias, out, residual, relu)
-	}
+	c := planCall{p: p, n: n, x: x, out: out, residual: residual, relu: relu}
+	g := p.g
 	switch alg {
 	case "sparse":
 		// The whole batch at once: sparseConv groups small images. With
@@ -265,43 +262,76 @@ func (p *ConvPlan) run(alg string, n int, x, out, residual []float32, relu bool)
 			// kernels.Affine adds a residual only before a ReLU: a
 			// separate pass.
 			sparseConv(g, p.sparse, n, x, out, p.bias, nil, kernels.Plain, serial)
-			parallel.For(n, 1, func(lo, hi int) {
-				for i := lo; i < hi; i++ {
-					epilogue(i, 0, cols, false)
-				}
-			})
+			c.loop(stepEpilogue, 1)
 			return
 		}
 		sparseConv(g, p.sparse, n, x, out, p.bias, residual, epilogueOf(residual, relu), serial)
 	case "winograd":
 		gs := winoGroupSize(g)
-		serial := serialGemm(parallel.Chunks(n, gs))
-		parallel.For(n, gs, func(lo, hi int) {
-			winoGroup(serial, g, m, p.wino, x, xSize, out, ySize, lo, hi, false, p.bias)
-			for i := lo; i < hi; i++ {
-				epilogue(i, 0, cols, false)
-			}
-		})
+		c.serial = serialGemm(parallel.Chunks(n, gs))
+		c.loop(stepWinograd, gs)
 	case "gather":
-		p.gather.run(n, x, xSize, out, ySize, false, func(i, j0, j1 int) { epilogue(i, j0, j1, true) })
+		p.gather.run(n, x, p.InSize(), out, p.OutSize(), false, &c)
 	default:
-		gs := groupSize(cols)
-		serial := serialGemm(parallel.Chunks(n, gs))
-		// convGroup's GEMMs multiply the filter matrix, packed once.
-		gemm := func(_, transB bool, _, n, _ int, alpha float32, _ []float32, _ int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-			if serial {
-				p.packed.SgemmSerial(transB, n, alpha, b, ldb, beta, c, ldc)
-				return
-			}
-			p.packed.Sgemm(transB, n, alpha, b, ldb, beta, c, ldc)
-		}
-		parallel.For(n, gs, func(lo, hi int) {
-			convGroup(gemm, g, m, nil, x, xSize, out, ySize, lo, hi, false)
-			for i := lo; i < hi; i++ {
-				epilogue(i, 0, cols, true)
-			}
-		})
+		gs := groupSize(g.cols)
+		c.serial = serialGemm(parallel.Chunks(n, gs))
+		c.loop(stepIm2col, gs)
 	}
+}
+
+// planCall is one call of ConvPlan.Run: what its loops over the images
+// need, handed to methods by pointer rather than captured by closures, so
+// that a call whose loops run on the calling goroutine allocates nothing.
+type planCall struct {
+	p                *ConvPlan
+	n                int
+	x, out, residual []float32
+	relu             bool
+	serial           bool // the GEMMs of a step on the calling goroutine
+}
+
+// callStep is what planCall.step computes for a range of images.
+type callStep uint8
+
+const (
+	stepWinograd callStep = iota // Winograd, then the epilogue
+	stepIm2col                   // im2col and the GEMM, then the epilogue with the bias
+	stepEpilogue                 // the epilogue alone
+)
+
+// loop runs step s over the images in chunks of grain, as parallel.For
+// does, on the calling goroutine when parallel.For would run it there.
+func (c *planCall) loop(s callStep, grain int) {
+	if parallel.Workers() <= 1 || parallel.Chunks(c.n, grain) <= 1 {
+		for lo := 0; lo < c.n; lo += grain {
+			c.step(s, lo, min(lo+grain, c.n))
+		}
+		return
+	}
+	shared := *c // only a parallel loop puts the call on the heap
+	parallel.For(c.n, grain, func(lo, hi int) { shared.step(s, lo, hi) })
+}
+
+// step computes s for the images [lo, hi).
+func (c *planCall) step(s callStep, lo, hi int) {
+	p := c.p
+	g, cols := p.g, p.g.cols
+	switch s {
+	case stepWinograd:
+		winoGroup(c.serial, g, p.cout, p.wino, c.x, p.InSize(), c.out, p.OutSize(), lo, hi, false, p.bias)
+	case stepIm2col:
+		// convGroup's GEMMs multiply the filter matrix, packed once.
+		convGroup(multiplier{pa: p.packed, serial: c.serial}, g, p.cout, nil, c.x, p.InSize(), c.out, p.OutSize(), lo, hi, false)
+	}
+	for i := lo; i < hi; i++ {
+		c.after(i, 0, cols, s == stepIm2col)
+	}
+}
+
+// after applies the epilogue to the columns [j0, j1) of image i, adding
+// the bias if withBias.
+func (c *planCall) after(i, j0, j1 int, withBias bool) {
+	c.p.epilogue(i, j0, j1, withBias, c.out, c.residual, c.relu)
 }
 
 // planWinograd reports whether a ConvPlan of geometry g and m filters runs

@@ -172,62 +172,81 @@ func gemmFrom(kern *microKernel, par bool, src aSource, transB bool, m, n, k int
 func gemmPacked(kern *microKernel, workers int, src aSource, transB bool, m, n, k int, alpha float32, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	mr, nr, kc := kern.mr, kern.nr, kern.kc
 	nc := min(kern.nc, roundUp(n, nr))
-	tilesM := ceilDiv(m, mr)
 	bp := getB(roundUp(nc, nr) * kc)
 	defer bFree.put(bp)
-	bbuf := *bp
-
+	g := packedGEMM{kern: kern, src: src, m: m, alpha: alpha, c: c, ldc: ldc, bbuf: *bp, tilesM: ceilDiv(m, mr)}
 	for jc := 0; jc < n; jc += nc {
-		ncb := min(nc, n-jc)
-		panels := ceilDiv(ncb, nr)
-		wm, wn := grid(workers, tilesM, panels)
+		g.jc, g.ncb = jc, min(nc, n-jc)
+		g.panels = ceilDiv(g.ncb, nr)
+		g.wm, g.wn = grid(workers, g.tilesM, g.panels)
 		for pc := 0; pc < k; pc += kc {
-			kcb := min(kc, k-pc)
-			betaEff := beta
+			g.pc, g.kcb = pc, min(kc, k-pc)
+			g.beta = beta
 			if pc > 0 {
-				betaEff = 1
+				g.beta = 1
 			}
-			if workers > 1 && panels >= 2 {
-				parallel.For(panels, ceilDiv(panels, workers), func(lo, hi int) {
+			if workers > 1 && g.panels >= 2 {
+				bbuf, jc, ncb, pc, kcb := g.bbuf, g.jc, g.ncb, g.pc, g.kcb
+				parallel.For(g.panels, ceilDiv(g.panels, workers), func(lo, hi int) {
 					packB(transB, b, ldb, jc, ncb, pc, kcb, nr, lo, hi, bbuf)
 				})
 			} else {
-				packB(transB, b, ldb, jc, ncb, pc, kcb, nr, 0, panels, bbuf)
+				packB(transB, b, ldb, g.jc, g.ncb, g.pc, g.kcb, nr, 0, g.panels, g.bbuf)
 			}
-			region := func(lo, hi int) {
-				na := min(kern.mc, roundUp(m, mr)) * kcb
-				if src.pa != nil && src.pa.kc == kc {
-					na = 0 // the blocks of A are read where they lie
-				}
-				ws := getWS(na, 0, mr*nr)
-				for u := lo; u < hi; u++ {
-					t0, t1 := split(tilesM, wm, u/wn)
-					p0, p1 := split(panels, wn, u%wn)
-					// Blocks of near-equal size, at most mc rows.
-					r0, r1 := t0*mr, min(t1*mr, m)
-					mcb := roundUp(ceilDiv(r1-r0, ceilDiv(r1-r0, kern.mc)), mr)
-					for i0 := r0; i0 < r1; i0 += mcb {
-						rows := min(mcb, r1-i0)
-						ap := src.block(i0, rows, pc, kcb, mr, ws.a)
-						for t := p0; t < p1; t++ {
-							cols := min(nr, ncb-t*nr)
-							var next []float32
-							if t+1 < p1 {
-								next = bbuf[(t+1)*kcb*nr : (t+2)*kcb*nr]
-							}
-							macroKernel(kern, ws, ap, kcb, rows, cols, bbuf[t*kcb*nr:(t+1)*kcb*nr], nr, next, c[i0*ldc+jc+t*nr:], ldc, alpha, betaEff)
-						}
-					}
-				}
-				wsFree.put(ws)
-			}
-			if wm*wn > 1 {
-				parallel.For(wm*wn, 1, region)
+			if g.wm*g.wn > 1 {
+				shared := g // only a parallel product puts its state on the heap
+				parallel.For(g.wm*g.wn, 1, shared.region)
 			} else {
-				region(0, 1)
+				g.region(0, 1)
 			}
 		}
 	}
+}
+
+// packedGEMM is one block of gemmPacked (the columns [jc, jc+ncb) and the
+// depth [pc, pc+kcb) of the product, op(B) packed in bbuf), split into a
+// wm × wn grid of regions of C.
+type packedGEMM struct {
+	kern             *microKernel
+	src              aSource
+	m                int
+	alpha, beta      float32
+	c, bbuf          []float32
+	ldc              int
+	jc, ncb, pc, kcb int
+	tilesM, panels   int
+	wm, wn           int
+}
+
+// region computes the regions [lo, hi) of the grid.
+func (g *packedGEMM) region(lo, hi int) {
+	kern, m, kcb := g.kern, g.m, g.kcb
+	mr, nr, kc := kern.mr, kern.nr, kern.kc
+	na := min(kern.mc, roundUp(m, mr)) * kcb
+	if g.src.pa != nil && g.src.pa.kc == kc {
+		na = 0 // the blocks of A are read where they lie
+	}
+	ws := getWS(na, 0, mr*nr)
+	for u := lo; u < hi; u++ {
+		t0, t1 := split(g.tilesM, g.wm, u/g.wn)
+		p0, p1 := split(g.panels, g.wn, u%g.wn)
+		// Blocks of near-equal size, at most mc rows.
+		r0, r1 := t0*mr, min(t1*mr, m)
+		mcb := roundUp(ceilDiv(r1-r0, ceilDiv(r1-r0, kern.mc)), mr)
+		for i0 := r0; i0 < r1; i0 += mcb {
+			rows := min(mcb, r1-i0)
+			ap := g.src.block(i0, rows, g.pc, kcb, mr, ws.a)
+			for t := p0; t < p1; t++ {
+				cols := min(nr, g.ncb-t*nr)
+				var next []float32
+				if t+1 < p1 {
+					next = g.bbuf[(t+1)*kcb*nr : (t+2)*kcb*nr]
+				}
+				macroKernel(kern, ws, ap, kcb, rows, cols, g.bbuf[t*kcb*nr:(t+1)*kcb*nr], nr, next, g.c[i0*g.ldc+g.jc+t*nr:], g.ldc, g.alpha, g.beta)
+			}
+		}
+	}
+	wsFree.put(ws)
 }
 
 // gemmInPlaceB handles m <= kern.inPlaceM with op(B) = B: the kernel reads

@@ -81,8 +81,21 @@ type scratch struct {
 	// which the next call on this scratch reuses.
 	ctx autograd.Context
 	// act holds the activations of the plan, grown to the largest batch
-	// seen.
-	act [4][]float32
+	// seen; pooled and logits the results of its head.
+	act            [4][]float32
+	pooled, logits []float32
+}
+
+// head returns buffers of the given lengths for the pooled activations and
+// the logits of a plan's head, grown as needed.
+func (s *scratch) head(pooled, logits int) ([]float32, []float32) {
+	if cap(s.pooled) < pooled {
+		s.pooled = make([]float32, pooled)
+	}
+	if cap(s.logits) < logits {
+		s.logits = make([]float32, logits)
+	}
+	return s.pooled[:pooled], s.logits[:logits]
 }
 
 // buffers returns the activation buffers for n images of at most size

@@ -16,6 +16,7 @@ import (
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/datasets/cifar10"
+	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
@@ -520,6 +521,36 @@ func TestSteadyStateAllocations(t *testing.T) {
 	t.Logf("first call %d bytes, then %d bytes per call", first, steady)
 	if steady*8 > first {
 		t.Fatalf("a steady-state call allocates %d bytes, the first %d: the arena is not reused", steady, first)
+	}
+}
+
+// TestNoAllocationsOneWorker checks that a dense ResNet-20 (both shortcut
+// kinds) allocates nothing per call once warm, on one worker: the plan's
+// activations, the head's buffers and the kernels' scratch are reused,
+// and no loop makes a closure for the worker pool.
+func TestNoAllocationsOneWorker(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	defer parallel.SetWorkers(parallel.SetWorkers(1))
+	for _, shortcut := range []string{"A", "B"} {
+		spec := infer.Spec{Model: "resnet20", Shortcut: shortcut}
+		net, err := spec.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := infer.New(net, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, batch := range []int{1, 3} {
+			x := randomInputs(newRng(16), batch)
+			dst := m.Logits(nil, x)
+			if allocs := testing.AllocsPerRun(5, func() { dst = m.Logits(dst, x) }); allocs != 0 {
+				t.Errorf("shortcut %s, batch %d: %v allocations per call", shortcut, batch, allocs)
+			}
+		}
 	}
 }
 

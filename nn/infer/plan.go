@@ -240,9 +240,52 @@ func (p *resnetPlan) forward(s *scratch, x []float32, n int) []float32 {
 	if padded != nil {
 		unpad()
 	}
-	y := autograd.FromSlice(cur[:n*last.size()], n, last.c, last.h, last.w).In(&s.ctx)
-	y = autograd.AvgPool2d(y, p.pool, p.pool, 0)
-	return p.linear.Forward(autograd.Flatten(y)).Data
+	return p.head(s, cur[:n*last.size()], n, last)
+}
+
+// head returns the logits of the n images of act (each of shape in): the
+// average pooling (window and stride p.pool, as autograd.AvgPool2d sums a
+// window row by row and divides by its size) and the classifier, computed
+// here rather than by autograd ops so that a call allocates nothing. The
+// result lies in s until s is used again.
+func (p *resnetPlan) head(s *scratch, act []float32, n int, in shape) []float32 {
+	ho, wo := (in.h-p.pool)/p.pool+1, (in.w-p.pool)/p.pool+1
+	feat := in.c * ho * wo
+	w, b := p.linear.Weight, p.linear.Bias
+	classes := w.Dim(0)
+	if w.Dim(1) != feat {
+		panic(fmt.Sprintf("infer: the classifier takes %d features, the pooled activation has %d (%d×%d×%d)", w.Dim(1), feat, in.c, ho, wo))
+	}
+	pooled, logits := s.head(n*feat, n*classes)
+	div := float32(p.pool * p.pool)
+	for i := range n {
+		for c := range in.c {
+			plane := act[(i*in.c+c)*in.h*in.w : (i*in.c+c+1)*in.h*in.w]
+			for oh := range ho {
+				for ow := range wo {
+					var sum float32
+					for ih := oh * p.pool; ih < (oh+1)*p.pool; ih++ {
+						for _, v := range plane[ih*in.w+ow*p.pool : ih*in.w+(ow+1)*p.pool] {
+							sum += v
+						}
+					}
+					pooled[i*feat+(c*ho+oh)*wo+ow] = sum / div
+				}
+			}
+		}
+		x := pooled[i*feat : (i+1)*feat]
+		for o := range classes {
+			var sum float32
+			for k, v := range w.Data[o*feat : (o+1)*feat] {
+				sum += x[k] * v
+			}
+			if b != nil {
+				sum += b.Data[o]
+			}
+			logits[i*classes+o] = sum
+		}
+	}
+	return logits
 }
 
 // vggPlan is a compiled models.VGG: convolutions (with their batch
