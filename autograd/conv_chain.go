@@ -42,38 +42,77 @@ func (p *ConvPlan) RunChained(next *ConvPlan, n int, x, out, residual []float32,
 		panic(fmt.Sprintf("autograd.ConvPlan.RunChained: %d images need %d input and %d output values, got %d, %d and residual %d",
 			n, n*xSize, n*ySize, len(x), len(out), len(residual)))
 	}
-	e := epilogueOf(residual, relu)
 	a, b := p.g, next.g
 	wp := a.widePitch()
-	plane := (b.h + 2*b.ph) * wp // one channel of next's padded image
-	offA := p.sparse.offsets((a.h+2*a.ph)*wp, a.dh*wp, a.dw)
-	offB := next.sparse.offsets(plane, b.dh*wp, b.dw)
-	spanA, spanB := wideSpan(a), wideSpan(b)
-	serial := n < parallel.Workers()
-	parallel.For(n, 1, func(lo, hi int) {
-		padA, padB := colScratch.get(a.padSize()), colScratch.get(b.padSize())
-		tmp := colScratch.get(next.cout * b.ho * wp)
-		defer colScratch.put(padA)
-		defer colScratch.put(padB)
-		defer colScratch.put(tmp)
-		for i := lo; i < hi; i++ {
-			padImage(a, x[i*xSize:(i+1)*xSize], padA)
-			p.reluPadded(next, padB, padA, offA, spanA, serial)
-			var r []float32
-			if e == kernels.AddReLU {
-				r = residual[i*ySize : (i+1)*ySize]
-			}
-			next.sparse.mulRows(tmp, b.ho*wp, b.ho*wp, offB, padB, next.bias, spanB, serial)
-			y := out[i*ySize : (i+1)*ySize]
-			dropWide(b, next.cout, wp, tmp, y, r, e)
-			if residual != nil && !relu {
-				// kernels.Affine adds a residual only before a ReLU.
-				for k, v := range residual[i*ySize : (i+1)*ySize] {
-					y[k] += v
-				}
+	c := chainCall{p: p, next: next, x: x, out: out, residual: residual, relu: relu,
+		offA:  p.sparse.offsets((a.h+2*a.ph)*wp, a.dh*wp, a.dw),
+		offB:  next.sparse.offsets((b.h+2*b.ph)*wp, b.dh*wp, b.dw),
+		spanA: wideSpan(a), spanB: wideSpan(b), serial: n < parallel.Workers()}
+	c.loop(n, false)
+}
+
+// chainCall is one call of RunChained or RunBlockPadded: what the loop
+// over the images needs, handed to methods rather than captured by
+// closures, so that a call on one worker allocates nothing.
+type chainCall struct {
+	p, next          *ConvPlan
+	x, out, residual []float32 // RunBlockPadded: x and out padded
+	relu             bool
+	offA, offB       *kernels.CSR
+	spanA, spanB     int
+	serial           bool
+}
+
+// loop computes the images [0, n) of RunChained (or, if block, of
+// RunBlockPadded) as parallel.For(n, 1, ...) would, on the calling
+// goroutine when For would run them there.
+func (c *chainCall) loop(n int, block bool) {
+	if parallel.Workers() <= 1 || n == 1 {
+		c.images(0, n, block)
+		return
+	}
+	h := *c // only a parallel loop puts the call on the heap
+	parallel.For(n, 1, func(lo, hi int) { h.images(lo, hi, block) })
+}
+
+// images computes the images [lo, hi).
+func (c *chainCall) images(lo, hi int, block bool) {
+	if block {
+		c.block(lo, hi)
+		return
+	}
+	c.chained(lo, hi)
+}
+
+// chained computes the images [lo, hi) of RunChained.
+func (c *chainCall) chained(lo, hi int) {
+	p, next := c.p, c.next
+	a, b := p.g, next.g
+	wp := a.widePitch()
+	xSize, ySize := p.InSize(), next.OutSize()
+	e := epilogueOf(c.residual, c.relu)
+	padA, padB := colScratch.get(a.padSize()), colScratch.get(b.padSize())
+	tmp := colScratch.get(next.cout * b.ho * wp)
+	defer colScratch.put(padA)
+	defer colScratch.put(padB)
+	defer colScratch.put(tmp)
+	for i := lo; i < hi; i++ {
+		padImage(a, c.x[i*xSize:(i+1)*xSize], padA)
+		p.reluPadded(next, padB, padA, c.offA, c.spanA, c.serial)
+		var r []float32
+		if e == kernels.AddReLU {
+			r = c.residual[i*ySize : (i+1)*ySize]
+		}
+		next.sparse.mulRows(tmp, b.ho*wp, b.ho*wp, c.offB, padB, next.bias, c.spanB, c.serial)
+		y := c.out[i*ySize : (i+1)*ySize]
+		dropWide(b, next.cout, wp, tmp, y, r, e)
+		if c.residual != nil && !c.relu {
+			// kernels.Affine adds a residual only before a ReLU.
+			for k, v := range c.residual[i*ySize : (i+1)*ySize] {
+				y[k] += v
 			}
 		}
-	})
+	}
 }
 
 // reluPadded writes the ReLU of p's product of the padded image src (read
@@ -151,6 +190,12 @@ func (p *ConvPlan) PaddedSize() int { return p.g.padSize() }
 func (p *ConvPlan) Pad(n int, x, xPad []float32) {
 	xs, ps := p.InSize(), p.PaddedSize()
 	p.checkPadded("Pad", n, len(x), xs, len(xPad))
+	if parallel.Workers() <= 1 || n == 1 {
+		for i := range n { // without a closure for the pool
+			padImage(p.g, x[i*xs:(i+1)*xs], xPad[i*ps:(i+1)*ps])
+		}
+		return
+	}
 	parallel.For(n, 1, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			padImage(p.g, x[i*xs:(i+1)*xs], xPad[i*ps:(i+1)*ps])
@@ -161,21 +206,29 @@ func (p *ConvPlan) Pad(n int, x, xPad []float32) {
 // Unpad is the inverse of Pad: it copies the images out of the padded
 // layout.
 func (p *ConvPlan) Unpad(n int, xPad, x []float32) {
-	xs, ps := p.InSize(), p.PaddedSize()
+	xs := p.InSize()
 	p.checkPadded("Unpad", n, len(x), xs, len(xPad))
+	if parallel.Workers() <= 1 || n == 1 {
+		p.unpad(0, n, xPad, x) // without a closure for the pool
+		return
+	}
+	parallel.For(n, 1, func(lo, hi int) { p.unpad(lo, hi, xPad, x) })
+}
+
+// unpad is Unpad for the images [lo, hi).
+func (p *ConvPlan) unpad(lo, hi int, xPad, x []float32) {
+	xs, ps := p.InSize(), p.PaddedSize()
 	g := p.g
 	wp, plane := g.widePitch(), (g.h+2*g.ph)*g.widePitch()
-	parallel.For(n, 1, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			src, dst := xPad[i*ps:(i+1)*ps], x[i*xs:(i+1)*xs]
-			for c := range g.c {
-				for r := range g.h {
-					at := c*plane + (r+g.ph)*wp + g.pw
-					copyRow(dst[(c*g.h+r)*g.w:(c*g.h+r+1)*g.w], src[at:at+g.w])
-				}
+	for i := lo; i < hi; i++ {
+		src, dst := xPad[i*ps:(i+1)*ps], x[i*xs:(i+1)*xs]
+		for c := range g.c {
+			for r := range g.h {
+				at := c*plane + (r+g.ph)*wp + g.pw
+				copyRow(dst[(c*g.h+r)*g.w:(c*g.h+r+1)*g.w], src[at:at+g.w])
 			}
 		}
-	})
+	}
 }
 
 // checkPadded panics unless n images fit the plain and padded lengths.
@@ -208,25 +261,32 @@ func (p *ConvPlan) RunBlockPadded(next *ConvPlan, n int, xPad, outPad []float32)
 	a, b := p.g, next.g
 	wp := a.widePitch()
 	plane := (a.h + 2*a.ph) * wp
+	c := chainCall{p: p, next: next, x: xPad, out: outPad,
+		offA: p.sparse.offsets(plane, a.dh*wp, a.dw), offB: next.sparse.offsets(plane, b.dh*wp, b.dw),
+		spanA: wideSpan(a), spanB: wideSpan(b), serial: n < parallel.Workers()}
+	c.loop(n, true)
+}
+
+// block computes the images [lo, hi) of RunBlockPadded.
+func (c *chainCall) block(lo, hi int) {
+	p, next := c.p, c.next
+	a, b := p.g, next.g
+	wp := a.widePitch()
+	plane := (a.h + 2*a.ph) * wp
 	at := a.ph*wp + a.pw
 	npB := b.ho * wp // next's product per filter, widened
-	offA := p.sparse.offsets(plane, a.dh*wp, a.dw)
-	offB := next.sparse.offsets(plane, b.dh*wp, b.dw)
-	spanA, spanB := wideSpan(a), wideSpan(b)
-	serial := n < parallel.Workers()
-	parallel.For(n, 1, func(lo, hi int) {
-		mid := colScratch.get(b.padSize())
-		defer colScratch.put(mid)
-		for i := lo; i < hi; i++ {
-			in, out := xPad[i*ps:(i+1)*ps], outPad[i*ps:(i+1)*ps]
-			p.reluPadded(next, mid, in, offA, spanA, serial)
-			next.sparse.mulRows(out[at:], plane, npB, offB, mid, next.bias, spanB, serial)
-			for c := range next.cout {
-				pl, res := out[c*plane:(c+1)*plane], in[c*plane:(c+1)*plane]
-				kernels.Affine(pl[at:at+npB], pl[at:at+npB], res[at:at+npB], 0, 1, 0, kernels.AddReLU)
-				clearPadding(a, pl)
-			}
-			clear(out[next.cout*plane:])
+	ps := p.PaddedSize()
+	mid := colScratch.get(b.padSize())
+	defer colScratch.put(mid)
+	for i := lo; i < hi; i++ {
+		in, out := c.x[i*ps:(i+1)*ps], c.out[i*ps:(i+1)*ps]
+		p.reluPadded(next, mid, in, c.offA, c.spanA, c.serial)
+		next.sparse.mulRows(out[at:], plane, npB, c.offB, mid, next.bias, c.spanB, c.serial)
+		for ch := range next.cout {
+			pl, res := out[ch*plane:(ch+1)*plane], in[ch*plane:(ch+1)*plane]
+			kernels.Affine(pl[at:at+npB], pl[at:at+npB], res[at:at+npB], 0, 1, 0, kernels.AddReLU)
+			clearPadding(a, pl)
 		}
-	})
+		clear(out[next.cout*plane:])
+	}
 }

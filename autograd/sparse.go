@@ -249,90 +249,133 @@ func Conv2dSparse(x, w *Tensor, s *SparseWeight, b *Tensor, cfg ConvConfig) *Ten
 // kernels.Plain and a nil residual there is none. The residual is read
 // only with AddReLU.
 func sparseConv(g *convGeom, s *SparseWeight, n int, x, out, bias, residual []float32, e kernels.Epilogue, serial bool) {
-	cout, p := s.rows, g.cols
-	xSize, ySize := g.c*g.h*g.w, cout*p
-	// res is image i's residual, finish applies the epilogue to image i
-	// in place.
-	res := func(i int) []float32 {
-		if e != kernels.AddReLU {
-			return nil
-		}
-		return residual[i*ySize : (i+1)*ySize]
-	}
-	finish := func(i int) {
-		if e != kernels.Plain {
-			y := out[i*ySize : (i+1)*ySize]
-			kernels.Affine(y, y, res(i), 0, 1, 0, e)
-		}
-	}
+	c := sparseCall{g: g, s: s, x: x, out: out, bias: bias, residual: residual, e: e, serial: serial,
+		xSize: g.c * g.h * g.w, ySize: s.rows * g.cols}
+	grain := 1
 	switch {
 	case g.direct():
-		off := s.offsets(g.h*g.w, 0, 0)
-		parallel.For(n, 1, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				s.mulRows(out[i*ySize:(i+1)*ySize], p, p, off, x[i*xSize:(i+1)*xSize], bias, windowRows*p, serial)
-				finish(i)
-			}
-		})
+		c.kind = sparseDirect
+		c.off = s.offsets(g.h*g.w, 0, 0)
 	case sparseWide(g):
-		wp := g.widePitch()
-		plane := (g.h + 2*g.ph) * wp
-		off := s.offsets(plane, g.dh*wp, g.dw)
-		np := g.ho * wp
-		span := wideSpan(g)
-		parallel.For(n, 1, func(lo, hi int) {
-			pad, tmp := colScratch.get(g.padSize()), colScratch.get(cout*np)
-			defer colScratch.put(pad)
-			defer colScratch.put(tmp)
-			for i := lo; i < hi; i++ {
-				padImage(g, x[i*xSize:(i+1)*xSize], pad)
-				s.mulRows(tmp, np, np, off, pad, bias, span, serial)
-				dropWide(g, cout, wp, tmp, out[i*ySize:(i+1)*ySize], res(i), e)
-			}
-		})
+		c.kind = sparseWideGrid
+		c.wp = g.widePitch()
+		c.off = s.offsets((g.h+2*g.ph)*c.wp, g.dh*c.wp, g.dw)
+		c.span = wideSpan(g)
 	case g.sh > 1 && g.sh == g.sw && g.dh == 1 && g.dw == 1 && g.ph >= 0 && g.pw >= 0 && g.wo >= 8:
 		// Strided: each image in the phase layout, where every term reads
 		// one run per output row of the grid widened to the phase planes'
 		// width (no im2col matrix).
-		off := s.phaseOffsets(g)
-		_, _, _, pw := g.phases()
-		np := g.ho * pw
-		parallel.For(n, 1, func(lo, hi int) {
-			buf, tmp := colScratch.get(g.phaseSize()), colScratch.get(cout*np)
-			defer colScratch.put(buf)
-			defer colScratch.put(tmp)
-			for i := lo; i < hi; i++ {
-				phaseImage(g, x[i*xSize:(i+1)*xSize], buf, 0, g.c)
-				s.mulRows(tmp, np, np, off, buf, bias, 0, serial)
-				dropWide(g, cout, pw, tmp, out[i*ySize:(i+1)*ySize], res(i), e)
-			}
-		})
+		c.kind = sparsePhase
+		c.off = s.phaseOffsets(g)
+		_, _, _, c.wp = g.phases()
 	default:
-		gs := groupSize(p)
-		parallel.For(n, gs, func(lo, hi int) {
-			cnt := hi - lo
-			ld := cnt * p
-			off := s.offsets(g.kh*g.kw*ld, g.kw*ld, ld)
-			col := colScratch.get(g.rows * ld)
-			defer colScratch.put(col)
-			for j := 0; j < cnt; j++ {
-				im2col(g, x[(lo+j)*xSize:(lo+j+1)*xSize], col[j*p:], ld)
+		c.kind = sparseIm2col
+		grain = groupSize(g.cols)
+	}
+	if parallel.Workers() <= 1 || parallel.Chunks(n, grain) <= 1 {
+		for lo := 0; lo < n; lo += grain {
+			c.images(lo, min(lo+grain, n)) // on the calling goroutine, allocating nothing
+		}
+		return
+	}
+	h := c // only a parallel loop puts the call on the heap
+	parallel.For(n, grain, h.images)
+}
+
+// sparseCall is one call of sparseConv: what its loop over the images
+// needs, handed to a method rather than captured by closures.
+type sparseCall struct {
+	g                      *convGeom
+	s                      *SparseWeight
+	x, out, bias, residual []float32
+	xSize, ySize           int
+	e                      kernels.Epilogue
+	serial                 bool
+	kind                   sparseKind
+	off                    *kernels.CSR // the product's offsets (but im2col's)
+	wp, span               int          // widened row length, offset window
+}
+
+// sparseKind is how sparseConv reads an image.
+type sparseKind uint8
+
+const (
+	sparseDirect   sparseKind = iota // 1×1, stride 1, no padding: the image itself
+	sparseWideGrid                   // the padded image on the widened grid
+	sparsePhase                      // the phase layout on its widened grid
+	sparseIm2col                     // an im2col matrix per group of images
+)
+
+// res returns image i's residual, or nil.
+func (c *sparseCall) res(i int) []float32 {
+	if c.e != kernels.AddReLU {
+		return nil
+	}
+	return c.residual[i*c.ySize : (i+1)*c.ySize]
+}
+
+// finish applies the epilogue to image i in place.
+func (c *sparseCall) finish(i int) {
+	if c.e != kernels.Plain {
+		y := c.out[i*c.ySize : (i+1)*c.ySize]
+		kernels.Affine(y, y, c.res(i), 0, 1, 0, c.e)
+	}
+}
+
+// images computes the images [lo, hi).
+func (c *sparseCall) images(lo, hi int) {
+	g, s := c.g, c.s
+	cout, p := s.rows, g.cols
+	xSize, ySize := c.xSize, c.ySize
+	switch c.kind {
+	case sparseDirect:
+		for i := lo; i < hi; i++ {
+			s.mulRows(c.out[i*ySize:(i+1)*ySize], p, p, c.off, c.x[i*xSize:(i+1)*xSize], c.bias, windowRows*p, c.serial)
+			c.finish(i)
+		}
+	case sparseWideGrid, sparsePhase:
+		np := g.ho * c.wp
+		size := g.padSize()
+		if c.kind == sparsePhase {
+			size = g.phaseSize()
+		}
+		buf, tmp := colScratch.get(size), colScratch.get(cout*np)
+		defer colScratch.put(buf)
+		defer colScratch.put(tmp)
+		for i := lo; i < hi; i++ {
+			span := c.span
+			if c.kind == sparsePhase {
+				phaseImage(g, c.x[i*xSize:(i+1)*xSize], buf, 0, g.c)
+				span = 0
+			} else {
+				padImage(g, c.x[i*xSize:(i+1)*xSize], buf)
 			}
-			if cnt == 1 {
-				s.mulRows(out[lo*ySize:(lo+1)*ySize], p, p, off, col, bias, windowRows*ld, serial)
-				finish(lo)
-				return
+			s.mulRows(tmp, np, np, c.off, buf, c.bias, span, c.serial)
+			dropWide(g, cout, c.wp, tmp, c.out[i*ySize:(i+1)*ySize], c.res(i), c.e)
+		}
+	default:
+		cnt := hi - lo
+		ld := cnt * p
+		off := s.offsets(g.kh*g.kw*ld, g.kw*ld, ld)
+		col := colScratch.get(g.rows * ld)
+		defer colScratch.put(col)
+		for j := 0; j < cnt; j++ {
+			im2col(g, c.x[(lo+j)*xSize:(lo+j+1)*xSize], col[j*p:], ld)
+		}
+		if cnt == 1 {
+			s.mulRows(c.out[lo*ySize:(lo+1)*ySize], p, p, off, col, c.bias, windowRows*ld, c.serial)
+			c.finish(lo)
+			return
+		}
+		tmp := colScratch.get(cout * ld)
+		defer colScratch.put(tmp)
+		s.mulRows(tmp, ld, ld, off, col, c.bias, windowRows*ld, c.serial)
+		for j := 0; j < cnt; j++ {
+			for o := 0; o < cout; o++ {
+				copy(c.out[(lo+j)*ySize+o*p:(lo+j)*ySize+(o+1)*p], tmp[o*ld+j*p:o*ld+(j+1)*p])
 			}
-			tmp := colScratch.get(cout * ld)
-			defer colScratch.put(tmp)
-			s.mulRows(tmp, ld, ld, off, col, bias, windowRows*ld, serial)
-			for j := 0; j < cnt; j++ {
-				for o := 0; o < cout; o++ {
-					copy(out[(lo+j)*ySize+o*p:(lo+j)*ySize+(o+1)*p], tmp[o*ld+j*p:o*ld+(j+1)*p])
-				}
-				finish(lo + j)
-			}
-		})
+			c.finish(lo + j)
+		}
 	}
 }
 

@@ -524,10 +524,11 @@ func TestSteadyStateAllocations(t *testing.T) {
 	}
 }
 
-// TestNoAllocationsOneWorker checks that a dense ResNet-20 (both shortcut
-// kinds) allocates nothing per call once warm, on one worker: the plan's
-// activations, the head's buffers and the kernels' scratch are reused,
-// and no loop makes a closure for the worker pool.
+// TestNoAllocationsOneWorker checks that a ResNet-20 (both shortcut kinds,
+// dense and with 90 % exact zeros, which runs sparse) allocates nothing per
+// call once warm, on one worker: the plan's activations, the head's
+// buffers and the kernels' scratch are reused, and no loop makes a closure
+// for the worker pool.
 func TestNoAllocationsOneWorker(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector makes sync.Pool drop items")
@@ -535,20 +536,23 @@ func TestNoAllocationsOneWorker(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	defer parallel.SetWorkers(parallel.SetWorkers(1))
 	for _, shortcut := range []string{"A", "B"} {
-		spec := infer.Spec{Model: "resnet20", Shortcut: shortcut}
-		net, err := spec.Build()
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := infer.New(net, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, batch := range []int{1, 3} {
-			x := randomInputs(newRng(16), batch)
-			dst := m.Logits(nil, x)
-			if allocs := testing.AllocsPerRun(5, func() { dst = m.Logits(dst, x) }); allocs != 0 {
-				t.Errorf("shortcut %s, batch %d: %v allocations per call", shortcut, batch, allocs)
+		for _, zeros := range []float64{0, 0.9} {
+			spec := infer.Spec{Model: "resnet20", Shortcut: shortcut}
+			net, err := spec.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			infer.ZeroWeights(net, newRng(17), zeros)
+			m, err := infer.New(net, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, batch := range []int{1, 3} {
+				x := randomInputs(newRng(16), batch)
+				dst := m.Logits(nil, x)
+				if allocs := testing.AllocsPerRun(5, func() { dst = m.Logits(dst, x) }); allocs != 0 {
+					t.Errorf("shortcut %s, %g zeros, batch %d: %v allocations per call (%s)", shortcut, zeros, batch, allocs, m)
+				}
 			}
 		}
 	}
