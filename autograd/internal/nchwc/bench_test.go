@@ -14,11 +14,12 @@ import (
 
 // layers are the convolutions of ResNet-20 at batch 1: the 3×3 stride-1
 // layers of its three stages and the downsampling layers (3×3 and 1×1,
-// stride 2) into the second and third.
+// stride 2) into the second and third, and the stem (3 input channels).
 var layers = []struct{ cin, cout, hw, k, s int }{
 	{16, 16, 32, 3, 1}, {32, 32, 16, 3, 1}, {64, 64, 8, 3, 1},
 	{16, 32, 32, 3, 2}, {32, 64, 16, 3, 2},
 	{16, 32, 32, 1, 2}, {32, 64, 16, 1, 2},
+	{3, 16, 32, 3, 1}, // the stem
 }
 
 type layer struct {

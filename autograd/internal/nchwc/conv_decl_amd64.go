@@ -4,285 +4,365 @@
 
 package nchwc
 
-// convFB1P1S1 computes 1 block(s) of 16 output channels for 1 pixels at stride 1.
+// convFB1P1S1 computes 1 block(s) of 16 output channels for 1 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P1S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P2S1 computes 1 block(s) of 16 output channels for 2 pixels at stride 1.
+// convFB1P2S1 computes 1 block(s) of 16 output channels for 2 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P2S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P3S1 computes 1 block(s) of 16 output channels for 3 pixels at stride 1.
+// convFB1P3S1 computes 1 block(s) of 16 output channels for 3 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P3S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P4S1 computes 1 block(s) of 16 output channels for 4 pixels at stride 1.
+// convFB1P4S1 computes 1 block(s) of 16 output channels for 4 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P4S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P5S1 computes 1 block(s) of 16 output channels for 5 pixels at stride 1.
+// convFB1P5S1 computes 1 block(s) of 16 output channels for 5 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P5S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P6S1 computes 1 block(s) of 16 output channels for 6 pixels at stride 1.
+// convFB1P6S1 computes 1 block(s) of 16 output channels for 6 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P6S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P7S1 computes 1 block(s) of 16 output channels for 7 pixels at stride 1.
+// convFB1P7S1 computes 1 block(s) of 16 output channels for 7 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P7S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P8S1 computes 1 block(s) of 16 output channels for 8 pixels at stride 1.
+// convFB1P8S1 computes 1 block(s) of 16 output channels for 8 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P8S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P9S1 computes 1 block(s) of 16 output channels for 9 pixels at stride 1.
+// convFB1P9S1 computes 1 block(s) of 16 output channels for 9 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P9S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P10S1 computes 1 block(s) of 16 output channels for 10 pixels at stride 1.
+// convFB1P10S1 computes 1 block(s) of 16 output channels for 10 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P10S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P11S1 computes 1 block(s) of 16 output channels for 11 pixels at stride 1.
+// convFB1P11S1 computes 1 block(s) of 16 output channels for 11 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P11S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P12S1 computes 1 block(s) of 16 output channels for 12 pixels at stride 1.
+// convFB1P12S1 computes 1 block(s) of 16 output channels for 12 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P12S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P13S1 computes 1 block(s) of 16 output channels for 13 pixels at stride 1.
+// convFB1P13S1 computes 1 block(s) of 16 output channels for 13 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P13S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P14S1 computes 1 block(s) of 16 output channels for 14 pixels at stride 1.
+// convFB1P14S1 computes 1 block(s) of 16 output channels for 14 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P14S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P15S1 computes 1 block(s) of 16 output channels for 15 pixels at stride 1.
+// convFB1P15S1 computes 1 block(s) of 16 output channels for 15 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P15S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P16S1 computes 1 block(s) of 16 output channels for 16 pixels at stride 1.
+// convFB1P16S1 computes 1 block(s) of 16 output channels for 16 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P16S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P1S2 computes 1 block(s) of 16 output channels for 1 pixels at stride 2.
+// convFB1P1S2 computes 1 block(s) of 16 output channels for 1 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P1S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P2S2 computes 1 block(s) of 16 output channels for 2 pixels at stride 2.
+// convFB1P2S2 computes 1 block(s) of 16 output channels for 2 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P2S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P3S2 computes 1 block(s) of 16 output channels for 3 pixels at stride 2.
+// convFB1P3S2 computes 1 block(s) of 16 output channels for 3 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P3S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P4S2 computes 1 block(s) of 16 output channels for 4 pixels at stride 2.
+// convFB1P4S2 computes 1 block(s) of 16 output channels for 4 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P4S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P5S2 computes 1 block(s) of 16 output channels for 5 pixels at stride 2.
+// convFB1P5S2 computes 1 block(s) of 16 output channels for 5 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P5S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P6S2 computes 1 block(s) of 16 output channels for 6 pixels at stride 2.
+// convFB1P6S2 computes 1 block(s) of 16 output channels for 6 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P6S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P7S2 computes 1 block(s) of 16 output channels for 7 pixels at stride 2.
+// convFB1P7S2 computes 1 block(s) of 16 output channels for 7 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P7S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P8S2 computes 1 block(s) of 16 output channels for 8 pixels at stride 2.
+// convFB1P8S2 computes 1 block(s) of 16 output channels for 8 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P8S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P9S2 computes 1 block(s) of 16 output channels for 9 pixels at stride 2.
+// convFB1P9S2 computes 1 block(s) of 16 output channels for 9 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P9S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P10S2 computes 1 block(s) of 16 output channels for 10 pixels at stride 2.
+// convFB1P10S2 computes 1 block(s) of 16 output channels for 10 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P10S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P11S2 computes 1 block(s) of 16 output channels for 11 pixels at stride 2.
+// convFB1P11S2 computes 1 block(s) of 16 output channels for 11 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P11S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P12S2 computes 1 block(s) of 16 output channels for 12 pixels at stride 2.
+// convFB1P12S2 computes 1 block(s) of 16 output channels for 12 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P12S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P13S2 computes 1 block(s) of 16 output channels for 13 pixels at stride 2.
+// convFB1P13S2 computes 1 block(s) of 16 output channels for 13 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P13S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P14S2 computes 1 block(s) of 16 output channels for 14 pixels at stride 2.
+// convFB1P14S2 computes 1 block(s) of 16 output channels for 14 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P14S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P15S2 computes 1 block(s) of 16 output channels for 15 pixels at stride 2.
+// convFB1P15S2 computes 1 block(s) of 16 output channels for 15 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P15S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P16S2 computes 1 block(s) of 16 output channels for 16 pixels at stride 2.
+// convFB1P16S2 computes 1 block(s) of 16 output channels for 16 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB1P16S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P1S1 computes 2 block(s) of 16 output channels for 1 pixels at stride 1.
+// convFB2P1S1 computes 2 block(s) of 16 output channels for 1 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB2P1S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P2S1 computes 2 block(s) of 16 output channels for 2 pixels at stride 1.
+// convFB2P2S1 computes 2 block(s) of 16 output channels for 2 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB2P2S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P3S1 computes 2 block(s) of 16 output channels for 3 pixels at stride 1.
+// convFB2P3S1 computes 2 block(s) of 16 output channels for 3 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB2P3S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P4S1 computes 2 block(s) of 16 output channels for 4 pixels at stride 1.
+// convFB2P4S1 computes 2 block(s) of 16 output channels for 4 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB2P4S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P5S1 computes 2 block(s) of 16 output channels for 5 pixels at stride 1.
+// convFB2P5S1 computes 2 block(s) of 16 output channels for 5 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB2P5S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P6S1 computes 2 block(s) of 16 output channels for 6 pixels at stride 1.
+// convFB2P6S1 computes 2 block(s) of 16 output channels for 6 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB2P6S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P7S1 computes 2 block(s) of 16 output channels for 7 pixels at stride 1.
+// convFB2P7S1 computes 2 block(s) of 16 output channels for 7 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB2P7S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P8S1 computes 2 block(s) of 16 output channels for 8 pixels at stride 1.
+// convFB2P8S1 computes 2 block(s) of 16 output channels for 8 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB2P8S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P9S1 computes 2 block(s) of 16 output channels for 9 pixels at stride 1.
+// convFB2P9S1 computes 2 block(s) of 16 output channels for 9 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB2P9S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P10S1 computes 2 block(s) of 16 output channels for 10 pixels at stride 1.
+// convFB2P10S1 computes 2 block(s) of 16 output channels for 10 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB2P10S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P11S1 computes 2 block(s) of 16 output channels for 11 pixels at stride 1.
+// convFB2P11S1 computes 2 block(s) of 16 output channels for 11 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB2P11S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P12S1 computes 2 block(s) of 16 output channels for 12 pixels at stride 1.
+// convFB2P12S1 computes 2 block(s) of 16 output channels for 12 pixels at stride 1 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB2P12S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P1S2 computes 2 block(s) of 16 output channels for 1 pixels at stride 2.
+// convFB2P1S2 computes 2 block(s) of 16 output channels for 1 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB2P1S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P2S2 computes 2 block(s) of 16 output channels for 2 pixels at stride 2.
+// convFB2P2S2 computes 2 block(s) of 16 output channels for 2 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB2P2S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P3S2 computes 2 block(s) of 16 output channels for 3 pixels at stride 2.
+// convFB2P3S2 computes 2 block(s) of 16 output channels for 3 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB2P3S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P4S2 computes 2 block(s) of 16 output channels for 4 pixels at stride 2.
+// convFB2P4S2 computes 2 block(s) of 16 output channels for 4 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB2P4S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P5S2 computes 2 block(s) of 16 output channels for 5 pixels at stride 2.
+// convFB2P5S2 computes 2 block(s) of 16 output channels for 5 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB2P5S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P6S2 computes 2 block(s) of 16 output channels for 6 pixels at stride 2.
+// convFB2P6S2 computes 2 block(s) of 16 output channels for 6 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB2P6S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P7S2 computes 2 block(s) of 16 output channels for 7 pixels at stride 2.
+// convFB2P7S2 computes 2 block(s) of 16 output channels for 7 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB2P7S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P8S2 computes 2 block(s) of 16 output channels for 8 pixels at stride 2.
+// convFB2P8S2 computes 2 block(s) of 16 output channels for 8 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB2P8S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P9S2 computes 2 block(s) of 16 output channels for 9 pixels at stride 2.
+// convFB2P9S2 computes 2 block(s) of 16 output channels for 9 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB2P9S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P10S2 computes 2 block(s) of 16 output channels for 10 pixels at stride 2.
+// convFB2P10S2 computes 2 block(s) of 16 output channels for 10 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB2P10S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P11S2 computes 2 block(s) of 16 output channels for 11 pixels at stride 2.
+// convFB2P11S2 computes 2 block(s) of 16 output channels for 11 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB2P11S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P12S2 computes 2 block(s) of 16 output channels for 12 pixels at stride 2.
+// convFB2P12S2 computes 2 block(s) of 16 output channels for 12 pixels at stride 2 from input blocks of 16 channels.
 //
 //go:noescape
 func convFB2P12S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P1S1C4 computes 1 block(s) of 16 output channels for 1 pixels at stride 1 from input blocks of 4 channels.
+//
+//go:noescape
+func convFB1P1S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P2S1C4 computes 1 block(s) of 16 output channels for 2 pixels at stride 1 from input blocks of 4 channels.
+//
+//go:noescape
+func convFB1P2S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P3S1C4 computes 1 block(s) of 16 output channels for 3 pixels at stride 1 from input blocks of 4 channels.
+//
+//go:noescape
+func convFB1P3S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P4S1C4 computes 1 block(s) of 16 output channels for 4 pixels at stride 1 from input blocks of 4 channels.
+//
+//go:noescape
+func convFB1P4S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P5S1C4 computes 1 block(s) of 16 output channels for 5 pixels at stride 1 from input blocks of 4 channels.
+//
+//go:noescape
+func convFB1P5S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P6S1C4 computes 1 block(s) of 16 output channels for 6 pixels at stride 1 from input blocks of 4 channels.
+//
+//go:noescape
+func convFB1P6S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P7S1C4 computes 1 block(s) of 16 output channels for 7 pixels at stride 1 from input blocks of 4 channels.
+//
+//go:noescape
+func convFB1P7S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P8S1C4 computes 1 block(s) of 16 output channels for 8 pixels at stride 1 from input blocks of 4 channels.
+//
+//go:noescape
+func convFB1P8S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P9S1C4 computes 1 block(s) of 16 output channels for 9 pixels at stride 1 from input blocks of 4 channels.
+//
+//go:noescape
+func convFB1P9S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P10S1C4 computes 1 block(s) of 16 output channels for 10 pixels at stride 1 from input blocks of 4 channels.
+//
+//go:noescape
+func convFB1P10S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P11S1C4 computes 1 block(s) of 16 output channels for 11 pixels at stride 1 from input blocks of 4 channels.
+//
+//go:noescape
+func convFB1P11S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P12S1C4 computes 1 block(s) of 16 output channels for 12 pixels at stride 1 from input blocks of 4 channels.
+//
+//go:noescape
+func convFB1P12S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P13S1C4 computes 1 block(s) of 16 output channels for 13 pixels at stride 1 from input blocks of 4 channels.
+//
+//go:noescape
+func convFB1P13S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P14S1C4 computes 1 block(s) of 16 output channels for 14 pixels at stride 1 from input blocks of 4 channels.
+//
+//go:noescape
+func convFB1P14S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P15S1C4 computes 1 block(s) of 16 output channels for 15 pixels at stride 1 from input blocks of 4 channels.
+//
+//go:noescape
+func convFB1P15S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P16S1C4 computes 1 block(s) of 16 output channels for 16 pixels at stride 1 from input blocks of 4 channels.
+//
+//go:noescape
+func convFB1P16S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
 // asmKernels[fb-1][s-1][p-1] is the kernel for fb channel blocks, stride s and p pixels.
 var asmKernels = [2][2][]func(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int){
@@ -354,4 +434,24 @@ var asmKernels = [2][2][]func(in *float32, inBS, inRS, ncib, kh, kw int, w, bias
 			convFB2P12S2,
 		},
 	},
+}
+
+// asmStemKernels[p-1] is the kernel for 4-channel input blocks, one output block, stride 1 and p pixels.
+var asmStemKernels = []func(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int){
+	convFB1P1S1C4,
+	convFB1P2S1C4,
+	convFB1P3S1C4,
+	convFB1P4S1C4,
+	convFB1P5S1C4,
+	convFB1P6S1C4,
+	convFB1P7S1C4,
+	convFB1P8S1C4,
+	convFB1P9S1C4,
+	convFB1P10S1C4,
+	convFB1P11S1C4,
+	convFB1P12S1C4,
+	convFB1P13S1C4,
+	convFB1P14S1C4,
+	convFB1P15S1C4,
+	convFB1P16S1C4,
 }

@@ -6,7 +6,8 @@
 // Every kernel computes fb blocks of 16 output channels (fb = 1 or 2) for
 // a strip of p output pixels of one output row, with a fixed input pixel
 // step s (the stride): accumulator (pixel q, block j) is the sum, over
-// ncib input channel blocks, kh×kw taps and 16 input channels c, of
+// ncib input channel blocks, kh×kw taps and the cb input channels c of a
+// block (16, or 4 for the stem's images of 3 channels), of
 // broadcast(in[q·s + tap][c]) × filter[tap][c][j·16 : j·16+16], each term
 // one fused multiply-add, in the order channel block, tap row, tap column,
 // c. The epilogue adds the bias, then the residual (if res is not nil),
@@ -34,7 +35,12 @@ var asm, decl bytes.Buffer
 func a(format string, args ...any) { fmt.Fprintf(&asm, format+"\n", args...) }
 func d(format string, args ...any) { fmt.Fprintf(&decl, format+"\n", args...) }
 
-func name(fb, p, s int) string { return fmt.Sprintf("convFB%dP%dS%d", fb, p, s) }
+func name(fb, p, s, cb int) string {
+	if cb != 16 {
+		return fmt.Sprintf("convFB%dP%dS%dC%d", fb, p, s, cb)
+	}
+	return fmt.Sprintf("convFB%dP%dS%d", fb, p, s)
+}
 
 const sig = "(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)"
 
@@ -53,9 +59,14 @@ func main() {
 	for fb := 1; fb <= 2; fb++ {
 		for _, s := range strides {
 			for p := 1; p <= pmax[fb-1]; p++ {
-				gen(fb, p, s)
+				gen(fb, p, s, 16)
 			}
 		}
+	}
+	// The stem: images of up to 4 channels (3 padded to 4), 16 output
+	// channels, stride 1.
+	for p := 1; p <= pmax[0]; p++ {
+		gen(1, p, 1, 4)
 	}
 	d("// asmKernels[fb-1][s-1][p-1] is the kernel for fb channel blocks, stride s and p pixels.")
 	d("var asmKernels = [2][%d][]func%s{", len(strides), sig)
@@ -64,11 +75,18 @@ func main() {
 		for _, s := range strides {
 			d("{")
 			for p := 1; p <= pmax[fb-1]; p++ {
-				d("%s,", name(fb, p, s))
+				d("%s,", name(fb, p, s, 16))
 			}
 			d("},")
 		}
 		d("},")
+	}
+	d("}")
+	d("")
+	d("// asmStemKernels[p-1] is the kernel for 4-channel input blocks, one output block, stride 1 and p pixels.")
+	d("var asmStemKernels = []func%s{", sig)
+	for p := 1; p <= pmax[0]; p++ {
+		d("%s,", name(1, p, 1, 4))
 	}
 	d("}")
 	src, err := format.Source(decl.Bytes())
@@ -86,9 +104,9 @@ func main() {
 // acc returns the accumulator register of pixel q, block j.
 func acc(fb, q, j int) string { return fmt.Sprintf("Z%d", q*fb+j) }
 
-func gen(fb, p, s int) {
-	n := name(fb, p, s)
-	d("// %s computes %d block(s) of 16 output channels for %d pixels at stride %d.", n, fb, p, s)
+func gen(fb, p, s, cb int) {
+	n := name(fb, p, s, cb)
+	d("// %s computes %d block(s) of 16 output channels for %d pixels at stride %d from input blocks of %d channels.", n, fb, p, s, cb)
 	d("//")
 	d("//go:noescape")
 	d("func %s%s", n, sig)
@@ -115,14 +133,14 @@ func gen(fb, p, s int) {
 	a("\tMOVQ R10, R12")
 	a("\tMOVQ kw+40(FP), R13")
 	a("%s_kx:", n)
-	for c := 0; c < 16; c++ {
+	for c := 0; c < cb; c++ {
 		// Alternate two sets of filter registers.
 		f := func(j int) string { return fmt.Sprintf("Z%d", 31-j-2*(c%2)) }
 		for j := 0; j < fb; j++ {
 			a("\tVMOVUPS %d(DI), %s", (c*fb+j)*64, f(j))
 		}
 		for q := 0; q < p; q++ {
-			off := q*s*64 + c*4
+			off := q*s*cb*4 + c*4
 			if fb == 1 {
 				a("\tVFMADD231PS.BCST %d(R12), %s, %s", off, f(0), acc(fb, q, 0))
 				continue
@@ -134,8 +152,8 @@ func gen(fb, p, s int) {
 			}
 		}
 	}
-	a("\tADDQ $64, R12")
-	a("\tADDQ $%d, DI", 16*fb*64)
+	a("\tADDQ $%d, R12", cb*4)
+	a("\tADDQ $%d, DI", cb*fb*64)
 	a("\tDECQ R13")
 	a("\tJNZ %s_kx", n)
 	a("\tADDQ R9, R10")
