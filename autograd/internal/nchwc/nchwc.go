@@ -239,3 +239,27 @@ func fma32(a, b, c float32) float32 {
 	}
 	return float32(s)
 }
+
+// ShortcutA writes into dst the option-A shortcut of a ResNet's
+// downsampling block: src's pixels at even coordinates, its channels in
+// dst's first channels and dst's other channels zero. dst has src's
+// channels or more and ⌈src.H/2⌉×⌈src.W/2⌉ pixels; both have blocks of 16
+// channels.
+func ShortcutA(dst, src *Act) {
+	if dst.CB != 16 || src.CB != 16 || dst.C < src.C || dst.H != (src.H+1)/2 || dst.W != (src.W+1)/2 {
+		panic(fmt.Sprintf("nchwc.ShortcutA: %d×%d×%d from %d×%d×%d", dst.C, dst.H, dst.W, src.C, src.H, src.W))
+	}
+	for b := 0; b < dst.C/16; b++ {
+		for y := 0; y < dst.H; y++ {
+			d := dst.Data[dst.off(b, y+1, 1):dst.off(b, y+1, 1+dst.W)]
+			if b >= src.C/16 {
+				clear(d)
+				continue
+			}
+			o := src.off(b, 2*y+1, 1)
+			for x := 0; x < dst.W; x++ {
+				copy(d[x*16:x*16+16], src.Data[o+2*x*16:o+2*x*16+16])
+			}
+		}
+	}
+}
