@@ -153,3 +153,43 @@ func TestFMA32(t *testing.T) {
 		}
 	}
 }
+
+// TestShortcutA checks ShortcutA against the definition.
+func TestShortcutA(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, tc := range []struct{ cin, cout, hw int }{{16, 32, 32}, {32, 64, 16}, {16, 16, 7}} {
+		x := randSlice(rng, tc.cin*tc.hw*tc.hw, 1)
+		src := NewAct(tc.cin, tc.hw, tc.hw)
+		src.FromNCHW(x)
+		h := (tc.hw + 1) / 2
+		dst := NewAct(tc.cout, h, h)
+		for i := range dst.Data {
+			dst.Data[i] = 7 // ShortcutA must overwrite the interior
+		}
+		for b := 0; b < tc.cout/16; b++ { // and the border stays as it was: zero it
+			for y := 0; y < h+2; y++ {
+				for xx := 0; xx < h+2; xx++ {
+					if y == 0 || xx == 0 || y == h+1 || xx == h+1 {
+						clear(dst.Data[dst.off(b, y, xx) : dst.off(b, y, xx)+16])
+					}
+				}
+			}
+		}
+		ShortcutA(dst, src)
+		got := make([]float32, tc.cout*h*h)
+		dst.ToNCHW(got)
+		for c := 0; c < tc.cout; c++ {
+			for y := 0; y < h; y++ {
+				for xx := 0; xx < h; xx++ {
+					var want float32
+					if c < tc.cin {
+						want = x[(c*tc.hw+2*y)*tc.hw+2*xx]
+					}
+					if g := got[(c*h+y)*h+xx]; g != want {
+						t.Fatalf("%v: channel %d (%d, %d): got %g, want %g", tc, c, y, xx, g, want)
+					}
+				}
+			}
+		}
+	}
+}
