@@ -1,7 +1,6 @@
 package nchwc_test
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -11,7 +10,7 @@ import (
 	"github.com/proxgen/proxgen/internal/parallel"
 )
 
-// TestResNet20Layers prints the time of each convolution of resnet20 in
+// TestResNet20Layers logs the time of each convolution of resnet20 in
 // the chain (best of many runs), for comparison with BenchmarkLayers.
 func TestResNet20Layers(t *testing.T) {
 	if testing.Short() {
@@ -61,7 +60,7 @@ func TestResNet20Layers(t *testing.T) {
 	var sum time.Duration
 	for i, d := range best {
 		sum += d
-		fmt.Printf("conv %2d: %6.1f µs\n", i, d.Seconds()*1e6)
+		t.Logf("conv %2d: %6.1f µs", i, d.Seconds()*1e6)
 	}
-	fmt.Printf("sum of best: %.1f µs\n", sum.Seconds()*1e6)
+	t.Logf("sum of best: %.1f µs", sum.Seconds()*1e6)
 }
