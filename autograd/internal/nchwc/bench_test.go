@@ -1,0 +1,117 @@
+package nchwc_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/autograd/internal/nchwc"
+	"github.com/proxgen/proxgen/internal/parallel"
+)
+
+// layers are the convolutions of ResNet-20 at batch 1: the 3×3 stride-1
+// layers of its three stages and the downsampling layers (3×3 and 1×1,
+// stride 2) into the second and third, and the stem (3 input channels).
+var layers = []struct{ cin, cout, hw, k, s int }{
+	{16, 16, 32, 3, 1}, {32, 32, 16, 3, 1}, {64, 64, 8, 3, 1},
+	{16, 32, 32, 3, 2}, {32, 64, 16, 3, 2},
+	{16, 32, 32, 1, 2}, {32, 64, 16, 1, 2},
+	{3, 16, 32, 3, 1}, // the stem
+}
+
+type layer struct {
+	name      string
+	macs      float64
+	plan      *autograd.ConvPlan
+	f         *nchwc.Filter
+	x, bias   []float32
+	in, out   *nchwc.Act
+	planOut   []float32
+	stride, k int
+}
+
+func newLayer(rng *rand.Rand, cin, cout, hw, k, s int) *layer {
+	x := autograd.RandN(rng, 1, cin, hw, hw)
+	w := autograd.RandN(rng, cout, cin, k, k)
+	for i := range w.Data {
+		w.Data[i] /= float32(math.Sqrt(float64(cin * k * k)))
+	}
+	bias := autograd.RandN(rng, cout).Data
+	pad := (k - 1) / 2
+	plan := autograd.NewConvPlan(w, bias, autograd.ConvConfig{Stride: [2]int{s, s}, Padding: [2]int{pad, pad}}, hw, hw, nil)
+	f := nchwc.PackFilter(w.Data, cout, cin, k)
+	ho, wo := f.OutSize(hw, hw, s)
+	in := nchwc.NewAct(cin, hw, hw)
+	in.FromNCHW(x.Data)
+	return &layer{
+		name: fmt.Sprintf("%dto%dch_%dpx_%dx%d_s%d", cin, cout, hw, k, k, s),
+		macs: float64(cout * cin * k * k * ho * wo),
+		plan: plan, f: f, x: x.Data, bias: bias, in: in, out: nchwc.NewAct(cout, ho, wo),
+		planOut: make([]float32, cout*ho*wo), stride: s, k: k,
+	}
+}
+
+// TestAgainstConvPlan checks Conv against ConvPlan.Run (bias and ReLU) on
+// the layers of the benchmark.
+func TestAgainstConvPlan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, l := range layers {
+		ly := newLayer(rng, l.cin, l.cout, l.hw, l.k, l.s)
+		ly.plan.Run(1, ly.x, ly.planOut, nil, true)
+		nchwc.Conv(ly.in, ly.f, ly.stride, ly.bias, nil, true, ly.out)
+		got := make([]float32, len(ly.planOut))
+		ly.out.ToNCHW(got)
+		for i, want := range ly.planOut {
+			if d := math.Abs(float64(got[i] - want)); d > 2e-5*(1+math.Abs(float64(want))) {
+				t.Fatalf("%s: value %d: got %g, ConvPlan %g", ly.name, i, got[i], want)
+			}
+		}
+	}
+}
+
+// BenchmarkLayers times, on one thread at batch 1, Conv (input already in
+// its padded NCHW16c layout, the output written in the same layout) and
+// ConvPlan.Run with the algorithm it chooses (which copies the input into
+// its own padded layout where it needs one), both with bias and ReLU.
+// GMAC/s is by CPU time where it is measured, and counts the direct convolution's multiply-adds for both,
+// also where ConvPlan runs Winograd.
+func BenchmarkLayers(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, l := range layers {
+		ly := newLayer(rng, l.cin, l.cout, l.hw, l.k, l.s)
+		var cpu0 time.Duration
+		report := func(b *testing.B) {
+			us := float64(b.Elapsed().Nanoseconds()) / 1e3 / float64(b.N)
+			b.ReportMetric(us, "µs/layer")
+			if cpu := cpuTime() - cpu0; cpu > 0 {
+				// CPU time: less sensitive than wall time to other
+				// processes on a shared machine.
+				us = cpu.Seconds() * 1e6 / float64(b.N)
+				b.ReportMetric(us, "cpu-µs/layer")
+			}
+			b.ReportMetric(ly.macs/us/1e3, "GMAC/s")
+		}
+		b.Run(ly.name+"/nchwc", func(b *testing.B) {
+			defer parallel.SetWorkers(parallel.SetWorkers(1))
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+			cpu0 = cpuTime()
+			for range b.N {
+				nchwc.Conv(ly.in, ly.f, ly.stride, ly.bias, nil, true, ly.out)
+			}
+			report(b)
+		})
+		b.Run(ly.name+"/convplan-"+ly.plan.Algorithm(1), func(b *testing.B) {
+			defer parallel.SetWorkers(parallel.SetWorkers(1))
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+			cpu0 = cpuTime()
+			for range b.N {
+				ly.plan.Run(1, ly.x, ly.planOut, nil, true)
+			}
+			report(b)
+		})
+	}
+}
