@@ -84,6 +84,8 @@ type scratch struct {
 	// seen; pooled and logits the results of its head.
 	act            [4][]float32
 	pooled, logits []float32
+	// direct holds the activations of a directPlan, one set per image.
+	direct []directActs
 }
 
 // head returns buffers of the given lengths for the pooled activations and

@@ -37,6 +37,9 @@ func newPlan(net nn.Module, rep nn.Report) plan {
 	}
 	switch m := net.(type) {
 	case *models.ResNet:
+		if p := newDirectPlan(m, sparse); p != nil {
+			return p
+		}
 		if p := newResNetPlan(m, sparse); p != nil {
 			return p
 		}
@@ -64,6 +67,24 @@ type convStep struct {
 // foldConv compiles conv followed by bn (nil: none) for inputs of shape
 // in; the layer runs sparse if sparse.
 func foldConv(conv *nn.Conv2d, bn *nn.BatchNorm2d, in shape, sparse, relu bool) convStep {
+	fw, bias := foldWeights(conv, bn)
+	var sw *autograd.SparseWeight
+	if sparse {
+		sw = autograd.NewSparseWeight(fw)
+	}
+	cfg := autograd.ConvConfig{
+		Stride:   [2]int{conv.Stride, conv.Stride},
+		Padding:  [2]int{conv.Padding, conv.Padding},
+		Dilation: [2]int{conv.Dilation, conv.Dilation},
+	}
+	p := autograd.NewConvPlan(fw, bias, cfg, in.h, in.w, sw)
+	c, h, wd := p.OutShape()
+	return convStep{p: p, in: in, out: shape{c, h, wd}, relu: relu}
+}
+
+// foldWeights returns the weights and bias of conv followed by bn (nil:
+// none) as one convolution: bias nil when neither has one.
+func foldWeights(conv *nn.Conv2d, bn *nn.BatchNorm2d) (*autograd.Tensor, []float32) {
 	w := conv.Weight
 	cout := w.Dim(0)
 	per := w.Numel() / cout
@@ -86,18 +107,7 @@ func foldConv(conv *nn.Conv2d, bn *nn.BatchNorm2d, in shape, sparse, relu bool) 
 			bias[o] = float32((float64(bias[o])-float64(bn.RunningMean.Data[o]))*s + float64(bn.Bias.Data[o]))
 		}
 	}
-	var sw *autograd.SparseWeight
-	if sparse {
-		sw = autograd.NewSparseWeight(fw)
-	}
-	cfg := autograd.ConvConfig{
-		Stride:   [2]int{conv.Stride, conv.Stride},
-		Padding:  [2]int{conv.Padding, conv.Padding},
-		Dilation: [2]int{conv.Dilation, conv.Dilation},
-	}
-	p := autograd.NewConvPlan(fw, bias, cfg, in.h, in.w, sw)
-	c, h, wd := p.OutShape()
-	return convStep{p: p, in: in, out: shape{c, h, wd}, relu: relu}
+	return fw, bias
 }
 
 // run applies the step to the n images in x, into out, adding residual if
@@ -147,15 +157,7 @@ func newResNetPlan(r *models.ResNet, sparse map[string]bool) *resnetPlan {
 			switch sc := b.Shortcut.(type) {
 			case nil:
 			case *models.PadShortcut:
-				// Option A: the exact 0/1 selection as a 1×1 convolution
-				// with stride 2, as PadShortcut computes it.
-				conv := &nn.Conv2d{Weight: autograd.New(sc.Out, sc.In, 1, 1), Stride: 2, Dilation: 1}
-				for c, d := range sc.Targets() {
-					if d >= 0 {
-						conv.Weight.Data[d*sc.In+c] = 1
-					}
-				}
-				st := foldConv(conv, nil, cur, false, false)
+				st := foldConv(selectionConv(sc), nil, cur, false, false)
 				bp.shortcut = &st
 			case *nn.Sequential:
 				conv, ok1 := sc.Layers[0].(*nn.Conv2d)
@@ -183,6 +185,18 @@ func newResNetPlan(r *models.ResNet, sparse map[string]bool) *resnetPlan {
 }
 
 func (p *resnetPlan) actSize() int { return p.max }
+
+// selectionConv returns option A's shortcut as PadShortcut computes it: the
+// exact 0/1 selection of its channels as a 1×1 convolution with stride 2.
+func selectionConv(sc *models.PadShortcut) *nn.Conv2d {
+	conv := &nn.Conv2d{Weight: autograd.New(sc.Out, sc.In, 1, 1), Stride: 2, Dilation: 1}
+	for c, d := range sc.Targets() {
+		if d >= 0 {
+			conv.Weight.Data[d*sc.In+c] = 1
+		}
+	}
+	return conv
+}
 
 func (p *resnetPlan) algorithms(n int) []string {
 	out := []string{p.stem.p.Algorithm(n)}
@@ -251,7 +265,7 @@ func (p *resnetPlan) forward(s *scratch, x []float32, n int) []float32 {
 func (p *resnetPlan) head(s *scratch, act []float32, n int, in shape) []float32 {
 	ho, wo := (in.h-p.pool)/p.pool+1, (in.w-p.pool)/p.pool+1
 	feat := in.c * ho * wo
-	w, b := p.linear.Weight, p.linear.Bias
+	w := p.linear.Weight
 	classes := w.Dim(0)
 	if w.Dim(1) != feat {
 		panic(fmt.Sprintf("infer: the classifier takes %d features, the pooled activation has %d (%d×%d×%d)", w.Dim(1), feat, in.c, ho, wo))
@@ -273,19 +287,24 @@ func (p *resnetPlan) head(s *scratch, act []float32, n int, in shape) []float32 
 				}
 			}
 		}
-		x := pooled[i*feat : (i+1)*feat]
-		for o := range classes {
-			var sum float32
-			for k, v := range w.Data[o*feat : (o+1)*feat] {
-				sum += x[k] * v
-			}
-			if b != nil {
-				sum += b.Data[o]
-			}
-			logits[i*classes+o] = sum
-		}
+		linear(p.linear, pooled[i*feat:(i+1)*feat], logits[i*classes:(i+1)*classes])
 	}
 	return logits
+}
+
+// linear sets out to the classifier l applied to one image's features x.
+func linear(l *nn.Linear, x, out []float32) {
+	feat := len(x)
+	for o := range out {
+		var sum float32
+		for k, v := range l.Weight.Data[o*feat : (o+1)*feat] {
+			sum += x[k] * v
+		}
+		if l.Bias != nil {
+			sum += l.Bias.Data[o]
+		}
+		out[o] = sum
+	}
 }
 
 // vggPlan is a compiled models.VGG: convolutions (with their batch

@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/autograd/nchwc"
 	"github.com/proxgen/proxgen/datasets/cifar10"
+	"github.com/proxgen/proxgen/internal/impl"
 	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
@@ -43,12 +45,17 @@ func evalLogitsSoftmax(net nn.Module, x []float32, n int) []float32 {
 // fused epilogues, packed filters, sparse layers) computes the training
 // graph's evaluation-mode outputs within float32 rounding, on every
 // architecture and shortcut kind, dense and with 95 % exact zeros, at
-// batch 1 and 5, and bit-identically for 1 and 2 workers.
+// batch 1 and 5, and bit-identically for 1 and 2 workers. The full-width
+// dense ResNet-20s run in the channel-blocked layout (directPlan) where
+// package nchwc has its kernels, and again with them turned off, in the
+// layout of the other plans.
 func TestPlanMatchesEval(t *testing.T) {
 	for _, tc := range []struct {
 		spec  infer.Spec
 		zeros float64
 	}{
+		{infer.Spec{Model: "resnet20", Width: 1, Shortcut: "A"}, 0},
+		{infer.Spec{Model: "resnet20", Width: 1, Shortcut: "B"}, 0},
 		{infer.Spec{Model: "resnet20", Width: 0.5, Shortcut: "A"}, 0},
 		{infer.Spec{Model: "resnet20", Width: 0.5, Shortcut: "B"}, 0},
 		{infer.Spec{Model: "resnet20", Width: 0.5, Shortcut: "B"}, 0.95},
@@ -59,50 +66,76 @@ func TestPlanMatchesEval(t *testing.T) {
 		{infer.Spec{Model: "vgg16", Width: 0.125}, 0},
 		{infer.Spec{Model: "vgg16", Width: 0.125}, 0.95},
 	} {
-		name := fmt.Sprintf("%s_w%g_%s_z%g", tc.spec.Model, tc.spec.Width, tc.spec.Shortcut, tc.zeros)
-		t.Run(name, func(t *testing.T) {
-			net, err := tc.spec.Build()
-			if err != nil {
-				t.Fatal(err)
+		for _, kernels := range []string{"", impl.Generic} {
+			if kernels != "" && tc.spec.Width < 1 {
+				continue // the plans that do not use nchwc run with its kernels off too
 			}
-			rng := newRng(31)
-			randomize(net, rng)
-			infer.ZeroWeights(net, rng, tc.zeros)
-			const n = 5
-			x := randomInputs(newRng(32), n)
-			want := evalLogitsSoftmax(net, x, n)
-			m, err := infer.New(net, tc.spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if m.Algorithms(1) == nil {
-				t.Fatal("the network is not compiled")
-			}
-			if tc.zeros > 0 && len(m.Sparsity().SparseLayers()) == 0 {
-				t.Fatal("no sparse layer at 95% zeros")
-			}
-			got := m.Probabilities(nil, x)
-			for i := range want {
-				if d := math.Abs(float64(got[i] - want[i])); d > 2e-5 {
-					t.Fatalf("probability %d: plan %v, evaluation graph %v", i, got[i], want[i])
-				}
-			}
-			one := m.Probabilities(nil, x[:infer.InputSize])
-			prev := parallel.SetWorkers(1)
-			serial := m.Probabilities(nil, x)
-			parallel.SetWorkers(prev)
-			for i := range serial {
-				if serial[i] != got[i] {
-					t.Fatalf("probability %d: %v with 1 worker, %v with %d", i, serial[i], got[i], prev)
-				}
-			}
-			for i, v := range one {
-				if d := math.Abs(float64(v - got[i])); d > 2e-5 {
-					t.Fatalf("batch 1: probability %d: %v, in a batch of %d: %v", i, v, n, got[i])
-				}
-			}
-		})
+			checkPlanMatchesEval(t, tc.spec, tc.zeros, kernels)
+		}
 	}
+}
+
+// checkPlanMatchesEval is TestPlanMatchesEval for one network, with
+// package nchwc's kernels turned off if kernels is impl.Generic.
+func checkPlanMatchesEval(t *testing.T, spec infer.Spec, zeros float64, kernels string) {
+	t.Helper()
+	name := fmt.Sprintf("%s_w%g_%s_z%g%s", spec.Model, spec.Width, spec.Shortcut, zeros, kernels)
+	t.Run(name, func(t *testing.T) {
+		if kernels != "" {
+			impl.Select("nchwc", kernels)
+			defer impl.Reset("nchwc")
+		}
+		net, err := spec.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := newRng(31)
+		randomize(net, rng)
+		infer.ZeroWeights(net, rng, zeros)
+		const n = 5
+		x := randomInputs(newRng(32), n)
+		want := evalLogitsSoftmax(net, x, n)
+		m, err := infer.New(net, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		algs := m.Algorithms(1)
+		if algs == nil {
+			t.Fatal("the network is not compiled")
+		}
+		if direct := spec.Width == 1 && zeros == 0 && nchwc.Fast(); (algs[0] == "direct") != direct {
+			t.Fatalf("the stem runs %q; the channel-blocked layout expected: %v", algs[0], direct)
+		}
+		if zeros > 0 && len(m.Sparsity().SparseLayers()) == 0 {
+			t.Fatal("no sparse layer at 95% zeros")
+		}
+		got := m.Probabilities(nil, x)
+		for i := range want {
+			if d := math.Abs(float64(got[i] - want[i])); d > 2e-5 {
+				t.Fatalf("probability %d: plan %v, evaluation graph %v", i, got[i], want[i])
+			}
+		}
+		one := m.Probabilities(nil, x[:infer.InputSize])
+		prev := parallel.SetWorkers(1)
+		serial := m.Probabilities(nil, x)
+		oneSerial := m.Probabilities(nil, x[:infer.InputSize])
+		parallel.SetWorkers(prev)
+		for i := range one {
+			if one[i] != oneSerial[i] {
+				t.Fatalf("batch 1: probability %d: %v with 1 worker, %v with %d", i, oneSerial[i], one[i], prev)
+			}
+		}
+		for i := range serial {
+			if serial[i] != got[i] {
+				t.Fatalf("probability %d: %v with 1 worker, %v with %d", i, serial[i], got[i], prev)
+			}
+		}
+		for i, v := range one {
+			if d := math.Abs(float64(v - got[i])); d > 2e-5 {
+				t.Fatalf("batch 1: probability %d: %v, in a batch of %d: %v", i, v, n, got[i])
+			}
+		}
+	})
 }
 
 // TestPlanCompacted checks the compiled network of a compacted model file

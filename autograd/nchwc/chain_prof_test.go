@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/proxgen/proxgen/autograd/internal/nchwc"
+	"github.com/proxgen/proxgen/autograd/nchwc"
 	"github.com/proxgen/proxgen/internal/parallel"
 )
 

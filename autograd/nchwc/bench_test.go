@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/proxgen/proxgen/autograd"
-	"github.com/proxgen/proxgen/autograd/internal/nchwc"
+	"github.com/proxgen/proxgen/autograd/nchwc"
 	"github.com/proxgen/proxgen/internal/parallel"
 )
 

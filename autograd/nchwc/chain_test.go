@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/proxgen/proxgen/autograd/internal/nchwc"
+	"github.com/proxgen/proxgen/autograd/nchwc"
 	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/nn/infer"
 )

@@ -15,6 +15,12 @@ var useAsm = cpu.X86.AVX512F
 
 func init() { impl.Register("nchwc", "avx512", &useAsm) }
 
+// Fast reports whether Conv runs the AVX-512 kernels. Without them it
+// computes the same values with a Go loop many times slower than the
+// engine's other convolutions, so callers choose this layout only where
+// Fast holds.
+func Fast() bool { return useAsm }
+
 // pmax[fb-1] is the widest strip of the kernels for fb blocks.
 var pmax = [2]int{len(asmKernels[0][0]), len(asmKernels[1][0])}
 

@@ -48,6 +48,10 @@ func (a *Act) BlockStride() int { return (a.H + 2) * (a.W + 2) * a.CB }
 // the first pixel of the image.
 func (a *Act) off(cb, y, x int) int { return cb*a.BlockStride() + y*a.RowStride() + x*a.CB }
 
+// At returns the value of channel c at pixel (y, x) of the image (0-based,
+// the border not counted).
+func (a *Act) At(c, y, x int) float32 { return a.Data[a.off(c/a.CB, y+1, x+1)+c%a.CB] }
+
 // FromNCHW copies the image x (C×H×W values, channel-major) into a,
 // leaving the border zero.
 func (a *Act) FromNCHW(x []float32) {
@@ -117,10 +121,6 @@ func PackFilter(w []float32, cout, cin, k int) *Filter {
 	return f
 }
 
-// StripWidth, if positive, caps the strip of pixels each kernel call
-// computes (for experiments); 0 uses the widest kernels.
-var StripWidth = 0
-
 // OutSize returns the output size of a convolution of f at stride s on
 // h×w pixels.
 func (f *Filter) OutSize(h, w, s int) (ho, wo int) {
@@ -132,11 +132,23 @@ func (f *Filter) OutSize(h, w, s int) (ho, wo int) {
 // + res) into out's interior; bias (Cout values) may be nil, res (nil or
 // of out's shape) and relu are optional.
 func Conv(in *Act, f *Filter, s int, bias []float32, res *Act, relu bool, out *Act) {
+	ho, _ := f.OutSize(in.H, in.W, s)
+	ConvRows(in, f, s, bias, res, relu, out, 0, ho)
+}
+
+// ConvRows is Conv for the output rows [y0, y1) alone. Every output value
+// is computed by the same kernel call, in the same order, whatever the
+// rows asked for, so that rows split among goroutines give Conv's result
+// bit for bit.
+func ConvRows(in *Act, f *Filter, s int, bias []float32, res *Act, relu bool, out *Act, y0, y1 int) {
 	ho, wo := f.OutSize(in.H, in.W, s)
 	if in.C != f.Cin || out.C != f.Cout || out.H != ho || out.W != wo || (s != 1 && s != 2) || (f.CB == 4 && (s != 1 || f.K != 3)) ||
 		(bias != nil && len(bias) != f.Cout) || (res != nil && (res.C != out.C || res.H != ho || res.W != wo)) {
 		panic(fmt.Sprintf("nchwc.Conv: input %d×%d×%d, filters %d×%d×%d×%d, stride %d, output %d×%d×%d: shapes do not fit",
 			in.C, in.H, in.W, f.Cout, f.Cin, f.K, f.K, s, out.C, out.H, out.W))
+	}
+	if y0 < 0 || y1 > ho || y0 > y1 {
+		panic(fmt.Sprintf("nchwc.ConvRows: rows [%d, %d) of %d", y0, y1, ho))
 	}
 	if bias == nil {
 		bias = make([]float32, f.Cout)
@@ -148,15 +160,12 @@ func Conv(in *Act, f *Filter, s int, bias []float32, res *Act, relu bool, out *A
 	fb, k, cbk := f.FB, f.K, f.CB
 	ncib := (f.Cin + cbk - 1) / cbk
 	pm := pmax[fb-1]
-	if StripWidth > 0 && StripWidth < pm {
-		pm = StripWidth
-	}
 	n := (wo + pm - 1) / pm // strips per row, as even as possible
 	sh := 1 - (k-1)/2       // padded input coordinate of the first tap
 	gsize := ncib * k * k * cbk * 16 * fb
 	for g := 0; g < f.Cout/(16*fb); g++ {
 		b := bias[g*16*fb : (g+1)*16*fb]
-		for y := 0; y < ho; y++ {
+		for y := y0; y < y1; y++ {
 			x0 := 0
 			for i := 0; i < n; i++ {
 				p := wo / n
