@@ -227,8 +227,10 @@ func New(net nn.Module, spec Spec, opts ...Option) (*Model, error) {
 // Algorithms names the algorithm of every convolution, in the order of
 // the network (a ResNet block's conv1, conv2, then its shortcut, option A's
 // selection included), for a batch of the given size: "gather",
-// "winograd", "im2col" or "sparse" (see autograd.ConvPlan). It is nil for a network
-// that New does not compile, which runs as its Forward computes it.
+// "winograd", "im2col" or "sparse" (see autograd.ConvPlan), or "direct"
+// for a dense ResNet run in autograd/nchwc's channel-blocked layout. It is
+// nil for a network that New does not compile, which runs as its Forward
+// computes it.
 func (m *Model) Algorithms(batch int) []string {
 	if m.plan == nil {
 		return nil
