@@ -52,6 +52,9 @@ func (a *Act) off(cb, y, x int) int { return cb*a.BlockStride() + y*a.RowStride(
 // the border not counted).
 func (a *Act) At(c, y, x int) float32 { return a.Data[a.off(c/a.CB, y+1, x+1)+c%a.CB] }
 
+// Set sets the value of channel c at pixel (y, x) of the image to v.
+func (a *Act) Set(c, y, x int, v float32) { a.Data[a.off(c/a.CB, y+1, x+1)+c%a.CB] = v }
+
 // FromNCHW copies the image x (C×H×W values, channel-major) into a,
 // leaving the border zero.
 func (a *Act) FromNCHW(x []float32) {

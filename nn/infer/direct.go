@@ -1,34 +1,48 @@
 package infer
 
 import (
+	"fmt"
+
 	"github.com/proxgen/proxgen/autograd/nchwc"
 	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/models"
 )
 
-// directPlan is a compiled dense models.ResNet whose activations stay in
-// the channel-blocked layout of package nchwc from the stem to the head:
-// every convolution (batch norm folded) is one nchwc.Conv that reads the
-// previous layer's padded output in place and applies the bias, the
-// residual and the ReLU in registers, so no layer copies its input. It
-// is chosen where nchwc runs its assembly kernels, every layer is dense
-// and every channel count a multiple of 16 (the stem's input: at most 4);
-// elsewhere resnetPlan runs the network. Measured on ResNet-20 at batch 1
-// (one thread, AMD EPYC Zen 4): 729–743 CPU µs per image against 860–902
-// for resnetPlan (docs/benchmarks.md).
+// directPlan is a compiled dense ResNet or VGG whose activations stay in
+// the channel-blocked layout of package nchwc from the first convolution
+// to the classifier: every convolution (batch norm folded) is one
+// nchwc.Conv that reads the previous layer's padded output in place and
+// applies the bias, the residual and the ReLU in registers, so no layer
+// copies its input. It is chosen where nchwc runs its assembly kernels,
+// every layer is dense and every channel count a multiple of 16 (the
+// image's: at most 4); elsewhere resnetPlan or vggPlan runs the network.
+// Measured on ResNet-20 at batch 1 (one thread, AMD EPYC Zen 4): 0.742 ms
+// per image against 0.844 for resnetPlan (docs/benchmarks.md).
 //
-// Each image runs through the whole network on one worker, images in
-// parallel; a batch smaller than the workers splits every layer's output
-// rows among them (nchwc.ConvRows), which computes every value alike, so
-// the results do not depend on the number of workers.
+// A batch gives each worker a run of images, which it takes through the
+// whole network in one set of activations; a batch smaller than the
+// workers splits every layer's output rows among them (nchwc.ConvRows),
+// which computes every value alike, so the results do not depend on the
+// number of workers.
 type directPlan struct {
-	stem   directConv
-	blocks []directBlock
-	pool   int
-	linear *nn.Linear
-	shapes []shape // the activation shapes, input first; 3 buffers each
-	max    int
+	net        directNet
+	classifier *nn.Linear
+	shapes     []shape // the activation shapes, the image's first; 3 buffers each
+	max        int
+}
+
+// directNet is the network of a directPlan.
+type directNet interface {
+	// image runs the image in a[0][0] through the network's layers and
+	// returns the activation that holds their output; parts > 1 splits
+	// each layer's rows into that many bands on the worker pool.
+	image(a directActs, parts int) *nchwc.Act
+	// features writes the classifier's input, computed from the output
+	// of image, into dst.
+	features(out *nchwc.Act, dst []float32)
+	// algorithms names the algorithm of every convolution.
+	algorithms() []string
 }
 
 // directConv is one compiled convolution of a directPlan.
@@ -41,17 +55,11 @@ type directConv struct {
 	inS, outS int // indexes of in and out in directPlan.shapes
 }
 
-// directBlock is a compiled models.BasicBlock: out = relu(conv2(conv1(x))
-// + shortcut(x)), the shortcut nil for the identity.
-type directBlock struct {
-	conv1, conv2 directConv
-	shortcut     *directConv
-}
-
-// newDirectPlan compiles r, or returns nil when a layer does not fit the
-// layout (sparse, channels not multiples of 16, other filters) or nchwc
-// has no fast kernels on this machine.
-func newDirectPlan(r *models.ResNet, sparse map[string]bool) *directPlan {
+// newDirectPlan compiles net, or returns nil when it is not a ResNet or
+// VGG whose every layer fits the layout (dense, channels multiples of 16,
+// 1×1 or 3×3 filters with stride 1 or 2) or nchwc has no fast kernels on
+// this machine.
+func newDirectPlan(net nn.Module, sparse map[string]bool) *directPlan {
 	if !nchwc.Fast() {
 		return nil
 	}
@@ -60,84 +68,49 @@ func newDirectPlan(r *models.ResNet, sparse map[string]bool) *directPlan {
 			return nil
 		}
 	}
-	p := &directPlan{linear: r.Linear}
-	compile := func(conv *nn.Conv2d, bn *nn.BatchNorm2d, in shape, relu bool) (directConv, bool) {
-		w := conv.Weight
-		cout, cin, k := w.Dim(0), w.Dim(1), w.Dim(2)
-		stem := in == inputShape
-		if w.Rank() != 4 || w.Dim(3) != k || (k != 1 && k != 3) || conv.Padding != (k-1)/2 || conv.Dilation != 1 ||
-			(conv.Stride != 1 && conv.Stride != 2) || cout%16 != 0 || cin != in.c ||
-			(stem && (cin > 4 || k != 3 || conv.Stride != 1)) || (!stem && cin%16 != 0) {
-			return directConv{}, false
-		}
-		fw, bias := foldWeights(conv, bn)
-		if bias == nil {
-			bias = make([]float32, cout)
-		}
-		f := nchwc.PackFilter(fw.Data, cout, cin, k)
-		ho, wo := f.OutSize(in.h, in.w, conv.Stride)
-		c := directConv{f: f, bias: bias, stride: conv.Stride, relu: relu, in: in, out: shape{cout, ho, wo}}
-		c.inS, c.outS = p.shapeIndex(in), p.shapeIndex(c.out)
-		return c, true
-	}
+	p := &directPlan{}
+	p.shapeIndex(inputShape)
 	var ok bool
-	if p.stem, ok = compile(r.Conv1, r.BN1, inputShape, true); !ok {
+	switch m := net.(type) {
+	case *models.ResNet:
+		p.classifier = m.Linear
+		p.net, ok = p.resnet(m)
+	case *models.VGG:
+		p.classifier = m.Classifier
+		p.net, ok = p.vgg(m)
+	}
+	if !ok {
 		return nil
-	}
-	cur := p.stem.out
-	for _, stage := range r.Stages {
-		for _, l := range stage.Layers {
-			b, isBlock := l.(*models.BasicBlock)
-			if !isBlock {
-				return nil
-			}
-			var db directBlock
-			if db.conv1, ok = compile(b.Conv1, b.BN1, cur, true); !ok {
-				return nil
-			}
-			if db.conv2, ok = compile(b.Conv2, b.BN2, db.conv1.out, true); !ok {
-				return nil
-			}
-			switch sc := b.Shortcut.(type) {
-			case nil:
-			case *models.PadShortcut:
-				c, ok := compile(selectionConv(sc), nil, cur, false)
-				if !ok {
-					return nil
-				}
-				db.shortcut = &c
-			case *nn.Sequential:
-				conv, ok1 := sc.Layers[0].(*nn.Conv2d)
-				bn, ok2 := sc.Layers[1].(*nn.BatchNorm2d)
-				if len(sc.Layers) != 2 || !ok1 || !ok2 {
-					return nil
-				}
-				c, ok := compile(conv, bn, cur, false)
-				if !ok {
-					return nil
-				}
-				db.shortcut = &c
-			default:
-				return nil
-			}
-			// image's buffers: conv1's output has the block's output shape,
-			// and exactly the blocks that change the shape have a shortcut.
-			if db.conv1.outS != db.conv2.outS || (db.shortcut != nil) == (db.conv1.inS == db.conv2.outS) ||
-				(db.shortcut != nil && db.shortcut.outS != db.conv2.outS) {
-				return nil
-			}
-			cur = db.conv2.out
-			p.blocks = append(p.blocks, db)
-		}
-	}
-	p.pool = r.PoolKernel
-	if p.pool == 0 {
-		p.pool = cur.w
 	}
 	for _, s := range p.shapes {
 		p.max = max(p.max, s.size())
 	}
 	return p
+}
+
+// compile folds bn (nil: none) into conv and packs it for inputs of shape
+// in, or reports false if the layer does not fit the layout.
+func (p *directPlan) compile(conv *nn.Conv2d, bn *nn.BatchNorm2d, in shape, relu bool) (directConv, bool) {
+	w := conv.Weight
+	if w.Rank() != 4 {
+		return directConv{}, false
+	}
+	cout, cin, k := w.Dim(0), w.Dim(1), w.Dim(2)
+	image := in == inputShape
+	if w.Dim(3) != k || (k != 1 && k != 3) || conv.Padding != (k-1)/2 || conv.Dilation != 1 ||
+		(conv.Stride != 1 && conv.Stride != 2) || cout%16 != 0 || cin != in.c ||
+		(image && (cin > 4 || k != 3 || conv.Stride != 1)) || (!image && cin%16 != 0) {
+		return directConv{}, false
+	}
+	fw, bias := foldWeights(conv, bn)
+	if bias == nil {
+		bias = make([]float32, cout)
+	}
+	f := nchwc.PackFilter(fw.Data, cout, cin, k)
+	ho, wo := f.OutSize(in.h, in.w, conv.Stride)
+	c := directConv{f: f, bias: bias, stride: conv.Stride, relu: relu, in: in, out: shape{cout, ho, wo}}
+	c.inS, c.outS = p.shapeIndex(in), p.shapeIndex(c.out)
+	return c, true
 }
 
 // shapeIndex returns the index of s in p.shapes, adding it if new.
@@ -153,19 +126,13 @@ func (p *directPlan) shapeIndex(s shape) int {
 
 func (p *directPlan) actSize() int { return p.max }
 
-func (p *directPlan) algorithms(int) []string {
-	out := []string{"direct"}
-	for _, b := range p.blocks {
-		out = append(out, "direct", "direct")
-		if b.shortcut != nil {
-			out = append(out, "direct")
-		}
-	}
-	return out
-}
+func (p *directPlan) algorithms(int) []string { return p.net.algorithms() }
+
+// features returns the length of the classifier's input.
+func (p *directPlan) features() int { return p.classifier.Weight.Dim(1) }
 
 // directActs is the activations of one image at a time for a directPlan:
-// three buffers of each of its shapes (the input's first, 4 channels to a
+// three buffers of each of its shapes (the image's first, 4 channels to a
 // block).
 type directActs [][3]*nchwc.Act
 
@@ -187,9 +154,7 @@ func (s *scratch) acts(p *directPlan, n int) []directActs {
 }
 
 func (p *directPlan) forward(s *scratch, x []float32, n int) []float32 {
-	classes := p.linear.Weight.Dim(0)
-	feat := p.features()
-	pooled, logits := s.head(n*feat, n*classes)
+	pooled, logits := s.head(n*p.features(), n*p.classifier.Weight.Dim(0))
 	switch w := parallel.Workers(); {
 	case w <= 1:
 		p.images(s.acts(p, 1)[0], x, pooled, logits, 0, n, 1)
@@ -209,55 +174,13 @@ func (p *directPlan) forward(s *scratch, x []float32, n int) []float32 {
 // images computes the logits of the images [lo, hi) of x in the
 // activations a, with each layer's rows in parts bands.
 func (p *directPlan) images(a directActs, x, pooled, logits []float32, lo, hi, parts int) {
-	classes, feat := p.linear.Weight.Dim(0), p.features()
+	classes, feat := p.classifier.Weight.Dim(0), p.features()
 	for i := lo; i < hi; i++ {
-		last := p.image(a, x[i*InputSize:(i+1)*InputSize], parts)
-		p.classify(last, pooled[i*feat:(i+1)*feat], logits[i*classes:(i+1)*classes])
+		a[0][0].FromNCHW(x[i*InputSize : (i+1)*InputSize])
+		out := p.net.image(a, parts)
+		p.net.features(out, pooled[i*feat:(i+1)*feat])
+		linear(p.classifier, pooled[i*feat:(i+1)*feat], logits[i*classes:(i+1)*classes])
 	}
-}
-
-// features returns the length of the pooled activation.
-func (p *directPlan) features() int {
-	last := p.shapes[p.lastShape()]
-	return last.c * ((last.h-p.pool)/p.pool + 1) * ((last.w-p.pool)/p.pool + 1)
-}
-
-// lastShape returns the index of the network's output shape.
-func (p *directPlan) lastShape() int {
-	if len(p.blocks) == 0 {
-		return p.stem.outS
-	}
-	return p.blocks[len(p.blocks)-1].conv2.outS
-}
-
-// image runs one image x through the convolutions and returns the
-// activation holding the network's output; parts > 1 splits each layer's
-// rows into that many bands on the worker pool. A block whose output has
-// its input's shape rotates that shape's three buffers (input, conv1's
-// output, the block's output); a block that changes the shape writes
-// conv1's output, the shortcut's and its own into the three of the new
-// shape.
-func (p *directPlan) image(a directActs, x []float32, parts int) *nchwc.Act {
-	a[0][0].FromNCHW(x)
-	p.stem.run(a[0][0], nil, a[p.stem.outS][0], parts)
-	cur := 0 // the index of the next block's input among its shape's buffers
-	for i := range p.blocks {
-		b := &p.blocks[i]
-		src := a[b.conv1.inS][cur]
-		bufs := &a[b.conv2.outS]
-		var mid, res, dst *nchwc.Act
-		if b.conv1.inS == b.conv2.outS {
-			mid, dst, res = bufs[(cur+1)%3], bufs[(cur+2)%3], src
-			cur = (cur + 2) % 3
-		} else {
-			mid, res, dst = bufs[0], bufs[1], bufs[2]
-			cur = 2
-			b.shortcut.run(src, nil, res, parts)
-		}
-		b.conv1.run(src, nil, mid, parts)
-		b.conv2.run(mid, res, dst, parts)
-	}
-	return a[p.lastShape()][cur]
 }
 
 // run computes c on in (plus res when not nil) into out, its output rows
@@ -278,25 +201,256 @@ func (c *directConv) run(in, res, out *nchwc.Act, parts int) {
 	})
 }
 
-// classify writes the pooled activation of act (the network's output) into
-// pooled and the classifier's output into logits: average pooling with
-// window and stride p.pool (each window summed row by row, then divided
-// by its size, as autograd.AvgPool2d does) and the linear layer.
-func (p *directPlan) classify(act *nchwc.Act, pooled, logits []float32) {
-	ho, wo := (act.H-p.pool)/p.pool+1, (act.W-p.pool)/p.pool+1
-	div := float32(p.pool * p.pool)
-	for c := range act.C {
+// directResNet is a models.ResNet for a directPlan.
+type directResNet struct {
+	stem   directConv
+	blocks []directBlock
+	pool   int // the average-pooling window before the classifier
+}
+
+// directBlock is a compiled models.BasicBlock: out = relu(conv2(conv1(x))
+// + shortcut(x)), the shortcut nil for the identity.
+type directBlock struct {
+	conv1, conv2 directConv
+	shortcut     *directConv
+}
+
+// resnet compiles r's layers, or reports false.
+func (p *directPlan) resnet(r *models.ResNet) (*directResNet, bool) {
+	d := &directResNet{}
+	var ok bool
+	if d.stem, ok = p.compile(r.Conv1, r.BN1, inputShape, true); !ok {
+		return nil, false
+	}
+	cur := d.stem.out
+	for _, stage := range r.Stages {
+		for _, l := range stage.Layers {
+			b, isBlock := l.(*models.BasicBlock)
+			if !isBlock {
+				return nil, false
+			}
+			var db directBlock
+			if db.conv1, ok = p.compile(b.Conv1, b.BN1, cur, true); !ok {
+				return nil, false
+			}
+			if db.conv2, ok = p.compile(b.Conv2, b.BN2, db.conv1.out, true); !ok {
+				return nil, false
+			}
+			switch sc := b.Shortcut.(type) {
+			case nil:
+			case *models.PadShortcut:
+				c, ok := p.compile(selectionConv(sc), nil, cur, false)
+				if !ok {
+					return nil, false
+				}
+				db.shortcut = &c
+			case *nn.Sequential:
+				conv, ok1 := sc.Layers[0].(*nn.Conv2d)
+				bn, ok2 := sc.Layers[1].(*nn.BatchNorm2d)
+				if len(sc.Layers) != 2 || !ok1 || !ok2 {
+					return nil, false
+				}
+				c, ok := p.compile(conv, bn, cur, false)
+				if !ok {
+					return nil, false
+				}
+				db.shortcut = &c
+			default:
+				return nil, false
+			}
+			// image's buffers: conv1's output has the block's output shape,
+			// and exactly the blocks that change the shape have a shortcut.
+			if db.conv1.outS != db.conv2.outS || (db.shortcut != nil) == (db.conv1.inS == db.conv2.outS) ||
+				(db.shortcut != nil && db.shortcut.outS != db.conv2.outS) {
+				return nil, false
+			}
+			cur = db.conv2.out
+			d.blocks = append(d.blocks, db)
+		}
+	}
+	d.pool = r.PoolKernel
+	if d.pool == 0 {
+		d.pool = cur.w
+	}
+	if feat := cur.c * ((cur.h-d.pool)/d.pool + 1) * ((cur.w-d.pool)/d.pool + 1); feat != r.Linear.Weight.Dim(1) {
+		return nil, false
+	}
+	return d, true
+}
+
+// image runs the ResNet. A block whose output has its input's shape
+// rotates that shape's three buffers (input, conv1's output, the block's
+// output); a block that changes the shape writes conv1's output, the
+// shortcut's and its own into the three of the new shape.
+func (d *directResNet) image(a directActs, parts int) *nchwc.Act {
+	d.stem.run(a[0][0], nil, a[d.stem.outS][0], parts)
+	cur, curS := 0, d.stem.outS // the next block's input among its shape's buffers
+	for i := range d.blocks {
+		b := &d.blocks[i]
+		src := a[b.conv1.inS][cur]
+		bufs := &a[b.conv2.outS]
+		var mid, res, dst *nchwc.Act
+		if b.conv1.inS == b.conv2.outS {
+			mid, dst, res = bufs[(cur+1)%3], bufs[(cur+2)%3], src
+			cur = (cur + 2) % 3
+		} else {
+			mid, res, dst = bufs[0], bufs[1], bufs[2]
+			cur = 2
+			b.shortcut.run(src, nil, res, parts)
+		}
+		b.conv1.run(src, nil, mid, parts)
+		b.conv2.run(mid, res, dst, parts)
+		curS = b.conv2.outS
+	}
+	return a[curS][cur]
+}
+
+// features is the average pooling with window and stride d.pool, each
+// window summed row by row and divided by its size, as autograd.AvgPool2d
+// computes it.
+func (d *directResNet) features(out *nchwc.Act, dst []float32) {
+	ho, wo := (out.H-d.pool)/d.pool+1, (out.W-d.pool)/d.pool+1
+	div := float32(d.pool * d.pool)
+	for c := range out.C {
 		for oh := range ho {
 			for ow := range wo {
 				var sum float32
-				for y := oh * p.pool; y < (oh+1)*p.pool; y++ {
-					for x := ow * p.pool; x < (ow+1)*p.pool; x++ {
-						sum += act.At(c, y, x)
+				for y := oh * d.pool; y < (oh+1)*d.pool; y++ {
+					for x := ow * d.pool; x < (ow+1)*d.pool; x++ {
+						sum += out.At(c, y, x)
 					}
 				}
-				pooled[(c*ho+oh)*wo+ow] = sum / div
+				dst[(c*ho+oh)*wo+ow] = sum / div
 			}
 		}
 	}
-	linear(p.linear, pooled, logits)
+}
+
+func (d *directResNet) algorithms() []string {
+	out := []string{"direct"}
+	for _, b := range d.blocks {
+		out = append(out, "direct", "direct")
+		if b.shortcut != nil {
+			out = append(out, "direct")
+		}
+	}
+	return out
+}
+
+// directVGG is a models.VGG for a directPlan: convolutions (batch norm and
+// ReLU folded in) and max-pooling layers.
+type directVGG struct {
+	steps []directStep
+}
+
+// directStep is a convolution or, when conv is nil, a max pooling of
+// window and stride pool from the shape inS to outS.
+type directStep struct {
+	conv      *directConv
+	pool      int
+	inS, outS int
+}
+
+// vgg compiles v's layers, or reports false.
+func (p *directPlan) vgg(v *models.VGG) (*directVGG, bool) {
+	d := &directVGG{}
+	cur := inputShape
+	ls := v.Features.Layers
+	for i := 0; i < len(ls); i++ {
+		switch l := ls[i].(type) {
+		case *nn.Conv2d:
+			bn, ok1 := at[*nn.BatchNorm2d](ls, i+1)
+			_, ok2 := at[nn.ReLU](ls, i+2)
+			if !ok1 || !ok2 {
+				return nil, false
+			}
+			c, ok := p.compile(l, bn, cur, true)
+			if !ok {
+				return nil, false
+			}
+			d.steps = append(d.steps, directStep{conv: &c, inS: c.inS, outS: c.outS})
+			cur = c.out
+			i += 2
+		case nn.MaxPool2d:
+			if l.Kernel != l.Stride || l.Padding != 0 || l.Kernel < 1 || cur.h < l.Kernel || cur.w < l.Kernel {
+				return nil, false
+			}
+			out := shape{cur.c, poolSize(cur.h, l.Kernel, l.Stride, 0), poolSize(cur.w, l.Kernel, l.Stride, 0)}
+			d.steps = append(d.steps, directStep{pool: l.Kernel, inS: p.shapeIndex(cur), outS: p.shapeIndex(out)})
+			cur = out
+		case nn.AvgPool2d:
+			if l.Kernel != 1 || l.Stride != 1 || l.Padding != 0 {
+				return nil, false
+			}
+		default:
+			return nil, false
+		}
+	}
+	if len(d.steps) == 0 || d.steps[0].conv == nil || cur.size() != v.Classifier.Weight.Dim(1) {
+		return nil, false
+	}
+	return d, true
+}
+
+// image runs the VGG, each layer writing a buffer of its output shape
+// other than the one it reads.
+func (d *directVGG) image(a directActs, parts int) *nchwc.Act {
+	cur, curS := 0, 0
+	for i := range d.steps {
+		st := &d.steps[i]
+		next := 0
+		if st.outS == curS {
+			next = (cur + 1) % 3
+		}
+		src, dst := a[curS][cur], a[st.outS][next]
+		if st.conv != nil {
+			st.conv.run(src, nil, dst, parts)
+		} else {
+			maxPool(src, dst, st.pool)
+		}
+		cur, curS = next, st.outS
+	}
+	return a[curS][cur]
+}
+
+// maxPool writes the maximum of every k×k window of src (stride k) into
+// dst.
+func maxPool(src, dst *nchwc.Act, k int) {
+	if dst.C != src.C || dst.H != src.H/k || dst.W != src.W/k {
+		panic(fmt.Sprintf("infer: max pooling %d×%d×%d by %d into %d×%d×%d", src.C, src.H, src.W, k, dst.C, dst.H, dst.W))
+	}
+	for c := range dst.C {
+		for y := range dst.H {
+			for x := range dst.W {
+				m := src.At(c, y*k, x*k)
+				for dy := range k {
+					for dx := range k {
+						m = max(m, src.At(c, y*k+dy, x*k+dx))
+					}
+				}
+				dst.Set(c, y, x, m)
+			}
+		}
+	}
+}
+
+// features flattens the output channel by channel, as nn.Flatten does.
+func (d *directVGG) features(out *nchwc.Act, dst []float32) {
+	for c := range out.C {
+		for y := range out.H {
+			for x := range out.W {
+				dst[(c*out.H+y)*out.W+x] = out.At(c, y, x)
+			}
+		}
+	}
+}
+
+func (d *directVGG) algorithms() []string {
+	var out []string
+	for _, st := range d.steps {
+		if st.conv != nil {
+			out = append(out, "direct")
+		}
+	}
+	return out
 }

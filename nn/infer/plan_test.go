@@ -46,9 +46,9 @@ func evalLogitsSoftmax(net nn.Module, x []float32, n int) []float32 {
 // graph's evaluation-mode outputs within float32 rounding, on every
 // architecture and shortcut kind, dense and with 95 % exact zeros, at
 // batch 1 and 5, and bit-identically for 1 and 2 workers. The full-width
-// dense ResNet-20s run in the channel-blocked layout (directPlan) where
-// package nchwc has its kernels, and again with them turned off, in the
-// layout of the other plans.
+// dense ResNet-20s and VGG-16 run in the channel-blocked layout
+// (directPlan) where package nchwc has its kernels, and again with them
+// turned off, in the layout of the other plans.
 func TestPlanMatchesEval(t *testing.T) {
 	for _, tc := range []struct {
 		spec  infer.Spec
@@ -56,6 +56,7 @@ func TestPlanMatchesEval(t *testing.T) {
 	}{
 		{infer.Spec{Model: "resnet20", Width: 1, Shortcut: "A"}, 0},
 		{infer.Spec{Model: "resnet20", Width: 1, Shortcut: "B"}, 0},
+		{infer.Spec{Model: "vgg16", Width: 1}, 0},
 		{infer.Spec{Model: "resnet20", Width: 0.5, Shortcut: "A"}, 0},
 		{infer.Spec{Model: "resnet20", Width: 0.5, Shortcut: "B"}, 0},
 		{infer.Spec{Model: "resnet20", Width: 0.5, Shortcut: "B"}, 0.95},
