@@ -39,9 +39,11 @@ func blockOf(c int) int {
 	return 0
 }
 
-// RowStride and BlockStride are the distances, in values, between rows and
-// between channel blocks.
-func (a *Act) RowStride() int   { return (a.W + 2) * a.CB }
+// RowStride returns the distance, in values, between consecutive rows.
+func (a *Act) RowStride() int { return (a.W + 2) * a.CB }
+
+// BlockStride returns the distance, in values, between consecutive blocks
+// of channels.
 func (a *Act) BlockStride() int { return (a.H + 2) * (a.W + 2) * a.CB }
 
 // off is the offset of channel block cb's padded pixel (y, x); (1, 1) is
