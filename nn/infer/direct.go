@@ -29,7 +29,6 @@ type directPlan struct {
 	net        directNet
 	classifier *nn.Linear
 	shapes     []shape // the activation shapes, the image's first; 3 buffers each
-	max        int
 }
 
 // directNet is the network of a directPlan.
@@ -82,9 +81,6 @@ func newDirectPlan(net nn.Module, sparse map[string]bool) *directPlan {
 	if !ok {
 		return nil
 	}
-	for _, s := range p.shapes {
-		p.max = max(p.max, s.size())
-	}
 	return p
 }
 
@@ -123,8 +119,6 @@ func (p *directPlan) shapeIndex(s shape) int {
 	p.shapes = append(p.shapes, s)
 	return len(p.shapes) - 1
 }
-
-func (p *directPlan) actSize() int { return p.max }
 
 func (p *directPlan) algorithms(int) []string { return p.net.algorithms() }
 

@@ -21,8 +21,6 @@ type plan interface {
 	// forward returns the logits of the n images in x, computed in s
 	// (valid until s is used again).
 	forward(s *scratch, x []float32, n int) []float32
-	// actSize returns the largest activation of one image, in values.
-	actSize() int
 	// algorithms names the algorithm of every convolution at batch n.
 	algorithms(n int) []string
 }
@@ -86,8 +84,6 @@ func (b *byBatch) pick(n int) plan {
 func (b *byBatch) forward(s *scratch, x []float32, n int) []float32 {
 	return b.pick(n).forward(s, x, n)
 }
-
-func (b *byBatch) actSize() int { return max(b.small.actSize(), b.large.actSize()) }
 
 func (b *byBatch) algorithms(n int) []string { return b.pick(n).algorithms(n) }
 
@@ -223,8 +219,6 @@ func newResNetPlan(r *models.ResNet, sparse map[string]bool) *resnetPlan {
 	}
 	return p
 }
-
-func (p *resnetPlan) actSize() int { return p.max }
 
 // selectionConv returns option A's shortcut as PadShortcut computes it: the
 // exact 0/1 selection of its channels as a 1×1 convolution with stride 2.
@@ -412,8 +406,6 @@ func at[T any](ls []nn.Module, i int) (T, bool) {
 
 // poolSize is the output length of a pooling window (floor mode).
 func poolSize(in, k, stride, pad int) int { return (in+2*pad-k)/stride + 1 }
-
-func (p *vggPlan) actSize() int { return p.max }
 
 func (p *vggPlan) algorithms(n int) []string {
 	var out []string
