@@ -347,38 +347,29 @@ type directStep struct {
 
 // vgg compiles v's layers, or reports false.
 func (p *directPlan) vgg(v *models.VGG) (*directVGG, bool) {
+	layers, ok := vggLayers(v)
+	if !ok {
+		return nil, false
+	}
 	d := &directVGG{}
 	cur := inputShape
-	ls := v.Features.Layers
-	for i := 0; i < len(ls); i++ {
-		switch l := ls[i].(type) {
-		case *nn.Conv2d:
-			bn, ok1 := at[*nn.BatchNorm2d](ls, i+1)
-			_, ok2 := at[nn.ReLU](ls, i+2)
-			if !ok1 || !ok2 {
-				return nil, false
-			}
-			c, ok := p.compile(l, bn, cur, true)
+	for _, l := range layers {
+		if l.conv != nil {
+			c, ok := p.compile(l.conv, l.bn, cur, true)
 			if !ok {
 				return nil, false
 			}
 			d.steps = append(d.steps, directStep{conv: &c, inS: c.inS, outS: c.outS})
 			cur = c.out
-			i += 2
-		case nn.MaxPool2d:
-			if l.Kernel != l.Stride || l.Padding != 0 || l.Kernel < 1 || cur.h < l.Kernel || cur.w < l.Kernel {
-				return nil, false
-			}
-			out := shape{cur.c, poolSize(cur.h, l.Kernel, l.Stride, 0), poolSize(cur.w, l.Kernel, l.Stride, 0)}
-			d.steps = append(d.steps, directStep{pool: l.Kernel, inS: p.shapeIndex(cur), outS: p.shapeIndex(out)})
-			cur = out
-		case nn.AvgPool2d:
-			if l.Kernel != 1 || l.Stride != 1 || l.Padding != 0 {
-				return nil, false
-			}
-		default:
+			continue
+		}
+		k, stride, pad := l.window()
+		if _, isMax := l.pool.(nn.MaxPool2d); !isMax || k != stride || pad != 0 || k < 1 || cur.h < k || cur.w < k {
 			return nil, false
 		}
+		out := shape{cur.c, poolSize(cur.h, k, k, 0), poolSize(cur.w, k, k, 0)}
+		d.steps = append(d.steps, directStep{pool: k, inS: p.shapeIndex(cur), outS: p.shapeIndex(out)})
+		cur = out
 	}
 	if len(d.steps) == 0 || d.steps[0].conv == nil || cur.size() != v.Classifier.Weight.Dim(1) {
 		return nil, false

@@ -359,9 +359,55 @@ type vggStep struct {
 }
 
 func newVGGPlan(v *models.VGG, sparse map[string]bool) *vggPlan {
+	layers, ok := vggLayers(v)
+	if !ok {
+		return nil
+	}
 	p := &vggPlan{classifier: v.Classifier}
 	cur := inputShape
 	p.max = cur.size()
+	for _, l := range layers {
+		if l.conv != nil {
+			st := foldConv(l.conv, l.bn, cur, sparse[fmt.Sprintf("features.%d", l.index)], true)
+			p.steps = append(p.steps, vggStep{conv: &st, in: cur, out: st.out})
+			cur = st.out
+		} else {
+			k, stride, pad := l.window()
+			out := shape{cur.c, poolSize(cur.h, k, stride, pad), poolSize(cur.w, k, stride, pad)}
+			p.steps = append(p.steps, vggStep{pool: l.pool, in: cur, out: out})
+			cur = out
+		}
+		p.max = max(p.max, cur.size())
+	}
+	p.out = cur
+	return p
+}
+
+// vggLayer is one layer of a VGG's features: a convolution followed by
+// batch normalisation and ReLU, or a pooling layer (pool).
+type vggLayer struct {
+	index int // the convolution's or pooling's index in the features
+	conv  *nn.Conv2d
+	bn    *nn.BatchNorm2d
+	pool  nn.Module // nn.MaxPool2d or nn.AvgPool2d
+}
+
+// window returns the pooling's window, stride and padding.
+func (l vggLayer) window() (k, stride, pad int) {
+	switch m := l.pool.(type) {
+	case nn.MaxPool2d:
+		return m.Kernel, m.Stride, m.Padding
+	case nn.AvgPool2d:
+		return m.Kernel, m.Stride, m.Padding
+	}
+	panic(fmt.Sprintf("infer: %T is not a pooling layer", l.pool))
+}
+
+// vggLayers returns the layers of v's features (identity average poolings
+// left out), or false if they are not convolution–batch-norm–ReLU triples
+// and poolings.
+func vggLayers(v *models.VGG) ([]vggLayer, bool) {
+	var out []vggLayer
 	ls := v.Features.Layers
 	for i := 0; i < len(ls); i++ {
 		switch l := ls[i].(type) {
@@ -369,29 +415,21 @@ func newVGGPlan(v *models.VGG, sparse map[string]bool) *vggPlan {
 			bn, ok1 := at[*nn.BatchNorm2d](ls, i+1)
 			_, ok2 := at[nn.ReLU](ls, i+2)
 			if !ok1 || !ok2 {
-				return nil
+				return nil, false
 			}
-			st := foldConv(l, bn, cur, sparse[fmt.Sprintf("features.%d", i)], true)
-			p.steps = append(p.steps, vggStep{conv: &st, in: cur, out: st.out})
-			cur = st.out
+			out = append(out, vggLayer{index: i, conv: l, bn: bn})
 			i += 2
 		case nn.MaxPool2d:
-			out := shape{cur.c, poolSize(cur.h, l.Kernel, l.Stride, l.Padding), poolSize(cur.w, l.Kernel, l.Stride, l.Padding)}
-			p.steps = append(p.steps, vggStep{pool: l, in: cur, out: out})
-			cur = out
+			out = append(out, vggLayer{index: i, pool: l})
 		case nn.AvgPool2d:
-			out := shape{cur.c, poolSize(cur.h, l.Kernel, l.Stride, l.Padding), poolSize(cur.w, l.Kernel, l.Stride, l.Padding)}
 			if l.Kernel != 1 || l.Stride != 1 || l.Padding != 0 {
-				p.steps = append(p.steps, vggStep{pool: l, in: cur, out: out})
+				out = append(out, vggLayer{index: i, pool: l})
 			}
-			cur = out
 		default:
-			return nil
+			return nil, false
 		}
-		p.max = max(p.max, cur.size())
 	}
-	p.out = cur
-	return p
+	return out, true
 }
 
 // at returns ls[i] as a T, if it is one.
