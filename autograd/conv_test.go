@@ -11,6 +11,7 @@ import (
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/autograd/gradcheck"
 	"github.com/proxgen/proxgen/internal/parallel"
+	"github.com/proxgen/proxgen/internal/procstat"
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 )
 
@@ -487,11 +488,11 @@ func benchConvAlgo(b *testing.B, n, cin, cout, hw, stride int, algo string) {
 	}
 	step() // grow the scratch buffers
 	b.ResetTimer()
-	c0, ok := cpuTime()
+	c0, ok := procstat.CPUTime()
 	for range b.N {
 		step()
 	}
-	if c1, ok1 := cpuTime(); ok && ok1 {
+	if c1, ok1 := procstat.CPUTime(); ok && ok1 {
 		b.ReportMetric(float64(c1-c0)/1e6/float64(b.N), "cpu-ms/op")
 	}
 }

@@ -1,26 +1,15 @@
-//go:build unix
-
 package autograd
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/proxgen/proxgen/internal/parallel"
+	"github.com/proxgen/proxgen/internal/procstat"
 )
-
-// cpuTime returns the CPU time the process has used so far.
-func cpuTime() time.Duration {
-	var u syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
-		return 0
-	}
-	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
-}
 
 // alternate runs dense and sparse in turn every iteration and reports
 // the CPU time per call of each and their ratio; on a shared machine the
@@ -29,11 +18,11 @@ func alternate(b *testing.B, dense, sparse func()) {
 	var td, ts time.Duration
 	n := 0
 	for b.Loop() {
-		t0 := cpuTime()
+		t0, _ := procstat.CPUTime()
 		dense()
-		t1 := cpuTime()
+		t1, _ := procstat.CPUTime()
 		sparse()
-		t2 := cpuTime()
+		t2, _ := procstat.CPUTime()
 		td += t1 - t0
 		ts += t2 - t1
 		n++

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/proxgen/proxgen/internal/parallel"
+	"github.com/proxgen/proxgen/internal/procstat"
 	"github.com/proxgen/proxgen/nn/infer"
 )
 
@@ -37,11 +38,12 @@ func BenchmarkPredict(b *testing.B) {
 				m.Predict(imgs, 5) // warm the pool
 				b.ReportAllocs()
 				b.ResetTimer()
-				cpu := cpuTime()
+				cpu, _ := procstat.CPUTime()
 				for range b.N {
 					m.Predict(imgs, 5)
 				}
-				cpu = cpuTime() - cpu
+				cpu1, _ := procstat.CPUTime()
+				cpu = cpu1 - cpu
 				b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "img/s")
 				if cpu > 0 {
 					// CPU time is less sensitive than wall time to other
@@ -83,11 +85,12 @@ func BenchmarkLogits(b *testing.B) {
 					var dst []float32
 					dst = m.Logits(dst, x)
 					b.ResetTimer()
-					cpu := cpuTime()
+					cpu, _ := procstat.CPUTime()
 					for range b.N {
 						dst = m.Logits(dst, x)
 					}
-					cpu = cpuTime() - cpu
+					cpu1, _ := procstat.CPUTime()
+					cpu = cpu1 - cpu
 					b.ReportMetric(cpu.Seconds()*1e6/float64(b.N*batch), "cpu-us/img")
 					b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "img/s")
 				})
