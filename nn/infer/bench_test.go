@@ -10,6 +10,7 @@ import (
 	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/internal/procstat"
 	"github.com/proxgen/proxgen/nn/infer"
+	"github.com/proxgen/proxgen/nn/internal/nntest"
 )
 
 // BenchmarkPredict measures Model.Predict on random-weight ResNet-20 (full
@@ -68,7 +69,7 @@ func BenchmarkLogits(b *testing.B) {
 			b.Fatal(err)
 		}
 		rng := rand.New(rand.NewPCG(1, 2))
-		infer.ZeroWeights(net, rng, zeros)
+		nntest.ZeroWeights(net, rng, zeros)
 		m, err := infer.New(net, spec)
 		if err != nil {
 			b.Fatal(err)

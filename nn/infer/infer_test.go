@@ -21,6 +21,7 @@ import (
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 	"github.com/proxgen/proxgen/nn/infer"
+	"github.com/proxgen/proxgen/nn/internal/nntest"
 	"github.com/proxgen/proxgen/nn/models"
 )
 
@@ -542,7 +543,7 @@ func TestNoAllocationsOneWorker(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			infer.ZeroWeights(net, newRng(17), zeros)
+			nntest.ZeroWeights(net, newRng(17), zeros)
 			m, err := infer.New(net, spec)
 			if err != nil {
 				t.Fatal(err)

@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/proxgen/proxgen/nn"
+	"github.com/proxgen/proxgen/nn/internal/nntest"
 )
 
 // TestResNetPlanChainsSparseBlocks checks which blocks of a sparse
@@ -18,7 +18,7 @@ func TestResNetPlanChainsSparseBlocks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		zeroWeights(net, rand.New(rand.NewPCG(1, 2)), zeros)
+		nntest.ZeroWeights(net, rand.New(rand.NewPCG(1, 2)), zeros)
 		m, err := New(net, spec)
 		if err != nil {
 			t.Fatal(err)
@@ -35,22 +35,6 @@ func TestResNetPlanChainsSparseBlocks(t *testing.T) {
 			wantPadded := wantChained && b.shortcut == nil
 			if b.chained != wantChained || b.padded != wantPadded {
 				t.Errorf("zeros %g block %d: chained %v padded %v, want %v %v", zeros, i, b.chained, b.padded, wantChained, wantPadded)
-			}
-		}
-	}
-}
-
-// zeroWeights sets a fraction zeros of every convolution and linear weight
-// of m, drawn from rng, to exactly zero (ZeroWeights for the external
-// tests).
-func zeroWeights(m nn.Module, rng *rand.Rand, zeros float64) {
-	for _, p := range m.Params() {
-		if p.T.Rank() < 2 {
-			continue
-		}
-		for i := range p.T.Data {
-			if rng.Float64() < zeros {
-				p.T.Data[i] = 0
 			}
 		}
 	}

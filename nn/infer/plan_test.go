@@ -15,6 +15,7 @@ import (
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 	"github.com/proxgen/proxgen/nn/infer"
+	"github.com/proxgen/proxgen/nn/internal/nntest"
 )
 
 // evalLogitsSoftmax returns the softmax of net's logits computed by the
@@ -92,7 +93,7 @@ func checkPlanMatchesEval(t *testing.T, spec infer.Spec, zeros float64, kernels 
 		}
 		rng := newRng(31)
 		randomize(net, rng)
-		infer.ZeroWeights(net, rng, zeros)
+		nntest.ZeroWeights(net, rng, zeros)
 		const n = 5
 		x := randomInputs(newRng(32), n)
 		want := evalLogitsSoftmax(net, x, n)

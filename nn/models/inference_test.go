@@ -9,27 +9,13 @@ import (
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/nn"
+	"github.com/proxgen/proxgen/nn/internal/nntest"
 	"github.com/proxgen/proxgen/nn/models"
 )
 
 // infer runs m on x without recording a graph.
 func infer(m nn.Module, x *autograd.Tensor) *autograd.Tensor {
 	return m.Forward(x.Detach().In(&autograd.Context{NoGrad: true}))
-}
-
-// zeroWeights sets a fraction zeros of every convolution and linear weight
-// of m to exactly zero.
-func zeroWeights(m nn.Module, rng *rand.Rand, zeros float64) {
-	for _, p := range m.Params() {
-		if p.T.Rank() < 2 {
-			continue
-		}
-		for i := range p.T.Data {
-			if rng.Float64() < zeros {
-				p.T.Data[i] = 0
-			}
-		}
-	}
 }
 
 // randomizeBN gives the batch-norm layers of m non-trivial running
@@ -73,7 +59,7 @@ func TestPrepareInferenceMatchesDense(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			zeroWeights(m, rng, zeros)
+			nntest.ZeroWeights(m, rng, zeros)
 			randomizeBN(m, rng)
 			m.SetTraining(false)
 			for _, batch := range []int{1, 8} {
@@ -141,7 +127,7 @@ func TestPreparedModelTrains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	zeroWeights(m, rng, 0.9)
+	nntest.ZeroWeights(m, rng, 0.9)
 	x := autograd.RandN(rng, 2, 3, 16, 16)
 	r := nn.PrepareInference(m)
 	if len(r.SparseLayers()) == 0 {
@@ -181,7 +167,7 @@ func TestPreparedModelConcurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	zeroWeights(m, rng, 0.8)
+	nntest.ZeroWeights(m, rng, 0.8)
 	m.SetTraining(false)
 	if r := nn.PrepareInference(m); len(r.SparseLayers()) != len(r.Layers) {
 		t.Fatalf("sparse layers %v", r.SparseLayers())

@@ -1,4 +1,0 @@
-package infer
-
-// ZeroWeights is zeroWeights, for the tests of package infer_test.
-var ZeroWeights = zeroWeights
