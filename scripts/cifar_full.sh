@@ -48,6 +48,7 @@ declare -A FLAGS=(
 	[sgd]="$scratch -optimizer sgd -lr 0.1 -momentum 0.9 -wd 5e-4"
 	[adam]="$scratch -optimizer adam -lr 1e-3"
 	[proxgen-l12]="$scratch -optimizer proxgen -reg l12 -lambda ${LAMBDA_L12:-4}"
+	[proxgen-l12-lambda2]="$scratch -optimizer proxgen -reg l12 -lambda 2"
 	[subgrad-l12]="$scratch -optimizer subgrad -reg l12 -lambda ${LAMBDA_L12:-4}"
 	[proxgen-l0]="$scratch -optimizer proxgen -reg l0 -lambda ${LAMBDA_L0:-0.5}"
 	[proxgen-gl21]="$scratch -optimizer proxgen -reg gl21 -lambda ${LAMBDA_GL21:-200}"
@@ -55,7 +56,7 @@ declare -A FLAGS=(
 	[proxquant]="-optimizer proxquant -lambda ${LAMBDA_PQ:-$(scale 1e-4)} -schedule const -epochs $BIN_EPOCHS -weights $RUNS/sgd/model.safetensors"
 	[bc]="-optimizer bc -schedule const -epochs $BIN_EPOCHS -weights $RUNS/sgd/model.safetensors"
 )
-ORDER=(sgd adam proxgen-l12 proxgen-binary proxgen-gl21 subgrad-l12 proxgen-l0 proxquant bc)
+ORDER=(sgd adam proxgen-l12 proxgen-binary proxgen-gl21 subgrad-l12 proxgen-l12-lambda2 proxgen-l0 proxquant bc)
 
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${ORDER[@]}")
