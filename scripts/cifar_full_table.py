@@ -14,8 +14,8 @@ import sys
 RUNS = [
     ("sgd", "SGD + momentum, dense (reference recipe)", "resnet20-dense"),
     ("adam", "Adam, dense (ProxGen's base)", None),
-    ("proxgen-l12", "**ProxGen** ℓ1/2", "resnet20-sparse"),
-    ("proxgen-l12-lambda2", "**ProxGen** ℓ1/2", None),
+    ("proxgen-l12", "**ProxGen** ℓ1/2", None),
+    ("proxgen-l12-lambda2", "**ProxGen** ℓ1/2", "resnet20-sparse"),
     ("subgrad-l12", "subgradient ℓ1/2 (AdamW)", None),
     ("proxgen-l0", "**ProxGen** ℓ0", None),
     ("proxgen-gl21", "**ProxGen** group lasso, compacted", "resnet20-compact"),
