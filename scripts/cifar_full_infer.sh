@@ -15,7 +15,7 @@ REPEATS=${REPEATS:-3}
 THREADS=${THREADS:-2}
 bin=$(mktemp -d)/bench
 go build -o "$bin" ./cmd/bench
-declare -A RUN=([resnet20-dense]=sgd [resnet20-sparse]=proxgen-l12-lambda2 [resnet20-compact]=proxgen-gl21 [resnet20-binary]=proxgen-binary)
+declare -A RUN=([resnet20-dense]=sgd [resnet20-sparse]=proxgen-l12-lambda2 [resnet20-compact]=proxgen-gl21 [resnet20-binary]=proxgen-binary-lr1e-3)
 for rep in $(seq "$REPEATS"); do
 	for f in nn/pretrained/models/*.safetensors; do
 		name=$(basename "$f" .safetensors)

@@ -19,7 +19,8 @@ RUNS = [
     ("subgrad-l12", "subgradient ℓ1/2 (AdamW)", None),
     ("proxgen-l0", "**ProxGen** ℓ0", None),
     ("proxgen-gl21", "**ProxGen** group lasso, compacted", "resnet20-compact"),
-    ("proxgen-binary", "**ProxGen** binary (W-shaped ℓ1)", "resnet20-binary"),
+    ("proxgen-binary", "**ProxGen** binary (W-shaped ℓ1), step 0.01", None),
+    ("proxgen-binary-lr1e-3", "**ProxGen** binary (W-shaped ℓ1), step 1e-3", "resnet20-binary"),
     ("proxquant", "ProxQuant", None),
     ("bc", "BinaryConnect", None),
 ]
