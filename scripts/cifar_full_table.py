@@ -7,23 +7,39 @@ after compaction, the shipped file's size and inference images/s
 Usage: scripts/cifar_full_table.py [DIR]   (default docs/cifar-full, where the
 summaries of the finished runs are committed; runs/full works as well)
 """
+import glob
 import json
 import os
+import re
 import sys
 
 RUNS = [
-    ("sgd", "SGD + momentum, dense (reference recipe)", "resnet20-dense"),
-    ("adam", "Adam, dense (ProxGen's base)", None),
-    ("proxgen-l12", "**ProxGen** ℓ1/2", None),
-    ("proxgen-l12-lambda2", "**ProxGen** ℓ1/2", "resnet20-sparse"),
-    ("subgrad-l12", "subgradient ℓ1/2 (AdamW)", None),
-    ("proxgen-l0", "**ProxGen** ℓ0", None),
-    ("proxgen-gl21", "**ProxGen** group lasso, compacted", "resnet20-compact"),
-    ("proxgen-binary", "**ProxGen** binary (W-shaped ℓ1), step 0.01", None),
-    ("proxgen-binary-lr1e-3", "**ProxGen** binary (W-shaped ℓ1), step 1e-3", "resnet20-binary"),
-    ("proxquant", "ProxQuant", None),
-    ("bc", "BinaryConnect", None),
+    ("sgd", "SGD + momentum, dense (reference recipe)"),
+    ("adam", "Adam, dense (ProxGen's base)"),
+    ("proxgen-l12", "**ProxGen** ℓ1/2"),
+    ("proxgen-l12-lambda2", "**ProxGen** ℓ1/2"),
+    ("subgrad-l12", "subgradient ℓ1/2 (AdamW)"),
+    ("proxgen-l0", "**ProxGen** ℓ0"),
+    ("proxgen-gl21", "**ProxGen** group lasso, compacted"),
+    ("proxgen-binary", "**ProxGen** binary (W-shaped ℓ1), step 0.01"),
+    ("proxgen-binary-lr1e-3", "**ProxGen** binary (W-shaped ℓ1), step 1e-3"),
+    ("proxquant", "ProxQuant"),
+    ("bc", "BinaryConnect"),
 ]
+
+
+MODELS = "nn/pretrained/models"
+
+
+def shipped_runs():
+    """Maps each run folder name to the shipped model trained in it: the
+    folder is the -out of the training command in the model's card."""
+    out = {}
+    for card in sorted(glob.glob(os.path.join(MODELS, "*.md"))):
+        m = re.search(r"-out (\S+)", open(card).read())
+        if m:
+            out[os.path.basename(m.group(1))] = os.path.basename(card)[:-len(".md")]
+    return out
 
 
 def ranges(lines, batch):
@@ -38,7 +54,9 @@ def main():
     root = sys.argv[1] if len(sys.argv) > 1 else "docs/cifar-full"
     print("| method | λ | test acc % | best % (epoch) | exact zeros % | FLOPs left % | params left % | shipped file | img/s batch 1 | img/s batch 64 | training |")
     print("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
-    for run, label, shipped in RUNS:
+    ships = shipped_runs()
+    for run, label in RUNS:
+        shipped = ships.get(run)
         path = os.path.join(root, run, "summary.json")
         if not os.path.exists(path):
             print(f"| {label} | | not run | | | | | | | | |")
@@ -52,7 +70,7 @@ def main():
             zeros_s = f"{zeros:.2f}"
         file_s, b1, b64 = "–", "–", "–"
         if shipped:
-            f = os.path.join("nn/pretrained/models", shipped + ".safetensors")
+            f = os.path.join(MODELS, shipped + ".safetensors")
             if os.path.exists(f):
                 file_s = f"`{shipped}` {os.path.getsize(f)/1024:,.0f} KiB"
             inf = os.path.join(root, run, "infer.jsonl")
