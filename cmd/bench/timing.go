@@ -10,8 +10,8 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/proxgen/proxgen/cmd/internal/experiment"
 	"github.com/proxgen/proxgen/internal/procstat"
-	"github.com/proxgen/proxgen/nn/experiment"
 )
 
 // checkLoopFlags checks the flags the timing subcommands share.

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/proxgen/proxgen/cmd/internal/cifarrun"
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
-	"github.com/proxgen/proxgen/nn/experiment/cifarrun"
 	"github.com/proxgen/proxgen/nn/infer"
 )
 

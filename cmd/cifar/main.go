@@ -37,14 +37,14 @@
 //
 // Run "cifar -h" for all flags; docs/cifar.md explains them, the λ
 // scaling and the checkpoint layout. The program is package
-// nn/experiment/cifarrun, which cmd/sweep also runs in-process.
+// cmd/internal/cifarrun, which cmd/sweep also runs in-process.
 package main
 
 import (
 	"os"
 	"runtime/debug"
 
-	"github.com/proxgen/proxgen/nn/experiment/cifarrun"
+	"github.com/proxgen/proxgen/cmd/internal/cifarrun"
 	"github.com/proxgen/proxgen/nn/train"
 )
 

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"github.com/proxgen/proxgen/nn/experiment"
-	"github.com/proxgen/proxgen/nn/experiment/cifarrun"
+	"github.com/proxgen/proxgen/cmd/internal/cifarrun"
+	"github.com/proxgen/proxgen/cmd/internal/experiment"
 	"github.com/proxgen/proxgen/optim"
 )
 

@@ -43,13 +43,13 @@
 //	go run ./cmd/ptb -out runs/ptb-adam-s1 -resume
 //
 // docs/ptb.md describes the flags and a real run. The program is package
-// nn/experiment/ptbrun, which cmd/sweep also runs in-process.
+// cmd/internal/ptbrun, which cmd/sweep also runs in-process.
 package main
 
 import (
 	"os"
 
-	"github.com/proxgen/proxgen/nn/experiment/ptbrun"
+	"github.com/proxgen/proxgen/cmd/internal/ptbrun"
 	"github.com/proxgen/proxgen/nn/train"
 )
 

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"github.com/proxgen/proxgen/nn/experiment"
-	"github.com/proxgen/proxgen/nn/experiment/ptbrun"
+	"github.com/proxgen/proxgen/cmd/internal/experiment"
+	"github.com/proxgen/proxgen/cmd/internal/ptbrun"
 )
 
 // The names the tests of the program use for its parts, which live in

@@ -12,7 +12,7 @@
 //	sweep status -dir DIR                   one line per run
 //	sweep collect -dir DIR                  table (CSV, Markdown) and chart of finished runs
 //
-// A spec names the program and its flags (nn/experiment/sweep.Spec):
+// A spec names the program and its flags (cmd/internal/sweep.Spec):
 //
 //	{"program": "cifar",
 //	 "flags": {"data": "/data/cifar10", "epochs": "30"},
@@ -45,9 +45,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/proxgen/proxgen/cmd/internal/experiment"
+	"github.com/proxgen/proxgen/cmd/internal/sweep"
 	"github.com/proxgen/proxgen/internal/cli"
-	"github.com/proxgen/proxgen/nn/experiment"
-	"github.com/proxgen/proxgen/nn/experiment/sweep"
 	"github.com/proxgen/proxgen/nn/train"
 )
 

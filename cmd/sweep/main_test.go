@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/proxgen/proxgen/cmd/internal/sweep"
 	"github.com/proxgen/proxgen/nn/checkpoint"
-	"github.com/proxgen/proxgen/nn/experiment/sweep"
 	"github.com/proxgen/proxgen/nn/train/traintest"
 )
 

@@ -7,7 +7,7 @@
 //	go run scripts/engine_init/main.go -model resnet20 -shortcut B -seed 1 -out init.safetensors
 //
 // It builds the network as cmd/cifar does for a new run without -weights
-// (nn/experiment/cifarrun's newModel: models.Spec.New with the random
+// (cmd/internal/cifarrun's newModel: models.Spec.New with the random
 // stream rand.NewPCG(seed, 0x6d6f64656c)) and saves it, with its
 // nn/models metadata, in the model-file layout, whose tensor names are
 // PyTorch's state_dict keys. Starting cmd/cifar from the file (-weights)

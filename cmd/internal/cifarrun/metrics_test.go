@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/proxgen/proxgen/autograd"
-	"github.com/proxgen/proxgen/nn/experiment"
+	"github.com/proxgen/proxgen/cmd/internal/experiment"
 	"github.com/proxgen/proxgen/nn/train"
 )
 

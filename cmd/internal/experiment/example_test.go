@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/cmd/internal/experiment"
 	"github.com/proxgen/proxgen/nn"
-	"github.com/proxgen/proxgen/nn/experiment"
 	"github.com/proxgen/proxgen/nn/train"
 	"github.com/proxgen/proxgen/optim"
 )
@@ -89,7 +89,7 @@ func trainMLP(dir, optimizer, reg string, epochs int) ([]record, error) {
 
 // Example trains a small perceptron on synthetic data with ProxGen and
 // an ℓ1 regularizer, and with Adam for comparison: a whole training
-// program on nn/experiment and nn/train, with a checkpointed run folder.
+// program on cmd/internal/experiment and nn/train, with a checkpointed run folder.
 func Example() {
 	dir, err := os.MkdirTemp("", "experiment-example")
 	if err != nil {

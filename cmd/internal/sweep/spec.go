@@ -31,8 +31,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/proxgen/proxgen/nn/experiment/cifarrun"
-	"github.com/proxgen/proxgen/nn/experiment/ptbrun"
+	"github.com/proxgen/proxgen/cmd/internal/cifarrun"
+	"github.com/proxgen/proxgen/cmd/internal/ptbrun"
 )
 
 // Program is a training program a sweep can run.

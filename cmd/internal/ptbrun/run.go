@@ -16,8 +16,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/proxgen/proxgen/cmd/internal/experiment"
 	"github.com/proxgen/proxgen/internal/cli"
-	"github.com/proxgen/proxgen/nn/experiment"
 	"github.com/proxgen/proxgen/nn/models"
 	"github.com/proxgen/proxgen/nn/train"
 	"github.com/proxgen/proxgen/optim"

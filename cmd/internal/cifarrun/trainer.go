@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/cmd/internal/experiment"
 	"github.com/proxgen/proxgen/datasets/cifar10"
 	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/nn"
-	"github.com/proxgen/proxgen/nn/experiment"
 	"github.com/proxgen/proxgen/nn/prune"
 	"github.com/proxgen/proxgen/nn/train"
 )

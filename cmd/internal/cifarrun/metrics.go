@@ -3,7 +3,7 @@ package cifarrun
 import (
 	"math"
 
-	"github.com/proxgen/proxgen/nn/experiment"
+	"github.com/proxgen/proxgen/cmd/internal/experiment"
 	"github.com/proxgen/proxgen/nn/prune"
 	"github.com/proxgen/proxgen/nn/train"
 )

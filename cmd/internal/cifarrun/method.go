@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/cmd/internal/experiment"
 	"github.com/proxgen/proxgen/nn"
-	"github.com/proxgen/proxgen/nn/experiment"
 	"github.com/proxgen/proxgen/optim"
 )
 
