@@ -8,6 +8,7 @@ import (
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/internal/parallel"
+	"github.com/proxgen/proxgen/optim/schedule"
 )
 
 // coupledNet is a weight with per-filter companions (γ, β) and the same
@@ -101,7 +102,7 @@ func coupledCases() []coupledCase {
 		{"proxgen-euclidean", gen(eu)},
 		{"subgradient", gen(sub)},
 		{"proxsgd", func(gs []*Group) Optimizer {
-			return NewProxSGD(gs, ProxSGDConfig{Eps: Constant{}, Rho: Constant{}, Rho0: 0.5})
+			return NewProxSGD(gs, ProxSGDConfig{Eps: schedule.Constant{}, Rho: schedule.Constant{}, Rho0: 0.5})
 		}},
 	}
 }

@@ -7,7 +7,7 @@
 // Appendix C the closed-form proximal maps of ℓ0, ℓ1/2, ℓ2/3 and ℓ1 and of
 // the revised ProxQuant's quantization regularizers (Regularizer), and
 // Section 4 with Appendix B the baselines and step-size schedules of the
-// experiments (Schedule; the annealing schedules Cosine, Warmup and
+// experiments (package optim/schedule; the annealing schedules Cosine, Warmup and
 // OneCycle follow PyTorch's schedulers step by step).
 //
 // A ProxGen update composes three independent parts, exactly as the paper

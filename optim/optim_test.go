@@ -9,6 +9,7 @@ import (
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/internal/parallel"
+	"github.com/proxgen/proxgen/optim/schedule"
 )
 
 func param(data ...float32) *autograd.Tensor {
@@ -375,45 +376,6 @@ func TestMomentumDecay(t *testing.T) {
 	}
 }
 
-func TestSchedules(t *testing.T) {
-	ms := EpochMultiStep(10, 0.1, 150, 250)
-	for _, c := range []struct {
-		t    int
-		want float64
-	}{{1, 1}, {1500, 1}, {1501, 0.1}, {2500, 0.1}, {2501, 0.01}} {
-		if got := ms.Rate(1, c.t); !near(got, c.want, 1e-12, 0) {
-			t.Errorf("MultiStep t=%d: %g, want %g", c.t, got, c.want)
-		}
-	}
-	sd := StepDecay{Every: 3, Gamma: 0.5}
-	if sd.Rate(2, 3) != 2 || sd.Rate(2, 4) != 1 || sd.Rate(2, 7) != 0.5 {
-		t.Errorf("StepDecay: %g %g %g", sd.Rate(2, 3), sd.Rate(2, 4), sd.Rate(2, 7))
-	}
-	if got := (InvSqrt{}).Rate(1, 4); got != 0.5 {
-		t.Errorf("InvSqrt: %g", got)
-	}
-	if got := (InvSqrt{Offset: 4}).Rate(0.06, 5); !near(got, 0.02, 1e-15, 0) {
-		t.Errorf("InvSqrt offset 4 at t=5: %g, want 0.06/sqrt(9)", got)
-	}
-	r := NewReduceOnPlateau(1/1.2, 0)
-	seq := []float64{5, 4, 4.5, 3, 3, 2.9}
-	wantScale := []float64{1, 1, 1 / 1.2, 1 / 1.2, 1 / 1.44, 1 / 1.44}
-	for i, v := range seq {
-		r.Observe(v)
-		if !near(r.Rate(1, 0), wantScale[i], 1e-12, 0) {
-			t.Errorf("plateau after %v: scale %g, want %g", seq[:i+1], r.Scale(), wantScale[i])
-		}
-	}
-	p := NewReduceOnPlateau(0.5, 1)
-	p.MinScale = 0.3
-	for _, v := range []float64{1, 2, 2, 2, 2, 2, 2} {
-		p.Observe(v)
-	}
-	if p.Scale() != 0.3 {
-		t.Errorf("patience 1 with floor: scale %g, want 0.3", p.Scale())
-	}
-}
-
 // bigParams returns a few parameters spanning several chunks.
 func bigParams(seed uint64) []*autograd.Tensor {
 	rng := rand.New(rand.NewPCG(seed, 7))
@@ -462,7 +424,7 @@ type optCase struct {
 
 func optCases() []optCase {
 	names := []string{"conv.w", "fc.w", "bn.b", "emb.w"}
-	plateau := func() Schedule { return NewReduceOnPlateau(0.5, 0) }
+	plateau := func() schedule.Schedule { return schedule.NewReduceOnPlateau(0.5, 0) }
 	return []optCase{
 		{"proxgen-adam-l1/2-plateau", func(ps []*autograd.Tensor) Optimizer {
 			c := ProxGenAdam(0.9, 0.999, 1e-8)
@@ -474,17 +436,17 @@ func optCases() []optCase {
 		}},
 		{"proxgen-adam-l1-warmup-cosine", func(ps []*autograd.Tensor) Optimizer {
 			c := ProxGenAdam(0.9, 0.999, 1e-8)
-			c.Schedule = Warmup{Steps: 3, StartFactor: 0.1, Then: Cosine{T: 7, Min: 1e-4}}
+			c.Schedule = schedule.Warmup{Steps: 3, StartFactor: 0.1, Then: schedule.Cosine{T: 7, Min: 1e-4}}
 			return New(DefaultGroups(names, ps, L1(), 1e-2, 1e-2, 1e-2), c)
 		}},
 		{"sgd-onecycle-three", func(ps []*autograd.Tensor) Optimizer {
 			c := SGDConfig(0.9, false)
-			c.Schedule = OneCycle{Total: 9, PctStart: 0.3, ThreePhase: true}
+			c.Schedule = schedule.OneCycle{Total: 9, PctStart: 0.3, ThreePhase: true}
 			return New(DefaultGroups(nil, ps, nil, 0, 1e-4, 0.1), c)
 		}},
 		{"proxgen-adam-l0-warmup-plateau", func(ps []*autograd.Tensor) Optimizer {
 			c := ProxGenAdam(0.9, 0.999, 1e-8)
-			c.Schedule = Warmup{Steps: 2, StartFactor: 0.5, Then: plateau()}
+			c.Schedule = schedule.Warmup{Steps: 2, StartFactor: 0.5, Then: plateau()}
 			return New(DefaultGroups(names, ps, L0(), 1e-3, 0, 1e-2), c)
 		}},
 		{"adagrad-prox-l0", func(ps []*autograd.Tensor) Optimizer {
@@ -536,10 +498,10 @@ func TestResumeBitIdentical(t *testing.T) {
 			observe := func(o Optimizer, k int) {
 				if pg, ok := o.(*ProxGen); ok {
 					s := pg.cfg.Schedule
-					if w, ok := s.(Warmup); ok {
+					if w, ok := s.(schedule.Warmup); ok {
 						s = w.Then
 					}
-					if r, ok := s.(*ReduceOnPlateau); ok {
+					if r, ok := s.(*schedule.ReduceOnPlateau); ok {
 						r.Observe(float64(k % 3)) // non-monotone: reduces sometimes
 					}
 				}

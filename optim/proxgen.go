@@ -6,6 +6,7 @@ import (
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/internal/parallel"
+	"github.com/proxgen/proxgen/optim/schedule"
 )
 
 // RegMode says how an optimizer treats the groups' regularizers.
@@ -45,7 +46,7 @@ type Config struct {
 	// Precond builds C_t + δI; nil means Identity{}.
 	Precond Preconditioner
 	// Schedule gives α_t from each group's LR; nil means Constant{}.
-	Schedule Schedule
+	Schedule schedule.Schedule
 	// CoupledWeightDecay adds ζθ to the gradient (SGD, Adam) instead of
 	// the decoupled θ̄ = (1 − α_t ζ)θ applied first (ProxGenW, AdamW).
 	CoupledWeightDecay bool
@@ -198,7 +199,7 @@ func New(groups []*Group, cfg Config) *ProxGen {
 		cfg.Precond = Identity{}
 	}
 	if cfg.Schedule == nil {
-		cfg.Schedule = Constant{}
+		cfg.Schedule = schedule.Constant{}
 	}
 	if cfg.SubgradEps == 0 {
 		cfg.SubgradEps = 1e-8
@@ -560,7 +561,7 @@ func (o *ProxGen) State() *State {
 			st.Tensors[sl.name+".v"] = append([]float32(nil), sl.s...)
 		}
 	}
-	if s, ok := o.cfg.Schedule.(Stateful); ok {
+	if s, ok := o.cfg.Schedule.(schedule.Stateful); ok {
 		s.SaveState(st, "schedule.")
 	}
 	return st
@@ -589,7 +590,7 @@ func (o *ProxGen) LoadState(st *State) error {
 			loads = append(loads, f)
 		}
 	}
-	if s, ok := o.cfg.Schedule.(Stateful); ok {
+	if s, ok := o.cfg.Schedule.(schedule.Stateful); ok {
 		if err := s.LoadState(st, "schedule."); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/proxgen/proxgen/internal/parallel"
+	"github.com/proxgen/proxgen/optim/schedule"
 )
 
 // ProxSGDConfig configures Prox-SGD (Yang et al., ICLR 2020). The zero
@@ -16,12 +17,12 @@ type ProxSGDConfig struct {
 	// BiasCorrection: true, StepOffset: 1}.
 	Precond Preconditioner
 	// Eps gives ε_t from each group's LR; nil means InvSqrt{Offset: 4}.
-	Eps Schedule
+	Eps schedule.Schedule
 	// Rho gives ρ_t, the weight of the new gradient in v_t, from Rho0;
 	// nil means InvSqrt{Offset: 4}. (Prox-SGD's ρ weights the new
 	// gradient; ProxGen's momentum ρ weights the old estimate, so
 	// ProxGen's ρ = 0.9 is Prox-SGD's Constant ρ_t = 0.1.)
-	Rho Schedule
+	Rho schedule.Schedule
 	// Rho0 is the base of the Rho schedule; 0 means 0.9.
 	Rho0 float64
 	// ScaledGradient scales the gradient term of the subproblem by ε_t
@@ -59,10 +60,10 @@ func NewProxSGD(groups []*Group, cfg ProxSGDConfig) *ProxSGD {
 		cfg.Precond = AdamPrecond{Beta: 0.999, Delta: 1e-8, BiasCorrection: true, StepOffset: 1}
 	}
 	if cfg.Eps == nil {
-		cfg.Eps = InvSqrt{Offset: 4}
+		cfg.Eps = schedule.InvSqrt{Offset: 4}
 	}
 	if cfg.Rho == nil {
-		cfg.Rho = InvSqrt{Offset: 4}
+		cfg.Rho = schedule.InvSqrt{Offset: 4}
 	}
 	if cfg.Rho0 == 0 {
 		cfg.Rho0 = 0.9
@@ -224,10 +225,10 @@ func (o *ProxSGD) State() *State {
 			st.Tensors[sl.name+".v"] = append([]float32(nil), sl.s...)
 		}
 	}
-	if s, ok := o.cfg.Eps.(Stateful); ok {
+	if s, ok := o.cfg.Eps.(schedule.Stateful); ok {
 		s.SaveState(st, "eps_schedule.")
 	}
-	if s, ok := o.cfg.Rho.(Stateful); ok {
+	if s, ok := o.cfg.Rho.(schedule.Stateful); ok {
 		s.SaveState(st, "rho_schedule.")
 	}
 	return st
@@ -255,12 +256,12 @@ func (o *ProxSGD) LoadState(st *State) error {
 			loads = append(loads, f)
 		}
 	}
-	if s, ok := o.cfg.Eps.(Stateful); ok {
+	if s, ok := o.cfg.Eps.(schedule.Stateful); ok {
 		if err := s.LoadState(st, "eps_schedule."); err != nil {
 			return err
 		}
 	}
-	if s, ok := o.cfg.Rho.(Stateful); ok {
+	if s, ok := o.cfg.Rho.(schedule.Stateful); ok {
 		if err := s.LoadState(st, "rho_schedule."); err != nil {
 			return err
 		}

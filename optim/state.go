@@ -40,6 +40,9 @@ func (s *State) Float64(key string) (float64, error) {
 	return math.Float64frombits(uint64(v)), nil
 }
 
+// SetInt stores v under key in Ints.
+func (s *State) SetInt(key string, v int64) { s.Ints[key] = v }
+
 // Int returns the integer stored under key.
 func (s *State) Int(key string) (int64, error) {
 	v, ok := s.Ints[key]
@@ -71,15 +74,4 @@ func (s *State) checked(dst []float32, key string) (func(), error) {
 		return nil, fmt.Errorf("optim: state tensor %q has %d elements, parameter needs %d", key, len(v), len(dst))
 	}
 	return func() { copy(dst, v) }, nil
-}
-
-// Stateful is implemented by schedules and other components whose state
-// must survive a checkpoint. SaveState writes entries whose names start
-// with prefix; LoadState reads them back.
-type Stateful interface {
-	// SaveState adds the component's entries to s.
-	SaveState(s *State, prefix string)
-	// LoadState restores them, or returns an error naming a missing or
-	// malformed entry.
-	LoadState(s *State, prefix string) error
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/optim"
+	"github.com/proxgen/proxgen/optim/schedule"
 )
 
 // problem is a Lasso instance: minimise (1/2n)‖y − Xθ‖² + λ‖θ‖₁.
@@ -115,7 +116,7 @@ func solve(pr *problem, st settings) ([]float32, float64, error) {
 		// step size drops ×0.1 at 50% and 75% of the run so the iterates
 		// settle instead of oscillating at the scale of α.
 		cfg := optim.ProxGenAdam(0.9, 0.999, 1e-8)
-		cfg.Schedule = optim.MultiStep{Milestones: []int{st.steps / 2, st.steps * 3 / 4}, Gamma: 0.1}
+		cfg.Schedule = schedule.MultiStep{Milestones: []int{st.steps / 2, st.steps * 3 / 4}, Gamma: 0.1}
 		opt = optim.New(groups, cfg)
 	case "proxsgd":
 		// Prox-SGD with the Adam preconditioner and its official

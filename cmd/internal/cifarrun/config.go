@@ -13,6 +13,7 @@ import (
 	"github.com/proxgen/proxgen/nn/models"
 	"github.com/proxgen/proxgen/nn/train"
 	"github.com/proxgen/proxgen/optim"
+	"github.com/proxgen/proxgen/optim/schedule"
 )
 
 // config holds every setting of a run. It is stored (as JSON) in the
@@ -497,11 +498,11 @@ func parseReg(s string) (optim.Regularizer, error) {
 	return r, nil
 }
 
-// parseSchedule parses a -schedule value (optim.ParseSchedule's grammar).
+// parseSchedule parses a -schedule value (schedule.Parse's grammar).
 // A warm-up cannot precede plateau here: the trainer observes the test
 // loss through the schedule itself.
-func parseSchedule(s string) (optim.ScheduleSpec, error) {
-	sp, err := optim.ParseSchedule(s)
+func parseSchedule(s string) (schedule.Spec, error) {
+	sp, err := schedule.Parse(s)
 	if err != nil {
 		return sp, fmt.Errorf("-schedule: %w", err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/proxgen/proxgen/optim"
+	"github.com/proxgen/proxgen/optim/schedule"
 )
 
 func mustParse(t *testing.T, args ...string) *config {
@@ -185,7 +185,7 @@ func TestParseSchedule(t *testing.T) {
 }
 
 // build returns sp's schedule for 400 epochs of perEpoch updates.
-func build(t *testing.T, sp optim.ScheduleSpec, perEpoch int) optim.Schedule {
+func build(t *testing.T, sp schedule.Spec, perEpoch int) schedule.Schedule {
 	t.Helper()
 	s, err := sp.Build(perEpoch, 400)
 	if err != nil {

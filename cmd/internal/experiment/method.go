@@ -6,6 +6,7 @@ import (
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/optim"
+	"github.com/proxgen/proxgen/optim/schedule"
 )
 
 // MethodConfig describes a training method: a named optimizer
@@ -30,7 +31,7 @@ type MethodConfig struct {
 	Hyper optim.Hyper
 	// Schedule is the step-size schedule (nil: constant); for proxsgd it
 	// gives ε_t.
-	Schedule optim.Schedule
+	Schedule schedule.Schedule
 	// CoupleBN groups each convolution filter with the γ and β of the
 	// batch norm after it for the group regularizers (optim.Couple).
 	CoupleBN bool
@@ -45,7 +46,7 @@ type Method struct {
 	// Opt is the optimizer over the model's parameters (and the gates).
 	Opt optim.Optimizer
 	// Schedule is the optimizer's step-size schedule (never nil).
-	Schedule optim.Schedule
+	Schedule schedule.Schedule
 	// Reg is the group of the regularized (or binarised) weights; nil
 	// when the method has no regularizer.
 	Reg *optim.Group
@@ -69,7 +70,7 @@ func NewMethod(model nn.Module, c MethodConfig) (*Method, error) {
 	}
 	m := &Method{Schedule: c.Schedule, lambda: c.Lambda, homotopy: c.Homotopy}
 	if m.Schedule == nil {
-		m.Schedule = optim.Constant{}
+		m.Schedule = schedule.Constant{}
 	}
 	names, params := nn.SplitParams(model.Params())
 	m.Params = params
@@ -151,12 +152,12 @@ func (m *Method) LRAt(steps int) float64 {
 
 // Plateau returns the schedule's ReduceOnPlateau (also after a warm-up),
 // which the caller feeds the validation loss; nil for other schedules.
-func (m *Method) Plateau() *optim.ReduceOnPlateau {
+func (m *Method) Plateau() *schedule.ReduceOnPlateau {
 	s := m.Schedule
-	if w, ok := s.(optim.Warmup); ok {
+	if w, ok := s.(schedule.Warmup); ok {
 		s = w.Then
 	}
-	p, _ := s.(*optim.ReduceOnPlateau)
+	p, _ := s.(*schedule.ReduceOnPlateau)
 	return p
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/proxgen/proxgen/nn/models"
 	"github.com/proxgen/proxgen/nn/train"
 	"github.com/proxgen/proxgen/optim"
+	"github.com/proxgen/proxgen/optim/schedule"
 )
 
 // Exit statuses of run.
@@ -120,7 +121,7 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.HardQuant, "hard-quant-epoch", c.HardQuant, "binary regularizers: set the regularized weights to sign(w) and freeze them after this epoch (0: never)")
 	fs.Float64Var(&c.Clip, "clip", c.Clip, "clip the gradient norm of all parameters to this value (0: no clipping)")
 	fs.Float64Var(&c.LRDecay, "lr-decay", c.LRDecay, "divide the step size by this after an epoch whose validation loss did not improve (1: never)")
-	fs.StringVar(&c.Schedule, "schedule", c.Schedule, "step-size schedule instead of -lr-decay's plateau rule: "+optim.ScheduleSyntax+" (epochs count passes over the training data; plateau observes the validation loss)")
+	fs.StringVar(&c.Schedule, "schedule", c.Schedule, "step-size schedule instead of -lr-decay's plateau rule: "+schedule.Syntax+" (epochs count passes over the training data; plateau observes the validation loss)")
 	fs.Float64Var(&c.Beta1, "beta1", c.Beta1, "Adam/ProxGen first-moment decay")
 	fs.Float64Var(&c.Beta2, "beta2", c.Beta2, "Adam/ProxGen second-moment decay")
 	fs.Float64Var(&c.Eps, "eps", c.Eps, "Adam/ProxGen δ")
@@ -234,7 +235,7 @@ func (c *config) check() error {
 		if c.explicit["lr-decay"] {
 			return usageError("-schedule and -lr-decay exclude each other (use -schedule plateau:FACTOR)")
 		}
-		sp, err := optim.ParseSchedule(c.Schedule)
+		sp, err := schedule.Parse(c.Schedule)
 		if err == nil {
 			err = sp.Check(c.Epochs)
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/proxgen/proxgen/nn/models"
 	"github.com/proxgen/proxgen/nn/train"
 	"github.com/proxgen/proxgen/optim"
+	"github.com/proxgen/proxgen/optim/schedule"
 )
 
 // NoTrainNote is the notice printed when ptb.valid.txt stands in for the
@@ -136,10 +137,10 @@ func newMethod(c *config, m *models.LanguageModel, perEpoch int) (*experiment.Me
 	if err != nil {
 		return nil, err
 	}
-	var sched optim.Schedule
+	var sched schedule.Schedule
 	switch {
 	case c.Schedule != "":
-		sp, err := optim.ParseSchedule(c.Schedule)
+		sp, err := schedule.Parse(c.Schedule)
 		if err != nil {
 			return nil, fmt.Errorf("-schedule: %w", err)
 		}
@@ -147,7 +148,7 @@ func newMethod(c *config, m *models.LanguageModel, perEpoch int) (*experiment.Me
 			return nil, fmt.Errorf("-schedule: %w", err)
 		}
 	case c.LRDecay > 1:
-		sched = optim.NewReduceOnPlateau(1/c.LRDecay, 0)
+		sched = schedule.NewReduceOnPlateau(1/c.LRDecay, 0)
 	}
 	return experiment.NewMethod(m, experiment.MethodConfig{
 		Optimizer:   c.Optimizer,

@@ -1,4 +1,4 @@
-package optim
+package schedule
 
 import (
 	"fmt"
@@ -24,7 +24,7 @@ type Cosine struct {
 // Rate implements Schedule.
 func (s Cosine) Rate(base float64, t int) float64 {
 	if s.T <= 0 {
-		panic(fmt.Sprintf("optim.Cosine: T = %d must be positive", s.T))
+		panic(fmt.Sprintf("schedule.Cosine: T = %d must be positive", s.T))
 	}
 	return s.Min + (base-s.Min)*(1+math.Cos(math.Pi*float64(t-1)/float64(s.T)))/2
 }
@@ -42,7 +42,7 @@ func (s Cosine) Rate(base float64, t int) float64 {
 // base·(StartFactor + (1−StartFactor)·(Steps−1)/Steps)), and Then sees
 // update 1 at update Steps+1 of the run: a Cosine with T = total − Steps
 // reaches its floor right after the last update of a run of total updates
-// (as ScheduleSpec.Build sets it up), and MultiStep milestones count from
+// (as Spec.Build sets it up), and MultiStep milestones count from
 // the end of the warm-up. Then may be any Schedule
 // (nil means Constant{}); a ReduceOnPlateau keeps being observed through
 // the pointer the caller holds. StartFactor must be in [0, 1]; PyTorch's
@@ -56,7 +56,7 @@ type Warmup struct {
 // Rate implements Schedule.
 func (s Warmup) Rate(base float64, t int) float64 {
 	if s.Steps < 0 || !(s.StartFactor >= 0 && s.StartFactor <= 1) {
-		panic(fmt.Sprintf("optim.Warmup: Steps = %d must not be negative and StartFactor = %v must be in [0, 1]", s.Steps, s.StartFactor))
+		panic(fmt.Sprintf("schedule.Warmup: Steps = %d must not be negative and StartFactor = %v must be in [0, 1]", s.Steps, s.StartFactor))
 	}
 	if t <= s.Steps {
 		return base * (s.StartFactor + (1-s.StartFactor)*float64(t-1)/float64(s.Steps))
@@ -69,14 +69,14 @@ func (s Warmup) Rate(base float64, t int) float64 {
 
 // SaveState implements Stateful: it saves Then's state when Then is
 // Stateful (the warm-up itself depends only on the update counter).
-func (s Warmup) SaveState(st *State, prefix string) {
+func (s Warmup) SaveState(st Checkpoint, prefix string) {
 	if th, ok := s.Then.(Stateful); ok {
 		th.SaveState(st, prefix)
 	}
 }
 
 // LoadState implements Stateful.
-func (s Warmup) LoadState(st *State, prefix string) error {
+func (s Warmup) LoadState(st Checkpoint, prefix string) error {
 	if th, ok := s.Then.(Stateful); ok {
 		return th.LoadState(st, prefix)
 	}
@@ -122,7 +122,7 @@ func NewOneCycle(total int) OneCycle {
 // Rate implements Schedule.
 func (s OneCycle) Rate(base float64, t int) float64 {
 	if s.Total <= 0 || !(s.PctStart >= 0 && s.PctStart <= 1) {
-		panic(fmt.Sprintf("optim.OneCycle: Total = %d must be positive and PctStart = %v in [0, 1]", s.Total, s.PctStart))
+		panic(fmt.Sprintf("schedule.OneCycle: Total = %d must be positive and PctStart = %v in [0, 1]", s.Total, s.PctStart))
 	}
 	div, final := s.DivFactor, s.FinalDivFactor
 	if div == 0 {

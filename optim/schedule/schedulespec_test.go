@@ -1,4 +1,4 @@
-package optim
+package schedule
 
 import (
 	"math"
@@ -29,9 +29,9 @@ func TestParseScheduleErrors(t *testing.T) {
 		{"warmup:2+cosine:x", "floor"},
 		{"warmupx:2", "needs EPOCHS"},
 	} {
-		_, err := ParseSchedule(c.spec)
+		_, err := Parse(c.spec)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("ParseSchedule(%q) = %v, want an error containing %q", c.spec, err, c.want)
+			t.Errorf("Parse(%q) = %v, want an error containing %q", c.spec, err, c.want)
 		}
 	}
 }
@@ -59,9 +59,9 @@ func TestScheduleSpecBuild(t *testing.T) {
 		{"warmup:1:0.1+multistep:5", Warmup{Steps: 10, StartFactor: 0.1, Then: MultiStep{Milestones: []int{50}, Gamma: 0.1}}},
 		{"warmup:3:0.5+onecycle:0.2", Warmup{Steps: 30, StartFactor: 0.5, Then: OneCycle{Total: 170, PctStart: 0.2, DivFactor: 25, FinalDivFactor: 1e4}}},
 	} {
-		sp, err := ParseSchedule(c.spec)
+		sp, err := Parse(c.spec)
 		if err != nil {
-			t.Fatalf("ParseSchedule(%q): %v", c.spec, err)
+			t.Fatalf("Parse(%q): %v", c.spec, err)
 		}
 		got, err := sp.Build(perEpoch, epochs)
 		if err != nil {
@@ -74,7 +74,7 @@ func TestScheduleSpecBuild(t *testing.T) {
 			}
 		}
 	}
-	sp, _ := ParseSchedule("warmup:1+plateau:0.5")
+	sp, _ := Parse("warmup:1+plateau:0.5")
 	s, err := sp.Build(perEpoch, epochs)
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestScheduleSpecBuild(t *testing.T) {
 	if err := sp.Check(2); err != nil {
 		t.Fatalf("warm-up of 1 epoch in 2: %v", err)
 	}
-	sp, _ = ParseSchedule("warmup:20+cosine")
+	sp, _ = Parse("warmup:20+cosine")
 	if err := sp.Check(20); err == nil {
 		t.Fatal("Check accepted a warm-up as long as the run")
 	}

@@ -1,4 +1,4 @@
-package optim
+package schedule
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package optim
+package schedule
 
 import (
 	"fmt"
@@ -60,7 +60,7 @@ type StepDecay struct {
 // Rate implements Schedule.
 func (s StepDecay) Rate(base float64, t int) float64 {
 	if s.Every <= 0 {
-		panic(fmt.Sprintf("optim.StepDecay: Every = %d must be positive", s.Every))
+		panic(fmt.Sprintf("schedule.StepDecay: Every = %d must be positive", s.Every))
 	}
 	return base * math.Pow(s.Gamma, float64((t-1)/s.Every))
 }
@@ -104,7 +104,7 @@ type ReduceOnPlateau struct {
 // factor after more than patience observations without improvement.
 func NewReduceOnPlateau(factor float64, patience int) *ReduceOnPlateau {
 	if !(factor > 0 && factor < 1) {
-		panic(fmt.Sprintf("optim.NewReduceOnPlateau: factor = %v must be in (0, 1)", factor))
+		panic(fmt.Sprintf("schedule.NewReduceOnPlateau: factor = %v must be in (0, 1)", factor))
 	}
 	return &ReduceOnPlateau{Factor: factor, Patience: patience, scale: 1}
 }
@@ -142,19 +142,19 @@ func (s *ReduceOnPlateau) Observe(metric float64) bool {
 }
 
 // SaveState implements Stateful.
-func (s *ReduceOnPlateau) SaveState(st *State, prefix string) {
+func (s *ReduceOnPlateau) SaveState(st Checkpoint, prefix string) {
 	st.SetFloat64(prefix+"scale", s.Scale())
 	st.SetFloat64(prefix+"best", s.best)
-	st.Ints[prefix+"bad"] = int64(s.bad)
+	st.SetInt(prefix+"bad", int64(s.bad))
 	seen := int64(0)
 	if s.seen {
 		seen = 1
 	}
-	st.Ints[prefix+"seen"] = seen
+	st.SetInt(prefix+"seen", seen)
 }
 
 // LoadState implements Stateful.
-func (s *ReduceOnPlateau) LoadState(st *State, prefix string) error {
+func (s *ReduceOnPlateau) LoadState(st Checkpoint, prefix string) error {
 	scale, err := st.Float64(prefix + "scale")
 	if err != nil {
 		return err

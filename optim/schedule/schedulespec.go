@@ -1,4 +1,4 @@
-package optim
+package schedule
 
 import (
 	"fmt"
@@ -7,15 +7,15 @@ import (
 	"strings"
 )
 
-// ScheduleSyntax describes the schedules ParseSchedule accepts, for flag
+// Syntax describes the schedules Parse accepts, for flag
 // help texts.
-const ScheduleSyntax = "const, multistep:E1,E2[:GAMMA], step:EVERY:GAMMA, invsqrt[:OFFSET], plateau:FACTOR, cosine[:FLOOR], " +
+const Syntax = "const, multistep:E1,E2[:GAMMA], step:EVERY:GAMMA, invsqrt[:OFFSET], plateau:FACTOR, cosine[:FLOOR], " +
 	"onecycle[:PCT[:DIV[:FINALDIV]]][:three][:linear], each optionally preceded by warmup:EPOCHS[:START]+"
 
-// ScheduleSpec is a step-size schedule described in epochs, as programs
-// take it from a flag. ParseSchedule reads one; Build turns it into a
+// Spec is a step-size schedule described in epochs, as programs
+// take it from a flag. Parse reads one; Build turns it into a
 // Schedule once the number of updates per epoch and of epochs is known.
-type ScheduleSpec struct {
+type Spec struct {
 	// Kind is const, multistep, step, invsqrt, plateau, cosine or
 	// onecycle.
 	Kind string
@@ -41,7 +41,7 @@ type ScheduleSpec struct {
 	WarmupStart float64
 }
 
-// ParseSchedule parses a schedule description (see ScheduleSyntax):
+// Parse parses a schedule description (see Syntax):
 //
 //	const                         the base step size throughout
 //	multistep:E1,E2[:GAMMA]       times GAMMA (default 0.1) after epochs E1, E2, …
@@ -57,11 +57,11 @@ type ScheduleSpec struct {
 // milestones count from there; cosine and onecycle span the rest of the
 // run), as with PyTorch's SequentialLR. "warmup:EPOCHS[:START]" alone is
 // followed by const.
-func ParseSchedule(s string) (ScheduleSpec, error) {
-	bad := func(why string) (ScheduleSpec, error) {
-		return ScheduleSpec{}, fmt.Errorf("schedule %q: %s (want %s)", s, why, ScheduleSyntax)
+func Parse(s string) (Spec, error) {
+	bad := func(why string) (Spec, error) {
+		return Spec{}, fmt.Errorf("schedule %q: %s (want %s)", s, why, Syntax)
 	}
-	var sp ScheduleSpec
+	var sp Spec
 	rest := s
 	if strings.HasPrefix(s, "warmup") {
 		w, after, found := strings.Cut(s, "+")
@@ -209,9 +209,9 @@ func ParseSchedule(s string) (ScheduleSpec, error) {
 
 // Check reports an error when sp cannot describe a run of epochs epochs:
 // when its warm-up would take the whole run.
-func (sp ScheduleSpec) Check(epochs int) error {
+func (sp Spec) Check(epochs int) error {
 	if sp.WarmupEpochs >= float64(epochs) {
-		return fmt.Errorf("optim: warm-up of %v epochs leaves nothing of a run of %d epochs", sp.WarmupEpochs, epochs)
+		return fmt.Errorf("schedule: warm-up of %v epochs leaves nothing of a run of %d epochs", sp.WarmupEpochs, epochs)
 	}
 	return nil
 }
@@ -219,9 +219,9 @@ func (sp ScheduleSpec) Check(epochs int) error {
 // Build returns the Schedule sp describes for a run of epochs epochs of
 // perEpoch updates each. The warm-up lasts round(WarmupEpochs·perEpoch)
 // updates (at least one); cosine and onecycle span the updates after it.
-func (sp ScheduleSpec) Build(perEpoch, epochs int) (Schedule, error) {
+func (sp Spec) Build(perEpoch, epochs int) (Schedule, error) {
 	if perEpoch <= 0 || epochs <= 0 {
-		return nil, fmt.Errorf("optim: schedule over %d epochs of %d updates: both must be positive", epochs, perEpoch)
+		return nil, fmt.Errorf("schedule: schedule over %d epochs of %d updates: both must be positive", epochs, perEpoch)
 	}
 	warm := 0
 	if sp.WarmupEpochs > 0 {
@@ -229,7 +229,7 @@ func (sp ScheduleSpec) Build(perEpoch, epochs int) (Schedule, error) {
 	}
 	left := perEpoch*epochs - warm
 	if left <= 0 {
-		return nil, fmt.Errorf("optim: warm-up of %v epochs (%d updates) leaves nothing of a run of %d epochs of %d updates", sp.WarmupEpochs, warm, epochs, perEpoch)
+		return nil, fmt.Errorf("schedule: warm-up of %v epochs (%d updates) leaves nothing of a run of %d epochs of %d updates", sp.WarmupEpochs, warm, epochs, perEpoch)
 	}
 	var s Schedule
 	switch sp.Kind {
@@ -250,7 +250,7 @@ func (sp ScheduleSpec) Build(perEpoch, epochs int) (Schedule, error) {
 		oc.Total = left
 		s = oc
 	default:
-		return nil, fmt.Errorf("optim: unknown schedule kind %q", sp.Kind)
+		return nil, fmt.Errorf("schedule: unknown schedule kind %q", sp.Kind)
 	}
 	if warm > 0 {
 		s = Warmup{Steps: warm, StartFactor: sp.WarmupStart, Then: s}
