@@ -3,14 +3,13 @@ package main
 import (
 	"github.com/proxgen/proxgen/cmd/internal/cifarrun"
 	"github.com/proxgen/proxgen/cmd/internal/experiment"
-	"github.com/proxgen/proxgen/optim"
 )
 
 // The names the tests of the program use for its parts, which live in
 // package cifarrun.
 var (
 	run        = cifarrun.Main
-	optimizers = optim.MethodNames()
+	optimizers = experiment.MethodNames()
 )
 
 type (

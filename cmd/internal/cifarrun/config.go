@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/proxgen/proxgen/cmd/internal/experiment"
 	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/nn/models"
 	"github.com/proxgen/proxgen/nn/train"
@@ -94,8 +95,8 @@ type config struct {
 	resumed *train.Checkpoint
 }
 
-// optimizers are the names of the methods (optim.MethodNames).
-var optimizers = optim.MethodNames()
+// optimizers are the names of the methods (experiment.MethodNames).
+var optimizers = experiment.MethodNames()
 
 // mutableOnResume lists the flags a resumed run may change; every other
 // flag given with -resume must equal the stored setting.
@@ -203,13 +204,13 @@ func (c *config) binary() bool { return c.binaryReg() || c.Optimizer == "bc" }
 
 // usesReg reports whether the optimizer takes a regularizer.
 func (c *config) usesReg() bool {
-	m, err := optim.LookupMethod(c.Optimizer)
+	m, err := experiment.LookupMethod(c.Optimizer)
 	return err == nil && m.TakesReg
 }
 
 // adamFamily reports whether the optimizer uses the Adam moments.
 func (c *config) adamFamily() bool {
-	m, err := optim.LookupMethod(c.Optimizer)
+	m, err := experiment.LookupMethod(c.Optimizer)
 	return err == nil && m.Adam
 }
 

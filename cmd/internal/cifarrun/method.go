@@ -53,7 +53,7 @@ func newMethod(c *config, model nn.Module, nTrain, perEpoch int) (*experiment.Me
 		Homotopy:    c.Homotopy == "on",
 		WD:          c.WD,
 		LR:          c.LR,
-		Hyper:       optim.Hyper{Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps, Momentum: c.Momentum},
+		Hyper:       experiment.Hyper{Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps, Momentum: c.Momentum},
 		Schedule:    sched,
 		CoupleBN:    !c.NoCoupleBN,
 		Seed:        c.Seed,

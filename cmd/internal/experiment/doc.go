@@ -1,6 +1,6 @@
 // Package experiment holds what training programs share around a
 // train.Loop: the training method built from a method name
-// (optim.LookupMethod) with its regularized group, λ schedule, hard
+// (LookupMethod) with its regularized group, λ schedule, hard
 // quantisation and ℓ0 hard-concrete gates (Method), the statistics of the
 // weights that metrics report (ComputeWeightStats), and the plumbing of a
 // run folder (ReadStoredRun, MergeFlags for -resume, CheckNewRun,

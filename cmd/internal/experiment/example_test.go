@@ -50,7 +50,7 @@ func trainMLP(dir, optimizer, reg string, epochs int) ([]record, error) {
 	m, err := experiment.NewMethod(model, experiment.MethodConfig{
 		Optimizer: optimizer, Reg: r, Lambda: 2e-3, LR: 1e-2,
 		Regularized: func(_ string, t *autograd.Tensor) bool { return optim.IsWeight(t) },
-		Hyper:       optim.Hyper{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8},
+		Hyper:       experiment.Hyper{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8},
 	})
 	if err != nil {
 		return nil, err

@@ -10,10 +10,10 @@ import (
 )
 
 // MethodConfig describes a training method: a named optimizer
-// (optim.LookupMethod), its regularizer and hyperparameters, and which
+// (LookupMethod), its regularizer and hyperparameters, and which
 // parameters the regularizer acts on.
 type MethodConfig struct {
-	// Optimizer names the method (optim.MethodNames).
+	// Optimizer names the method (MethodNames).
 	Optimizer string
 	// Reg is the regularizer (nil: none) of the regularized parameters.
 	Reg optim.Regularizer
@@ -28,7 +28,7 @@ type MethodConfig struct {
 	// WD is the weight decay and LR the base step size of every group.
 	WD, LR float64
 	// Hyper holds the Adam moments, δ and SGD's momentum.
-	Hyper optim.Hyper
+	Hyper Hyper
 	// Schedule is the step-size schedule (nil: constant); for proxsgd it
 	// gives ε_t.
 	Schedule schedule.Schedule
@@ -64,7 +64,7 @@ type Method struct {
 
 // NewMethod builds the method c over the parameters of model.
 func NewMethod(model nn.Module, c MethodConfig) (*Method, error) {
-	desc, err := optim.LookupMethod(c.Optimizer)
+	desc, err := LookupMethod(c.Optimizer)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +91,7 @@ func NewMethod(model nn.Module, c MethodConfig) (*Method, error) {
 			m.Reg = g // the group of the regularized (binarised) weights
 		}
 	}
-	if desc.Kind == optim.GatedKind {
+	if desc.Kind == GatedKind {
 		if m.Gates, err = nn.NewHardConcreteGates(model, c.Regularized, c.Lambda, c.Seed); err != nil {
 			return nil, err
 		}
@@ -105,9 +105,9 @@ func NewMethod(model nn.Module, c MethodConfig) (*Method, error) {
 	cfg := desc.Config(c.Hyper)
 	cfg.Schedule = c.Schedule
 	switch desc.Kind {
-	case optim.ProxSGDKind:
+	case ProxSGDKind:
 		m.Opt = optim.NewProxSGD(groups, optim.ProxSGDConfig{Eps: c.Schedule})
-	case optim.BinaryConnectKind:
+	case BinaryConnectKind:
 		if m.Reg == nil {
 			return nil, fmt.Errorf("-optimizer %s: the model has no weights to binarise", c.Optimizer)
 		}
@@ -115,7 +115,7 @@ func NewMethod(model nn.Module, c MethodConfig) (*Method, error) {
 	default:
 		m.Opt = optim.New(groups, cfg)
 	}
-	if m.Reg != nil && m.Reg.Reg == nil && desc.Kind != optim.BinaryConnectKind {
+	if m.Reg != nil && m.Reg.Reg == nil && desc.Kind != BinaryConnectKind {
 		m.Reg = nil // no regularizer: nothing to anneal or quantise
 	}
 	m.SetEpoch(0)

@@ -158,7 +158,7 @@ func newMethod(c *config, m *models.LanguageModel, perEpoch int) (*experiment.Me
 		Homotopy:    c.Homotopy,
 		WD:          c.WD,
 		LR:          c.LR,
-		Hyper:       optim.Hyper{Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps, Momentum: c.Momentum},
+		Hyper:       experiment.Hyper{Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps, Momentum: c.Momentum},
 		Schedule:    sched,
 	})
 }

@@ -1,8 +1,10 @@
-package optim
+package experiment
 
 import (
 	"fmt"
 	"strings"
+
+	"github.com/proxgen/proxgen/optim"
 )
 
 // Hyper holds the hyperparameters a named method takes besides the
@@ -32,9 +34,9 @@ const (
 	GatedKind
 )
 
-// Method is a training method known by name (LookupMethod): what it
+// MethodInfo describes a training method known by name (LookupMethod): what it
 // builds and which regularizers it takes.
-type Method struct {
+type MethodInfo struct {
 	// Name is the method's name, as the programs' -optimizer flag takes it.
 	Name string
 	// Kind says how the optimizer is built.
@@ -47,37 +49,37 @@ type Method struct {
 	// Doc is a one-line description.
 	Doc string
 	// config returns the optimizer configuration; nil for ProxSGDKind.
-	config func(h Hyper) Config
+	config func(h Hyper) optim.Config
 }
 
 // Config returns the optimizer configuration of m for h (the zero Config
 // for ProxSGDKind, which has none).
-func (m Method) Config(h Hyper) Config {
+func (m MethodInfo) Config(h Hyper) optim.Config {
 	if m.config == nil {
-		return Config{}
+		return optim.Config{}
 	}
 	return m.config(h)
 }
 
-func methodAdam(h Hyper) Config    { return AdamConfig(h.Beta1, h.Beta2, h.Eps) }
-func methodAdamW(h Hyper) Config   { return AdamWConfig(h.Beta1, h.Beta2, h.Eps) }
-func methodProxGen(h Hyper) Config { return ProxGenAdam(h.Beta1, h.Beta2, h.Eps) }
+func methodAdam(h Hyper) optim.Config    { return optim.AdamConfig(h.Beta1, h.Beta2, h.Eps) }
+func methodAdamW(h Hyper) optim.Config   { return optim.AdamWConfig(h.Beta1, h.Beta2, h.Eps) }
+func methodProxGen(h Hyper) optim.Config { return optim.ProxGenAdam(h.Beta1, h.Beta2, h.Eps) }
 
 // methods is the table LookupMethod reads; it is never modified.
-var methods = [...]Method{
+var methods = [...]MethodInfo{
 	{Name: "proxgen", TakesReg: true, Adam: true, Doc: "ProxGen with the Adam preconditioner (Algorithm 1)", config: methodProxGen},
 	{Name: "proxgenw", TakesReg: true, Adam: true, Doc: "ProxGen with decoupled weight decay", config: methodProxGen},
 	{Name: "adam", Adam: true, Doc: "torch.optim.Adam (coupled weight decay)", config: methodAdam},
 	{Name: "adamw", Adam: true, Doc: "torch.optim.AdamW (decoupled weight decay)", config: methodAdamW},
-	{Name: "sgd", Doc: "torch.optim.SGD with heavy-ball momentum", config: func(h Hyper) Config { return SGDConfig(h.Momentum, false) }},
-	{Name: "subgrad", TakesReg: true, Adam: true, Doc: "AdamW on the loss plus λ·R with R's smoothed subgradient", config: func(h Hyper) Config {
+	{Name: "sgd", Doc: "torch.optim.SGD with heavy-ball momentum", config: func(h Hyper) optim.Config { return optim.SGDConfig(h.Momentum, false) }},
+	{Name: "subgrad", TakesReg: true, Adam: true, Doc: "AdamW on the loss plus λ·R with R's smoothed subgradient", config: func(h Hyper) optim.Config {
 		c := methodAdamW(h)
-		c.RegMode = RegSubgradient
+		c.RegMode = optim.RegSubgradient
 		return c
 	}},
 	{Name: "proxsgd", Kind: ProxSGDKind, TakesReg: true, Doc: "Prox-SGD (Yang et al. 2020)"},
-	{Name: "proxquant", TakesReg: true, Adam: true, Doc: "ProxQuant: Adam step, Euclidean prox of a binary regularizer, clip to [−1, 1]", config: func(h Hyper) Config {
-		return ProxQuantConfig(h.Beta1, h.Beta2, h.Eps)
+	{Name: "proxquant", TakesReg: true, Adam: true, Doc: "ProxQuant: Adam step, optim.Euclidean prox of a binary regularizer, clip to [−1, 1]", config: func(h Hyper) optim.Config {
+		return optim.ProxQuantConfig(h.Beta1, h.Beta2, h.Eps)
 	}},
 	{Name: "bc", Kind: BinaryConnectKind, Adam: true, Doc: "BinaryConnect over Adam", config: methodAdam},
 	{Name: "l0hc", Kind: GatedKind, Adam: true, Doc: "ℓ0 hard-concrete gates (Louizos et al. 2018) trained with Adam", config: methodAdam},
@@ -94,11 +96,11 @@ func MethodNames() []string {
 
 // LookupMethod returns the method called name, or an error naming the
 // known ones.
-func LookupMethod(name string) (Method, error) {
+func LookupMethod(name string) (MethodInfo, error) {
 	for _, m := range methods {
 		if m.Name == name {
 			return m, nil
 		}
 	}
-	return Method{}, fmt.Errorf("optim: unknown method %q (want one of %s)", name, strings.Join(MethodNames(), ", "))
+	return MethodInfo{}, fmt.Errorf("unknown method %q (want one of %s)", name, strings.Join(MethodNames(), ", "))
 }
