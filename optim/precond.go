@@ -91,12 +91,6 @@ type AdamPrecond struct {
 	StepOffset     int     // shift of t in the bias correction
 }
 
-// Adam is the former name of AdamPrecond, kept for one release.
-//
-// Deprecated: use AdamPrecond; the name Adam read as the optimizer, which
-// AdamConfig builds.
-type Adam = AdamPrecond
-
 // NewAdamPrecond returns the Adam preconditioner with bias correction.
 func NewAdamPrecond(beta, delta float32) AdamPrecond {
 	return AdamPrecond{Beta: beta, Delta: delta, BiasCorrection: true}

@@ -54,7 +54,7 @@ func writeFixture(t *testing.T, perFile, test int) string {
 			t.Fatal(err)
 		}
 	}
-	for _, f := range cifar10.TrainFiles {
+	for _, f := range cifar10.TrainFiles() {
 		write(f, perFile)
 	}
 	write(cifar10.TestFile, test)
@@ -374,7 +374,7 @@ func TestModelFileServes(t *testing.T) {
 	}
 	spec := m.Spec()
 	if spec.Model != "resnet20" || spec.Width != 0.25 || spec.Shortcut != "A" || spec.NumClasses != 10 ||
-		!slices.Equal(spec.Mean, cifar10.DefaultMean) || !slices.Equal(spec.Std, cifar10.DefaultStd) || spec.Classes[9] != "truck" {
+		!slices.Equal(spec.Mean, cifar10.DefaultMean()) || !slices.Equal(spec.Std, cifar10.DefaultStd()) || spec.Classes[9] != "truck" {
 		t.Fatalf("spec %+v", spec)
 	}
 	test, err := cifar10.ReadFile(filepath.Join(data, cifar10.FolderName, cifar10.TestFile))

@@ -55,9 +55,12 @@ const (
 	planeSize  = Height * Width          // bytes per colour plane
 )
 
-// TrainFiles are the names of the five training files, in the order Load
-// concatenates them.
-var TrainFiles = []string{
+// TrainFiles returns a new slice of the names of the five training files,
+// in the order Load concatenates them.
+func TrainFiles() []string { return append([]string(nil), trainFiles[:]...) }
+
+// trainFiles are the names of the five training files.
+var trainFiles = [...]string{
 	"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
 	"data_batch_4.bin", "data_batch_5.bin",
 }
@@ -65,8 +68,9 @@ var TrainFiles = []string{
 // TestFile is the name of the test file.
 const TestFile = "test_batch.bin"
 
-// ClassNames are the class names indexed by label, as in batches.meta.txt.
-var ClassNames = cifarinfo.ClassNames
+// ClassNames returns a new slice of the class names indexed by label, as
+// in batches.meta.txt.
+func ClassNames() []string { return cifarinfo.ClassNames() }
 
 // Split is a set of labelled images held as raw bytes.
 type Split struct {
@@ -178,7 +182,7 @@ func LoadWith(dir string, opt LoadOptions) (*Dataset, error) {
 	// Their sizes also give the training split's final size: reserving it
 	// up front keeps loading from holding the copies of a growing slice
 	// (another 300 MB at the peak).
-	names := append(append([]string(nil), TrainFiles...), TestFile)
+	names := append(TrainFiles(), TestFile)
 	var trainRecords int64
 	for i, name := range names {
 		st, err := os.Stat(filepath.Join(bin, name))
@@ -188,7 +192,7 @@ func LoadWith(dir string, opt LoadOptions) (*Dataset, error) {
 			}
 			return nil, fmt.Errorf("cifar10: %w", err)
 		}
-		if i < len(TrainFiles) && st.Mode().IsRegular() {
+		if i < len(trainFiles) && st.Mode().IsRegular() {
 			trainRecords += st.Size() / RecordSize
 		}
 	}
@@ -197,7 +201,7 @@ func LoadWith(dir string, opt LoadOptions) (*Dataset, error) {
 		train.Images = make([]uint8, 0, trainRecords*ImageSize)
 		train.Labels = make([]uint8, 0, trainRecords)
 	}
-	for _, name := range TrainFiles {
+	for _, name := range trainFiles {
 		if err := readInto(train, filepath.Join(bin, name), !opt.AllowSubset); err != nil {
 			return nil, err
 		}

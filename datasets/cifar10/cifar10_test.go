@@ -41,7 +41,7 @@ func writeFixture(t *testing.T, root string) string {
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for f, name := range append(append([]string(nil), TrainFiles...), TestFile) {
+	for f, name := range append(TrainFiles(), TestFile) {
 		if err := os.WriteFile(filepath.Join(bin, name), fixtureFile(f, fixtureRecords[name]), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +65,7 @@ func TestLoadFixture(t *testing.T) {
 		}
 		// Training images are the five files concatenated in order.
 		i := 0
-		for f, name := range TrainFiles {
+		for f, name := range TrainFiles() {
 			for k := range fixtureRecords[name] {
 				if ds.Train.Labels[i] != fixtureLabel(f, k) {
 					t.Fatalf("train label %d = %d, want %d", i, ds.Train.Labels[i], fixtureLabel(f, k))

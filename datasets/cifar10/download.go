@@ -206,7 +206,7 @@ func Open(ctx context.Context, opt OpenOptions) (*Dataset, error) {
 // would be downloaded).
 func partial(dir string) bool {
 	for _, d := range []string{dir, filepath.Join(dir, FolderName)} {
-		for _, f := range append([]string{TestFile}, TrainFiles...) {
+		for _, f := range append([]string{TestFile}, trainFiles[:]...) {
 			if _, err := os.Stat(filepath.Join(d, f)); err == nil {
 				return true
 			}
@@ -217,7 +217,7 @@ func partial(dir string) bool {
 
 // complete reports whether dir holds every data file of the release.
 func complete(dir string) bool {
-	for _, name := range append(append([]string(nil), TrainFiles...), TestFile) {
+	for _, name := range append(TrainFiles(), TestFile) {
 		fi, err := os.Stat(filepath.Join(dir, name))
 		if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 || fi.Size()%RecordSize != 0 {
 			return false

@@ -57,10 +57,10 @@ func makeTarball(t *testing.T, entries []tarEntry) []byte {
 // fixtureTarball is a small archive laid out like the official one.
 func fixtureTarball(t *testing.T) []byte {
 	entries := []tarEntry{{name: FolderName + "/", typeflag: tar.TypeDir}}
-	for f, name := range append(append([]string(nil), TrainFiles...), TestFile) {
+	for f, name := range append(TrainFiles(), TestFile) {
 		entries = append(entries, tarEntry{name: FolderName + "/" + name, typeflag: tar.TypeReg, body: fixtureFile(f, fixtureRecords[name])})
 	}
-	entries = append(entries, tarEntry{name: FolderName + "/batches.meta.txt", typeflag: tar.TypeReg, body: []byte(strings.Join(ClassNames[:], "\n"))})
+	entries = append(entries, tarEntry{name: FolderName + "/batches.meta.txt", typeflag: tar.TypeReg, body: []byte(strings.Join(ClassNames(), "\n"))})
 	return makeTarball(t, entries)
 }
 

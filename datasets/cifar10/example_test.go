@@ -40,7 +40,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("%d images, the first labelled %q\n", split.Len(), cifar10.ClassNames[split.Labels[0]])
+	fmt.Printf("%d images, the first labelled %q\n", split.Len(), cifar10.ClassNames()[split.Labels[0]])
 
 	// Pixels are mapped to (p/255 − mean)/std per channel; mean 0.5 and
 	// std 0.5 map 0..255 to −1..1.

@@ -9,15 +9,17 @@ import (
 	"github.com/proxgen/proxgen/internal/cifarinfo"
 )
 
-// DefaultMean and DefaultStd are the per-channel (R, G, B) normalisation
-// constants of the reference training code. (The exact per-channel standard
-// deviation of the CIFAR-10 training set is about 0.2470, 0.2435, 0.2616;
-// the reference code uses the values below, and so does the loader unless
-// told otherwise.)
-var (
-	DefaultMean = cifarinfo.Mean
-	DefaultStd  = cifarinfo.Std
-)
+// DefaultMean returns a new slice of the per-channel (R, G, B) means of the
+// reference training code's normalisation (0.4914, 0.4822, 0.4465), which
+// the loader uses unless told otherwise.
+func DefaultMean() []float32 { return cifarinfo.Mean() }
+
+// DefaultStd returns a new slice of the per-channel (R, G, B) standard
+// deviations of the reference training code's normalisation (0.2023,
+// 0.1994, 0.2010; the exact per-channel standard deviation of the CIFAR-10
+// training set is about 0.2470, 0.2435, 0.2616), which the loader uses
+// unless told otherwise.
+func DefaultStd() []float32 { return cifarinfo.Std() }
 
 // DefaultPad is the zero padding of the random crop used by the reference
 // code (RandomCrop(32, padding=4)).
@@ -138,10 +140,10 @@ func NewLoader(split *Split, cfg LoaderConfig) *Loader {
 	}
 	mean, std := cfg.Mean, cfg.Std
 	if mean == nil {
-		mean = DefaultMean
+		mean = cifarinfo.Mean()
 	}
 	if std == nil {
-		std = DefaultStd
+		std = cifarinfo.Std()
 	}
 	n := split.Len()
 	l := &Loader{
@@ -334,28 +336,17 @@ func boundedUint(src *rand.PCG, n uint64) uint64 {
 	}
 }
 
-// Normalizer turns raw 8-bit pixels into the normalised float32 values the
-// networks see (see cifarinfo.Normalizer; inference uses the same type
-// without importing this package).
-type Normalizer = cifarinfo.Normalizer
-
-// NewNormalizer returns the normaliser for the per-channel (R, G, B)
-// constants mean and std (see cifarinfo.NewNormalizer).
-func NewNormalizer(mean, std []float32) (*Normalizer, error) {
-	return cifarinfo.NewNormalizer(mean, std)
-}
-
 // transform turns a raw image into a normalised float32 image, optionally
 // cropping from the zero-padded image and flipping.
 type transform struct {
-	pad int
-	Normalizer
+	pad                  int
+	cifarinfo.Normalizer // the table inference uses too (nn/infer)
 }
 
 // newTransform precomputes the normalisation table; it panics on bad
 // constants (a programming error of the loader's caller).
 func newTransform(mean, std []float32, pad int) *transform {
-	n, err := NewNormalizer(mean, std)
+	n, err := cifarinfo.NewNormalizer(mean, std)
 	if err != nil {
 		panic(err.Error())
 	}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/proxgen/proxgen/internal/cifarinfo"
 )
 
 // randomSplit returns a split of n images with pseudo-random content.
@@ -149,7 +151,7 @@ func TestTransformMatchesTorch(t *testing.T) {
 		t.Fatal(err)
 	}
 	img, rest := b[:ImageSize], b[ImageSize:]
-	tf := newTransform(DefaultMean, DefaultStd, 4)
+	tf := newTransform(DefaultMean(), DefaultStd(), 4)
 	dst := make([]float32, ImageSize)
 	cases := 0
 	for len(rest) > 0 {
@@ -307,7 +309,7 @@ func TestLoaderEpochContents(t *testing.T) {
 					t.Fatal("label does not match the image")
 				}
 				top, left, flip := SampleAugment(9, 2, i, 4)
-				want := referenceAugment(s.Image(i), top, left, flip, 4, DefaultMean, DefaultStd)
+				want := referenceAugment(s.Image(i), top, left, flip, 4, DefaultMean(), DefaultStd())
 				if !slices.Equal(b.X[j*ImageSize:(j+1)*ImageSize], want) {
 					t.Fatalf("image %d is not its augmented self", i)
 				}
@@ -325,7 +327,7 @@ func TestLoaderEpochContents(t *testing.T) {
 	if len(bs) != 3 || bs[2].N != 3 || bs[1].Indices[0] != 10 {
 		t.Fatalf("evaluation batches wrong: %d batches", len(bs))
 	}
-	tf := newTransform(DefaultMean, DefaultStd, 0)
+	tf := newTransform(DefaultMean(), DefaultStd(), 0)
 	want := make([]float32, ImageSize)
 	tf.apply(want, s.Image(12), 0, 0, false)
 	if !slices.Equal(bs[1].X[2*ImageSize:3*ImageSize], want) {
@@ -510,7 +512,7 @@ func TestNewNormalizerRejectsBadConstants(t *testing.T) {
 		{[]float32{0, float32(math.NaN()), 0}, []float32{1, 1, 1}},
 		{[]float32{0, 0, 0}, []float32{1, float32(math.Inf(1)), 1}},
 	} {
-		if _, err := NewNormalizer(c.mean, c.std); err == nil {
+		if _, err := cifarinfo.NewNormalizer(c.mean, c.std); err == nil {
 			t.Errorf("NewNormalizer(%v, %v) accepted bad constants", c.mean, c.std)
 		}
 	}

@@ -35,13 +35,13 @@ func TestLoadOfficialCounts(t *testing.T) {
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range append(append([]string(nil), TrainFiles...), TestFile) {
+	for _, name := range append(TrainFiles(), TestFile) {
 		f, err := os.Create(filepath.Join(bin, name))
 		if err != nil {
 			t.Fatal(err)
 		}
 		size := int64(fileBytes)
-		if name == TrainFiles[2] {
+		if name == TrainFiles()[2] {
 			size -= 10 * RecordSize // 9,990 records: cut at a record boundary
 		}
 		if err := f.Truncate(size); err != nil {
@@ -52,7 +52,7 @@ func TestLoadOfficialCounts(t *testing.T) {
 	if _, err := Load(bin); err == nil || !strings.Contains(err.Error(), "data_batch_3.bin holds 9990 records") {
 		t.Fatalf("Load with 9,990 records in data_batch_3.bin: error %v", err)
 	}
-	if err := os.Truncate(filepath.Join(bin, TrainFiles[2]), fileBytes); err != nil {
+	if err := os.Truncate(filepath.Join(bin, TrainFiles()[2]), fileBytes); err != nil {
 		t.Fatal(err)
 	}
 	ds, err := Load(bin)

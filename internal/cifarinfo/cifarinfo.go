@@ -23,18 +23,30 @@ const (
 // NumClasses is the number of CIFAR-10 classes; labels are 0..9.
 const NumClasses = 10
 
-// ClassNames are the class names indexed by label, as in batches.meta.txt.
-var ClassNames = [NumClasses]string{
+// classNames are the class names indexed by label, as in batches.meta.txt.
+var classNames = [NumClasses]string{
 	"airplane", "automobile", "bird", "cat", "deer",
 	"dog", "frog", "horse", "ship", "truck",
 }
 
-// Mean and Std are the per-channel (R, G, B) normalisation constants of
-// the reference training code. Callers must not change them.
+// ClassNames returns a new slice of the class names indexed by label, as
+// in batches.meta.txt.
+func ClassNames() []string { return append([]string(nil), classNames[:]...) }
+
+// mean and std are the per-channel (R, G, B) normalisation constants of
+// the reference training code.
 var (
-	Mean = []float32{0.4914, 0.4822, 0.4465}
-	Std  = []float32{0.2023, 0.1994, 0.2010}
+	mean = [Channels]float32{0.4914, 0.4822, 0.4465}
+	std  = [Channels]float32{0.2023, 0.1994, 0.2010}
 )
+
+// Mean returns a new slice of the per-channel (R, G, B) means of the
+// reference training code's normalisation.
+func Mean() []float32 { return append([]float32(nil), mean[:]...) }
+
+// Std returns a new slice of the per-channel (R, G, B) standard deviations
+// of the reference training code's normalisation.
+func Std() []float32 { return append([]float32(nil), std[:]...) }
 
 // Normalizer turns raw 8-bit pixels into the normalised float32 values the
 // networks see: (v/255 - Mean[c]) / Std[c], computed in float32 arithmetic

@@ -46,13 +46,13 @@ func resnetDepth(name string) (int, error) {
 			return depth, nil
 		}
 	}
-	return 0, fmt.Errorf("models.New: unknown model %q (known: %s, or resnet<6n+2> up to resnet%d)", name, strings.Join(Names, ", "), MaxResNetDepth)
+	return 0, fmt.Errorf("models.New: unknown model %q (known: %s, or resnet<6n+2> up to resnet%d)", name, strings.Join(Names(), ", "), MaxResNetDepth)
 }
 
 // CheckName reports whether New knows the model name: one of Names or an
 // akamaster depth resnet<6n+2> up to MaxResNetDepth.
 func CheckName(name string) error {
-	for _, n := range Names {
+	for _, n := range Names() {
 		if n == name {
 			return nil
 		}

@@ -27,9 +27,11 @@ func WithShortcut(k ShortcutKind) Option { return func(o *options) { o.shortcut 
 // full ones, which makes them cheap stand-ins in tests.
 func WithWidth(f float64) Option { return func(o *options) { o.width = f } }
 
-// Names lists the model names New accepts besides other akamaster depths
-// 6n+2.
-var Names = []string{"vgg16", "resnet20", "resnet32", "resnet44", "resnet56", "resnet18", "resnet34"}
+// Names returns a new slice of the model names New accepts besides other
+// akamaster depths 6n+2.
+func Names() []string {
+	return []string{"vgg16", "resnet20", "resnet32", "resnet44", "resnet56", "resnet18", "resnet34"}
+}
 
 // New returns the CIFAR model called name with numClasses outputs, its
 // initial weights drawn from rng:

@@ -386,7 +386,7 @@ func TestNew(t *testing.T) {
 // TestModelsOutputShape runs every named model on a small batch.
 func TestModelsOutputShape(t *testing.T) {
 	x := autograd.RandN(newRng(8), 2, 3, 32, 32)
-	for _, name := range models.Names {
+	for _, name := range models.Names() {
 		m, err := models.New(name, 7, newRng(9), models.WithWidth(0.0625))
 		if err != nil {
 			t.Fatal(err)

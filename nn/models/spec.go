@@ -50,7 +50,7 @@ type Spec struct {
 	// of cifar10.DefaultMean and cifar10.DefaultStd in datasets/cifar10).
 	Mean, Std []float32
 	// Classes names the outputs; default the CIFAR-10 class names
-	// (cifar10.ClassNames) when
+	// (cifar10.ClassNames()) when
 	// NumClasses is 10, otherwise the decimal class indices.
 	Classes []string
 	// Widths gives every layer its channel count (a network compacted by
@@ -187,10 +187,10 @@ func (s Spec) Complete() (Spec, error) {
 		return Spec{}, fmt.Errorf("%s %d: more than the maximum %d", KeyNumClasses, s.NumClasses, MaxClasses)
 	}
 	if s.Mean == nil {
-		s.Mean = cifarinfo.Mean
+		s.Mean = cifarinfo.Mean()
 	}
 	if s.Std == nil {
-		s.Std = cifarinfo.Std
+		s.Std = cifarinfo.Std()
 	}
 	s.Mean, s.Std = slices.Clone(s.Mean), slices.Clone(s.Std)
 	if err := s.checkNorm(); err != nil {
@@ -203,7 +203,7 @@ func (s Spec) Complete() (Spec, error) {
 		}
 		s.Classes = slices.Clone(s.Classes)
 	case s.NumClasses == cifarinfo.NumClasses:
-		s.Classes = cifarinfo.ClassNames[:]
+		s.Classes = cifarinfo.ClassNames()
 		s.Classes = slices.Clone(s.Classes)
 	default:
 		s.Classes = make([]string, s.NumClasses)

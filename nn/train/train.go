@@ -123,12 +123,6 @@ type Resumable interface {
 	LoadState(*optim.State) error
 }
 
-// Optimizer is the former name of Resumable, kept for one release.
-//
-// Deprecated: use Resumable; the name Optimizer read as a second kind of
-// optim.Optimizer.
-type Optimizer = Resumable
-
 // State is the caller's part of a checkpoint.
 type State struct {
 	// JSON is stored as is (it must be valid JSON): the caller's

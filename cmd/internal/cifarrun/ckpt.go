@@ -30,7 +30,7 @@ const (
 // its inputs as the loaders did (they use the default normalisation).
 func modelMetadata(c *config) map[string]string {
 	s := c.spec()
-	s.Mean, s.Std, s.Classes = cifar10.DefaultMean, cifar10.DefaultStd, cifar10.ClassNames[:]
+	s.Mean, s.Std, s.Classes = cifar10.DefaultMean(), cifar10.DefaultStd(), cifar10.ClassNames()
 	m := s.Metadata()
 	m["generator"] = "proxgen cmd/cifar"
 	return m

@@ -123,7 +123,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.AllowSubset, "allow-subset", c.AllowSubset, "accept data files with fewer records than the official 10,000 each (tiny test sets, reduced copies)")
 	fs.StringVar(&c.Out, "out", c.Out, "run folder for checkpoints, metrics.jsonl, curves.svg and summary.json (default runs/<model>-<optimizer>-<reg>-s<seed>)")
 
-	fs.StringVar(&c.Model, "model", c.Model, "network: "+strings.Join(models.Names, ", ")+" or any resnet<6n+2>")
+	fs.StringVar(&c.Model, "model", c.Model, "network: "+strings.Join(models.Names(), ", ")+" or any resnet<6n+2>")
 	fs.Float64Var(&c.Width, "width", c.Width, "channel-width multiplier (1 = the reference network)")
 	fs.StringVar(&c.Shortcut, "shortcut", c.Shortcut, "shortcut of resnet20..56: A (zero padding, akamaster default) or B (1x1 conv + BN)")
 	fs.StringVar(&c.Weights, "weights", c.Weights, "model or training-state safetensors file: the weights to evaluate (-eval-only) or to start training from (a compacted file from -compact: without -model, its network)")
@@ -484,7 +484,7 @@ func (c *config) checkPrune() error {
 // checkModel reports whether models.New knows name.
 func checkModel(name string) error {
 	if models.CheckName(name) != nil {
-		return fmt.Errorf("-model %q: want one of %s, or resnet<6n+2> up to resnet%d", name, strings.Join(models.Names, ", "), models.MaxResNetDepth)
+		return fmt.Errorf("-model %q: want one of %s, or resnet<6n+2> up to resnet%d", name, strings.Join(models.Names(), ", "), models.MaxResNetDepth)
 	}
 	return nil
 }
