@@ -339,7 +339,7 @@ func ParseRegularizer(s string) (Regularizer, error) {
 		}
 		f, err := parseExponent(v)
 		if err != nil {
-			return nil, fmt.Errorf("optim: regularizer %q: bad exponent: %v", s, err)
+			return nil, fmt.Errorf("optim: regularizer %q: bad exponent: %w", s, err)
 		}
 		if !(f >= 0 && f <= 1) {
 			return nil, fmt.Errorf("optim: regularizer %q: q = %v outside [0, 1]", s, f)

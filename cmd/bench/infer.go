@@ -233,7 +233,7 @@ func inferModel(c *inferConfig, rng *rand.Rand) (*infer.Model, int, error) {
 		}
 		meta, err := infer.SpecFromMetadata(f.Metadata)
 		if err != nil {
-			return nil, 0, fmt.Errorf("%s: %v", c.weights, err)
+			return nil, 0, fmt.Errorf("%s: %w", c.weights, err)
 		}
 		if spec = spec.Merge(meta); spec.Model == "" {
 			spec.Model = c.model // a file without metadata: the default

@@ -254,7 +254,7 @@ func Expand(f *safetensors.File) (*safetensors.File, error) {
 		}
 		var enc encoding
 		if err := json.Unmarshal([]byte(v), &enc); err != nil {
-			return nil, fmt.Errorf("checkpoint: compressed tensor %q: bad encoding metadata %q: %v", name, v, err)
+			return nil, fmt.Errorf("checkpoint: compressed tensor %q: bad encoding metadata %q: %w", name, v, err)
 		}
 		part := func(p string) (safetensors.Tensor, error) {
 			key := name + PartSeparator + p

@@ -80,7 +80,7 @@ func plan(name string, numClasses int, opts []Option) (arch, error) {
 	}
 	if o.widths != nil {
 		if err := o.widths.checkMax(); err != nil {
-			return arch{}, fmt.Errorf("models.New(%q): %v", name, err)
+			return arch{}, fmt.Errorf("models.New(%q): %w", name, err)
 		}
 	}
 	scale := func(ws ...int) []int {
@@ -95,7 +95,7 @@ func plan(name string, numClasses int, opts []Option) (arch, error) {
 	case "vgg16":
 		if o.widths != nil {
 			if err := o.widths.checkVGG(vgg16Config); err != nil {
-				return arch{}, fmt.Errorf("models.New(%q): %v", name, err)
+				return arch{}, fmt.Errorf("models.New(%q): %w", name, err)
 			}
 			a.vgg = o.widths.Features
 			break
@@ -139,7 +139,7 @@ func plan(name string, numClasses int, opts []Option) (arch, error) {
 func (o *options) resnet(name string, stage []int, cfg resnetConfig) (resnetConfig, error) {
 	if o.widths != nil {
 		if err := o.widths.checkResNet(cfg.blocks, cfg.kind); err != nil {
-			return resnetConfig{}, fmt.Errorf("models.New(%q): %v", name, err)
+			return resnetConfig{}, fmt.Errorf("models.New(%q): %w", name, err)
 		}
 		cfg.widths = o.widths
 	} else {

@@ -235,7 +235,7 @@ func (s Spec) Options() []Option {
 // error names the tensor). Each error names the metadata key at fault.
 func (s Spec) Validate(f *safetensors.File) error {
 	if err := CheckName(s.Model); err != nil {
-		return fmt.Errorf("%s %q: %v", KeyModel, s.Model, err)
+		return fmt.Errorf("%s %q: %w", KeyModel, s.Model, err)
 	}
 	if !(s.Width > 0 && s.Width <= MaxWidth) {
 		return fmt.Errorf("%s %g: want more than 0 and at most %d", KeyWidth, s.Width, MaxWidth)
@@ -249,7 +249,7 @@ func (s Spec) Validate(f *safetensors.File) error {
 	}
 	n, err := WeightCount(s.Model, s.NumClasses, s.Options()...)
 	if err != nil {
-		return fmt.Errorf("%s: %v", key, err)
+		return fmt.Errorf("%s: %w", key, err)
 	}
 	if f == nil {
 		return nil

@@ -84,7 +84,7 @@ func (w *Widths) checkResNet(blocks []int, kind ShortcutKind) error {
 				return fmt.Errorf("%s: pad given for a block without an option-A shortcut", where)
 			case bw.Pad != nil:
 				if err := checkPad(bw.Pad, in, bw.Out); err != nil {
-					return fmt.Errorf("%s: %v", where, err)
+					return fmt.Errorf("%s: %w", where, err)
 				}
 			case shortcut && kind == ShortcutA && in+bw.Out/4 > bw.Out:
 				return fmt.Errorf("%s: cannot pad %d channels to %d without a pad map", where, in, bw.Out)

@@ -41,7 +41,7 @@ func (g *Graph) compact() (nn.Module, *models.Widths, error) {
 	}
 	c, err := models.NewLike(m, w, rand.New(rand.NewPCG(0, 0)))
 	if err != nil {
-		return nil, nil, fmt.Errorf("prune.Compact: %v", err)
+		return nil, nil, fmt.Errorf("prune.Compact: %w", err)
 	}
 	gc, err := newGraph(c, 32, 32)
 	if err != nil {

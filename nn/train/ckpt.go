@@ -101,7 +101,7 @@ func (c *Checkpoint) decode() error {
 	dec := json.NewDecoder(strings.NewReader(f.Metadata[positionKey]))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c.pos); err != nil {
-		return fmt.Errorf("bad %q metadata: %v", positionKey, err)
+		return fmt.Errorf("bad %q metadata: %w", positionKey, err)
 	}
 	p := &c.pos
 	switch {

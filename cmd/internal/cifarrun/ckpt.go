@@ -237,7 +237,7 @@ func weightsModel(c *config, path string) error {
 		err = s.Validate(file)
 	}
 	if err != nil {
-		return fmt.Errorf("-weights %s: %v", path, err)
+		return fmt.Errorf("-weights %s: %w", path, err)
 	}
 	return nil
 }
@@ -275,7 +275,7 @@ func applyWeightsMeta(c *config, path string, meta map[string]string) error {
 	for _, k := range []string{"model", "width", "shortcut"} {
 		if v, ok := meta[k]; ok && !c.explicit[k] {
 			if err := fs.Set(k, v); err != nil {
-				return fmt.Errorf("-weights %s: metadata %s=%q: %v", path, k, v, err)
+				return fmt.Errorf("-weights %s: metadata %s=%q: %w", path, k, v, err)
 			}
 		}
 	}
@@ -283,7 +283,7 @@ func applyWeightsMeta(c *config, path string, meta map[string]string) error {
 	if _, ok := meta[infer.KeyWidths]; ok && !c.explicit["model"] {
 		s, err := infer.SpecFromMetadata(meta)
 		if err != nil {
-			return fmt.Errorf("-weights %s: %v", path, err)
+			return fmt.Errorf("-weights %s: %w", path, err)
 		}
 		c.Widths = s.Widths
 	}

@@ -275,7 +275,7 @@ func (c *config) resolve() error {
 	// weight count at a large -width), before anything is allocated.
 	s := c.spec()
 	if err := models.Check(s.Model, s.NumClasses, s.Options()...); err != nil {
-		return fmt.Errorf("-model %s -width %v: %v", c.Model, c.Width, err)
+		return fmt.Errorf("-model %s -width %v: %w", c.Model, c.Width, err)
 	}
 
 	// Regularizer.

@@ -265,7 +265,7 @@ func (t *trainer) saveState() (train.State, error) {
 func (t *trainer) loadState(s train.State) error {
 	var st runState
 	if err := json.Unmarshal(s.JSON, &st); err != nil {
-		return fmt.Errorf("bad run state: %v", err)
+		return fmt.Errorf("bad run state: %w", err)
 	}
 	if st.Correct < 0 || st.BestEpoch < 0 || !(st.BestAcc >= 0 && st.BestAcc <= 1) {
 		return fmt.Errorf("bad run state: %d correct images, best epoch %d, best accuracy %v", st.Correct, st.BestEpoch, st.BestAcc)
@@ -284,7 +284,7 @@ func (t *trainer) loadState(s train.State) error {
 	if t.cfg.pruning() {
 		mask, err := prune.NewMask(t.model, st.Pruned)
 		if err != nil {
-			return fmt.Errorf("bad run state: %v", err)
+			return fmt.Errorf("bad run state: %w", err)
 		}
 		t.mask = mask
 	}

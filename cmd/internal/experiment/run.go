@@ -44,7 +44,7 @@ func ReadStoredRun(dir string, config any) (*train.Checkpoint, error) {
 		err = json.Unmarshal(st.Config, config)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: bad run state: %v", ck.Path, err)
+		return nil, fmt.Errorf("%s: bad run state: %w", ck.Path, err)
 	}
 	return ck, nil
 }
@@ -62,7 +62,7 @@ func MergeFlags(stored, now, merged *flag.FlagSet, explicit map[string]bool, mut
 			// Settings of the environment rather than of the run (and
 			// -epochs, to extend or shorten it) may change.
 			if err := merged.Set(name, got); err != nil {
-				return fmt.Errorf("-%s: %v", name, err)
+				return fmt.Errorf("-%s: %w", name, err)
 			}
 			continue
 		}
@@ -109,7 +109,7 @@ func DecodeHistory[T any](lines []json.RawMessage) ([]T, error) {
 	recs := make([]T, len(lines))
 	for i, l := range lines {
 		if err := json.Unmarshal(l, &recs[i]); err != nil {
-			return nil, fmt.Errorf("metrics record %d: %v", i+1, err)
+			return nil, fmt.Errorf("metrics record %d: %w", i+1, err)
 		}
 	}
 	return recs, nil

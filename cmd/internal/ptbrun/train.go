@@ -378,7 +378,7 @@ func (t *trainer) summarize(base *Summary, history []json.RawMessage) (*Summary,
 	for i, line := range history {
 		var r EpochRecord
 		if err := json.Unmarshal(line, &r); err != nil {
-			return nil, fmt.Errorf("metrics record %d: %v", i+1, err)
+			return nil, fmt.Errorf("metrics record %d: %w", i+1, err)
 		}
 		tokens += r.Tokens
 		trainSeconds += r.Seconds
@@ -457,7 +457,7 @@ func curves(history []json.RawMessage, title string) ([]byte, error) {
 	for i, line := range history {
 		var r EpochRecord
 		if err := json.Unmarshal(line, &r); err != nil {
-			return nil, fmt.Errorf("metrics record %d: %v", i+1, err)
+			return nil, fmt.Errorf("metrics record %d: %w", i+1, err)
 		}
 		x[i], trainLoss[i], test[i], lr[i], valid[i] = float64(r.Epoch), nullable(r.TrainLoss), nullable(r.TestLoss), r.LR, math.NaN()
 		if r.ValidLoss != nil {
@@ -607,7 +607,7 @@ func (t *trainer) saveState() (train.State, error) {
 func (t *trainer) loadState(s train.State) error {
 	st := runState{Config: defaultConfig()}
 	if err := json.Unmarshal(s.JSON, &st); err != nil {
-		return fmt.Errorf("bad run state: %v", err)
+		return fmt.Errorf("bad run state: %w", err)
 	}
 	if st.Clipped < 0 || st.BestEpoch < 0 || math.IsNaN(st.NormSum) || math.IsInf(st.NormSum, 0) {
 		return fmt.Errorf("bad run state: clipped %d, best epoch %d, norm sum %v", st.Clipped, st.BestEpoch, st.NormSum)
@@ -631,7 +631,7 @@ func (t *trainer) loadState(s train.State) error {
 		}
 	}
 	if err := t.pcg.UnmarshalBinary(st.RNG); err != nil {
-		return fmt.Errorf("bad run state: random state: %v", err)
+		return fmt.Errorf("bad run state: random state: %w", err)
 	}
 	st.Config = t.c
 	t.st, t.state, t.best = st, state, best

@@ -67,7 +67,7 @@ func ReadManifest(dir string) (*Manifest, error) {
 	}
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%s: %v", filepath.Join(dir, ManifestFile), err)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ManifestFile), err)
 	}
 	if m.Format != ManifestFormat {
 		return nil, fmt.Errorf("%s: format %q, want %q", filepath.Join(dir, ManifestFile), m.Format, ManifestFormat)

@@ -98,7 +98,7 @@ func Collect(dir string, m *Manifest) (*Table, Program, error) {
 		}
 		var sum map[string]any
 		if err := json.Unmarshal(b, &sum); err != nil {
-			return nil, prog, fmt.Errorf("%s: %v", filepath.Join(rd, SummaryFile), err)
+			return nil, prog, fmt.Errorf("%s: %w", filepath.Join(rd, SummaryFile), err)
 		}
 		for k, v := range sum {
 			vals[k] = v

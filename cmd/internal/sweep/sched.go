@@ -113,7 +113,7 @@ func shellQuote(s string) string { return quoteAll([]string{s})[0] }
 func Submit(ctx context.Context, path string) (string, error) {
 	out, err := exec.CommandContext(ctx, "sbatch", "--parsable", path).CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("sbatch %s: %v: %s", path, err, bytes.TrimSpace(out))
+		return "", fmt.Errorf("sbatch %s: %w: %s", path, err, bytes.TrimSpace(out))
 	}
 	id, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";")
 	return id, nil

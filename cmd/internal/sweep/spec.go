@@ -163,7 +163,7 @@ func ParseSpec(b []byte) (*Spec, error) {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&s); err != nil {
-		return nil, fmt.Errorf("spec: %v", err)
+		return nil, fmt.Errorf("spec: %w", err)
 	}
 	if d.More() {
 		return nil, errors.New("spec: data after the JSON object")
@@ -179,7 +179,7 @@ func ReadSpec(path string) (*Spec, error) {
 	}
 	s, err := ParseSpec(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return s, nil
 }
@@ -325,7 +325,7 @@ func newRun(prog Program, index int, flags map[string]string, label, name string
 	}
 	epochs, err := prog.CheckArgs(append(slices.Clone(r.Args), "-out", r.Dir))
 	if err != nil {
-		return r, fmt.Errorf("run %d (%s): %v", index, label, err)
+		return r, fmt.Errorf("run %d (%s): %w", index, label, err)
 	}
 	r.Epochs = epochs
 	r.Command = prog.Name + " " + strings.Join(quoteAll(r.Args), " ") + " -out " + r.Dir

@@ -306,7 +306,7 @@ func eachField(raw []byte, whole bool, fn func(key string, val json.RawMessage) 
 		seen[key] = true
 		var val json.RawMessage
 		if err := dec.Decode(&val); err != nil {
-			return fmt.Errorf("value of %q: %v", key, err)
+			return fmt.Errorf("value of %q: %w", key, err)
 		}
 		if err := fn(key, val); err != nil {
 			return err
@@ -345,7 +345,7 @@ func parseMetadata(val json.RawMessage) (map[string]string, error) {
 		}
 		var s string
 		if err := json.Unmarshal(v, &s); err != nil {
-			return fmt.Errorf("value of %q: %v", key, err)
+			return fmt.Errorf("value of %q: %w", key, err)
 		}
 		meta[key] = s
 		return nil

@@ -58,7 +58,7 @@ func (t Tensor) validate() error {
 // an error for C64 and for a Tensor whose Data does not match its shape.
 func (t Tensor) Float32() ([]float32, error) {
 	if err := t.validate(); err != nil {
-		return nil, fmt.Errorf("safetensors: Float32: %v", err)
+		return nil, fmt.Errorf("safetensors: Float32: %w", err)
 	}
 	n := t.Numel()
 	out := make([]float32, n)
@@ -96,7 +96,7 @@ func (t Tensor) Float32() ([]float32, error) {
 		for i := range out {
 			v, err := t.intAt(i)
 			if err != nil {
-				return nil, fmt.Errorf("safetensors: Float32: %v", err)
+				return nil, fmt.Errorf("safetensors: Float32: %w", err)
 			}
 			out[i] = float32(v)
 		}
@@ -109,7 +109,7 @@ func (t Tensor) Float32() ([]float32, error) {
 // 2^53 in magnitude is exact.
 func (t Tensor) Float64() ([]float64, error) {
 	if err := t.validate(); err != nil {
-		return nil, fmt.Errorf("safetensors: Float64: %v", err)
+		return nil, fmt.Errorf("safetensors: Float64: %w", err)
 	}
 	out := make([]float64, t.Numel())
 	switch {
@@ -133,7 +133,7 @@ func (t Tensor) Float64() ([]float64, error) {
 		for i := range out {
 			v, err := t.intAt(i)
 			if err != nil {
-				return nil, fmt.Errorf("safetensors: Float64: %v", err)
+				return nil, fmt.Errorf("safetensors: Float64: %w", err)
 			}
 			out[i] = float64(v)
 		}
@@ -148,7 +148,7 @@ func (t Tensor) Float64() ([]float64, error) {
 // for floating-point types and for U64 values above math.MaxInt64.
 func (t Tensor) Int64() ([]int64, error) {
 	if err := t.validate(); err != nil {
-		return nil, fmt.Errorf("safetensors: Int64: %v", err)
+		return nil, fmt.Errorf("safetensors: Int64: %w", err)
 	}
 	if !t.DType.isInt() {
 		return nil, fmt.Errorf("safetensors: Int64: cannot convert %s elements to int64", t.DType)
@@ -157,7 +157,7 @@ func (t Tensor) Int64() ([]int64, error) {
 	for i := range out {
 		v, err := t.intAt(i)
 		if err != nil {
-			return nil, fmt.Errorf("safetensors: Int64: %v", err)
+			return nil, fmt.Errorf("safetensors: Int64: %w", err)
 		}
 		out[i] = v
 	}

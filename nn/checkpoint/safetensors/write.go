@@ -42,7 +42,7 @@ func (f *File) validate() error {
 			return fmt.Errorf("safetensors: tensor name %q is not valid UTF-8", name)
 		}
 		if err := f.Tensors[name].validate(); err != nil {
-			return fmt.Errorf("safetensors: tensor %q: %v", name, err)
+			return fmt.Errorf("safetensors: tensor %q: %w", name, err)
 		}
 	}
 	return nil

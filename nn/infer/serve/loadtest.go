@@ -126,7 +126,7 @@ func LoadTest(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 		if firstErr == nil {
 			firstErr = fmt.Errorf("statuses %v", status)
 		}
-		return r, fmt.Errorf("serve: load test: no request succeeded: %v", firstErr)
+		return r, fmt.Errorf("serve: load test: no request succeeded: %w", firstErr)
 	}
 	return r, nil
 }

@@ -214,7 +214,7 @@ func contentKind(ct string) (int, error) {
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil {
-		return 0, fmt.Errorf("Content-Type %q: %v", ct, err)
+		return 0, fmt.Errorf("Content-Type %q: %w", ct, err)
 	}
 	switch mt {
 	case "image/png":
