@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/proxgen/proxgen/cmd/internal/cifarrun"
 	"github.com/proxgen/proxgen/cmd/internal/experiment"
+	"github.com/proxgen/proxgen/internal/cli"
 )
 
 // The names the tests of the program use for its parts, which live in
@@ -23,8 +24,8 @@ const (
 	curvesFile  = cifarrun.CurvesFile
 	summaryFile = cifarrun.SummaryFile
 
-	exitOK          = experiment.ExitOK
-	exitError       = experiment.ExitError
-	exitUsage       = experiment.ExitUsage
-	exitInterrupted = experiment.ExitInterrupted
+	exitOK          = cli.ExitOK
+	exitError       = cli.ExitError
+	exitUsage       = cli.ExitUsage
+	exitInterrupted = cli.ExitInterrupted
 )

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"github.com/proxgen/proxgen/cmd/internal/experiment"
 	"github.com/proxgen/proxgen/cmd/internal/ptbrun"
+	"github.com/proxgen/proxgen/internal/cli"
 )
 
 // The names the tests of the program use for its parts, which live in
@@ -17,8 +17,8 @@ type (
 const (
 	noTrainNote = ptbrun.NoTrainNote
 
-	exitOK          = experiment.ExitOK
-	exitError       = experiment.ExitError
-	exitUsage       = experiment.ExitUsage
-	exitInterrupted = experiment.ExitInterrupted
+	exitOK          = cli.ExitOK
+	exitError       = cli.ExitError
+	exitUsage       = cli.ExitUsage
+	exitInterrupted = cli.ExitInterrupted
 )

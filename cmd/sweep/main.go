@@ -45,7 +45,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/proxgen/proxgen/cmd/internal/experiment"
 	"github.com/proxgen/proxgen/cmd/internal/sweep"
 	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/nn/train"
@@ -69,12 +68,12 @@ const usage = `usage: sweep plan|run|local|slurm|k8s|status|collect [flags]; swe
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, usage)
-		return experiment.ExitUsage
+		return cli.ExitUsage
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
 		fmt.Fprintf(stdout, "sweep: plans a grid of cifar or ptb training runs, runs them here or on Slurm or Kubernetes, and collects them (docs/sweeps.md)\n\n%s\n", usage)
-		return experiment.ExitOK
+		return cli.ExitOK
 	}
 	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) (int, error){
 		"plan": plan, "run": runPoint, "local": local, "slurm": slurm, "k8s": k8s, "status": status, "collect": collect,
@@ -82,18 +81,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	f, ok := cmds[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "sweep: unknown command %q\n%s\n", args[0], usage)
-		return experiment.ExitUsage
+		return cli.ExitUsage
 	}
 	code, err := f(ctx, args[1:], stdout, stderr)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
-		return experiment.ExitOK
+		return cli.ExitOK
 	case errors.As(err, new(usageError)):
 		fmt.Fprintf(stderr, "sweep %s: %v\n", args[0], err)
-		return experiment.ExitUsage
+		return cli.ExitUsage
 	case err != nil:
 		fmt.Fprintf(stderr, "sweep %s: %v\n", args[0], err)
-		return experiment.ExitError
+		return cli.ExitError
 	}
 	return code
 }
@@ -240,7 +239,7 @@ func local(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		fmt.Fprintf(stdout, "run %d: exit %d after %s\n", i, code, d.Round(time.Millisecond))
 	})
 	if ctx.Err() != nil {
-		return experiment.ExitInterrupted, nil
+		return cli.ExitInterrupted, nil
 	}
 	return 0, err
 }

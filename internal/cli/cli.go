@@ -20,6 +20,10 @@ const (
 	ExitOK    = 0
 	ExitError = 1 // data, files, I/O, a failed run
 	ExitUsage = 2 // bad flags
+	// ExitInterrupted is the status of a program that stopped on SIGINT
+	// or SIGTERM after saving what it had (nn/train.CatchInterrupts):
+	// 128 + SIGINT's number, as shells report a Ctrl-C.
+	ExitInterrupted = 130
 )
 
 // UsageError is an error of the command line (exit status ExitUsage).

@@ -62,7 +62,8 @@ NONE < optim/schedule;
 autograd, optim/schedule < optim < OPTIM;
 
 # Training and serving libraries.
-MODELS, OPTIM, internal/dirs < nn/train < nn/train/traintest;
+MODELS, OPTIM, internal/dirs < nn/train;
+nn/train, internal/cli < nn/train/traintest; # helpers for the programs' tests
 INFERENCE < nn/infer/serve;
 nn/train, nn/infer/serve, INFERENCE < LIBRARY;
 

@@ -8,11 +8,6 @@ import (
 	"syscall"
 )
 
-// ExitInterrupted is the exit status of a program that stopped on SIGINT
-// or SIGTERM after saving its checkpoint: 128 + SIGINT's number, as
-// shells report a Ctrl-C.
-const ExitInterrupted = 130
-
 // CatchInterrupts returns a context that is cancelled, with the signal as
 // its cause, at the first SIGINT or SIGTERM the process receives. It is
 // for a program's main function, called once and as early as possible.
@@ -21,8 +16,8 @@ const ExitInterrupted = 130
 // restores their default action: a second, third or hundredth signal,
 // during the checkpoint save that follows the first or while the program
 // exits, changes nothing, so the program always finishes its save and
-// exits with its own status (ExitInterrupted) instead of being killed
-// half-way. (signal.NotifyContext's stop function, called before os.Exit,
+// exits with its own status (the repository's programs use 130,
+// internal/cli.ExitInterrupted) instead of being killed half-way. (signal.NotifyContext's stop function, called before os.Exit,
 // re-enables the default action and leaves a window in which a late
 // signal kills the process.)
 func CatchInterrupts() context.Context {

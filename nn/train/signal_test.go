@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/nn/train"
 )
 
@@ -63,7 +64,7 @@ func signalHelper(dir string) {
 	}}}
 	_, err := l.Run(ctx)
 	if errors.Is(err, train.ErrInterrupted) {
-		os.Exit(train.ExitInterrupted)
+		os.Exit(cli.ExitInterrupted)
 	}
 	fmt.Fprintln(os.Stderr, "helper:", err)
 	os.Exit(3)
@@ -112,7 +113,7 @@ func TestSignalsDuringSave(t *testing.T) {
 		}
 		if !lines.Scan() {
 			err := cmd.Wait()
-			if cmd.ProcessState.ExitCode() == train.ExitInterrupted {
+			if cmd.ProcessState.ExitCode() == cli.ExitInterrupted {
 				t.Logf("attempt %d: the helper stopped after an epoch's save, before saying it was saving", attempt)
 				continue
 			}
@@ -153,10 +154,10 @@ func TestSignalsDuringSave(t *testing.T) {
 		wg.Wait()
 		st := cmd.ProcessState
 		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			t.Fatalf("trial %d: killed by %v after %d more signals, want exit %d", trial, ws.Signal(), sent, train.ExitInterrupted)
+			t.Fatalf("trial %d: killed by %v after %d more signals, want exit %d", trial, ws.Signal(), sent, cli.ExitInterrupted)
 		}
-		if st.ExitCode() != train.ExitInterrupted {
-			t.Fatalf("trial %d: exit %d (%v), want %d; stderr %s", trial, st.ExitCode(), err, train.ExitInterrupted, stderr.String())
+		if st.ExitCode() != cli.ExitInterrupted {
+			t.Fatalf("trial %d: exit %d (%v), want %d; stderr %s", trial, st.ExitCode(), err, cli.ExitInterrupted, stderr.String())
 		}
 		if sent < 50 {
 			t.Fatalf("trial %d: only %d signals sent during the save", trial, sent)

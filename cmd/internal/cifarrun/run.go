@@ -35,32 +35,24 @@ import (
 var errInterrupted = errors.New("interrupted")
 
 // usageError is an error of the flags found after parsing (exit status
-// exitUsage).
+// cli.ExitUsage).
 type usageError struct{ error }
 
 func (e usageError) Unwrap() error { return e.error }
 
-// Exit statuses of run.
-const (
-	exitOK          = experiment.ExitOK
-	exitError       = experiment.ExitError
-	exitUsage       = experiment.ExitUsage
-	exitInterrupted = experiment.ExitInterrupted
-)
-
 // Main is the whole cifar program: it parses args (the flags of the
 // command cifar), trains or evaluates, and returns the exit status
-// (experiment.ExitOK, ExitError, ExitUsage or ExitInterrupted). Errors
+// (cli.ExitOK, ExitError, ExitUsage or ExitInterrupted). Errors
 // are printed to stderr. It sets the process's thread count (-threads)
 // while it runs.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c, err := parseConfig(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
+		return cli.ExitOK
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "cifar: %v\n", err)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	if c.Resume {
 		// One program at a time in a run folder: the lock comes before
@@ -68,32 +60,32 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		lock, err := train.LockDir(c.Out)
 		if err != nil {
 			fmt.Fprintf(stderr, "cifar: %v\n", err)
-			return exitError
+			return cli.ExitError
 		}
 		defer lock.Release()
 		ck, stored, err := readStoredRun(c.Out)
 		if err != nil {
 			fmt.Fprintf(stderr, "cifar: %v\n", err)
 			if errors.Is(err, os.ErrNotExist) {
-				return exitUsage // -out names no run
+				return cli.ExitUsage // -out names no run
 			}
-			return exitError
+			return cli.ExitError
 		}
 		// The stored settings pass the checks of the flags again: a
 		// damaged or edited file must not reach the model and the loaders.
 		if chk := *stored; chk.resolve() != nil {
 			fmt.Fprintf(stderr, "cifar: -resume: %s: stored configuration: %v\n", ck.Path, chk.resolve())
-			return exitError
+			return cli.ExitError
 		}
 		if c, err = mergeResume(stored, c); err != nil {
 			fmt.Fprintf(stderr, "cifar: %v\n", err)
-			return exitUsage
+			return cli.ExitUsage
 		}
 		if err := c.resolve(); err != nil {
 			// The flags of this invocation (a new length) do not fit the
 			// run's settings.
 			fmt.Fprintf(stderr, "cifar: -resume: %v\n", err)
-			return exitUsage
+			return cli.ExitUsage
 		}
 		if msg := resumeChanges(stored, c); msg != "" {
 			fmt.Fprintf(stderr, "cifar: -resume: %s, as a fresh %d-epoch run would use, from epoch %d on\n", msg, c.Epochs, ck.Epoch()+1)
@@ -113,15 +105,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case err == nil:
-		return exitOK
+		return cli.ExitOK
 	case errors.Is(err, errInterrupted), errors.Is(err, train.ErrInterrupted):
-		return exitInterrupted
-	case errors.As(err, new(usageError)), cli.ExitCode(err) == exitUsage:
+		return cli.ExitInterrupted
+	case errors.As(err, new(usageError)), cli.ExitCode(err) == cli.ExitUsage:
 		fmt.Fprintf(stderr, "cifar: %v\n", err)
-		return exitUsage
+		return cli.ExitUsage
 	default:
 		fmt.Fprintf(stderr, "cifar: %v\n", err)
-		return exitError
+		return cli.ExitError
 	}
 }
 

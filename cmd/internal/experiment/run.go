@@ -15,14 +15,6 @@ import (
 	"github.com/proxgen/proxgen/nn/train"
 )
 
-// Exit statuses of the training programs.
-const (
-	ExitOK          = 0
-	ExitError       = 1 // the run failed: data, files, divergence
-	ExitUsage       = 2 // bad flags
-	ExitInterrupted = 130
-)
-
 // ReadStoredRun reads the checkpoint of the run folder dir and decodes
 // the settings stored in its run state (train.State.JSON, the member
 // "config" of a JSON object) into config, which holds the defaults of

@@ -24,14 +24,6 @@ import (
 	"github.com/proxgen/proxgen/optim/schedule"
 )
 
-// Exit statuses of run.
-const (
-	exitOK          = experiment.ExitOK
-	exitError       = experiment.ExitError
-	exitUsage       = experiment.ExitUsage
-	exitInterrupted = experiment.ExitInterrupted
-)
-
 // errUsage marks errors in the flags.
 var errUsage = errors.New("usage")
 
@@ -294,21 +286,21 @@ func (c *config) check() error {
 }
 
 // Main is the whole ptb program: it parses args (the flags of the
-// command ptb), trains, and returns the exit status (experiment.ExitOK,
+// command ptb), trains, and returns the exit status (cli.ExitOK,
 // ExitError, ExitUsage or ExitInterrupted). Errors are printed to stderr.
 // It sets the process's thread count (-threads) while it runs.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c, err := parseConfig(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
+		return cli.ExitOK
 	}
 	if err != nil {
 		if !errors.Is(err, errUsage) {
 			// The flag package has printed its own message and the usage.
-			return exitUsage
+			return cli.ExitUsage
 		}
 		fmt.Fprintf(stderr, "ptb: %v\n", strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
-		return exitUsage
+		return cli.ExitUsage
 	}
 	var resume *train.Checkpoint
 	if c.Resume {
@@ -317,26 +309,26 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		lock, err := train.LockDir(c.Out)
 		if err != nil {
 			fmt.Fprintf(stderr, "ptb: %v\n", err)
-			return exitError
+			return cli.ExitError
 		}
 		defer lock.Release()
 		ck, stored, err := readStoredRun(c.Out)
 		if err != nil {
 			fmt.Fprintf(stderr, "ptb: -resume: %v\n", err)
 			if errors.Is(err, os.ErrNotExist) {
-				return exitUsage // -out names no run
+				return cli.ExitUsage // -out names no run
 			}
-			return exitError
+			return cli.ExitError
 		}
 		if c, err = mergeResume(stored, c); err != nil {
 			fmt.Fprintf(stderr, "ptb: %v\n", strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
-			return exitUsage
+			return cli.ExitUsage
 		}
 		// The stored settings pass the checks of the flags again: a
 		// damaged or edited file must not reach the model or the data.
 		if err := c.check(); err != nil {
 			fmt.Fprintf(stderr, "ptb: -resume: %s: stored configuration: %v\n", ck.Path, strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
-			return exitError
+			return cli.ExitError
 		}
 		resume = ck
 	}
@@ -346,17 +338,17 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	err = trainRun(ctx, c, resume, threads, stdout, stderr)
 	switch {
 	case err == nil:
-		return exitOK
+		return cli.ExitOK
 	case errors.Is(err, train.ErrInterrupted):
 		fmt.Fprintf(stderr, "ptb: interrupted; continue with: ptb -out %s -resume\n", c.Out)
-		return exitInterrupted
-	case cli.ExitCode(err) == exitUsage:
+		return cli.ExitInterrupted
+	case cli.ExitCode(err) == cli.ExitUsage:
 		fmt.Fprintf(stderr, "ptb: %v\n", err)
-		return exitUsage
+		return cli.ExitUsage
 	default:
 		// Errors of the ptb data package already start with "ptb: ".
 		fmt.Fprintf(stderr, "ptb: %v\n", strings.TrimPrefix(err.Error(), "ptb: "))
-		return exitError
+		return cli.ExitError
 	}
 }
 

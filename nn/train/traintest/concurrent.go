@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/nn/train"
 )
 
@@ -98,7 +99,7 @@ func (p Program) TwoAtOnce(t *testing.T, trials int) {
 // SignalStorm starts a run in dir, sends it SIGINT once it has printed
 // its first progress line (-progress lines, which Fresh must give), then
 // SIGINT and SIGTERM alternately every 0.2 ms until it exits: it must
-// exit with train.ExitInterrupted, not be killed, and the run, resumed,
+// exit with cli.ExitInterrupted, not be killed, and the run, resumed,
 // must end as the uninterrupted reference. It returns the number of
 // signals sent after the first.
 func (p Program) SignalStorm(t *testing.T, dir string) int {
@@ -157,10 +158,10 @@ storm:
 		time.Sleep(200 * time.Microsecond)
 	}
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		t.Fatalf("killed by %v after %d more signals, want exit %d\n%s", ws.Signal(), sent, train.ExitInterrupted, stderr.String())
+		t.Fatalf("killed by %v after %d more signals, want exit %d\n%s", ws.Signal(), sent, cli.ExitInterrupted, stderr.String())
 	}
-	if code := cmd.ProcessState.ExitCode(); code != train.ExitInterrupted {
-		t.Fatalf("exit %d (%v) after %d more signals, want %d\n%s", code, werr, sent, train.ExitInterrupted, stderr.String())
+	if code := cmd.ProcessState.ExitCode(); code != cli.ExitInterrupted {
+		t.Fatalf("exit %d (%v) after %d more signals, want %d\n%s", code, werr, sent, cli.ExitInterrupted, stderr.String())
 	}
 	Checkpoint(t, dir)
 	p.Finish(t, dir)
