@@ -170,3 +170,32 @@ func TestPlanCompacted(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanOfGraph checks that New compiles any network whose layer graph
+// (models.NewGraph) has a shape the plans run, whatever its Go type: a
+// hand-made Sequential of the VGG shape, against the evaluation graph.
+func TestPlanOfGraph(t *testing.T) {
+	rng := newRng(35)
+	net := nn.NewSequential(
+		nn.NewConv2d(3, 16, 3, nn.ConvOpts{Padding: 1}, rng), nn.NewBatchNorm2d(16), nn.ReLU{},
+		nn.MaxPool2d{Kernel: 2, Stride: 2},
+		nn.NewConv2d(16, 16, 3, nn.ConvOpts{Padding: 1, Bias: true}, rng), nn.ReLU{},
+		nn.MaxPool2d{Kernel: 4, Stride: 4},
+		nn.Flatten{}, nn.NewLinear(16*4*4, 7, true, rng))
+	randomize(net, rng)
+	x := randomInputs(newRng(36), 3)
+	want := evalLogitsSoftmax(net, x, 3)
+	m, err := infer.New(net, models.Spec{NumClasses: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if algs := m.Algorithms(1); len(algs) != 2 {
+		t.Fatalf("algorithms %v, want the two convolutions compiled", algs)
+	}
+	got := m.Probabilities(nil, x)
+	for i := range want {
+		if d := math.Abs(float64(got[i] - want[i])); d > 2e-5 {
+			t.Fatalf("probability %d: plan %v, evaluation graph %v", i, got[i], want[i])
+		}
+	}
+}
