@@ -31,6 +31,7 @@ import (
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 	"github.com/proxgen/proxgen/nn/infer"
+	"github.com/proxgen/proxgen/nn/models"
 )
 
 // inferModels lists the models the infer subcommand accepts.
@@ -212,7 +213,7 @@ func runInfer(args []string, stdout, stderr io.Writer) error {
 // -zeros applied (drawn from rng), and prepared as infer.New prepares
 // every model. It also returns the number of parameters.
 func inferModel(c *inferConfig, rng *rand.Rand) (*infer.Model, int, error) {
-	var spec infer.Spec
+	var spec models.Spec
 	for _, f := range []struct {
 		name string
 		set  func()
@@ -231,7 +232,7 @@ func inferModel(c *inferConfig, rng *rand.Rand) (*infer.Model, int, error) {
 		if f, err = safetensors.ReadFile(c.weights); err != nil {
 			return nil, 0, err
 		}
-		meta, err := infer.SpecFromMetadata(f.Metadata)
+		meta, err := models.SpecFromMetadata(f.Metadata)
 		if err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", c.weights, err)
 		}

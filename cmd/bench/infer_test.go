@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/proxgen/proxgen/nn/checkpoint"
-	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/models"
 )
 
@@ -117,7 +116,7 @@ func TestInferWeights(t *testing.T) {
 // file's metadata describes (an option-B ResNet at width 0.25 with 7
 // classes) without -model or -width, and that explicit flags override it.
 func TestInferWeightsMetadata(t *testing.T) {
-	spec := infer.Spec{Model: "resnet8", Width: 0.25, Shortcut: "B", NumClasses: 7}
+	spec := models.Spec{Model: "resnet8", Width: 0.25, Shortcut: "B", NumClasses: 7}
 	net, err := spec.Build()
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/proxgen/proxgen/cmd/internal/cifarrun"
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 	"github.com/proxgen/proxgen/nn/infer"
+	"github.com/proxgen/proxgen/nn/models"
 )
 
 // TestBestCheckpoint checks best.safetensors: it holds the weights of the
@@ -55,7 +56,7 @@ func TestBestCheckpoint(t *testing.T) {
 	if ev.TestAcc != sum.BestAcc {
 		t.Errorf("-eval-only best.safetensors: accuracy %v, the run's best %v (epoch %d)", ev.TestAcc, sum.BestAcc, sum.BestEpoch)
 	}
-	if _, err := infer.Load(best, infer.Spec{}); err != nil {
+	if _, err := infer.Load(best, models.Spec{}); err != nil {
 		t.Errorf("best.safetensors does not load for serving: %v", err)
 	}
 

@@ -16,6 +16,7 @@ import (
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 	"github.com/proxgen/proxgen/nn/infer"
+	"github.com/proxgen/proxgen/nn/models"
 	"github.com/proxgen/proxgen/nn/train"
 )
 
@@ -368,7 +369,7 @@ func TestModelFileServes(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	m, err := infer.Load(filepath.Join(out, checkpoint.ModelFileName), infer.Spec{})
+	m, err := infer.Load(filepath.Join(out, checkpoint.ModelFileName), models.Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -528,7 +529,7 @@ func TestCompactRun(t *testing.T) {
 	if b.Remaining.Channels != b.Remaining.ChannelsTotal || b.Remaining.ChannelsTotal != a.Remaining.Channels {
 		t.Errorf("compacted network: %d of %d channels; the original had %d left", b.Remaining.Channels, b.Remaining.ChannelsTotal, a.Remaining.Channels)
 	}
-	m, err := infer.Load(small, infer.Spec{})
+	m, err := infer.Load(small, models.Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/proxgen/proxgen/nn/checkpoint"
-	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/models"
 )
 
@@ -20,7 +19,7 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	model := filepath.Join(dir, "model.safetensors")
-	if err := checkpoint.SaveModel(model, net, infer.Spec{Model: "resnet20", Width: 0.25}.Metadata()); err != nil {
+	if err := checkpoint.SaveModel(model, net, models.Spec{Model: "resnet20", Width: 0.25}.Metadata()); err != nil {
 		t.Fatal(err)
 	}
 	lm := filepath.Join(dir, "lm.safetensors")

@@ -66,6 +66,7 @@ import (
 	"github.com/proxgen/proxgen/internal/procstat"
 	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/infer/serve"
+	nnmodels "github.com/proxgen/proxgen/nn/models"
 	"github.com/proxgen/proxgen/nn/pretrained"
 )
 
@@ -127,7 +128,7 @@ type config struct {
 	models       models
 	defaultModel bool // no -model or -model-dir: the shipped default
 	modelDir     string
-	spec         infer.Spec
+	spec         nnmodels.Spec
 	dense        bool
 	addr         string
 	threads      int

@@ -21,8 +21,8 @@ import (
 	"github.com/proxgen/proxgen/datasets/cifar10"
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
-	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/infer/serve"
+	nnmodels "github.com/proxgen/proxgen/nn/models"
 	"github.com/proxgen/proxgen/nn/pretrained"
 )
 
@@ -55,7 +55,7 @@ func modelFile(t *testing.T) string {
 // set to w (through a rename, as a deployment replaces a file).
 func writeModel(t *testing.T, path string, w float32) {
 	t.Helper()
-	spec := infer.Spec{Model: "resnet8", Width: 0.25}
+	spec := nnmodels.Spec{Model: "resnet8", Width: 0.25}
 	net, err := spec.Build()
 	if err != nil {
 		t.Fatal(err)
@@ -291,9 +291,9 @@ func TestErrors(t *testing.T) {
 func TestHostileMetadata(t *testing.T) {
 	path := modelFile(t)
 	for _, c := range []struct{ key, value, want string }{
-		{infer.KeyWidth, "10000", "width 10000: want more than 0 and at most 16"},
-		{infer.KeyModel, "resnet600000002", `model "resnet600000002"`},
-		{infer.KeyNumClasses, "500000000", "num_classes 500000000"},
+		{nnmodels.KeyWidth, "10000", "width 10000: want more than 0 and at most 16"},
+		{nnmodels.KeyModel, "resnet600000002", `model "resnet600000002"`},
+		{nnmodels.KeyNumClasses, "500000000", "num_classes 500000000"},
 	} {
 		f, err := safetensors.ReadFile(path)
 		if err != nil {

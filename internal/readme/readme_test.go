@@ -13,6 +13,7 @@ import (
 
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/infer"
+	"github.com/proxgen/proxgen/nn/models"
 )
 
 // root is the checkout's root folder, relative to this package.
@@ -133,7 +134,7 @@ func write(t *testing.T, path string, data []byte) {
 // cmd/cifar records.
 func writeModel(t *testing.T, path string) {
 	t.Helper()
-	spec := infer.Spec{Model: "resnet20"}
+	spec := models.Spec{Model: "resnet20"}
 	net, err := spec.Build()
 	if err != nil {
 		t.Fatal(err)

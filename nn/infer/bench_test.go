@@ -11,6 +11,7 @@ import (
 	"github.com/proxgen/proxgen/internal/procstat"
 	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/internal/nntest"
+	"github.com/proxgen/proxgen/nn/models"
 )
 
 // BenchmarkPredict measures Model.Predict on random-weight ResNet-20 (full
@@ -63,7 +64,7 @@ func BenchmarkPredict(b *testing.B) {
 // the process's CPU time per image.
 func BenchmarkLogits(b *testing.B) {
 	for _, zeros := range []float64{0, 0.9} {
-		spec := infer.Spec{Model: "resnet20"}
+		spec := models.Spec{Model: "resnet20"}
 		net, err := spec.Build()
 		if err != nil {
 			b.Fatal(err)

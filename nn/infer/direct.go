@@ -6,7 +6,6 @@ import (
 	"github.com/proxgen/proxgen/autograd/nchwc"
 	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/nn"
-	"github.com/proxgen/proxgen/nn/models"
 )
 
 // directPlan is a compiled dense ResNet or VGG whose activations stay in
@@ -54,11 +53,11 @@ type directConv struct {
 	inS, outS int // indexes of in and out in directPlan.shapes
 }
 
-// newDirectPlan compiles net, or returns nil when it is not a ResNet or
-// VGG whose every layer fits the layout (dense, channels multiples of 16,
-// 1×1 or 3×3 filters with stride 1 or 2) or nchwc has no fast kernels on
-// this machine.
-func newDirectPlan(net nn.Module, sparse map[string]bool) *directPlan {
+// newDirectPlan compiles the network r or v (the other nil), or returns
+// nil when one of its layers does not fit the layout (sparse, channels
+// not multiples of 16, filters other than 1×1 or 3×3 with stride 1 or 2)
+// or nchwc has no fast kernels on this machine.
+func newDirectPlan(r *resnetNet, v *vggNet, sparse map[string]bool) *directPlan {
 	if !nchwc.Fast() {
 		return nil
 	}
@@ -70,13 +69,13 @@ func newDirectPlan(net nn.Module, sparse map[string]bool) *directPlan {
 	p := &directPlan{}
 	p.shapeIndex(inputShape)
 	var ok bool
-	switch m := net.(type) {
-	case *models.ResNet:
-		p.classifier = m.Linear
-		p.net, ok = p.resnet(m)
-	case *models.VGG:
-		p.classifier = m.Classifier
-		p.net, ok = p.vgg(m)
+	switch {
+	case r != nil:
+		p.classifier = r.linear
+		p.net, ok = p.resnet(r)
+	case v != nil:
+		p.classifier = v.classifier
+		p.net, ok = p.vgg(v)
 	}
 	if !ok {
 		return nil
@@ -84,9 +83,11 @@ func newDirectPlan(net nn.Module, sparse map[string]bool) *directPlan {
 	return p
 }
 
-// compile folds bn (nil: none) into conv and packs it for inputs of shape
-// in, or reports false if the layer does not fit the layout.
-func (p *directPlan) compile(conv *nn.Conv2d, bn *nn.BatchNorm2d, in shape, relu bool) (directConv, bool) {
+// compile folds l's batch normalisation into its convolution and packs it
+// for inputs of shape in, or reports false if the layer does not fit the
+// layout.
+func (p *directPlan) compile(l convLayer, in shape) (directConv, bool) {
+	conv, relu := l.conv, l.relu
 	w := conv.Weight
 	if w.Rank() != 4 {
 		return directConv{}, false
@@ -98,7 +99,7 @@ func (p *directPlan) compile(conv *nn.Conv2d, bn *nn.BatchNorm2d, in shape, relu
 		(image && (cin > 4 || k != 3 || conv.Stride != 1)) || (!image && cin%16 != 0) {
 		return directConv{}, false
 	}
-	fw, bias := foldWeights(conv, bn)
+	fw, bias := foldWeights(conv, l.bn)
 	if bias == nil {
 		bias = make([]float32, cout)
 	}
@@ -195,14 +196,14 @@ func (c *directConv) run(in, res, out *nchwc.Act, parts int) {
 	})
 }
 
-// directResNet is a models.ResNet for a directPlan.
+// directResNet is a network of the ResNet shape for a directPlan.
 type directResNet struct {
 	stem   directConv
 	blocks []directBlock
 	pool   int // the average-pooling window before the classifier
 }
 
-// directBlock is a compiled models.BasicBlock: out = relu(conv2(conv1(x))
+// directBlock is a compiled residual block: out = relu(conv2(conv1(x))
 // + shortcut(x)), the shortcut nil for the identity.
 type directBlock struct {
 	conv1, conv2 directConv
@@ -210,63 +211,39 @@ type directBlock struct {
 }
 
 // resnet compiles r's layers, or reports false.
-func (p *directPlan) resnet(r *models.ResNet) (*directResNet, bool) {
+func (p *directPlan) resnet(r *resnetNet) (*directResNet, bool) {
 	d := &directResNet{}
 	var ok bool
-	if d.stem, ok = p.compile(r.Conv1, r.BN1, inputShape, true); !ok {
+	if d.stem, ok = p.compile(r.stem, inputShape); !ok {
 		return nil, false
 	}
 	cur := d.stem.out
-	for _, stage := range r.Stages {
-		for _, l := range stage.Layers {
-			b, isBlock := l.(*models.BasicBlock)
-			if !isBlock {
-				return nil, false
-			}
-			var db directBlock
-			if db.conv1, ok = p.compile(b.Conv1, b.BN1, cur, true); !ok {
-				return nil, false
-			}
-			if db.conv2, ok = p.compile(b.Conv2, b.BN2, db.conv1.out, true); !ok {
-				return nil, false
-			}
-			switch sc := b.Shortcut.(type) {
-			case nil:
-			case *models.PadShortcut:
-				c, ok := p.compile(selectionConv(sc), nil, cur, false)
-				if !ok {
-					return nil, false
-				}
-				db.shortcut = &c
-			case *nn.Sequential:
-				conv, ok1 := sc.Layers[0].(*nn.Conv2d)
-				bn, ok2 := sc.Layers[1].(*nn.BatchNorm2d)
-				if len(sc.Layers) != 2 || !ok1 || !ok2 {
-					return nil, false
-				}
-				c, ok := p.compile(conv, bn, cur, false)
-				if !ok {
-					return nil, false
-				}
-				db.shortcut = &c
-			default:
-				return nil, false
-			}
-			// image's buffers: conv1's output has the block's output shape,
-			// and exactly the blocks that change the shape have a shortcut.
-			if db.conv1.outS != db.conv2.outS || (db.shortcut != nil) == (db.conv1.inS == db.conv2.outS) ||
-				(db.shortcut != nil && db.shortcut.outS != db.conv2.outS) {
-				return nil, false
-			}
-			cur = db.conv2.out
-			d.blocks = append(d.blocks, db)
+	for _, b := range r.blocks {
+		var db directBlock
+		if db.conv1, ok = p.compile(b.conv1, cur); !ok {
+			return nil, false
 		}
+		if db.conv2, ok = p.compile(b.conv2, db.conv1.out); !ok {
+			return nil, false
+		}
+		if b.shortcut != nil {
+			c, ok := p.compile(*b.shortcut, cur)
+			if !ok {
+				return nil, false
+			}
+			db.shortcut = &c
+		}
+		// image's buffers: conv1's output has the block's output shape,
+		// and exactly the blocks that change the shape have a shortcut.
+		if db.conv1.outS != db.conv2.outS || (db.shortcut != nil) == (db.conv1.inS == db.conv2.outS) ||
+			(db.shortcut != nil && db.shortcut.outS != db.conv2.outS) {
+			return nil, false
+		}
+		cur = db.conv2.out
+		d.blocks = append(d.blocks, db)
 	}
-	d.pool = r.PoolKernel
-	if d.pool == 0 {
-		d.pool = cur.w
-	}
-	if feat := cur.c * ((cur.h-d.pool)/d.pool + 1) * ((cur.w-d.pool)/d.pool + 1); feat != r.Linear.Weight.Dim(1) {
+	d.pool = r.pool
+	if feat := cur.c * ((cur.h-d.pool)/d.pool + 1) * ((cur.w-d.pool)/d.pool + 1); feat != r.linear.Weight.Dim(1) {
 		return nil, false
 	}
 	return d, true
@@ -331,7 +308,7 @@ func (d *directResNet) algorithms() []string {
 	return out
 }
 
-// directVGG is a models.VGG for a directPlan: convolutions (batch norm and
+// directVGG is a network of the VGG shape for a directPlan: convolutions (batch norm and
 // ReLU folded in) and max-pooling layers.
 type directVGG struct {
 	steps []directStep
@@ -346,16 +323,12 @@ type directStep struct {
 }
 
 // vgg compiles v's layers, or reports false.
-func (p *directPlan) vgg(v *models.VGG) (*directVGG, bool) {
-	layers, ok := vggLayers(v)
-	if !ok {
-		return nil, false
-	}
+func (p *directPlan) vgg(v *vggNet) (*directVGG, bool) {
 	d := &directVGG{}
 	cur := inputShape
-	for _, l := range layers {
+	for _, l := range v.layers {
 		if l.conv != nil {
-			c, ok := p.compile(l.conv, l.bn, cur, true)
+			c, ok := p.compile(*l.conv, cur)
 			if !ok {
 				return nil, false
 			}
@@ -363,15 +336,15 @@ func (p *directPlan) vgg(v *models.VGG) (*directVGG, bool) {
 			cur = c.out
 			continue
 		}
-		k, stride, pad := l.window()
-		if _, isMax := l.pool.(nn.MaxPool2d); !isMax || k != stride || pad != 0 || k < 1 || cur.h < k || cur.w < k {
+		k := l.k
+		if !l.max || k != l.stride || l.pad != 0 || k < 1 || cur.h < k || cur.w < k {
 			return nil, false
 		}
 		out := shape{cur.c, poolSize(cur.h, k, k, 0), poolSize(cur.w, k, k, 0)}
 		d.steps = append(d.steps, directStep{pool: k, inS: p.shapeIndex(cur), outS: p.shapeIndex(out)})
 		cur = out
 	}
-	if len(d.steps) == 0 || d.steps[0].conv == nil || cur.size() != v.Classifier.Weight.Dim(1) {
+	if len(d.steps) == 0 || d.steps[0].conv == nil || cur.size() != v.classifier.Weight.Dim(1) {
 		return nil, false
 	}
 	return d, true

@@ -9,6 +9,7 @@ import (
 
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/infer"
+	"github.com/proxgen/proxgen/nn/models"
 )
 
 func Example() {
@@ -19,7 +20,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	spec := infer.Spec{Model: "resnet8", Width: 0.25}
+	spec := models.Spec{Model: "resnet8", Width: 0.25}
 	net, err := spec.Build()
 	if err != nil {
 		log.Fatal(err)
@@ -30,7 +31,7 @@ func Example() {
 	}
 
 	// The service: load once, then predict from any goroutine.
-	m, err := infer.Load(path, infer.Spec{})
+	m, err := infer.Load(path, models.Spec{})
 	if err != nil {
 		log.Fatal(err)
 	}

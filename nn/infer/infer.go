@@ -4,7 +4,7 @@
 //
 // A Go service needs a few lines:
 //
-//	m, err := infer.Load("run/model.safetensors", infer.Spec{})
+//	m, err := infer.Load("run/model.safetensors", models.models.Spec{})
 //	...
 //	img, _, err := image.Decode(r) // PNG or JPEG of any size
 //	...
@@ -18,7 +18,7 @@
 // tensors) or a state dict saved from torch.nn.DataParallel ("module."
 // prefix). Files written by cmd/cifar record the network and its input
 // normalisation in their metadata (see Spec and the Key constants), so
-// Spec{} is enough; for files written by PyTorch, Spec names the
+// models.Spec{} is enough; for files written by PyTorch, Spec names the
 // architecture, for example Spec{Model: "resnet20"}.
 //
 // # Preprocessing
@@ -55,6 +55,7 @@ import (
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
+	"github.com/proxgen/proxgen/nn/models"
 )
 
 // InputSize is the number of float32 values of one preprocessed image:
@@ -64,7 +65,7 @@ const InputSize = cifarinfo.ImageSize
 // Model is a network ready for inference.
 type Model struct {
 	net    nn.Module
-	spec   Spec
+	spec   models.Spec
 	norm   *cifarinfo.Normalizer
 	sparse nn.Report // which layers run sparse
 	plan   plan      // the compiled network, nil: net.Forward runs it
@@ -145,7 +146,7 @@ func MinZeros(f float64) Option { return func(o *options) { o.prep.MinZeros = f 
 // the defaults). Tensors must match the network exactly (names and
 // shapes); the error says which do not. Layers whose weights are mostly
 // exact zeros run sparse unless an option says otherwise (see New).
-func Load(path string, spec Spec, opts ...Option) (*Model, error) {
+func Load(path string, spec models.Spec, opts ...Option) (*Model, error) {
 	f, err := safetensors.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("infer: %w", err)
@@ -158,7 +159,7 @@ func Load(path string, spec Spec, opts ...Option) (*Model, error) {
 }
 
 // FromFile is Load for a safetensors file already read.
-func FromFile(f *safetensors.File, spec Spec, opts ...Option) (*Model, error) {
+func FromFile(f *safetensors.File, spec models.Spec, opts ...Option) (*Model, error) {
 	net, spec, err := Network(f, spec)
 	if err != nil {
 		return nil, err
@@ -170,24 +171,24 @@ func FromFile(f *safetensors.File, spec Spec, opts ...Option) (*Model, error) {
 // its description: spec merged with the file's metadata, the defaults
 // filled in (see Spec). Load runs it; exporters (nn/onnx) and tools that
 // need the network itself call it directly.
-func Network(f *safetensors.File, spec Spec) (nn.Module, Spec, error) {
-	meta, err := SpecFromMetadata(f.Metadata)
+func Network(f *safetensors.File, spec models.Spec) (nn.Module, models.Spec, error) {
+	meta, err := models.SpecFromMetadata(f.Metadata)
 	if err != nil {
-		return nil, Spec{}, err
+		return nil, models.Spec{}, err
 	}
 	spec, err = spec.Merge(meta).Complete()
 	if err != nil {
-		return nil, Spec{}, err
+		return nil, models.Spec{}, err
 	}
 	if err := spec.Validate(f); err != nil {
-		return nil, Spec{}, err
+		return nil, models.Spec{}, err
 	}
 	net, err := spec.Build()
 	if err != nil {
-		return nil, Spec{}, err
+		return nil, models.Spec{}, err
 	}
 	if err := checkpoint.LoadWeights(f, net); err != nil {
-		return nil, Spec{}, err
+		return nil, models.Spec{}, err
 	}
 	return net, spec, nil
 }
@@ -200,7 +201,7 @@ func Network(f *safetensors.File, spec Spec) (nn.Module, Spec, error) {
 // the options Dense and MinZeros change this, and Sparsity reports it),
 // and net must not be changed or trained afterwards (train a copy
 // instead).
-func New(net nn.Module, spec Spec, opts ...Option) (*Model, error) {
+func New(net nn.Module, spec models.Spec, opts ...Option) (*Model, error) {
 	if spec.Model == "" {
 		spec.Model = fmt.Sprintf("%T", net)
 	}
@@ -247,7 +248,7 @@ func (m *Model) Sparsity() nn.Report {
 }
 
 // Spec returns the network's description with its defaults filled in.
-func (m *Model) Spec() Spec {
+func (m *Model) Spec() models.Spec {
 	s := m.spec
 	s.Mean, s.Std, s.Classes = slices.Clone(s.Mean), slices.Clone(s.Std), slices.Clone(s.Classes)
 	return s

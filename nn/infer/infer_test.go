@@ -46,7 +46,7 @@ func randomize(m nn.Module, rng *rand.Rand) {
 
 // tinySpec is a small ResNet with option-B shortcuts, 7 classes and its
 // own normalisation and class names.
-var tinySpec = infer.Spec{
+var tinySpec = models.Spec{
 	Model: "resnet8", Width: 0.25, Shortcut: "B", NumClasses: 7,
 	Mean: []float32{0.5, 0.4, 0.3}, Std: []float32{0.25, 0.2, 0.3},
 	Classes: []string{"a", "b", "c", "d", "e", "f", "g"},
@@ -87,7 +87,7 @@ func randomInputs(rng *rand.Rand, n int) []float32 {
 // computes exactly what the saved network computes in evaluation mode.
 func TestLoadRecordsSpec(t *testing.T) {
 	path, net := saveTiny(t, 1)
-	m, err := infer.Load(path, infer.Spec{})
+	m, err := infer.Load(path, models.Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestLoadRecordsSpec(t *testing.T) {
 				g.Metadata[k] = v
 			}
 		}
-		m2, err := infer.FromFile(g, infer.Spec{})
+		m2, err := infer.FromFile(g, models.Spec{})
 		if err != nil {
 			t.Fatalf("prefix %q: %v", prefix, err)
 		}
@@ -130,7 +130,7 @@ func TestLoadRecordsSpec(t *testing.T) {
 // evalSoftmax is the reference: the network in evaluation mode, softmax in
 // float64.
 func evalSoftmax(net nn.Module, x []float32, n int) []float32 {
-	m, err := infer.New(net, infer.Spec{NumClasses: 7})
+	m, err := infer.New(net, models.Spec{NumClasses: 7})
 	if err != nil {
 		panic(err)
 	}
@@ -162,13 +162,13 @@ func TestLoadPyTorchFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Metadata = nil
-	if _, err := infer.FromFile(f, infer.Spec{}); err == nil || !strings.Contains(err.Error(), "Spec.Model") {
+	if _, err := infer.FromFile(f, models.Spec{}); err == nil || !strings.Contains(err.Error(), "Spec.Model") {
 		t.Fatalf("no architecture anywhere: error %v, want one that asks for Spec.Model", err)
 	}
-	if _, err := infer.FromFile(f, infer.Spec{Model: "resnet32"}); err == nil || !strings.Contains(err.Error(), "missing keys") {
+	if _, err := infer.FromFile(f, models.Spec{Model: "resnet32"}); err == nil || !strings.Contains(err.Error(), "missing keys") {
 		t.Fatalf("wrong architecture: error %v", err)
 	}
-	m, err := infer.FromFile(f, infer.Spec{Model: "resnet20"})
+	m, err := infer.FromFile(f, models.Spec{Model: "resnet20"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,26 +207,26 @@ func TestLoadPyTorchFile(t *testing.T) {
 func TestLoadErrors(t *testing.T) {
 	path, _ := saveTiny(t, 3)
 	for _, c := range []struct {
-		spec infer.Spec
+		spec models.Spec
 		want string
 	}{
-		{infer.Spec{NumClasses: 10}, "7 class names for 10 classes"},
-		{infer.Spec{Width: 0.5}, "conv1.weight"},
-		{infer.Spec{Shortcut: "C"}, "shortcut"},
-		{infer.Spec{Classes: []string{"x"}}, "class names"},
-		{infer.Spec{Std: []float32{1, 0, 1}}, "std"},
-		{infer.Spec{Model: "lenet"}, "unknown model"},
+		{models.Spec{NumClasses: 10}, "7 class names for 10 classes"},
+		{models.Spec{Width: 0.5}, "conv1.weight"},
+		{models.Spec{Shortcut: "C"}, "shortcut"},
+		{models.Spec{Classes: []string{"x"}}, "class names"},
+		{models.Spec{Std: []float32{1, 0, 1}}, "std"},
+		{models.Spec{Model: "lenet"}, "unknown model"},
 	} {
 		_, err := infer.Load(path, c.spec)
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
 			t.Errorf("%+v: error %v, want one naming the file and %q", c.spec, err, c.want)
 		}
 	}
-	if _, err := infer.Load(filepath.Join(t.TempDir(), "none.safetensors"), infer.Spec{}); err == nil {
+	if _, err := infer.Load(filepath.Join(t.TempDir(), "none.safetensors"), models.Spec{}); err == nil {
 		t.Error("missing file: no error")
 	}
-	f := &safetensors.File{Tensors: map[string]safetensors.Tensor{}, Metadata: map[string]string{infer.KeyMean: "[1,2"}}
-	if _, err := infer.FromFile(f, infer.Spec{Model: "resnet8"}); err == nil || !strings.Contains(err.Error(), "mean") {
+	f := &safetensors.File{Tensors: map[string]safetensors.Tensor{}, Metadata: map[string]string{models.KeyMean: "[1,2"}}
+	if _, err := infer.FromFile(f, models.Spec{Model: "resnet8"}); err == nil || !strings.Contains(err.Error(), "mean") {
 		t.Errorf("bad mean metadata: error %v", err)
 	}
 }
@@ -236,7 +236,7 @@ func TestLoadErrors(t *testing.T) {
 // independent requests together.
 func TestBatchInvariance(t *testing.T) {
 	path, _ := saveTiny(t, 4)
-	m, err := infer.Load(path, infer.Spec{})
+	m, err := infer.Load(path, models.Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestBatchInvariance(t *testing.T) {
 // -race): every result equals the sequential one.
 func TestConcurrentPredict(t *testing.T) {
 	path, _ := saveTiny(t, 6)
-	m, err := infer.Load(path, infer.Spec{})
+	m, err := infer.Load(path, models.Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestConcurrentPredict(t *testing.T) {
 
 func TestPreprocessMatchesLoader(t *testing.T) {
 	path, _ := saveTiny(t, 8)
-	m, err := infer.Load(path, infer.Spec{})
+	m, err := infer.Load(path, models.Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,17 +374,17 @@ func TestTopK(t *testing.T) {
 // TestSpecMetadataRoundTrip checks the metadata encoding on its own.
 func TestSpecMetadataRoundTrip(t *testing.T) {
 	meta := tinySpec.Metadata()
-	if meta[infer.KeyWidth] != "0.25" || meta[infer.KeyNumClasses] != "7" || meta[infer.KeyMean] != "[0.5,0.4,0.3]" {
+	if meta[models.KeyWidth] != "0.25" || meta[models.KeyNumClasses] != "7" || meta[models.KeyMean] != "[0.5,0.4,0.3]" {
 		t.Fatalf("metadata %v", meta)
 	}
-	got, err := infer.SpecFromMetadata(meta)
+	got, err := models.SpecFromMetadata(meta)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got, tinySpec) {
 		t.Fatalf("round trip gives %+v, want %+v", got, tinySpec)
 	}
-	if m := (infer.Spec{}).Metadata(); len(m) != 0 {
+	if m := (models.Spec{}).Metadata(); len(m) != 0 {
 		t.Fatalf("empty spec gives %v", m)
 	}
 	// Per-layer widths of a compacted network.
@@ -392,7 +392,7 @@ func TestSpecMetadataRoundTrip(t *testing.T) {
 	ws.Shortcut = "A"
 	ws.Widths = &models.Widths{Stem: 3, Stages: [][]models.BlockWidths{{{Inner: 2, Out: 3}}, {{Inner: 1, Out: 5, Pad: []int{0, -1, 4}}}, {{Inner: 7, Out: 6}}}}
 	meta = ws.Metadata()
-	if got, err := infer.SpecFromMetadata(meta); err != nil || !reflect.DeepEqual(got, ws) {
+	if got, err := models.SpecFromMetadata(meta); err != nil || !reflect.DeepEqual(got, ws) {
 		t.Fatalf("widths round trip gives %+v (%v), want %+v", got, err, ws)
 	}
 	net, err := ws.Build()
@@ -402,8 +402,8 @@ func TestSpecMetadataRoundTrip(t *testing.T) {
 	if w, err := models.WidthsOf(net); err != nil || !reflect.DeepEqual(w.Stages[1], ws.Widths.Stages[1]) || w.Stem != 3 {
 		t.Fatalf("built widths %+v (%v)", w, err)
 	}
-	for _, bad := range []map[string]string{{infer.KeyWidth: "wide"}, {infer.KeyNumClasses: "ten"}, {infer.KeyClasses: "a,b"}, {infer.KeyStd: "{}"}, {infer.KeyWidths: "[1]"}} {
-		if _, err := infer.SpecFromMetadata(bad); err == nil {
+	for _, bad := range []map[string]string{{models.KeyWidth: "wide"}, {models.KeyNumClasses: "ten"}, {models.KeyClasses: "a,b"}, {models.KeyStd: "{}"}, {models.KeyWidths: "[1]"}} {
+		if _, err := models.SpecFromMetadata(bad); err == nil {
 			t.Errorf("%v: no error", bad)
 		}
 	}
@@ -416,12 +416,12 @@ func TestSpecMetadataRoundTrip(t *testing.T) {
 // bit.
 func TestPredictWhileTraining(t *testing.T) {
 	servedPath, _ := saveTiny(t, 10)
-	served, err := infer.Load(servedPath, infer.Spec{})
+	served, err := infer.Load(servedPath, models.Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	trainPath, training := saveTiny(t, 11) // training starts from this file
-	snapshot, err := infer.Load(trainPath, infer.Spec{})
+	snapshot, err := infer.Load(trainPath, models.Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -498,7 +498,7 @@ func TestSteadyStateAllocations(t *testing.T) {
 		t.Skip("the race detector makes sync.Pool drop items")
 	}
 	path, _ := saveTiny(t, 14)
-	m, err := infer.Load(path, infer.Spec{})
+	m, err := infer.Load(path, models.Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -538,7 +538,7 @@ func TestNoAllocationsOneWorker(t *testing.T) {
 	defer parallel.SetWorkers(parallel.SetWorkers(1))
 	for _, shortcut := range []string{"A", "B"} {
 		for _, zeros := range []float64{0, 0.9} {
-			spec := infer.Spec{Model: "resnet20", Shortcut: shortcut}
+			spec := models.Spec{Model: "resnet20", Shortcut: shortcut}
 			net, err := spec.Build()
 			if err != nil {
 				t.Fatal(err)
@@ -568,23 +568,23 @@ func TestLoadHostileMetadata(t *testing.T) {
 	for _, c := range []struct {
 		key, value, want string
 	}{
-		{infer.KeyWidth, "10000", "width 10000: want more than 0 and at most 16"},
-		{infer.KeyWidth, "16", "width 16, num_classes 7: the network needs 18888448 weights, the file holds 5340 values"},
-		{infer.KeyModel, "resnet600000002", `model "resnet600000002"`},
-		{infer.KeyModel, "resnet1202", "model resnet1202, width 0.25, num_classes 7: the network needs"},
-		{infer.KeyNumClasses, "500000000", "num_classes 500000000: more than the maximum 100000"},
-		{infer.KeyNumClasses, "90000", "num_classes 90000: the network needs"},
-		{infer.KeyWidths, `{"stem":100000,"stages":[[{"inner":4,"out":4}],[{"inner":8,"out":8}],[{"inner":16,"out":16}]]}`, "stem = 100000: more than the maximum 8192"},
-		{infer.KeyStd, "[1e-45,0.2,0.2]", "std[0] = 1e-45: want a finite, normal, nonzero value"},
-		{infer.KeyStd, "[0.2,0,0.2]", "std[1] = 0"},
-		{infer.KeyMean, "[0.5,0.5]", "mean: 2 values, want 3"},
+		{models.KeyWidth, "10000", "width 10000: want more than 0 and at most 16"},
+		{models.KeyWidth, "16", "width 16, num_classes 7: the network needs 18888448 weights, the file holds 5340 values"},
+		{models.KeyModel, "resnet600000002", `model "resnet600000002"`},
+		{models.KeyModel, "resnet1202", "model resnet1202, width 0.25, num_classes 7: the network needs"},
+		{models.KeyNumClasses, "500000000", "num_classes 500000000: more than the maximum 100000"},
+		{models.KeyNumClasses, "90000", "num_classes 90000: the network needs"},
+		{models.KeyWidths, `{"stem":100000,"stages":[[{"inner":4,"out":4}],[{"inner":8,"out":8}],[{"inner":16,"out":16}]]}`, "stem = 100000: more than the maximum 8192"},
+		{models.KeyStd, "[1e-45,0.2,0.2]", "std[0] = 1e-45: want a finite, normal, nonzero value"},
+		{models.KeyStd, "[0.2,0,0.2]", "std[1] = 0"},
+		{models.KeyMean, "[0.5,0.5]", "mean: 2 values, want 3"},
 	} {
 		f, err := safetensors.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.key == infer.KeyNumClasses {
-			delete(f.Metadata, infer.KeyClasses)
+		if c.key == models.KeyNumClasses {
+			delete(f.Metadata, models.KeyClasses)
 		}
 		f.Metadata[c.key] = c.value
 		bad := filepath.Join(t.TempDir(), "bad.safetensors")
@@ -592,7 +592,7 @@ func TestLoadHostileMetadata(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		_, err = infer.Load(bad, infer.Spec{})
+		_, err = infer.Load(bad, models.Spec{})
 		t.Logf("%s=%.20s: %v", c.key, c.value, time.Since(start))
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), bad) {
 			t.Errorf("%s=%s: error %v, want one naming the file and %q", c.key, c.value, err, c.want)
@@ -623,7 +623,7 @@ func TestSparseByDefault(t *testing.T) {
 	if err := checkpoint.SaveModel(path, net, tinySpec.Metadata()); err != nil {
 		t.Fatal(err)
 	}
-	sparse, err := infer.Load(path, infer.Spec{})
+	sparse, err := infer.Load(path, models.Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -637,7 +637,7 @@ func TestSparseByDefault(t *testing.T) {
 	x := randomInputs(newRng(22), 3)
 	got := sparse.Probabilities(nil, x)
 	for name, opt := range map[string]infer.Option{"Dense": infer.Dense(), "MinZeros(1.1)": infer.MinZeros(1.1)} {
-		dense, err := infer.Load(path, infer.Spec{}, opt)
+		dense, err := infer.Load(path, models.Spec{}, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -657,7 +657,7 @@ func TestSparseByDefault(t *testing.T) {
 // evaluation mode and that Probabilities is its softmax.
 func TestLogits(t *testing.T) {
 	path, net := saveTiny(t, 11)
-	m, err := infer.Load(path, infer.Spec{})
+	m, err := infer.Load(path, models.Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/internal/cifarinfo"
 	"github.com/proxgen/proxgen/nn"
-	"github.com/proxgen/proxgen/nn/models"
 )
 
 // plan is a network compiled for inference once, at load: every batch
@@ -26,35 +25,26 @@ type plan interface {
 }
 
 // newPlan compiles net, prepared by nn.PrepareInferenceWith with report
-// rep, or returns nil when net is not a network it knows (the plain
-// forward pass then runs it).
+// rep, or returns nil when its graph has neither the ResNet nor the VGG
+// shape (see network; the plain forward pass then runs it).
 func newPlan(net nn.Module, rep nn.Report) plan {
 	sparse := map[string]bool{}
 	for _, l := range rep.Layers {
 		sparse[l.Name] = l.Sparse
 	}
-	direct := newDirectPlan(net, sparse)
-	var gemm plan
-	switch m := net.(type) {
-	case *models.ResNet:
-		if direct != nil {
+	r, v := network(net)
+	switch {
+	case r != nil:
+		if direct := newDirectPlan(r, nil, sparse); direct != nil {
 			return direct // faster at every batch size
 		}
-		if p := newResNetPlan(m, sparse); p != nil {
-			gemm = p
+		return newResNetPlan(r, sparse)
+	case v != nil:
+		direct := newDirectPlan(nil, v, sparse)
+		if direct != nil {
+			return &byBatch{small: direct, large: newVGGPlan(v, sparse), from: vggGEMMFrom}
 		}
-	case *models.VGG:
-		if p := newVGGPlan(m, sparse); p != nil {
-			gemm = p
-		}
-	}
-	switch {
-	case direct != nil && gemm != nil:
-		return &byBatch{small: direct, large: gemm, from: vggGEMMFrom}
-	case gemm != nil:
-		return gemm
-	case direct != nil:
-		return direct
+		return newVGGPlan(v, sparse)
 	}
 	return nil
 }
@@ -100,10 +90,11 @@ type convStep struct {
 	relu bool
 }
 
-// foldConv compiles conv followed by bn (nil: none) for inputs of shape
-// in; the layer runs sparse if sparse.
-func foldConv(conv *nn.Conv2d, bn *nn.BatchNorm2d, in shape, sparse, relu bool) convStep {
-	fw, bias := foldWeights(conv, bn)
+// foldConv compiles l for inputs of shape in; the layer runs sparse if
+// sparse.
+func foldConv(l convLayer, in shape, sparse bool) convStep {
+	conv, relu := l.conv, l.relu
+	fw, bias := foldWeights(conv, l.bn)
 	var sw *autograd.SparseWeight
 	if sparse {
 		sw = autograd.NewSparseWeight(fw)
@@ -155,7 +146,7 @@ func (c convStep) run(n int, x, out, residual []float32) {
 // inputShape is the shape of a network input.
 var inputShape = shape{cifarinfo.Channels, Side, Side}
 
-// resnetPlan is a compiled models.ResNet.
+// resnetPlan is a compiled network of the ResNet shape.
 type resnetPlan struct {
 	stem   convStep
 	blocks []blockPlan
@@ -164,7 +155,7 @@ type resnetPlan struct {
 	max    int
 }
 
-// blockPlan is a compiled models.BasicBlock: out = relu(conv2(relu(conv1(x)))
+// blockPlan is a compiled residual block: out = relu(conv2(relu(conv1(x)))
 // + shortcut(x)), the shortcut nil for the identity.
 type blockPlan struct {
 	conv1, conv2 convStep
@@ -176,60 +167,25 @@ type blockPlan struct {
 	chained, padded bool
 }
 
-func newResNetPlan(r *models.ResNet, sparse map[string]bool) *resnetPlan {
-	p := &resnetPlan{linear: r.Linear}
-	p.stem = foldConv(r.Conv1, r.BN1, inputShape, sparse["conv1"], true)
+func newResNetPlan(r *resnetNet, sparse map[string]bool) *resnetPlan {
+	p := &resnetPlan{linear: r.linear, pool: r.pool}
+	p.stem = foldConv(r.stem, inputShape, sparse[r.stem.name])
 	cur := p.stem.out
 	p.max = max(inputShape.size(), cur.size())
-	for s, stage := range r.Stages {
-		for i, l := range stage.Layers {
-			b, ok := l.(*models.BasicBlock)
-			if !ok {
-				return nil
-			}
-			name := fmt.Sprintf("layer%d.%d.", s+1, i)
-			bp := blockPlan{conv1: foldConv(b.Conv1, b.BN1, cur, sparse[name+"conv1"], true)}
-			bp.conv2 = foldConv(b.Conv2, b.BN2, bp.conv1.out, sparse[name+"conv2"], true)
-			switch sc := b.Shortcut.(type) {
-			case nil:
-			case *models.PadShortcut:
-				st := foldConv(selectionConv(sc), nil, cur, false, false)
-				bp.shortcut = &st
-			case *nn.Sequential:
-				conv, ok1 := sc.Layers[0].(*nn.Conv2d)
-				bn, ok2 := sc.Layers[1].(*nn.BatchNorm2d)
-				if len(sc.Layers) != 2 || !ok1 || !ok2 {
-					return nil
-				}
-				st := foldConv(conv, bn, cur, sparse[name+"shortcut.0"], false)
-				bp.shortcut = &st
-			default:
-				return nil
-			}
-			bp.chained = bp.conv1.p.Chains(bp.conv2.p)
-			bp.padded = bp.shortcut == nil && bp.conv1.p.ChainsResidual(bp.conv2.p)
-			cur = bp.conv2.out
-			p.max = max(p.max, bp.conv1.out.size(), cur.size(), bp.conv1.p.PaddedSize())
-			p.blocks = append(p.blocks, bp)
+	for _, b := range r.blocks {
+		bp := blockPlan{conv1: foldConv(b.conv1, cur, sparse[b.conv1.name])}
+		bp.conv2 = foldConv(b.conv2, bp.conv1.out, sparse[b.conv2.name])
+		if b.shortcut != nil {
+			st := foldConv(*b.shortcut, cur, sparse[b.shortcut.name])
+			bp.shortcut = &st
 		}
-	}
-	p.pool = r.PoolKernel
-	if p.pool == 0 {
-		p.pool = cur.w
+		bp.chained = bp.conv1.p.Chains(bp.conv2.p)
+		bp.padded = bp.shortcut == nil && bp.conv1.p.ChainsResidual(bp.conv2.p)
+		cur = bp.conv2.out
+		p.max = max(p.max, bp.conv1.out.size(), cur.size(), bp.conv1.p.PaddedSize())
+		p.blocks = append(p.blocks, bp)
 	}
 	return p
-}
-
-// selectionConv returns option A's shortcut as PadShortcut computes it: the
-// exact 0/1 selection of its channels as a 1×1 convolution with stride 2.
-func selectionConv(sc *models.PadShortcut) *nn.Conv2d {
-	conv := &nn.Conv2d{Weight: autograd.New(sc.Out, sc.In, 1, 1), Stride: 2, Dilation: 1}
-	for c, d := range sc.Targets() {
-		if d >= 0 {
-			conv.Weight.Data[d*sc.In+c] = 1
-		}
-	}
-	return conv
 }
 
 func (p *resnetPlan) algorithms(n int) []string {
@@ -341,8 +297,9 @@ func linear(l *nn.Linear, x, out []float32) {
 	}
 }
 
-// vggPlan is a compiled models.VGG: convolutions (with their batch
-// normalisation and ReLU) and pooling layers, then the classifier.
+// vggPlan is a compiled network of the VGG shape: convolutions (with
+// their batch normalisation and ReLU) and pooling layers, then the
+// classifier.
 type vggPlan struct {
 	steps      []vggStep
 	classifier *nn.Linear
@@ -358,22 +315,17 @@ type vggStep struct {
 	out  shape
 }
 
-func newVGGPlan(v *models.VGG, sparse map[string]bool) *vggPlan {
-	layers, ok := vggLayers(v)
-	if !ok {
-		return nil
-	}
-	p := &vggPlan{classifier: v.Classifier}
+func newVGGPlan(v *vggNet, sparse map[string]bool) *vggPlan {
+	p := &vggPlan{classifier: v.classifier}
 	cur := inputShape
 	p.max = cur.size()
-	for _, l := range layers {
+	for _, l := range v.layers {
 		if l.conv != nil {
-			st := foldConv(l.conv, l.bn, cur, sparse[fmt.Sprintf("features.%d", l.index)], true)
+			st := foldConv(*l.conv, cur, sparse[l.conv.name])
 			p.steps = append(p.steps, vggStep{conv: &st, in: cur, out: st.out})
 			cur = st.out
 		} else {
-			k, stride, pad := l.window()
-			out := shape{cur.c, poolSize(cur.h, k, stride, pad), poolSize(cur.w, k, stride, pad)}
+			out := shape{cur.c, poolSize(cur.h, l.k, l.stride, l.pad), poolSize(cur.w, l.k, l.stride, l.pad)}
 			p.steps = append(p.steps, vggStep{pool: l.pool, in: cur, out: out})
 			cur = out
 		}
@@ -381,65 +333,6 @@ func newVGGPlan(v *models.VGG, sparse map[string]bool) *vggPlan {
 	}
 	p.out = cur
 	return p
-}
-
-// vggLayer is one layer of a VGG's features: a convolution followed by
-// batch normalisation and ReLU, or a pooling layer (pool).
-type vggLayer struct {
-	index int // the convolution's or pooling's index in the features
-	conv  *nn.Conv2d
-	bn    *nn.BatchNorm2d
-	pool  nn.Module // nn.MaxPool2d or nn.AvgPool2d
-}
-
-// window returns the pooling's window, stride and padding.
-func (l vggLayer) window() (k, stride, pad int) {
-	switch m := l.pool.(type) {
-	case nn.MaxPool2d:
-		return m.Kernel, m.Stride, m.Padding
-	case nn.AvgPool2d:
-		return m.Kernel, m.Stride, m.Padding
-	}
-	panic(fmt.Sprintf("infer: %T is not a pooling layer", l.pool))
-}
-
-// vggLayers returns the layers of v's features (identity average poolings
-// left out), or false if they are not convolution–batch-norm–ReLU triples
-// and poolings.
-func vggLayers(v *models.VGG) ([]vggLayer, bool) {
-	var out []vggLayer
-	ls := v.Features.Layers
-	for i := 0; i < len(ls); i++ {
-		switch l := ls[i].(type) {
-		case *nn.Conv2d:
-			bn, ok1 := at[*nn.BatchNorm2d](ls, i+1)
-			_, ok2 := at[nn.ReLU](ls, i+2)
-			if !ok1 || !ok2 {
-				return nil, false
-			}
-			out = append(out, vggLayer{index: i, conv: l, bn: bn})
-			i += 2
-		case nn.MaxPool2d:
-			out = append(out, vggLayer{index: i, pool: l})
-		case nn.AvgPool2d:
-			if l.Kernel != 1 || l.Stride != 1 || l.Padding != 0 {
-				out = append(out, vggLayer{index: i, pool: l})
-			}
-		default:
-			return nil, false
-		}
-	}
-	return out, true
-}
-
-// at returns ls[i] as a T, if it is one.
-func at[T any](ls []nn.Module, i int) (T, bool) {
-	var zero T
-	if i >= len(ls) {
-		return zero, false
-	}
-	v, ok := ls[i].(T)
-	return v, ok
 }
 
 // poolSize is the output length of a pooling window (floor mode).

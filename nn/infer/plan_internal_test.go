@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/proxgen/proxgen/nn/internal/nntest"
+	"github.com/proxgen/proxgen/nn/models"
 )
 
 // TestResNetPlanChainsSparseBlocks checks which blocks of a sparse
@@ -13,7 +14,7 @@ import (
 // also in the padded layout; none in the dense network.
 func TestResNetPlanChainsSparseBlocks(t *testing.T) {
 	for _, zeros := range []float64{0, 0.95} {
-		spec := Spec{Model: "resnet20", Width: 0.5, Shortcut: "B"}
+		spec := models.Spec{Model: "resnet20", Width: 0.5, Shortcut: "B"}
 		net, err := spec.Build()
 		if err != nil {
 			t.Fatal(err)

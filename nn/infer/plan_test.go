@@ -16,6 +16,7 @@ import (
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/internal/nntest"
+	"github.com/proxgen/proxgen/nn/models"
 )
 
 // evalLogitsSoftmax returns the softmax of net's logits computed by the
@@ -52,21 +53,21 @@ func evalLogitsSoftmax(net nn.Module, x []float32, n int) []float32 {
 // turned off, in the layout of the other plans.
 func TestPlanMatchesEval(t *testing.T) {
 	for _, tc := range []struct {
-		spec  infer.Spec
+		spec  models.Spec
 		zeros float64
 	}{
-		{infer.Spec{Model: "resnet20", Width: 1, Shortcut: "A"}, 0},
-		{infer.Spec{Model: "resnet20", Width: 1, Shortcut: "B"}, 0},
-		{infer.Spec{Model: "vgg16", Width: 1}, 0},
-		{infer.Spec{Model: "resnet20", Width: 0.5, Shortcut: "A"}, 0},
-		{infer.Spec{Model: "resnet20", Width: 0.5, Shortcut: "B"}, 0},
-		{infer.Spec{Model: "resnet20", Width: 0.5, Shortcut: "B"}, 0.95},
-		{infer.Spec{Model: "resnet56", Width: 0.25, Shortcut: "A"}, 0.95},
-		{infer.Spec{Model: "resnet56", Width: 0.25, Shortcut: "B"}, 0},
-		{infer.Spec{Model: "resnet18", Width: 0.125}, 0},
-		{infer.Spec{Model: "resnet34", Width: 0.125}, 0.95},
-		{infer.Spec{Model: "vgg16", Width: 0.125}, 0},
-		{infer.Spec{Model: "vgg16", Width: 0.125}, 0.95},
+		{models.Spec{Model: "resnet20", Width: 1, Shortcut: "A"}, 0},
+		{models.Spec{Model: "resnet20", Width: 1, Shortcut: "B"}, 0},
+		{models.Spec{Model: "vgg16", Width: 1}, 0},
+		{models.Spec{Model: "resnet20", Width: 0.5, Shortcut: "A"}, 0},
+		{models.Spec{Model: "resnet20", Width: 0.5, Shortcut: "B"}, 0},
+		{models.Spec{Model: "resnet20", Width: 0.5, Shortcut: "B"}, 0.95},
+		{models.Spec{Model: "resnet56", Width: 0.25, Shortcut: "A"}, 0.95},
+		{models.Spec{Model: "resnet56", Width: 0.25, Shortcut: "B"}, 0},
+		{models.Spec{Model: "resnet18", Width: 0.125}, 0},
+		{models.Spec{Model: "resnet34", Width: 0.125}, 0.95},
+		{models.Spec{Model: "vgg16", Width: 0.125}, 0},
+		{models.Spec{Model: "vgg16", Width: 0.125}, 0.95},
 	} {
 		for _, kernels := range []string{"", impl.Generic} {
 			if kernels != "" && tc.spec.Width < 1 {
@@ -79,7 +80,7 @@ func TestPlanMatchesEval(t *testing.T) {
 
 // checkPlanMatchesEval is TestPlanMatchesEval for one network, with
 // package nchwc's kernels turned off if kernels is impl.Generic.
-func checkPlanMatchesEval(t *testing.T, spec infer.Spec, zeros float64, kernels string) {
+func checkPlanMatchesEval(t *testing.T, spec models.Spec, zeros float64, kernels string) {
 	t.Helper()
 	name := fmt.Sprintf("%s_w%g_%s_z%g%s", spec.Model, spec.Width, spec.Shortcut, zeros, kernels)
 	t.Run(name, func(t *testing.T) {
@@ -145,7 +146,7 @@ func checkPlanMatchesEval(t *testing.T, spec infer.Spec, zeros float64, kernels 
 // evaluation graph.
 func TestPlanCompacted(t *testing.T) {
 	path := filepath.Join("..", "..", "testdata", "compact", "resnet20_A.compact.safetensors")
-	m, err := infer.Load(path, infer.Spec{})
+	m, err := infer.Load(path, models.Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,6 +163,35 @@ func TestPlanCompacted(t *testing.T) {
 	}
 	x := randomInputs(newRng(33), 3)
 	want := evalLogitsSoftmax(net, x, 3)
+	got := m.Probabilities(nil, x)
+	for i := range want {
+		if d := math.Abs(float64(got[i] - want[i])); d > 2e-5 {
+			t.Fatalf("probability %d: plan %v, evaluation graph %v", i, got[i], want[i])
+		}
+	}
+}
+
+// TestPlanOfGraph checks that New compiles any network whose layer graph
+// (models.NewGraph) has a shape the plans run, whatever its Go type: a
+// hand-made Sequential of the VGG shape, against the evaluation graph.
+func TestPlanOfGraph(t *testing.T) {
+	rng := newRng(35)
+	net := nn.NewSequential(
+		nn.NewConv2d(3, 16, 3, nn.ConvOpts{Padding: 1}, rng), nn.NewBatchNorm2d(16), nn.ReLU{},
+		nn.MaxPool2d{Kernel: 2, Stride: 2},
+		nn.NewConv2d(16, 16, 3, nn.ConvOpts{Padding: 1, Bias: true}, rng), nn.ReLU{},
+		nn.MaxPool2d{Kernel: 4, Stride: 4},
+		nn.Flatten{}, nn.NewLinear(16*4*4, 7, true, rng))
+	randomize(net, rng)
+	x := randomInputs(newRng(36), 3)
+	want := evalLogitsSoftmax(net, x, 3)
+	m, err := infer.New(net, models.Spec{NumClasses: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if algs := m.Algorithms(1); len(algs) != 2 {
+		t.Fatalf("algorithms %v, want the two convolutions compiled", algs)
+	}
 	got := m.Probabilities(nil, x)
 	for i := range want {
 		if d := math.Abs(float64(got[i] - want[i])); d > 2e-5 {

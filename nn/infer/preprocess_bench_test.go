@@ -11,6 +11,7 @@ import (
 	"github.com/proxgen/proxgen/datasets/cifar10"
 	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/nn/infer"
+	"github.com/proxgen/proxgen/nn/models"
 )
 
 // BenchmarkImagePath measures the three stages of classifying one
@@ -67,7 +68,7 @@ func BenchmarkImagePath(b *testing.B) {
 
 // resnet20 returns random-weight full-width ResNet-20 as a Model.
 func resnet20(b *testing.B) *infer.Model {
-	spec := infer.Spec{Model: "resnet20"}
+	spec := models.Spec{Model: "resnet20"}
 	net, err := spec.Build()
 	if err != nil {
 		b.Fatal(err)

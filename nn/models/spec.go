@@ -29,7 +29,7 @@ const (
 // prepared. Files written by cmd/cifar (and by any program that stores
 // Spec.Metadata with checkpoint.SaveModel) carry it in their safetensors
 // metadata; for files written by PyTorch, the caller gives it to
-// nn/infer.Load (where it is infer.Spec).
+// nn/infer.Load.
 //
 // Zero fields mean "not given": nn/infer.Load fills them from the file and
 // then from the defaults noted below (Complete).

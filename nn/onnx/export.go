@@ -3,10 +3,11 @@
 // read. It writes the protocol-buffer encoding of onnx.proto directly
 // (the standard library has no protobuf), with opset 17.
 //
-// Export walks the module structure of a network: the layers of package
-// nn (Sequential, Conv2d, BatchNorm2d, Linear, ReLU, pooling, Flatten,
-// Dropout) and the networks of nn/models (VGG, ResNet with option-A or
-// option-B shortcuts and any per-layer widths, the LSTM language model).
+// Export writes the graph of a network (models.NewGraph), node by node:
+// the layers of package nn (Sequential, Conv2d, BatchNorm2d, Linear, ReLU,
+// pooling, Flatten, Dropout) and the networks of nn/models (VGG, ResNet
+// with option-A or option-B shortcuts and any per-layer widths, the LSTM
+// language model) are what that graph describes.
 // Tensors keep their state_dict names as ONNX initializer names, so
 // "layer1.0.conv1.weight" in the ONNX graph is the tensor of that name in
 // the model file.
@@ -24,6 +25,7 @@
 package onnx
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -85,17 +87,27 @@ func WriteFile(path string, m nn.Module, opt Options) error {
 }
 
 // Marshal returns the ONNX model (a serialized ModelProto) of m as it runs
-// in evaluation mode. It fails, naming the module and its path, when m
-// holds a module it cannot export or when shapes do not fit together.
+// in evaluation mode: the nodes of its graph (models.NewGraph), in order.
+// It fails, naming the module and its path, when m holds a module it
+// cannot export or when shapes do not fit together.
 func Marshal(m nn.Module, opt Options) ([]byte, error) {
-	b := &builder{opt: opt, used: map[string]bool{}}
-	var err error
-	if lm, ok := m.(*models.LanguageModel); ok {
-		err = b.languageModel(lm)
-	} else {
-		err = b.classifier(m)
+	in := opt.InputShape
+	if in == nil {
+		in = []int{3, 32, 32}
 	}
+	if len(in) != 3 || slices.Min(in) < 1 {
+		return nil, fmt.Errorf("onnx: input shape %v: want positive (C, H, W)", in)
+	}
+	g, err := models.NewGraph(m, in)
 	if err != nil {
+		var u *models.UnsupportedError
+		if errors.As(err, &u) {
+			return nil, fmt.Errorf("onnx: %s: cannot export a %T", u.Path, u.Module)
+		}
+		return nil, fmt.Errorf("onnx: %w", err)
+	}
+	b := &builder{opt: opt, used: map[string]bool{}}
+	if err := b.graph(g, fmt.Sprintf("%T", m)); err != nil {
 		return nil, err
 	}
 	producer := opt.Producer
@@ -120,6 +132,8 @@ type builder struct {
 	opt  Options
 	g    graph
 	used map[string]bool // value and initializer names taken
+	// hs and cs are the final states of the LSTM layers.
+	hs, cs []string
 }
 
 // value is a tensor of the graph: its name and shape, −1 for the dynamic
@@ -164,23 +178,80 @@ func (b *builder) ints(name string, vs ...int64) string {
 	return name
 }
 
-// classifier builds the graph of an image classifier.
-func (b *builder) classifier(m nn.Module) error {
-	in := b.opt.InputShape
-	if in == nil {
-		in = []int{3, 32, 32}
+// graph adds the inputs, nodes and outputs of g, the graph of a network
+// of type typ: an image classifier, or the language model when g's input
+// is word ids.
+func (b *builder) graph(g *models.Graph, typ string) error {
+	var x value
+	if g.IDs {
+		x = b.lmInputs(g)
+	} else {
+		x = value{name: b.unique(InputName), shape: g.Input}
+		b.g.inputs = append(b.g.inputs, valueInfo{name: x.name, typ: typeFloat, dims: dims(x.shape, "batch")})
 	}
-	if len(in) != 3 || slices.Min(in) < 1 {
-		return fmt.Errorf("onnx: input shape %v: want positive (C, H, W)", in)
+	if len(g.Nodes) == 0 {
+		return fmt.Errorf("onnx: %s returns shape %v, want (batch, classes)", typ, x.shape)
 	}
-	x := value{name: b.unique(InputName), shape: append([]int{-1}, in...)}
-	b.g.inputs = append(b.g.inputs, valueInfo{name: x.name, typ: typeFloat, dims: dims(x.shape, "batch")})
-	y, err := b.module("", m, x)
-	if err != nil {
-		return err
+	vals := make([]value, len(g.Nodes))
+	readers := g.Readers()
+	for i := 0; i < len(g.Nodes); i++ {
+		n := &g.Nodes[i]
+		in := func(k int) value {
+			if j := n.Inputs[k]; j != models.GraphInput {
+				return vals[j]
+			}
+			return x
+		}
+		switch n.Op {
+		case models.OpConv:
+			// A batch normalisation that only this convolution feeds is
+			// folded into it when asked.
+			if b.opt.FoldBatchNorm && i+1 < len(g.Nodes) && len(readers[i]) == 1 && readers[i][0] == i+1 && g.Nodes[i+1].Op == models.OpBatchNorm {
+				vals[i+1] = b.conv(n, &g.Nodes[i+1], in(0))
+				i++
+				continue
+			}
+			vals[i] = b.conv(n, nil, in(0))
+		case models.OpBatchNorm:
+			vals[i] = b.batchNorm(n, in(0))
+		case models.OpReLU:
+			vals[i] = b.node("Relu", n.Name, []string{in(0).name}, n.Shape)
+		case models.OpAdd:
+			vals[i] = b.node("Add", n.Name, []string{in(0).name, in(1).name}, n.Shape)
+		case models.OpMaxPool:
+			vals[i] = b.pool("MaxPool", n, in(0))
+		case models.OpAvgPool:
+			vals[i] = b.pool("AveragePool", n, in(0))
+		case models.OpGlobalAvgPool:
+			vals[i] = b.node("GlobalAveragePool", n.Name, []string{in(0).name}, n.Shape)
+		case models.OpSelect:
+			vals[i] = b.selectChannels(n, in(0))
+		case models.OpFlatten:
+			vals[i] = b.node("Flatten", n.Name, []string{in(0).name}, n.Shape, intAttr("axis", 1))
+		case models.OpReshape:
+			shape := make([]int64, len(n.Shape))
+			for k, d := range n.Shape {
+				shape[k] = int64(d)
+			}
+			vals[i] = b.node("Reshape", n.Name, []string{in(0).name, b.ints(n.Param("shape"), shape...)}, n.Shape)
+		case models.OpLinear:
+			vals[i] = b.linear(n, in(0))
+		case models.OpEmbedding:
+			e := n.Embedding.Weight
+			vals[i] = b.node("Gather", n.Name, []string{b.floats(n.Param("weight"), e.Data, e.Dim(0), e.Dim(1)), in(0).name}, n.Shape, intAttr("axis", 0))
+		case models.OpLSTM:
+			vals[i] = b.lstm(n, in(0))
+		default:
+			return fmt.Errorf("onnx: %s: cannot export the operation %v", n.Name, n.Op)
+		}
+	}
+	y := vals[len(vals)-1]
+	if g.IDs {
+		b.lmOutputs(g, y)
+		return nil
 	}
 	if len(y.shape) != 2 {
-		return fmt.Errorf("onnx: %T returns shape %v, want (batch, classes)", m, y.shape)
+		return fmt.Errorf("onnx: %s returns shape %v, want (batch, classes)", typ, y.shape)
 	}
 	b.output(y, LogitsName, dims(y.shape, "batch"))
 	return nil
@@ -194,106 +265,21 @@ func (b *builder) output(v value, name string, ds []dim) {
 	b.g.outputs = append(b.g.outputs, valueInfo{name: name, typ: typeFloat, dims: ds})
 }
 
-// module adds the nodes of m applied to x; path is m's state_dict prefix
-// ("" or ending in a dot).
-func (b *builder) module(path string, m nn.Module, x value) (value, error) {
-	name := trimDot(path)
-	if name == "" {
-		name = "x"
-	}
-	switch m := m.(type) {
-	case *nn.Sequential:
-		return b.sequential(path, m.Layers, x)
-	case *nn.Conv2d:
-		return b.conv(path, m, nil, "", x)
-	case *nn.BatchNorm2d:
-		return b.batchNorm(path, m, x)
-	case *nn.Linear:
-		return b.linear(path, m, x)
-	case nn.ReLU:
-		return b.node("Relu", name, []string{x.name}, x.shape), nil
-	case *nn.Dropout:
-		return x, nil // evaluation mode: the identity
-	case nn.Flatten:
-		return b.flatten(name, x), nil
-	case nn.MaxPool2d:
-		return b.pool("MaxPool", name, x, m.Kernel, m.Stride, m.Padding)
-	case nn.AvgPool2d:
-		return b.pool("AveragePool", name, x, m.Kernel, m.Stride, m.Padding)
-	case nn.GlobalAvgPool2d:
-		if len(x.shape) != 4 {
-			return value{}, fmt.Errorf("onnx: %s: global average pooling of shape %v", name, x.shape)
-		}
-		return b.node("GlobalAveragePool", name, []string{x.name}, []int{x.shape[0], x.shape[1], 1, 1}), nil
-	case *models.VGG:
-		y, err := b.module(path+"features.", m.Features, x)
-		if err != nil {
-			return value{}, err
-		}
-		return b.linear(path+"classifier.", m.Classifier, b.flatten(path+"flatten", y))
-	case *models.ResNet:
-		return b.resnet(path, m, x)
-	case *models.BasicBlock:
-		return b.basicBlock(path, m, x)
-	case *models.PadShortcut:
-		return b.padShortcut(name, m, x)
-	}
-	return value{}, fmt.Errorf("onnx: %s: cannot export a %T", name, m)
-}
-
-// sequential adds layers in order; a Conv2d directly followed by a
-// BatchNorm2d goes through convNorm (folded when asked), a BatchNorm2d
-// followed by a ReLU stays two nodes (ONNX has no fused op).
-func (b *builder) sequential(path string, layers []nn.Module, x value) (value, error) {
-	var err error
-	for i := 0; i < len(layers); i++ {
-		p := path + strconv.Itoa(i) + "."
-		if c, ok := layers[i].(*nn.Conv2d); ok && i+1 < len(layers) {
-			if bn, ok := layers[i+1].(*nn.BatchNorm2d); ok {
-				if x, err = b.conv(p, c, bn, path+strconv.Itoa(i+1)+".", x); err != nil {
-					return value{}, err
-				}
-				i++
-				continue
-			}
-		}
-		if x, err = b.module(p, layers[i], x); err != nil {
-			return value{}, err
-		}
-	}
-	return x, nil
-}
-
-// conv adds the convolution c at path applied to x, followed by the batch
-// normalisation bn at bnPath when bn is not nil (folded into the
-// convolution with Options.FoldBatchNorm).
-func (b *builder) conv(path string, c *nn.Conv2d, bn *nn.BatchNorm2d, bnPath string, x value) (value, error) {
+// conv adds the convolution node n applied to x, followed by the batch
+// normalisation bn when bn is not nil, folded into the convolution.
+func (b *builder) conv(n, bn *models.Node, x value) value {
+	c := n.Conv
 	w := c.Weight
-	cout, cin, k := w.Dim(0), w.Dim(1), w.Dim(2)
-	if len(x.shape) != 4 || x.shape[1] != cin || w.Dim(3) != k {
-		return value{}, fmt.Errorf("onnx: %s: a %dx%d convolution of %d channels (weight %v) applied to shape %v", trimDot(path), k, w.Dim(3), cin, w.Shape(), x.shape)
-	}
-	out := make([]int, 4)
-	out[0], out[1] = x.shape[0], cout
-	for i := 2; i < 4; i++ {
-		span := x.shape[i] + 2*c.Padding - c.Dilation*(k-1) - 1
-		out[i] = span/c.Stride + 1
-		if span < 0 {
-			return value{}, fmt.Errorf("onnx: %s: input %v is too small for the convolution", trimDot(path), x.shape)
-		}
-	}
+	cout, k := w.Dim(0), w.Dim(2)
 	var wName, bName string
-	if bn != nil && b.opt.FoldBatchNorm {
-		if bn.Weight.Numel() != cout {
-			return value{}, fmt.Errorf("onnx: %s: %d channels normalised after %d", trimDot(bnPath), bn.Weight.Numel(), cout)
-		}
-		fw, fb := fold(c, bn)
-		wName = b.floats(path+"weight", fw, w.Shape()...)
-		bName = b.floats(path+"bias", fb, cout)
+	if bn != nil {
+		fw, fb := fold(c, bn.Norm)
+		wName = b.floats(n.Param("weight"), fw, w.Shape()...)
+		bName = b.floats(n.Param("bias"), fb, cout)
 	} else {
-		wName = b.floats(path+"weight", w.Data, w.Shape()...)
+		wName = b.floats(n.Param("weight"), w.Data, w.Shape()...)
 		if c.Bias != nil {
-			bName = b.floats(path+"bias", c.Bias.Data, cout)
+			bName = b.floats(n.Param("bias"), c.Bias.Data, cout)
 		}
 	}
 	inputs := []string{x.name, wName}
@@ -301,13 +287,9 @@ func (b *builder) conv(path string, c *nn.Conv2d, bn *nn.BatchNorm2d, bnPath str
 		inputs = append(inputs, bName)
 	}
 	s, p, d := int64(c.Stride), int64(c.Padding), int64(c.Dilation)
-	y := b.node("Conv", trimDot(path), inputs, out,
+	return b.node("Conv", n.Name, inputs, n.Shape,
 		intsAttr("kernel_shape", int64(k), int64(k)), intsAttr("strides", s, s),
 		intsAttr("pads", p, p, p, p), intsAttr("dilations", d, d), intAttr("group", 1))
-	if bn == nil || b.opt.FoldBatchNorm {
-		return y, nil
-	}
-	return b.batchNorm(bnPath, bn, y)
 }
 
 // fold returns the weight and bias of the convolution c followed by bn in
@@ -332,161 +314,112 @@ func fold(c *nn.Conv2d, bn *nn.BatchNorm2d) (w, bias []float32) {
 	return w, bias
 }
 
-// batchNorm adds bn at path applied to x as a BatchNormalization node
-// (inference form: the running statistics).
-func (b *builder) batchNorm(path string, bn *nn.BatchNorm2d, x value) (value, error) {
+// batchNorm adds the batch normalisation node n applied to x as a
+// BatchNormalization node (inference form: the running statistics).
+func (b *builder) batchNorm(n *models.Node, x value) value {
+	bn := n.Norm
 	c := bn.Weight.Numel()
-	if len(x.shape) < 2 || x.shape[1] != c {
-		return value{}, fmt.Errorf("onnx: %s: batch normalisation of %d channels applied to shape %v", trimDot(path), c, x.shape)
-	}
 	inputs := []string{x.name,
-		b.floats(path+"weight", bn.Weight.Data, c), b.floats(path+"bias", bn.Bias.Data, c),
-		b.floats(path+"running_mean", bn.RunningMean.Data, c), b.floats(path+"running_var", bn.RunningVar.Data, c)}
-	return b.node("BatchNormalization", trimDot(path), inputs, x.shape,
-		floatAttr("epsilon", bn.Eps), floatAttr("momentum", 1-bn.Momentum)), nil
+		b.floats(n.Param("weight"), bn.Weight.Data, c), b.floats(n.Param("bias"), bn.Bias.Data, c),
+		b.floats(n.Param("running_mean"), bn.RunningMean.Data, c), b.floats(n.Param("running_var"), bn.RunningVar.Data, c)}
+	return b.node("BatchNormalization", n.Name, inputs, n.Shape,
+		floatAttr("epsilon", bn.Eps), floatAttr("momentum", 1-bn.Momentum))
 }
 
-// linear adds l at path applied to x of shape (N, in) as a Gemm node.
-func (b *builder) linear(path string, l *nn.Linear, x value) (value, error) {
+// linear adds the linear node n applied to x of shape (N, in) as a Gemm
+// node.
+func (b *builder) linear(n *models.Node, x value) value {
+	l := n.Linear
 	out, in := l.Weight.Dim(0), l.Weight.Dim(1)
-	if len(x.shape) != 2 || x.shape[1] != in {
-		return value{}, fmt.Errorf("onnx: %s: a linear layer from %d features applied to shape %v", trimDot(path), in, x.shape)
-	}
-	inputs := []string{x.name, b.floats(path+"weight", l.Weight.Data, out, in)}
+	inputs := []string{x.name, b.floats(n.Param("weight"), l.Weight.Data, out, in)}
 	if l.Bias != nil {
-		inputs = append(inputs, b.floats(path+"bias", l.Bias.Data, out))
+		inputs = append(inputs, b.floats(n.Param("bias"), l.Bias.Data, out))
 	}
-	return b.node("Gemm", trimDot(path), inputs, []int{x.shape[0], out}, intAttr("transB", 1)), nil
-}
-
-// flatten adds a Flatten node: (N, ...) to (N, rest).
-func (b *builder) flatten(name string, x value) value {
-	return b.node("Flatten", name, []string{x.name}, []int{x.shape[0], prod(x.shape[1:])}, intAttr("axis", 1))
+	return b.node("Gemm", n.Name, inputs, n.Shape, intAttr("transB", 1))
 }
 
 // pool adds a MaxPool or AveragePool node with a square window. Average
 // pooling counts the padding as zeros, as PyTorch's default does.
-func (b *builder) pool(op, name string, x value, kernel, stride, padding int) (value, error) {
-	if len(x.shape) != 4 {
-		return value{}, fmt.Errorf("onnx: %s: pooling of shape %v", name, x.shape)
-	}
-	out := slices.Clone(x.shape)
-	for i := 2; i < 4; i++ {
-		span := x.shape[i] + 2*padding - kernel
-		out[i] = span/stride + 1
-		if span < 0 {
-			return value{}, fmt.Errorf("onnx: %s: input %v is too small for a %d×%d window", name, x.shape, kernel, kernel)
-		}
-	}
-	k, s, p := int64(kernel), int64(stride), int64(padding)
+func (b *builder) pool(op string, n *models.Node, x value) value {
+	k, s, p := int64(n.Kernel), int64(n.Stride), int64(n.Padding)
 	attrs := []attr{intsAttr("kernel_shape", k, k), intsAttr("strides", s, s), intsAttr("pads", p, p, p, p)}
 	if op == "AveragePool" {
 		attrs = append(attrs, intAttr("count_include_pad", 1))
 	}
-	return b.node(op, name, []string{x.name}, out, attrs...), nil
+	return b.node(op, n.Name, []string{x.name}, n.Shape, attrs...)
 }
 
-// resnet adds a CIFAR ResNet: stem, stages, average pooling, classifier.
-func (b *builder) resnet(path string, r *models.ResNet, x value) (value, error) {
-	y, err := b.conv(path+"conv1.", r.Conv1, r.BN1, path+"bn1.", x)
-	if err != nil {
-		return value{}, err
-	}
-	y = b.node("Relu", path+"relu", []string{y.name}, y.shape)
-	for i, s := range r.Stages {
-		if y, err = b.module(fmt.Sprintf("%slayer%d.", path, i+1), s, y); err != nil {
-			return value{}, err
-		}
-	}
-	k := r.PoolKernel
-	if k == 0 {
-		k = y.shape[3] // F.avg_pool2d(out, out.size()[3])
-	}
-	if y, err = b.pool("AveragePool", path+"avgpool", y, k, k, 0); err != nil {
-		return value{}, err
-	}
-	return b.linear(path+"linear.", r.Linear, b.flatten(path+"flatten", y))
-}
-
-// basicBlock adds relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)).
-func (b *builder) basicBlock(path string, blk *models.BasicBlock, x value) (value, error) {
-	y, err := b.conv(path+"conv1.", blk.Conv1, blk.BN1, path+"bn1.", x)
-	if err != nil {
-		return value{}, err
-	}
-	y = b.node("Relu", path+"relu1", []string{y.name}, y.shape)
-	if y, err = b.conv(path+"conv2.", blk.Conv2, blk.BN2, path+"bn2.", y); err != nil {
-		return value{}, err
-	}
-	sc := x
-	if blk.Shortcut != nil {
-		if sc, err = b.module(path+"shortcut.", blk.Shortcut, x); err != nil {
-			return value{}, err
-		}
-	}
-	if !slices.Equal(sc.shape, y.shape) {
-		return value{}, fmt.Errorf("onnx: %s: the shortcut gives shape %v, the convolutions %v", trimDot(path), sc.shape, y.shape)
-	}
-	y = b.node("Add", path+"add", []string{y.name, sc.name}, y.shape)
-	return b.node("Relu", path+"relu2", []string{y.name}, y.shape), nil
-}
-
-// padShortcut adds the option-A shortcut: x[:, :, ::2, ::2] (Slice with
-// steps 2), then the channels placed by a Pad with zeros (the reference
-// layout: Lo zero channels before the input's) or, for a compacted map,
-// by a Gather from the input channels and one zero channel.
-func (b *builder) padShortcut(name string, p *models.PadShortcut, x value) (value, error) {
-	if len(x.shape) != 4 || x.shape[1] != p.In {
-		return value{}, fmt.Errorf("onnx: %s: an option-A shortcut from %d channels applied to shape %v", name, p.In, x.shape)
-	}
+// selectChannels adds the option-A shortcut n: x[:, :, ::2, ::2] (Slice
+// with steps 2), then the channels placed by a Pad with zeros (the
+// reference layout: Lo zero channels before the input's) or, for a
+// compacted map, by a Gather from the input channels and one zero channel.
+func (b *builder) selectChannels(n *models.Node, x value) value {
+	name, in, out := n.Name, len(n.Targets), n.Shape[1]
 	sub := b.node("Slice", name+".subsample", []string{x.name,
 		b.ints(name+".starts", 0, 0), b.ints(name+".ends", math.MaxInt64, math.MaxInt64),
 		b.ints(name+".axes", 2, 3), b.ints(name+".steps", 2, 2)},
-		[]int{x.shape[0], p.In, (x.shape[2] + 1) / 2, (x.shape[3] + 1) / 2})
-	out := slices.Clone(sub.shape)
-	out[1] = p.Out
-	if p.Lo >= 0 {
-		hi := int64(p.Out - p.In - p.Lo)
-		return b.node("Pad", name+".pad", []string{sub.name, b.ints(name+".pads", 0, int64(p.Lo), 0, 0, 0, hi, 0, 0)}, out), nil
+		[]int{x.shape[0], in, (x.shape[2] + 1) / 2, (x.shape[3] + 1) / 2})
+	if n.Lo >= 0 {
+		hi := int64(out - in - n.Lo)
+		return b.node("Pad", name+".pad", []string{sub.name, b.ints(name+".pads", 0, int64(n.Lo), 0, 0, 0, hi, 0, 0)}, n.Shape)
 	}
-	// Append one zero channel (index In), then pick each output channel.
+	// Append one zero channel (index in), then pick each output channel.
 	padded := slices.Clone(sub.shape)
 	padded[1]++
 	z := b.node("Pad", name+".zero", []string{sub.name, b.ints(name+".pads", 0, 0, 0, 0, 0, 1, 0, 0)}, padded)
-	idx := make([]int64, p.Out)
+	idx := make([]int64, out)
 	for o := range idx {
-		idx[o] = int64(p.In)
+		idx[o] = int64(in)
 	}
-	for i, d := range p.Targets() {
+	for i, d := range n.Targets {
 		if d >= 0 {
 			idx[d] = int64(i)
 		}
 	}
-	return b.node("Gather", name+".select", []string{z.name, b.ints(name+".channels", idx...)}, out, intAttr("axis", 1)), nil
+	return b.node("Gather", name+".select", []string{z.name, b.ints(name+".channels", idx...)}, n.Shape, intAttr("axis", 1))
 }
 
-// languageModel builds the graph of the LSTM language model.
-func (b *builder) languageModel(m *models.LanguageModel) error {
-	rnn := m.RNN
-	layers, hidden := rnn.NumLayers, rnn.HiddenSize
-	vocab, emb := m.Encoder.Weight.Dim(0), m.Encoder.Weight.Dim(1)
-	if emb != rnn.InputSize || m.Decoder.Weight.Dim(1) != hidden {
-		return fmt.Errorf("onnx: language model: embedding %d, LSTM %d→%d, decoder from %d do not fit", emb, rnn.InputSize, hidden, m.Decoder.Weight.Dim(1))
+// lstmOf returns the LSTM of the language model's graph g.
+func lstmOf(g *models.Graph) *nn.LSTM {
+	for _, n := range g.Nodes {
+		if n.Op == models.OpLSTM {
+			return n.LSTM
+		}
 	}
-	state := []dim{{value: int64(layers)}, {param: "batch"}, {value: int64(hidden)}}
-	b.g.inputs = append(b.g.inputs,
-		valueInfo{name: b.unique(IDsName), typ: typeInt64, dims: []dim{{param: "seq"}, {param: "batch"}}},
-		valueInfo{name: b.unique(H0Name), typ: typeFloat, dims: state},
-		valueInfo{name: b.unique(C0Name), typ: typeFloat, dims: state})
-	// The sequence dimension is dynamic too; -1 stands for both below.
-	x := b.node("Gather", "encoder", []string{b.floats("encoder.weight", m.Encoder.Weight.Data, vocab, emb), IDsName}, []int{-1, -1, emb}, intAttr("axis", 0))
-	var hs, cs []string
-	for l := range layers {
+	return nil
+}
+
+// lmState returns the dimensions of the language model's states.
+func lmState(rnn *nn.LSTM) []dim {
+	return []dim{{value: int64(rnn.NumLayers)}, {param: "batch"}, {value: int64(rnn.HiddenSize)}}
+}
+
+// lmInputs adds the inputs of the language model's graph g: the word ids
+// and, when it has an LSTM, its initial states.
+func (b *builder) lmInputs(g *models.Graph) value {
+	b.g.inputs = append(b.g.inputs, valueInfo{name: b.unique(IDsName), typ: typeInt64, dims: []dim{{param: "seq"}, {param: "batch"}}})
+	if rnn := lstmOf(g); rnn != nil {
+		state := lmState(rnn)
+		b.g.inputs = append(b.g.inputs,
+			valueInfo{name: b.unique(H0Name), typ: typeFloat, dims: state},
+			valueInfo{name: b.unique(C0Name), typ: typeFloat, dims: state})
+	}
+	return value{name: IDsName, shape: g.Input}
+}
+
+// lstm adds the LSTM node n applied to x of shape (seq, batch, in), one
+// ONNX LSTM per layer, its initial states sliced from the inputs h0 and
+// c0; the final states are concatenated by lmOutputs. The sequence
+// dimension is dynamic too; −1 stands for both.
+func (b *builder) lstm(n *models.Node, x value) value {
+	rnn := n.LSTM
+	hidden := rnn.HiddenSize
+	for l := range rnn.NumLayers {
 		in := rnn.InputSize
 		if l > 0 {
 			in = hidden
 		}
-		p := fmt.Sprintf("rnn.l%d", l)
+		p := fmt.Sprintf("%s.l%d", n.Name, l)
 		bias := append(gates(rnn.BiasIH[l].Data, hidden, 1), gates(rnn.BiasHH[l].Data, hidden, 1)...)
 		layer := []string{b.ints(p+".start", int64(l)), b.ints(p+".end", int64(l+1)), b.ints(p+".axis", 0)}
 		h0 := b.node("Slice", p+".h0", append([]string{H0Name}, layer...), []int{1, -1, hidden})
@@ -494,29 +427,33 @@ func (b *builder) languageModel(m *models.LanguageModel) error {
 		y, yh, yc := b.unique(p+".y"), b.unique(p+".hn"), b.unique(p+".cn")
 		b.g.nodes = append(b.g.nodes, node{opType: "LSTM", name: b.unique(p), outputs: []string{y, yh, yc},
 			inputs: []string{x.name,
-				b.floats(fmt.Sprintf("rnn.weight_ih_l%d", l), gates(rnn.WeightIH[l].Data, hidden, in), 1, 4*hidden, in),
-				b.floats(fmt.Sprintf("rnn.weight_hh_l%d", l), gates(rnn.WeightHH[l].Data, hidden, hidden), 1, 4*hidden, hidden),
-				b.floats(fmt.Sprintf("rnn.bias_l%d", l), bias, 1, 8*hidden),
+				b.floats(n.Param(fmt.Sprintf("weight_ih_l%d", l)), gates(rnn.WeightIH[l].Data, hidden, in), 1, 4*hidden, in),
+				b.floats(n.Param(fmt.Sprintf("weight_hh_l%d", l)), gates(rnn.WeightHH[l].Data, hidden, hidden), 1, 4*hidden, hidden),
+				b.floats(n.Param(fmt.Sprintf("bias_l%d", l)), bias, 1, 8*hidden),
 				"", h0.name, c0.name},
 			attrs: []attr{intAttr("hidden_size", int64(hidden))}})
 		// Y is (seq, directions = 1, batch, hidden).
-		x = b.node("Squeeze", p+".out", []string{y, b.ints(p+".squeeze", 1)}, []int{-1, -1, hidden})
-		hs, cs = append(hs, yh), append(cs, yc)
+		x = b.node("Squeeze", p+".out", []string{y, b.ints(p+".squeeze", 1)}, n.Shape)
+		b.hs, b.cs = append(b.hs, yh), append(b.cs, yc)
 	}
-	flat := b.node("Reshape", "rnn.flat", []string{x.name, b.ints("rnn.flat.shape", -1, int64(hidden))}, []int{-1, hidden})
-	logits, err := b.linear("decoder.", m.Decoder, flat)
-	if err != nil {
-		return err
+	return x
+}
+
+// lmOutputs adds the outputs of the language model's graph g: the logits
+// y and the final states.
+func (b *builder) lmOutputs(g *models.Graph, y value) {
+	b.output(y, LogitsName, []dim{{param: "tokens"}, {value: int64(y.shape[1])}})
+	rnn := lstmOf(g)
+	if rnn == nil {
+		return
 	}
-	b.output(logits, LogitsName, []dim{{param: "tokens"}, {value: int64(vocab)}})
 	for _, s := range []struct {
 		name string
 		ins  []string
-	}{{HNName, hs}, {CNName, cs}} {
+	}{{HNName, b.hs}, {CNName, b.cs}} {
 		b.g.nodes = append(b.g.nodes, node{opType: "Concat", name: b.unique(s.name), inputs: s.ins, outputs: []string{s.name}, attrs: []attr{intAttr("axis", 0)}})
-		b.g.outputs = append(b.g.outputs, valueInfo{name: s.name, typ: typeFloat, dims: state})
+		b.g.outputs = append(b.g.outputs, valueInfo{name: s.name, typ: typeFloat, dims: lmState(rnn)})
 	}
-	return nil
 }
 
 // gates returns a PyTorch LSTM tensor of 4·hidden rows of cols values,
@@ -562,12 +499,4 @@ func prod(v []int) int {
 		n *= x
 	}
 	return n
-}
-
-// trimDot returns path without its trailing dot.
-func trimDot(path string) string {
-	if n := len(path); n > 0 && path[n-1] == '.' {
-		return path[:n-1]
-	}
-	return path
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // Metadata keys that ExportFile adds to the ONNX model besides those of
-// the model file (for image classifiers, the nn/infer.Spec keys: model,
+// the model file (for image classifiers, the nn/models.Spec keys: model,
 // width, shortcut, num_classes, mean, std, classes and widths, with their
 // defaults filled in).
 const (
@@ -34,7 +34,7 @@ type FileOptions struct {
 	Options
 	// Spec describes an image classifier's network where the file's
 	// metadata does not (files written by PyTorch), as for nn/infer.Load.
-	Spec infer.Spec
+	Spec models.Spec
 	// Words, when not nil, names the words of a language model by id
 	// (the vocabulary of its training file, see datasets/ptb.BuildVocab);
 	// it is stored under KeyWords and must have one word per id.
@@ -75,13 +75,13 @@ func ExportFile(dst, src string, opt FileOptions) (string, error) {
 			return "", fmt.Errorf("onnx: %s: %w", src, err)
 		}
 	} else {
-		var spec infer.Spec
+		var spec models.Spec
 		if net, spec, err = infer.Network(f, opt.Spec); err != nil {
 			return "", fmt.Errorf("onnx: %s: %w", src, err)
 		}
 		maps.Copy(meta, spec.Metadata())
 		meta[KeyInput] = fmt.Sprintf("%s float32 (batch, 3, 32, 32): the R, G and B planes of a 32×32 image, each value (pixel/255 − mean[c]) / std[c]", InputName)
-		meta[KeyOutput] = fmt.Sprintf("%s float32 (batch, %d): logits of the classes named by %q; softmax gives probabilities", LogitsName, spec.NumClasses, infer.KeyClasses)
+		meta[KeyOutput] = fmt.Sprintf("%s float32 (batch, %d): logits of the classes named by %q; softmax gives probabilities", LogitsName, spec.NumClasses, models.KeyClasses)
 		desc = fmt.Sprintf("%s width %g", spec.Model, spec.Width)
 		if strings.HasPrefix(spec.Model, "resnet") {
 			desc += " shortcut " + spec.Shortcut
@@ -149,7 +149,7 @@ func describeLM(lm *models.LanguageModel, words []string, meta map[string]string
 		}
 		meta[KeyWords] = strings.TrimSuffix(b.String(), "\n")
 	}
-	meta[infer.KeyModel] = "lstm_lm"
+	meta[models.KeyModel] = "lstm_lm"
 	for k, v := range map[string]int{KeyVocab: vocab, KeyEmb: emb, KeyHidden: hidden, KeyLayers: layers} {
 		meta[k] = strconv.Itoa(v)
 	}

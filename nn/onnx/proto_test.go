@@ -16,7 +16,6 @@ import (
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
-	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/models"
 )
 
@@ -306,7 +305,7 @@ func TestExportFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := infer.Spec{Model: "resnet20", Width: 0.25, Shortcut: "B", Classes: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}}
+	spec := models.Spec{Model: "resnet20", Width: 0.25, Shortcut: "B", Classes: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}}
 	cnnPath := filepath.Join(dir, "cnn.safetensors")
 	if err := checkpoint.SaveModel(cnnPath, cnn, spec.Metadata()); err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 	"github.com/proxgen/proxgen/nn/infer"
+	"github.com/proxgen/proxgen/nn/models"
 )
 
 // Default is the model that cmd/serve serves when no model is named.
@@ -101,7 +102,7 @@ func Open(name string, opts ...infer.Option) (*infer.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := infer.FromFile(f, infer.Spec{}, opts...)
+	m, err := infer.FromFile(f, models.Spec{}, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("pretrained: %s: %w", name, err)
 	}

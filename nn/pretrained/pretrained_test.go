@@ -16,6 +16,7 @@ import (
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/internal/cifarinfo"
 	"github.com/proxgen/proxgen/nn/infer"
+	"github.com/proxgen/proxgen/nn/models"
 	"github.com/proxgen/proxgen/nn/pretrained"
 )
 
@@ -73,7 +74,7 @@ func trainingGraphLogits(t *testing.T, name string, x []float32) []float32 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	net, _, err := infer.Network(f, infer.Spec{})
+	net, _, err := infer.Network(f, models.Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,7 @@
 package prune
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/proxgen/proxgen/nn"
@@ -146,19 +147,15 @@ func Analyze(m nn.Module, height, width int) (*Graph, error) {
 	return g, nil
 }
 
-// newGraph returns the graph of m without the analysis.
+// newGraph returns the graph of m without the analysis: the channel
+// structure of m's layer graph (models.NewGraph).
 func newGraph(m nn.Module, height, width int) (*Graph, error) {
-	g := &Graph{model: m}
-	var err error
-	switch m := m.(type) {
-	case *models.ResNet:
-		err = g.buildResNet(m, height, width)
-	case *models.VGG:
-		err = g.buildVGG(m, height, width)
-	default:
-		err = fmt.Errorf("prune.Analyze: %T is not a VGG or ResNet of package nn/models", m)
-	}
+	lg, err := models.NewGraph(m, []int{3, height, width})
 	if err != nil {
+		return nil, fmt.Errorf("prune.Analyze: %T: %w", m, err)
+	}
+	g := &Graph{model: m}
+	if err := g.build(lg); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -230,72 +227,117 @@ func (g *Graph) input(h, w int) *node {
 	return n
 }
 
-func (g *Graph) buildResNet(r *models.ResNet, h, w int) error {
-	in := g.input(h, w)
-	stem, err := g.addConv("conv1", r.Conv1, "bn1", r.BN1, in)
-	if err != nil {
-		return err
+// value is what a node of the layer graph computes: an activation n, or
+// terms not yet summed (a batch normalisation, a shortcut's selection, a
+// residual sum), which the ReLU after them makes an activation of space
+// (nil: a new one) and the given size; flat marks the flattened
+// activation n.
+type value struct {
+	n       *node
+	flat    bool
+	terms   []term
+	space   *space
+	c, h, w int
+}
+
+// build adds the activations and layers of the layer graph lg of a VGG or
+// ResNet: every convolution followed by its batch normalisation, every
+// activation a ReLU of a sum of such convolutions, identity and option-A
+// shortcuts, poolings, and the classifier on the flattened last one.
+func (g *Graph) build(lg *models.Graph) error {
+	if lg.IDs || len(lg.Input) != 4 {
+		return fmt.Errorf("prune.Analyze: %T is not a VGG or ResNet of package nn/models", g.model)
 	}
-	x := g.newNode(nil, r.Conv1.Weight.Dim(0), stem.h, stem.w, true, term{kind: termConv, layer: stem})
-	for s, stage := range r.Stages {
-		for b, m := range stage.Layers {
-			blk, ok := m.(*models.BasicBlock)
-			if !ok {
-				return fmt.Errorf("prune: layer%d.%d is a %T, not a BasicBlock", s+1, b, m)
-			}
-			p := fmt.Sprintf("layer%d.%d.", s+1, b)
-			c1, err := g.addConv(p+"conv1", blk.Conv1, p+"bn1", blk.BN1, x)
+	in := g.input(lg.Input[2], lg.Input[3])
+	vals := make([]value, len(lg.Nodes))
+	// act returns the activation node k reads, or an error.
+	act := func(k int, name string) (*node, error) {
+		if k == models.GraphInput {
+			return in, nil
+		}
+		if v := vals[k]; v.n != nil && !v.flat {
+			return v.n, nil
+		}
+		return nil, fmt.Errorf("prune: %s reads %s, which is not a ReLU's output or a pooling", name, lg.Nodes[k].Name)
+	}
+	for i := 0; i < len(lg.Nodes); i++ {
+		ln := &lg.Nodes[i]
+		switch ln.Op {
+		case models.OpConv:
+			x, err := act(ln.Inputs[0], ln.Name)
 			if err != nil {
 				return err
 			}
-			mid := g.newNode(nil, blk.Conv1.Weight.Dim(0), c1.h, c1.w, true, term{kind: termConv, layer: c1})
-			c2, err := g.addConv(p+"conv2", blk.Conv2, p+"bn2", blk.BN2, mid)
+			var bn *models.Node
+			if i+1 < len(lg.Nodes) && lg.Nodes[i+1].Op == models.OpBatchNorm && lg.Nodes[i+1].Inputs[0] == i {
+				bn = &lg.Nodes[i+1]
+			}
+			if bn == nil {
+				return fmt.Errorf("prune: %s is not followed by a batch norm of its %d channels", ln.Name, ln.Conv.Weight.Dim(0))
+			}
+			l, err := g.addConv(ln.Name, ln.Conv, bn.Name, bn.Norm, x)
 			if err != nil {
 				return err
 			}
-			cout := blk.Conv2.Weight.Dim(0)
-			main := term{kind: termConv, layer: c2}
-			var sp *space
-			var sc term
-			switch v := blk.Shortcut.(type) {
-			case nil:
-				if x.c != cout || x.h != c2.h || x.w != c2.w {
-					return fmt.Errorf("prune: %sshortcut is the identity but maps %d×%d×%d to %d×%d×%d", p, x.c, x.h, x.w, cout, c2.h, c2.w)
-				}
-				sp, sc = x.space, term{kind: termIdentity, src: x}
-			case *models.PadShortcut:
-				if v.In != x.c || v.Out != cout || (x.h+1)/2 != c2.h || (x.w+1)/2 != c2.w {
-					return fmt.Errorf("prune: %sshortcut maps %d to %d channels at half size, the block %d×%d×%d to %d×%d×%d", p, v.In, v.Out, x.c, x.h, x.w, cout, c2.h, c2.w)
-				}
-				sc = term{kind: termPad, src: x, dst: v.Targets()}
-			case *nn.Sequential:
-				if len(v.Layers) != 2 {
-					return fmt.Errorf("prune: %sshortcut is not a convolution and a batch norm", p)
-				}
-				conv, ok1 := v.Layers[0].(*nn.Conv2d)
-				bn, ok2 := v.Layers[1].(*nn.BatchNorm2d)
-				if !ok1 || !ok2 {
-					return fmt.Errorf("prune: %sshortcut is not a convolution and a batch norm", p)
-				}
-				l, err := g.addConv(p+"shortcut.0", conv, p+"shortcut.1", bn, x)
-				if err != nil {
-					return err
-				}
-				if l.h != c2.h || l.w != c2.w || conv.Weight.Dim(0) != cout {
-					return fmt.Errorf("prune: %sshortcut output does not match the block's", p)
-				}
-				sc = term{kind: termConv, layer: l}
-			default:
-				return fmt.Errorf("prune: %sshortcut is a %T", p, v)
+			i++
+			vals[i] = value{terms: []term{{kind: termConv, layer: l}}, c: ln.Conv.Weight.Dim(0), h: l.h, w: l.w}
+		case models.OpReLU:
+			v := vals[ln.Inputs[0]]
+			if ln.Inputs[0] == models.GraphInput || v.terms == nil {
+				return fmt.Errorf("prune: %s is not the ReLU of a batch normalisation or a residual sum", ln.Name)
 			}
-			x = g.newNode(sp, cout, c2.h, c2.w, true, main, sc)
+			vals[i] = value{n: g.newNode(v.space, v.c, v.h, v.w, true, v.terms...)}
+		case models.OpAdd:
+			var sum value
+			for _, k := range ln.Inputs {
+				v := value{}
+				if k != models.GraphInput {
+					v = vals[k]
+				}
+				if v.terms == nil {
+					x, err := act(k, ln.Name)
+					if err != nil {
+						return err
+					}
+					if sum.space != nil {
+						return fmt.Errorf("prune: %s adds two activations", ln.Name)
+					}
+					v = value{terms: []term{{kind: termIdentity, src: x}}, space: x.space, c: x.c, h: x.h, w: x.w}
+				}
+				sum.terms = append(sum.terms, v.terms...)
+				sum.space = cmp.Or(sum.space, v.space)
+				sum.c, sum.h, sum.w = v.c, v.h, v.w
+			}
+			vals[i] = sum
+		case models.OpSelect:
+			x, err := act(ln.Inputs[0], ln.Name)
+			if err != nil {
+				return err
+			}
+			vals[i] = value{terms: []term{{kind: termPad, src: x, dst: ln.Targets}}, c: ln.Shape[1], h: ln.Shape[2], w: ln.Shape[3]}
+		case models.OpMaxPool, models.OpAvgPool:
+			x, err := act(ln.Inputs[0], ln.Name)
+			if err != nil {
+				return err
+			}
+			vals[i] = value{n: g.pool(x, ln.Kernel, ln.Stride, ln.Padding)}
+		case models.OpFlatten:
+			x, err := act(ln.Inputs[0], ln.Name)
+			if err != nil {
+				return err
+			}
+			vals[i] = value{n: x, flat: true}
+		case models.OpLinear:
+			v := vals[ln.Inputs[0]]
+			if ln.Inputs[0] == models.GraphInput || !v.flat || i != len(lg.Nodes)-1 {
+				return fmt.Errorf("prune: %s is not the classifier on the flattened last activation", ln.Name)
+			}
+			return g.addLinear(ln.Name, ln.Linear, v.n)
+		default:
+			return fmt.Errorf("prune: %s: a %v node, which channel analysis does not know", ln.Name, ln.Op)
 		}
 	}
-	k := r.PoolKernel
-	if k == 0 {
-		k = x.w
-	}
-	return g.addLinear("linear", r.Linear, g.pool(x, k, k, 0))
+	return fmt.Errorf("prune.Analyze: %T does not end in a linear classifier", g.model)
 }
 
 // pool adds the pooling of x: an activation of the same space (max and
@@ -303,37 +345,4 @@ func (g *Graph) buildResNet(r *models.ResNet, h, w int) error {
 func (g *Graph) pool(x *node, kernel, stride, padding int) *node {
 	size := func(s int) int { return (s+2*padding-kernel)/stride + 1 }
 	return g.newNode(x.space, x.c, size(x.h), size(x.w), false, term{kind: termIdentity, src: x})
-}
-
-func (g *Graph) buildVGG(v *models.VGG, h, w int) error {
-	x := g.input(h, w)
-	ls := v.Features.Layers
-	for i := 0; i < len(ls); i++ {
-		switch m := ls[i].(type) {
-		case *nn.Conv2d:
-			var bn *nn.BatchNorm2d
-			if i+2 < len(ls) {
-				bn, _ = ls[i+1].(*nn.BatchNorm2d)
-				if _, ok := ls[i+2].(nn.ReLU); !ok {
-					bn = nil
-				}
-			}
-			if bn == nil {
-				return fmt.Errorf("prune: features.%d is not followed by BatchNorm2d and ReLU", i)
-			}
-			l, err := g.addConv(fmt.Sprintf("features.%d", i), m, fmt.Sprintf("features.%d", i+1), bn, x)
-			if err != nil {
-				return err
-			}
-			x = g.newNode(nil, m.Weight.Dim(0), l.h, l.w, true, term{kind: termConv, layer: l})
-			i += 2
-		case nn.MaxPool2d:
-			x = g.pool(x, m.Kernel, m.Stride, m.Padding)
-		case nn.AvgPool2d:
-			x = g.pool(x, m.Kernel, m.Stride, m.Padding)
-		default:
-			return fmt.Errorf("prune: features.%d is a %T", i, m)
-		}
-	}
-	return g.addLinear("classifier", v.Classifier, x)
 }

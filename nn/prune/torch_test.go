@@ -11,17 +11,18 @@ import (
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 	"github.com/proxgen/proxgen/nn/infer"
+	"github.com/proxgen/proxgen/nn/models"
 )
 
 // loadNet builds the network a model file's metadata describes and loads
 // the file into it strictly.
-func loadNet(t *testing.T, path string) (nn.Module, infer.Spec) {
+func loadNet(t *testing.T, path string) (nn.Module, models.Spec) {
 	t.Helper()
 	f, err := safetensors.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := infer.SpecFromMetadata(f.Metadata)
+	spec, err := models.SpecFromMetadata(f.Metadata)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func TestTorchCompactFixtures(t *testing.T) {
 			if nn.NumParams(stored) >= nn.NumParams(dense) {
 				t.Errorf("compacted: %d parameters of %d", nn.NumParams(stored), nn.NumParams(dense))
 			}
-			if _, err := infer.Load(filepath.Join(dir, name+".compact.safetensors"), infer.Spec{}); err != nil {
+			if _, err := infer.Load(filepath.Join(dir, name+".compact.safetensors"), models.Spec{}); err != nil {
 				t.Errorf("infer.Load: %v", err)
 			}
 		})

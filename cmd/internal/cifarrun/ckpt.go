@@ -14,7 +14,7 @@ import (
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
-	"github.com/proxgen/proxgen/nn/infer"
+	"github.com/proxgen/proxgen/nn/models"
 	"github.com/proxgen/proxgen/nn/train"
 )
 
@@ -253,7 +253,7 @@ func compactedWeights(c *config) error {
 	if err != nil {
 		return fmt.Errorf("-weights: %w", err)
 	}
-	if _, ok := file.Metadata[infer.KeyWidths]; !ok {
+	if _, ok := file.Metadata[models.KeyWidths]; !ok {
 		return nil
 	}
 	if c.explicit["model"] {
@@ -280,8 +280,8 @@ func applyWeightsMeta(c *config, path string, meta map[string]string) error {
 		}
 	}
 	// A compacted network (-compact) has its per-layer widths there.
-	if _, ok := meta[infer.KeyWidths]; ok && !c.explicit["model"] {
-		s, err := infer.SpecFromMetadata(meta)
+	if _, ok := meta[models.KeyWidths]; ok && !c.explicit["model"] {
+		s, err := models.SpecFromMetadata(meta)
 		if err != nil {
 			return fmt.Errorf("-weights %s: %w", path, err)
 		}

@@ -25,7 +25,6 @@ import (
 	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
-	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/models"
 	"github.com/proxgen/proxgen/nn/prune"
 	"github.com/proxgen/proxgen/nn/train"
@@ -316,7 +315,7 @@ func compactOnly(c *config, stdout io.Writer) error {
 	if err := c.resolve(); err != nil {
 		return err
 	}
-	res, err := prune.CompactFile(c.Compact, c.Weights, infer.Spec{Model: c.Model, Width: c.Width, Shortcut: c.Shortcut})
+	res, err := prune.CompactFile(c.Compact, c.Weights, models.Spec{Model: c.Model, Width: c.Width, Shortcut: c.Shortcut})
 	if err != nil {
 		return fmt.Errorf("-compact: %w", err)
 	}

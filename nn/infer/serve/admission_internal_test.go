@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/proxgen/proxgen/nn/infer"
+	"github.com/proxgen/proxgen/nn/models"
 )
 
 func TestBudget(t *testing.T) {
@@ -64,7 +65,7 @@ func TestDecodeCost(t *testing.T) {
 // waits AdmissionWait and gets 503 with Retry-After, counted; once the
 // budget has room it is classified.
 func TestAdmissionRefusesWhenFull(t *testing.T) {
-	spec := infer.Spec{Model: "resnet8", Width: 0.25}
+	spec := models.Spec{Model: "resnet8", Width: 0.25}
 	net, err := spec.Build()
 	if err != nil {
 		t.Fatal(err)

@@ -10,13 +10,14 @@ import (
 
 	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/infer/serve"
+	"github.com/proxgen/proxgen/nn/models"
 )
 
 // A Server is an http.Handler: mount it in a mux or an httptest server,
 // and Close it after the HTTP server has stopped. (Serve runs it on a
 // listener with timeouts and graceful shutdown.)
 func ExampleServer() {
-	spec := infer.Spec{Model: "resnet8", Width: 0.25} // usually infer.Load(path, infer.Spec{})
+	spec := models.Spec{Model: "resnet8", Width: 0.25} // usually infer.Load(path, models.Spec{})
 	net, err := spec.Build()
 	if err != nil {
 		log.Fatal(err)

@@ -11,13 +11,14 @@ import (
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/infer/serve"
+	"github.com/proxgen/proxgen/nn/models"
 )
 
 // TestSourceOptions checks that a model file with mostly exact zeros is
 // served sparse by default and dense with Source.Options infer.Dense(),
 // as /healthz's model description says.
 func TestSourceOptions(t *testing.T) {
-	spec := infer.Spec{Model: "resnet8", Width: 0.25}
+	spec := models.Spec{Model: "resnet8", Width: 0.25}
 	net, err := spec.Build()
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/infer/serve"
+	"github.com/proxgen/proxgen/nn/models"
 )
 
 // syncLog is a log destination safe for concurrent writes.
@@ -40,7 +41,7 @@ func (l *syncLog) String() string {
 
 func loadFile(t *testing.T, path string) *infer.Model {
 	t.Helper()
-	m, err := infer.Load(path, infer.Spec{})
+	m, err := infer.Load(path, models.Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +259,7 @@ func TestNewRefusesOverflowingModel(t *testing.T) {
 	// by the probe batch.
 	tiny := []float32{1e-45, 1e-45, 1e-45}
 	writeModel(t, path, 1, 1)
-	if _, err := serve.NewModels(serve.Config{}, serve.Source{Name: "m", Path: path, Spec: infer.Spec{Std: tiny}}); err == nil {
+	if _, err := serve.NewModels(serve.Config{}, serve.Source{Name: "m", Path: path, Spec: models.Spec{Std: tiny}}); err == nil {
 		t.Error("std 1e-45: no error")
 	} else {
 		t.Logf("std 1e-45: %v", err)

@@ -100,6 +100,7 @@ import (
 	"time"
 
 	"github.com/proxgen/proxgen/nn/infer"
+	"github.com/proxgen/proxgen/nn/models"
 )
 
 // Config sets the limits of a Server; zero fields take the defaults noted.
@@ -210,7 +211,7 @@ type Source struct {
 	// loads it again.
 	Path string
 	// Spec overrides the file's metadata (infer.Load).
-	Spec infer.Spec
+	Spec models.Spec
 	// Options are infer.Load's options (infer.Dense, infer.MinZeros).
 	Options []infer.Option
 	// Model, if not nil, is served as given (and Path, if set, is only

@@ -27,6 +27,7 @@ import (
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/infer/serve"
+	"github.com/proxgen/proxgen/nn/models"
 )
 
 // tinyModel returns a small random ResNet-8 loaded from a model file.
@@ -34,7 +35,7 @@ func tinyModel(t testing.TB) *infer.Model {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "model.safetensors")
 	writeModel(t, path, 11, 1)
-	m, err := infer.Load(path, infer.Spec{})
+	m, err := infer.Load(path, models.Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func tinyModel(t testing.TB) *infer.Model {
 // model file).
 func writeModel(t testing.TB, path string, seed uint64, scale float32) {
 	t.Helper()
-	spec := infer.Spec{Model: "resnet8", Width: 0.25}
+	spec := models.Spec{Model: "resnet8", Width: 0.25}
 	net, err := spec.Build()
 	if err != nil {
 		t.Fatal(err)
@@ -574,7 +575,7 @@ func TestLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("load test: skipped with -short")
 	}
-	spec := infer.Spec{Model: "resnet20"}
+	spec := models.Spec{Model: "resnet20"}
 	net, err := spec.Build()
 	if err != nil {
 		t.Fatal(err)

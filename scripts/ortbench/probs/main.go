@@ -16,6 +16,7 @@ import (
 	"os"
 
 	"github.com/proxgen/proxgen/nn/infer"
+	"github.com/proxgen/proxgen/nn/models"
 )
 
 func main() {
@@ -29,7 +30,7 @@ func run(args []string) error {
 	if len(args) != 3 {
 		return fmt.Errorf("usage: probs MODEL.safetensors IN.f32 OUT.f32")
 	}
-	m, err := infer.Load(args[0], infer.Spec{})
+	m, err := infer.Load(args[0], models.Spec{})
 	if err != nil {
 		return err
 	}
