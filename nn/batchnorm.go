@@ -18,6 +18,12 @@ type BatchNorm2d struct {
 	NumBatchesTracked *autograd.Tensor
 	// Momentum and Eps are PyTorch's momentum (0.1) and eps (1e-5).
 	Momentum, Eps float32
+	// CumulativeAverage replaces Momentum by 1/NumBatchesTracked (counted
+	// after the current batch), as torch.nn.BatchNorm2d(momentum=None)
+	// does: the running statistics are then the equal-weight average of
+	// every batch's mean and unbiased variance since NumBatchesTracked
+	// was last zero (ResetRunningStats). RecalibrateBatchNorm uses it.
+	CumulativeAverage bool
 
 	training bool
 }
@@ -40,29 +46,44 @@ func NewBatchNorm2d(c int) *BatchNorm2d {
 // Forward normalises x of shape (N, C, H, W). In training mode it also
 // updates the running statistics and counts the batch.
 func (b *BatchNorm2d) Forward(x *autograd.Tensor) *autograd.Tensor {
-	b.countBatch()
-	return autograd.BatchNorm2d(x, b.Weight, b.Bias, b.RunningMean, b.RunningVar, b.training, b.Momentum, b.Eps)
+	return autograd.BatchNorm2d(x, b.Weight, b.Bias, b.RunningMean, b.RunningVar, b.training, b.countBatch(), b.Eps)
 }
 
 // ForwardReLU returns ReLU(b.Forward(x)) computed by the fused
 // autograd.BatchNormReLU op.
 func (b *BatchNorm2d) ForwardReLU(x *autograd.Tensor) *autograd.Tensor {
-	b.countBatch()
-	return autograd.BatchNormReLU(x, b.Weight, b.Bias, b.RunningMean, b.RunningVar, b.training, b.Momentum, b.Eps)
+	return autograd.BatchNormReLU(x, b.Weight, b.Bias, b.RunningMean, b.RunningVar, b.training, b.countBatch(), b.Eps)
 }
 
 // ForwardAddReLU returns ReLU(b.Forward(x) + residual), the end of a
 // residual block, computed by the fused autograd.BatchNormAddReLU op.
 func (b *BatchNorm2d) ForwardAddReLU(x, residual *autograd.Tensor) *autograd.Tensor {
-	b.countBatch()
-	return autograd.BatchNormAddReLU(x, residual, b.Weight, b.Bias, b.RunningMean, b.RunningVar, b.training, b.Momentum, b.Eps)
+	return autograd.BatchNormAddReLU(x, residual, b.Weight, b.Bias, b.RunningMean, b.RunningVar, b.training, b.countBatch(), b.Eps)
 }
 
-// countBatch counts a training batch in NumBatchesTracked.
-func (b *BatchNorm2d) countBatch() {
-	if b.training {
-		b.NumBatchesTracked.Data[0]++
+// countBatch counts a training batch in NumBatchesTracked and returns the
+// momentum of its update of the running statistics.
+func (b *BatchNorm2d) countBatch() float32 {
+	if !b.training {
+		return b.Momentum
 	}
+	b.NumBatchesTracked.Data[0]++
+	if b.CumulativeAverage {
+		// As PyTorch: the factor 1/num_batches_tracked in double
+		// precision, rounded to the float32 the kernel computes with.
+		return float32(1 / float64(b.NumBatchesTracked.Data[0]))
+	}
+	return b.Momentum
+}
+
+// ResetRunningStats sets the running mean to 0, the running variance to 1
+// and NumBatchesTracked to 0, as torch.nn.BatchNorm2d.reset_running_stats.
+func (b *BatchNorm2d) ResetRunningStats() {
+	clear(b.RunningMean.Data)
+	for i := range b.RunningVar.Data {
+		b.RunningVar.Data[i] = 1
+	}
+	b.NumBatchesTracked.Data[0] = 0
 }
 
 // BatchesTracked returns the number of training batches seen.

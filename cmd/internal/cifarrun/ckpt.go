@@ -33,7 +33,25 @@ func modelMetadata(c *config) map[string]string {
 	s.Mean, s.Std, s.Classes = cifar10.DefaultMean(), cifar10.DefaultStd(), cifar10.ClassNames()
 	m := s.Metadata()
 	m["generator"] = "proxgen cmd/cifar"
+	if c.WeightsSHA256 != "" {
+		// A warm start: the file the run started from.
+		m["init"] = c.Weights
+		m["init_sha256"] = c.WeightsSHA256
+	}
 	return m
+}
+
+// recalibratedEpochs returns the epochs of h whose batch-norm statistics
+// were re-estimated, comma-separated ("" for none), for the model file's
+// metadata key "bn_recalibrated_epochs".
+func recalibratedEpochs(h []EpochRecord) string {
+	var e []string
+	for _, r := range h {
+		if r.Recalibrated > 0 {
+			e = append(e, strconv.Itoa(r.Epoch))
+		}
+	}
+	return strings.Join(e, ",")
 }
 
 // outputs returns the files the run folder derives from the checkpoint:
@@ -52,6 +70,9 @@ func (t *trainer) outputs() []train.Output {
 				return nil, err
 			} else if n := len(h); n > 0 {
 				mm["test_acc"] = strconv.FormatFloat(h[n-1].TestAcc, 'f', 4, 64)
+				if e := recalibratedEpochs(h); e != "" {
+					mm["bn_recalibrated_epochs"] = e
+				}
 			}
 			t.meth.UseEffective()
 			defer t.meth.Restore()
@@ -105,6 +126,7 @@ func decodeHistory(lines []json.RawMessage) ([]EpochRecord, error) {
 // configuration stored in it, without loading any tensor into a model.
 func readStoredRun(dir string) (*train.Checkpoint, *config, error) {
 	c := defaultConfig()
+	c.Recalibrate = 0 // the runs stored before -recalibrate existed
 	ck, err := experiment.ReadStoredRun(dir, c)
 	if err != nil {
 		return nil, nil, fmt.Errorf("-resume: %w", err)

@@ -33,7 +33,11 @@ type config struct {
 	Model    string  `json:"model"`
 	Width    float64 `json:"width"`
 	Shortcut string  `json:"shortcut"`
-	Weights  string  `json:"weights"`
+	// Weights is the model or training-state file the run starts from
+	// (a warm start) or that -eval-only evaluates; WeightsSHA256 is the
+	// SHA-256 of its bytes when a training run started from it.
+	Weights       string `json:"weights"`
+	WeightsSHA256 string `json:"weights_sha256,omitempty"`
 	// Widths are the per-layer channel counts of a compacted network
 	// (read from the widths metadata of a -weights file written by
 	// -compact); nil: the widths of Model and Width. Stored so that
@@ -62,6 +66,12 @@ type config struct {
 
 	Homotopy       string `json:"homotopy"`
 	HardQuantEpoch int    `json:"hard_quant_epoch"`
+	// Recalibrate is the number of training batches over which the
+	// batch-norm running statistics are re-estimated with the current
+	// weights (nn.RecalibrateBatchNorm): after hard quantisation and
+	// after pruning in a training run, before evaluating with -eval-only.
+	// 0: never. Checkpoints written before it existed read as 0.
+	Recalibrate int `json:"recalibrate"`
 
 	Epochs      int    `json:"epochs"`
 	Batch       int    `json:"batch"`
@@ -95,6 +105,10 @@ type config struct {
 	resumed *train.Checkpoint
 }
 
+// DefaultRecalibrate is the number of training batches over which a
+// training run re-estimates the batch-norm statistics (-recalibrate).
+const DefaultRecalibrate = 200
+
 // optimizers are the names of the methods (experiment.MethodNames).
 var optimizers = experiment.MethodNames()
 
@@ -108,7 +122,7 @@ func defaultConfig() *config {
 		Model: "resnet20", Width: 1, Shortcut: "A",
 		Optimizer: "proxgen", Reg: "auto", Lambda: math.NaN(), LambdaScale: "auto",
 		LR: math.NaN(), WD: math.NaN(), Momentum: 0.9, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8,
-		Schedule: "auto", Homotopy: "auto", HardQuantEpoch: -2,
+		Schedule: "auto", Homotopy: "auto", HardQuantEpoch: -2, Recalibrate: -1,
 		Epochs: 30, Batch: 128, EvalBatch: 500, Seed: 1,
 		Progress: "auto",
 	}
@@ -126,7 +140,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.Model, "model", c.Model, "network: "+strings.Join(models.Names(), ", ")+" or any resnet<6n+2>")
 	fs.Float64Var(&c.Width, "width", c.Width, "channel-width multiplier (1 = the reference network)")
 	fs.StringVar(&c.Shortcut, "shortcut", c.Shortcut, "shortcut of resnet20..56: A (zero padding, akamaster default) or B (1x1 conv + BN)")
-	fs.StringVar(&c.Weights, "weights", c.Weights, "model or training-state safetensors file: the weights to evaluate (-eval-only) or to start training from (a compacted file from -compact: without -model, its network)")
+	fs.StringVar(&c.Weights, "weights", c.Weights, "model or training-state safetensors file: the weights to evaluate (-eval-only) or to start training from, a warm start recorded with the file's SHA-256 in the run's summary and model metadata (a compacted file from -compact: without -model, its network)")
 
 	fs.Float64Var(&c.PruneFilters, "prune-filters", c.PruneFilters, "before training, zero this fraction of the output filters (smallest ℓ2 norm) in every layer, with their batch-norm γ and β, and keep them zero (magnitude-pruning baseline; fine-tunes -weights)")
 	fs.Float64Var(&c.PruneFLOPs, "prune-flops", c.PruneFLOPs, "like -prune-filters, with the fraction (the same in every layer) that leaves at most this fraction of the dense network's FLOPs")
@@ -147,6 +161,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.NoCoupleBN, "no-couple-bn", c.NoCoupleBN, "gl0/gl21 over output filters group each convolution filter with the γ and β of the batch norm after it (a zero group is a zero channel); this flag groups the filter alone")
 
 	fs.StringVar(&c.Homotopy, "homotopy", c.Homotopy, "on: ProxQuant homotopy λ_t = λ·epoch (epoch counted from 0); off; auto: on for binary regularizers")
+	fs.Var(cli.OptionalInt{P: &c.Recalibrate, Unset: -1}, "recalibrate", "re-estimate the batch-norm running statistics over this many training batches with the current weights (cumulative average, as PyTorch's momentum=None): after hard quantisation and after -prune-filters/-prune-flops in a training run, and before evaluating with -eval-only; 0: never (default: 200 for training runs, 0 for -eval-only)")
 	fs.Var(cli.OptionalInt{P: &c.HardQuantEpoch, Unset: -2}, "hard-quant-epoch", "after this many epochs set binarised weights to sign(w) and freeze them (0: never; default: 2/3 of -epochs for binary runs, never otherwise)")
 
 	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "number of epochs")
@@ -243,6 +258,16 @@ func (c *config) resolve() error {
 		if c.Resume {
 			return errors.New("-eval-only and -resume exclude each other")
 		}
+	}
+	switch {
+	case c.Recalibrate == -1 && (c.EvalOnly || c.Compact != ""):
+		c.Recalibrate = 0
+	case c.Recalibrate == -1:
+		c.Recalibrate = DefaultRecalibrate
+	case c.Recalibrate < 0:
+		return fmt.Errorf("-recalibrate %d must not be negative", c.Recalibrate)
+	case c.Recalibrate > 0 && c.Compact != "":
+		return errors.New("-compact does not recalibrate (compaction removes only channels that are exactly zero); use -recalibrate with -eval-only or a training run")
 	}
 	if c.Download && c.NoDownload {
 		return errors.New("-download and -no-download exclude each other")

@@ -25,7 +25,7 @@ func TestConfigDefaults(t *testing.T) {
 	want := config{
 		Model: "resnet20", Width: 1, Shortcut: "A", Optimizer: "proxgen", Reg: "l12",
 		Lambda: 0.1, LambdaScale: "n", LR: 1e-3, WD: 0, Momentum: 0.9, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8,
-		Schedule: "multistep:15,25", Homotopy: "off", HardQuantEpoch: 0,
+		Schedule: "multistep:15,25", Homotopy: "off", HardQuantEpoch: 0, Recalibrate: DefaultRecalibrate,
 		Epochs: 30, Batch: 128, EvalBatch: 500, Seed: 1, Progress: "auto",
 		Out:     "runs/resnet20-proxgen-l12-s1",
 		Derived: []string{"schedule", "hard_quant_epoch"},
@@ -64,6 +64,10 @@ func TestConfigMethodDefaults(t *testing.T) {
 		{[]string{"-model", "resnet110"}, func(c *config) bool { return c.Model == "resnet110" }},
 		{[]string{"-eval-only", "-weights", "w.safetensors"}, func(c *config) bool { return c.EvalOnly }},
 		{[]string{"-eval-only", "-weights", "w.safetensors", "-dense"}, func(c *config) bool { return c.Dense }},
+		{[]string{"-eval-only", "-weights", "w.safetensors"}, func(c *config) bool { return c.Recalibrate == 0 }},
+		{[]string{"-eval-only", "-weights", "w.safetensors", "-recalibrate", "50"}, func(c *config) bool { return c.Recalibrate == 50 }},
+		{[]string{"-compact", "x", "-weights", "w.safetensors"}, func(c *config) bool { return c.Recalibrate == 0 }},
+		{[]string{"-recalibrate", "0"}, func(c *config) bool { return c.Recalibrate == 0 }},
 	}
 	for _, tc := range cases {
 		c := mustParse(t, tc.args...)
@@ -132,6 +136,9 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"-prune-filters", "0.5", "-eval-only", "-weights", "w"}, "do not prune"},
 		{[]string{"-compact", "x"}, "-compact needs -weights"},
 		{[]string{"-compact", "x", "-weights", "w", "-resume"}, "-compact excludes"},
+		{[]string{"-recalibrate", "-2"}, "-recalibrate -2 must not be negative"},
+		{[]string{"-recalibrate", "x"}, "invalid value"},
+		{[]string{"-compact", "x", "-weights", "w", "-recalibrate", "10"}, "-compact does not recalibrate"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 		{[]string{"-nosuchflag"}, "not defined"},
 	}

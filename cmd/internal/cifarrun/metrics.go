@@ -41,6 +41,11 @@ type EpochRecord struct {
 	EvalSeconds float64                 `json:"eval_seconds"`
 	ImgPerS     float64                 `json:"img_per_s"`
 	Layers      []experiment.LayerStats `json:"layers"`
+	// Recalibrated is the number of training batches over which the
+	// batch-norm statistics were re-estimated in this epoch (after
+	// pruning, before its first step; after hard quantisation, before its
+	// evaluation); 0: none.
+	Recalibrated int `json:"recalibrated,omitempty"`
 }
 
 // curves returns the charts of curves.svg for the records.

@@ -8,6 +8,7 @@ package cifarrun
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -159,6 +160,12 @@ func trainRun(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 		if err := compactedWeights(c); err != nil {
 			return err
 		}
+		// A warm start: the file is recorded by its contents as well.
+		b, err := os.ReadFile(c.Weights)
+		if err != nil {
+			return fmt.Errorf("-weights: %w", err)
+		}
+		c.WeightsSHA256 = fmt.Sprintf("%x", sha256.Sum256(b))
 	}
 	if !c.Resume {
 		lock, err := experiment.LockNewRun(c.Out)
@@ -250,6 +257,10 @@ type EvalResult struct {
 	Layers       int `json:"layers"`
 	// Remaining is what is left once the removable channels are removed.
 	Remaining prune.Count `json:"remaining"`
+	// Recalibrated is the number of training batches over which the
+	// batch-norm statistics were re-estimated before the evaluation
+	// (-recalibrate); 0: the file's statistics.
+	Recalibrated int `json:"recalibrated,omitempty"`
 }
 
 // evalOnly evaluates the weights file of c on the test set.
@@ -267,8 +278,6 @@ func evalOnly(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	if _, err := loadWeights(c.Weights, model); err != nil {
 		return err
 	}
-	// As nn/infer does: layers with mostly exact zeros run sparse.
-	sparse := nn.PrepareInferenceWith(model, nn.InferenceOptions{Dense: c.Dense})
 	ds, err := loadData(ctx, c, stderr)
 	if err != nil {
 		return err
@@ -280,6 +289,17 @@ func evalOnly(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	// The file holds the weights the network computes with: no gate
 	// transformation applies.
 	meth.Gates = nil
+	recal := 0
+	if c.Recalibrate > 0 {
+		if ds.Train.Len() < 2 {
+			return fmt.Errorf("-recalibrate %d: the training set has %d images, too few for batch statistics", c.Recalibrate, ds.Train.Len())
+		}
+		if recal, err = recalibrateOn(ctx, model, meth, ds.Train, c, 0); err != nil {
+			return errInterrupted
+		}
+	}
+	// As nn/infer does: layers with mostly exact zeros run sparse.
+	sparse := nn.PrepareInferenceWith(model, nn.InferenceOptions{Dense: c.Dense})
 	t := &trainer{cfg: c, model: model, meth: meth, evalCtx: &autograd.Context{Arena: autograd.NewArena(), NoGrad: true}}
 	start := time.Now()
 	loss, acc, err := t.evaluate(ctx, ds.Test)
@@ -288,7 +308,7 @@ func evalOnly(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	}
 	r := EvalResult{Weights: c.Weights, Model: c.Model, Params: nn.NumParams(model), Images: ds.Test.Len(),
 		TestLoss: loss, TestAcc: acc, Seconds: round3(time.Since(start).Seconds()), Weight: t.stats(),
-		SparseLayers: len(sparse.SparseLayers()), Layers: len(sparse.Layers)}
+		SparseLayers: len(sparse.SparseLayers()), Layers: len(sparse.Layers), Recalibrated: recal}
 	if r.Remaining, err = t.remaining(); err != nil {
 		return err
 	}
@@ -304,6 +324,9 @@ func evalOnly(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "compacted: %d of %d channels, %.2f%% of the parameters, %.2f%% of the FLOPs\n",
 		r.Remaining.Channels, r.Remaining.ChannelsTotal, 100*r.Remaining.ParamsRatio(), 100*r.Remaining.FLOPsRatio())
 	fmt.Fprintf(stdout, "sparse path: %d of %d layers\n", r.SparseLayers, r.Layers)
+	if recal > 0 {
+		fmt.Fprintf(stdout, "batch norm: statistics re-estimated over %s before the evaluation\n", cli.Count(recal, "training batch"))
+	}
 	return nil
 }
 

@@ -39,6 +39,9 @@ type runState struct {
 	// evaluation (and in checkpoints written before best.safetensors).
 	BestEpoch int     `json:"best_epoch,omitempty"`
 	BestAcc   float64 `json:"best_acc,omitempty"`
+	// RecalPruned is the number of batches of the batch-norm
+	// recalibration after pruning, reported with the first epoch.
+	RecalPruned int `json:"recal_pruned,omitempty"`
 }
 
 // BestFile is the model file of the epoch with the best test accuracy.
@@ -73,6 +76,9 @@ type trainer struct {
 	best      experiment.BestModel
 	bestEpoch int
 	bestAcc   float64
+	// recalPruned is the number of batches of the recalibration after
+	// pruning (0: none).
+	recalPruned int
 }
 
 // loop returns the train.Loop of the run.
@@ -91,7 +97,7 @@ func (t *trainer) loop() *train.Loop {
 
 // beginEpoch sets the epoch's hyperparameters and starts its loader after
 // the start batches already done.
-func (t *trainer) beginEpoch(_ context.Context, epoch, start int) error {
+func (t *trainer) beginEpoch(ctx context.Context, epoch, start int) error {
 	c := t.cfg
 	t.meth.SetEpoch(epoch)
 	t.lambda = t.meth.LambdaAt(epoch)
@@ -101,6 +107,14 @@ func (t *trainer) beginEpoch(_ context.Context, epoch, start int) error {
 		if err := t.prune(); err != nil {
 			return err
 		}
+		// The pruned filters' channels changed the statistics of the
+		// layers after them.
+		n, err := t.recalibrate(ctx, epoch)
+		if err != nil {
+			return err
+		}
+		t.recalPruned = n
+		t.model.SetTraining(true)
 	}
 	t.closeLoader()
 	t.loader = cifar10.NewLoader(t.train, cifar10.LoaderConfig{
@@ -181,11 +195,18 @@ func (t *trainer) remaining() (prune.Count, error) {
 func (t *trainer) endEpoch(ctx context.Context, epoch int, s train.EpochStats) (any, error) {
 	c := t.cfg
 	t.closeLoader()
+	var recal int // batches of a recalibration after this epoch
+	var err error
 	if c.HardQuantEpoch > 0 && epoch+1 == c.HardQuantEpoch {
 		// Repeating this after an interrupted evaluation changes nothing.
 		t.meth.HardQuantize()
 		t.frozen = true
 		t.prog.Logf("epoch %d: binarised weights set to sign(w) and frozen", epoch+1)
+		// The running statistics were estimated with the real-valued
+		// weights: re-estimate them with the binary ones.
+		if recal, err = t.recalibrate(ctx, epoch); err != nil {
+			return nil, err
+		}
 	}
 	evalStart := time.Now()
 	testLoss, testAcc, err := t.evaluate(ctx, t.test)
@@ -218,6 +239,10 @@ func (t *trainer) endEpoch(ctx context.Context, epoch int, s train.EpochStats) (
 		FLOPsRatio:   rem.FLOPsRatio(),
 		ParamsRatio:  rem.ParamsRatio(),
 		Remaining:    &rem,
+		Recalibrated: recal,
+	}
+	if t.recalPruned > 0 && epoch == 0 {
+		rec.Recalibrated = t.recalPruned
 	}
 	rec.Objective = rec.Loss + rec.Penalty
 	if s.Seconds > 0 {
@@ -247,7 +272,7 @@ func (t *trainer) saveState() (train.State, error) {
 	if err != nil {
 		return train.State{}, fmt.Errorf("saving the random state: %w", err)
 	}
-	st := &runState{Config: t.cfg, Frozen: t.frozen, Correct: t.correct, RNG: rng, BestEpoch: t.bestEpoch, BestAcc: t.bestAcc}
+	st := &runState{Config: t.cfg, Frozen: t.frozen, Correct: t.correct, RNG: rng, BestEpoch: t.bestEpoch, BestAcc: t.bestAcc, RecalPruned: t.recalPruned}
 	if t.mask != nil {
 		st.Pruned = t.mask.Filters()
 	}
@@ -267,7 +292,7 @@ func (t *trainer) loadState(s train.State) error {
 	if err := json.Unmarshal(s.JSON, &st); err != nil {
 		return fmt.Errorf("bad run state: %w", err)
 	}
-	if st.Correct < 0 || st.BestEpoch < 0 || !(st.BestAcc >= 0 && st.BestAcc <= 1) {
+	if st.Correct < 0 || st.BestEpoch < 0 || st.RecalPruned < 0 || !(st.BestAcc >= 0 && st.BestAcc <= 1) {
 		return fmt.Errorf("bad run state: %d correct images, best epoch %d, best accuracy %v", st.Correct, st.BestEpoch, st.BestAcc)
 	}
 	var best experiment.BestModel
@@ -280,7 +305,7 @@ func (t *trainer) loadState(s train.State) error {
 	if err := t.meth.SetRNGState(st.RNG); err != nil {
 		return err
 	}
-	t.frozen, t.correct = st.Frozen, st.Correct
+	t.frozen, t.correct, t.recalPruned = st.Frozen, st.Correct, st.RecalPruned
 	if t.cfg.pruning() {
 		mask, err := prune.NewMask(t.model, st.Pruned)
 		if err != nil {
@@ -292,6 +317,54 @@ func (t *trainer) loadState(s train.State) error {
 		t.meth.Freeze()
 	}
 	return nil
+}
+
+// recalibrate re-estimates the batch-norm running statistics of the
+// network, with the weights it computes with, over the first
+// -recalibrate batches of epoch's training batches (shuffled and
+// augmented as that epoch's, so the same batches after a resume), and
+// returns the number of batches used. It leaves the model in evaluation
+// mode. It stops with ctx.Err() when ctx is cancelled; running it again
+// gives the same statistics (they are reset first).
+func (t *trainer) recalibrate(ctx context.Context, epoch int) (int, error) {
+	c := t.cfg
+	if c.Recalibrate == 0 {
+		return 0, nil
+	}
+	start := time.Now()
+	n, err := recalibrateOn(ctx, t.model, t.meth, t.train, c, epoch)
+	if err != nil {
+		return 0, err
+	}
+	t.prog.Logf("batch-norm statistics re-estimated over %s (%.1f s)", cli.Count(n, "training batch"), time.Since(start).Seconds())
+	return n, nil
+}
+
+// recalibrateOn re-estimates the batch-norm statistics of model (with the
+// weights meth computes with) over the first c.Recalibrate batches of
+// epoch's shuffled, augmented training batches of split
+// (nn.RecalibrateBatchNorm) and returns the number of batches used.
+func recalibrateOn(ctx context.Context, model nn.Module, meth *experiment.Method, split *cifar10.Split, c *config, epoch int) (int, error) {
+	meth.UseEffective()
+	defer meth.Restore()
+	l := cifar10.NewLoader(split, cifar10.LoaderConfig{
+		BatchSize: min(c.Batch, split.Len()), Shuffle: true, Augment: !c.NoAugment, DropLast: true, Seed: c.Seed, Epoch: epoch,
+	})
+	defer l.Close()
+	batches := func(yield func(*autograd.Tensor) bool) {
+		for b, ok := l.Next(); ok && ctx.Err() == nil; b, ok = l.Next() {
+			more := yield(autograd.FromSlice(b.X, b.N, cifar10.Channels, cifar10.Height, cifar10.Width))
+			l.Recycle(b)
+			if !more {
+				return
+			}
+		}
+	}
+	n := nn.RecalibrateBatchNorm(model, batches, c.Recalibrate)
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // countCorrect returns how many rows of logits (N, classes) have their
@@ -426,17 +499,27 @@ type Summary struct {
 	FLOPsRatio  float64      `json:"flops_ratio"`
 	ParamsRatio float64      `json:"params_ratio"`
 	Remaining   *prune.Count `json:"remaining,omitempty"`
-	Seconds     float64      `json:"train_seconds"`
-	Out         string       `json:"out"`
-	Config      *config      `json:"config"`
+	// RecalibratedEpochs lists the epochs (from 1) in which the
+	// batch-norm statistics were re-estimated (EpochRecord.Recalibrated).
+	RecalibratedEpochs []int `json:"recalibrated_epochs,omitempty"`
+	// Init is the file the run started from (-weights, a warm start) and
+	// InitSHA256 the SHA-256 of its bytes; empty for a run from scratch.
+	Init       string  `json:"init,omitempty"`
+	InitSHA256 string  `json:"init_sha256,omitempty"`
+	Seconds    float64 `json:"train_seconds"`
+	Out        string  `json:"out"`
+	Config     *config `json:"config"`
 }
 
 // makeSummary summarises the history h of the run.
 func (t *trainer) makeSummary(h []EpochRecord) Summary {
 	s := Summary{Model: t.cfg.Model, Optimizer: t.cfg.Optimizer, Reg: t.cfg.Reg, Epochs: len(h),
-		Params: nn.NumParams(t.model), Out: t.cfg.Out, Config: t.cfg}
+		Params: nn.NumParams(t.model), Out: t.cfg.Out, Config: t.cfg, Init: t.cfg.Weights, InitSHA256: t.cfg.WeightsSHA256}
 	for _, r := range h {
 		s.Seconds += r.Seconds
+		if r.Recalibrated > 0 {
+			s.RecalibratedEpochs = append(s.RecalibratedEpochs, r.Epoch)
+		}
 		if r.TestAcc > s.BestAcc || s.BestEpoch == 0 {
 			s.BestAcc, s.BestEpoch = r.TestAcc, r.Epoch
 		}
@@ -468,6 +551,12 @@ func printSummary(out io.Writer, s Summary, files []string) {
 	}
 	if s.Binary != nil {
 		fmt.Fprintf(&w, "  binarised       %.2f%% at exactly ±1\n", 100**s.Binary)
+	}
+	if s.Init != "" {
+		fmt.Fprintf(&w, "  started from    %s (sha256 %s)\n", s.Init, s.InitSHA256)
+	}
+	if len(s.RecalibratedEpochs) > 0 {
+		fmt.Fprintf(&w, "  batch norm      statistics re-estimated in epochs %v\n", s.RecalibratedEpochs)
 	}
 	if len(files) > 0 {
 		fmt.Fprintf(&w, "  files           %s\n", files[0])
