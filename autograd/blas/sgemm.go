@@ -54,7 +54,7 @@ import (
 // It panics if a dimension is negative, a leading dimension is too small or
 // a slice is too short for the dimensions.
 func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	defaultEngine.Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	Default().Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 // Sgemm is the package-level Sgemm computed with e's kernel.
@@ -67,7 +67,7 @@ func (e *Engine) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 // for callers that already parallelize over independent products, such as
 // the images of a batch. Its results are identical to Sgemm's.
 func SgemmSerial(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	defaultEngine.SgemmSerial(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	Default().SgemmSerial(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 // SgemmSerial is the package-level SgemmSerial computed with e's kernel.
