@@ -2,7 +2,6 @@ package blas
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -84,18 +83,7 @@ var defaultEngine atomic.Pointer[Engine]
 
 func init() {
 	ks := kernels()
-	best := ks[len(ks)-1]
-	how := "the fastest of " + strings.Join(Kernels(), ", ") + " on this CPU"
-	if env := strings.TrimSpace(os.Getenv("PROXGEN_GEMM")); env != "" {
-		if k := lookup(env); k != nil {
-			best, how = k, "PROXGEN_GEMM="+env
-		} else {
-			fmt.Fprintf(os.Stderr, "blas: PROXGEN_GEMM=%q is not available on this machine (have %s); using %s\n",
-				env, strings.Join(Kernels(), ", "), best.name)
-			how += " (PROXGEN_GEMM=" + env + " is not available)"
-		}
-	}
-	defaultEngine.Store(&Engine{best, how})
+	defaultEngine.Store(&Engine{ks[len(ks)-1], "the fastest of " + strings.Join(Kernels(), ", ") + " on this CPU"})
 }
 
 // Default returns the engine of Sgemm and SgemmSerial, which also computes
