@@ -13,7 +13,7 @@ import (
 // and beta 0 (C holding NaN) and 1.
 func TestSgemmGatherMatchesSgemm(t *testing.T) {
 	forEachKernel(t, func(t *testing.T, e *Engine) {
-		kern := lookup(e.Kernel())
+		kern := e.k
 		rng := rand.New(rand.NewPCG(31, 32))
 		for _, sh := range []struct{ m, n, k int }{
 			{16, 64, 144}, {16, 1024, 144}, {12, 32, 9}, {5, 16, 3}, {13, 48, 300},

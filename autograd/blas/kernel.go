@@ -2,9 +2,9 @@ package blas
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
 // microKernel describes one register-blocked micro-kernel and the cache
@@ -60,62 +60,89 @@ var generic = &microKernel{
 	run: goKernel,
 }
 
-// kernels lists the available kernels, best last.
-var kernels = append([]*microKernel{generic}, archKernels()...)
+// kernels returns the kernels this machine runs, best last: generic and
+// the assembly kernels whose internal/impl flags are set, which is what
+// the CPU supports unless a test selected one implementation
+// (impl.Select, impl.ForEach).
+func kernels() []*microKernel {
+	return append([]*microKernel{generic}, archKernels()...)
+}
 
-// Engine computes single-precision GEMMs with one micro-kernel. Sgemm and
-// SgemmSerial use the engine chosen at start-up (Default); NewEngine gives
-// one with another kernel, for tests and benchmarks that compare kernels.
-// An Engine never changes, so one value serves any number of goroutines.
+// Engine computes single-precision GEMMs with one micro-kernel, chosen
+// when the engine is made: Default is the fastest this CPU runs, NewEngine
+// gives one with a named kernel. Sgemm and SgemmSerial use Default. An
+// Engine never changes, so one value serves any number of goroutines.
 type Engine struct {
 	k   *microKernel
 	how string // how the kernel was chosen
 }
 
-// defaultEngine is the fastest kernel this CPU runs, or the one
-// PROXGEN_GEMM names; it is fixed at start-up.
-var defaultEngine = chooseEngine()
+// defaultEngine is the engine of Sgemm and SgemmSerial: the fastest kernel
+// at start-up, or the engine a program gave SetDefault.
+var defaultEngine atomic.Pointer[Engine]
 
-func chooseEngine() *Engine {
-	best := kernels[len(kernels)-1]
-	how := "the fastest of " + strings.Join(Kernels(), ", ") + " on this CPU"
-	if env := strings.TrimSpace(os.Getenv("PROXGEN_GEMM")); env != "" {
-		if k := lookup(env); k != nil {
-			best, how = k, "PROXGEN_GEMM="+env
-		} else {
-			fmt.Fprintf(os.Stderr, "blas: PROXGEN_GEMM=%q is not available on this machine (have %s); using %s\n",
-				env, strings.Join(Kernels(), ", "), best.name)
-			how += " (PROXGEN_GEMM=" + env + " is not available)"
-		}
-	}
-	return &Engine{best, how}
+func init() {
+	ks := kernels()
+	defaultEngine.Store(&Engine{ks[len(ks)-1], "the fastest of " + strings.Join(Kernels(), ", ") + " on this CPU"})
 }
 
-// Default returns the engine of Sgemm and SgemmSerial.
-func Default() *Engine { return defaultEngine }
+// Default returns the engine of Sgemm and SgemmSerial, which also computes
+// every product of package autograd: the fastest kernel this CPU runs,
+// unless the program chose another with SetDefault.
+func Default() *Engine { return defaultEngine.Load() }
 
-// NewEngine returns an engine with the micro-kernel named name. It reports
-// an error if the kernel is unknown or the CPU cannot run it.
-func NewEngine(name string) (*Engine, error) {
+// SetDefault makes e the engine of Sgemm, SgemmSerial and Default, and so
+// of every product in the process that does not name its engine, and
+// returns the previous one. It changes process-wide state: it is for
+// programs, which choose the kernel of their whole process (the programs
+// of this repository from PROXGEN_GEMM, in cmd/internal/compute); a
+// library takes an *Engine from its caller instead. Products already
+// running finish with the engine they started with. It panics if e is
+// nil.
+func SetDefault(e *Engine) *Engine {
+	if e == nil {
+		panic("blas.SetDefault: nil engine")
+	}
+	return defaultEngine.Swap(e)
+}
+
+// An Option adjusts the engine NewEngine returns.
+type Option func(*Engine)
+
+// ChosenBy records how the engine's kernel was chosen, for KernelChoice,
+// instead of NewEngine's name: for example "PROXGEN_GEMM=avx2".
+func ChosenBy(how string) Option { return func(e *Engine) { e.how = how } }
+
+// NewEngine returns an engine with the micro-kernel named name, one of
+// Kernels. It reports an error if the kernel is unknown or the CPU cannot
+// run it. The kernel is chosen here, once: the products of the engine
+// call it directly.
+func NewEngine(name string, opts ...Option) (*Engine, error) {
 	k := lookup(name)
 	if k == nil {
 		return nil, fmt.Errorf("blas: kernel %q is not available (have %s)", name, strings.Join(Kernels(), ", "))
 	}
-	return &Engine{k, "NewEngine(" + strconv.Quote(name) + ")"}, nil
+	e := &Engine{k, "NewEngine(" + strconv.Quote(name) + ")"}
+	for _, o := range opts {
+		o(e)
+	}
+	return e, nil
 }
 
 // Kernel names the engine's micro-kernel: "generic" (pure Go, every
 // platform), "avx2" or "avx512" (amd64) or "neon" (arm64).
 func (e *Engine) Kernel() string { return e.k.name }
 
-// KernelChoice says how the engine's kernel was chosen (by default, by the
-// PROXGEN_GEMM environment variable or by NewEngine) and why it can run
-// here, for example "the fastest of generic, avx2, avx512 on this CPU;
-// avx512: CPU and OS support AVX-512F (CPUID, XGETBV)".
+// KernelChoice says how the engine's kernel was chosen (by default, by
+// NewEngine, or as ChosenBy recorded, for example from the PROXGEN_GEMM
+// environment variable) and why it can run here, for example "the fastest
+// of generic, avx2, avx512 on this CPU; avx512: CPU and OS support
+// AVX-512F (CPUID, XGETBV)".
 func (e *Engine) KernelChoice() string { return e.how + "; " + e.k.name + ": " + e.k.why }
 
+// lookup returns the kernel named name among kernels(), or nil.
 func lookup(name string) *microKernel {
-	for _, k := range kernels {
+	for _, k := range kernels() {
 		if k.name == name {
 			return k
 		}
@@ -124,17 +151,19 @@ func lookup(name string) *microKernel {
 }
 
 // Kernel names the micro-kernel of Sgemm (Default().Kernel()).
-func Kernel() string { return defaultEngine.Kernel() }
+func Kernel() string { return Default().Kernel() }
 
 // KernelChoice says how the kernel of Sgemm was chosen
 // (Default().KernelChoice()).
-func KernelChoice() string { return defaultEngine.KernelChoice() }
+func KernelChoice() string { return Default().KernelChoice() }
 
 // Kernels lists the names of the micro-kernels this machine can run, the
-// default (fastest) last.
+// fastest last. Each assembly kernel is an implementation of package
+// "blas" in internal/impl, under the same name; "generic" is the Go loop.
 func Kernels() []string {
-	names := make([]string, len(kernels))
-	for i, k := range kernels {
+	ks := kernels()
+	names := make([]string, len(ks))
+	for i, k := range ks {
 		names[i] = k.name
 	}
 	return names

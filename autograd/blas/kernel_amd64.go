@@ -2,44 +2,58 @@
 
 package blas
 
-import "github.com/proxgen/proxgen/internal/cpu"
+import (
+	"github.com/proxgen/proxgen/internal/cpu"
+	"github.com/proxgen/proxgen/internal/impl"
+)
 
 //go:generate go run gen_kernels.go
 
-// cpuFeatures reports whether the CPU and operating system support the
-// AVX2+FMA and AVX-512F kernels.
-func cpuFeatures() (avx2, avx512 bool) {
-	return cpu.X86.AVX2 && cpu.X86.FMA, cpu.X86.AVX512F
+// useAVX2 and useAVX512 say whether the AVX2+FMA and the AVX-512F kernels
+// (and, with AVX-512, the packing routines of pack_amd64.go) may run: what
+// the CPU and operating system support, which only tests change, through
+// internal/impl.
+var (
+	useAVX2   = cpu.X86.AVX2 && cpu.X86.FMA
+	useAVX512 = cpu.X86.AVX512F
+)
+
+func init() {
+	impl.Register("blas", "avx2", &useAVX2)
+	impl.Register("blas", "avx512", &useAVX512)
 }
 
-// archKernels returns the assembly kernels this CPU can run, best last.
+var avx2Kernel = &microKernel{
+	name: "avx2",
+	why:  "CPU and OS support AVX2 and FMA (CPUID, XGETBV)",
+	mr:   6, nr: 16,
+	mc: 144, kc: 256, nc: 3072,
+	inPlaceM: 144, inPlaceKC: 256,
+	run:         runAVX2,
+	partialRows: true, strided: true,
+}
+
+var avx512Kernel = &microKernel{
+	name: "avx512",
+	why:  "CPU and OS support AVX-512F (CPUID, XGETBV)",
+	mr:   12, nr: 32,
+	mc: 240, kc: 512, nc: 3072,
+	inPlaceM: 480, inPlaceKC: 256,
+	run:         runAVX512,
+	partialRows: true, partialCols: true, strided: true,
+	dot:       dotAVX512,
+	gather:    gatherAVX512,
+	dotGather: dotGatherAVX512,
+}
+
+// archKernels returns the assembly kernels enabled, best last.
 func archKernels() []*microKernel {
-	avx2, avx512 := cpuFeatures()
 	var ks []*microKernel
-	if avx2 {
-		ks = append(ks, &microKernel{
-			name: "avx2",
-			why:  "CPU and OS support AVX2 and FMA (CPUID, XGETBV)",
-			mr:   6, nr: 16,
-			mc: 144, kc: 256, nc: 3072,
-			inPlaceM: 144, inPlaceKC: 256,
-			run:         runAVX2,
-			partialRows: true, strided: true,
-		})
+	if useAVX2 {
+		ks = append(ks, avx2Kernel)
 	}
-	if avx512 {
-		ks = append(ks, &microKernel{
-			name: "avx512",
-			why:  "CPU and OS support AVX-512F (CPUID, XGETBV)",
-			mr:   12, nr: 32,
-			mc: 240, kc: 512, nc: 3072,
-			inPlaceM: 480, inPlaceKC: 256,
-			run:         runAVX512,
-			partialRows: true, partialCols: true, strided: true,
-			dot:       dotAVX512,
-			gather:    gatherAVX512,
-			dotGather: dotGatherAVX512,
-		})
+	if useAVX512 {
+		ks = append(ks, avx512Kernel)
 	}
 	return ks
 }

@@ -2,18 +2,31 @@
 
 package blas
 
-// archKernels returns the NEON kernel: ASIMD is part of every arm64 CPU
-// (the Go port requires it), so no feature test is needed.
+import "github.com/proxgen/proxgen/internal/impl"
+
+// useNEON says whether the NEON kernel may run: ASIMD is part of every
+// arm64 CPU (the Go port requires it), so no feature test is needed; only
+// tests clear it, through internal/impl.
+var useNEON = true
+
+func init() { impl.Register("blas", "neon", &useNEON) }
+
+var neonKernel = &microKernel{
+	name: "neon",
+	why:  "ASIMD (NEON) is mandatory on arm64",
+	mr:   8, nr: 12,
+	mc: 128, kc: 256, nc: 3072,
+	inPlaceM: 128, inPlaceKC: 256,
+	run:         runNEON,
+	partialRows: true, strided: true,
+}
+
+// archKernels returns the NEON kernel while it is enabled.
 func archKernels() []*microKernel {
-	return []*microKernel{{
-		name: "neon",
-		why:  "ASIMD (NEON) is mandatory on arm64",
-		mr:   8, nr: 12,
-		mc: 128, kc: 256, nc: 3072,
-		inPlaceM: 128, inPlaceKC: 256,
-		run:         runNEON,
-		partialRows: true, strided: true,
-	}}
+	if !useNEON {
+		return nil
+	}
+	return []*microKernel{neonKernel}
 }
 
 // neonKernels[r-1] is the NEON kernel for r rows (kernel_arm64.s).

@@ -2,5 +2,6 @@
 
 package blas
 
-// archKernels returns the assembly kernels of this platform: none.
+// archKernels returns the assembly kernels of this platform: none, so
+// nothing registers with internal/impl.
 func archKernels() []*microKernel { return nil }

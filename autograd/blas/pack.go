@@ -2,21 +2,20 @@ package blas
 
 import "unsafe"
 
-// gatherPack and copyPack, when not nil, are faster versions for this CPU
-// of packStrided and of packing whole panels with packContiguous; copyPack
-// packs np consecutive panels of w columns, walking each row of src once.
-// They report false, having done nothing, for arguments they cannot handle.
-var (
-	gatherPack func(src []float32, ld, kcb, w, width int, dst []float32) bool
-	copyPack   func(src []float32, ld, kcb, np, w int, dst []float32) bool
-)
+// gatherPack (packStrided) and copyPack (np consecutive panels of w
+// columns packed as packContiguous does, each row of src walked once) are
+// the assembly packing routines where the CPU has them (pack_amd64.go,
+// implementation "avx512" of internal/impl) and report false otherwise,
+// having done nothing, also for arguments they cannot handle. Packing only
+// moves values, so every kernel's products are the same with and without
+// them.
 
 // packA packs rows [i0, i0+mcb) and columns [pc, pc+kcb) of op(A) into dst
 // as consecutive panels of mr rows: panel t holds, for each p in [0, kcb),
 // the mr values op(A)[i0+t·mr+r][pc+p], with rows past the end zero.
 func packA(transA bool, a []float32, lda, i0, mcb, pc, kcb, mr int, dst []float32) {
 	t := 0
-	if full := mcb / mr; transA && full > 0 && copyPack != nil &&
+	if full := mcb / mr; transA && full > 0 &&
 		copyPack(a[pc*lda+i0:], lda, kcb, full, mr, dst) {
 		t = full
 	}
@@ -41,7 +40,7 @@ func packB(transB bool, b []float32, ldb, j0, ncb, pc, kcb, nr, t0, t1 int, dst 
 	if full := min(t1, ncb/nr) - t0; !transB && full > 0 {
 		src := b[pc*ldb+j0+t0*nr:]
 		out := dst[t0*kcb*nr:]
-		if copyPack == nil || !copyPack(src, ldb, kcb, full, nr, out) {
+		if !copyPack(src, ldb, kcb, full, nr, out) {
 			// Walk each row of B once, from left to right, which the
 			// hardware prefetchers follow, handing nr values to every
 			// panel.
@@ -115,7 +114,7 @@ func packContiguous(src []float32, ld, kcb, w, width int, dst []float32) {
 // kcb values each) it writes src[r*ld+p] to dst[p*width+r], zeroing
 // positions r >= w.
 func packStrided(src []float32, ld, kcb, w, width int, dst []float32) {
-	if gatherPack != nil && gatherPack(src, ld, kcb, w, width, dst) {
+	if gatherPack(src, ld, kcb, w, width, dst) {
 		return
 	}
 	dst = dst[:kcb*width]

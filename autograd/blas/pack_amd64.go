@@ -16,17 +16,12 @@ func packGatherAVX512(dst, src *float32, ld, kcb, width int, gmask, smask uint32
 //go:noescape
 func packCopyAVX512(dst, src *float32, ld, kcb, np, w int, mask uint32)
 
-func init() {
-	if _, avx512 := cpuFeatures(); avx512 {
-		gatherPack = gatherPackAVX512
-		copyPack = copyPackAVX512
-	}
-}
-
-// gatherPackAVX512 implements gatherPack with AVX-512 gathers of up to 16
-// rows at a time.
-func gatherPackAVX512(src []float32, ld, kcb, w, width int, dst []float32) bool {
-	if width > 32 || int64(w)*int64(ld) > math.MaxInt32 {
+// gatherPack is packStrided with AVX-512 gathers of up to 16 rows at a
+// time. It reports false, having done nothing, if AVX-512 is not enabled
+// (useAVX512, the "avx512" implementation of internal/impl) or it cannot
+// handle the arguments.
+func gatherPack(src []float32, ld, kcb, w, width int, dst []float32) bool {
+	if !useAVX512 || width > 32 || int64(w)*int64(ld) > math.MaxInt32 {
 		return false
 	}
 	_ = src[(w-1)*ld+kcb-1]
@@ -47,9 +42,11 @@ func gatherPackAVX512(src []float32, ld, kcb, w, width int, dst []float32) bool 
 	return true
 }
 
-// copyPackAVX512 implements copyPack with AVX-512 masked moves.
-func copyPackAVX512(src []float32, ld, kcb, np, w int, dst []float32) bool {
-	if w > 32 {
+// copyPack packs np consecutive panels of w columns as packContiguous
+// does, walking each row of src once, with AVX-512 masked moves. It
+// reports false, having done nothing, if AVX-512 is not enabled or w > 32.
+func copyPack(src []float32, ld, kcb, np, w int, dst []float32) bool {
+	if !useAVX512 || w > 32 {
 		return false
 	}
 	_ = src[(kcb-1)*ld+np*w-1]

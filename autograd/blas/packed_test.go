@@ -18,7 +18,7 @@ import (
 func TestPackedAMatchesSgemm(t *testing.T) {
 	defer parallel.SetWorkers(parallel.SetWorkers(1))
 	forEachKernel(t, func(t *testing.T, e *Engine) {
-		kern := lookup(e.Kernel())
+		kern := e.k
 		rng := rand.New(rand.NewPCG(21, 22))
 		mBig := kern.inPlaceM + kern.mr + 1 // past the in-place rows
 		for _, g := range []gemmCase{

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/proxgen/proxgen/internal/impl"
 	"github.com/proxgen/proxgen/internal/parallel"
 )
 
@@ -130,9 +130,12 @@ func checkCase(t *testing.T, e *Engine, rng *rand.Rand, g gemmCase, par bool) {
 	}
 }
 
-// forEachKernel runs f once with every kernel this machine supports.
+// forEachKernel runs f once with every kernel this machine supports:
+// through impl.ForEach, the Go loops ("generic") alone and then each
+// assembly implementation of package blas alone (its micro-kernel and, for
+// avx512, its packing routines).
 func forEachKernel(t *testing.T, f func(t *testing.T, e *Engine)) {
-	for _, name := range Kernels() {
+	impl.ForEach("blas", func(name string) {
 		t.Run(name, func(t *testing.T) {
 			e, err := NewEngine(name)
 			if err != nil {
@@ -140,7 +143,7 @@ func forEachKernel(t *testing.T, f func(t *testing.T, e *Engine)) {
 			}
 			f(t, e)
 		})
-	}
+	})
 }
 
 func TestSgemmSmallShapes(t *testing.T) {
@@ -207,11 +210,11 @@ func TestSgemmPaths(t *testing.T) {
 	})
 }
 
-// TestKernelsAgree checks the assembly kernels against the pure-Go one on
-// the same operands, element by element.
+// TestKernelsAgree checks each assembly kernel, with the packing routines
+// of its implementation (impl.ForEach), against the Go loops on the same
+// operands, element by element.
 func TestKernelsAgree(t *testing.T) {
-	names := Kernels()
-	if len(names) < 2 {
+	if names, _ := impl.List("blas"); len(names) == 0 {
 		t.Skip("only the generic kernel is available")
 	}
 	rng := rand.New(rand.NewPCG(9, 10))
@@ -221,27 +224,29 @@ func TestKernelsAgree(t *testing.T) {
 	}, pathCases...)
 	for _, g := range cases {
 		a, lda, b, ldb, c0, ldc := g.operands(rng)
-		results := make([][]float32, len(names))
-		for i, name := range names {
+		_, mag := refGemm(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, c0, ldc)
+		var want []float32
+		impl.ForEach("blas", func(name string) {
 			e, err := NewEngine(name)
 			if err != nil {
 				t.Fatal(err)
 			}
-			results[i] = append([]float32(nil), c0...)
-			e.Sgemm(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, results[i], ldc)
-		}
-		_, mag := refGemm(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, c0, ldc)
-		for i := 1; i < len(names); i++ {
+			got := append([]float32(nil), c0...)
+			e.Sgemm(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, got, ldc)
+			if name == impl.Generic {
+				want = got
+				return
+			}
 			for r := 0; r < g.m; r++ {
 				for j := 0; j < g.n; j++ {
-					x, y := results[0][r*ldc+j], results[i][r*ldc+j]
+					x, y := want[r*ldc+j], got[r*ldc+j]
 					tol := 1e-30 + 2.4e-7*float64(g.k+4)*mag[r*g.n+j]
 					if d := math.Abs(float64(x) - float64(y)); !(d <= tol) {
-						t.Fatalf("%s: C[%d][%d] is %g with %s but %g with %s", g, r, j, x, names[0], y, names[i])
+						t.Fatalf("%s: C[%d][%d] is %g with generic but %g with %s", g, r, j, x, y, name)
 					}
 				}
 			}
-		}
+		})
 	}
 }
 
@@ -298,44 +303,58 @@ func TestKernelSelection(t *testing.T) {
 	if Default().Kernel() != Kernel() || Default().KernelChoice() != KernelChoice() {
 		t.Errorf("Default() = %q, package-level %q", Default().KernelChoice(), KernelChoice())
 	}
-}
-
-// TestEnvSelectsKernel runs this test binary again with PROXGEN_GEMM set
-// and checks the kernel it starts with.
-func TestEnvSelectsKernel(t *testing.T) {
-	if os.Getenv("PROXGEN_GEMM_CHILD") != "" {
-		fmt.Printf("kernel=%s\nchoice=%s\n", Kernel(), KernelChoice())
-		return
-	}
-	if testing.Short() {
-		t.Skip("starts subprocesses")
-	}
-	names := Kernels()
-	for _, env := range append(names, "bogus") {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestEnvSelectsKernel$")
-		cmd.Env = append(os.Environ(), "PROXGEN_GEMM_CHILD=1", "PROXGEN_GEMM="+env)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("PROXGEN_GEMM=%s: %v\n%s", env, err, out)
+	// The assembly kernels are the implementations of "blas" in
+	// internal/impl, and selecting one leaves it alone beside generic.
+	implNames, supported := impl.List("blas")
+	want := []string{"generic"}
+	for i, n := range implNames {
+		if supported[i] {
+			want = append(want, n)
 		}
-		want := env
-		if env == "bogus" {
-			want = names[len(names)-1]
-			if !strings.Contains(string(out), "not available") {
-				t.Errorf("PROXGEN_GEMM=bogus: no warning in %q", out)
+	}
+	if !slices.Equal(names, want) {
+		t.Errorf("Kernels() = %v, want generic and the supported implementations %v", names, want)
+	}
+	impl.ForEach("blas", func(name string) {
+		got := Kernels()
+		if got[len(got)-1] != name || len(got) > 2 {
+			t.Errorf("with %s selected, Kernels() = %v", name, got)
+		}
+		for _, other := range names[1:] {
+			if _, err := NewEngine(other); (err == nil) != (other == name) {
+				t.Errorf("with %s selected, NewEngine(%q): error %v", name, other, err)
 			}
 		}
-		if !strings.Contains(string(out), "kernel="+want+"\n") {
-			t.Errorf("PROXGEN_GEMM=%s: output %q, want kernel=%s", env, out, want)
-		}
-		wantChoice := "choice=PROXGEN_GEMM=" + env + "; "
-		if env == "bogus" {
-			wantChoice = "choice=the fastest of " + strings.Join(names, ", ") + " on this CPU (PROXGEN_GEMM=bogus is not available); "
-		}
-		if !strings.Contains(string(out), wantChoice) {
-			t.Errorf("PROXGEN_GEMM=%s: output %q, want %q", env, out, wantChoice)
-		}
+	})
+}
+
+// TestSetDefault checks that SetDefault changes the engine of Sgemm and
+// Default, and that ChosenBy replaces how NewEngine says it chose.
+func TestSetDefault(t *testing.T) {
+	e, err := NewEngine("generic", ChosenBy("PROXGEN_GEMM=generic"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	if c, want := e.KernelChoice(), "PROXGEN_GEMM=generic; generic: "+generic.why; c != want {
+		t.Errorf("KernelChoice() = %q, want %q", c, want)
+	}
+	prev := SetDefault(e)
+	if Default() != e || Kernel() != "generic" || KernelChoice() != e.KernelChoice() {
+		t.Errorf("after SetDefault: Default() = %q", Default().KernelChoice())
+	}
+	if got := SetDefault(prev); got != e || Default() != prev {
+		t.Error("SetDefault did not return the engine it replaced")
+	}
+	names := Kernels()
+	if want := "the fastest of " + strings.Join(names, ", ") + " on this CPU; " + names[len(names)-1] + ": "; !strings.HasPrefix(KernelChoice(), want) {
+		t.Errorf("KernelChoice() = %q, want the prefix %q", KernelChoice(), want)
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "blas.SetDefault") {
+			t.Errorf("SetDefault(nil): panic %v", r)
+		}
+	}()
+	SetDefault(nil)
 }
 
 func TestSgemmZeroAlphaAndK(t *testing.T) {
@@ -436,7 +455,7 @@ func TestSgemmPanics(t *testing.T) {
 // every driver path.
 func TestSgemmEdgeShapes(t *testing.T) {
 	forEachKernel(t, func(t *testing.T, e *Engine) {
-		kern := lookup(e.Kernel())
+		kern := e.k
 		rng := rand.New(rand.NewPCG(15, 16))
 		ks := []int{1, 3, 4, 5, 17}
 		if testing.Short() {

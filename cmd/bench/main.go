@@ -31,6 +31,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/proxgen/proxgen/cmd/internal/compute"
 	"github.com/proxgen/proxgen/internal/cli"
 )
 
@@ -63,6 +64,11 @@ func usage(w io.Writer) {
 }
 
 func main() {
+	// The GEMM kernel of the whole process: $PROXGEN_GEMM, else the fastest.
+	if _, err := compute.SetGEMM(); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(cli.ExitCode(err))
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

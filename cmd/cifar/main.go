@@ -41,10 +41,13 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"runtime/debug"
 
 	"github.com/proxgen/proxgen/cmd/internal/cifarrun"
+	"github.com/proxgen/proxgen/cmd/internal/compute"
+	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/nn/train"
 )
 
@@ -58,6 +61,11 @@ import (
 const gcPercent = 20
 
 func main() {
+	// The GEMM kernel of the whole process: $PROXGEN_GEMM, else the fastest.
+	if _, err := compute.SetGEMM(); err != nil {
+		fmt.Fprintf(os.Stderr, "cifar: %v\n", err)
+		os.Exit(cli.ExitCode(err))
+	}
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
 	}

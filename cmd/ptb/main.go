@@ -47,13 +47,21 @@
 package main
 
 import (
+	"fmt"
 	"os"
 
+	"github.com/proxgen/proxgen/cmd/internal/compute"
 	"github.com/proxgen/proxgen/cmd/internal/ptbrun"
+	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/nn/train"
 )
 
 func main() {
+	// The GEMM kernel of the whole process: $PROXGEN_GEMM, else the fastest.
+	if _, err := compute.SetGEMM(); err != nil {
+		fmt.Fprintf(os.Stderr, "ptb: %v\n", err)
+		os.Exit(cli.ExitCode(err))
+	}
 	// Signals stay caught until the process exits: however many come
 	// during the checkpoint save, the program exits 130 after it.
 	ctx := train.CatchInterrupts()

@@ -54,15 +54,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/proxgen/proxgen/cmd/internal/compute"
 	"github.com/proxgen/proxgen/datasets/cifar10"
 	"github.com/proxgen/proxgen/internal/cli"
-	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/internal/procstat"
 	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/infer/serve"
@@ -71,6 +70,11 @@ import (
 )
 
 func main() {
+	// The GEMM kernel of the whole process: $PROXGEN_GEMM, else the fastest.
+	if _, err := compute.SetGEMM(); err != nil {
+		fmt.Fprintf(os.Stderr, "serve: %v\n", err)
+		os.Exit(cli.ExitCode(err))
+	}
 	// The signals stay caught until the process exits (no stop before
 	// os.Exit, which would restore their default action and let a late
 	// SIGINT kill the drain half-way).
@@ -191,12 +195,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, hup <-cha
 		fmt.Fprintf(stderr, "serve: %v\n", err)
 		return exitUsage
 	}
-	threads := c.threads
-	if threads == 0 {
-		threads = runtime.NumCPU()
-	}
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(threads))
-	defer parallel.SetWorkers(parallel.SetWorkers(threads))
+	_, restore := compute.SetThreads(c.threads)
+	defer restore()
 	if os.Getenv("GOMEMLIMIT") == "" && c.srv.MemoryBudget > 0 {
 		// Let the collector return decoded images' memory before the
 		// heap outgrows the decoding budget by much.

@@ -45,12 +45,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/proxgen/proxgen/cmd/internal/compute"
 	"github.com/proxgen/proxgen/cmd/internal/sweep"
 	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/nn/train"
 )
 
 func main() {
+	// The GEMM kernel of the whole process: $PROXGEN_GEMM, else the fastest.
+	if _, err := compute.SetGEMM(); err != nil {
+		fmt.Fprintf(os.Stderr, "sweep: %v\n", err)
+		os.Exit(cli.ExitCode(err))
+	}
 	// Training runs in-process (sweep run): the signals stay caught until
 	// the process exits, so that any number of them during a checkpoint
 	// save still ends in a consistent checkpoint and exit 130.

@@ -47,8 +47,10 @@ func TestPrograms(t *testing.T) {
 	if len(programs) < 8 {
 		t.Fatalf("built %v, want at least cifar, ptb, serve, lasso, export and bench", names)
 	}
+	var env []string // added to the environment of run
 	run := func(args ...string) (int, string) {
 		cmd := exec.Command(bin+args[0], args[1:]...)
+		cmd.Env = append(os.Environ(), env...)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()
@@ -104,6 +106,20 @@ func TestPrograms(t *testing.T) {
 		if code, out := run(p, "-h"); code != ExitOK || !strings.HasPrefix(out, p+": ") {
 			t.Errorf("%s -h: exit %d, output %q", p, code, out)
 		}
+	}
+	// Every program that computes reads PROXGEN_GEMM first (package
+	// cmd/internal/compute): a kernel this machine lacks is a usage
+	// error, reported before anything else.
+	env = []string{"PROXGEN_GEMM=bogus"}
+	for _, p := range []string{"bench", "cifar", "lasso", "ptb", "serve", "sweep"} {
+		code, out := run(p, "-h")
+		if code != ExitUsage || !strings.HasPrefix(out, p+`: PROXGEN_GEMM="bogus": `) || !strings.Contains(out, "generic") {
+			t.Errorf("PROXGEN_GEMM=bogus %s -h: exit %d, output %q; want exit %d and the error naming the kernels", p, code, out, ExitUsage)
+		}
+	}
+	env = []string{"PROXGEN_GEMM=generic"}
+	if code, out := run("bench", "gemm", "-m", "5", "-n", "7", "-k", "3", "-reps", "1", "-warmup-time", "0"); code != ExitOK || !strings.Contains(out, "kernel generic, chosen as PROXGEN_GEMM=generic; generic: ") {
+		t.Errorf("PROXGEN_GEMM=generic bench gemm: exit %d, output %q; want the generic kernel chosen by PROXGEN_GEMM", code, out)
 	}
 }
 

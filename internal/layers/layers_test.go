@@ -68,7 +68,8 @@ INFERENCE < nn/infer/serve;
 nn/train, nn/infer/serve, INFERENCE < LIBRARY;
 
 # The application: what the programs share. Nothing but programs imports it.
-LIBRARY, DATA, internal/cli, internal/procstat
+KERNELS, internal/cli < cmd/internal/compute;
+LIBRARY, DATA, internal/cli, internal/procstat, cmd/internal/compute
 < cmd/internal/experiment
 < cmd/internal/cifarrun, cmd/internal/ptbrun
 < cmd/internal/sweep

@@ -7,7 +7,10 @@
 //
 // The pool starts lazily with runtime.GOMAXPROCS(0) workers (the caller of
 // For counts as one of them). SetWorkers changes the number of workers used
-// by later calls. Calls may nest: a nested For that finds no idle worker runs
+// by later calls. The pool and its size belong to the process: only
+// programs set the size (cmd/internal/compute.SetThreads, with GOMAXPROCS),
+// and tests; library code never does, and its results do not depend on
+// it. Calls may nest: a nested For that finds no idle worker runs
 // its chunks on the calling goroutine, so nesting never deadlocks. An idle
 // worker polls for the next call for a short while (spinFor) before it
 // parks, so calls in quick succession find their helpers awake.
@@ -87,8 +90,10 @@ func init() {
 }
 
 // SetWorkers sets the number of goroutines (including the caller) that later
-// calls to For may use; n < 1 means runtime.GOMAXPROCS(0). It returns the
-// previous value. Results do not depend on this setting, only speed does.
+// calls to For may use, in the whole process; n < 1 means
+// runtime.GOMAXPROCS(0). It returns the previous value. Results do not
+// depend on this setting, only speed does. For programs and tests only
+// (see the package documentation).
 func SetWorkers(n int) int {
 	if n < 1 {
 		n = runtime.GOMAXPROCS(0)

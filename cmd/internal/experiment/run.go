@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 
+	"github.com/proxgen/proxgen/cmd/internal/compute"
 	"github.com/proxgen/proxgen/internal/cli"
-	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/nn/train"
 )
 
@@ -107,18 +106,8 @@ func DecodeHistory[T any](lines []json.RawMessage) ([]T, error) {
 	return recs, nil
 }
 
-// SetThreads makes the program compute on n threads (0: all CPUs): Go's
-// GOMAXPROCS and the worker pool's size. It returns the number and a
-// function restoring the previous settings. Both settings belong to the
-// process: call it from a program's main path, once per process.
-func SetThreads(n int) (int, func()) {
-	if n == 0 {
-		n = runtime.NumCPU()
-	}
-	procs := runtime.GOMAXPROCS(n)
-	workers := parallel.SetWorkers(n)
-	return n, func() {
-		parallel.SetWorkers(workers)
-		runtime.GOMAXPROCS(procs)
-	}
-}
+// SetThreads is compute.SetThreads: it makes the program compute on n
+// threads (0: all CPUs), setting Go's GOMAXPROCS and the worker pool's
+// size for the whole process, and returns the number and a function
+// restoring the previous settings.
+func SetThreads(n int) (int, func()) { return compute.SetThreads(n) }
