@@ -11,6 +11,7 @@ import (
 
 	"github.com/proxgen/proxgen/cmd/internal/experiment"
 	"github.com/proxgen/proxgen/datasets/cifar10"
+	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
@@ -279,7 +280,7 @@ func compactedWeights(c *config) error {
 		return nil
 	}
 	if c.explicit["model"] {
-		return usageError{fmt.Errorf("-weights %s holds a compacted network (per-layer widths in its metadata), which -model %s does not build; leave out -model to train it", c.Weights, c.Model)}
+		return cli.Usagef("-weights %s holds a compacted network (per-layer widths in its metadata), which -model %s does not build; leave out -model to train it", c.Weights, c.Model)
 	}
 	if err := applyWeightsMeta(c, c.Weights, file.Metadata); err != nil {
 		return err

@@ -11,7 +11,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -32,13 +31,7 @@ import (
 )
 
 // errInterrupted reports that an evaluation stopped on a signal.
-var errInterrupted = errors.New("interrupted")
-
-// usageError is an error of the flags found after parsing (exit status
-// cli.ExitUsage).
-type usageError struct{ error }
-
-func (e usageError) Unwrap() error { return e.error }
+var errInterrupted = fmt.Errorf("evaluation %w", train.ErrInterrupted)
 
 // Main is the whole cifar program: it parses args (the flags of the
 // command cifar), trains or evaluates, and returns the exit status
@@ -46,75 +39,39 @@ func (e usageError) Unwrap() error { return e.error }
 // are printed to stderr. It sets the process's thread count (-threads)
 // while it runs.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c, err := parseConfig(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return cli.ExitOK
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "cifar: %v\n", err)
-		return cli.ExitUsage
-	}
-	if c.Resume {
-		// One program at a time in a run folder: the lock comes before
-		// the checkpoint is read.
-		lock, err := train.LockDir(c.Out)
-		if err != nil {
-			fmt.Fprintf(stderr, "cifar: %v\n", err)
-			return cli.ExitError
-		}
-		defer lock.Release()
-		ck, stored, err := readStoredRun(c.Out)
-		if err != nil {
-			fmt.Fprintf(stderr, "cifar: %v\n", err)
-			if errors.Is(err, os.ErrNotExist) {
-				return cli.ExitUsage // -out names no run
-			}
-			return cli.ExitError
-		}
-		// The stored settings pass the checks of the flags again: a
-		// damaged or edited file must not reach the model and the loaders.
-		if chk := *stored; chk.resolve() != nil {
-			fmt.Fprintf(stderr, "cifar: -resume: %s: stored configuration: %v\n", ck.Path, chk.resolve())
-			return cli.ExitError
-		}
-		if c, err = mergeResume(stored, c); err != nil {
-			fmt.Fprintf(stderr, "cifar: %v\n", err)
-			return cli.ExitUsage
-		}
-		if err := c.resolve(); err != nil {
-			// The flags of this invocation (a new length) do not fit the
-			// run's settings.
-			fmt.Fprintf(stderr, "cifar: -resume: %v\n", err)
-			return cli.ExitUsage
-		}
-		if msg := resumeChanges(stored, c); msg != "" {
-			fmt.Fprintf(stderr, "cifar: -resume: %s, as a fresh %d-epoch run would use, from epoch %d on\n", msg, c.Epochs, ck.Epoch()+1)
-		}
-		c.resumed = ck
-	}
-	_, restore := experiment.SetThreads(c.Threads)
-	defer restore()
+	return program.Main(ctx, args, stdout, stderr)
+}
 
-	switch {
-	case c.Compact != "":
-		err = compactOnly(c, stdout)
-	case c.EvalOnly:
-		err = evalOnly(ctx, c, stdout, stderr)
-	default:
-		err = trainRun(ctx, c, stdout, stderr)
-	}
-	switch {
-	case err == nil:
-		return cli.ExitOK
-	case errors.Is(err, errInterrupted), errors.Is(err, train.ErrInterrupted):
-		return cli.ExitInterrupted
-	case errors.As(err, new(usageError)), cli.ExitCode(err) == cli.ExitUsage:
-		fmt.Fprintf(stderr, "cifar: %v\n", err)
-		return cli.ExitUsage
-	default:
-		fmt.Fprintf(stderr, "cifar: %v\n", err)
-		return cli.ExitError
-	}
+// program is cifar on the training programs' skeleton.
+var program = experiment.Program[*config]{
+	Name:  "cifar",
+	Parse: parseConfig,
+	ResumeDir: func(c *config) string {
+		if c.Resume {
+			return c.Out
+		}
+		return ""
+	},
+	ReadStored:  readStoredRun,
+	CheckStored: func(stored *config) error { chk := *stored; return chk.resolve() },
+	Merge:       mergeResume,
+	Check:       (*config).resolve,
+	Resumed: func(ck *train.Checkpoint, stored, merged *config, stderr io.Writer) {
+		if msg := resumeChanges(stored, merged); msg != "" {
+			fmt.Fprintf(stderr, "cifar: -resume: %s, as a fresh %d-epoch run would use, from epoch %d on\n", msg, merged.Epochs, ck.Epoch()+1)
+		}
+		merged.resumed = ck
+	},
+	Threads: func(c *config) int { return c.Threads },
+	Run: func(ctx context.Context, c *config, _ *train.Checkpoint, _ int, stdout, stderr io.Writer) error {
+		switch {
+		case c.Compact != "":
+			return compactOnly(c, stdout)
+		case c.EvalOnly:
+			return evalOnly(ctx, c, stdout, stderr)
+		}
+		return trainRun(ctx, c, stdout, stderr)
+	},
 }
 
 // loadData returns the training and test splits of c, downloading the

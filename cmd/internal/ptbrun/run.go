@@ -7,11 +7,9 @@ package ptbrun
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,18 +17,12 @@ import (
 	"github.com/proxgen/proxgen/cmd/internal/experiment"
 	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/nn/models"
-	"github.com/proxgen/proxgen/nn/train"
 	"github.com/proxgen/proxgen/optim"
 	"github.com/proxgen/proxgen/optim/schedule"
 )
 
-// errUsage marks errors in the flags.
-var errUsage = errors.New("usage")
-
-// usageError is a flag problem, reported with exit status 2.
-func usageError(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{errUsage}, args...)...)
-}
+// usageError is a flag problem, reported with exit status cli.ExitUsage.
+func usageError(format string, args ...any) error { return cli.Usagef(format, args...) }
 
 // config holds the settings of a run.
 type config struct {
@@ -290,66 +282,26 @@ func (c *config) check() error {
 // ExitError, ExitUsage or ExitInterrupted). Errors are printed to stderr.
 // It sets the process's thread count (-threads) while it runs.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c, err := parseConfig(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return cli.ExitOK
-	}
-	if err != nil {
-		if !errors.Is(err, errUsage) {
-			// The flag package has printed its own message and the usage.
-			return cli.ExitUsage
-		}
-		fmt.Fprintf(stderr, "ptb: %v\n", strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
-		return cli.ExitUsage
-	}
-	var resume *train.Checkpoint
-	if c.Resume {
-		// One program at a time in a run folder: the lock comes before
-		// the checkpoint is read.
-		lock, err := train.LockDir(c.Out)
-		if err != nil {
-			fmt.Fprintf(stderr, "ptb: %v\n", err)
-			return cli.ExitError
-		}
-		defer lock.Release()
-		ck, stored, err := readStoredRun(c.Out)
-		if err != nil {
-			fmt.Fprintf(stderr, "ptb: -resume: %v\n", err)
-			if errors.Is(err, os.ErrNotExist) {
-				return cli.ExitUsage // -out names no run
-			}
-			return cli.ExitError
-		}
-		if c, err = mergeResume(stored, c); err != nil {
-			fmt.Fprintf(stderr, "ptb: %v\n", strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
-			return cli.ExitUsage
-		}
-		// The stored settings pass the checks of the flags again: a
-		// damaged or edited file must not reach the model or the data.
-		if err := c.check(); err != nil {
-			fmt.Fprintf(stderr, "ptb: -resume: %s: stored configuration: %v\n", ck.Path, strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
-			return cli.ExitError
-		}
-		resume = ck
-	}
-	threads, restore := experiment.SetThreads(c.Threads)
-	defer restore()
+	return program.Main(ctx, args, stdout, stderr)
+}
 
-	err = trainRun(ctx, c, resume, threads, stdout, stderr)
-	switch {
-	case err == nil:
-		return cli.ExitOK
-	case errors.Is(err, train.ErrInterrupted):
-		fmt.Fprintf(stderr, "ptb: interrupted; continue with: ptb -out %s -resume\n", c.Out)
-		return cli.ExitInterrupted
-	case cli.ExitCode(err) == cli.ExitUsage:
-		fmt.Fprintf(stderr, "ptb: %v\n", err)
-		return cli.ExitUsage
-	default:
-		// Errors of the ptb data package already start with "ptb: ".
-		fmt.Fprintf(stderr, "ptb: %v\n", strings.TrimPrefix(err.Error(), "ptb: "))
-		return cli.ExitError
-	}
+// program is ptb on the training programs' skeleton.
+var program = experiment.Program[*config]{
+	Name:  "ptb",
+	Parse: parseConfig,
+	ResumeDir: func(c *config) string {
+		if c.Resume {
+			return c.Out
+		}
+		return ""
+	},
+	ReadStored:  readStoredRun,
+	CheckStored: func(stored *config) error { chk := *stored; return chk.check() },
+	Merge:       mergeResume,
+	Check:       (*config).check,
+	Threads:     func(c *config) int { return c.Threads },
+	Run:         trainRun,
+	ResumeHint:  func(c *config) string { return "ptb -out " + c.Out + " -resume" },
 }
 
 // CheckArgs parses and checks args as Main does before it reads or writes
@@ -359,7 +311,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func CheckArgs(args []string) (epochs int, err error) {
 	c, err := parseConfig(args, io.Discard)
 	if err != nil {
-		return 0, errors.New(strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+		return 0, err
 	}
 	return c.Epochs, nil
 }
