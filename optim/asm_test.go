@@ -7,6 +7,9 @@ import (
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/internal/impl"
+	"github.com/proxgen/proxgen/optim/internal/opttest"
+	"github.com/proxgen/proxgen/optim/internal/proxk"
+	"github.com/proxgen/proxgen/optim/prox"
 )
 
 // TestAVX2MatchesGo checks that the AVX2 prox kernels give bit-identical
@@ -14,12 +17,12 @@ import (
 // boundaries, extreme values that take the float64 path, and dst
 // aliasing z.
 func TestAVX2MatchesGo(t *testing.T) {
-	if !haveAVX2 {
+	if !proxk.HaveAVX2 {
 		t.Skip("no AVX2 on this machine (or built with purego)")
 	}
 	rng := rand.New(rand.NewPCG(31, 32))
 	special := []float32{0, float32(math.Copysign(0, -1)), 1e-30, -1e-20, 1e-13, 1e13, -1e20, math.MaxFloat32, math.SmallestNonzeroFloat32}
-	for _, n := range []int{1, 7, 8, 9, 16, 24, 64, chunkSize + 13, chunkSize + 8, 2*chunkSize + 8} {
+	for _, n := range []int{1, 7, 8, 9, 16, 24, 64, proxk.ChunkSize + 13, proxk.ChunkSize + 8, 2*proxk.ChunkSize + 8} {
 		z := make([]float32, n)
 		eta := make([]float32, n)
 		for i := range z {
@@ -27,9 +30,9 @@ func TestAVX2MatchesGo(t *testing.T) {
 			case 0:
 				z[i] = special[rng.IntN(len(special))]
 			default:
-				z[i] = float32(rng.NormFloat64() * logU(rng, 1e-4, 10))
+				z[i] = float32(rng.NormFloat64() * opttest.LogU(rng, 1e-4, 10))
 			}
-			eta[i] = float32(logU(rng, 1e-6, 1e3))
+			eta[i] = float32(opttest.LogU(rng, 1e-6, 1e3))
 			if rng.IntN(50) == 0 {
 				eta[i] = special[rng.IntN(len(special))]
 				if eta[i] < 0 {
@@ -37,7 +40,7 @@ func TestAVX2MatchesGo(t *testing.T) {
 				}
 			}
 		}
-		for _, reg := range []Regularizer{L0(), L1(), Lq(0.5)} {
+		for _, reg := range []prox.Regularizer{prox.L0(), prox.L1(), prox.Lq(0.5)} {
 			for _, lam := range []float32{1e-7, 1e-3, 0.3, 50} {
 				want := make([]float32, n)
 				impl.Select("optim", impl.Generic)
@@ -63,11 +66,11 @@ func TestAVX2MatchesGo(t *testing.T) {
 // 8-lane and chunk boundaries and whose values send some ℓ1/2 lanes to
 // the float64 path.
 func TestAVX2StepMatchesGo(t *testing.T) {
-	if !haveAVX2 && !haveNEON {
+	if !proxk.HaveAVX2 && !haveNEON {
 		t.Skip("no AVX2 or NEON kernels on this machine (or built with purego)")
 	}
 	defer impl.Reset("optim")
-	sizes := []int{1, 7, 8, 13, 64, chunkSize + 13, 2*chunkSize + 8}
+	sizes := []int{1, 7, 8, 13, 64, proxk.ChunkSize + 13, 2*proxk.ChunkSize + 8}
 	special := []float32{0, 1e-13, -1e-20, 1e13, 3e-4, -2e-6}
 	mk := func() []*autograd.Tensor {
 		rng := rand.New(rand.NewPCG(41, 42))
@@ -76,8 +79,8 @@ func TestAVX2StepMatchesGo(t *testing.T) {
 			p := autograd.New(n, 1)
 			p.Grad = make([]float32, n)
 			for i := range p.Data {
-				p.Data[i] = float32(rng.NormFloat64() * logU(rng, 1e-4, 1))
-				p.Grad[i] = float32(rng.NormFloat64() * logU(rng, 1e-6, 1e-1))
+				p.Data[i] = float32(rng.NormFloat64() * opttest.LogU(rng, 1e-4, 1))
+				p.Grad[i] = float32(rng.NormFloat64() * opttest.LogU(rng, 1e-6, 1e-1))
 				if rng.IntN(20) == 0 {
 					p.Data[i] = special[rng.IntN(len(special))]
 				}
@@ -94,17 +97,17 @@ func TestAVX2StepMatchesGo(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		cfg  Config
-		reg  Regularizer
+		reg  prox.Regularizer
 		wd   float64
 	}{
 		{"adam", AdamConfig(0.9, 0.999, 1e-8), nil, 0},
 		{"adamw", AdamWConfig(0.9, 0.999, 1e-8), nil, 0.01},
-		{"l1/2", ProxGenAdam(0.9, 0.999, 1e-8), Lq(0.5), 0},
-		{"l1/2-w", ProxGenAdam(0.9, 0.999, 1e-8), Lq(0.5), 0.01},
-		{"l1/2-nobc", noBC, Lq(0.5), 0},
-		{"l1", ProxGenAdam(0.9, 0.999, 1e-8), L1(), 0},
-		{"l0", ProxGenAdam(0.9, 0.999, 1e-8), L0(), 0},
-		{"l2/3", ProxGenAdam(0.9, 0.999, 1e-8), Lq(2.0 / 3), 0},
+		{"l1/2", ProxGenAdam(0.9, 0.999, 1e-8), prox.Lq(0.5), 0},
+		{"l1/2-w", ProxGenAdam(0.9, 0.999, 1e-8), prox.Lq(0.5), 0.01},
+		{"l1/2-nobc", noBC, prox.Lq(0.5), 0},
+		{"l1", ProxGenAdam(0.9, 0.999, 1e-8), prox.L1(), 0},
+		{"l0", ProxGenAdam(0.9, 0.999, 1e-8), prox.L0(), 0},
+		{"l2/3", ProxGenAdam(0.9, 0.999, 1e-8), prox.Lq(2.0 / 3), 0},
 	} {
 		for _, lam := range []float64{1e-6, 1e-2, 1e-32} {
 			run := func(asm bool) []*autograd.Tensor {
@@ -132,8 +135,8 @@ func TestAVX2StepMatchesGo(t *testing.T) {
 	}
 }
 
-// selectAsm enables the assembly kernels of this package (as at start-up)
-// or only the Go loops.
+// selectAsm enables the assembly kernels of the optimizers (implementation
+// group "optim", as at start-up) or only the Go loops.
 func selectAsm(asm bool) {
 	if asm {
 		impl.Reset("optim")

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/optim/internal/proxk"
+	"github.com/proxgen/proxgen/optim/prox"
 )
 
 // vgg16Shapes lists the parameter shapes of CIFAR VGG-16 with batch norm
@@ -87,7 +89,7 @@ var benchDataOnce = sync.OnceValue(func() *benchData {
 // benchOpt returns an optimizer over a fresh copy of the benchmark
 // parameters, warmed up, and a function that takes one step with the next
 // gradient set.
-func benchOpt(cfg Config, reg Regularizer, wd float64) (step func(), n int) {
+func benchOpt(cfg Config, reg prox.Regularizer, wd float64) (step func(), n int) {
 	bd := benchDataOnce()
 	var ps []*autograd.Tensor
 	for i, sh := range bd.shapes {
@@ -120,7 +122,7 @@ func plainAdam() Config { return AdamConfig(0.9, 0.999, 1e-8) }
 // default, no weight decay).
 func proxGenAdam() Config { return ProxGenAdam(0.9, 0.999, 1e-8) }
 
-func benchStep(b *testing.B, cfg Config, reg Regularizer, wd float64) {
+func benchStep(b *testing.B, cfg Config, reg prox.Regularizer, wd float64) {
 	step, n := benchOpt(cfg, reg, wd)
 	b.SetBytes(int64(n) * 4)
 	b.ResetTimer()
@@ -136,10 +138,10 @@ func benchStep(b *testing.B, cfg Config, reg Regularizer, wd float64) {
 func BenchmarkStepVGG16(b *testing.B) {
 	b.Run("adam", func(b *testing.B) { benchStep(b, plainAdam(), nil, 0) })
 	b.Run("adamw", func(b *testing.B) { benchStep(b, AdamWConfig(0.9, 0.999, 1e-8), nil, 0.01) })
-	b.Run("proxgen-l1", func(b *testing.B) { benchStep(b, proxGenAdam(), L1(), 0) })
-	b.Run("proxgen-l1/2", func(b *testing.B) { benchStep(b, proxGenAdam(), Lq(0.5), 0) })
-	b.Run("proxgen-l2/3", func(b *testing.B) { benchStep(b, proxGenAdam(), Lq(2.0/3), 0) })
-	b.Run("proxgen-l0", func(b *testing.B) { benchStep(b, proxGenAdam(), L0(), 0) })
+	b.Run("proxgen-l1", func(b *testing.B) { benchStep(b, proxGenAdam(), prox.L1(), 0) })
+	b.Run("proxgen-l1/2", func(b *testing.B) { benchStep(b, proxGenAdam(), prox.Lq(0.5), 0) })
+	b.Run("proxgen-l2/3", func(b *testing.B) { benchStep(b, proxGenAdam(), prox.Lq(2.0/3), 0) })
+	b.Run("proxgen-l0", func(b *testing.B) { benchStep(b, proxGenAdam(), prox.L0(), 0) })
 }
 
 // BenchmarkProx measures each proximal map alone in ns/element on a
@@ -162,7 +164,7 @@ func BenchmarkProx(b *testing.B) {
 		etat[i] = float32(0.5 + rng.Float64())
 	}
 	dst := make([]float32, n)
-	for _, reg := range []Regularizer{L0(), L1(), Lq(0.5), Lq(2.0 / 3), Lq(0.3), BinaryW(1), BinaryW(0.5), BinaryW(2.0 / 3)} {
+	for _, reg := range []prox.Regularizer{prox.L0(), prox.L1(), prox.Lq(0.5), prox.Lq(2.0 / 3), prox.Lq(0.3), prox.BinaryW(1), prox.BinaryW(0.5), prox.BinaryW(2.0 / 3)} {
 		for _, regime := range []struct {
 			name   string
 			z, eta []float32
@@ -185,8 +187,8 @@ func BenchmarkProx(b *testing.B) {
 func BenchmarkStepRatio(b *testing.B) {
 	for _, rc := range []struct {
 		name string
-		reg  Regularizer
-	}{{"l1", L1()}, {"l1/2", Lq(0.5)}, {"l2/3", Lq(2.0 / 3)}, {"l0", L0()}, {"gl0", GroupL0(ByFilter)}, {"gl21", GroupLasso(ByFilter)}, {"gl0:in", GroupL0(ByInputChannel)}, {"gl21:in", GroupLasso(ByInputChannel)}} {
+		reg  prox.Regularizer
+	}{{"l1", prox.L1()}, {"l1/2", prox.Lq(0.5)}, {"l2/3", prox.Lq(2.0 / 3)}, {"l0", prox.L0()}, {"gl0", prox.GroupL0(prox.ByFilter)}, {"gl21", prox.GroupLasso(prox.ByFilter)}, {"gl0:in", prox.GroupL0(prox.ByInputChannel)}, {"gl21:in", prox.GroupLasso(prox.ByInputChannel)}} {
 		b.Run(rc.name, func(b *testing.B) {
 			adam, _ := benchOpt(plainAdam(), nil, 0)
 			prox, _ := benchOpt(proxGenAdam(), rc.reg, 0)
@@ -226,7 +228,7 @@ func median(x []float64) float64 {
 // optimizer calls Prox from parallel segments, so the counts are added
 // under a mutex.
 type sRecorder struct {
-	Regularizer
+	prox.Regularizer
 	mu               sync.Mutex
 	small, mid, zero int
 }
@@ -237,9 +239,9 @@ func (r *sRecorder) Prox(dst, z, eta []float32, lambda float32) {
 		t := math.Abs(float64(z[i]))
 		s := 2 * float64(lambda) * float64(eta[i]) / (4 * t * math.Sqrt(t))
 		switch {
-		case s < l12Small:
+		case s < proxk.L12Small:
 			small++
-		case s > l12SMax:
+		case s > proxk.L12SMax:
 			zero++
 		default:
 			mid++
@@ -262,7 +264,7 @@ func TestBenchDataLikeTraining(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds 15M parameters")
 	}
-	rec := &sRecorder{Regularizer: Lq(0.5)}
+	rec := &sRecorder{Regularizer: prox.Lq(0.5)}
 	step, _ := benchOpt(proxGenAdam(), rec, 0)
 	rec.small, rec.mid, rec.zero = 0, 0, 0
 	step()

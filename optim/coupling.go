@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/optim/internal/proxk"
+	"github.com/proxgen/proxgen/optim/prox"
 )
 
 // Coupling makes per-output-channel companion tensors members of the
@@ -50,8 +52,8 @@ func Couple(groups []*Group, weight *autograd.Tensor, companions ...*autograd.Te
 			if p != weight {
 				continue
 			}
-			gr, ok := g.Reg.(GroupRegularizer)
-			if !ok || gr.GroupBy() != ByFilter {
+			gr, ok := g.Reg.(prox.GroupRegularizer)
+			if !ok || gr.GroupBy() != prox.ByFilter {
 				return false
 			}
 			g.Couplings = append(g.Couplings, Coupling{Weight: weight, Companions: companions})
@@ -88,8 +90,8 @@ func linkCouplings(op string, groups []*Group, slots []slot, ws []groupWork) {
 			if !ok || slots[wi].group != gi {
 				panic(fmt.Sprintf("%s: group %d couples a weight that is not one of its parameters", op, gi))
 			}
-			gr, ok := g.Reg.(GroupRegularizer)
-			if !ok || gr.GroupBy() != ByFilter {
+			gr, ok := g.Reg.(prox.GroupRegularizer)
+			if !ok || gr.GroupBy() != prox.ByFilter {
 				panic(fmt.Sprintf("%s: group %d couples %q but its regularizer %v does not group by filter", op, gi, slots[wi].name, g.Reg))
 			}
 			if _, dup := comps[wi]; dup {
@@ -100,7 +102,7 @@ func linkCouplings(op string, groups []*Group, slots []slot, ws []groupWork) {
 				comps[wi] = nil
 				continue
 			}
-			count := layoutOf(ByFilter, c.Weight.Shape()).count
+			count := proxk.LayoutOf(false, c.Weight.Shape()).Count
 			var list []int
 			for _, t := range c.Companions {
 				ci, ok := index[t]
@@ -127,7 +129,7 @@ func linkCouplings(op string, groups []*Group, slots []slot, ws []groupWork) {
 		w := &ws[i]
 		if list := comps[w.slot]; len(list) > 0 {
 			w.comps = list
-			w.buf = make([]float32, 2*(w.layout.size+len(list)))
+			w.buf = make([]float32, 2*(w.layout.Size+len(list)))
 			w.mem = make([]member, 0, len(list))
 		}
 	}

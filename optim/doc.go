@@ -5,7 +5,7 @@
 // compares against: Section 2 of the paper gives the ProxGen update below
 // (New, Config) and Prox-SGD's two-stage update (ProxSGD), Section 2.1 and
 // Appendix C the closed-form proximal maps of ℓ0, ℓ1/2, ℓ2/3 and ℓ1 and of
-// the revised ProxQuant's quantization regularizers (Regularizer), and
+// the revised ProxQuant's quantization regularizers (package optim/prox), and
 // Section 4 with Appendix B the baselines and step-size schedules of the
 // experiments (package optim/schedule; the annealing schedules Cosine, Warmup and
 // OneCycle follow PyTorch's schedulers step by step).
@@ -20,7 +20,8 @@
 //
 // Because C_t is diagonal, the proximal step separates into one-dimensional
 // problems, argmin_x (x − z)²/(2η) + λ r(x) with a per-coordinate step
-// η = α_t/(C_t,i + δ). Every Regularizer implements that map. Closed forms
+// η = α_t/(C_t,i + δ). Every prox.Regularizer (package optim/prox)
+// implements that map. Closed forms
 // are used for ℓ0, ℓ1/2, ℓ2/3 and ℓ1 and for the W-shaped binary
 // regularizers; any other ℓq with 0 < q < 1 uses a safeguarded numerical
 // solve that returns the global minimiser.
@@ -47,7 +48,7 @@
 // can be exported as named float32 vectors plus integers and restored
 // exactly, so a resumed run continues bit-identically.
 //
-// Group regularizers (GroupL0, GroupLasso) couple the coordinates of a
+// Group regularizers (prox.GroupL0, prox.GroupLasso) couple the coordinates of a
 // weight's output filters or input channels; a Coupling adds
 // per-output-channel tensors of other groups (the batch-norm γ and β after
 // a convolution, see Couple and nn.ConvNorms) to the filter groups, so a

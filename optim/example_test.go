@@ -6,6 +6,7 @@ import (
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/optim"
+	"github.com/proxgen/proxgen/optim/prox"
 )
 
 // Example trains a tiny linear model y = x·wᵀ with ProxGen (Adam
@@ -21,7 +22,7 @@ func Example() {
 	y := autograd.Linear(x, autograd.FromSlice(truth, 1, d), nil) // targets, shape [n 1]
 
 	w := autograd.RandU(rng, -0.5, 0.5, 1, d).RequireGrad()
-	groups := []*optim.Group{{Params: []*autograd.Tensor{w}, Reg: optim.L1(), Lambda: 0.02, LR: 0.05}}
+	groups := []*optim.Group{{Params: []*autograd.Tensor{w}, Reg: prox.L1(), Lambda: 0.02, LR: 0.05}}
 	opt := optim.New(groups, optim.ProxGenAdam(0.9, 0.999, 1e-8))
 	for step := 1; step <= 300; step++ {
 		opt.ZeroGrad()

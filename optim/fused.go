@@ -5,6 +5,8 @@ package optim
 import (
 	"fmt"
 	"math"
+
+	"github.com/proxgen/proxgen/optim/internal/proxk"
 )
 
 // Fused kernels for the paper's Adam instance (EMA momentum with the Adam
@@ -33,7 +35,7 @@ import (
 // Kinds of chunk update.
 const (
 	fusedNone = iota // no prox
-	fusedEta         // leave η = α_t/d in d for Regularizer.Prox
+	fusedEta         // leave η = α_t/d in d for prox.Regularizer.Prox
 	fusedL12         // and apply the ℓ1/2 prox with λ
 )
 
@@ -43,8 +45,8 @@ const adamConstsLen = 9
 // adamEMA updates one chunk: v ← βv + (1−β)g², m ← ρm + (1−ρ)g,
 // d = sqrt(v)/sqrt(1−β^t) + δ, θ ← decay·θ − lrm·m/d, for fusedEta and
 // fusedL12 d[i] = α_t/d, and for fusedL12 θ ← prox_{ℓ1/2}(θ) with η = d
-// and λ = h.lambda, using sc.s and sc.mask as scratch space.
-func adamEMA(th, g, m, v, d []float32, sc *scratch, h *stepScalars, ad AdamPrecond, t int, kind int) {
+// and λ = h.lambda, using sc.S and sc.Mask as Scratch space.
+func adamEMA(th, g, m, v, d []float32, sc *proxk.Scratch, h *stepScalars, ad AdamPrecond, t int, kind int) {
 	if !(ad.Beta >= 0 && ad.Beta < 1) {
 		panic(fmt.Sprintf("optim.AdamPrecond: Beta = %v must be in [0, 1)", ad.Beta))
 	}
@@ -61,7 +63,7 @@ func adamEMA(th, g, m, v, d []float32, sc *scratch, h *stepScalars, ad AdamPreco
 	// The kernels read each scalar as 8 lanes, in this order (the NEON
 	// kernels the first 4 of each 8).
 	var c [8 * adamConstsLen]float32
-	if (haveAVX2 || haveNEON) && n >= 8 {
+	if (proxk.HaveAVX2 || haveNEON) && n >= 8 {
 		for i, x := range [adamConstsLen]float32{b, omb, rho, omr, isbc, delta, lrm, decay, lr} {
 			for l := range 8 {
 				c[8*i+l] = x
@@ -77,34 +79,34 @@ func adamEMA(th, g, m, v, d []float32, sc *scratch, h *stepScalars, ad AdamPreco
 		} else {
 			adamEtaNEON(&th[0], &g[0], &m[0], &v[0], &d[0], start, &c[0])
 			if kind == fusedL12 {
-				proxL12Loop(th[:start], th[:start], d[:start], lam2)
+				proxk.ProxL12Loop(th[:start], th[:start], d[:start], lam2)
 			}
 		}
 	}
-	if haveAVX2 && n >= 8 {
+	if proxk.HaveAVX2 && n >= 8 {
 		// The same arithmetic, 8 lanes at a time, on the whole multiples
 		// of 8; the loops below finish the tail.
 		start = n &^ 7
 		switch {
 		case kind == fusedNone:
-			adamAVX2(&th[0], &g[0], &m[0], &v[0], start, &c[0])
+			proxk.AdamAVX2(&th[0], &g[0], &m[0], &v[0], start, &c[0])
 		case kind == fusedL12 && lam2 > 1e-30 && lam2 < 1e30:
-			// proxL12Slice's kernels, the first fused with the update, on
+			// ProxL12Slice's kernels, the first fused with the update, on
 			// blocks small enough for the second to find them in L1.
 			const blk = 1024
 			for lo := 0; lo < start; lo += blk {
 				hi := min(lo+blk, start)
-				adamL12SAVX2(&th[lo], &g[lo], &m[lo], &v[lo], &d[lo], &sc.s[lo], hi-lo, &c[0], float32(lam2))
-				if l12XAVX2(&th[lo], &th[lo], &sc.s[lo], hi-lo, &sc.mask[0], &l12Rat) != 0 {
-					forMasked(sc.mask[:(hi-lo)/8], lo, func(i int) {
-						th[i] = float32(proxL12f64(float64(th[i]), lam2*float64(d[i])))
+				proxk.AdamL12SAVX2(&th[lo], &g[lo], &m[lo], &v[lo], &d[lo], &sc.S[lo], hi-lo, &c[0], float32(lam2))
+				if proxk.L12XAVX2(&th[lo], &th[lo], &sc.S[lo], hi-lo, &sc.Mask[0], &proxk.L12Rat) != 0 {
+					proxk.ForMasked(sc.Mask[:(hi-lo)/8], lo, func(i int) {
+						th[i] = float32(proxk.ProxL12F64(float64(th[i]), lam2*float64(d[i])))
 					})
 				}
 			}
 		default:
-			adamEtaAVX2(&th[0], &g[0], &m[0], &v[0], &d[0], start, &c[0])
+			proxk.AdamEtaAVX2(&th[0], &g[0], &m[0], &v[0], &d[0], start, &c[0])
 			if kind == fusedL12 {
-				proxL12Loop(th[:start], th[:start], d[:start], lam2) // lam2 outside the fast range
+				proxk.ProxL12Loop(th[:start], th[:start], d[:start], lam2) // lam2 outside the fast range
 			}
 		}
 	}
@@ -129,7 +131,7 @@ func adamEMA(th, g, m, v, d []float32, sc *scratch, h *stepScalars, ad AdamPreco
 			d[i] = lr * inv
 		}
 		if kind == fusedL12 {
-			proxL12Loop(th, th, d, lam2)
+			proxk.ProxL12Loop(th, th, d, lam2)
 		}
 	default:
 		panic("optim: unknown fused kernel")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/optim/prox"
 )
 
 // Group is a set of parameters that share hyperparameters.
@@ -15,7 +16,7 @@ type Group struct {
 	// when set it must have one unique name per parameter.
 	Names []string
 	// Reg is the regularizer R of this group; nil means none.
-	Reg Regularizer
+	Reg prox.Regularizer
 	// Lambda is the regularization strength λ.
 	Lambda float64
 	// WeightDecay is ζ: decoupled (ProxGenW, AdamW) or coupled (SGD, Adam)
@@ -56,14 +57,14 @@ func IsWeight(t *autograd.Tensor) bool {
 // the weights (IsWeight) get reg with strength lambda, every other
 // parameter gets no regularizer; both get weight decay wd and step size lr.
 // Empty groups are left out. names may be nil.
-func DefaultGroups(names []string, params []*autograd.Tensor, reg Regularizer, lambda, wd, lr float64) []*Group {
+func DefaultGroups(names []string, params []*autograd.Tensor, reg prox.Regularizer, lambda, wd, lr float64) []*Group {
 	return SplitGroups(names, params, func(_ string, t *autograd.Tensor) bool { return IsWeight(t) }, reg, lambda, wd, lr)
 }
 
 // SplitGroups is DefaultGroups with a custom choice of which parameters get
 // the regularizer (for example all weights except 1×1 shortcut
 // convolutions).
-func SplitGroups(names []string, params []*autograd.Tensor, regularized func(name string, t *autograd.Tensor) bool, reg Regularizer, lambda, wd, lr float64) []*Group {
+func SplitGroups(names []string, params []*autograd.Tensor, regularized func(name string, t *autograd.Tensor) bool, reg prox.Regularizer, lambda, wd, lr float64) []*Group {
 	if names != nil && len(names) != len(params) {
 		panic(fmt.Sprintf("optim.SplitGroups: %d names for %d parameters", len(names), len(params)))
 	}
@@ -102,8 +103,8 @@ func Penalty(groups []*Group) float64 {
 			continue
 		}
 		for _, p := range g.Params {
-			if gr, ok := g.Reg.(GroupRegularizer); ok && len(g.Couplings) > 0 {
-				s += g.Lambda * GroupPenalty(gr, p.Data, p.Shape(), coupledData(g, p)...)
+			if gr, ok := g.Reg.(prox.GroupRegularizer); ok && len(g.Couplings) > 0 {
+				s += g.Lambda * prox.GroupPenalty(gr, p.Data, p.Shape(), coupledData(g, p)...)
 				continue
 			}
 			s += g.Lambda * TensorPenalty(g.Reg, p)
@@ -114,9 +115,9 @@ func Penalty(groups []*Group) float64 {
 
 // TensorPenalty returns R(θ) of one parameter: r summed over its
 // coordinates, or over its groups for a GroupRegularizer.
-func TensorPenalty(r Regularizer, p *autograd.Tensor) float64 {
-	if gr, ok := r.(GroupRegularizer); ok {
-		return GroupPenalty(gr, p.Data, p.Shape())
+func TensorPenalty(r prox.Regularizer, p *autograd.Tensor) float64 {
+	if gr, ok := r.(prox.GroupRegularizer); ok {
+		return prox.GroupPenalty(gr, p.Data, p.Shape())
 	}
 	return r.Penalty(p.Data)
 }

@@ -1,6 +1,10 @@
 package optim
 
-import "github.com/proxgen/proxgen/internal/parallel"
+import (
+	"github.com/proxgen/proxgen/internal/parallel"
+	"github.com/proxgen/proxgen/optim/internal/proxk"
+	"github.com/proxgen/proxgen/optim/prox"
+)
 
 // groupWork is a run of consecutive groups of one parameter, the unit of
 // work of the group proximal and subgradient passes. Work boundaries depend
@@ -8,8 +12,8 @@ import "github.com/proxgen/proxgen/internal/parallel"
 // workers.
 type groupWork struct {
 	slot   int
-	reg    GroupRegularizer
-	layout groupLayout
+	reg    prox.GroupRegularizer
+	layout proxk.Layout
 	g0, g1 int
 	buf    []float32 // gather space (2·(size + len(comps))) for groups that are not contiguous or coupled
 	comps  []int     // slots of the companions coupled with the parameter (Coupling)
@@ -17,14 +21,14 @@ type groupWork struct {
 }
 
 // appendGroupWork appends the work items of a parameter of the given shape
-// regularized by r: about chunkSize elements each, whole groups only.
-func appendGroupWork(ws []groupWork, slot int, r GroupRegularizer, shape []int) []groupWork {
-	l := layoutOf(r.GroupBy(), shape)
-	per := max(1, chunkSize/max(l.size, 1))
-	for g := 0; g < l.count; g += per {
-		w := groupWork{slot: slot, reg: r, layout: l, g0: g, g1: min(g+per, l.count)}
-		if !l.contiguous() {
-			w.buf = make([]float32, 2*l.size)
+// regularized by r: about ChunkSize elements each, whole groups only.
+func appendGroupWork(ws []groupWork, slot int, r prox.GroupRegularizer, shape []int) []groupWork {
+	l := proxk.LayoutOf(r.GroupBy() == prox.ByInputChannel, shape)
+	per := max(1, proxk.ChunkSize/max(l.Size, 1))
+	for g := 0; g < l.Count; g += per {
+		w := groupWork{slot: slot, reg: r, layout: l, g0: g, g1: min(g+per, l.Count)}
+		if !l.Contiguous() {
+			w.buf = make([]float32, 2*l.Size)
 		}
 		ws = append(ws, w)
 	}
@@ -50,20 +54,20 @@ func runGroupWork(ws []groupWork, slots []slot, f func(w *groupWork, sl *slot)) 
 // its η) joins group g and is clamped to its own bound.
 func (w *groupWork) prox(x, eta []float32, off int, lambda float32, clipAt float64, comps []member) {
 	l := w.layout
-	if off != 0 && !l.contiguous() {
+	if off != 0 && !l.Contiguous() {
 		panic("optim: η offset for groups that are not contiguous")
 	}
-	s := l.size
-	if len(comps) > 0 || !l.contiguous() {
+	s := l.Size
+	if len(comps) > 0 || !l.Contiguous() {
 		// Gathered groups: strided, or grown by the companions.
 		k := len(comps)
 		zb, eb := w.buf[:s+k], w.buf[s+k:2*(s+k)]
 		for g := w.g0; g < w.g1; g++ {
-			l.gather(zb, x, g)
+			l.Gather(zb, x, g)
 			if off != 0 {
 				copy(eb, eta[g*s-off:(g+1)*s-off])
 			} else {
-				l.gather(eb, eta, g)
+				l.Gather(eb, eta, g)
 			}
 			for j, m := range comps {
 				zb[s+j], eb[s+j] = m.x[g], m.y[g]
@@ -72,7 +76,7 @@ func (w *groupWork) prox(x, eta []float32, off int, lambda float32, clipAt float
 			if clipAt > 0 {
 				clip(zb[:s], float32(clipAt))
 			}
-			l.scatter(x, zb, g)
+			l.Scatter(x, zb, g)
 			for j, m := range comps {
 				v := zb[s+j]
 				if m.clip > 0 {
@@ -96,20 +100,20 @@ func (w *groupWork) prox(x, eta []float32, off int, lambda float32, clipAt float
 // the same positions of out; the companions in comps (x their θ, y their
 // output) join the groups as in prox.
 func (w *groupWork) subgradient(out, theta []float32, lambda, eps float32, comps []member) {
-	sd := w.reg.(Subdifferentiable)
+	sd := w.reg.(prox.Subdifferentiable)
 	l := w.layout
-	if len(comps) > 0 || !l.contiguous() {
+	if len(comps) > 0 || !l.Contiguous() {
 		// Gathered groups: strided, or grown by the companions.
-		s, k := l.size, len(comps)
+		s, k := l.Size, len(comps)
 		tb, ob := w.buf[:s+k], w.buf[s+k:2*(s+k)]
 		for g := w.g0; g < w.g1; g++ {
-			l.gather(tb, theta, g)
+			l.Gather(tb, theta, g)
 			for j, m := range comps {
 				tb[s+j] = m.x[g]
 			}
 			clear(ob)
 			sd.AddSubgradient(ob, tb, lambda, eps)
-			l.scatter(out, ob, g)
+			l.Scatter(out, ob, g)
 			for j, m := range comps {
 				m.y[g] = ob[s+j]
 			}
@@ -117,8 +121,8 @@ func (w *groupWork) subgradient(out, theta []float32, lambda, eps float32, comps
 		return
 	}
 	for g := w.g0; g < w.g1; g++ {
-		og := out[g*l.size : (g+1)*l.size]
+		og := out[g*l.Size : (g+1)*l.Size]
 		clear(og)
-		sd.AddSubgradient(og, theta[g*l.size:(g+1)*l.size], lambda, eps)
+		sd.AddSubgradient(og, theta[g*l.Size:(g+1)*l.Size], lambda, eps)
 	}
 }

@@ -5,13 +5,15 @@ import (
 	"sync"
 
 	"github.com/proxgen/proxgen/internal/parallel"
+	"github.com/proxgen/proxgen/optim/internal/proxk"
+	"github.com/proxgen/proxgen/optim/prox"
 )
 
 // The gradient step and group prox of a tensor whose groups are not
 // contiguous (ByInputChannel: group c holds the runs W[o, c, :, :], inner
 // elements each, one in each of outer rows of count·inner elements), for
 // the group maps that decide most groups from float32 sums
-// (sums32Decider), in memory order instead of group by group:
+// (Decider), in memory order instead of group by group:
 //
 //  1. blocks of stridedFold whole rows take the gradient step, η going to
 //     the slot's aux, and each row, still in cache, adds z_i², z_i²η_i and
@@ -37,8 +39,8 @@ const stridedFold = 32
 
 // stridedPass is the memory-order step and prox of one slot.
 type stridedPass struct {
-	l      groupLayout
-	dec    sums32Decider
+	l      proxk.Layout
+	dec    proxk.Decider
 	blocks int
 	part   []float64 // per block, Σz² of each group then Σz²η of each group
 	prange []float32 // per block, min η of each group then max η of each group
@@ -50,23 +52,23 @@ type stridedPass struct {
 
 // stridedOK reports whether a stridedPass can apply r to groups of layout
 // l (which must not be coupled).
-func stridedOK(r GroupRegularizer, l groupLayout) bool {
-	_, ok := r.(sums32Decider)
-	return ok && !l.contiguous() && l.count > 0
+func stridedOK(r prox.GroupRegularizer, l proxk.Layout) bool {
+	_, ok := r.(proxk.Decider)
+	return ok && !l.Contiguous() && l.Count > 0
 }
 
 // newStridedPass returns the pass of a tensor with layout l regularized by
 // r; stridedOK(r, l) must hold.
-func newStridedPass(r GroupRegularizer, l groupLayout) *stridedPass {
-	blocks := (l.outer + stridedFold - 1) / stridedFold
+func newStridedPass(r prox.GroupRegularizer, l proxk.Layout) *stridedPass {
+	blocks := (l.Outer + stridedFold - 1) / stridedFold
 	return &stridedPass{
-		l: l, dec: r.(sums32Decider), blocks: blocks,
-		part:   make([]float64, 2*l.count*blocks),
-		prange: make([]float32, 2*l.count*blocks),
-		act:    make([]int8, l.count),
-		fac:    make([]float32, l.count),
-		cv:     make([]float32, l.stride),
-		buf:    make([]float32, 2*l.size),
+		l: l, dec: r.(proxk.Decider), blocks: blocks,
+		part:   make([]float64, 2*l.Count*blocks),
+		prange: make([]float32, 2*l.Count*blocks),
+		act:    make([]int8, l.Count),
+		fac:    make([]float32, l.Count),
+		cv:     make([]float32, l.Stride),
+		buf:    make([]float32, 2*l.Size),
 	}
 }
 
@@ -76,11 +78,11 @@ type rowSums struct{ a2, ae, lo, hi []float32 }
 var rowSumsPool = sync.Pool{New: func() any { return new(rowSums) }}
 
 // run takes the step of every row, step(lo, hi) taking that of elements
-// [lo, hi) of x (at most chunkSize) with η going to eta, then maps the
+// [lo, hi) of x (at most ChunkSize) with η going to eta, then maps the
 // groups of x with λ and clamps them to ±clipAt when clipAt > 0.
 func (p *stridedPass) run(x, eta []float32, lambda float32, clipAt float64, step func(lo, hi int)) {
 	l := p.l
-	n, k, in := l.stride, l.count, l.inner
+	n, k, in := l.Stride, l.Count, l.Inner
 	parallel.For(p.blocks, 1, func(b0, b1 int) {
 		rs := rowSumsPool.Get().(*rowSums)
 		defer rowSumsPool.Put(rs)
@@ -94,12 +96,12 @@ func (p *stridedPass) run(x, eta []float32, lambda float32, clipAt float64, step
 			for i := range lo {
 				lo[i], hi[i] = math.MaxFloat32, 0
 			}
-			for o := b * stridedFold; o < min((b+1)*stridedFold, l.outer); o++ {
-				for a := o * n; a < (o+1)*n; a += chunkSize {
-					e := min(a+chunkSize, (o+1)*n)
+			for o := b * stridedFold; o < min((b+1)*stridedFold, l.Outer); o++ {
+				for a := o * n; a < (o+1)*n; a += proxk.ChunkSize {
+					e := min(a+proxk.ChunkSize, (o+1)*n)
 					step(a, e)
 					j, m := a-o*n, e-o*n
-					accumSums32(x[a:e], eta[a:e], a2[j:m], ae[j:m], lo[j:m], hi[j:m])
+					proxk.AccumSums32(x[a:e], eta[a:e], a2[j:m], ae[j:m], lo[j:m], hi[j:m])
 				}
 			}
 			s2, se := p.part[2*k*b:][:k], p.part[2*k*b+k:][:k]
@@ -129,20 +131,20 @@ func (p *stridedPass) run(x, eta []float32, lambda float32, clipAt float64, step
 			ze += p.part[2*k*b+k+c]
 			emin, emax = min(emin, p.prange[2*k*b+c]), max(emax, p.prange[2*k*b+k+c])
 		}
-		a, f := decideUndecided, float32(0)
-		if sums32InRange(z2, ze) {
-			a, f = p.dec.decide32(z2, ze, float64(emin), float64(emax), tol, lambda)
+		a, f := proxk.DecideUndecided, float32(0)
+		if proxk.Sums32InRange(z2, ze) {
+			a, f = p.dec.Decide32(z2, ze, float64(emin), float64(emax), tol, lambda)
 		}
 		p.act[c], p.fac[c] = int8(a), f
-		scale = scale || a == decideScale
-		zero = zero || a == decideZero
+		scale = scale || a == proxk.DecideScale
+		zero = zero || a == proxk.DecideZero
 		for j := c * in; j < (c+1)*in; j++ {
 			p.cv[j] = f
 		}
 	}
 	if scale || zero {
 		parallel.For(p.blocks, 1, func(b0, b1 int) {
-			for o := b0 * stridedFold; o < min(b1*stridedFold, l.outer); o++ {
+			for o := b0 * stridedFold; o < min(b1*stridedFold, l.Outer); o++ {
 				xr, er := x[o*n:(o+1)*n], eta[o*n:(o+1)*n]
 				// Runs of consecutive groups with the same decision, one
 				// call each.
@@ -154,9 +156,9 @@ func (p *stridedPass) run(x, eta []float32, lambda float32, clipAt float64, step
 					}
 					xs := xr[c*in : c1*in]
 					switch a {
-					case decideScale:
-						scaleFirstOrderVec(xs, xs, er[c*in:c1*in], p.cv[c*in:c1*in])
-					case decideZero:
+					case proxk.DecideScale:
+						proxk.ScaleFirstOrderVec(xs, xs, er[c*in:c1*in], p.cv[c*in:c1*in])
+					case proxk.DecideZero:
 						clear(xs)
 					}
 					c = c1
@@ -164,19 +166,19 @@ func (p *stridedPass) run(x, eta []float32, lambda float32, clipAt float64, step
 			}
 		})
 	}
-	xg, eg := p.buf[:l.size], p.buf[l.size:]
+	xg, eg := p.buf[:l.Size], p.buf[l.Size:]
 	for c := range k {
-		if p.act[c] != decideUndecided {
+		if p.act[c] != proxk.DecideUndecided {
 			continue
 		}
-		l.gather(xg, x, c)
-		l.gather(eg, eta, c)
-		p.dec.(GroupRegularizer).Prox(xg, xg, eg, lambda)
-		l.scatter(x, xg, c)
+		l.Gather(xg, x, c)
+		l.Gather(eg, eta, c)
+		p.dec.(prox.GroupRegularizer).Prox(xg, xg, eg, lambda)
+		l.Scatter(x, xg, c)
 	}
 	if clipAt > 0 {
 		parallel.For(p.blocks, 1, func(b0, b1 int) {
-			clip(x[b0*stridedFold*n:min(b1*stridedFold, l.outer)*n], float32(clipAt))
+			clip(x[b0*stridedFold*n:min(b1*stridedFold, l.Outer)*n], float32(clipAt))
 		})
 	}
 }

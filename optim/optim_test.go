@@ -9,15 +9,14 @@ import (
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/internal/parallel"
+	"github.com/proxgen/proxgen/optim/internal/opttest"
+	"github.com/proxgen/proxgen/optim/internal/proxk"
+	"github.com/proxgen/proxgen/optim/prox"
 	"github.com/proxgen/proxgen/optim/schedule"
 )
 
 func param(data ...float32) *autograd.Tensor {
 	return autograd.FromSlice(append([]float32(nil), data...), len(data))
-}
-
-func near(a, b, rtol, atol float64) bool {
-	return math.Abs(a-b) <= atol+rtol*math.Abs(b)
 }
 
 // TestProxGenWHandStep checks one ProxGenW step with the Adam
@@ -29,9 +28,9 @@ func TestProxGenWHandStep(t *testing.T) {
 	// η = 0.1/0.5 = 0.2, soft threshold ηλ = 0.04: θ = 0.85.
 	p := param(1)
 	p.Grad = []float32{0.5}
-	o := New([]*Group{{Params: []*autograd.Tensor{p}, Reg: L1(), Lambda: 0.2, WeightDecay: 0.1, LR: 0.1}}, ProxGenAdam(0.9, 0.999, 0))
+	o := New([]*Group{{Params: []*autograd.Tensor{p}, Reg: prox.L1(), Lambda: 0.2, WeightDecay: 0.1, LR: 0.1}}, ProxGenAdam(0.9, 0.999, 0))
 	o.Step()
-	if !near(float64(p.Data[0]), 0.85, 1e-6, 0) {
+	if !opttest.Near(float64(p.Data[0]), 0.85, 1e-6, 0) {
 		t.Fatalf("θ after step 1 = %.8g, want 0.85", p.Data[0])
 	}
 	// Weight decay after the prox would give (0.89 − 0.04)·0.99 = 0.8415
@@ -44,7 +43,7 @@ func TestProxGenWHandStep(t *testing.T) {
 	d := math.Sqrt(0.00031225 / (1 - 0.999*0.999))
 	z := 0.85*0.99 - 0.1*mh/d
 	want := z - 0.1/d*0.2
-	if !near(float64(p.Data[0]), want, 1e-6, 0) {
+	if !opttest.Near(float64(p.Data[0]), want, 1e-6, 0) {
 		t.Fatalf("θ after step 2 = %.8g, want %.8g", p.Data[0], want)
 	}
 	if o.Steps() != 2 {
@@ -59,14 +58,14 @@ func TestCoupledWeightDecayHandStep(t *testing.T) {
 	g := &Group{Params: []*autograd.Tensor{p}, WeightDecay: 0.1, LR: 0.1}
 	New([]*Group{g}, AdamConfig(0.9, 0.999, 0)).Step()
 	// g' = 0.6: m̂ = 0.6, d = 0.6: θ = 1 − 0.1.
-	if !near(float64(p.Data[0]), 0.9, 1e-6, 0) {
+	if !opttest.Near(float64(p.Data[0]), 0.9, 1e-6, 0) {
 		t.Fatalf("Adam coupled: θ = %g, want 0.9", p.Data[0])
 	}
 	p2 := param(1)
 	p2.Grad = []float32{0.5}
 	New([]*Group{{Params: []*autograd.Tensor{p2}, WeightDecay: 0.1, LR: 0.1}}, AdamWConfig(0.9, 0.999, 0)).Step()
 	// AdamW: θ̄ = 0.99, then − 0.1.
-	if !near(float64(p2.Data[0]), 0.89, 1e-6, 0) {
+	if !opttest.Near(float64(p2.Data[0]), 0.89, 1e-6, 0) {
 		t.Fatalf("AdamW: θ = %g, want 0.89", p2.Data[0])
 	}
 }
@@ -114,12 +113,12 @@ func TestBaselineHandSteps(t *testing.T) {
 		// Proximal SGD with ℓ0, δ = 0.25, λ = 5.5: z = 1 − 0.1·0.5/1.25 =
 		// 0.96, η = 0.1/1.25 = 0.08, 2ηλ = 0.88 < z² = 0.9216 keeps z; then
 		// z = 0.92, z² = 0.8464 < 0.88 gives 0.
-		{"prox-sgd-l0", Config{Precond: Identity{Delta: 0.25}}, []float32{1}, Group{Reg: L0(), Lambda: 5.5, LR: 0.1},
+		{"prox-sgd-l0", Config{Precond: Identity{Delta: 0.25}}, []float32{1}, Group{Reg: prox.L0(), Lambda: 5.5, LR: 0.1},
 			[]step{{[]float32{0.5}, []float64{0.96}}, {[]float32{0.5}, []float64{0}}}},
 		// Subgradient ℓ1/2 with plain SGD, λ = 0.1: g' = g + 0.1·0.5·|θ|^(−1/2)·sign(θ)
 		// = 0.3 + 0.1, 0 − 0.25 and 0.1 + 0 (no subgradient at θ = 0).
 		{"subgradient-l1/2", func() Config { c := SGDConfig(0, false); c.RegMode = RegSubgradient; return c }(),
-			[]float32{0.25, -0.04, 0}, Group{Reg: Lq(0.5), Lambda: 0.1, LR: 0.1},
+			[]float32{0.25, -0.04, 0}, Group{Reg: prox.Lq(0.5), Lambda: 0.1, LR: 0.1},
 			[]step{{[]float32{0.3, 0, 0.1}, []float64{0.21, -0.015, -0.01}}}},
 	}
 	for _, c := range cases {
@@ -132,7 +131,7 @@ func TestBaselineHandSteps(t *testing.T) {
 				p.Grad = append([]float32(nil), s.g...)
 				o.Step()
 				for i, want := range s.want {
-					if !near(float64(p.Data[i]), want, 2e-6, 1e-7) {
+					if !opttest.Near(float64(p.Data[i]), want, 2e-6, 1e-7) {
 						t.Fatalf("step %d coordinate %d: θ = %.8g, want %.8g", k+1, i, p.Data[i], want)
 					}
 				}
@@ -186,14 +185,14 @@ func (c refConfig) config() Config {
 	return cfg
 }
 
-func (c refConfig) regularizer() Regularizer {
+func (c refConfig) regularizer() prox.Regularizer {
 	switch c.reg {
 	case "l1":
-		return L1()
+		return prox.L1()
 	case "l0":
-		return L0()
+		return prox.L0()
 	case "l1/2":
-		return Lq(0.5)
+		return prox.Lq(0.5)
 	}
 	return nil
 }
@@ -268,7 +267,7 @@ func refRun(c refConfig, theta []float64, grads [][]float64) []float64 {
 						z = 0
 					}
 				case "l1/2":
-					z = proxL12Trig(z, 2*eta*c.lambda)
+					z = proxk.ProxL12Trig(z, 2*eta*c.lambda)
 				}
 			}
 			th[i] = z
@@ -348,7 +347,7 @@ func TestUpdateRulesMatchReference(t *testing.T) {
 				}
 				want := refRun(c, theta, grads)
 				for i := range want {
-					if !near(float64(p.Data[i]), want[i], 2e-5, 1e-6) {
+					if !opttest.Near(float64(p.Data[i]), want[i], 2e-5, 1e-6) {
 						t.Fatalf("coordinate %d: got %.8g, reference %.8g (all: %v vs %v)", i, p.Data[i], want[i], p.Data, want)
 					}
 					if (want[i] == 0) != (p.Data[i] == 0) && math.Abs(want[i]) > 1e-6 {
@@ -364,14 +363,14 @@ func TestUpdateRulesMatchReference(t *testing.T) {
 // 1 − Π ρ_s.
 func TestMomentumDecay(t *testing.T) {
 	m := Momentum{Rho: 0.9, Decay: 0.5, BiasCorrection: true}
-	if got := m.RhoAt(3); !near(got, 0.9*0.25, 1e-15, 0) {
+	if got := m.RhoAt(3); !opttest.Near(got, 0.9*0.25, 1e-15, 0) {
 		t.Errorf("ρ_3 = %g", got)
 	}
-	if got := m.correction(3); !near(got, 1-0.9*0.45*0.225, 1e-14, 0) {
+	if got := m.correction(3); !opttest.Near(got, 1-0.9*0.45*0.225, 1e-14, 0) {
 		t.Errorf("correction(3) = %g", got)
 	}
 	c := Momentum{Rho: 0.9, BiasCorrection: true}
-	if got := c.correction(2); !near(got, 0.19, 1e-14, 0) {
+	if got := c.correction(2); !opttest.Near(got, 0.19, 1e-14, 0) {
 		t.Errorf("constant correction(2) = %g", got)
 	}
 }
@@ -380,7 +379,7 @@ func TestMomentumDecay(t *testing.T) {
 func bigParams(seed uint64) []*autograd.Tensor {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	var ps []*autograd.Tensor
-	for _, shape := range [][]int{{37, 3, 3, 3}, {chunkSize*3 + 17, 2}, {5}, {11, 13}} {
+	for _, shape := range [][]int{{37, 3, 3, 3}, {proxk.ChunkSize*3 + 17, 2}, {5}, {11, 13}} {
 		p := autograd.RandN(rng, shape...)
 		ps = append(ps, p)
 	}
@@ -429,7 +428,7 @@ func optCases() []optCase {
 		{"proxgen-adam-l1/2-plateau", func(ps []*autograd.Tensor) Optimizer {
 			c := ProxGenAdam(0.9, 0.999, 1e-8)
 			c.Schedule = plateau()
-			return New(DefaultGroups(names, ps, Lq(0.5), 1e-2, 1e-2, 1e-2), c)
+			return New(DefaultGroups(names, ps, prox.Lq(0.5), 1e-2, 1e-2, 1e-2), c)
 		}},
 		{"sgd-nesterov", func(ps []*autograd.Tensor) Optimizer {
 			return New(DefaultGroups(nil, ps, nil, 0, 1e-4, 0.1), SGDConfig(0.9, true))
@@ -437,7 +436,7 @@ func optCases() []optCase {
 		{"proxgen-adam-l1-warmup-cosine", func(ps []*autograd.Tensor) Optimizer {
 			c := ProxGenAdam(0.9, 0.999, 1e-8)
 			c.Schedule = schedule.Warmup{Steps: 3, StartFactor: 0.1, Then: schedule.Cosine{T: 7, Min: 1e-4}}
-			return New(DefaultGroups(names, ps, L1(), 1e-2, 1e-2, 1e-2), c)
+			return New(DefaultGroups(names, ps, prox.L1(), 1e-2, 1e-2, 1e-2), c)
 		}},
 		{"sgd-onecycle-three", func(ps []*autograd.Tensor) Optimizer {
 			c := SGDConfig(0.9, false)
@@ -447,34 +446,34 @@ func optCases() []optCase {
 		{"proxgen-adam-l0-warmup-plateau", func(ps []*autograd.Tensor) Optimizer {
 			c := ProxGenAdam(0.9, 0.999, 1e-8)
 			c.Schedule = schedule.Warmup{Steps: 2, StartFactor: 0.5, Then: plateau()}
-			return New(DefaultGroups(names, ps, L0(), 1e-3, 0, 1e-2), c)
+			return New(DefaultGroups(names, ps, prox.L0(), 1e-3, 0, 1e-2), c)
 		}},
 		{"adagrad-prox-l0", func(ps []*autograd.Tensor) Optimizer {
 			c := AdaGradConfig(1e-10)
 			c.RegMode = RegProx
-			return New(DefaultGroups(names, ps, L0(), 1e-3, 0, 0.05), c)
+			return New(DefaultGroups(names, ps, prox.L0(), 1e-3, 0, 0.05), c)
 		}},
 		{"proxsgd-l1", func(ps []*autograd.Tensor) Optimizer {
-			return NewProxSGD(DefaultGroups(names, ps, L1(), 1e-2, 1e-3, 0.06), ProxSGDConfig{})
+			return NewProxSGD(DefaultGroups(names, ps, prox.L1(), 1e-2, 1e-3, 0.06), ProxSGDConfig{})
 		}},
 		{"proxgen-adam-gl21", func(ps []*autograd.Tensor) Optimizer {
-			return New(DefaultGroups(names, ps, GroupLasso(ByFilter), 0.5, 1e-2, 1e-2), ProxGenAdam(0.9, 0.999, 1e-8))
+			return New(DefaultGroups(names, ps, prox.GroupLasso(prox.ByFilter), 0.5, 1e-2, 1e-2), ProxGenAdam(0.9, 0.999, 1e-8))
 		}},
 		{"proxgen-rmsprop-gl0-input", func(ps []*autograd.Tensor) Optimizer {
 			c := RMSpropConfig(0.99, 1e-8)
 			c.RegMode = RegProx
-			return New(DefaultGroups(names, ps, GroupL0(ByInputChannel), 1e-3, 0, 1e-2), c)
+			return New(DefaultGroups(names, ps, prox.GroupL0(prox.ByInputChannel), 1e-3, 0, 1e-2), c)
 		}},
 		{"proxgen-adam-gl21-input", func(ps []*autograd.Tensor) Optimizer {
-			return New(DefaultGroups(names, ps, GroupLasso(ByInputChannel), 0.05, 1e-2, 1e-2), ProxGenAdam(0.9, 0.999, 1e-8))
+			return New(DefaultGroups(names, ps, prox.GroupLasso(prox.ByInputChannel), 0.05, 1e-2, 1e-2), ProxGenAdam(0.9, 0.999, 1e-8))
 		}},
 		{"adam-subgradient-gl21-input", func(ps []*autograd.Tensor) Optimizer {
 			c := AdamConfig(0.9, 0.999, 1e-8)
 			c.RegMode = RegSubgradient
-			return New(DefaultGroups(names, ps, GroupLasso(ByInputChannel), 0.1, 0, 1e-2), c)
+			return New(DefaultGroups(names, ps, prox.GroupLasso(prox.ByInputChannel), 0.1, 0, 1e-2), c)
 		}},
 		{"proxsgd-gl21", func(ps []*autograd.Tensor) Optimizer {
-			gs := DefaultGroups(names, ps, GroupLasso(ByFilter), 0.3, 1e-3, 0.06)
+			gs := DefaultGroups(names, ps, prox.GroupLasso(prox.ByFilter), 0.3, 1e-3, 0.06)
 			gs[0].Clip = 1.5
 			return NewProxSGD(gs, ProxSGDConfig{})
 		}},
@@ -550,7 +549,7 @@ func TestResumeBitIdentical(t *testing.T) {
 
 func TestLoadStateErrors(t *testing.T) {
 	ps := bigParams(1)
-	o := New(DefaultGroups(nil, ps, L1(), 1e-2, 0, 1e-2), ProxGenAdam(0.9, 0.999, 1e-8))
+	o := New(DefaultGroups(nil, ps, prox.L1(), 1e-2, 0, 1e-2), ProxGenAdam(0.9, 0.999, 1e-8))
 	setGrads(ps, rand.New(rand.NewPCG(1, 1)))
 	o.Step()
 	good := o.State()
@@ -561,7 +560,7 @@ func TestLoadStateErrors(t *testing.T) {
 	bad.Ints["step"] = 7
 	key := good.Keys()[0]
 	bad.Tensors[key] = bad.Tensors[key][:3]
-	o2 := New(DefaultGroups(nil, bigParams(1), L1(), 1e-2, 0, 1e-2), ProxGenAdam(0.9, 0.999, 1e-8))
+	o2 := New(DefaultGroups(nil, bigParams(1), prox.L1(), 1e-2, 0, 1e-2), ProxGenAdam(0.9, 0.999, 1e-8))
 	if err := o2.LoadState(bad); err == nil || !strings.Contains(err.Error(), key) {
 		t.Fatalf("short tensor: err = %v", err)
 	}
@@ -604,17 +603,17 @@ func TestGroupsAndFlags(t *testing.T) {
 	w := autograd.New(4, 3)
 	b := autograd.New(4)
 	c := autograd.New(2, 1, 3, 3)
-	gs := DefaultGroups([]string{"w", "b", "c"}, []*autograd.Tensor{w, b, c}, L1(), 0.1, 0.01, 1e-3)
+	gs := DefaultGroups([]string{"w", "b", "c"}, []*autograd.Tensor{w, b, c}, prox.L1(), 0.1, 0.01, 1e-3)
 	if len(gs) != 2 || len(gs[0].Params) != 2 || gs[0].Reg == nil || gs[1].Reg != nil || gs[1].Names[0] != "b" {
 		t.Fatalf("DefaultGroups split wrong: %+v %+v", gs[0], gs[1])
 	}
 	copy(w.Data, []float32{1, -2, 0, 0, 0.0005, 0, 0, 0, 0, 0, 0, 0})
 	b.Data[0] = 5
-	if got := Penalty(gs); !near(got, 0.1*3.0005, 1e-8, 0) {
+	if got := Penalty(gs); !opttest.Near(got, 0.1*3.0005, 1e-8, 0) {
 		t.Errorf("Penalty = %g", got)
 	}
 	zero, a, _ := Sparsity(gs)
-	if !near(zero, 27.0/30, 1e-12, 0) || !near(a, 28.0/30, 1e-12, 0) {
+	if !opttest.Near(zero, 27.0/30, 1e-12, 0) || !opttest.Near(a, 28.0/30, 1e-12, 0) {
 		t.Errorf("Sparsity = %g %g", zero, a)
 	}
 
@@ -643,7 +642,7 @@ func TestGroupsAndFlags(t *testing.T) {
 	for _, f := range []func(){
 		func() { New([]*Group{{Params: []*autograd.Tensor{p, q}, Names: []string{"a", "a"}}}, Config{}) },
 		func() {
-			New([]*Group{{Params: []*autograd.Tensor{p}, Reg: L0(), Lambda: 1}}, Config{RegMode: RegSubgradient})
+			New([]*Group{{Params: []*autograd.Tensor{p}, Reg: prox.L0(), Lambda: 1}}, Config{RegMode: RegSubgradient})
 		},
 		func() { New(nil, Config{Momentum: Momentum{Rho: 1}}) },
 	} {
@@ -669,7 +668,7 @@ func TestProxSGDReference(t *testing.T) {
 		data[i] = float32(v)
 	}
 	p := param(data...)
-	o := NewProxSGD([]*Group{{Params: []*autograd.Tensor{p}, Reg: L1(), Lambda: lam, LR: eps0, WeightDecay: wd}}, ProxSGDConfig{})
+	o := NewProxSGD([]*Group{{Params: []*autograd.Tensor{p}, Reg: prox.L1(), Lambda: lam, LR: eps0, WeightDecay: wd}}, ProxSGDConfig{})
 	th := append([]float64(nil), theta...)
 	v := make([]float64, len(th))
 	r := make([]float64, len(th))
@@ -693,16 +692,16 @@ func TestProxSGDReference(t *testing.T) {
 		o.Step()
 	}
 	for i := range th {
-		if !near(float64(p.Data[i]), th[i], 1e-5, 1e-7) {
+		if !opttest.Near(float64(p.Data[i]), th[i], 1e-5, 1e-7) {
 			t.Fatalf("coordinate %d: %g, reference %g", i, p.Data[i], th[i])
 		}
 	}
 	// From θ = 0 with |v| <= λ the iterate stays exactly zero; from a
 	// random start the convex combination never reaches exact zero.
 	z := param(0, 0, 0)
-	oz := NewProxSGD([]*Group{{Params: []*autograd.Tensor{z}, Reg: L1(), Lambda: 1, LR: 0.5}}, ProxSGDConfig{})
+	oz := NewProxSGD([]*Group{{Params: []*autograd.Tensor{z}, Reg: prox.L1(), Lambda: 1, LR: 0.5}}, ProxSGDConfig{})
 	nz := param(0.3, -0.2, 0.01)
-	on := NewProxSGD([]*Group{{Params: []*autograd.Tensor{nz}, Reg: L1(), Lambda: 1, LR: 0.5}}, ProxSGDConfig{})
+	on := NewProxSGD([]*Group{{Params: []*autograd.Tensor{nz}, Reg: prox.L1(), Lambda: 1, LR: 0.5}}, ProxSGDConfig{})
 	for range 50 {
 		z.Grad = []float32{0.5, -0.9, 0.1}
 		nz.Grad = []float32{0.5, -0.9, 0.1}
@@ -731,7 +730,7 @@ func TestBinaryConnect(t *testing.T) {
 	// Real weights: clip(0.5, -0.2, 0, 1) − 0.1·g, clipped: 0.4, 0.1, −0.2, 1.
 	want := []float32{0.4, 0.1, -0.2, 1}
 	for i, v := range bc.Real(0) {
-		if !near(float64(v), float64(want[i]), 1e-6, 0) {
+		if !opttest.Near(float64(v), float64(want[i]), 1e-6, 0) {
 			t.Fatalf("real weights %v, want %v", bc.Real(0), want)
 		}
 	}
@@ -745,12 +744,12 @@ func TestHardQuantizeAndProxQuant(t *testing.T) {
 	// threshold α·λ regardless of the preconditioner, then clipping.
 	w := param(0.9, -0.3, 1.4)
 	w.Grad = []float32{0.01, 0.01, -0.01}
-	g := &Group{Params: []*autograd.Tensor{w}, Reg: BinaryW(1), Lambda: 0.5, LR: 0.1, Clip: 1}
+	g := &Group{Params: []*autograd.Tensor{w}, Reg: prox.BinaryW(1), Lambda: 0.5, LR: 0.1, Clip: 1}
 	New([]*Group{g}, ProxQuantConfig(0.9, 0.999, 0)).Step()
 	// z = 0.8, −0.4, 1.5; shrink toward ±1 by 0.05: 0.85, −0.45, 1.45 → clip 1.
 	want := []float32{0.85, -0.45, 1}
 	for i, v := range w.Data {
-		if !near(float64(v), float64(want[i]), 1e-6, 0) {
+		if !opttest.Near(float64(v), float64(want[i]), 1e-6, 0) {
 			t.Fatalf("ProxQuant: %v, want %v", w.Data, want)
 		}
 	}

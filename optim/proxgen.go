@@ -6,6 +6,8 @@ import (
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/internal/parallel"
+	"github.com/proxgen/proxgen/optim/internal/proxk"
+	"github.com/proxgen/proxgen/optim/prox"
 	"github.com/proxgen/proxgen/optim/schedule"
 )
 
@@ -112,21 +114,6 @@ func RMSpropConfig(alpha, eps float64) Config {
 	return Config{Precond: RMSprop{Beta: float32(alpha), Delta: float32(eps)}, CoupledWeightDecay: true, RegMode: RegIgnore}
 }
 
-// chunkSize is the number of elements one work item updates; chunk
-// boundaries depend only on the parameter sizes.
-const chunkSize = 4096
-
-// scratch is the per-worker space of one chunk update: d (C_t + δI, then
-// η), g (the gradient with decay or subgradient added), s (the ℓ1/2 fast
-// path's variable) and mask (lanes a prox kernel leaves to the float64
-// path, a bit each).
-type scratch struct {
-	d, g, s [chunkSize]float32
-	mask    [chunkSize / 8]uint8
-}
-
-var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
-
 // slot is one parameter and its state.
 type slot struct {
 	group int
@@ -211,8 +198,8 @@ func New(groups []*Group, cfg Config) *ProxGen {
 			panic(fmt.Sprintf("optim.New: group %d has %d names for %d parameters", gi, len(g.Names), len(g.Params)))
 		}
 		if cfg.RegMode == RegSubgradient && g.Reg != nil {
-			sd, ok := g.Reg.(Subdifferentiable)
-			if h, isOurs := sd.(interface{ hasSubgradient() bool }); ok && isOurs && !h.hasSubgradient() {
+			sd, ok := g.Reg.(prox.Subdifferentiable)
+			if h, isOurs := sd.(interface{ HasSubgradient() bool }); ok && isOurs && !h.HasSubgradient() {
 				ok = false
 			}
 			if !ok {
@@ -232,11 +219,11 @@ func New(groups []*Group, cfg Config) *ProxGen {
 			if cfg.Precond.Stateful() {
 				s.s = make([]float32, s.n)
 			}
-			if gr, ok := g.Reg.(GroupRegularizer); ok && cfg.RegMode != RegIgnore {
+			if gr, ok := g.Reg.(prox.GroupRegularizer); ok && cfg.RegMode != RegIgnore {
 				s.grouped = true
 				o.gwork = appendGroupWork(o.gwork, len(o.slots), gr, p.Shape())
-				l := layoutOf(gr.GroupBy(), p.Shape())
-				s.contiguous = l.contiguous()
+				l := proxk.LayoutOf(gr.GroupBy() == prox.ByInputChannel, p.Shape())
+				s.contiguous = l.Contiguous()
 				s.strided = stridedOK(gr, l)
 				if s.strided && cfg.RegMode == RegProx {
 					s.sp = newStridedPass(gr, l)
@@ -247,8 +234,8 @@ func New(groups []*Group, cfg Config) *ProxGen {
 					s.aux = make([]float32, s.n)
 				}
 			}
-			for lo := 0; lo < s.n; lo += chunkSize {
-				o.segs = append(o.segs, segment{len(o.slots), lo, min(lo+chunkSize, s.n)})
+			for lo := 0; lo < s.n; lo += proxk.ChunkSize {
+				o.segs = append(o.segs, segment{len(o.slots), lo, min(lo+proxk.ChunkSize, s.n)})
 			}
 			o.slots = append(o.slots, s)
 		}
@@ -331,13 +318,13 @@ func (o *ProxGen) Step() {
 		})
 	}
 	parallel.For(len(o.segs), 1, func(lo, hi int) {
-		sc := scratchPool.Get().(*scratch)
+		sc := proxk.ScratchPool.Get().(*proxk.Scratch)
 		for i := lo; i < hi; i++ {
 			if !o.slots[o.segs[i].slot].fused {
 				o.stepSegment(o.segs[i], hs, sc, nil)
 			}
 		}
-		scratchPool.Put(sc)
+		proxk.ScratchPool.Put(sc)
 	})
 	if o.cfg.RegMode == RegProx {
 		runGroupWork(o.gwork, o.slots, func(w *groupWork, sl *slot) {
@@ -356,18 +343,18 @@ func (o *ProxGen) Step() {
 			// The step of the work item's groups, then their prox while
 			// z and η are in cache; the step is element-wise, so its
 			// split into pieces changes nothing.
-			lo, hi := w.g0*w.layout.size, w.g1*w.layout.size
+			lo, hi := w.g0*w.layout.Size, w.g1*w.layout.Size
 			eta := etaPool.Get().(*[]float32)
 			if cap(*eta) < hi-lo {
 				*eta = make([]float32, hi-lo)
 			}
 			*eta = (*eta)[:hi-lo]
-			sc := scratchPool.Get().(*scratch)
-			for a := lo; a < hi; a += chunkSize {
-				b := min(a+chunkSize, hi)
+			sc := proxk.ScratchPool.Get().(*proxk.Scratch)
+			for a := lo; a < hi; a += proxk.ChunkSize {
+				b := min(a+proxk.ChunkSize, hi)
 				o.stepSegment(segment{w.slot, a, b}, hs, sc, (*eta)[a-lo:b-lo])
 			}
-			scratchPool.Put(sc)
+			proxk.ScratchPool.Put(sc)
 			w.prox(sl.p.Data, *eta, lo, h.lambda, clipAt, w.members(o.slots, linked))
 			etaPool.Put(eta)
 		})
@@ -377,9 +364,9 @@ func (o *ProxGen) Step() {
 				continue
 			}
 			sl.sp.run(sl.p.Data, sl.aux, hs[sl.group].lambda, o.groups[sl.group].Clip, func(lo, hi int) {
-				sc := scratchPool.Get().(*scratch)
+				sc := proxk.ScratchPool.Get().(*proxk.Scratch)
 				o.stepSegment(segment{i, lo, hi}, hs, sc, nil)
-				scratchPool.Put(sc)
+				proxk.ScratchPool.Put(sc)
 			})
 		}
 	}
@@ -390,7 +377,7 @@ var etaPool = sync.Pool{New: func() any { return new([]float32) }}
 
 // stepSegment updates one chunk of a slot. When eta is not nil and the
 // group prox is deferred, η goes there instead of the slot's aux.
-func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch, eta []float32) {
+func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *proxk.Scratch, eta []float32) {
 	sl := &o.slots[sg.slot]
 	grp := o.groups[sl.group]
 	p := sl.p
@@ -405,12 +392,12 @@ func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch, eta []f
 	n := hi - lo
 	th := p.Data[lo:hi:hi]
 	g := p.Grad[lo:hi:hi]
-	d := sc.d[:n:n]
+	d := sc.D[:n:n]
 	// A linked companion takes part in its weight's group prox or
 	// subgradient although its own group has no regularizer.
-	prox := h.prox || sl.linked && o.cfg.RegMode == RegProx
+	doProx := h.prox || sl.linked && o.cfg.RegMode == RegProx
 	subgrad := h.subgrad || sl.linked && o.cfg.RegMode == RegSubgradient
-	deferred := prox && (sl.grouped || sl.linked)
+	deferred := doProx && (sl.grouped || sl.linked)
 	if deferred {
 		// η goes straight to where the group prox reads it.
 		if eta != nil {
@@ -420,7 +407,7 @@ func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch, eta []f
 		}
 	}
 	if h.wdc != 0 || subgrad {
-		gb := sc.g[:n:n]
+		gb := sc.G[:n:n]
 		copy(gb, g)
 		if h.wdc != 0 {
 			wd := h.wdc
@@ -433,7 +420,7 @@ func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch, eta []f
 				gb[i] += v
 			}
 		} else if subgrad {
-			grp.Reg.(Subdifferentiable).AddSubgradient(gb, th, h.lambda, o.cfg.SubgradEps)
+			grp.Reg.(prox.Subdifferentiable).AddSubgradient(gb, th, h.lambda, o.cfg.SubgradEps)
 		}
 		g = gb
 	}
@@ -441,7 +428,7 @@ func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch, eta []f
 	if sl.s != nil {
 		st = sl.s[lo:hi:hi]
 	}
-	needEta := prox && o.cfg.Metric == Preconditioned
+	needEta := doProx && o.cfg.Metric == Preconditioned
 	proxDone := false
 	lr := h.lr
 	mo := o.cfg.Momentum
@@ -451,7 +438,7 @@ func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch, eta []f
 		kind := fusedNone
 		if needEta {
 			kind = fusedEta
-			if r, ok := grp.Reg.(*lq); ok && r.kind == kindL12 {
+			if r, ok := grp.Reg.(interface{ Kind() int }); ok && r.Kind() == proxk.KindL12 {
 				kind = fusedL12
 			}
 		}
@@ -461,7 +448,7 @@ func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *scratch, eta []f
 		o.cfg.Precond.Denom(d, st, g, o.t)
 		o.momentumStep(sl, lo, hi, th, g, d, h, needEta)
 	}
-	if prox && !proxDone {
+	if doProx && !proxDone {
 		if o.cfg.Metric == Euclidean {
 			for i := range d {
 				d[i] = lr

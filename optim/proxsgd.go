@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/proxgen/proxgen/internal/parallel"
+	"github.com/proxgen/proxgen/optim/internal/proxk"
+	"github.com/proxgen/proxgen/optim/prox"
 	"github.com/proxgen/proxgen/optim/schedule"
 )
 
@@ -84,14 +86,14 @@ func NewProxSGD(groups []*Group, cfg ProxSGDConfig) *ProxSGD {
 			if cfg.Precond.Stateful() {
 				s.s = make([]float32, s.n)
 			}
-			if gr, ok := g.Reg.(GroupRegularizer); ok {
+			if gr, ok := g.Reg.(prox.GroupRegularizer); ok {
 				// aux holds x̂_t and then η for the whole tensor.
 				s.grouped = true
 				s.aux = make([]float32, 2*s.n)
 				o.gwork = appendGroupWork(o.gwork, len(o.slots), gr, p.Shape())
 			}
-			for lo := 0; lo < s.n; lo += chunkSize {
-				o.segs = append(o.segs, segment{len(o.slots), lo, min(lo+chunkSize, s.n)})
+			for lo := 0; lo < s.n; lo += proxk.ChunkSize {
+				o.segs = append(o.segs, segment{len(o.slots), lo, min(lo+proxk.ChunkSize, s.n)})
 			}
 			o.slots = append(o.slots, s)
 		}
@@ -134,8 +136,8 @@ func (o *ProxSGD) Step() {
 		}
 	}
 	parallel.For(len(o.segs), 1, func(lo, hi int) {
-		sc := scratchPool.Get().(*scratch)
-		defer scratchPool.Put(sc)
+		sc := proxk.ScratchPool.Get().(*proxk.Scratch)
+		defer proxk.ScratchPool.Put(sc)
 		for k := lo; k < hi; k++ {
 			sg := o.segs[k]
 			sl := &o.slots[sg.slot]
@@ -155,7 +157,7 @@ func (o *ProxSGD) Step() {
 			if sl.s != nil {
 				st = sl.s[a:b:b]
 			}
-			d, xh := sc.d[:n:n], sc.g[:n:n]
+			d, xh := sc.D[:n:n], sc.G[:n:n]
 			o.cfg.Precond.Denom(d, st, g, o.t)
 			omr := 1 - h.rho
 			for i, gi := range g {

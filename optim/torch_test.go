@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/optim/internal/opttest"
 )
 
 // TestBaselinesMatchPyTorch replays the gradient sequence of
@@ -47,7 +48,7 @@ func TestBaselinesMatchPyTorch(t *testing.T) {
 			p.Grad = append([]float32(nil), g...)
 			o.Step()
 			for i, want := range traj[k] {
-				if !near(float64(p.Data[i]), want, 2e-6, 1e-7) {
+				if !opttest.Near(float64(p.Data[i]), want, 2e-6, 1e-7) {
 					t.Fatalf("%s step %d coordinate %d: %.9g, PyTorch %.9g", name, k+1, i, p.Data[i], want)
 				}
 			}

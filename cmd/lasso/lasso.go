@@ -7,6 +7,7 @@ import (
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/optim"
+	"github.com/proxgen/proxgen/optim/prox"
 	"github.com/proxgen/proxgen/optim/schedule"
 )
 
@@ -108,7 +109,7 @@ func solve(pr *problem, st settings) ([]float32, float64, error) {
 	default:
 		return nil, 0, fmt.Errorf("-init %q: want random or zero", st.init)
 	}
-	groups := []*optim.Group{{Params: []*autograd.Tensor{theta}, Names: []string{"theta"}, Reg: optim.L1(), Lambda: st.lambda, LR: st.lr}}
+	groups := []*optim.Group{{Params: []*autograd.Tensor{theta}, Names: []string{"theta"}, Reg: prox.L1(), Lambda: st.lambda, LR: st.lr}}
 	var opt optim.Optimizer
 	switch st.method {
 	case "proxgen":
@@ -139,7 +140,7 @@ func solve(pr *problem, st settings) ([]float32, float64, error) {
 		opt.Step()
 	}
 	g := make([]float32, pr.p)
-	obj := pr.grad(g, theta.Data) + st.lambda*optim.L1().Penalty(theta.Data)
+	obj := pr.grad(g, theta.Data) + st.lambda*prox.L1().Penalty(theta.Data)
 	return theta.Data, obj, nil
 }
 

@@ -59,7 +59,9 @@ nn/infer, nn/pretrained, nn/onnx, nn/prune < INFERENCE;
 
 # Optimizers: update rules over autograd tensors; never models or data.
 NONE < optim/schedule;
-autograd, optim/schedule < optim < OPTIM;
+INTERNALS < optim/internal/proxk < optim/prox;
+INTERNALS < optim/internal/opttest; # helpers for optim's tests
+autograd, optim/schedule, optim/prox < optim < OPTIM;
 
 # Training and serving libraries.
 MODELS, OPTIM, internal/dirs < nn/train;
@@ -274,6 +276,8 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		{"nn/train", "cmd/internal/cifarrun"}, // nothing imports the application
 		{"cmd/internal/sweep", "cmd/cifar"},   // nor a program
 		{"optim", "nn"},                       // optimizers never import models
+		{"optim/prox", "optim"},               // regularizers never import the update rules
+		{"optim/prox", "autograd"},            // nor tensors
 	} {
 		imports := map[string][]string{c.from: {c.to}}
 		got := check(allowed, imports)

@@ -10,6 +10,7 @@ import (
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/models"
 	"github.com/proxgen/proxgen/optim"
+	"github.com/proxgen/proxgen/optim/prox"
 )
 
 // Example builds the ResNet-20 of the paper's CIFAR-10 experiments (paper
@@ -80,7 +81,7 @@ func Example_context() {
 		names = append(names, p.Name)
 		params = append(params, p.T)
 	}
-	opt := optim.New(optim.DefaultGroups(names, params, optim.L1(), 1e-4, 0, 1e-3), optim.ProxGenAdam(0.9, 0.999, 1e-8))
+	opt := optim.New(optim.DefaultGroups(names, params, prox.L1(), 1e-4, 0, 1e-3), optim.ProxGenAdam(0.9, 0.999, 1e-8))
 	batches := make([]cifar10.Batch, 2)
 	for i := range batches {
 		batches[i] = cifar10.Batch{X: autograd.RandN(rng, 4, 3, 32, 32).Data, Y: []int{0, 1, 2, 3}, N: 4}

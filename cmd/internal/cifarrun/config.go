@@ -13,7 +13,7 @@ import (
 	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/nn/models"
 	"github.com/proxgen/proxgen/nn/train"
-	"github.com/proxgen/proxgen/optim"
+	"github.com/proxgen/proxgen/optim/prox"
 	"github.com/proxgen/proxgen/optim/schedule"
 )
 
@@ -147,7 +147,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.PruneResidual, "prune-residual", c.PruneResidual, "with -prune-filters or -prune-flops, also prune residual-stream channels (all filters writing a channel together); default: only the channels inside residual blocks")
 
 	fs.StringVar(&c.Optimizer, "optimizer", c.Optimizer, "method: "+strings.Join(optimizers, ", "))
-	fs.StringVar(&c.Reg, "reg", c.Reg, "regularizer: "+optim.RegularizerSyntax+" (auto: l12 for the sparsity methods, binw:1 = bin-l1 for proxquant, none otherwise)")
+	fs.StringVar(&c.Reg, "reg", c.Reg, "regularizer: "+prox.Syntax+" (auto: l12 for the sparsity methods, binw:1 = bin-l1 for proxquant, none otherwise)")
 	fs.Var(cli.OptionalFloat{P: &c.Lambda}, "lambda", "regularization strength λ (auto: 0.1 for sparsity, 1e-4 for proxquant, 5e-8 for bin-lq:Q with proxgen, 0.1 for l0hc)")
 	fs.StringVar(&c.LambdaScale, "lambda-scale", c.LambdaScale, "n: the per-step λ is -lambda divided by the training-set size (official ProxGen code); 1: -lambda as is; auto: n except for binary regularizers")
 	fs.Var(cli.OptionalFloat{P: &c.LR}, "lr", "base step size (auto: 1e-3 Adam family, 0.1 sgd, 0.06 proxsgd, 0.01 proxquant and bc)")
@@ -197,7 +197,7 @@ func parseConfig(args []string, out io.Writer) (*config, error) {
 	}
 	c.explicit = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { c.explicit[f.Name] = true })
-	if msg := optim.RegularizerDeprecation(c.Reg); msg != "" && c.explicit["reg"] {
+	if msg := prox.Deprecation(c.Reg); msg != "" && c.explicit["reg"] {
 		fmt.Fprintf(out, "cifar: warning: -reg: %s\n", msg)
 	}
 	if err := c.resolve(); err != nil {
@@ -209,8 +209,8 @@ func parseConfig(args []string, out io.Writer) (*config, error) {
 // binaryReg reports whether the regularizer pulls weights towards ±1
 // (ProxQuant and revised ProxQuant runs); such runs can be hard-quantised.
 func (c *config) binaryReg() bool {
-	r, err := optim.ParseRegularizer(c.Reg)
-	return err == nil && optim.IsBinary(r)
+	r, err := prox.Parse(c.Reg)
+	return err == nil && prox.IsBinary(r)
 }
 
 // binary reports whether the run trains a binary network (its metrics
@@ -327,7 +327,7 @@ func (c *config) resolve() error {
 		return fmt.Errorf("-optimizer proxquant needs a binary regularizer bin-lq:Q, got -reg %s", c.Reg)
 	}
 	if c.Optimizer == "subgrad" && reg != nil {
-		if _, ok := reg.(optim.Subdifferentiable); !ok {
+		if _, ok := reg.(prox.Subdifferentiable); !ok {
 			return fmt.Errorf("-optimizer subgrad: -reg %s has no subgradient", c.Reg)
 		}
 	}
@@ -515,9 +515,9 @@ func checkModel(name string) error {
 }
 
 // parseReg returns the regularizer named by s (nil for "none"), in the
-// grammar of optim.ParseRegularizer.
-func parseReg(s string) (optim.Regularizer, error) {
-	r, err := optim.ParseRegularizer(s)
+// grammar of prox.Parse.
+func parseReg(s string) (prox.Regularizer, error) {
+	r, err := prox.Parse(s)
 	if err != nil {
 		return nil, fmt.Errorf("-reg %q: %v", s, strings.TrimPrefix(err.Error(), "optim: "))
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/train"
 	"github.com/proxgen/proxgen/optim"
+	"github.com/proxgen/proxgen/optim/prox"
 )
 
 // record is one line of the run's metrics.jsonl.
@@ -42,7 +43,7 @@ func trainMLP(dir, optimizer, reg string, epochs int) ([]record, error) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	x, y := blobs(rng, 256)
 	model := nn.NewSequential(nn.NewLinear(8, 32, true, rng), nn.ReLU{}, nn.NewLinear(32, 2, true, rng))
-	r, err := optim.ParseRegularizer(reg)
+	r, err := prox.Parse(reg)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/optim"
+	"github.com/proxgen/proxgen/optim/prox"
 	"github.com/proxgen/proxgen/optim/schedule"
 )
 
@@ -16,7 +17,7 @@ type MethodConfig struct {
 	// Optimizer names the method (MethodNames).
 	Optimizer string
 	// Reg is the regularizer (nil: none) of the regularized parameters.
-	Reg optim.Regularizer
+	Reg prox.Regularizer
 	// Regularized reports whether a parameter is in the regularized (or,
 	// for BinaryConnect, binarised; for ℓ0 hard-concrete, gated) set.
 	// Those parameters form one group, the others another.

@@ -4,7 +4,7 @@ import (
 	"math"
 
 	"github.com/proxgen/proxgen/nn"
-	"github.com/proxgen/proxgen/optim"
+	"github.com/proxgen/proxgen/optim/prox"
 )
 
 // LayerStats describes the weights of one tensor.
@@ -61,7 +61,7 @@ func ComputeWeightStats(ws []nn.Param) WeightStats {
 		n := len(w.T.Data)
 		l := LayerStats{Name: w.Name, Numel: n, Zero: fraction(z, n), Small: fraction(sm, n), PM1: fraction(p, n)}
 		if w.T.Rank() >= 2 {
-			l.Filters, l.FiltersTotal = optim.GroupNonZero(optim.ByFilter, w.T.Data, w.T.Shape())
+			l.Filters, l.FiltersTotal = prox.GroupNonZero(prox.ByFilter, w.T.Data, w.T.Shape())
 			s.Filters += l.Filters
 			s.FiltersTotal += l.FiltersTotal
 		}

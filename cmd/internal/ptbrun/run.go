@@ -17,7 +17,7 @@ import (
 	"github.com/proxgen/proxgen/cmd/internal/experiment"
 	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/nn/models"
-	"github.com/proxgen/proxgen/optim"
+	"github.com/proxgen/proxgen/optim/prox"
 	"github.com/proxgen/proxgen/optim/schedule"
 )
 
@@ -256,7 +256,7 @@ func (c *config) check() error {
 				c.Reg = "bin-l1"
 			}
 		}
-		if _, err := optim.ParseRegularizer(c.Reg); err != nil {
+		if _, err := prox.Parse(c.Reg); err != nil {
 			return usageError("-reg: %v", err)
 		}
 	default:

@@ -25,6 +25,7 @@ import (
 	"github.com/proxgen/proxgen/nn/models"
 	"github.com/proxgen/proxgen/nn/train"
 	"github.com/proxgen/proxgen/optim"
+	"github.com/proxgen/proxgen/optim/prox"
 	"github.com/proxgen/proxgen/optim/schedule"
 )
 
@@ -133,7 +134,7 @@ func regularized(c *config, name string, t *autograd.Tensor) bool {
 // newMethod builds the optimizer of c over the parameters of m, trained
 // with perEpoch updates per epoch.
 func newMethod(c *config, m *models.LanguageModel, perEpoch int) (*experiment.Method, error) {
-	reg, err := optim.ParseRegularizer(c.Reg)
+	reg, err := prox.Parse(c.Reg)
 	if err != nil {
 		return nil, err
 	}

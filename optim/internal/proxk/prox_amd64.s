@@ -264,7 +264,7 @@ l12sdone:
 // dst = the ℓ1/2 prox of z from s for n a multiple of 8, with z itself in
 // the NaN lanes of s, marked in mask (dst may alias z); slow is the OR of
 // the mask bytes. rat points at l12Rat.
-TEXT ·l12XAVX2(SB), NOSPLIT, $0-56
+TEXT ·L12XAVX2(SB), NOSPLIT, $0-56
 	MOVQ dst+0(FP), DI
 	MOVQ z+8(FP), SI
 	MOVQ s+16(FP), DX
@@ -357,7 +357,7 @@ l12xdone:
 
 // func adamAVX2(th, grad, m, v *float32, n int, c *float32)
 // θ ← θ·decay − lrm·(m/d) for n elements, n a multiple of 8.
-TEXT ·adamAVX2(SB), NOSPLIT, $0-48
+TEXT ·AdamAVX2(SB), NOSPLIT, $0-48
 	MOVQ th+0(FP), DI
 	MOVQ grad+8(FP), SI
 	MOVQ m+16(FP), DX
@@ -387,7 +387,7 @@ adone:
 // func adamEtaAVX2(th, grad, m, v, eta *float32, n int, c *float32)
 // θ ← θ·decay − lrm·(m·(1/d)) and eta = α·(1/d) for n elements, n a
 // multiple of 8.
-TEXT ·adamEtaAVX2(SB), NOSPLIT, $0-56
+TEXT ·AdamEtaAVX2(SB), NOSPLIT, $0-56
 	MOVQ th+0(FP), DI
 	MOVQ grad+8(FP), SI
 	MOVQ m+16(FP), DX
@@ -417,7 +417,7 @@ aedone:
 // func adamL12SAVX2(th, grad, m, v, eta, s *float32, n int, c *float32, l2 float32)
 // adamEtaAVX2 followed by l12SAVX2(s, th, eta, ...) in one pass over n
 // elements, n a multiple of 8.
-TEXT ·adamL12SAVX2(SB), NOSPLIT, $0-68
+TEXT ·AdamL12SAVX2(SB), NOSPLIT, $0-68
 	MOVQ th+0(FP), DI
 	MOVQ grad+8(FP), SI
 	MOVQ m+16(FP), DX

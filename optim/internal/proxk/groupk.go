@@ -1,4 +1,4 @@
-package optim
+package proxk
 
 import "math"
 
@@ -8,17 +8,17 @@ import "math"
 // float64 around products keep the Go compiler from fusing them into
 // multiply-adds, which the kernels do not use.
 
-// groupSums returns ‖z‖₂², Σ z_i²·eta_i, Σ z_i²·eta_i² and the smallest and
+// GroupSums returns ‖z‖₂², Σ z_i²·eta_i, Σ z_i²·eta_i² and the smallest and
 // largest eta, in float64. eta must be positive (NaN would be ignored).
 // The sums run in eight lanes, element i in lane i mod 8, added up in a
 // fixed order at the end.
-func groupSums(z, eta []float32) (z2, ze, ze2, emin, emax float64) {
+func GroupSums(z, eta []float32) (z2, ze, ze2, emin, emax float64) {
 	eta = eta[:len(z)]
 	var acc [24]float64
 	mm := [2]float32{math.MaxFloat32, 0}
 	n8 := len(z) &^ 7
 	if n8 > 0 {
-		if haveAVX2 {
+		if HaveAVX2 {
 			groupSumsAVX2(&z[0], &eta[0], n8, &acc, &mm)
 		} else {
 			groupSumsGo(z[:n8], eta[:n8], &acc, &mm)
@@ -65,15 +65,15 @@ func groupSumsGo(z, eta []float32, acc *[24]float64, mm *[2]float32) {
 	mm[0], mm[1] = lo, hi
 }
 
-// newtonSums returns Σ u_i² and Σ u_i²/(ρ + λη_i) with u_i = z_i/(ρ + λη_i),
+// NewtonSums returns Σ u_i² and Σ u_i²/(ρ + λη_i) with u_i = z_i/(ρ + λη_i),
 // in float64: f(ρ) + 1 and −f′(ρ)/2 for the group-lasso equation. The
-// sums run in eight lanes as in groupSums.
-func newtonSums(z, eta []float32, rho, lam float64) (v, s float64) {
+// sums run in eight lanes as in GroupSums.
+func NewtonSums(z, eta []float32, rho, lam float64) (v, s float64) {
 	eta = eta[:len(z)]
 	var acc [16]float64
 	n8 := len(z) &^ 7
 	if n8 > 0 {
-		if haveAVX2 {
+		if HaveAVX2 {
 			newtonSumsAVX2(&z[0], &eta[0], n8, rho, lam, &acc)
 		} else {
 			newtonSumsGo(z[:n8], eta[:n8], rho, lam, &acc)
@@ -89,7 +89,7 @@ func newtonSums(z, eta []float32, rho, lam float64) (v, s float64) {
 	return lanes8(acc[0:8]), lanes8(acc[8:16])
 }
 
-// lanes8 adds up the eight lane sums a[0:8] of groupSums and newtonSums
+// lanes8 adds up the eight lane sums a[0:8] of GroupSums and NewtonSums
 // in a fixed pairwise order.
 func lanes8(a []float64) float64 {
 	a = a[:8]
@@ -111,20 +111,20 @@ func newtonSumsGo(z, eta []float32, rho, lam float64, acc *[16]float64) {
 	}
 }
 
-// groupSums32 returns ‖z‖₂² and Σ z_i²·eta_i summed in float32, the
+// GroupSums32 returns ‖z‖₂² and Σ z_i²·eta_i summed in float32, the
 // smallest and largest eta, and a bound tol on the relative error of the
 // two sums; ok is false when the sums left [1e-25, 1e30], where float32
 // rounding, underflow or overflow could spoil them. The sums run in 16
 // lanes, element i in lane i mod 16, added up in a fixed order at the end.
 // The group maps decide most groups from these cheaper sums and fall back
-// to groupSums near their thresholds.
-func groupSums32(z, eta []float32) (z2, ze, emin, emax, tol float64, ok bool) {
+// to GroupSums near their thresholds.
+func GroupSums32(z, eta []float32) (z2, ze, emin, emax, tol float64, ok bool) {
 	eta = eta[:len(z)]
 	var acc [32]float32
 	mm := [2]float32{math.MaxFloat32, 0}
 	n16 := len(z) &^ 15
 	if n16 > 0 {
-		if haveAVX2 {
+		if HaveAVX2 {
 			groupSums32AVX2(&z[0], &eta[0], n16, &acc, &mm)
 		} else {
 			groupSums32Go(z[:n16], eta[:n16], &acc, &mm)
@@ -144,13 +144,13 @@ func groupSums32(z, eta []float32) (z2, ze, emin, emax, tol float64, ok bool) {
 	// each product rounds once more: relative error below
 	// (len(z)/16 + 3)·2⁻²⁴ with room to spare.
 	tol = float64(len(z)/16+4) * 0x1p-23
-	return z2, ze, float64(mm[0]), float64(mm[1]), tol, sums32InRange(z2, ze)
+	return z2, ze, float64(mm[0]), float64(mm[1]), tol, Sums32InRange(z2, ze)
 }
 
-// sums32InRange reports whether float32 sums z2 and ze lie in
+// Sums32InRange reports whether float32 sums z2 and ze lie in
 // [1e-25, 1e30], where their error bound holds: outside it float32
 // rounding, underflow or overflow could spoil them.
-func sums32InRange(z2, ze float64) bool {
+func Sums32InRange(z2, ze float64) bool {
 	return z2 >= 1e-25 && z2 <= 1e30 && ze >= 1e-25 && ze <= 1e30
 }
 
@@ -173,14 +173,14 @@ func groupSums32Go(z, eta []float32, acc *[32]float32, mm *[2]float32) {
 	mm[0], mm[1] = lo, hi
 }
 
-// scaleFirstOrder sets dst_i = z_i − z_i·t_i with t_i = e_i(1 − e_i) and
+// ScaleFirstOrder sets dst_i = z_i − z_i·t_i with t_i = e_i(1 − e_i) and
 // e_i = c·eta_i, in float32: z_i/(1 + e_i) to second order in e_i. For
 // e_i ≤ 2⁻¹² the float32 rounding of t_i moves z_i·t_i by less than
 // 2⁻³⁴·|z_i|, so the result is within about half an ulp of z_i/(1 + e_i).
-func scaleFirstOrder(dst, z, eta []float32, c float32) {
+func ScaleFirstOrder(dst, z, eta []float32, c float32) {
 	z, eta = z[:len(dst)], eta[:len(dst)]
 	n8 := 0
-	if haveAVX2 {
+	if HaveAVX2 {
 		n8 = len(dst) &^ 7
 		if n8 > 0 {
 			scaleFirstOrderAVX2(&dst[0], &z[0], &eta[0], n8, c)
@@ -189,7 +189,7 @@ func scaleFirstOrder(dst, z, eta []float32, c float32) {
 	scaleFirstOrderGo(dst[n8:], z[n8:], eta[n8:], c)
 }
 
-// scaleFirstOrderGo is the loop of scaleFirstOrder.
+// scaleFirstOrderGo is the loop of ScaleFirstOrder.
 func scaleFirstOrderGo(dst, z, eta []float32, c float32) {
 	z, eta = z[:len(dst)], eta[:len(dst)]
 	for i, v := range z {
@@ -198,17 +198,17 @@ func scaleFirstOrderGo(dst, z, eta []float32, c float32) {
 }
 
 // firstOrder returns z − z·t with t = e(1 − e) in float32: the element of
-// scaleFirstOrder and scaleFirstOrderVec.
+// ScaleFirstOrder and ScaleFirstOrderVec.
 func firstOrder(z, e float32) float32 {
 	t := e * (1 - e)
 	return z - float32(z*t)
 }
 
-// scaleRho sets dst_i = z_i·(ρ/(ρ + λ·eta_i)) in float64.
-func scaleRho(dst, z, eta []float32, rho, lam float64) {
+// ScaleRho sets dst_i = z_i·(ρ/(ρ + λ·eta_i)) in float64.
+func ScaleRho(dst, z, eta []float32, rho, lam float64) {
 	z, eta = z[:len(dst)], eta[:len(dst)]
 	n8 := 0
-	if haveAVX2 {
+	if HaveAVX2 {
 		n8 = len(dst) &^ 7
 		if n8 > 0 {
 			scaleRhoAVX2(&dst[0], &z[0], &eta[0], n8, rho, lam)
@@ -217,7 +217,7 @@ func scaleRho(dst, z, eta []float32, rho, lam float64) {
 	scaleRhoGo(dst[n8:], z[n8:], eta[n8:], rho, lam)
 }
 
-// scaleRhoGo is the loop of scaleRho.
+// scaleRhoGo is the loop of ScaleRho.
 func scaleRhoGo(dst, z, eta []float32, rho, lam float64) {
 	z, eta = z[:len(dst)], eta[:len(dst)]
 	for i, v := range z {
@@ -225,14 +225,14 @@ func scaleRhoGo(dst, z, eta []float32, rho, lam float64) {
 	}
 }
 
-// accumSums32 adds z_i² to a2[i] and z_i²·eta_i to ae[i] in float32 and
+// AccumSums32 adds z_i² to a2[i] and z_i²·eta_i to ae[i] in float32 and
 // lowers lo[i] / raises hi[i] to eta_i, element by element: the per-position
 // sums of stridedPass.run, one row of groups at a time.
-func accumSums32(z, eta, a2, ae, lo, hi []float32) {
+func AccumSums32(z, eta, a2, ae, lo, hi []float32) {
 	n := len(z)
 	eta, a2, ae, lo, hi = eta[:n], a2[:n], ae[:n], lo[:n], hi[:n]
 	n8 := 0
-	if haveAVX2 {
+	if HaveAVX2 {
 		n8 = n &^ 7
 		if n8 > 0 {
 			accumSums32AVX2(&z[0], &eta[0], &a2[0], &ae[0], &lo[0], &hi[0], n8)
@@ -241,7 +241,7 @@ func accumSums32(z, eta, a2, ae, lo, hi []float32) {
 	accumSums32Go(z[n8:], eta[n8:], a2[n8:], ae[n8:], lo[n8:], hi[n8:])
 }
 
-// accumSums32Go is the loop of accumSums32.
+// accumSums32Go is the loop of AccumSums32.
 func accumSums32Go(z, eta, a2, ae, lo, hi []float32) {
 	n := len(z)
 	eta, a2, ae, lo, hi = eta[:n], a2[:n], ae[:n], lo[:n], hi[:n]
@@ -255,13 +255,13 @@ func accumSums32Go(z, eta, a2, ae, lo, hi []float32) {
 	}
 }
 
-// scaleFirstOrderVec is scaleFirstOrder with a factor per element: dst_i =
+// ScaleFirstOrderVec is ScaleFirstOrder with a factor per element: dst_i =
 // z_i − z_i·t_i with t_i = e_i(1 − e_i) and e_i = c_i·eta_i.
-func scaleFirstOrderVec(dst, z, eta, c []float32) {
+func ScaleFirstOrderVec(dst, z, eta, c []float32) {
 	n := len(dst)
 	z, eta, c = z[:n], eta[:n], c[:n]
 	n8 := 0
-	if haveAVX2 {
+	if HaveAVX2 {
 		n8 = n &^ 7
 		if n8 > 0 {
 			scaleFirstOrderVecAVX2(&dst[0], &z[0], &eta[0], &c[0], n8)
@@ -270,11 +270,28 @@ func scaleFirstOrderVec(dst, z, eta, c []float32) {
 	scaleFirstOrderVecGo(dst[n8:], z[n8:], eta[n8:], c[n8:])
 }
 
-// scaleFirstOrderVecGo is the loop of scaleFirstOrderVec.
+// scaleFirstOrderVecGo is the loop of ScaleFirstOrderVec.
 func scaleFirstOrderVecGo(dst, z, eta, c []float32) {
 	n := len(dst)
 	z, eta, c = z[:n], eta[:n], c[:n]
 	for i, v := range z {
 		dst[i] = firstOrder(v, c[i]*eta[i])
 	}
+}
+
+// Norm2 returns ‖x‖₂ in float64 without overflow.
+func Norm2(x []float32) float64 {
+	var m float64
+	for _, v := range x {
+		m = math.Max(m, math.Abs(float64(v)))
+	}
+	if m == 0 {
+		return 0
+	}
+	var s float64
+	for _, v := range x {
+		y := float64(v) / m
+		s += y * y
+	}
+	return m * math.Sqrt(s)
 }

@@ -1,4 +1,4 @@
-package optim
+package prox
 
 import (
 	"fmt"
@@ -6,6 +6,9 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/proxgen/proxgen/optim/internal/opttest"
+	"github.com/proxgen/proxgen/optim/internal/proxk"
 )
 
 // penaltyFunc returns r for a regularizer under test.
@@ -96,27 +99,6 @@ func bruteProx(z, eta, lam float64, r func(float64) float64) (float64, float64) 
 	return best, bestF
 }
 
-// logU returns a log-uniform sample in [lo, hi].
-func logU(rng *rand.Rand, lo, hi float64) float64 {
-	return math.Exp(math.Log(lo) + rng.Float64()*(math.Log(hi)-math.Log(lo)))
-}
-
-// thresholdOf returns the |z| at which the prox switches from 0 to non-zero
-// for lq with κ = 2ηλ, or NaN when unknown.
-func thresholdOf(q, kappa float64) float64 {
-	switch q {
-	case 0:
-		return math.Sqrt(kappa)
-	case 0.5:
-		return math.Cbrt(54) / 4 * math.Pow(kappa, 2.0/3)
-	case 2.0 / 3:
-		return 2.0 / 3 * math.Pow(3*kappa*kappa*kappa, 0.25)
-	case 1:
-		return kappa / 2
-	}
-	return math.NaN()
-}
-
 // proxCases generates (z, eta, lambda) triples covering random scales,
 // threshold neighbourhoods, z = 0, negative z and extreme eta·lambda.
 func proxCases(rng *rand.Rand, q float64, binary bool) [][3]float32 {
@@ -131,15 +113,15 @@ func proxCases(rng *rand.Rand, q float64, binary bool) [][3]float32 {
 		return 1
 	}
 	for range 600 {
-		add(sign()*logU(rng, 1e-4, 1e3), logU(rng, 1e-6, 1e2), logU(rng, 1e-5, 1e2))
+		add(sign()*opttest.LogU(rng, 1e-4, 1e3), opttest.LogU(rng, 1e-6, 1e2), opttest.LogU(rng, 1e-5, 1e2))
 	}
 	for range 200 { // moderate scales where both branches are common
-		add(rng.NormFloat64()*3, logU(rng, 1e-2, 10), logU(rng, 1e-2, 10))
+		add(rng.NormFloat64()*3, opttest.LogU(rng, 1e-2, 10), opttest.LogU(rng, 1e-2, 10))
 	}
 	for range 50 {
-		add(0, logU(rng, 1e-6, 1e3), logU(rng, 1e-6, 1e3))
-		add(sign()*logU(rng, 1e-3, 1e3), logU(rng, 1e-30, 1e-20), logU(rng, 1e-10, 1e-5)) // tiny ηλ
-		add(sign()*logU(rng, 1e-3, 1e3), logU(rng, 1e10, 1e20), logU(rng, 1e5, 1e10))     // huge ηλ
+		add(0, opttest.LogU(rng, 1e-6, 1e3), opttest.LogU(rng, 1e-6, 1e3))
+		add(sign()*opttest.LogU(rng, 1e-3, 1e3), opttest.LogU(rng, 1e-30, 1e-20), opttest.LogU(rng, 1e-10, 1e-5)) // tiny ηλ
+		add(sign()*opttest.LogU(rng, 1e-3, 1e3), opttest.LogU(rng, 1e10, 1e20), opttest.LogU(rng, 1e5, 1e10))     // huge ηλ
 	}
 	// Threshold neighbourhoods (shifted by 1 for binary, where the ℓq map
 	// acts on |z| − 1).
@@ -148,8 +130,8 @@ func proxCases(rng *rand.Rand, q float64, binary bool) [][3]float32 {
 		thrQ = math.NaN()
 	}
 	for range 300 {
-		eta, lam := logU(rng, 1e-3, 10), logU(rng, 1e-3, 10)
-		th := thresholdOf(thrQ, 2*float64(float32(eta))*float64(float32(lam)))
+		eta, lam := opttest.LogU(rng, 1e-3, 10), opttest.LogU(rng, 1e-3, 10)
+		th := opttest.Threshold(thrQ, 2*float64(float32(eta))*float64(float32(lam)))
 		if math.IsNaN(th) {
 			// Locate the switch point numerically with the solver itself.
 			th = findSwitch(q, 2*float64(float32(eta))*float64(float32(lam)))
@@ -170,12 +152,12 @@ func proxCases(rng *rand.Rand, q float64, binary bool) [][3]float32 {
 // findSwitch returns the smallest t with a non-zero ℓq prox by bisection.
 func findSwitch(q, kappa float64) float64 {
 	lo, hi := 0.0, 1.0
-	for proxLqNumeric(hi, kappa, q) == 0 {
+	for proxk.ProxLqNumeric(hi, kappa, q) == 0 {
 		hi *= 2
 	}
 	for range 200 {
 		m := (lo + hi) / 2
-		if proxLqNumeric(m, kappa, q) == 0 {
+		if proxk.ProxLqNumeric(m, kappa, q) == 0 {
 			lo = m
 		} else {
 			hi = m
@@ -276,47 +258,8 @@ func TestL23NoNaNForLargeKappa(t *testing.T) {
 			if g := float64(got[0]); math.IsNaN(g) {
 				t.Fatalf("kappa=%g z=%g: NaN", kappa, z)
 			}
-			if th := thresholdOf(2.0/3, kappa); float64(z) <= th*(1-1e-6) && got[0] != 0 {
+			if th := opttest.Threshold(2.0/3, kappa); float64(z) <= th*(1-1e-6) && got[0] != 0 {
 				t.Fatalf("kappa=%g z=%g below threshold %g but prox = %g", kappa, z, th, got[0])
-			}
-		}
-	}
-}
-
-// TestClosedFormsAgree cross-checks the fast ℓ1/2 path against the paper's
-// trigonometric formula and both closed forms against the numerical solver,
-// in float64, on a dense sweep across each threshold.
-func TestClosedFormsAgree(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	for range 20000 {
-		kappa := logU(rng, 1e-8, 1e4)
-		for _, q := range []float64{0.5, 2.0 / 3} {
-			th := thresholdOf(q, kappa)
-			a := th * logU(rng, 0.5, 1e4)
-			if rng.IntN(2) == 0 {
-				a = -a
-			}
-			var fast, ref float64
-			if q == 0.5 {
-				fast, ref = proxL12f64(a, kappa), proxL12Trig(a, kappa)
-				// The fast path is accurate to 5e-9 relative, far below
-				// float32 resolution.
-				if d := math.Abs(fast - ref); d > 1e-8*math.Abs(a) {
-					t.Fatalf("l1/2 a=%g kappa=%g: fast %.17g, trig %.17g", a, kappa, fast, ref)
-				}
-			} else {
-				fast = proxL23f64(a, kappa)
-			}
-			num := proxLqNumeric(a, kappa, q)
-			// Away from the jump both must agree to near machine precision.
-			tol := 1e-13
-			if q == 0.5 {
-				tol = 1e-8
-			}
-			if math.Abs(math.Abs(a)-th) > 1e-9*th {
-				if d := math.Abs(fast - num); d > tol*math.Abs(a) {
-					t.Fatalf("q=%g a=%.17g kappa=%g (threshold %g): closed form %.17g, numeric %.17g", q, a, kappa, th, fast, num)
-				}
 			}
 		}
 	}
@@ -427,20 +370,20 @@ func TestSubgradient(t *testing.T) {
 
 func TestParseRegularizer(t *testing.T) {
 	for _, s := range []string{"l0", "l1/2", "l2/3", "l1", "lq:0.3", "bin-l1", "bin-l0", "bin-l2/3", "bin-lq:0.25"} {
-		r, err := ParseRegularizer(s)
+		r, err := Parse(s)
 		if err != nil {
 			t.Fatalf("%q: %v", s, err)
 		}
 		if got := fmt.Sprint(r); got != s {
-			t.Errorf("ParseRegularizer(%q) prints as %q", s, got)
+			t.Errorf("Parse(%q) prints as %q", s, got)
 		}
 	}
-	if r, err := ParseRegularizer("none"); r != nil || err != nil {
+	if r, err := Parse("none"); r != nil || err != nil {
 		t.Errorf("none: %v %v", r, err)
 	}
 	for _, s := range []string{"l2", "lq:1.5", "lq:-1", "lq:x", "bin-"} {
-		if _, err := ParseRegularizer(s); err == nil {
-			t.Errorf("ParseRegularizer(%q) accepted", s)
+		if _, err := Parse(s); err == nil {
+			t.Errorf("Parse(%q) accepted", s)
 		}
 	}
 	for _, q := range []float64{-0.1, 1.1, math.NaN(), math.Inf(1)} {
@@ -455,103 +398,5 @@ func TestParseRegularizer(t *testing.T) {
 				f(q)
 			}()
 		}
-	}
-}
-
-// TestSliceMatchesScalar checks the float32 fast paths of the ℓ1/2 and
-// ℓ2/3 slice loops against the float64 scalar maps.
-func TestSliceMatchesScalar(t *testing.T) {
-	rng := rand.New(rand.NewPCG(8, 9))
-	const n = 5000
-	z := make([]float32, n)
-	eta := make([]float32, n)
-	for i := range z {
-		z[i] = float32(rng.NormFloat64() * logU(rng, 1e-3, 1e3))
-		eta[i] = float32(logU(rng, 1e-4, 1e2))
-	}
-	dst := make([]float32, n)
-	for _, lam := range []float32{1e-6, 1e-3, 0.05, 3} {
-		for _, q := range []float64{0.5, 2.0 / 3} {
-			Lq(q).Prox(dst, z, eta, lam)
-			for i := range z {
-				kappa := 2 * float64(lam) * float64(eta[i])
-				want := proxL12(z[i], kappa)
-				if q != 0.5 {
-					want = proxL23(z[i], kappa)
-				}
-				// The float32 fast path may differ from the float64 map by an
-				// ulp, and right at the threshold either minimiser is right.
-				th := thresholdOf(q, kappa)
-				if math.Abs(math.Abs(float64(z[i]))-th) < 1e-5*th {
-					continue
-				}
-				if math.Abs(float64(dst[i]-want)) > 2.5e-7*math.Abs(float64(want)) {
-					t.Fatalf("q=%g z=%g eta=%g lambda=%g: slice %g, scalar %g", q, z[i], eta[i], lam, dst[i], want)
-				}
-			}
-		}
-	}
-}
-
-// TestL12FastAccuracy sweeps the float32 fast path of the ℓ1/2 prox
-// (l12S, l12X: the Go loop and the AVX2 kernels compute the same bits)
-// over s from 0 to past the threshold, densely near both ends, for |z|
-// across its guarded range and both signs, against the float64 map
-// rounded to float32. It also checks the rational fit h = P/Q itself
-// (gen_l12rat.go).
-func TestL12FastAccuracy(t *testing.T) {
-	var worst, worstH float64
-	for i := 0; i <= 20000; i++ {
-		u := float64(i) / 20000
-		sv := l12FastEnd * u * u * (3 - 2*u) // dense near 0 and near the end
-		// Below 1e-3 the reference (w/s − 1)/s loses digits in float64.
-		if sv > 1e-3 {
-			w := solveW(0.5, math.Log(sv))
-			want := (w/sv - 1) / sv
-			c := l12Rat
-			var p, q float64
-			for j := 3; j >= 0; j-- {
-				p = p*sv + float64(c[j])
-			}
-			for j := 6; j >= 4; j-- {
-				q = (q + float64(c[j])) * sv
-			}
-			worstH = max(worstH, math.Abs(p/(q+1)-want)/want)
-		}
-		for _, tv := range []float64{1.01e-12, 3.7e-7, 0.0123, 0.5, 1, 1.7, 913, 9.9e11} {
-			k := float32(sv * 4 * tv * math.Sqrt(tv))
-			if !(k > 1e-30) {
-				continue
-			}
-			for _, z := range []float32{float32(tv), -float32(tv)} {
-				t32 := float32(math.Abs(float64(z)))
-				s, ok := l12S(t32, k)
-				if !ok {
-					t.Fatalf("l12S(%g, %g) refused a guarded input", t32, k)
-				}
-				got := l12X(z, s)
-				kappa := float64(k)
-				want := proxL12(z, kappa)
-				th := thresholdOf(0.5, kappa)
-				if math.Abs(float64(t32)-th) < 1e-5*th {
-					continue // a near-tie: either minimiser is right
-				}
-				if want == 0 {
-					if got != 0 {
-						t.Fatalf("z=%g kappa=%g: fast path %g, want 0", z, kappa, got)
-					}
-					continue
-				}
-				rel := math.Abs(float64(got-want)) / math.Abs(float64(want))
-				worst = max(worst, rel)
-				if rel > 2.5e-7 {
-					t.Fatalf("z=%g kappa=%g (s=%g): fast path %g, float64 map %g (relative error %.2e)", z, kappa, s, got, want, rel)
-				}
-			}
-		}
-	}
-	t.Logf("largest relative error: x %.3g, h %.3g", worst, worstH)
-	if worstH > 1e-7 {
-		t.Errorf("rational fit of h: relative error %.2e, want below 1e-7 (rerun go generate?)", worstH)
 	}
 }

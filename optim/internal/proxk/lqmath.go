@@ -1,4 +1,4 @@
-package optim
+package proxk
 
 import (
 	"math"
@@ -22,12 +22,12 @@ import (
 // whose relevant root lies in (0, 1/(2−q)]. The minimiser is that root when
 // its objective beats x = 0 and 0 otherwise.
 
-// proxL1Slice is soft thresholding in float32: |z| − λ·η rounded twice,
+// ProxL1Slice is soft thresholding in float32: |z| − λ·η rounded twice,
 // then max(·, 0) with the sign of z. (An overflowing λ·η gives 0, as it
 // should.)
-func proxL1Slice(dst, z, eta []float32, lambda float32) {
+func ProxL1Slice(dst, z, eta []float32, lambda float32) {
 	n8 := 0
-	if haveAVX2 && len(dst) >= 8 {
+	if HaveAVX2 && len(dst) >= 8 {
 		n8 = len(dst) &^ 7
 		proxL1AVX2(&dst[0], &z[0], &eta[0], n8, lambda)
 	}
@@ -41,10 +41,10 @@ func proxL1Slice(dst, z, eta []float32, lambda float32) {
 	}
 }
 
-// proxL0Slice is hard thresholding: keep z iff z² > κ = 2λη. Where
+// ProxL0Slice is hard thresholding: keep z iff z² > κ = 2λη. Where
 // 1e-18 < |z| < 1e18 and 1e-35 < κ < 1e35 the test runs in float32 (no
 // overflow or underflow possible); elsewhere in float64.
-func proxL0Slice(dst, z, eta []float32, lam2 float64) {
+func ProxL0Slice(dst, z, eta []float32, lam2 float64) {
 	l2 := float32(lam2)
 	fast := lam2 > 1e-35 && lam2 < 1e35
 	slow := func(i int) {
@@ -56,9 +56,9 @@ func proxL0Slice(dst, z, eta []float32, lam2 float64) {
 		}
 	}
 	start := 0
-	if fast && haveAVX2 {
-		kernel := func(d, z, e *float32, n int, l2 float32, sc *scratch) int {
-			return proxL0AVX2(d, z, e, n, l2, &sc.mask[0])
+	if fast && HaveAVX2 {
+		kernel := func(d, z, e *float32, n int, l2 float32, sc *Scratch) int {
+			return proxL0AVX2(d, z, e, n, l2, &sc.Mask[0])
 		}
 		start = runMasked(dst, z, eta, l2, kernel, slow)
 	}
@@ -81,12 +81,12 @@ func proxL0Slice(dst, z, eta []float32, lam2 float64) {
 }
 
 // runMasked runs an AVX2 kernel over the whole multiples of 8 of dst in
-// blocks of chunkSize and finishes the lanes it reports in its mask with
+// blocks of ChunkSize and finishes the lanes it reports in its mask with
 // slow (which must read z[i] and eta[i], still unchanged there even when
-// dst aliases z). The kernel gets a pooled scratch whose mask it fills and
+// dst aliases z). The kernel gets a pooled Scratch whose mask it fills and
 // returns the OR of the mask bytes. runMasked returns the index where the
 // scalar tail starts.
-func runMasked(dst, z, eta []float32, l2 float32, kernel func(dst, z, eta *float32, n int, l2 float32, sc *scratch) int, slow func(i int)) int {
+func runMasked(dst, z, eta []float32, l2 float32, kernel func(dst, z, eta *float32, n int, l2 float32, sc *Scratch) int, slow func(i int)) int {
 	n8 := len(dst) &^ 7
 	if n8 == 0 {
 		return 0
@@ -94,19 +94,19 @@ func runMasked(dst, z, eta []float32, l2 float32, kernel func(dst, z, eta *float
 	if len(z) < n8 || len(eta) < n8 {
 		panic("optim: prox slices of unequal length")
 	}
-	sc := scratchPool.Get().(*scratch)
-	for lo := 0; lo < n8; lo += chunkSize {
-		hi := min(lo+chunkSize, n8)
+	sc := ScratchPool.Get().(*Scratch)
+	for lo := 0; lo < n8; lo += ChunkSize {
+		hi := min(lo+ChunkSize, n8)
 		if kernel(&dst[lo], &z[lo], &eta[lo], hi-lo, l2, sc) != 0 {
-			forMasked(sc.mask[:(hi-lo)/8], lo, slow)
+			ForMasked(sc.Mask[:(hi-lo)/8], lo, slow)
 		}
 	}
-	scratchPool.Put(sc)
+	ScratchPool.Put(sc)
 	return n8
 }
 
-// forMasked calls f(base + 8b + j) for every bit j set in mask[b].
-func forMasked(mask []uint8, base int, f func(i int)) {
+// ForMasked calls f(base + 8b + j) for every bit j set in mask[b].
+func ForMasked(mask []uint8, base int, f func(i int)) {
 	for b, m := range mask {
 		for m != 0 {
 			j := bits.TrailingZeros8(m)
@@ -129,24 +129,24 @@ func forMasked(mask []uint8, base int, f func(i int)) {
 // is below 5e-9, far under float32 resolution) or, for the common case of
 // small s, its Taylor series. The float32 fast paths write
 // w = s·(1 + s·h(s)) with a rational minimax fit h = P/Q of degree 3/3
-// (l12Rat), which near a square-root branch point needs far fewer
+// (L12Rat), which near a square-root branch point needs far fewer
 // operations than a polynomial (a degree-10 one before). Either costs one
 // sqrt, one division and a short evaluation instead of arccos, cos and two
 // fractional powers.
 
 const (
-	l12SMax  = 0.27216552697590868 // sqrt(2/27)
+	L12SMax  = 0.27216552697590868 // sqrt(2/27)
 	l12Nodes = 12                  // interpolation nodes (degree 11)
 )
 
-// l12Poly holds the monomial coefficients of g in y = 2s/l12SMax − 1.
+// l12Poly holds the monomial coefficients of g in y = 2s/L12SMax − 1.
 var l12Poly = func() (c [l12Nodes]float64) {
 	// Chebyshev interpolation of g(s) = w(s)/s at Chebyshev nodes.
 	const n = l12Nodes
 	var f [n]float64
 	for k := 0; k < n; k++ {
 		y := math.Cos(math.Pi * (float64(k) + 0.5) / n)
-		s := (y + 1) / 2 * l12SMax
+		s := (y + 1) / 2 * L12SMax
 		f[k] = solveW(0.5, math.Log(s)) / s
 	}
 	var a [n]float64 // Chebyshev coefficients
@@ -182,19 +182,19 @@ var l12Poly = func() (c [l12Nodes]float64) {
 	return c
 }()
 
-// l12Small is where proxL12 switches from the series of w(s) to the
+// L12Small is where proxL12 switches from the series of w(s) to the
 // interpolant: the series w = s(1 + s/2 + 5s²/8 + s³ + 231s⁴/128) is within
 // 3e-9 of the root for s < 0.03, the interpolant within 5e-9 everywhere.
-const l12Small = 0.03
+const L12Small = 0.03
 
 // l12W returns w(s) for 0 <= s <= sqrt(2/27), accurate to 5e-9 (well below
 // float32 resolution of x = t(1 − w)).
 func l12W(s float64) float64 {
-	if s < l12Small {
+	if s < L12Small {
 		return s * (1 + s*(0.5+s*(0.625+s*(1+s*(231.0/128)))))
 	}
 	c := &l12Poly
-	y := s*(2/l12SMax) - 1
+	y := s*(2/L12SMax) - 1
 	y2 := y * y
 	y4 := y2 * y2
 	q0 := (c[0] + c[1]*y) + (c[2]+c[3]*y)*y2
@@ -203,13 +203,13 @@ func l12W(s float64) float64 {
 	return s * (q0 + (q1+q2*y4)*y4)
 }
 
-// l12FastEnd is past the threshold sqrt(2/27): l12Rat fits h up to here.
+// l12FastEnd is past the threshold sqrt(2/27): L12Rat fits h up to here.
 const l12FastEnd = 0.2725
 
 // l12Cut is where the float32 fast paths return 0: clearly past the
 // threshold sqrt(2/27), so float32 rounding of s cannot flip a decision
 // that is not a near-tie.
-const l12Cut = float32(l12SMax * (1 + 1e-6))
+const l12Cut = float32(L12SMax * (1 + 1e-6))
 
 //go:generate go run gen_l12rat.go
 
@@ -235,7 +235,7 @@ func l12X(z, s float32) float32 {
 	if s > l12Cut {
 		return 0
 	}
-	c := &l12Rat
+	c := &L12Rat
 	s2 := float32(s * s)
 	p := (c[0] + float32(c[1]*s)) + float32(s2*(c[2]+float32(c[3]*s)))
 	q := (1 + float32(c[4]*s)) + float32(s2*(c[5]+float32(c[6]*s)))
@@ -245,10 +245,10 @@ func l12X(z, s float32) float32 {
 
 // proxL12 is the ℓ1/2 map for float32 input.
 func proxL12(a float32, kappa float64) float32 {
-	return float32(proxL12f64(float64(a), kappa))
+	return float32(ProxL12F64(float64(a), kappa))
 }
 
-func proxL12f64(a, kappa float64) float64 {
+func ProxL12F64(a, kappa float64) float64 {
 	t := math.Abs(a)
 	t3 := t * t * t
 	k2 := kappa * kappa
@@ -259,27 +259,27 @@ func proxL12f64(a, kappa float64) float64 {
 	return math.Copysign(t*(1-l12W(s)), a)
 }
 
-// proxL12Slice is the slice form of proxL12: the float32 fast path
+// ProxL12Slice is the slice form of proxL12: the float32 fast path
 // l12X(z, l12S(|z|, l2·eta)) where l12S allows it (l2 = float32(lam2) with
 // 1e-30 < lam2 < 1e30), the float64 map elsewhere. On amd64 with AVX2
 // assembly kernels compute the float32 lanes with the same operations in
 // the same order, so results do not depend on the CPU.
-func proxL12Slice(dst, z, eta []float32, lam2 float64) {
+func ProxL12Slice(dst, z, eta []float32, lam2 float64) {
 	start := 0
-	if haveAVX2 && lam2 > 1e-30 && lam2 < 1e30 {
-		kernel := func(d, z, e *float32, n int, l2 float32, sc *scratch) int {
-			l12SAVX2(&sc.s[0], z, e, n, l2)
-			return l12XAVX2(d, z, &sc.s[0], n, &sc.mask[0], &l12Rat)
+	if HaveAVX2 && lam2 > 1e-30 && lam2 < 1e30 {
+		kernel := func(d, z, e *float32, n int, l2 float32, sc *Scratch) int {
+			l12SAVX2(&sc.S[0], z, e, n, l2)
+			return L12XAVX2(d, z, &sc.S[0], n, &sc.Mask[0], &L12Rat)
 		}
 		start = runMasked(dst, z, eta, float32(lam2), kernel, func(i int) {
-			dst[i] = float32(proxL12f64(float64(z[i]), lam2*float64(eta[i])))
+			dst[i] = float32(ProxL12F64(float64(z[i]), lam2*float64(eta[i])))
 		})
 	}
-	proxL12Loop(dst[start:], z[start:], eta[start:], lam2)
+	ProxL12Loop(dst[start:], z[start:], eta[start:], lam2)
 }
 
-// proxL12Loop is the Go loop of proxL12Slice.
-func proxL12Loop(dst, z, eta []float32, lam2 float64) {
+// ProxL12Loop is the Go loop of ProxL12Slice.
+func ProxL12Loop(dst, z, eta []float32, lam2 float64) {
 	z = z[:len(dst)]
 	eta = eta[:len(dst)]
 	l2 := float32(lam2)
@@ -292,13 +292,13 @@ func proxL12Loop(dst, z, eta []float32, lam2 float64) {
 				continue
 			}
 		}
-		dst[i] = float32(proxL12f64(float64(zi), lam2*float64(eta[i])))
+		dst[i] = float32(ProxL12F64(float64(zi), lam2*float64(eta[i])))
 	}
 }
 
-// proxL12Trig evaluates the paper's closed form literally with arccos and
+// ProxL12Trig evaluates the paper's closed form literally with arccos and
 // cos; tests use it as a reference for proxL12.
-func proxL12Trig(a, kappa float64) float64 {
+func ProxL12Trig(a, kappa float64) float64 {
 	t := math.Abs(a)
 	if t == 0 || kappa == 0 {
 		return a
@@ -321,7 +321,7 @@ func proxL12Trig(a, kappa float64) float64 {
 // arccosh argument is at least 3√3/4 > 1, so it never produces the NaN of
 // the reference code), and polish the result with one Newton step.
 
-// l23Small bounds the float32 series path of proxL23Slice: with
+// l23Small bounds the float32 series path of ProxL23Slice: with
 // s = c₃^(1/3), the series w = s(1 + s/3 + s²/3 + 35s³/81 + 154s⁴/243 + s⁵)
 // is within 1.5e-9 of the root for s < 0.05.
 const l23Small = 0.05
@@ -329,13 +329,13 @@ const l23Small = 0.05
 // l23SZero is c₃^(1/3) at the threshold c₃ = 1/16.
 const l23SZero = 0.39685026299204984
 
-// proxL23Slice is the slice form of proxL23. For 1e-12 < |z| < 1e12 and
+// ProxL23Slice is the slice form of proxL23. For 1e-12 < |z| < 1e12 and
 // 1e-30 < κ < 1e30 it computes r = |z|^(−1/3) in float32 (bit-level
 // initial guess and three Newton steps r ← r(4 − |z|r³)/3, relative error
 // 2e-7) and s = (κ/3)·r⁴ = c₃^(1/3); below l23Small it uses the series of
 // w(s), above the threshold it returns 0. The rest, and everything outside
 // those ranges, uses the float64 closed form.
-func proxL23Slice(dst, z, eta []float32, lam2 float64) {
+func ProxL23Slice(dst, z, eta []float32, lam2 float64) {
 	z = z[:len(dst)]
 	eta = eta[:len(dst)]
 	l2 := float32(lam2)
@@ -363,15 +363,15 @@ func proxL23Slice(dst, z, eta []float32, lam2 float64) {
 				}
 			}
 		}
-		dst[i] = float32(proxL23f64(float64(zi), lam2*float64(eta[i])))
+		dst[i] = float32(ProxL23F64(float64(zi), lam2*float64(eta[i])))
 	}
 }
 
 func proxL23(a float32, kappa float64) float32 {
-	return float32(proxL23f64(float64(a), kappa))
+	return float32(ProxL23F64(float64(a), kappa))
 }
 
-func proxL23f64(a, kappa float64) float64 {
+func ProxL23F64(a, kappa float64) float64 {
 	t := math.Abs(a)
 	if t == 0 || kappa == 0 {
 		return a
@@ -400,9 +400,9 @@ func proxL23f64(a, kappa float64) float64 {
 	return math.Copysign(t*u, a)
 }
 
-// proxLqNumeric is the ℓq map for any 0 < q < 1 (also correct for 1/2 and
+// ProxLqNumeric is the ℓq map for any 0 < q < 1 (also correct for 1/2 and
 // 2/3, which tests use to cross-check the closed forms).
-func proxLqNumeric(a, kappa, q float64) float64 {
+func ProxLqNumeric(a, kappa, q float64) float64 {
 	t := math.Abs(a)
 	if t == 0 || kappa == 0 {
 		return a

@@ -1,16 +1,14 @@
-package optim
+package prox
 
 import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 
-	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/optim/internal/proxk"
 )
 
-// groupObjective returns F(x) = Σ_i (x_i − z_i)²/(2η_i) + λ·r(x) in float64.
 func groupObjective(x, z, eta []float64, lambda float64, r func([]float64) float64) float64 {
 	var s float64
 	for i := range x {
@@ -37,9 +35,6 @@ func count64(x []float64) float64 {
 	return 0
 }
 
-// istaGroupLasso minimises the group-lasso objective by proximal gradient
-// descent in float64 with step min η (the objective is strongly convex, so
-// it converges linearly): an independent reference for the Newton solve.
 func istaGroupLasso(z, eta []float64, lambda float64) []float64 {
 	step := math.Inf(1)
 	for _, e := range eta {
@@ -63,14 +58,11 @@ func istaGroupLasso(z, eta []float64, lambda float64) []float64 {
 	return x
 }
 
-// groupCase is one random group problem; near-threshold cases put λ within
-// a relative 1e-1…1e-6 of the value at which the map switches to zero.
 type groupCase struct {
 	z, eta []float32
 	lambda float32
 }
 
-// randomGroupCases draws n problems with η spread over a factor etaSpread.
 func randomGroupCases(rng *rand.Rand, n int, threshold func(z, eta []float32) float64, etaSpread float64) []groupCase {
 	var cs []groupCase
 	for k := range n {
@@ -108,9 +100,6 @@ func to64(x []float32) []float64 {
 	return out
 }
 
-// TestGroupLassoMatchesISTA compares the group-lasso map with a float64
-// proximal-gradient solve of the same problem and checks the KKT
-// conditions of its result.
 func TestGroupLassoMatchesISTA(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	r := GroupLasso(ByFilter)
@@ -163,8 +152,6 @@ func TestGroupLassoMatchesISTA(t *testing.T) {
 	t.Logf("%d cases (%d zero): F(prox) − F(ISTA) ≤ %.2g of λ‖x‖ + |F|, |x − x_ISTA| ≤ %.2g ‖z‖", len(cases), zeros, worstF, worstX)
 }
 
-// TestGroupLassoKKT checks stationarity, (x_i − z_i)/η_i + λx_i/‖x‖ = 0,
-// for metrics spread over ten decades, where ISTA would be too slow.
 func TestGroupLassoKKT(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 24))
 	r := GroupLasso(ByFilter)
@@ -186,7 +173,7 @@ func TestGroupLassoKKT(t *testing.T) {
 		lam := math.Sqrt(q) * math.Pow(10, -8*rng.Float64())
 		x := make([]float32, size)
 		r.Prox(x, z, eta, float32(lam))
-		n := norm2(x)
+		n := proxk.Norm2(x)
 		if n == 0 {
 			if math.Sqrt(q) > float64(float32(lam))*(1+1e-6) {
 				t.Fatalf("case %d: zero although ‖z/η‖ = %g > λ = %g", k, math.Sqrt(q), lam)
@@ -208,8 +195,6 @@ func TestGroupLassoKKT(t *testing.T) {
 	t.Logf("3000 cases: largest stationarity residual %.2g of its tolerance", worst)
 }
 
-// TestGroupLassoUniformMetric: with a constant η the map is block soft
-// thresholding z·max(0, 1 − λη/‖z‖).
 func TestGroupLassoUniformMetric(t *testing.T) {
 	rng := rand.New(rand.NewPCG(25, 26))
 	r := GroupLasso(ByFilter)
@@ -222,10 +207,10 @@ func TestGroupLassoUniformMetric(t *testing.T) {
 			z[i] = float32(rng.NormFloat64())
 			eta[i] = e
 		}
-		lam := float32(rng.Float64() * 2 * norm2(z) / float64(e))
+		lam := float32(rng.Float64() * 2 * proxk.Norm2(z) / float64(e))
 		x := make([]float32, size)
 		r.Prox(x, z, eta, lam)
-		f := math.Max(0, 1-float64(lam)*float64(e)/norm2(z))
+		f := math.Max(0, 1-float64(lam)*float64(e)/proxk.Norm2(z))
 		for i := range x {
 			want := float64(z[i]) * f
 			if math.Abs(float64(x[i])-want) > 2e-7*math.Abs(float64(z[i]))+1e-30 {
@@ -235,9 +220,6 @@ func TestGroupLassoUniformMetric(t *testing.T) {
 	}
 }
 
-// TestGroupProxMatchesGridSearch compares both group maps on groups of two
-// coordinates with a brute-force minimisation of the objective over a grid
-// (refined around its best point), including λ near the thresholds.
 func TestGroupProxMatchesGridSearch(t *testing.T) {
 	rng := rand.New(rand.NewPCG(27, 28))
 	for _, rc := range []struct {
@@ -302,7 +284,6 @@ func TestGroupProxMatchesGridSearch(t *testing.T) {
 	}
 }
 
-// TestGroupL0Rule checks the keep-or-zero rule and its tie convention.
 func TestGroupL0Rule(t *testing.T) {
 	r := GroupL0(ByFilter)
 	z := []float32{1, -0.5} // Σ z²/(2η) = 1 + 1 = 2
@@ -319,7 +300,6 @@ func TestGroupL0Rule(t *testing.T) {
 	}
 }
 
-// TestGroupLayouts checks which coordinates form a group for each GroupBy.
 func TestGroupLayouts(t *testing.T) {
 	shape := []int{3, 2, 2, 2} // 3 filters, 2 input channels, 2×2 kernels
 	theta := make([]float32, 24)
@@ -344,7 +324,7 @@ func TestGroupLayouts(t *testing.T) {
 	}
 	var want float64
 	for o := range 3 {
-		want += norm2(theta[o*8 : o*8+8])
+		want += proxk.Norm2(theta[o*8 : o*8+8])
 	}
 	if got := GroupPenalty(GroupLasso(ByFilter), theta, shape); math.Abs(got-want) > 1e-12*want {
 		t.Fatalf("gl21 penalty %g, want %g", got, want)
@@ -355,202 +335,19 @@ func TestGroupLayouts(t *testing.T) {
 	}
 }
 
-// TestGroupProxInOptimizer checks that ProxGen applies the group map to
-// whole groups of the stepped tensor: one step of ProxGen-Adam with group
-// lasso equals the Adam step followed by the map on each group, for both
-// groupings, and whole groups become exactly zero.
-func TestGroupProxInOptimizer(t *testing.T) {
-	for _, by := range []GroupBy{ByFilter, ByInputChannel} {
-		t.Run(by.String(), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(31, 32))
-			shape := []int{8, 5, 3, 3}
-			p := autograd.RandN(rng, shape...)
-			p.Grad = make([]float32, p.Numel())
-			for i := range p.Grad {
-				p.Grad[i] = float32(rng.NormFloat64()) * float32(1+i%7)
-			}
-			q := autograd.FromSlice(append([]float32(nil), p.Data...), shape...)
-			q.Grad = append([]float32(nil), p.Grad...)
-			const lr = 0.5
-			reg := GroupLasso(by)
-			// Reference: the same Adam step without a regularizer, then the
-			// map per group with η = α/(|g| + δ) (first Adam step: m̂ = g,
-			// sqrt(v̂) = |g|), λ between the two middle thresholds ‖z_g/η_g‖
-			// of the groups, so that about half the groups are zeroed.
-			New([]*Group{{Params: []*autograd.Tensor{q}, LR: lr}}, ProxGenAdam(0.9, 0.999, 1e-8)).Step()
-			eta := make([]float32, q.Numel())
-			for i, g := range q.Grad {
-				eta[i] = lr * (1 / (float32(math.Abs(float64(g))) + 1e-8))
-			}
-			l := layoutOf(by, shape)
-			zg, eg := make([]float32, l.size), make([]float32, l.size)
-			var ths []float64
-			for g := range l.count {
-				l.gather(zg, q.Data, g)
-				l.gather(eg, eta, g)
-				for i := range zg {
-					zg[i] /= eg[i]
-				}
-				ths = append(ths, norm2(zg))
-			}
-			slices.Sort(ths)
-			k := len(ths) / 2
-			lam := float32((ths[k-1] + ths[k]) / 2)
-			for g := range l.count {
-				l.gather(zg, q.Data, g)
-				l.gather(eg, eta, g)
-				reg.Prox(zg, zg, eg, lam)
-				l.scatter(q.Data, zg, g)
-			}
-			New([]*Group{{Params: []*autograd.Tensor{p}, Reg: reg, Lambda: float64(lam), LR: lr}}, ProxGenAdam(0.9, 0.999, 1e-8)).Step()
-			// The fused Adam kernel rounds η differently from the formula
-			// above by an ulp or two; zeros must agree exactly.
-			for i := range p.Data {
-				if (p.Data[i] == 0) != (q.Data[i] == 0) || !near(float64(p.Data[i]), float64(q.Data[i]), 1e-5, 0) {
-					t.Fatalf("element %d: optimizer %g, reference %g", i, p.Data[i], q.Data[i])
-				}
-			}
-			nz, n := GroupNonZero(by, p.Data, shape)
-			if nz == 0 || nz == n {
-				t.Fatalf("%d of %d groups non-zero: choose λ so that some but not all are zeroed", nz, n)
-			}
-		})
-	}
-}
-
-// TestGroupSubgradientInOptimizer checks the subgradient baseline with
-// group lasso: the gradient gains λθ_g/‖θ_g‖ per group.
-func TestGroupSubgradientInOptimizer(t *testing.T) {
-	rng := rand.New(rand.NewPCG(33, 34))
-	shape := []int{4, 3, 2, 2}
-	p := autograd.RandN(rng, shape...)
-	q := autograd.FromSlice(append([]float32(nil), p.Data...), shape...)
-	p.Grad = make([]float32, p.Numel())
-	for i := range p.Grad {
-		p.Grad[i] = float32(rng.NormFloat64())
-	}
-	q.Grad = append([]float32(nil), p.Grad...)
-	const lam = 0.7
-	l := layoutOf(ByInputChannel, shape)
-	tg, og := make([]float32, l.size), make([]float32, l.size)
-	for g := range l.count {
-		l.gather(tg, q.Data, g)
-		n := norm2(tg)
-		for i := range og {
-			og[i] = float32(lam / n * float64(tg[i]))
-		}
-		ga := make([]float32, l.size)
-		l.gather(ga, q.Grad, g)
-		for i := range ga {
-			ga[i] += og[i]
-		}
-		l.scatter(q.Grad, ga, g)
-	}
-	c := SGDConfig(0, false)
-	c.RegMode = RegSubgradient
-	New([]*Group{{Params: []*autograd.Tensor{p}, Reg: GroupLasso(ByInputChannel), Lambda: lam, LR: 0.1}}, c).Step()
-	New([]*Group{{Params: []*autograd.Tensor{q}, LR: 0.1}}, SGDConfig(0, false)).Step()
-	for i := range p.Data {
-		if !near(float64(p.Data[i]), float64(q.Data[i]), 1e-6, 1e-7) {
-			t.Fatalf("element %d: %g vs %g", i, p.Data[i], q.Data[i])
-		}
-	}
-}
-
 func TestParseGroupRegularizers(t *testing.T) {
 	for _, name := range []string{"gl0", "gl21", "gl0:in", "gl21:in"} {
-		r, err := ParseRegularizer(name)
+		r, err := Parse(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := fmt.Sprint(r); got != name {
-			t.Errorf("ParseRegularizer(%q) prints as %q", name, got)
+			t.Errorf("Parse(%q) prints as %q", name, got)
 		}
 	}
 	for _, bad := range []string{"gl1", "gl21:out", "gl0:"} {
-		if _, err := ParseRegularizer(bad); err == nil {
-			t.Errorf("ParseRegularizer(%q) accepted", bad)
-		}
-	}
-}
-
-// BenchmarkGroupProx measures the group maps in ns/element on VGG-16-like
-// filters (4608 coordinates) with training-like inputs.
-func BenchmarkGroupProx(b *testing.B) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	shape := []int{64, 512, 3, 3}
-	n := 64 * 512 * 9
-	z := make([]float32, n)
-	eta := make([]float32, n)
-	for i := range z {
-		z[i] = float32(0.05 * rng.NormFloat64())
-		eta[i] = float32(1e-3 * (0.5 + rng.Float64()))
-	}
-	dst := make([]float32, n)
-	for _, reg := range []GroupRegularizer{GroupL0(ByFilter), GroupLasso(ByFilter), GroupLasso(ByInputChannel)} {
-		ws := appendGroupWork(nil, 0, reg, shape)
-		b.Run(fmt.Sprint(reg), func(b *testing.B) {
-			for range b.N {
-				copy(dst, z)
-				for i := range ws {
-					ws[i].prox(dst, eta, 0, 1e-4, 0, nil)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/elem")
-		})
-	}
-}
-
-// hiddenDecider hides the sums32Decider of a group map, so that the
-// optimizers gather its groups one by one instead of mapping them with
-// stridedPass.run.
-type hiddenDecider struct{ GroupRegularizer }
-
-// TestProxStridedMatchesGather checks the memory-order group prox of
-// input-channel groups (stridedPass.run) against gathering each group and
-// mapping it with Prox, over several ProxGen-Adam steps and λ from the
-// first-order regime to one where many groups are zeroed or decided by the
-// full map: the same groups are zero, the rest agree to the rounding of
-// the sums in the first-order factor.
-func TestProxStridedMatchesGather(t *testing.T) {
-	for _, shape := range [][]int{{70, 40, 3, 3}, {50, 300}, {9, 20, 5, 5}, {3, 17, 1, 1}} {
-		for _, reg := range []GroupRegularizer{GroupL0(ByInputChannel), GroupLasso(ByInputChannel)} {
-			mixed := false
-			for _, lam := range []float64{1e-5, 0.3, 3, 10} {
-				name := fmt.Sprintf("%v/%v/%g", shape, reg, lam)
-				rng := rand.New(rand.NewPCG(61, 62))
-				p := autograd.RandN(rng, shape...)
-				// Groups of sizes from 1 down to 1e-3, so that λ zeroes some.
-				l := layoutOf(ByInputChannel, shape)
-				for i := range p.Data {
-					p.Data[i] *= float32(math.Pow(1e-3, float64(i/l.inner%l.count)/float64(l.count)))
-				}
-				q := autograd.FromSlice(append([]float32(nil), p.Data...), shape...)
-				op := New([]*Group{{Params: []*autograd.Tensor{p}, Reg: reg, Lambda: lam, LR: 1e-2}}, ProxGenAdam(0.9, 0.999, 1e-8))
-				oq := New([]*Group{{Params: []*autograd.Tensor{q}, Reg: hiddenDecider{reg}, Lambda: lam, LR: 1e-2}}, ProxGenAdam(0.9, 0.999, 1e-8))
-				if !op.slots[0].strided || oq.slots[0].strided {
-					t.Fatalf("%s: strided = %v and %v, want true and false", name, op.slots[0].strided, oq.slots[0].strided)
-				}
-				for step := range 4 {
-					p.Grad = make([]float32, p.Numel())
-					for i := range p.Grad {
-						p.Grad[i] = float32(rng.NormFloat64() * 0.1 * float64(1+i%5))
-					}
-					q.Grad = p.Grad
-					op.Step()
-					oq.Step()
-					for i := range p.Data {
-						if (p.Data[i] == 0) != (q.Data[i] == 0) || !near(float64(p.Data[i]), float64(q.Data[i]), 1e-6, 0) {
-							t.Fatalf("%s, step %d, element %d: strided %g, gathered %g", name, step, i, p.Data[i], q.Data[i])
-						}
-					}
-				}
-				nz, n := GroupNonZero(ByInputChannel, p.Data, shape)
-				mixed = mixed || nz > 0 && nz < n
-			}
-			if !mixed {
-				t.Errorf("%v/%v: no λ zeroed some but not all groups", shape, reg)
-			}
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("Parse(%q) accepted", bad)
 		}
 	}
 }

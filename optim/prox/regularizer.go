@@ -1,10 +1,12 @@
-package optim
+package prox
 
 import (
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/proxgen/proxgen/optim/internal/proxk"
 )
 
 // Regularizer is a coordinate-wise separable penalty R(θ) = Σ_i r(θ_i) with
@@ -25,15 +27,6 @@ type Subdifferentiable interface {
 	// q·sign(θ)·(|θ|+eps)^(q−1)); r'(0) = 0 where 0 is a kink.
 	AddSubgradient(g, theta []float32, scale, eps float32)
 }
-
-// Kinds of ℓq map with a dedicated implementation.
-const (
-	kindL0 = iota
-	kindL12
-	kindL23
-	kindL1
-	kindNumeric // 0 < q < 1, q ∉ {1/2, 2/3}
-)
 
 // lq is r(x) = |x|^q for 0 < q <= 1 and r(x) = [x ≠ 0] for q = 0.
 type lq struct {
@@ -56,18 +49,18 @@ func L1() Regularizer { return Lq(1) }
 // yields the global minimiser. Lq panics if q is outside [0, 1].
 func Lq(q float64) Regularizer {
 	if !(q >= 0 && q <= 1) {
-		panic(fmt.Sprintf("optim.Lq: q = %v outside [0, 1]", q))
+		panic(fmt.Sprintf("prox.Lq: q = %v outside [0, 1]", q))
 	}
-	r := &lq{q: q, kind: kindNumeric}
+	r := &lq{q: q, kind: proxk.KindNumeric}
 	switch {
 	case q == 0:
-		r.kind = kindL0
+		r.kind = proxk.KindL0
 	case q == 1:
-		r.kind = kindL1
+		r.kind = proxk.KindL1
 	case math.Abs(q-0.5) < 1e-12:
-		r.q, r.kind = 0.5, kindL12
+		r.q, r.kind = 0.5, proxk.KindL12
 	case math.Abs(q-2.0/3) < 1e-12:
-		r.q, r.kind = 2.0/3, kindL23
+		r.q, r.kind = 2.0/3, proxk.KindL23
 	}
 	return r
 }
@@ -75,19 +68,23 @@ func Lq(q float64) Regularizer {
 // Q returns the exponent q.
 func (r *lq) Q() float64 { return r.q }
 
-// hasSubgradient reports whether AddSubgradient works (q > 0).
-func (r *lq) hasSubgradient() bool { return r.q > 0 }
+// HasSubgradient reports whether AddSubgradient works (q > 0).
+func (r *lq) HasSubgradient() bool { return r.q > 0 }
 
-// String names the regularizer as ParseRegularizer accepts it.
+// Kind returns the closed form that Prox uses (proxk.KindL0 ...
+// proxk.KindNumeric), for the fused update of optim.
+func (r *lq) Kind() int { return r.kind }
+
+// String names the regularizer as Parse accepts it.
 func (r *lq) String() string {
 	switch r.kind {
-	case kindL0:
+	case proxk.KindL0:
 		return "l0"
-	case kindL12:
+	case proxk.KindL12:
 		return "l1/2"
-	case kindL23:
+	case proxk.KindL23:
 		return "l2/3"
-	case kindL1:
+	case proxk.KindL1:
 		return "l1"
 	}
 	return "lq:" + strconv.FormatFloat(r.q, 'g', -1, 64)
@@ -102,17 +99,17 @@ func (r *lq) Prox(dst, z, eta []float32, lambda float32) {
 	}
 	lam2 := 2 * float64(lambda)
 	switch r.kind {
-	case kindL0:
-		proxL0Slice(dst, z, eta, lam2)
-	case kindL1:
-		proxL1Slice(dst, z, eta, lambda)
-	case kindL12:
-		proxL12Slice(dst, z, eta, lam2)
-	case kindL23:
-		proxL23Slice(dst, z, eta, lam2)
+	case proxk.KindL0:
+		proxk.ProxL0Slice(dst, z, eta, lam2)
+	case proxk.KindL1:
+		proxk.ProxL1Slice(dst, z, eta, lambda)
+	case proxk.KindL12:
+		proxk.ProxL12Slice(dst, z, eta, lam2)
+	case proxk.KindL23:
+		proxk.ProxL23Slice(dst, z, eta, lam2)
 	default:
 		for i, zi := range z {
-			dst[i] = float32(proxLqNumeric(float64(zi), lam2*float64(eta[i]), r.q))
+			dst[i] = float32(proxk.ProxLqNumeric(float64(zi), lam2*float64(eta[i]), r.q))
 		}
 	}
 }
@@ -121,17 +118,17 @@ func (r *lq) Prox(dst, z, eta []float32, lambda float32) {
 func (r *lq) Penalty(theta []float32) float64 {
 	var s float64
 	switch r.kind {
-	case kindL0:
+	case proxk.KindL0:
 		for _, v := range theta {
 			if v != 0 {
 				s++
 			}
 		}
-	case kindL1:
+	case proxk.KindL1:
 		for _, v := range theta {
 			s += math.Abs(float64(v))
 		}
-	case kindL12:
+	case proxk.KindL12:
 		for _, v := range theta {
 			s += math.Sqrt(math.Abs(float64(v)))
 		}
@@ -149,12 +146,12 @@ func (r *lq) Penalty(theta []float32) float64 {
 // has no useful subgradient.
 func (r *lq) AddSubgradient(g, theta []float32, scale, eps float32) {
 	if len(g) != len(theta) {
-		panic(fmt.Sprintf("optim.Lq.AddSubgradient: len(g) = %d, len(theta) = %d", len(g), len(theta)))
+		panic(fmt.Sprintf("prox.Lq.AddSubgradient: len(g) = %d, len(theta) = %d", len(g), len(theta)))
 	}
 	switch r.kind {
-	case kindL0:
-		panic("optim.Lq.AddSubgradient: l0 has no subgradient; use the proximal update")
-	case kindL1:
+	case proxk.KindL0:
+		panic("prox.Lq.AddSubgradient: l0 has no subgradient; use the proximal update")
+	case proxk.KindL1:
 		for i, v := range theta {
 			if v > 0 {
 				g[i] += scale
@@ -187,7 +184,7 @@ type binaryW struct{ base *lq }
 // BinaryW panics if q is outside [0, 1].
 func BinaryW(q float64) Regularizer {
 	if !(q >= 0 && q <= 1) {
-		panic(fmt.Sprintf("optim.BinaryW: q = %v outside [0, 1]", q))
+		panic(fmt.Sprintf("prox.BinaryW: q = %v outside [0, 1]", q))
 	}
 	return &binaryW{base: Lq(q).(*lq)}
 }
@@ -195,10 +192,10 @@ func BinaryW(q float64) Regularizer {
 // Q returns the exponent q.
 func (r *binaryW) Q() float64 { return r.base.q }
 
-// hasSubgradient reports whether AddSubgradient works (q > 0).
-func (r *binaryW) hasSubgradient() bool { return r.base.q > 0 }
+// HasSubgradient reports whether AddSubgradient works (q > 0).
+func (r *binaryW) HasSubgradient() bool { return r.base.q > 0 }
 
-// String names the regularizer as ParseRegularizer accepts it.
+// String names the regularizer as Parse accepts it.
 func (r *binaryW) String() string { return "bin-" + r.base.String() }
 
 // Prox implements Regularizer.
@@ -217,18 +214,18 @@ func (r *binaryW) Prox(dst, z, eta []float32, lambda float32) {
 		kappa := lam2 * float64(eta[i])
 		var y float64
 		switch kind {
-		case kindL0:
+		case proxk.KindL0:
 			if a*a > kappa {
 				y = a
 			}
-		case kindL1:
+		case proxk.KindL1:
 			y = math.Copysign(math.Max(math.Abs(a)-kappa/2, 0), a)
-		case kindL12:
-			y = proxL12f64(a, kappa)
-		case kindL23:
-			y = proxL23f64(a, kappa)
+		case proxk.KindL12:
+			y = proxk.ProxL12F64(a, kappa)
+		case proxk.KindL23:
+			y = proxk.ProxL23F64(a, kappa)
 		default:
-			y = proxLqNumeric(a, kappa, q)
+			y = proxk.ProxLqNumeric(a, kappa, q)
 		}
 		x := 1 + y
 		if zz < 0 {
@@ -262,11 +259,11 @@ func (r *binaryW) Penalty(theta []float32) float64 {
 // (nothing at x = ±1 or x = 0). It panics for q = 0.
 func (r *binaryW) AddSubgradient(g, theta []float32, scale, eps float32) {
 	if len(g) != len(theta) {
-		panic(fmt.Sprintf("optim.BinaryW.AddSubgradient: len(g) = %d, len(theta) = %d", len(g), len(theta)))
+		panic(fmt.Sprintf("prox.BinaryW.AddSubgradient: len(g) = %d, len(theta) = %d", len(g), len(theta)))
 	}
 	q := r.base.q
 	if q == 0 {
-		panic("optim.BinaryW.AddSubgradient: q = 0 has no subgradient; use the proximal update")
+		panic("prox.BinaryW.AddSubgradient: q = 0 has no subgradient; use the proximal update")
 	}
 	c := float64(scale) * q
 	e := float64(eps)
@@ -287,11 +284,11 @@ func (r *binaryW) AddSubgradient(g, theta []float32, scale, eps float32) {
 	}
 }
 
-// RegularizerSyntax lists the names ParseRegularizer accepts, for flag
+// Syntax lists the names Parse accepts, for flag
 // help texts.
-const RegularizerSyntax = "none, l0, l1/2 (also l12), l2/3 (also l23), l1, lq:Q (Q in [0, 1]), any of those prefixed bin- for the W-shaped binary regularizer (bin-l1, bin-lq:0.3), or the group regularizers gl0, gl21 over output filters (suffixed :in for input channels)"
+const Syntax = "none, l0, l1/2 (also l12), l2/3 (also l23), l1, lq:Q (Q in [0, 1]), any of those prefixed bin- for the W-shaped binary regularizer (bin-l1, bin-lq:0.3), or the group regularizers gl0, gl21 over output filters (suffixed :in for input channels)"
 
-// ParseRegularizer returns the regularizer named by s (RegularizerSyntax):
+// Parse returns the regularizer named by s (Syntax):
 // "none" (nil), "l0", "l1/2", "l2/3", "l1", "lq:Q" for any Q in [0, 1], or
 // any of those prefixed with "bin-" for the W-shaped binary regularizer
 // (for example "bin-l1", "bin-lq:0.3"), or a group regularizer over output
@@ -301,9 +298,9 @@ const RegularizerSyntax = "none, l0, l1/2 (also l12), l2/3 (also l23), l1, lq:Q 
 //
 // The deprecated spellings of cmd/cifar before this grammar, "binw:Q"
 // (bin-lq:Q) and exponents written as fractions ("lq:1/3"), are still
-// accepted for one release; RegularizerDeprecation names their
+// accepted for one release; Deprecation names their
 // replacement.
-func ParseRegularizer(s string) (Regularizer, error) {
+func Parse(s string) (Regularizer, error) {
 	name := strings.ToLower(strings.TrimSpace(s))
 	if name == "" || name == "none" {
 		return nil, nil
@@ -335,7 +332,7 @@ func ParseRegularizer(s string) (Regularizer, error) {
 	default:
 		v, ok := strings.CutPrefix(name, "lq:")
 		if !ok {
-			return nil, fmt.Errorf("optim: unknown regularizer %q (want %s)", s, RegularizerSyntax)
+			return nil, fmt.Errorf("optim: unknown regularizer %q (want %s)", s, Syntax)
 		}
 		f, err := parseExponent(v)
 		if err != nil {
@@ -367,16 +364,16 @@ func parseExponent(s string) (float64, error) {
 	return n / d, nil
 }
 
-// RegularizerDeprecation returns, for a name ParseRegularizer accepts in
+// Deprecation returns, for a name Parse accepts in
 // a deprecated spelling ("binw:Q", an exponent written as a fraction,
 // "lhalf"), a message naming the spelling to use instead; "" otherwise.
-func RegularizerDeprecation(s string) string {
+func Deprecation(s string) string {
 	name := strings.ToLower(strings.TrimSpace(s))
 	_, exp, _ := strings.Cut(name, ":")
 	if !strings.HasPrefix(name, "binw:") && !strings.Contains(exp, "/") && strings.TrimPrefix(name, "bin-") != "lhalf" {
 		return ""
 	}
-	r, err := ParseRegularizer(s)
+	r, err := Parse(s)
 	if err != nil || r == nil {
 		return ""
 	}

@@ -1,9 +1,11 @@
-package optim
+package prox
 
 import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/proxgen/proxgen/optim/internal/proxk"
 )
 
 // GroupBy selects how a group regularizer splits a weight tensor into the
@@ -49,91 +51,21 @@ type GroupRegularizer interface {
 	GroupBy() GroupBy
 }
 
-// groupLayout describes the groups of one tensor: count groups of size
-// elements each; group g holds, for o < outer and j < inner, the element
-// o·stride + g·inner + j.
-type groupLayout struct {
-	count, size  int
-	outer, inner int
-	stride       int
-}
-
-// layoutOf returns the groups of a tensor of the given shape.
-func layoutOf(by GroupBy, shape []int) groupLayout {
-	n := 1
-	for _, d := range shape {
-		n *= d
-	}
-	if len(shape) < 2 || n == 0 {
-		return groupLayout{count: n, size: 1, outer: 1, inner: 1, stride: n}
-	}
-	switch by {
-	case ByFilter:
-		k := n / shape[0]
-		return groupLayout{count: shape[0], size: k, outer: 1, inner: k, stride: n}
-	case ByInputChannel:
-		k := n / (shape[0] * shape[1])
-		return groupLayout{count: shape[1], size: shape[0] * k, outer: shape[0], inner: k, stride: shape[1] * k}
-	}
-	panic(fmt.Sprintf("optim: unknown GroupBy %d", int(by)))
-}
-
-// contiguous reports whether every group is one contiguous run.
-func (l groupLayout) contiguous() bool { return l.outer == 1 }
-
-// gather copies group g of src into dst[:l.size].
-func (l groupLayout) gather(dst, src []float32, g int) {
-	in := l.inner
-	if in >= 32 {
-		for o := range l.outer {
-			base := o*l.stride + g*in
-			copy(dst[o*in:(o+1)*in], src[base:base+in])
-		}
-		return
-	}
-	// Short runs (a 3×3 kernel per input channel): a loop costs less
-	// than a call to copy per run.
-	for o := range l.outer {
-		d, s := dst[o*in:(o+1)*in], src[o*l.stride+g*in:][:in]
-		for i, v := range s {
-			d[i] = v
-		}
-	}
-}
-
-// scatter copies src[:l.size] back into group g of dst.
-func (l groupLayout) scatter(dst, src []float32, g int) {
-	in := l.inner
-	if in >= 32 {
-		for o := range l.outer {
-			base := o*l.stride + g*in
-			copy(dst[base:base+in], src[o*in:(o+1)*in])
-		}
-		return
-	}
-	for o := range l.outer {
-		d, s := dst[o*l.stride+g*in:][:in], src[o*in:(o+1)*in]
-		for i, v := range s {
-			d[i] = v
-		}
-	}
-}
-
 // GroupPenalty returns Σ_g r(θ_g) for a group regularizer over a tensor of
 // the given shape. Coordinate g of each of companions (one element per
 // group; r must group ByFilter) joins group g, as a Coupling makes it.
 func GroupPenalty(r GroupRegularizer, theta []float32, shape []int, companions ...[]float32) float64 {
-	l := checkGroupArgs("optim.GroupPenalty", r.GroupBy(), theta, shape, companions)
-	if l.contiguous() && len(companions) == 0 {
+	l := checkGroupArgs("prox.GroupPenalty", r.GroupBy(), theta, shape, companions)
+	if l.Contiguous() && len(companions) == 0 {
 		var s float64
-		for g := range l.count {
-			s += r.Penalty(theta[g*l.size : (g+1)*l.size])
+		for g := range l.Count {
+			s += r.Penalty(theta[g*l.Size : (g+1)*l.Size])
 		}
 		return s
 	}
-	buf := make([]float32, l.size+len(companions))
+	buf := make([]float32, l.Size+len(companions))
 	var s float64
-	for g := range l.count {
+	for g := range l.Count {
 		gatherCoupled(buf, theta, companions, l, g)
 		s += r.Penalty(buf)
 	}
@@ -145,9 +77,9 @@ func GroupPenalty(r GroupRegularizer, theta []float32, shape []int, companions .
 // of each of companions (one element per group; by must be ByFilter) joins
 // group g, as a Coupling makes it.
 func GroupNonZero(by GroupBy, theta []float32, shape []int, companions ...[]float32) (nonzero, groups int) {
-	l := checkGroupArgs("optim.GroupNonZero", by, theta, shape, companions)
-	buf := make([]float32, l.size+len(companions))
-	for g := range l.count {
+	l := checkGroupArgs("prox.GroupNonZero", by, theta, shape, companions)
+	buf := make([]float32, l.Size+len(companions))
+	for g := range l.Count {
 		gatherCoupled(buf, theta, companions, l, g)
 		for _, v := range buf {
 			if v != 0 {
@@ -156,19 +88,19 @@ func GroupNonZero(by GroupBy, theta []float32, shape []int, companions ...[]floa
 			}
 		}
 	}
-	return nonzero, l.count
+	return nonzero, l.Count
 }
 
 // checkGroupArgs returns the layout of a tensor of the given shape and
 // panics, naming op, when theta or the companions do not match it.
-func checkGroupArgs(op string, by GroupBy, theta []float32, shape []int, companions [][]float32) groupLayout {
+func checkGroupArgs(op string, by GroupBy, theta []float32, shape []int, companions [][]float32) proxk.Layout {
 	l := layoutOf(by, shape)
-	if l.count*l.size != len(theta) {
+	if l.Count*l.Size != len(theta) {
 		panic(fmt.Sprintf("%s: shape %v does not match %d elements", op, shape, len(theta)))
 	}
 	for _, c := range companions {
-		if by != ByFilter || len(c) != l.count {
-			panic(fmt.Sprintf("%s: companion of %d elements for %d groups by %v of shape %v (want one per output filter)", op, len(c), l.count, by, shape))
+		if by != ByFilter || len(c) != l.Count {
+			panic(fmt.Sprintf("%s: companion of %d elements for %d groups by %v of shape %v (want one per output filter)", op, len(c), l.Count, by, shape))
 		}
 	}
 	return l
@@ -176,28 +108,11 @@ func checkGroupArgs(op string, by GroupBy, theta []float32, shape []int, compani
 
 // gatherCoupled copies group g of theta and then coordinate g of each
 // companion into buf.
-func gatherCoupled(buf, theta []float32, companions [][]float32, l groupLayout, g int) {
-	l.gather(buf, theta, g)
+func gatherCoupled(buf, theta []float32, companions [][]float32, l proxk.Layout, g int) {
+	l.Gather(buf, theta, g)
 	for j, c := range companions {
-		buf[l.size+j] = c[g]
+		buf[l.Size+j] = c[g]
 	}
-}
-
-// Decisions of the group maps from float32 sums of a group (groupSums32,
-// or the strided accumulation of stridedPass.run).
-const (
-	decideUndecided = iota // near a threshold: the full map decides
-	decideKeep             // x = z
-	decideZero             // x = 0
-	decideScale            // x = z − z·t, t = e(1 − e), e = c·η: scaleFirstOrder
-)
-
-// sums32Decider is a group map that decides most groups from ‖z‖₂² and
-// Σ z_i²·η_i summed in float32 with relative error at most tol and the
-// range [emin, emax] of η (sums in [1e-25, 1e30]); c is the factor of
-// decideScale. The decisions are exact: the error bound is accounted for.
-type sums32Decider interface {
-	decide32(z2, ze, emin, emax, tol float64, lambda float32) (act int, c float32)
 }
 
 // groupL0 is r(x) = [x ≠ 0] over a group: the count of non-zero groups.
@@ -213,7 +128,7 @@ func GroupL0(by GroupBy) GroupRegularizer { return &groupL0{by} }
 // GroupBy implements GroupRegularizer.
 func (r *groupL0) GroupBy() GroupBy { return r.by }
 
-// String names the regularizer as ParseRegularizer accepts it.
+// String names the regularizer as Parse accepts it.
 func (r *groupL0) String() string { return groupName("gl0", r.by) }
 
 // Prox implements Regularizer for one group.
@@ -226,20 +141,20 @@ func (r *groupL0) Prox(dst, z, eta []float32, lambda float32) {
 	// Σ z²/max η ≤ Σ z²/η ≤ Σ z²/min η decides most groups without a
 	// division per coordinate, and most of those from the float32 sums
 	// and their error bound.
-	if z2, ze, emin, emax, tol, ok := groupSums32(z, eta); ok {
-		switch act, _ := r.decide32(z2, ze, emin, emax, tol, lambda); act {
-		case decideKeep:
+	if z2, ze, emin, emax, tol, ok := proxk.GroupSums32(z, eta); ok {
+		switch act, _ := r.Decide32(z2, ze, emin, emax, tol, lambda); act {
+		case proxk.DecideKeep:
 			if len(z) > 0 && &dst[0] != &z[0] { // in place: nothing to copy
 				copy(dst, z)
 			}
 			return
-		case decideZero:
+		case proxk.DecideZero:
 			clear(dst)
 			return
 		}
 	}
 	lam2 := 2 * float64(lambda)
-	z2, _, _, emin, emax := groupSums(z, eta)
+	z2, _, _, emin, emax := proxk.GroupSums(z, eta)
 	keep := z2 > lam2*emax
 	if !keep && z2 > lam2*emin {
 		var s float64
@@ -258,17 +173,17 @@ func (r *groupL0) Prox(dst, z, eta []float32, lambda float32) {
 	}
 }
 
-// decide32 implements sums32Decider: keep when Σz²/max η exceeds 2λ, zero
+// Decide32 implements Decider: keep when Σz²/max η exceeds 2λ, zero
 // when Σz²/min η does not, with the sums' error bound on either side.
-func (r *groupL0) decide32(z2, _, emin, emax, tol float64, lambda float32) (act int, c float32) {
+func (r *groupL0) Decide32(z2, _, emin, emax, tol float64, lambda float32) (act int, c float32) {
 	lam2 := 2 * float64(lambda)
 	switch {
 	case z2*(1-tol) > lam2*emax:
-		return decideKeep, 0
+		return proxk.DecideKeep, 0
 	case z2*(1+tol) <= lam2*emin:
-		return decideZero, 0
+		return proxk.DecideZero, 0
 	}
-	return decideUndecided, 0
+	return proxk.DecideUndecided, 0
 }
 
 // Penalty implements Regularizer for one group: 1 if any coordinate is
@@ -309,7 +224,7 @@ func GroupLasso(by GroupBy) GroupRegularizer { return &groupLasso{by} }
 // GroupBy implements GroupRegularizer.
 func (r *groupLasso) GroupBy() GroupBy { return r.by }
 
-// String names the regularizer as ParseRegularizer accepts it.
+// String names the regularizer as Parse accepts it.
 func (r *groupLasso) String() string { return groupName("gl21", r.by) }
 
 // Prox implements Regularizer for one group.
@@ -325,19 +240,19 @@ func (r *groupLasso) Prox(dst, z, eta []float32, lambda float32) {
 	// float32 sums then suffice: with relative error tol ≤ 2⁻¹³ they give
 	// r to about tol/2, which moves x_i by at most ε_i·tol/2 ≤ 2⁻²⁶
 	// relative. Elsewhere the float64 sums decide.
-	if z2, ze, emin, emax, tol, ok := groupSums32(z, eta); ok {
-		switch act, c := r.decide32(z2, ze, emin, emax, tol, lambda); act {
-		case decideScale:
-			scaleFirstOrder(dst, z, eta, c)
+	if z2, ze, emin, emax, tol, ok := proxk.GroupSums32(z, eta); ok {
+		switch act, c := r.Decide32(z2, ze, emin, emax, tol, lambda); act {
+		case proxk.DecideScale:
+			proxk.ScaleFirstOrder(dst, z, eta, c)
 			return
-		case decideZero:
+		case proxk.DecideZero:
 			clear(dst)
 			return
 		}
 	}
 	// Squares and quotients of float32 values neither overflow nor
 	// underflow in float64, so no scaling is needed.
-	z2, ze, ze2, emin, emax := groupSums(z, eta)
+	z2, ze, ze2, emin, emax := proxk.GroupSums(z, eta)
 	zn := math.Sqrt(z2)
 	// ‖z‖/max η ≤ ‖z/η‖ ≤ ‖z‖/min η decides most groups without a
 	// division per coordinate.
@@ -365,7 +280,7 @@ func (r *groupLasso) Prox(dst, z, eta []float32, lambda float32) {
 		// Then the relative error of r is O(ε²) and that of
 		// x_i = z_i/(1 + ε_i) = z_i·(1 − ε_i(1 − ε_i)) + O(ε³) is below
 		// 2⁻³⁶: float32 precision without a division per coordinate.
-		scaleFirstOrder(dst, z, eta, float32(lam/rho))
+		proxk.ScaleFirstOrder(dst, z, eta, float32(lam/rho))
 		return
 	}
 	if hi-lo > 0x1p-30*hi {
@@ -381,7 +296,7 @@ func (r *groupLasso) Prox(dst, z, eta []float32, lambda float32) {
 		m := ze / z2
 		rho = min(max(rho+1.5*lam*lam*max(0, ze2/z2-m*m)/zn, lo), hi)
 		for range 100 {
-			v, s := newtonSums(z, eta, rho, lam)
+			v, s := proxk.NewtonSums(z, eta, rho, lam)
 			v, dv := v-1, -2*s
 			if v <= 0 {
 				hi = rho
@@ -402,29 +317,29 @@ func (r *groupLasso) Prox(dst, z, eta []float32, lambda float32) {
 			}
 		}
 	}
-	scaleRho(dst, z, eta, rho, lam)
+	proxk.ScaleRho(dst, z, eta, rho, lam)
 }
 
-// decide32 implements sums32Decider: zero when ‖z‖ ≤ λ·min η (then
+// Decide32 implements Decider: zero when ‖z‖ ≤ λ·min η (then
 // ‖z/η‖ ≤ λ), the first-order scaling when λ·max η ≤ 2⁻¹³·r for the
 // first-order root r, each with the sums' error bound.
-func (r *groupLasso) decide32(z2, ze, emin, emax, tol float64, lambda float32) (act int, c float32) {
+func (r *groupLasso) Decide32(z2, ze, emin, emax, tol float64, lambda float32) (act int, c float32) {
 	lam := float64(lambda)
 	if le := lam * emin; z2*(1+tol) <= le*le {
-		return decideZero, 0
+		return proxk.DecideZero, 0
 	}
 	if tol > 0x1p-13 {
-		return decideUndecided, 0
+		return proxk.DecideUndecided, 0
 	}
 	if rho := math.Sqrt(z2) - lam*ze/z2; rho > 0 && lam*emax <= 0x1p-13*rho {
-		return decideScale, float32(lam / rho)
+		return proxk.DecideScale, float32(lam / rho)
 	}
-	return decideUndecided, 0
+	return proxk.DecideUndecided, 0
 }
 
 // Penalty implements Regularizer for one group: ‖θ‖₂.
 func (r *groupLasso) Penalty(theta []float32) float64 {
-	return norm2(theta)
+	return proxk.Norm2(theta)
 }
 
 // AddSubgradient implements Subdifferentiable for one group: it adds
@@ -432,9 +347,9 @@ func (r *groupLasso) Penalty(theta []float32) float64 {
 // norm is Lipschitz.
 func (r *groupLasso) AddSubgradient(g, theta []float32, scale, eps float32) {
 	if len(g) != len(theta) {
-		panic(fmt.Sprintf("optim.GroupLasso.AddSubgradient: len(g) = %d, len(theta) = %d", len(g), len(theta)))
+		panic(fmt.Sprintf("prox.GroupLasso.AddSubgradient: len(g) = %d, len(theta) = %d", len(g), len(theta)))
 	}
-	n := norm2(theta)
+	n := proxk.Norm2(theta)
 	if n == 0 {
 		return
 	}
@@ -444,24 +359,7 @@ func (r *groupLasso) AddSubgradient(g, theta []float32, scale, eps float32) {
 	}
 }
 
-// norm2 returns ‖x‖₂ in float64 without overflow.
-func norm2(x []float32) float64 {
-	var m float64
-	for _, v := range x {
-		m = math.Max(m, math.Abs(float64(v)))
-	}
-	if m == 0 {
-		return 0
-	}
-	var s float64
-	for _, v := range x {
-		y := float64(v) / m
-		s += y * y
-	}
-	return m * math.Sqrt(s)
-}
-
-// groupName is the ParseRegularizer name of a group regularizer.
+// groupName is the Parse name of a group regularizer.
 func groupName(base string, by GroupBy) string {
 	if by == ByInputChannel {
 		return base + ":in"
@@ -483,4 +381,13 @@ func parseGroupName(name string) (base string, by GroupBy, ok bool) {
 		return base, ByInputChannel, true
 	}
 	return name, ByFilter, true
+}
+
+// layoutOf returns the groups that by makes of a tensor of the given
+// shape.
+func layoutOf(by GroupBy, shape []int) proxk.Layout {
+	if by != ByFilter && by != ByInputChannel {
+		panic(fmt.Sprintf("prox: unknown GroupBy %d", int(by)))
+	}
+	return proxk.LayoutOf(by == ByInputChannel, shape)
 }

@@ -1,6 +1,6 @@
 //go:build !amd64 || purego
 
-package optim
+package proxk
 
 func groupSumsAVX2(z, eta *float32, n int, acc *[24]float64, mm *[2]float32) { noKernels() }
 

@@ -1,6 +1,6 @@
 //go:build !purego
 
-package optim
+package proxk
 
 // The group kernels below are in groupk_amd64.s; each computes what the Go
 // loop it names computes, bit for bit, on n elements, n a multiple of 8.
