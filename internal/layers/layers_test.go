@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -171,9 +172,38 @@ func check(allowed map[string]map[string]bool, imports map[string][]string) []st
 // root, whatever its build constraints, and returns the module packages
 // each package imports.
 func moduleImports(root string) (map[string][]string, error) {
-	fset := token.NewFileSet()
 	imports := map[string][]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	err := walkGoFiles(root, parser.ImportsOnly|parser.ParseComments, func(rel string, _ *token.FileSet, f *ast.File) error {
+		if isIgnored(f.Comments) {
+			return nil // a generator or script run with go run
+		}
+		pkg := path.Dir(rel)
+		if _, seen := imports[pkg]; !seen {
+			imports[pkg] = nil
+		}
+		for _, spec := range f.Imports {
+			ip, err := strconv.Unquote(spec.Path.Value)
+			if err != nil {
+				return fmt.Errorf("%s: %w", rel, err)
+			}
+			if ip == module || strings.HasPrefix(ip, module+"/") {
+				ip = strings.TrimPrefix(strings.TrimPrefix(ip, module), "/")
+				if !slices.Contains(imports[pkg], ip) {
+					imports[pkg] = append(imports[pkg], ip)
+				}
+			}
+		}
+		return nil
+	})
+	return imports, err
+}
+
+// walkGoFiles parses every non-test Go file under root with mode (other
+// modules, testdata and hidden folders left out) and calls fn with its
+// slash-separated path relative to root.
+func walkGoFiles(root string, mode parser.Mode, fn func(rel string, fset *token.FileSet, f *ast.File) error) error {
+	fset := token.NewFileSet()
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -190,36 +220,16 @@ func moduleImports(root string) (map[string][]string, error) {
 		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
 			return nil
 		}
-		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly|parser.ParseComments)
+		f, err := parser.ParseFile(fset, p, nil, mode)
 		if err != nil {
 			return err
 		}
-		if isIgnored(f.Comments) {
-			return nil // a generator or script run with go run
-		}
-		rel, err := filepath.Rel(root, filepath.Dir(p))
+		rel, err := filepath.Rel(root, p)
 		if err != nil {
 			return err
 		}
-		pkg := filepath.ToSlash(rel)
-		if _, seen := imports[pkg]; !seen {
-			imports[pkg] = nil
-		}
-		for _, spec := range f.Imports {
-			ip, err := strconv.Unquote(spec.Path.Value)
-			if err != nil {
-				return fmt.Errorf("%s: %w", p, err)
-			}
-			if ip == module || strings.HasPrefix(ip, module+"/") {
-				ip = strings.TrimPrefix(strings.TrimPrefix(ip, module), "/")
-				if !slices.Contains(imports[pkg], ip) {
-					imports[pkg] = append(imports[pkg], ip)
-				}
-			}
-		}
-		return nil
+		return fn(filepath.ToSlash(rel), fset, f)
 	})
-	return imports, err
 }
 
 // isIgnored reports whether a file's comments hold the build constraint

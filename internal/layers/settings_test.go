@@ -1,10 +1,9 @@
-package compute
+package layers
 
 import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,7 +25,7 @@ var processSettings = map[string][]string{
 // thread count, the GEMM engine of the process or an implementation of
 // internal/impl: library code computes with what the program chose.
 func TestProcessSettingsOnlyInPrograms(t *testing.T) {
-	calls, err := settingCalls("../../..")
+	calls, err := settingCalls("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,28 +82,7 @@ func f() int {
 // packages that define them.
 func settingCalls(root string) ([]string, error) {
 	var calls []string
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		name := d.Name()
-		if d.IsDir() {
-			if p != root && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata") {
-				return filepath.SkipDir
-			}
-			if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil && p != root {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, p, nil, 0)
-		if err != nil {
-			return err
-		}
+	err := walkGoFiles(root, parser.SkipObjectResolution, func(rel string, fset *token.FileSet, f *ast.File) error {
 		local := map[string]string{} // local name -> import path
 		for _, imp := range f.Imports {
 			path, _ := strconv.Unquote(imp.Path.Value)
@@ -117,7 +95,6 @@ func settingCalls(root string) ([]string, error) {
 			}
 			local[n] = path
 		}
-		rel, _ := filepath.Rel(root, p)
 		ast.Inspect(f, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
 			if !ok {
@@ -140,7 +117,7 @@ func settingCalls(root string) ([]string, error) {
 						continue // a read
 					}
 				}
-				calls = append(calls, filepath.ToSlash(rel)+":"+strconv.Itoa(fset.Position(call.Pos()).Line)+": "+x.Name+"."+fn)
+				calls = append(calls, rel+":"+strconv.Itoa(fset.Position(call.Pos()).Line)+": "+x.Name+"."+fn)
 			}
 			return true
 		})
