@@ -24,29 +24,29 @@ type plan interface {
 	algorithms(n int) []string
 }
 
-// newPlan compiles net, prepared by nn.PrepareInferenceWith with report
-// rep, or returns nil when its graph has neither the ResNet nor the VGG
-// shape (see network; the plain forward pass then runs it).
-func newPlan(net nn.Module, rep nn.Report) plan {
+// newPlan compiles net, its layers sparse as o says, and returns the plan
+// with its report, or nil when net's graph has neither the ResNet nor the
+// VGG shape (see network).
+func newPlan(net nn.Module, o prepOptions) (plan, Report) {
+	r, v := network(net)
+	if r == nil && v == nil {
+		return nil, Report{}
+	}
+	rep := report(net, o, true)
 	sparse := map[string]bool{}
 	for _, l := range rep.Layers {
 		sparse[l.Name] = l.Sparse
 	}
-	r, v := network(net)
-	switch {
-	case r != nil:
+	if r != nil {
 		if direct := newDirectPlan(r, nil, sparse); direct != nil {
-			return direct // faster at every batch size
+			return direct, rep // faster at every batch size
 		}
-		return newResNetPlan(r, sparse)
-	case v != nil:
-		direct := newDirectPlan(nil, v, sparse)
-		if direct != nil {
-			return &byBatch{small: direct, large: newVGGPlan(v, sparse), from: vggGEMMFrom}
-		}
-		return newVGGPlan(v, sparse)
+		return newResNetPlan(r, sparse), rep
 	}
-	return nil
+	if direct := newDirectPlan(nil, v, sparse); direct != nil {
+		return &byBatch{small: direct, large: newVGGPlan(v, sparse), from: vggGEMMFrom}, rep
+	}
+	return newVGGPlan(v, sparse), rep
 }
 
 // vggGEMMFrom is the batch size from which a dense VGG runs on vggPlan's
@@ -303,8 +303,10 @@ func linear(l *nn.Linear, x, out []float32) {
 type vggPlan struct {
 	steps      []vggStep
 	classifier *nn.Linear
-	out        shape
-	max        int
+	// sparse is the classifier's sparse weight when it runs sparse.
+	sparse *autograd.SparseWeight
+	out    shape
+	max    int
 }
 
 // vggStep is a convolution or, when conv is nil, a pooling layer.
@@ -317,6 +319,9 @@ type vggStep struct {
 
 func newVGGPlan(v *vggNet, sparse map[string]bool) *vggPlan {
 	p := &vggPlan{classifier: v.classifier}
+	if sparse[v.classifierName] {
+		p.sparse = autograd.NewSparseWeight(v.classifier.Weight)
+	}
 	cur := inputShape
 	p.max = cur.size()
 	for _, l := range v.layers {
@@ -364,6 +369,9 @@ func (p *vggPlan) forward(s *scratch, x []float32, n int) []float32 {
 		cur = st.pool.Forward(autograd.FromSlice(cur, n, st.in.c, st.in.h, st.in.w).In(&s.ctx)).Data
 		in = -1
 	}
-	y := autograd.FromSlice(cur[:n*p.out.size()], n, p.out.size())
-	return p.classifier.Forward(y.In(&s.ctx)).Data
+	y := autograd.FromSlice(cur[:n*p.out.size()], n, p.out.size()).In(&s.ctx)
+	if p.sparse != nil {
+		return autograd.LinearSparse(y, p.classifier.Weight, p.sparse, p.classifier.Bias).Data
+	}
+	return p.classifier.Forward(y).Data
 }
