@@ -112,29 +112,42 @@ func foldConv(l convLayer, in shape, sparse bool) convStep {
 // foldWeights returns the weights and bias of conv followed by bn (nil:
 // none) as one convolution: bias nil when neither has one.
 func foldWeights(conv *nn.Conv2d, bn *nn.BatchNorm2d) (*autograd.Tensor, []float32) {
-	w := conv.Weight
-	cout := w.Dim(0)
-	per := w.Numel() / cout
-	fw := autograd.New(w.Shape()...)
-	copy(fw.Data, w.Data)
+	if bn != nil {
+		w, bias := FoldBatchNorm(conv, bn)
+		return autograd.FromSlice(w, conv.Weight.Shape()...), bias
+	}
+	fw := autograd.New(conv.Weight.Shape()...)
+	copy(fw.Data, conv.Weight.Data)
 	var bias []float32
 	if conv.Bias != nil {
 		bias = append([]float32(nil), conv.Bias.Data...)
 	}
-	if bn != nil {
-		if bias == nil {
-			bias = make([]float32, cout)
-		}
-		for o := range cout {
-			// y = (conv + b − mean)·γ/√(var+ε) + β, in float64.
-			s := float64(bn.Weight.Data[o]) / math.Sqrt(float64(bn.RunningVar.Data[o])+float64(bn.Eps))
-			for i := o * per; i < (o+1)*per; i++ {
-				fw.Data[i] = float32(float64(w.Data[i]) * s)
-			}
-			bias[o] = float32((float64(bias[o])-float64(bn.RunningMean.Data[o]))*s + float64(bn.Bias.Data[o]))
-		}
-	}
 	return fw, bias
+}
+
+// FoldBatchNorm returns the weight and bias of the convolution conv
+// followed by the batch normalisation bn in evaluation mode, as one
+// convolution: W'[o] = W[o]·s[o] and b'[o] = (b[o] − mean[o])·s[o] + β[o]
+// with s = γ/√(var + eps), computed in float64 and rounded once (b is 0
+// when conv has no bias). The compiled plans and the ONNX export with
+// folded batch normalisation (nn/onnx) use it.
+func FoldBatchNorm(conv *nn.Conv2d, bn *nn.BatchNorm2d) (w, bias []float32) {
+	cout := conv.Weight.Dim(0)
+	per := conv.Weight.Numel() / cout
+	w = make([]float32, conv.Weight.Numel())
+	bias = make([]float32, cout)
+	for o := range cout {
+		s := float64(bn.Weight.Data[o]) / math.Sqrt(float64(bn.RunningVar.Data[o])+float64(bn.Eps))
+		for i := o * per; i < (o+1)*per; i++ {
+			w[i] = float32(float64(conv.Weight.Data[i]) * s)
+		}
+		b0 := 0.0
+		if conv.Bias != nil {
+			b0 = float64(conv.Bias.Data[o])
+		}
+		bias[o] = float32((b0-float64(bn.RunningMean.Data[o]))*s + float64(bn.Bias.Data[o]))
+	}
+	return w, bias
 }
 
 // run applies the step to the n images in x, into out, adding residual if
