@@ -2,7 +2,6 @@ package nn
 
 import (
 	"math/rand/v2"
-	"sync/atomic"
 
 	"github.com/proxgen/proxgen/autograd"
 )
@@ -16,8 +15,6 @@ type Conv2d struct {
 	Bias *autograd.Tensor
 	// Stride, Padding and Dilation apply to both spatial dimensions.
 	Stride, Padding, Dilation int
-
-	sparse atomic.Pointer[autograd.SparseWeight] // set by PrepareInference
 }
 
 // ConvOpts holds the optional settings of a convolution. The zero value
@@ -49,17 +46,8 @@ func NewConv2d(cin, cout, k int, opt ConvOpts, rng *rand.Rand) *Conv2d {
 	return c
 }
 
-// Forward convolves x of shape (N, Cin, H, W). After PrepareInference
-// made the layer sparse, a call that records no graph multiplies by the
-// sparse weight.
+// Forward convolves x of shape (N, Cin, H, W).
 func (c *Conv2d) Forward(x *autograd.Tensor) *autograd.Tensor {
-	if s := prepared(&c.sparse, x, c.Weight, c.Bias); s != nil {
-		return autograd.Conv2dSparse(x, c.Weight, s, c.Bias, autograd.ConvConfig{
-			Stride:   [2]int{c.Stride, c.Stride},
-			Padding:  [2]int{c.Padding, c.Padding},
-			Dilation: [2]int{c.Dilation, c.Dilation},
-		})
-	}
 	return autograd.Conv2d(x, c.Weight, c.Bias, c.Stride, c.Padding, c.Dilation)
 }
 

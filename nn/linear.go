@@ -2,7 +2,6 @@ package nn
 
 import (
 	"math/rand/v2"
-	"sync/atomic"
 
 	"github.com/proxgen/proxgen/autograd"
 )
@@ -13,8 +12,6 @@ type Linear struct {
 	Weight *autograd.Tensor
 	// Bias has shape (out); nil when the layer has no bias.
 	Bias *autograd.Tensor
-
-	sparse atomic.Pointer[autograd.SparseWeight] // set by PrepareInference
 }
 
 // NewLinear returns a Linear layer from in to out features with PyTorch's
@@ -31,13 +28,8 @@ func NewLinear(in, out int, bias bool, rng *rand.Rand) *Linear {
 	return l
 }
 
-// Forward maps x of shape (N, in) to (N, out). After PrepareInference
-// made the layer sparse, a call that records no graph multiplies by the
-// sparse weight.
+// Forward maps x of shape (N, in) to (N, out).
 func (l *Linear) Forward(x *autograd.Tensor) *autograd.Tensor {
-	if s := prepared(&l.sparse, x, l.Weight, l.Bias); s != nil {
-		return autograd.LinearSparse(x, l.Weight, s, l.Bias)
-	}
 	return autograd.Linear(x, l.Weight, l.Bias)
 }
 

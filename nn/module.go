@@ -18,10 +18,10 @@
 // under their PyTorch attribute names, and ChildParams, ChildBuffers and
 // SetChildrenTraining implement the rest of Module from that list.
 //
-// For inference, PrepareInference gives every Conv2d and Linear layer whose
-// weight is mostly exact zeros (as ProxGen's sparsity regularizers leave
-// them) a sparse copy of that weight, which Forward uses whenever no graph
-// is recorded; the Report says which layers run sparse.
+// Layers hold their tensors and hyperparameters only: inference
+// preparation (sparse weights, folded batch normalisation, compiled plans)
+// belongs to package nn/infer, which keeps what it prepares in values of
+// its own.
 //
 // Constructors take a *rand.Rand (math/rand/v2) and draw every initial value
 // from it in a fixed order, so the same seed always gives the same network.

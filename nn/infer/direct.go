@@ -83,11 +83,9 @@ func newDirectPlan(r *resnetNet, v *vggNet, sparse map[string]bool) *directPlan 
 	return p
 }
 
-// compile folds l's batch normalisation into its convolution and packs it
-// for inputs of shape in, or reports false if the layer does not fit the
-// layout.
-func (p *directPlan) compile(l convLayer, in shape) (directConv, bool) {
-	conv, relu := l.conv, l.relu
+// compile folds bn (nil: none) into conv and packs it for inputs of shape
+// in, or reports false if the layer does not fit the layout.
+func (p *directPlan) compile(conv *nn.Conv2d, bn *nn.BatchNorm2d, in shape, relu bool) (directConv, bool) {
 	w := conv.Weight
 	if w.Rank() != 4 {
 		return directConv{}, false
@@ -99,7 +97,7 @@ func (p *directPlan) compile(l convLayer, in shape) (directConv, bool) {
 		(image && (cin > 4 || k != 3 || conv.Stride != 1)) || (!image && cin%16 != 0) {
 		return directConv{}, false
 	}
-	fw, bias := foldWeights(conv, l.bn)
+	fw, bias := foldWeights(conv, bn)
 	if bias == nil {
 		bias = make([]float32, cout)
 	}
@@ -214,20 +212,20 @@ type directBlock struct {
 func (p *directPlan) resnet(r *resnetNet) (*directResNet, bool) {
 	d := &directResNet{}
 	var ok bool
-	if d.stem, ok = p.compile(r.stem, inputShape); !ok {
+	if d.stem, ok = p.compile(r.stem.conv, r.stem.bn, inputShape, r.stem.relu); !ok {
 		return nil, false
 	}
 	cur := d.stem.out
 	for _, b := range r.blocks {
 		var db directBlock
-		if db.conv1, ok = p.compile(b.conv1, cur); !ok {
+		if db.conv1, ok = p.compile(b.conv1.conv, b.conv1.bn, cur, b.conv1.relu); !ok {
 			return nil, false
 		}
-		if db.conv2, ok = p.compile(b.conv2, db.conv1.out); !ok {
+		if db.conv2, ok = p.compile(b.conv2.conv, b.conv2.bn, db.conv1.out, b.conv2.relu); !ok {
 			return nil, false
 		}
 		if b.shortcut != nil {
-			c, ok := p.compile(*b.shortcut, cur)
+			c, ok := p.compile(b.shortcut.conv, b.shortcut.bn, cur, b.shortcut.relu)
 			if !ok {
 				return nil, false
 			}
@@ -328,7 +326,7 @@ func (p *directPlan) vgg(v *vggNet) (*directVGG, bool) {
 	cur := inputShape
 	for _, l := range v.layers {
 		if l.conv != nil {
-			c, ok := p.compile(*l.conv, cur)
+			c, ok := p.compile(l.conv.conv, l.conv.bn, cur, l.conv.relu)
 			if !ok {
 				return nil, false
 			}

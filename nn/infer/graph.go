@@ -40,8 +40,9 @@ type resBlock struct {
 
 // vggNet is a network of the VGG shape.
 type vggNet struct {
-	layers     []vggLayer
-	classifier *nn.Linear
+	layers         []vggLayer
+	classifier     *nn.Linear
+	classifierName string
 }
 
 // vggLayer is a convolution followed by a ReLU or, when conv is nil, a
@@ -115,10 +116,10 @@ func (r *graphReader) conv(x int) (convLayer, bool) {
 	return l, true
 }
 
-// head reads the average pooling (when pool) or the identity, the
-// flattening and the classifier of x, the last nodes; it returns the
-// classifier and the pooling window (0 without pooling).
-func (r *graphReader) head(x int, pool bool) (*nn.Linear, int, bool) {
+// head reads the average pooling (when pool), the flattening and the
+// classifier of x, the last nodes; it returns the classifier's node and
+// the pooling window (0 without pooling).
+func (r *graphReader) head(x int, pool bool) (*models.Node, int, bool) {
 	k := 0
 	if pool {
 		p := r.next(models.OpAvgPool, x)
@@ -134,7 +135,7 @@ func (r *graphReader) head(x int, pool bool) (*nn.Linear, int, bool) {
 	if l == nil || !r.done() {
 		return nil, 0, false
 	}
-	return l.Linear, k, true
+	return l, k, true
 }
 
 // resnet reads a ResNet: a convolution with ReLU, residual blocks, and
@@ -178,8 +179,12 @@ func (r *graphReader) resnet() (*resnetNet, bool) {
 	if len(net.blocks) == 0 {
 		return nil, false
 	}
-	net.linear, net.pool, ok = r.head(x, true)
-	return net, ok
+	l, k, ok := r.head(x, true)
+	if !ok {
+		return nil, false
+	}
+	net.linear, net.pool = l.Linear, k
+	return net, true
 }
 
 // selectionConv returns option A's shortcut (models.OpSelect) as
@@ -225,9 +230,12 @@ func (r *graphReader) vgg() (*vggNet, bool) {
 			}
 			net.layers = append(net.layers, l)
 		default:
-			var ok bool
-			net.classifier, _, ok = r.head(x, false)
-			return net, ok
+			l, _, ok := r.head(x, false)
+			if !ok {
+				return nil, false
+			}
+			net.classifier, net.classifierName = l.Linear, l.Name
+			return net, true
 		}
 		x = r.last()
 	}

@@ -67,8 +67,8 @@ type Model struct {
 	net    nn.Module
 	spec   models.Spec
 	norm   *cifarinfo.Normalizer
-	sparse nn.Report // which layers run sparse
-	plan   plan      // the compiled network, nil: net.Forward runs it
+	sparse Report // which layers run sparse
+	plan   plan   // the compiled network, nil: net runs it
 	// scratch holds *scratch values: per-call buffers, reused.
 	scratch sync.Pool
 }
@@ -117,12 +117,21 @@ type Option func(*options)
 
 // options are the settings Options change.
 type options struct {
-	prep nn.InferenceOptions
+	prep prepOptions
+}
+
+// prepOptions say which layers run sparse.
+type prepOptions struct {
+	// MinZeros is the fraction of exact zeros a weight needs for its
+	// layer to run sparse.
+	MinZeros float64
+	// Dense keeps every layer dense.
+	Dense bool
 }
 
 // DefaultMinZeros is the fraction of exact zeros from which New gives a
 // convolution or linear layer the sparse path. It is higher than
-// nn.DefaultMinZeros, measured against the eager dense path, because the
+// EagerMinZeros, measured against the eager dense path, because the
 // compiled network's dense convolutions are faster: with 1 thread,
 // random zeros and every layer either sparse or dense, the sparse
 // ResNet-20 takes 1.0-1.6× the dense CPU time at 70 % zeros, 0.9-1.4× at
@@ -138,8 +147,15 @@ func Dense() Option { return func(o *options) { o.prep.Dense = true } }
 
 // MinZeros sets the fraction of exact zeros from which a convolution or
 // linear layer runs sparse; the default (and the meaning of 0) is
-// DefaultMinZeros, and a value above 1 keeps every layer dense.
-func MinZeros(f float64) Option { return func(o *options) { o.prep.MinZeros = f } }
+// DefaultMinZeros for New (EagerMinZeros for Prepare), and a value above
+// 1 keeps every layer dense.
+func MinZeros(f float64) Option {
+	return func(o *options) {
+		if f != 0 {
+			o.prep.MinZeros = f
+		}
+	}
+}
 
 // Load reads the model file at path and returns the model. The network is
 // spec merged with the file's metadata (fields of spec win; see Spec for
@@ -195,12 +211,15 @@ func Network(f *safetensors.File, spec models.Spec) (nn.Module, models.Spec, err
 
 // New returns a model that runs net, whose weights are final, with the
 // preprocessing of spec (spec.Model, Width and Shortcut are only recorded).
-// New takes net over: it switches it to evaluation mode, gives the
+// New takes net over: it switches it to evaluation mode and compiles it
+// once (batch normalisation folded, filters packed, every layer's
+// algorithm chosen) from its layer graph (models.NewGraph), giving the
 // convolution and linear layers whose weights have at least
-// DefaultMinZeros exact zeros the sparse path (nn.PrepareInferenceWith;
-// the options Dense and MinZeros change this, and Sparsity reports it),
-// and net must not be changed or trained afterwards (train a copy
-// instead).
+// DefaultMinZeros exact zeros the sparse path (the options Dense and
+// MinZeros change this, and Sparsity reports it); a network that does not
+// compile runs node by node as Prepare's result does. The prepared
+// weights belong to the Model; net's layers hold no inference state, but
+// net must not be changed or trained afterwards (train a copy instead).
 func New(net nn.Module, spec models.Spec, opts ...Option) (*Model, error) {
 	if spec.Model == "" {
 		spec.Model = fmt.Sprintf("%T", net)
@@ -213,16 +232,17 @@ func New(net nn.Module, spec models.Spec, opts ...Option) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	var o options
+	o := options{prep: prepOptions{MinZeros: DefaultMinZeros}}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.prep.MinZeros == 0 {
-		o.prep.MinZeros = DefaultMinZeros
-	}
 	net.SetTraining(false)
-	rep := nn.PrepareInferenceWith(net, o.prep)
-	return &Model{net: net, spec: spec, norm: norm, sparse: rep, plan: newPlan(net, rep)}, nil
+	m := &Model{net: net, spec: spec, norm: norm}
+	m.plan, m.sparse = newPlan(net, o.prep)
+	if m.plan == nil {
+		m.net, m.sparse = prepare(net, o.prep)
+	}
+	return m, nil
 }
 
 // Algorithms names the algorithm of every convolution, in the order of
@@ -230,8 +250,9 @@ func New(net nn.Module, spec models.Spec, opts ...Option) (*Model, error) {
 // selection included), for a batch of the given size: "gather",
 // "winograd", "im2col" or "sparse" (see autograd.ConvPlan), or "direct"
 // for a dense ResNet run in autograd/nchwc's channel-blocked layout. It is
-// nil for a network that New does not compile, which runs as its Forward
-// computes it.
+// nil for a network that New does not compile (its graph has neither the
+// ResNet nor the VGG shape), which runs node by node as Prepare's result
+// does.
 func (m *Model) Algorithms(batch int) []string {
 	if m.plan == nil {
 		return nil
@@ -241,7 +262,7 @@ func (m *Model) Algorithms(batch int) []string {
 
 // Sparsity reports, for every convolution and linear layer, its fraction
 // of exact zeros and whether it runs sparse.
-func (m *Model) Sparsity() nn.Report {
+func (m *Model) Sparsity() Report {
 	r := m.sparse
 	r.Layers = slices.Clone(r.Layers)
 	return r

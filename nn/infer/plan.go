@@ -24,29 +24,29 @@ type plan interface {
 	algorithms(n int) []string
 }
 
-// newPlan compiles net, prepared by nn.PrepareInferenceWith with report
-// rep, or returns nil when its graph has neither the ResNet nor the VGG
-// shape (see network; the plain forward pass then runs it).
-func newPlan(net nn.Module, rep nn.Report) plan {
+// newPlan compiles net, its layers sparse as o says, and returns the plan
+// with its report, or nil when net's graph has neither the ResNet nor the
+// VGG shape (see network).
+func newPlan(net nn.Module, o prepOptions) (plan, Report) {
+	r, v := network(net)
+	if r == nil && v == nil {
+		return nil, Report{}
+	}
+	rep := report(net, o, true)
 	sparse := map[string]bool{}
 	for _, l := range rep.Layers {
 		sparse[l.Name] = l.Sparse
 	}
-	r, v := network(net)
-	switch {
-	case r != nil:
+	if r != nil {
 		if direct := newDirectPlan(r, nil, sparse); direct != nil {
-			return direct // faster at every batch size
+			return direct, rep // faster at every batch size
 		}
-		return newResNetPlan(r, sparse)
-	case v != nil:
-		direct := newDirectPlan(nil, v, sparse)
-		if direct != nil {
-			return &byBatch{small: direct, large: newVGGPlan(v, sparse), from: vggGEMMFrom}
-		}
-		return newVGGPlan(v, sparse)
+		return newResNetPlan(r, sparse), rep
 	}
-	return nil
+	if direct := newDirectPlan(nil, v, sparse); direct != nil {
+		return &byBatch{small: direct, large: newVGGPlan(v, sparse), from: vggGEMMFrom}, rep
+	}
+	return newVGGPlan(v, sparse), rep
 }
 
 // vggGEMMFrom is the batch size from which a dense VGG runs on vggPlan's
@@ -112,29 +112,42 @@ func foldConv(l convLayer, in shape, sparse bool) convStep {
 // foldWeights returns the weights and bias of conv followed by bn (nil:
 // none) as one convolution: bias nil when neither has one.
 func foldWeights(conv *nn.Conv2d, bn *nn.BatchNorm2d) (*autograd.Tensor, []float32) {
-	w := conv.Weight
-	cout := w.Dim(0)
-	per := w.Numel() / cout
-	fw := autograd.New(w.Shape()...)
-	copy(fw.Data, w.Data)
+	if bn != nil {
+		w, bias := FoldBatchNorm(conv, bn)
+		return autograd.FromSlice(w, conv.Weight.Shape()...), bias
+	}
+	fw := autograd.New(conv.Weight.Shape()...)
+	copy(fw.Data, conv.Weight.Data)
 	var bias []float32
 	if conv.Bias != nil {
 		bias = append([]float32(nil), conv.Bias.Data...)
 	}
-	if bn != nil {
-		if bias == nil {
-			bias = make([]float32, cout)
-		}
-		for o := range cout {
-			// y = (conv + b − mean)·γ/√(var+ε) + β, in float64.
-			s := float64(bn.Weight.Data[o]) / math.Sqrt(float64(bn.RunningVar.Data[o])+float64(bn.Eps))
-			for i := o * per; i < (o+1)*per; i++ {
-				fw.Data[i] = float32(float64(w.Data[i]) * s)
-			}
-			bias[o] = float32((float64(bias[o])-float64(bn.RunningMean.Data[o]))*s + float64(bn.Bias.Data[o]))
-		}
-	}
 	return fw, bias
+}
+
+// FoldBatchNorm returns the weight and bias of the convolution conv
+// followed by the batch normalisation bn in evaluation mode, as one
+// convolution: W'[o] = W[o]·s[o] and b'[o] = (b[o] − mean[o])·s[o] + β[o]
+// with s = γ/√(var + eps), computed in float64 and rounded once (b is 0
+// when conv has no bias). The compiled plans and the ONNX export with
+// folded batch normalisation (nn/onnx) use it.
+func FoldBatchNorm(conv *nn.Conv2d, bn *nn.BatchNorm2d) (w, bias []float32) {
+	cout := conv.Weight.Dim(0)
+	per := conv.Weight.Numel() / cout
+	w = make([]float32, conv.Weight.Numel())
+	bias = make([]float32, cout)
+	for o := range cout {
+		s := float64(bn.Weight.Data[o]) / math.Sqrt(float64(bn.RunningVar.Data[o])+float64(bn.Eps))
+		for i := o * per; i < (o+1)*per; i++ {
+			w[i] = float32(float64(conv.Weight.Data[i]) * s)
+		}
+		b0 := 0.0
+		if conv.Bias != nil {
+			b0 = float64(conv.Bias.Data[o])
+		}
+		bias[o] = float32((b0-float64(bn.RunningMean.Data[o]))*s + float64(bn.Bias.Data[o]))
+	}
+	return w, bias
 }
 
 // run applies the step to the n images in x, into out, adding residual if
@@ -303,8 +316,10 @@ func linear(l *nn.Linear, x, out []float32) {
 type vggPlan struct {
 	steps      []vggStep
 	classifier *nn.Linear
-	out        shape
-	max        int
+	// sparse is the classifier's sparse weight when it runs sparse.
+	sparse *autograd.SparseWeight
+	out    shape
+	max    int
 }
 
 // vggStep is a convolution or, when conv is nil, a pooling layer.
@@ -317,6 +332,9 @@ type vggStep struct {
 
 func newVGGPlan(v *vggNet, sparse map[string]bool) *vggPlan {
 	p := &vggPlan{classifier: v.classifier}
+	if sparse[v.classifierName] {
+		p.sparse = autograd.NewSparseWeight(v.classifier.Weight)
+	}
 	cur := inputShape
 	p.max = cur.size()
 	for _, l := range v.layers {
@@ -364,6 +382,9 @@ func (p *vggPlan) forward(s *scratch, x []float32, n int) []float32 {
 		cur = st.pool.Forward(autograd.FromSlice(cur, n, st.in.c, st.in.h, st.in.w).In(&s.ctx)).Data
 		in = -1
 	}
-	y := autograd.FromSlice(cur[:n*p.out.size()], n, p.out.size())
-	return p.classifier.Forward(y.In(&s.ctx)).Data
+	y := autograd.FromSlice(cur[:n*p.out.size()], n, p.out.size()).In(&s.ctx)
+	if p.sparse != nil {
+		return autograd.LinearSparse(y, p.classifier.Weight, p.sparse, p.classifier.Bias).Data
+	}
+	return p.classifier.Forward(y).Data
 }

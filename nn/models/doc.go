@@ -59,6 +59,16 @@
 // names stay the reference ones. WidthsOf reads the widths of a network and
 // NewLike builds another of the same kind with new widths.
 //
+// # Layer graph
+//
+// NewGraph describes any of these networks, and networks made of package
+// nn's layers, as a Graph: its operations in running order (convolution,
+// batch normalisation, ReLU, residual add, pooling, option-A channel
+// selection, flatten, linear, embedding, LSTM), each with its inputs,
+// output shape, attributes and the layer holding its tensors, named by
+// their state_dict prefix. nn/onnx, nn/infer and nn/prune read a
+// network's structure from it only.
+//
 // # PTB language model (NewLanguageModel)
 //
 // LanguageModel is RNNModel("LSTM", ntoken, ninp, nhid, nlayers, dropout) of

@@ -33,6 +33,7 @@ import (
 
 	"github.com/proxgen/proxgen/internal/atomicfile"
 	"github.com/proxgen/proxgen/nn"
+	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/models"
 )
 
@@ -273,7 +274,7 @@ func (b *builder) conv(n, bn *models.Node, x value) value {
 	cout, k := w.Dim(0), w.Dim(2)
 	var wName, bName string
 	if bn != nil {
-		fw, fb := fold(c, bn.Norm)
+		fw, fb := infer.FoldBatchNorm(c, bn.Norm)
 		wName = b.floats(n.Param("weight"), fw, w.Shape()...)
 		bName = b.floats(n.Param("bias"), fb, cout)
 	} else {
@@ -290,28 +291,6 @@ func (b *builder) conv(n, bn *models.Node, x value) value {
 	return b.node("Conv", n.Name, inputs, n.Shape,
 		intsAttr("kernel_shape", int64(k), int64(k)), intsAttr("strides", s, s),
 		intsAttr("pads", p, p, p, p), intsAttr("dilations", d, d), intAttr("group", 1))
-}
-
-// fold returns the weight and bias of the convolution c followed by bn in
-// evaluation mode: W'[o] = W[o]·s[o] and b'[o] = (b[o] − mean[o])·s[o] + β[o]
-// with s = γ/√(var + eps).
-func fold(c *nn.Conv2d, bn *nn.BatchNorm2d) (w, bias []float32) {
-	cout := c.Weight.Dim(0)
-	per := c.Weight.Numel() / cout
-	w = make([]float32, c.Weight.Numel())
-	bias = make([]float32, cout)
-	for o := range cout {
-		s := float64(bn.Weight.Data[o]) / math.Sqrt(float64(bn.RunningVar.Data[o])+float64(bn.Eps))
-		for i := o * per; i < (o+1)*per; i++ {
-			w[i] = float32(float64(c.Weight.Data[i]) * s)
-		}
-		b0 := 0.0
-		if c.Bias != nil {
-			b0 = float64(c.Bias.Data[o])
-		}
-		bias[o] = float32((b0-float64(bn.RunningMean.Data[o]))*s + float64(bn.Bias.Data[o]))
-	}
-	return w, bias
 }
 
 // batchNorm adds the batch normalisation node n applied to x as a

@@ -16,6 +16,7 @@ import (
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
+	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/models"
 )
 
@@ -264,7 +265,7 @@ func TestFoldMatchesConvThenNorm(t *testing.T) {
 		seq.SetTraining(false)
 		x := autograd.RandN(rng, 2, 3, 6, 6).In(&autograd.Context{NoGrad: true})
 		want := seq.Forward(x)
-		w, b := fold(c, bn)
+		w, b := infer.FoldBatchNorm(c, bn)
 		got := autograd.Conv2d(x, autograd.FromSlice(w, c.Weight.Shape()...), autograd.FromSlice(b, 5), 1, 1, 1)
 		d, s := compare(float64s(got.Data), want.Data)
 		if d > 1e-5*s {

@@ -188,11 +188,11 @@ func TestCompactExact(t *testing.T) {
 // TestCompactAllDead zeroes every channel of a block's inner space: one
 // zero channel stays, and the logits do not change.
 func TestCompactAllDead(t *testing.T) {
-	m := newModel(t, "resnet20", models.WithWidth(0.25)).(*models.ResNet)
+	m := newModel(t, "resnet20", models.WithWidth(0.25))
 	randomize(m, rand.New(rand.NewPCG(1, 1)))
-	b := m.Stages[1].Layers[1].(*models.BasicBlock)
-	for o := range b.Conv1.Weight.Dim(0) {
-		zeroFilter(b.Conv1, b.BN1, o, 0, 0)
+	conv, bn := graphNode(t, m, "layer2.1.conv1").Conv, graphNode(t, m, "layer2.1.bn1").Norm
+	for o := range conv.Weight.Dim(0) {
+		zeroFilter(conv, bn, o, 0, 0)
 	}
 	x := randomInput(rand.New(rand.NewPCG(2, 2)), 2)
 	y := logits(m, x)

@@ -1,6 +1,7 @@
 package prune
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -75,22 +76,37 @@ func layerCount(t *testing.T, c Count, name string) LayerCount {
 	return c.Layers[i]
 }
 
+// graphNode returns the node called name of m's layer graph.
+func graphNode(t *testing.T, m nn.Module, name string) *models.Node {
+	t.Helper()
+	g, err := models.NewGraph(m, []int{3, 32, 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range g.Nodes {
+		if g.Nodes[i].Name == name {
+			return &g.Nodes[i]
+		}
+	}
+	t.Fatalf("no node %s in the graph", name)
+	return nil
+}
+
 // TestRemovableInternal checks the rules for a channel inside a block: a
 // zero filter whose batch norm gives a constant ≤ 0 before the ReLU goes,
 // a positive constant stays, γ = β = 0 suffices with any filter, and a
 // channel that no kept filter reads goes.
 func TestRemovableInternal(t *testing.T) {
-	m := newModel(t, "resnet20", models.WithWidth(0.5)).(*models.ResNet)
-	b0 := m.Stages[0].Layers[0].(*models.BasicBlock)
-	b1 := m.Stages[0].Layers[1].(*models.BasicBlock)
-	b2 := m.Stages[0].Layers[2].(*models.BasicBlock)
-	zeroFilter(b0.Conv1, b0.BN1, 0, 1, -0.5) // constant −0.5: dead after ReLU
-	zeroFilter(b0.Conv1, b0.BN1, 1, 1, 0.5)  // constant 0.5: alive
-	b0.BN1.RunningMean.Data[2] = 3           // γ·(0 − 3)/√(1+ε) + β < 0
-	zeroFilter(b0.Conv1, b0.BN1, 2, 1, 2)
-	b1.BN1.Weight.Data[3], b1.BN1.Bias.Data[3] = 0, 0 // nonzero filter, γ = β = 0
+	m := newModel(t, "resnet20", models.WithWidth(0.5))
+	conv1, bn1 := graphNode(t, m, "layer1.0.conv1").Conv, graphNode(t, m, "layer1.0.bn1").Norm
+	zeroFilter(conv1, bn1, 0, 1, -0.5) // constant −0.5: dead after ReLU
+	zeroFilter(conv1, bn1, 1, 1, 0.5)  // constant 0.5: alive
+	bn1.RunningMean.Data[2] = 3        // γ·(0 − 3)/√(1+ε) + β < 0
+	zeroFilter(conv1, bn1, 2, 1, 2)
+	bn := graphNode(t, m, "layer1.1.bn1").Norm
+	bn.Weight.Data[3], bn.Bias.Data[3] = 0, 0 // nonzero filter, γ = β = 0
 	// Channel 4 of block 2's inner space: no filter of conv2 reads it.
-	w := b2.Conv2.Weight
+	w := graphNode(t, m, "layer1.2.conv2").Conv.Weight
 	cin, kk := w.Dim(1), 9
 	for o := range w.Dim(0) {
 		clear(w.Data[(o*cin+4)*kk : (o*cin+5)*kk])
@@ -126,18 +142,18 @@ func TestRemovableInternal(t *testing.T) {
 // own writers are zero too.
 func TestRemovableStream(t *testing.T) {
 	for _, kind := range []models.ShortcutKind{models.ShortcutA, models.ShortcutB} {
-		m := newModel(t, "resnet20", models.WithWidth(0.5), models.WithShortcut(kind)).(*models.ResNet)
-		const c = 5
-		zeroFilter(m.Conv1, m.BN1, c, 0, 0)
-		for i, b := range m.Stages[0].Layers {
-			blk := b.(*models.BasicBlock)
-			zeroFilter(blk.Conv2, blk.BN2, c, 0, 0)
+		m := newModel(t, "resnet20", models.WithWidth(0.5), models.WithShortcut(kind))
+		const c, blocks = 5, 3
+		zeroFilter(graphNode(t, m, "conv1").Conv, graphNode(t, m, "bn1").Norm, c, 0, 0)
+		for i := range blocks {
+			p := fmt.Sprintf("layer1.%d.", i)
+			zeroFilter(graphNode(t, m, p+"conv2").Conv, graphNode(t, m, p+"bn2").Norm, c, 0, 0)
 			count, err := CountModel(m, 32, 32)
 			if err != nil {
 				t.Fatal(err)
 			}
 			want := 0
-			if i == len(m.Stages[0].Layers)-1 {
+			if i == blocks-1 {
 				want = 1
 			}
 			if got := count.ChannelsTotal - count.Channels; got != want {
@@ -148,10 +164,10 @@ func TestRemovableStream(t *testing.T) {
 			continue
 		}
 		// Stage 2: channel Lo+c receives the (now zero) stage-1 channel.
-		d := m.Stages[1].Layers[0].(*models.BasicBlock).Shortcut.(*models.PadShortcut).Lo + c
-		for _, b := range m.Stages[1].Layers {
-			blk := b.(*models.BasicBlock)
-			zeroFilter(blk.Conv2, blk.BN2, d, 0, 0)
+		d := graphNode(t, m, "layer2.0.shortcut").Lo + c
+		for i := range blocks {
+			p := fmt.Sprintf("layer2.%d.", i)
+			zeroFilter(graphNode(t, m, p+"conv2").Conv, graphNode(t, m, p+"bn2").Norm, d, 0, 0)
 		}
 		count, _ := CountModel(m, 32, 32)
 		if got := count.ChannelsTotal - count.Channels; got != 2 {
@@ -166,7 +182,7 @@ func TestRemovableStream(t *testing.T) {
 // TestFiltersFraction prunes half the block-internal channels of a
 // ResNet and checks the mask, the zeroed tensors and the counts.
 func TestFiltersFraction(t *testing.T) {
-	m := newModel(t, "resnet20", models.WithWidth(0.5)).(*models.ResNet)
+	m := newModel(t, "resnet20", models.WithWidth(0.5))
 	before, _ := CountModel(m, 32, 32)
 	mask, err := Filters(m, Options{Fraction: 0.5})
 	if err != nil {
@@ -179,13 +195,13 @@ func TestFiltersFraction(t *testing.T) {
 	if len(filters) != 9 {
 		t.Errorf("pruned filters of %d layers, want the 9 first convolutions of the blocks: %v", len(filters), filters)
 	}
-	b := m.Stages[1].Layers[1].(*models.BasicBlock)
+	conv, bn := graphNode(t, m, "layer2.1.conv1").Conv, graphNode(t, m, "layer2.1.bn1").Norm
 	idx := filters["layer2.1.conv1"]
 	if len(idx) != 8 {
 		t.Fatalf("layer2.1.conv1: pruned %v, want 8 of 16", idx)
 	}
 	// The pruned filters were the smallest.
-	w := b.Conv1.Weight
+	w := conv.Weight
 	n := w.Numel() / w.Dim(0)
 	norm := func(o int) (s float64) {
 		for _, v := range w.Data[o*n : (o+1)*n] {
@@ -194,7 +210,7 @@ func TestFiltersFraction(t *testing.T) {
 		return s
 	}
 	for _, o := range idx {
-		if norm(o) != 0 || b.BN1.Weight.Data[o] != 0 || b.BN1.Bias.Data[o] != 0 {
+		if norm(o) != 0 || bn.Weight.Data[o] != 0 || bn.Bias.Data[o] != 0 {
 			t.Errorf("layer2.1: channel %d not zeroed", o)
 		}
 	}
@@ -203,10 +219,10 @@ func TestFiltersFraction(t *testing.T) {
 		t.Errorf("%d channels left of %d after pruning %d", after.Channels, before.Channels, mask.Len())
 	}
 	// Apply puts zeroed entries back to zero after an update.
-	b.BN1.Bias.Data[idx[0]] = 1
+	bn.Bias.Data[idx[0]] = 1
 	w.Data[idx[1]*n] = 1
 	mask.Apply()
-	if b.BN1.Bias.Data[idx[0]] != 0 || w.Data[idx[1]*n] != 0 {
+	if bn.Bias.Data[idx[0]] != 0 || w.Data[idx[1]*n] != 0 {
 		t.Error("Apply left pruned entries non-zero")
 	}
 }

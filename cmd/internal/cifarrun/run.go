@@ -25,6 +25,7 @@ import (
 	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
+	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/models"
 	"github.com/proxgen/proxgen/nn/prune"
 	"github.com/proxgen/proxgen/nn/train"
@@ -209,7 +210,7 @@ type EvalResult struct {
 	Seconds  float64                `json:"seconds"`
 	Weight   experiment.WeightStats `json:"weights_stats"`
 	// SparseLayers and Layers count the convolution and linear layers
-	// that ran sparse and all of them (nn.PrepareInference).
+	// that ran sparse and all of them (infer.Prepare).
 	SparseLayers int `json:"sparse_layers"`
 	Layers       int `json:"layers"`
 	// Remaining is what is left once the removable channels are removed.
@@ -255,9 +256,13 @@ func evalOnly(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 			return errInterrupted
 		}
 	}
-	// As nn/infer does: layers with mostly exact zeros run sparse.
-	sparse := nn.PrepareInferenceWith(model, nn.InferenceOptions{Dense: c.Dense})
-	t := &trainer{cfg: c, model: model, meth: meth, evalCtx: &autograd.Context{Arena: autograd.NewArena(), NoGrad: true}}
+	// Layers with mostly exact zeros run sparse (infer.EagerMinZeros).
+	var prep []infer.Option
+	if c.Dense {
+		prep = append(prep, infer.Dense())
+	}
+	evalNet, sparse := infer.Prepare(model, prep...)
+	t := &trainer{cfg: c, model: model, evalNet: evalNet, meth: meth, evalCtx: &autograd.Context{Arena: autograd.NewArena(), NoGrad: true}}
 	start := time.Now()
 	loss, acc, err := t.evaluate(ctx, ds.Test)
 	if err != nil {

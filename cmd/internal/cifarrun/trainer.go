@@ -53,8 +53,11 @@ const bestState = "best/"
 // trainer trains one model with one method on CIFAR-10: the step and
 // evaluation functions of a train.Loop.
 type trainer struct {
-	cfg         *config
-	model       nn.Module
+	cfg   *config
+	model nn.Module
+	// evalNet computes model's evaluation-mode outputs in evaluate when
+	// not nil (-eval-only: infer.Prepare's sparse layers).
+	evalNet     nn.Module
 	meth        *experiment.Method
 	train, test *cifar10.Split
 	perEpoch    int
@@ -416,7 +419,11 @@ func (t *trainer) evaluate(ctx context.Context, split *cifar10.Split) (loss, acc
 			t.evalCtx.Arena.Reset()
 			x := autograd.FromSlice(b.X[lo*cifar10.ImageSize:hi*cifar10.ImageSize], hi-lo,
 				cifar10.Channels, cifar10.Height, cifar10.Width).In(t.evalCtx)
-			logits := t.model.Forward(x)
+			net := t.model
+			if t.evalNet != nil {
+				net = t.evalNet
+			}
+			logits := net.Forward(x)
 			sum += float64(autograd.CrossEntropySum(logits, b.Y[lo:hi]).Item())
 			correct += countCorrect(logits, b.Y[lo:hi])
 		}
