@@ -185,6 +185,8 @@ func resetAuto(c *config, key string) {
 		c.Schedule = "auto"
 	case "hard_quant_epoch":
 		c.HardQuantEpoch = -2
+	case "gmp_end":
+		c.GMPEnd = -2
 	}
 }
 
@@ -195,6 +197,8 @@ func settingValue(c *config, key string) string {
 		return c.Schedule
 	case "hard_quant_epoch":
 		return strconv.Itoa(c.HardQuantEpoch)
+	case "gmp_end":
+		return strconv.Itoa(c.GMPEnd)
 	}
 	return ""
 }
