@@ -128,6 +128,7 @@ func decodeHistory(lines []json.RawMessage) ([]EpochRecord, error) {
 func readStoredRun(dir string) (*train.Checkpoint, *config, error) {
 	c := defaultConfig()
 	c.Recalibrate = 0 // the runs stored before -recalibrate existed
+	c.GMPEnd = 0      // omitted when 0 (no -gmp)
 	ck, err := experiment.ReadStoredRun(dir, c)
 	if err != nil {
 		return nil, nil, fmt.Errorf("-resume: %w", err)

@@ -164,8 +164,8 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.Reg, "reg", c.Reg, "regularizer: "+optim.RegularizerSyntax+" (auto: l12 for the sparsity methods, binw:1 = bin-l1 for proxquant, none otherwise)")
 	fs.Var(cli.OptionalFloat{P: &c.Lambda}, "lambda", "regularization strength λ (auto: 0.1 for sparsity, 1e-4 for proxquant, 5e-8 for bin-lq:Q with proxgen, 0.1 for l0hc)")
 	fs.StringVar(&c.LambdaScale, "lambda-scale", c.LambdaScale, "n: the per-step λ is -lambda divided by the training-set size (official ProxGen code); 1: -lambda as is; auto: n except for binary regularizers")
-	fs.Var(cli.OptionalFloat{P: &c.LR}, "lr", "base step size (auto: 1e-3 Adam family, 0.1 sgd, 0.06 proxsgd, 0.01 proxquant and bc)")
-	fs.Var(cli.OptionalFloat{P: &c.WD}, "wd", "weight decay ζ, decoupled for proxgenw/adamw/subgrad, coupled for adam/sgd (auto: 0.01 proxgenw and adamw, 5e-4 sgd, else 0)")
+	fs.Var(cli.OptionalFloat{P: &c.LR}, "lr", "base step size (auto: 1e-3 Adam family, 0.1 sgd and proxgen-sgd, 0.06 proxsgd, 0.01 proxquant and bc)")
+	fs.Var(cli.OptionalFloat{P: &c.WD}, "wd", "weight decay ζ, decoupled for proxgenw/adamw/subgrad, coupled for adam/sgd/proxgen-sgd (auto: 0.01 proxgenw and adamw, 5e-4 sgd and proxgen-sgd, else 0)")
 	fs.Float64Var(&c.Momentum, "momentum", c.Momentum, "heavy-ball momentum of sgd")
 	fs.Float64Var(&c.Beta1, "beta1", c.Beta1, "first-moment decay ρ of the Adam family")
 	fs.Float64Var(&c.Beta2, "beta2", c.Beta2, "second-moment decay β of the Adam family")
@@ -382,7 +382,7 @@ func (c *config) resolve() error {
 	// Step size and weight decay.
 	if math.IsNaN(c.LR) {
 		switch c.Optimizer {
-		case "sgd":
+		case "sgd", "proxgen-sgd":
 			c.LR = 0.1
 		case "proxsgd":
 			c.LR = 0.06
@@ -399,7 +399,7 @@ func (c *config) resolve() error {
 		switch c.Optimizer {
 		case "proxgenw", "adamw":
 			c.WD = 0.01
-		case "sgd":
+		case "sgd", "proxgen-sgd":
 			c.WD = 5e-4
 		default:
 			c.WD = 0

@@ -49,6 +49,7 @@ func TestConfigMethodDefaults(t *testing.T) {
 		{[]string{"-optimizer", "adam"}, func(c *config) bool { return c.Reg == "none" && c.Lambda == 0 && c.WD == 0 && c.LR == 1e-3 }},
 		{[]string{"-optimizer", "adamw"}, func(c *config) bool { return c.WD == 0.01 }},
 		{[]string{"-optimizer", "sgd"}, func(c *config) bool { return c.LR == 0.1 && c.WD == 5e-4 && c.Reg == "none" }},
+		{[]string{"-optimizer", "proxgen-sgd"}, func(c *config) bool { return c.LR == 0.1 && c.WD == 5e-4 && c.Reg == "l12" && c.Lambda == 0.1 }},
 		{[]string{"-optimizer", "subgrad", "-reg", "l1"}, func(c *config) bool { return c.Reg == "l1" && c.Lambda == 0.1 }},
 		{[]string{"-optimizer", "proxsgd"}, func(c *config) bool { return c.Reg == "l1" && c.LR == 0.06 && c.Schedule == "invsqrt:4" }},
 		{[]string{"-optimizer", "proxquant", "-epochs", "300"}, func(c *config) bool {
