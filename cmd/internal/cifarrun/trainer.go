@@ -216,8 +216,9 @@ func (t *trainer) endEpoch(ctx context.Context, epoch int, s train.EpochStats) (
 			return nil, err
 		}
 	}
-	if g := t.gmp; g != nil && g.End > epoch*t.perEpoch && g.End <= (epoch+1)*t.perEpoch {
-		// The last pruning step of -gmp was in this epoch.
+	if g := t.gmp; g != nil && max(g.End, 1) > epoch*t.perEpoch && max(g.End, 1) <= (epoch+1)*t.perEpoch {
+		// The last pruning step of -gmp was in this epoch (update 1 for
+		// -gmp-end 0).
 		if recal, err = t.recalibrate(ctx, epoch); err != nil {
 			return nil, err
 		}

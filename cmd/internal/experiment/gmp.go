@@ -67,16 +67,17 @@ func (g *GMP) Due(t int) bool {
 	return t >= g.Begin && t <= g.End && ((t-g.Begin)%g.Every == 0 || t == g.End)
 }
 
-// Step prunes to SparsityAt(t) when update t is a pruning step, then sets
-// every pruned weight to zero (after an optimizer update has moved it).
-// It returns whether it pruned.
+// Step prunes to SparsityAt(t) when update t is a pruning step (or comes
+// after End with fewer weights pruned than Final asks, as after End = 0),
+// then sets every pruned weight to zero (after an optimizer update has
+// moved it). It returns whether it pruned a weight.
 func (g *GMP) Step(t int) bool {
-	due := g.Due(t)
-	if due {
-		g.pruneTo(g.SparsityAt(t))
+	pruned := false
+	if g.Due(t) || t > g.End {
+		pruned = g.pruneTo(g.SparsityAt(t))
 	}
 	g.Apply()
-	return due
+	return pruned
 }
 
 // Apply sets the pruned weights to zero.
@@ -99,12 +100,12 @@ func (g *GMP) Pruned() (pruned, total int) {
 }
 
 // pruneTo prunes the smallest unpruned weights until round(s·n) of the n
-// weights are pruned.
-func (g *GMP) pruneTo(s float64) {
+// weights are pruned, and reports whether it pruned any.
+func (g *GMP) pruneTo(s float64) bool {
 	_, n := g.Pruned()
 	k := int(math.Round(s * float64(n)))
 	if k <= g.count {
-		return
+		return false
 	}
 	type entry struct {
 		mag    float32
@@ -126,6 +127,7 @@ func (g *GMP) pruneTo(s float64) {
 		g.pruned[e.tensor][e.index] = true
 	}
 	g.count = k
+	return true
 }
 
 // Masks returns the masks as float32 tensors (1 where pruned), keyed by

@@ -86,3 +86,20 @@ func TestGMPPrunesGloballyAndKeepsMasks(t *testing.T) {
 		t.Error("SetMasks without b's mask: no error")
 	}
 }
+
+func TestGMPOneShot(t *testing.T) {
+	// End = 0: the first update prunes to Final at once, later ones add
+	// nothing.
+	w := autograd.FromSlice([]float32{0.4, -0.3, 0.2, -0.1}, 4)
+	g := NewGMP([]nn.Param{{Name: "w", T: w}}, 0.5, 0, 0, 100)
+	if !g.Step(1) {
+		t.Fatal("update 1 did not prune")
+	}
+	if want := []float32{0.4, -0.3, 0, 0}; !slices.Equal(w.Data, want) {
+		t.Errorf("w = %v, want %v", w.Data, want)
+	}
+	w.Data[2] = 0.01
+	if g.Step(2) || w.Data[2] != 0 {
+		t.Errorf("update 2 pruned again or left w[2] = %v", w.Data[2])
+	}
+}
