@@ -55,3 +55,33 @@ func ExampleConv2d() {
 	// Output:
 	// output: [2 16 8 8] fan-in: 27
 }
+
+// ExampleRecalibrateBatchNorm re-estimates the batch-norm statistics of a
+// network whose weights changed (here: set to their signs, as a hard
+// quantisation does) over three batches of inputs.
+func ExampleRecalibrateBatchNorm() {
+	rng := rand.New(rand.NewPCG(1, 2))
+	conv := nn.NewConv2d(3, 4, 3, nn.ConvOpts{Padding: 1}, rng)
+	bn := nn.NewBatchNorm2d(4)
+	net := nn.NewSequential(conv, bn, nn.ReLU{})
+	for i, w := range conv.Weight.Data {
+		if w < 0 {
+			conv.Weight.Data[i] = -1
+		} else {
+			conv.Weight.Data[i] = 1
+		}
+	}
+	batches := func(yield func(*autograd.Tensor) bool) {
+		for range 5 {
+			if !yield(autograd.RandN(rng, 8, 3, 6, 6)) {
+				return
+			}
+		}
+	}
+	used := nn.RecalibrateBatchNorm(net, batches, 3) // at most 3 batches
+	fmt.Println("batches:", used, "tracked:", bn.BatchesTracked())
+	fmt.Println("variance above 1:", bn.RunningVar.Data[0] > 1)
+	// Output:
+	// batches: 3 tracked: 3
+	// variance above 1: true
+}

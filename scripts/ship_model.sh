@@ -32,6 +32,15 @@ rem = json.loads(compact_json)["remaining"]  # against the dense network
 w = ev["weights_stats"]
 eval_txt = open(os.path.join(run, "eval-only.txt")).read().rstrip()
 hours = summ["train_seconds"] / 3600
+# A warm start (-weights) names the file and its SHA-256; the batch-norm
+# recalibrations (-recalibrate) the epochs and batches.
+started = ""
+if summ.get("init"):
+    started = f"| started from | `{summ['init']}` (SHA-256 `{summ['init_sha256']}`) |\n"
+recal = ""
+if summ.get("recalibrated_epochs"):
+    ep = ", ".join(str(e) for e in summ["recalibrated_epochs"])
+    recal = f"| batch-norm statistics re-estimated | over {summ['config']['recalibrate']} training batches, in epoch {ep} |\n"
 card = f"""# {name}
 
 {what}
@@ -45,7 +54,7 @@ card = f"""# {name}
 | FLOPs and parameters left after compaction | {100*rem['flops']/rem['flops_total']:.2f} % and {100*rem['params']/rem['params_total']:.2f} % |
 | file size | {size:,} bytes |
 | trained | {summ['epochs']} epochs in {hours:.2f} h on 2 cores, at commit {commit} |
-
+{started}{recal}
 Measured with (CIFAR-10 from `../shared/data/cifar10/prepare`, a JPEG-q75
 reconstruction of the official images, so figures can differ slightly from
 the official release):

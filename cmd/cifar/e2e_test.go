@@ -347,7 +347,7 @@ func TestAllMethods(t *testing.T) {
 			}
 		}
 		switch opt {
-		case "proxgen", "proxgenw":
+		case "proxgen", "proxgenw", "proxgen-sgd":
 			if r.Zero == 0 {
 				t.Errorf("%s: no exact zeros after an epoch of ℓ1/2 prox", opt)
 			}

@@ -128,6 +128,7 @@ func decodeHistory(lines []json.RawMessage) ([]EpochRecord, error) {
 func readStoredRun(dir string) (*train.Checkpoint, *config, error) {
 	c := defaultConfig()
 	c.Recalibrate = 0 // the runs stored before -recalibrate existed
+	c.GMPEnd = 0      // omitted when 0 (no -gmp)
 	ck, err := experiment.ReadStoredRun(dir, c)
 	if err != nil {
 		return nil, nil, fmt.Errorf("-resume: %w", err)
@@ -185,6 +186,8 @@ func resetAuto(c *config, key string) {
 		c.Schedule = "auto"
 	case "hard_quant_epoch":
 		c.HardQuantEpoch = -2
+	case "gmp_end":
+		c.GMPEnd = -2
 	}
 }
 
@@ -195,6 +198,8 @@ func settingValue(c *config, key string) string {
 		return c.Schedule
 	case "hard_quant_epoch":
 		return strconv.Itoa(c.HardQuantEpoch)
+	case "gmp_end":
+		return strconv.Itoa(c.GMPEnd)
 	}
 	return ""
 }

@@ -51,6 +51,15 @@ type config struct {
 	PruneFLOPs    float64 `json:"prune_flops,omitempty"`
 	PruneResidual bool    `json:"prune_residual,omitempty"`
 
+	// GMP is the final fraction of zero weights of gradual magnitude
+	// pruning (0: none); GMPBegin and GMPEnd are the epochs after which
+	// it starts and reaches GMP, GMPEvery the updates between pruning
+	// steps (experiment.GMP).
+	GMP      float64 `json:"gmp,omitempty"`
+	GMPBegin int     `json:"gmp_begin,omitempty"`
+	GMPEnd   int     `json:"gmp_end,omitempty"`
+	GMPEvery int     `json:"gmp_every,omitempty"`
+
 	Optimizer   string  `json:"optimizer"`
 	Reg         string  `json:"reg"`
 	Lambda      float64 `json:"lambda"`
@@ -122,7 +131,7 @@ func defaultConfig() *config {
 		Model: "resnet20", Width: 1, Shortcut: "A",
 		Optimizer: "proxgen", Reg: "auto", Lambda: math.NaN(), LambdaScale: "auto",
 		LR: math.NaN(), WD: math.NaN(), Momentum: 0.9, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8,
-		Schedule: "auto", Homotopy: "auto", HardQuantEpoch: -2, Recalibrate: -1,
+		Schedule: "auto", Homotopy: "auto", HardQuantEpoch: -2, Recalibrate: -1, GMPEnd: -2,
 		Epochs: 30, Batch: 128, EvalBatch: 500, Seed: 1,
 		Progress: "auto",
 	}
@@ -146,12 +155,17 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.Float64Var(&c.PruneFLOPs, "prune-flops", c.PruneFLOPs, "like -prune-filters, with the fraction (the same in every layer) that leaves at most this fraction of the dense network's FLOPs")
 	fs.BoolVar(&c.PruneResidual, "prune-residual", c.PruneResidual, "with -prune-filters or -prune-flops, also prune residual-stream channels (all filters writing a channel together); default: only the channels inside residual blocks")
 
+	fs.Float64Var(&c.GMP, "gmp", c.GMP, "gradual magnitude pruning (Zhu & Gupta 2017, as torch.nn.utils.prune's global_unstructured): prune the conv and linear weights with the smallest magnitudes, over all layers together, to this final fraction of zeros along the cubic schedule from -gmp-begin to -gmp-end, keeping them zero (0: off)")
+	fs.IntVar(&c.GMPBegin, "gmp-begin", c.GMPBegin, "-gmp: the epoch after which pruning starts")
+	fs.Var(cli.OptionalInt{P: &c.GMPEnd, Unset: -2}, "gmp-end", "-gmp: the epoch after which the final fraction is reached (default: 2/3 of -epochs)")
+	fs.IntVar(&c.GMPEvery, "gmp-every", c.GMPEvery, "-gmp: updates between two pruning steps (default 100)")
+
 	fs.StringVar(&c.Optimizer, "optimizer", c.Optimizer, "method: "+strings.Join(optimizers, ", "))
 	fs.StringVar(&c.Reg, "reg", c.Reg, "regularizer: "+prox.Syntax+" (auto: l12 for the sparsity methods, binw:1 = bin-l1 for proxquant, none otherwise)")
 	fs.Var(cli.OptionalFloat{P: &c.Lambda}, "lambda", "regularization strength λ (auto: 0.1 for sparsity, 1e-4 for proxquant, 5e-8 for bin-lq:Q with proxgen, 0.1 for l0hc)")
 	fs.StringVar(&c.LambdaScale, "lambda-scale", c.LambdaScale, "n: the per-step λ is -lambda divided by the training-set size (official ProxGen code); 1: -lambda as is; auto: n except for binary regularizers")
-	fs.Var(cli.OptionalFloat{P: &c.LR}, "lr", "base step size (auto: 1e-3 Adam family, 0.1 sgd, 0.06 proxsgd, 0.01 proxquant and bc)")
-	fs.Var(cli.OptionalFloat{P: &c.WD}, "wd", "weight decay ζ, decoupled for proxgenw/adamw/subgrad, coupled for adam/sgd (auto: 0.01 proxgenw and adamw, 5e-4 sgd, else 0)")
+	fs.Var(cli.OptionalFloat{P: &c.LR}, "lr", "base step size (auto: 1e-3 Adam family, 0.1 sgd and proxgen-sgd, 0.06 proxsgd, 0.01 proxquant and bc)")
+	fs.Var(cli.OptionalFloat{P: &c.WD}, "wd", "weight decay ζ, decoupled for proxgenw/adamw/subgrad, coupled for adam/sgd/proxgen-sgd (auto: 0.01 proxgenw and adamw, 5e-4 sgd and proxgen-sgd, else 0)")
 	fs.Float64Var(&c.Momentum, "momentum", c.Momentum, "heavy-ball momentum of sgd")
 	fs.Float64Var(&c.Beta1, "beta1", c.Beta1, "first-moment decay ρ of the Adam family")
 	fs.Float64Var(&c.Beta2, "beta2", c.Beta2, "second-moment decay β of the Adam family")
@@ -231,7 +245,7 @@ func (c *config) adamFamily() bool {
 
 // epochDependent are the derived settings that depend on -epochs: JSON
 // name and flag.
-var epochDependent = []struct{ key, flag string }{{"schedule", "schedule"}, {"hard_quant_epoch", "hard-quant-epoch"}}
+var epochDependent = []struct{ key, flag string }{{"schedule", "schedule"}, {"hard_quant_epoch", "hard-quant-epoch"}, {"gmp_end", "gmp-end"}}
 
 // derive records that resolve chose the setting key.
 func (c *config) derive(key string) {
@@ -368,7 +382,7 @@ func (c *config) resolve() error {
 	// Step size and weight decay.
 	if math.IsNaN(c.LR) {
 		switch c.Optimizer {
-		case "sgd":
+		case "sgd", "proxgen-sgd":
 			c.LR = 0.1
 		case "proxsgd":
 			c.LR = 0.06
@@ -385,7 +399,7 @@ func (c *config) resolve() error {
 		switch c.Optimizer {
 		case "proxgenw", "adamw":
 			c.WD = 0.01
-		case "sgd":
+		case "sgd", "proxgen-sgd":
 			c.WD = 5e-4
 		default:
 			c.WD = 0
@@ -474,8 +488,48 @@ func (c *config) resolve() error {
 		return fmt.Errorf("-hard-quant-epoch needs a binary regularizer (bin-lq:Q) with proxgen, proxgenw or proxquant")
 	}
 
+	if err := c.checkGMP(); err != nil {
+		return err
+	}
+
 	if c.Out == "" {
 		c.Out = fmt.Sprintf("runs/%s-%s-%s-s%d", c.Model, c.Optimizer, strings.NewReplacer(":", "", "/", "").Replace(c.Reg), c.Seed)
+	}
+	return nil
+}
+
+// DefaultGMPEvery is the default number of updates between two pruning
+// steps of -gmp.
+const DefaultGMPEvery = 100
+
+// checkGMP resolves and checks the gradual-pruning flags.
+func (c *config) checkGMP() error {
+	if c.GMP == 0 {
+		if c.GMPBegin != 0 || (c.GMPEnd != -2 && c.GMPEnd != 0) || c.GMPEvery != 0 {
+			return errors.New("-gmp-begin, -gmp-end and -gmp-every need -gmp")
+		}
+		c.GMPEnd = 0
+		return nil
+	}
+	if !(c.GMP > 0 && c.GMP < 1) {
+		return fmt.Errorf("-gmp %v: want a fraction of zeros in (0, 1)", c.GMP)
+	}
+	if c.GMPEnd == -2 {
+		c.derive("gmp_end")
+		c.GMPEnd = max(1, c.Epochs*2/3)
+	}
+	if c.GMPEvery == 0 {
+		c.GMPEvery = DefaultGMPEvery
+	}
+	switch {
+	case c.GMPBegin < 0 || c.GMPEnd < c.GMPBegin || c.GMPEnd > c.Epochs:
+		return fmt.Errorf("-gmp-begin %d and -gmp-end %d: want 0 ≤ begin ≤ end ≤ -epochs %d", c.GMPBegin, c.GMPEnd, c.Epochs)
+	case c.GMPEvery < 1:
+		return fmt.Errorf("-gmp-every %d must be positive", c.GMPEvery)
+	case c.EvalOnly || c.Compact != "":
+		return errors.New("-eval-only and -compact do not prune; prune with a training run")
+	case c.pruning() || c.Optimizer == "l0hc" || c.binary():
+		return errors.New("-gmp does not combine with -prune-filters/-prune-flops, ℓ0 hard-concrete gates or binary weights")
 	}
 	return nil
 }

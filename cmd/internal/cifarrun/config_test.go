@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,6 +49,7 @@ func TestConfigMethodDefaults(t *testing.T) {
 		{[]string{"-optimizer", "adam"}, func(c *config) bool { return c.Reg == "none" && c.Lambda == 0 && c.WD == 0 && c.LR == 1e-3 }},
 		{[]string{"-optimizer", "adamw"}, func(c *config) bool { return c.WD == 0.01 }},
 		{[]string{"-optimizer", "sgd"}, func(c *config) bool { return c.LR == 0.1 && c.WD == 5e-4 && c.Reg == "none" }},
+		{[]string{"-optimizer", "proxgen-sgd"}, func(c *config) bool { return c.LR == 0.1 && c.WD == 5e-4 && c.Reg == "l12" && c.Lambda == 0.1 }},
 		{[]string{"-optimizer", "subgrad", "-reg", "l1"}, func(c *config) bool { return c.Reg == "l1" && c.Lambda == 0.1 }},
 		{[]string{"-optimizer", "proxsgd"}, func(c *config) bool { return c.Reg == "l1" && c.LR == 0.06 && c.Schedule == "invsqrt:4" }},
 		{[]string{"-optimizer", "proxquant", "-epochs", "300"}, func(c *config) bool {
@@ -68,6 +70,9 @@ func TestConfigMethodDefaults(t *testing.T) {
 		{[]string{"-eval-only", "-weights", "w.safetensors", "-recalibrate", "50"}, func(c *config) bool { return c.Recalibrate == 50 }},
 		{[]string{"-compact", "x", "-weights", "w.safetensors"}, func(c *config) bool { return c.Recalibrate == 0 }},
 		{[]string{"-recalibrate", "0"}, func(c *config) bool { return c.Recalibrate == 0 }},
+		{[]string{"-optimizer", "sgd", "-gmp", "0.9", "-epochs", "30"}, func(c *config) bool {
+			return c.GMP == 0.9 && c.GMPBegin == 0 && c.GMPEnd == 20 && c.GMPEvery == 100 && slices.Contains(c.Derived, "gmp_end")
+		}},
 	}
 	for _, tc := range cases {
 		c := mustParse(t, tc.args...)
@@ -137,6 +142,13 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"-compact", "x"}, "-compact needs -weights"},
 		{[]string{"-compact", "x", "-weights", "w", "-resume"}, "-compact excludes"},
 		{[]string{"-recalibrate", "-2"}, "-recalibrate -2 must not be negative"},
+		{[]string{"-gmp", "1"}, "-gmp 1"},
+		{[]string{"-gmp-every", "5"}, "need -gmp"},
+		{[]string{"-gmp", "0.5", "-gmp-begin", "5", "-gmp-end", "4"}, "want 0 ≤ begin ≤ end"},
+		{[]string{"-gmp", "0.5", "-gmp-end", "31"}, "want 0 ≤ begin ≤ end"},
+		{[]string{"-gmp", "0.5", "-gmp-every", "-1"}, "-gmp-every -1"},
+		{[]string{"-gmp", "0.5", "-optimizer", "bc"}, "-gmp does not combine"},
+		{[]string{"-gmp", "0.5", "-prune-filters", "0.5"}, "-gmp does not combine"},
 		{[]string{"-recalibrate", "x"}, "invalid value"},
 		{[]string{"-compact", "x", "-weights", "w", "-recalibrate", "10"}, "-compact does not recalibrate"},
 		{[]string{"extra"}, `unexpected argument "extra"`},

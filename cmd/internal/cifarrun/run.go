@@ -153,8 +153,12 @@ func trainRun(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var gmp *experiment.GMP
+	if c.GMP > 0 {
+		gmp = experiment.NewGMP(meth.Weights, c.GMP, c.GMPBegin*perEpoch, c.GMPEnd*perEpoch, c.GMPEvery)
+	}
 	t := &trainer{
-		cfg: c, model: model, meth: meth, train: ds.Train, test: ds.Test, perEpoch: perEpoch,
+		cfg: c, model: model, meth: meth, train: ds.Train, test: ds.Test, perEpoch: perEpoch, gmp: gmp,
 		prog: train.NewProgress(stderr, c.Progress, c.LogEvery, "img"), stdout: stdout,
 		trainCtx: &autograd.Context{Arena: autograd.NewArena()},
 		evalCtx:  &autograd.Context{Arena: autograd.NewArena(), NoGrad: true},

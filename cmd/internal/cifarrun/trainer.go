@@ -82,7 +82,12 @@ type trainer struct {
 	// recalPruned is the number of batches of the recalibration after
 	// pruning (0: none).
 	recalPruned int
+	// gmp is the gradual magnitude pruner of -gmp (nil: none).
+	gmp *experiment.GMP
 }
+
+// gmpState prefixes the masks of -gmp in the run state.
+const gmpState = "gmp/"
 
 // loop returns the train.Loop of the run.
 func (t *trainer) loop() *train.Loop {
@@ -164,6 +169,9 @@ func (t *trainer) update() error {
 	if t.mask != nil {
 		t.mask.Apply()
 	}
+	if t.gmp != nil {
+		t.gmp.Step(t.meth.Opt.Steps())
+	}
 	return nil
 }
 
@@ -210,6 +218,15 @@ func (t *trainer) endEpoch(ctx context.Context, epoch int, s train.EpochStats) (
 		if recal, err = t.recalibrate(ctx, epoch); err != nil {
 			return nil, err
 		}
+	}
+	if g := t.gmp; g != nil && max(g.End, 1) > epoch*t.perEpoch && max(g.End, 1) <= (epoch+1)*t.perEpoch {
+		// The last pruning step of -gmp was in this epoch (update 1 for
+		// -gmp-end 0).
+		if recal, err = t.recalibrate(ctx, epoch); err != nil {
+			return nil, err
+		}
+		n, total := g.Pruned()
+		t.prog.Logf("epoch %d: gradual pruning done, %d of %d weights pruned", epoch+1, n, total)
 	}
 	evalStart := time.Now()
 	testLoss, testAcc, err := t.evaluate(ctx, t.test)
@@ -281,9 +298,16 @@ func (t *trainer) saveState() (train.State, error) {
 	}
 	b, err := json.Marshal(st)
 	s := train.State{JSON: b}
-	if t.best.Has() {
+	if t.best.Has() || t.gmp != nil {
 		s.Tensors = map[string][]float32{}
+	}
+	if t.best.Has() {
 		t.best.AddTo(s.Tensors, bestState)
+	}
+	if t.gmp != nil {
+		for name, m := range t.gmp.Masks() {
+			s.Tensors[gmpState+name] = m
+		}
 	}
 	return s, err
 }
@@ -318,6 +342,17 @@ func (t *trainer) loadState(s train.State) error {
 	}
 	if t.frozen {
 		t.meth.Freeze()
+	}
+	if t.gmp != nil {
+		masks := map[string][]float32{}
+		for name, m := range s.Tensors {
+			if n, ok := strings.CutPrefix(name, gmpState); ok {
+				masks[n] = m
+			}
+		}
+		if err := t.gmp.SetMasks(masks); err != nil {
+			return fmt.Errorf("bad run state: %v", err)
+		}
 	}
 	return nil
 }

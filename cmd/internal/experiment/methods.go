@@ -72,6 +72,11 @@ var methods = [...]MethodInfo{
 	{Name: "adam", Adam: true, Doc: "torch.optim.Adam (coupled weight decay)", config: methodAdam},
 	{Name: "adamw", Adam: true, Doc: "torch.optim.AdamW (decoupled weight decay)", config: methodAdamW},
 	{Name: "sgd", Doc: "torch.optim.SGD with heavy-ball momentum", config: func(h Hyper) optim.Config { return optim.SGDConfig(h.Momentum, false) }},
+	{Name: "proxgen-sgd", TakesReg: true, Doc: "ProxGen with heavy-ball momentum and the identity preconditioner: torch.optim.SGD's step (coupled weight decay), then the proximal map of the regularizer", config: func(h Hyper) optim.Config {
+		c := optim.SGDConfig(h.Momentum, false)
+		c.RegMode = optim.RegProx
+		return c
+	}},
 	{Name: "subgrad", TakesReg: true, Adam: true, Doc: "AdamW on the loss plus λ·R with R's smoothed subgradient", config: func(h Hyper) optim.Config {
 		c := methodAdamW(h)
 		c.RegMode = optim.RegSubgradient

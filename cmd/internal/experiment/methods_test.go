@@ -31,6 +31,9 @@ func TestLookupMethod(t *testing.T) {
 	if m, _ := LookupMethod("sgd"); m.Config(h).Momentum.Rho != 0.5 || !m.Config(h).Momentum.HeavyBall {
 		t.Errorf("sgd momentum %+v", m.Config(h).Momentum)
 	}
+	if m, _ := LookupMethod("proxgen-sgd"); m.Config(h).RegMode != optim.RegProx || !m.Config(h).Momentum.HeavyBall || !m.TakesReg {
+		t.Errorf("proxgen-sgd %+v", m.Config(h))
+	}
 	if m, _ := LookupMethod("subgrad"); m.Config(h).RegMode != optim.RegSubgradient {
 		t.Errorf("subgrad RegMode %v", m.Config(h).RegMode)
 	}
