@@ -45,6 +45,9 @@ type Context struct {
 	// that run in this context record nothing, and their results never
 	// require a gradient.
 	NoGrad bool
+	// Profile, when non-nil, accumulates the time of the ops that run in
+	// this context, forward and backward (see Profile).
+	Profile *Profile
 }
 
 // In binds t (a leaf or an op result) to the context c and returns t. Ops

@@ -32,6 +32,9 @@ func (c *Context) needsGrad(inputs ...*Tensor) bool {
 // Every op calls record exactly once, after computing its forward result.
 func (c *Context) record(op string, out *Tensor, backward func(gradOut []float32), inputs ...*Tensor) *Tensor {
 	out.ctx = c
+	if p := c.profile(); p != nil {
+		p.forward(op)
+	}
 	if !c.needsGrad(inputs...) {
 		return out
 	}
@@ -72,7 +75,11 @@ func (t *Tensor) BackwardWith(seed []float32) {
 		u := order[i]
 		n := u.node
 		if u.Grad != nil {
-			n.backward(u.Grad)
+			if p := u.ctx.profile(); p != nil {
+				p.backward(n.op, func() { n.backward(u.Grad) })
+			} else {
+				n.backward(u.Grad)
+			}
 		}
 		// Release the graph: the result becomes a leaf that no longer
 		// requires a gradient, and its gradient buffer is dropped (handed

@@ -71,6 +71,7 @@ type trainConfig struct {
 	json       bool
 	cpuprofile string
 	memprofile string
+	opProfile  bool
 }
 
 // trainResult is the JSON object the train subcommand prints; the keys
@@ -123,6 +124,7 @@ func parseTrainFlags(args []string, stderr io.Writer) (*trainConfig, error) {
 	fs.BoolVar(&c.arena, "arena", true, "recycle op buffers between steps with autograd.Arena")
 	fs.BoolVar(&c.json, "json", false, "print the result as one JSON line")
 	fs.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the timed steps to `file`")
+	fs.BoolVar(&c.opProfile, "op-profile", false, "also print where the timed steps spend their time: each op's forward and backward time (autograd.Profile) and the optimizer's")
 	fs.StringVar(&c.memprofile, "memprofile", "", "write an allocation profile (alloc_space: the timed steps minus what was allocated before) to `file`")
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
@@ -161,13 +163,16 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer setThreads(c.threads)()
-	step, samples, params, err := newTrainStep(c)
+	step, samples, params, prof, err := newTrainStep(c)
 	if err != nil {
 		return err
 	}
-	res, err := timeSteps(c, step)
+	res, err := timeSteps(c, step, prof.reset)
 	if err != nil {
 		return err
+	}
+	if c.opProfile {
+		defer prof.write(stdout, res.Steps, res.elapsed)
 	}
 	res.Params = params
 	// From the unrounded time: steps of a tiny model may take less than
@@ -221,10 +226,11 @@ func writeTrainTable(w io.Writer, r *trainResult) error {
 
 // timeSteps runs the warm-up steps, then timed steps until both c.steps
 // steps and c.minTime have passed, profiling the timed ones if asked.
-func timeSteps(c *trainConfig, step func() float32) (*trainResult, error) {
+func timeSteps(c *trainConfig, step func() float32, timed func()) (*trainResult, error) {
 	for range c.warmup {
 		step()
 	}
+	timed()
 	if c.cpuprofile != "" {
 		f, err := os.Create(c.cpuprofile)
 		if err != nil {
@@ -299,7 +305,7 @@ func timeSteps(c *trainConfig, step func() float32) (*trainResult, error) {
 // random data, and returns a function that runs one training step and
 // reports its loss, the number of samples (images or tokens) one step
 // processes and the model's parameter count.
-func newTrainStep(c *trainConfig) (step func() float32, samples, params int, err error) {
+func newTrainStep(c *trainConfig) (step func() float32, samples, params int, prof *opProfile, err error) {
 	rng := rand.New(rand.NewPCG(c.seed, 0x70726f7867656e)) // "proxgen"
 	var (
 		model   nn.Module
@@ -329,7 +335,7 @@ func newTrainStep(c *trainConfig) (step func() float32, samples, params int, err
 	} else {
 		m, err := models.New(c.model, cnnLabels, rng, models.WithWidth(c.width))
 		if err != nil {
-			return nil, 0, 0, fmt.Errorf("bench train: %w", err)
+			return nil, 0, 0, nil, fmt.Errorf("bench train: %w", err)
 		}
 		model = m
 		x := autograd.RandN(rng, c.batch, 3, cnnImage, cnnImage)
@@ -352,19 +358,66 @@ func newTrainStep(c *trainConfig) (step func() float32, samples, params int, err
 	if c.arena {
 		ctx = &autograd.Context{Arena: autograd.NewArena()}
 	}
+	prof = &opProfile{}
+	if c.opProfile {
+		if ctx == nil {
+			ctx = &autograd.Context{}
+		}
+		prof.ops = autograd.NewProfile()
+		ctx.Profile = prof.ops
+	}
 	step = func() float32 {
-		if ctx != nil {
+		if ctx != nil && ctx.Arena != nil {
 			ctx.Arena.Reset()
 		}
 		opt.ZeroGrad()
+		if prof.ops != nil {
+			prof.ops.Mark()
+		}
 		l := forward(ctx)
 		l.Backward()
 		loss := l.Item()
 		if after != nil {
 			after()
 		}
+		start := time.Now()
 		opt.Step()
+		prof.optimizer += time.Since(start)
 		return loss
 	}
-	return step, samples, nn.NumParams(model), nil
+	return step, samples, nn.NumParams(model), prof, nil
+}
+
+// opProfile is where the timed training steps spend their time: each op
+// forward and backward, and the optimizer.
+type opProfile struct {
+	ops       *autograd.Profile // nil without -op-profile
+	optimizer time.Duration
+}
+
+// reset forgets what the warm-up steps spent.
+func (p *opProfile) reset() {
+	if p.ops != nil {
+		p.ops.Reset()
+	}
+	p.optimizer = 0
+}
+
+// write prints the profile of steps steps that took elapsed in all: per
+// step, each op's forward and backward milliseconds and its share of the
+// step, the optimizer's, and the rest (arena, loss read-out, clock).
+func (p *opProfile) write(w io.Writer, steps int, elapsed time.Duration) {
+	ms := func(d time.Duration) float64 { return d.Seconds() * 1e3 / float64(steps) }
+	share := func(d time.Duration) float64 { return 100 * d.Seconds() / elapsed.Seconds() }
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "op\tcalls/step\tforward ms\tbackward ms\tshare %%\t\n")
+	var counted time.Duration
+	for _, o := range p.ops.Ops() {
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.1f\t\n", o.Op, o.Calls/steps, ms(o.Forward), ms(o.Backward), share(o.Forward+o.Backward))
+		counted += o.Forward + o.Backward
+	}
+	fmt.Fprintf(tw, "optimizer step\t1\t\t%.2f\t%.1f\t\n", ms(p.optimizer), share(p.optimizer))
+	rest := elapsed - counted - p.optimizer
+	fmt.Fprintf(tw, "rest\t\t\t\t%.1f\t\n", share(rest))
+	tw.Flush()
 }
