@@ -249,9 +249,8 @@ func New(net nn.Module, spec models.Spec, opts ...Option) (*Model, error) {
 		opt(&o)
 	}
 	net.SetTraining(false)
-	m := &Model{net: net, spec: spec, norm: norm}
-	m.plan, m.sparse = newPlan(net, o.prep)
-	if m.plan == nil {
+	m := &Model{net: net, spec: spec, norm: norm, sparse: report(net, o.prep, true)}
+	if m.plan = newPlan(net, m.sparse); m.plan == nil {
 		m.net, m.sparse = prepare(net, o.prep)
 	}
 	return m, nil
