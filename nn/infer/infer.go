@@ -32,6 +32,18 @@
 // CIFAR-10 images (3072 bytes, the layout of a record without its label
 // byte) skip the resizing.
 //
+// # Preparation
+//
+// This package is the one owner of inference preparation: New reads the
+// network's layer graph (models.NewGraph) and compiles it once, folding
+// every batch normalisation into its convolution, packing the filters and
+// choosing each convolution's algorithm (the channel-blocked direct
+// convolution of autograd/nchwc, or an autograd.ConvPlan: gather, Winograd,
+// im2col, or sparse for layers whose weights are mostly exact zeros). The
+// prepared weights belong to the Model; the layers of package nn hold no
+// inference state. Prepare gives a network that runs through its Forward
+// (cmd/cifar's -eval-only) the same sparse layers.
+//
 // # Concurrency and memory
 //
 // A Model is immutable after Load and safe for concurrent use: the network
@@ -237,9 +249,8 @@ func New(net nn.Module, spec models.Spec, opts ...Option) (*Model, error) {
 		opt(&o)
 	}
 	net.SetTraining(false)
-	m := &Model{net: net, spec: spec, norm: norm}
-	m.plan, m.sparse = newPlan(net, o.prep)
-	if m.plan == nil {
+	m := &Model{net: net, spec: spec, norm: norm, sparse: report(net, o.prep, true)}
+	if m.plan = newPlan(net, m.sparse); m.plan == nil {
 		m.net, m.sparse = prepare(net, o.prep)
 	}
 	return m, nil

@@ -24,29 +24,28 @@ type plan interface {
 	algorithms(n int) []string
 }
 
-// newPlan compiles net, its layers sparse as o says, and returns the plan
-// with its report, or nil when net's graph has neither the ResNet nor the
-// VGG shape (see network).
-func newPlan(net nn.Module, o prepOptions) (plan, Report) {
+// newPlan compiles net with the layers that rep marks sparse, or returns
+// nil when net's graph has neither the ResNet nor the VGG shape (see
+// network).
+func newPlan(net nn.Module, rep Report) plan {
 	r, v := network(net)
 	if r == nil && v == nil {
-		return nil, Report{}
+		return nil
 	}
-	rep := report(net, o, true)
 	sparse := map[string]bool{}
 	for _, l := range rep.Layers {
 		sparse[l.Name] = l.Sparse
 	}
 	if r != nil {
 		if direct := newDirectPlan(r, nil, sparse); direct != nil {
-			return direct, rep // faster at every batch size
+			return direct // faster at every batch size
 		}
-		return newResNetPlan(r, sparse), rep
+		return newResNetPlan(r, sparse)
 	}
 	if direct := newDirectPlan(nil, v, sparse); direct != nil {
-		return &byBatch{small: direct, large: newVGGPlan(v, sparse), from: vggGEMMFrom}, rep
+		return &byBatch{small: direct, large: newVGGPlan(v, sparse), from: vggGEMMFrom}
 	}
-	return newVGGPlan(v, sparse), rep
+	return newVGGPlan(v, sparse)
 }
 
 // vggGEMMFrom is the batch size from which a dense VGG runs on vggPlan's
