@@ -102,7 +102,7 @@ func linkCouplings(op string, groups []*Group, slots []slot, ws []groupWork) {
 				comps[wi] = nil
 				continue
 			}
-			count := proxk.LayoutOf(false, c.Weight.Shape()).Count
+			count := proxk.LayoutOf(proxk.GroupFilter, c.Weight.Shape()).Count
 			var list []int
 			for _, t := range c.Companions {
 				ci, ok := index[t]

@@ -23,7 +23,7 @@ type groupWork struct {
 // appendGroupWork appends the work items of a parameter of the given shape
 // regularized by r: about ChunkSize elements each, whole groups only.
 func appendGroupWork(ws []groupWork, slot int, r prox.GroupRegularizer, shape []int) []groupWork {
-	l := proxk.LayoutOf(r.GroupBy() == prox.ByInputChannel, shape)
+	l := proxk.LayoutOf(int(r.GroupBy()), shape)
 	per := max(1, proxk.ChunkSize/max(l.Size, 1))
 	for g := 0; g < l.Count; g += per {
 		w := groupWork{slot: slot, reg: r, layout: l, g0: g, g1: min(g+per, l.Count)}
@@ -68,6 +68,7 @@ func (w *groupWork) prox(x, eta []float32, off int, lambda float32, clipAt float
 				copy(eb, eta[g*s-off:(g+1)*s-off])
 			} else {
 				l.Gather(eb, eta, g)
+				l.PadLike(eb[:s], g)
 			}
 			for j, m := range comps {
 				zb[s+j], eb[s+j] = m.x[g], m.y[g]

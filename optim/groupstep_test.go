@@ -37,10 +37,13 @@ import (
 // lasso equals the Adam step followed by the map on each group, for both
 // groupings, and whole groups become exactly zero.
 func TestGroupProxInOptimizer(t *testing.T) {
-	for _, by := range []prox.GroupBy{prox.ByFilter, prox.ByInputChannel} {
+	for _, by := range []prox.GroupBy{prox.ByFilter, prox.ByInputChannel, prox.ByBlock} {
 		t.Run(by.String(), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(31, 32))
 			shape := []int{8, 5, 3, 3}
+			if by == prox.ByBlock {
+				shape = []int{24, 5, 3, 3} // a block of 16 channels and a last one of 8
+			}
 			p := autograd.RandN(rng, shape...)
 			p.Grad = make([]float32, p.Numel())
 			for i := range p.Grad {
@@ -59,12 +62,13 @@ func TestGroupProxInOptimizer(t *testing.T) {
 			for i, g := range q.Grad {
 				eta[i] = lr * (1 / (float32(math.Abs(float64(g))) + 1e-8))
 			}
-			l := proxk.LayoutOf(by == prox.ByInputChannel, shape)
+			l := proxk.LayoutOf(int(by), shape)
 			zg, eg := make([]float32, l.Size), make([]float32, l.Size)
 			var ths []float64
 			for g := range l.Count {
 				l.Gather(zg, q.Data, g)
 				l.Gather(eg, eta, g)
+				l.PadLike(eg, g)
 				for i := range zg {
 					zg[i] /= eg[i]
 				}
@@ -76,6 +80,7 @@ func TestGroupProxInOptimizer(t *testing.T) {
 			for g := range l.Count {
 				l.Gather(zg, q.Data, g)
 				l.Gather(eg, eta, g)
+				l.PadLike(eg, g)
 				reg.Prox(zg, zg, eg, lam)
 				l.Scatter(q.Data, zg, g)
 			}
@@ -108,7 +113,7 @@ func TestGroupSubgradientInOptimizer(t *testing.T) {
 	}
 	q.Grad = append([]float32(nil), p.Grad...)
 	const lam = 0.7
-	l := proxk.LayoutOf(true, shape)
+	l := proxk.LayoutOf(proxk.GroupInput, shape)
 	tg, og := make([]float32, l.Size), make([]float32, l.Size)
 	for g := range l.Count {
 		l.Gather(tg, q.Data, g)
@@ -181,7 +186,7 @@ func TestProxStridedMatchesGather(t *testing.T) {
 				rng := rand.New(rand.NewPCG(61, 62))
 				p := autograd.RandN(rng, shape...)
 				// Groups of sizes from 1 down to 1e-3, so that λ zeroes some.
-				l := proxk.LayoutOf(true, shape)
+				l := proxk.LayoutOf(proxk.GroupInput, shape)
 				for i := range p.Data {
 					p.Data[i] *= float32(math.Pow(1e-3, float64(i/l.Inner%l.Count)/float64(l.Count)))
 				}

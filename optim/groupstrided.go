@@ -54,7 +54,7 @@ type stridedPass struct {
 // l (which must not be coupled).
 func stridedOK(r prox.GroupRegularizer, l proxk.Layout) bool {
 	_, ok := r.(proxk.Decider)
-	return ok && !l.Contiguous() && l.Count > 0
+	return ok && !l.Contiguous() && l.Rows == 0 && l.Count > 0
 }
 
 // newStridedPass returns the pass of a tensor with layout l regularized by

@@ -222,7 +222,7 @@ func New(groups []*Group, cfg Config) *ProxGen {
 			if gr, ok := g.Reg.(prox.GroupRegularizer); ok && cfg.RegMode != RegIgnore {
 				s.grouped = true
 				o.gwork = appendGroupWork(o.gwork, len(o.slots), gr, p.Shape())
-				l := proxk.LayoutOf(gr.GroupBy() == prox.ByInputChannel, p.Shape())
+				l := proxk.LayoutOf(int(gr.GroupBy()), p.Shape())
 				s.contiguous = l.Contiguous()
 				s.strided = stridedOK(gr, l)
 				if s.strided && cfg.RegMode == RegProx {

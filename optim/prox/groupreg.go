@@ -17,12 +17,23 @@ const (
 	// weight [Cout, Cin, kh, kw] (or output row of a linear weight
 	// [out, in]): the coordinates that share index 0. Each group is
 	// contiguous. Zeroing a group removes an output channel.
-	ByFilter GroupBy = iota
+	ByFilter GroupBy = proxk.GroupFilter
 	// ByInputChannel makes one group of each input channel: the
 	// coordinates that share index 1. Zeroing a group removes an input
 	// channel of this layer.
-	ByInputChannel
+	ByInputChannel GroupBy = proxk.GroupInput
+	// ByBlock makes one group of each 16 output channels (a block of
+	// BlockWidth) at one position of the other indices: for a convolution
+	// weight [Cout, Cin, kh, kw], the weights w[16b..16b+15][ci][ky][kx],
+	// exactly the vector that the channel-blocked convolution kernels load
+	// (autograd/nchwc), so a zero group is a vector those kernels skip. The
+	// last block of a tensor whose Cout is not a multiple of 16 holds the
+	// channels that exist.
+	ByBlock GroupBy = proxk.GroupBlock
 )
+
+// BlockWidth is the number of output channels of a ByBlock group.
+const BlockWidth = proxk.BlockWidth
 
 // String returns "filter" or "input".
 func (b GroupBy) String() string {
@@ -31,6 +42,8 @@ func (b GroupBy) String() string {
 		return "filter"
 	case ByInputChannel:
 		return "input"
+	case ByBlock:
+		return "block"
 	}
 	return fmt.Sprintf("GroupBy(%d)", int(b))
 }
@@ -95,7 +108,7 @@ func GroupNonZero(by GroupBy, theta []float32, shape []int, companions ...[]floa
 // panics, naming op, when theta or the companions do not match it.
 func checkGroupArgs(op string, by GroupBy, theta []float32, shape []int, companions [][]float32) proxk.Layout {
 	l := layoutOf(by, shape)
-	if l.Count*l.Size != len(theta) {
+	if l.Len() != len(theta) {
 		panic(fmt.Sprintf("%s: shape %v does not match %d elements", op, shape, len(theta)))
 	}
 	for _, c := range companions {
@@ -361,14 +374,18 @@ func (r *groupLasso) AddSubgradient(g, theta []float32, scale, eps float32) {
 
 // groupName is the Parse name of a group regularizer.
 func groupName(base string, by GroupBy) string {
-	if by == ByInputChannel {
+	switch by {
+	case ByInputChannel:
 		return base + ":in"
+	case ByBlock:
+		return base + ":block"
 	}
 	return base
 }
 
-// parseGroupName splits a group regularizer name such as "gl21:in" into its
-// base and grouping; ok is false for names that are not group names.
+// parseGroupName splits a group regularizer name such as "gl21:in" or
+// "gl0:block" into its base and grouping; ok is false for names that are
+// not group names.
 func parseGroupName(name string) (base string, by GroupBy, ok bool) {
 	if !strings.HasPrefix(name, "gl") {
 		return "", 0, false
@@ -379,15 +396,12 @@ func parseGroupName(name string) (base string, by GroupBy, ok bool) {
 		return base, ByFilter, true
 	case suffix == "in":
 		return base, ByInputChannel, true
+	case suffix == "block":
+		return base, ByBlock, true
 	}
 	return name, ByFilter, true
 }
 
 // layoutOf returns the groups that by makes of a tensor of the given
 // shape.
-func layoutOf(by GroupBy, shape []int) proxk.Layout {
-	if by != ByFilter && by != ByInputChannel {
-		panic(fmt.Sprintf("prox: unknown GroupBy %d", int(by)))
-	}
-	return proxk.LayoutOf(by == ByInputChannel, shape)
-}
+func layoutOf(by GroupBy, shape []int) proxk.Layout { return proxk.LayoutOf(int(by), shape) }

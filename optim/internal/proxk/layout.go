@@ -1,16 +1,38 @@
 package proxk
 
-// Layout describes the groups of one tensor: count groups of size
-// elements each; group g holds, for o < outer and j < inner, the element
-// o·stride + g·inner + j.
+import "fmt"
+
+// Kinds of grouping (the values of prox.GroupBy).
+const (
+	GroupFilter = iota // one group per output filter (index 0)
+	GroupInput         // one group per input channel (index 1)
+	GroupBlock         // BlockWidth output channels at one position of the other indices
+)
+
+// BlockWidth is the number of output channels in a GroupBlock group: the
+// float32 lanes of an AVX-512 vector, the channel block of the blocked
+// convolution kernels (autograd/nchwc), which load exactly these weights
+// as one vector.
+const BlockWidth = 16
+
+// Layout describes the groups of one tensor: Count groups of Size
+// elements each; group g holds, for o < Outer and j < Inner, the element
+// o·Stride + g·Inner + j. A blocked layout (Rows > 0, GroupBlock) is
+// different: the tensor is Rows output channels of Stride elements each,
+// and group g holds the element (BlockWidth·b + o)·Stride + j for o < Size,
+// b = g / Stride, j = g mod Stride; the last block holds only the rows
+// that exist (Gather pads it with zeros, Scatter writes only them).
 type Layout struct {
 	Count, Size  int
 	Outer, Inner int
 	Stride       int
+	Rows         int
 }
 
-// LayoutOf returns the groups of a tensor of the given shape.
-func LayoutOf(byInput bool, shape []int) Layout {
+// LayoutOf returns the groups of the given kind (GroupFilter, GroupInput,
+// GroupBlock) of a tensor of the given shape; a tensor of rank below 2
+// makes one group per coordinate. It panics on an unknown kind.
+func LayoutOf(kind int, shape []int) Layout {
 	n := 1
 	for _, d := range shape {
 		n *= d
@@ -18,19 +40,64 @@ func LayoutOf(byInput bool, shape []int) Layout {
 	if len(shape) < 2 || n == 0 {
 		return Layout{Count: n, Size: 1, Outer: 1, Inner: 1, Stride: n}
 	}
-	if byInput {
+	switch kind {
+	case GroupFilter:
+		k := n / shape[0]
+		return Layout{Count: shape[0], Size: k, Outer: 1, Inner: k, Stride: n}
+	case GroupInput:
 		k := n / (shape[0] * shape[1])
 		return Layout{Count: shape[1], Size: shape[0] * k, Outer: shape[0], Inner: k, Stride: shape[1] * k}
+	case GroupBlock:
+		rows, cols := shape[0], n/shape[0]
+		size := min(BlockWidth, rows)
+		blocks := (rows + BlockWidth - 1) / BlockWidth
+		return Layout{Count: blocks * cols, Size: size, Outer: size, Inner: 1, Stride: cols, Rows: rows}
 	}
-	k := n / shape[0]
-	return Layout{Count: shape[0], Size: k, Outer: 1, Inner: k, Stride: n}
+	panic(fmt.Sprintf("proxk.LayoutOf: unknown kind of grouping %d", kind))
+}
+
+// Len returns the number of elements of the tensor the layout describes.
+func (l Layout) Len() int {
+	if l.Rows > 0 {
+		return l.Rows * l.Stride
+	}
+	return l.Count * l.Size
+}
+
+// blockRows returns, for a blocked layout, the first row of group g, its
+// column and the number of rows it holds.
+func (l Layout) blockRows(g int) (r0, col, rows int) {
+	r0, col = g/l.Stride*BlockWidth, g%l.Stride
+	return r0, col, min(l.Size, l.Rows-r0)
+}
+
+// PadLike sets the padding positions of group g gathered into dst (the
+// rows a last, partial block lacks) to dst[0]: a step size η gathered
+// there must be a positive one of the group, as the padded coordinates
+// (zero) then change no sum or decision of a group map.
+func (l Layout) PadLike(dst []float32, g int) {
+	if l.Rows == 0 {
+		return
+	}
+	_, _, rows := l.blockRows(g)
+	for o := rows; o < l.Size; o++ {
+		dst[o] = dst[0]
+	}
 }
 
 // Contiguous reports whether every group is one contiguous run.
-func (l Layout) Contiguous() bool { return l.Outer == 1 }
+func (l Layout) Contiguous() bool { return l.Outer == 1 && l.Rows == 0 }
 
 // Gather copies group g of src into dst[:l.Size].
 func (l Layout) Gather(dst, src []float32, g int) {
+	if l.Rows > 0 {
+		r0, col, rows := l.blockRows(g)
+		for o := range rows {
+			dst[o] = src[(r0+o)*l.Stride+col]
+		}
+		clear(dst[rows:l.Size])
+		return
+	}
 	in := l.Inner
 	if in >= 32 {
 		for o := range l.Outer {
@@ -51,6 +118,13 @@ func (l Layout) Gather(dst, src []float32, g int) {
 
 // Scatter copies src[:l.Size] back into group g of dst.
 func (l Layout) Scatter(dst, src []float32, g int) {
+	if l.Rows > 0 {
+		r0, col, rows := l.blockRows(g)
+		for o := range rows {
+			dst[(r0+o)*l.Stride+col] = src[o]
+		}
+		return
+	}
 	in := l.Inner
 	if in >= 32 {
 		for o := range l.Outer {
