@@ -24,6 +24,10 @@ type EpochRecord struct {
 	// Filters of FiltersTotal output filters hold a non-zero weight.
 	Filters      int `json:"filters"`
 	FiltersTotal int `json:"filters_total"`
+	// Blocks of BlocksTotal blocks of 16 output channels at one input
+	// position (prox.ByBlock) hold a non-zero weight.
+	Blocks      int `json:"blocks"`
+	BlocksTotal int `json:"blocks_total"`
 	// FLOPsRatio and ParamsRatio are the fractions of the dense network's
 	// FLOPs (multiply-adds of a 32×32 image) and parameters that remain
 	// once the removable channels are removed (package nn/prune);

@@ -251,6 +251,8 @@ func (t *trainer) endEpoch(ctx context.Context, epoch int, s train.EpochStats) (
 		Below1e2:     ws.Below1e2,
 		Filters:      ws.Filters,
 		FiltersTotal: ws.FiltersTotal,
+		Blocks:       ws.Blocks,
+		BlocksTotal:  ws.BlocksTotal,
 		LR:           t.lr,
 		Lambda:       t.lambda,
 		Seconds:      round3(s.Seconds),
@@ -532,9 +534,13 @@ type Summary struct {
 	Small     float64 `json:"small_ratio"`
 	Below1e2  float64 `json:"below_1e2_ratio"`
 	// Filters of FiltersTotal output filters hold a non-zero weight.
-	Filters      int      `json:"filters"`
-	FiltersTotal int      `json:"filters_total"`
-	Binary       *float64 `json:"binary_ratio,omitempty"`
+	Filters      int `json:"filters"`
+	FiltersTotal int `json:"filters_total"`
+	// Blocks of BlocksTotal blocks of 16 output channels at one input
+	// position (prox.ByBlock) hold a non-zero weight.
+	Blocks      int      `json:"blocks"`
+	BlocksTotal int      `json:"blocks_total"`
+	Binary      *float64 `json:"binary_ratio,omitempty"`
 	// FLOPsRatio and ParamsRatio are the fractions of the dense network's
 	// FLOPs and parameters that remain once the removable channels are
 	// removed; Remaining has the counts, in total and per layer.
@@ -571,6 +577,7 @@ func (t *trainer) makeSummary(h []EpochRecord) Summary {
 		s.TestAcc, s.TestLoss = last.TestAcc, last.TestLoss
 		s.Zero, s.Small, s.Below1e2, s.Binary = last.Zero, last.Small, last.Below1e2, last.Binary
 		s.Filters, s.FiltersTotal = last.Filters, last.FiltersTotal
+		s.Blocks, s.BlocksTotal = last.Blocks, last.BlocksTotal
 		s.FLOPsRatio, s.ParamsRatio, s.Remaining = last.FLOPsRatio, last.ParamsRatio, last.Remaining
 	}
 	s.Seconds = round3(s.Seconds)

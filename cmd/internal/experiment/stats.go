@@ -19,6 +19,12 @@ type LayerStats struct {
 	// sparsity (-reg gl0, gl21) removes.
 	Filters      int `json:"filters"`
 	FiltersTotal int `json:"filters_total"`
+	// Blocks counts the blocks of 16 output channels at one position of
+	// the other indices (prox.ByBlock: the vectors the channel-blocked
+	// inference kernels load, and skip when zero) with a non-zero weight,
+	// of BlocksTotal: what -reg gl0:block and gl21:block remove.
+	Blocks      int `json:"blocks"`
+	BlocksTotal int `json:"blocks_total"`
 }
 
 // WeightStats summarises a set of weight tensors (ComputeWeightStats).
@@ -30,9 +36,13 @@ type WeightStats struct {
 	PM1      float64 `json:"binary_ratio"`    // exactly ±1
 	// Filters and FiltersTotal sum the layers' non-zero and all output
 	// filters.
-	Filters      int          `json:"filters"`
-	FiltersTotal int          `json:"filters_total"`
-	Layers       []LayerStats `json:"layers"`
+	Filters      int `json:"filters"`
+	FiltersTotal int `json:"filters_total"`
+	// Blocks and BlocksTotal sum the layers' non-zero and all 16-channel
+	// blocks.
+	Blocks      int          `json:"blocks"`
+	BlocksTotal int          `json:"blocks_total"`
+	Layers      []LayerStats `json:"layers"`
 }
 
 // ComputeWeightStats counts, over the tensors ws, the exact zeros, the
@@ -62,8 +72,11 @@ func ComputeWeightStats(ws []nn.Param) WeightStats {
 		l := LayerStats{Name: w.Name, Numel: n, Zero: fraction(z, n), Small: fraction(sm, n), PM1: fraction(p, n)}
 		if w.T.Rank() >= 2 {
 			l.Filters, l.FiltersTotal = prox.GroupNonZero(prox.ByFilter, w.T.Data, w.T.Shape())
+			l.Blocks, l.BlocksTotal = prox.GroupNonZero(prox.ByBlock, w.T.Data, w.T.Shape())
 			s.Filters += l.Filters
 			s.FiltersTotal += l.FiltersTotal
+			s.Blocks += l.Blocks
+			s.BlocksTotal += l.BlocksTotal
 		}
 		s.Layers = append(s.Layers, l)
 		s.Numel += n

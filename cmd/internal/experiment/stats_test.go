@@ -49,3 +49,17 @@ func TestFilterCounts(t *testing.T) {
 		t.Fatalf("a: %d of %d, want 1 of 3", l.Filters, l.FiltersTotal)
 	}
 }
+
+// TestBlockCounts: blocks of 16 output channels at one input position
+// with a non-zero weight (prox.ByBlock), a partial last block included.
+func TestBlockCounts(t *testing.T) {
+	// 20 output channels (a block of 16 and one of 4) × 3 positions.
+	w := autograd.New(20, 3)
+	w.Data[0*3+1] = 1  // block 0, position 1
+	w.Data[17*3+2] = 2 // block 1, position 2
+	w.Data[19*3+2] = 3 // the same group
+	s := ComputeWeightStats([]nn.Param{{Name: "w.weight", T: w}})
+	if s.Blocks != 2 || s.BlocksTotal != 6 {
+		t.Fatalf("blocks %d of %d, want 2 of 6", s.Blocks, s.BlocksTotal)
+	}
+}
