@@ -10,6 +10,7 @@ import (
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/autograd/nchwc"
+	"github.com/proxgen/proxgen/internal/impl"
 	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/internal/procstat"
 )
@@ -22,6 +23,9 @@ var layers = []struct{ cin, cout, hw, k, s int }{
 	{16, 32, 32, 3, 2}, {32, 64, 16, 3, 2},
 	{16, 32, 32, 1, 2}, {32, 64, 16, 1, 2},
 	{3, 16, 32, 3, 1}, // the stem
+	// channel counts of the compacted ResNet-20 (nn/pretrained's
+	// resnet20-compact) and the sparse one's 63-channel layer: tail blocks
+	{16, 9, 32, 3, 1}, {9, 16, 32, 3, 1}, {27, 12, 16, 3, 1}, {12, 27, 16, 3, 1}, {30, 21, 8, 3, 1}, {64, 63, 8, 3, 1}, {63, 64, 8, 3, 1},
 }
 
 type layer struct {
@@ -44,9 +48,11 @@ func newLayer(rng *rand.Rand, cin, cout, hw, k, s int) *layer {
 	bias := autograd.RandN(rng, cout).Data
 	pad := (k - 1) / 2
 	plan := autograd.NewConvPlan(w, bias, autograd.ConvConfig{Stride: [2]int{s, s}, Padding: [2]int{pad, pad}}, hw, hw, nil)
-	f := nchwc.PackFilter(w.Data, cout, cin, k)
+	f, in := nchwc.PackFilter(w.Data, cout, cin, k), nchwc.NewAct(cin, hw, hw)
+	if cin <= 4 {
+		f, in = nchwc.PackImageFilter(w.Data, cout, cin, k), nchwc.NewImage(cin, hw, hw)
+	}
 	ho, wo := f.OutSize(hw, hw, s)
-	in := nchwc.NewAct(cin, hw, hw)
 	in.FromNCHW(x.Data)
 	return &layer{
 		name: fmt.Sprintf("%dto%dch_%dpx_%dx%d_s%d", cin, cout, hw, k, k, s),
@@ -97,15 +103,23 @@ func BenchmarkLayers(b *testing.B) {
 			}
 			b.ReportMetric(ly.macs/us/1e3, "GMAC/s")
 		}
-		b.Run(ly.name+"/nchwc", func(b *testing.B) {
-			defer parallel.SetWorkers(parallel.SetWorkers(1))
-			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-			cpu0, _ = procstat.CPUTime()
-			for range b.N {
-				nchwc.Conv(ly.in, ly.f, ly.stride, ly.bias, nil, true, ly.out)
+		names, ok := impl.List("nchwc")
+		for i, name := range names {
+			if !ok[i] {
+				continue
 			}
-			report(b)
-		})
+			b.Run(ly.name+"/nchwc-"+name, func(b *testing.B) {
+				impl.Select("nchwc", name)
+				defer impl.Reset("nchwc")
+				defer parallel.SetWorkers(parallel.SetWorkers(1))
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+				cpu0, _ = procstat.CPUTime()
+				for range b.N {
+					nchwc.Conv(ly.in, ly.f, ly.stride, ly.bias, nil, true, ly.out)
+				}
+				report(b)
+			})
+		}
 		b.Run(ly.name+"/convplan-"+ly.plan.Algorithm(1), func(b *testing.B) {
 			defer parallel.SetWorkers(parallel.SetWorkers(1))
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))

@@ -9,32 +9,52 @@ import (
 	"github.com/proxgen/proxgen/internal/impl"
 )
 
-// useAsm reports whether the AVX-512 kernels run (registered with
-// internal/impl as package "nchwc", "avx512").
-var useAsm = cpu.X86.AVX512F
+// useAVX512 and useAVX2 report whether the AVX-512 and the AVX2 kernels
+// run (registered with internal/impl as package "nchwc", "avx512" and
+// "avx2"); the AVX-512 ones where both may.
+var (
+	useAVX512 = cpu.X86.AVX512F
+	useAVX2   = cpu.X86.AVX2 && cpu.X86.FMA
+)
 
-func init() { impl.Register("nchwc", "avx512", &useAsm) }
+func init() {
+	impl.Register("nchwc", "avx512", &useAVX512)
+	impl.Register("nchwc", "avx2", &useAVX2)
+}
 
-// Fast reports whether Conv runs the AVX-512 kernels. Without them it
-// computes the same values with a Go loop many times slower than the
-// engine's other convolutions, so callers choose this layout only where
-// Fast holds.
-func Fast() bool { return useAsm }
+// Fast reports whether Conv runs assembly kernels (AVX-512 or AVX2 with
+// FMA). Without them it computes the same values with a Go loop many
+// times slower than the engine's other convolutions, so callers choose
+// this layout only where Fast holds.
+func Fast() bool { return useAVX512 || useAVX2 }
 
-// pmax[fb-1] is the widest strip of the kernels for fb blocks.
-var pmax = [2]int{len(asmKernels[0][0]), len(asmKernels[1][0])}
+// stripMax returns the widest strip of pixels of the kernels that run for
+// fb output blocks.
+func stripMax(fb int) int {
+	switch {
+	case useAVX512:
+		return len(asmKernels[fb-1][0])
+	case useAVX2:
+		return len(avx2Kernels[0][0])
+	}
+	return pmaxGo[fb-1]
+}
 
 // kernel runs the kernel of fb blocks, stride s and p pixels on the
 // arguments of kernelGo (offsets and strides in float32 values).
-func kernel(cb, fb, p, s int, in []float32, inOff, inBS, inRS, ncib, kh, kw int, w []float32, wOff int,
+func kernel(cb, fb, p, s int, in []float32, inOff, inBS, inRS, ncib, ct, kh, kw int, w []float32, wOff int,
 	bias []float32, res []float32, out []float32, outOff, outBS int, relu bool) {
-	if !useAsm {
-		kernelGo(cb, fb, p, s, in, inOff, inBS, inRS, ncib, kh, kw, w, wOff, bias, res, out, outOff, outBS, relu)
+	if !useAVX512 && !useAVX2 {
+		kernelGo(cb, fb, p, s, in, inOff, inBS, inRS, ncib, ct, kh, kw, w, wOff, bias, res, out, outOff, outBS, relu)
 		return
 	}
 	// Bounds: the last values the kernel reads and writes.
-	_ = in[inOff+(ncib-1)*inBS+(kh-1)*inRS+((p-1)*s+kw)*cb-1]
-	_ = w[wOff+ncib*kh*kw*cb*16*fb-1]
+	nb := ncib
+	if ct > 0 {
+		nb++
+	}
+	_ = in[inOff+(nb-1)*inBS+(kh-1)*inRS+((p-1)*s+kw)*cb-1]
+	_ = w[wOff+nb*kh*kw*cb*16*fb-1]
 	_ = bias[16*fb-1]
 	last := outOff + (fb-1)*outBS + (p-1)*16 + 15
 	_ = out[last]
@@ -48,9 +68,72 @@ func kernel(cb, fb, p, s int, in []float32, inOff, inBS, inRS, ncib, kh, kw int,
 		rl = 1
 	}
 	const f = int(unsafe.Sizeof(float32(0)))
-	k := asmStemKernels[p-1]
-	if cb == 16 {
-		k = asmKernels[fb-1][s-1][p-1]
+	if useAVX512 {
+		k := asmStemKernels[p-1]
+		if cb == 16 {
+			k = asmKernels[fb-1][s-1][p-1]
+		}
+		k(&in[inOff], inBS*f, inRS*f, ncib, ct, kh, kw, &w[wOff], &bias[0], r, &out[outOff], outBS*f, rl)
+		return
 	}
-	k(&in[inOff], inBS*f, inRS*f, ncib, kh, kw, &w[wOff], &bias[0], r, &out[outOff], outBS*f, rl)
+	k := avx2StemKernels[p-1]
+	if cb == 16 {
+		k = avx2Kernels[fb-1][s-1][p-1]
+	}
+	for j := 0; j < fb; j++ {
+		var rj *float32
+		if r != nil {
+			rj = &res[outOff+j*outBS]
+		}
+		k(&in[inOff], inBS*f, inRS*f, ncib, ct, kh, kw, &w[wOff+j*16], &bias[j*16], rj, &out[outOff+j*outBS], outBS*f, rl)
+	}
+}
+
+// kernelSkip runs the kernel skipping zero filter vectors of fb blocks,
+// stride s and p pixels on the arguments of kernelSkipGo; ncib and k
+// bound the taps the entries may name (checked at packing).
+func kernelSkip(fb, p, s int, in []float32, inOff, inBS, inRS, ncib, k int, ent []int32, w []float32,
+	bias []float32, res []float32, out []float32, outOff, outBS int, relu bool) {
+	if !useAVX512 && !useAVX2 {
+		kernelSkipGo(fb, p, s, in, inOff, inBS, inRS, ent, w, bias, res, out, outOff, outBS, relu)
+		return
+	}
+	// Bounds: the last values the kernel reads and writes.
+	_ = in[inOff+(ncib-1)*inBS+(k-1)*inRS+((p-1)*s+k)*16-1]
+	_ = bias[16*fb-1]
+	last := outOff + (fb-1)*outBS + (p-1)*16 + 15
+	_ = out[last]
+	if len(w) != len(ent)/3*16*fb {
+		panic("nchwc: skip entries and vectors do not match")
+	}
+	var r, wp *float32 // wp and ep nil without vectors: the kernels read none
+	var ep *int32
+	if res != nil {
+		_ = res[last]
+		r = &res[outOff]
+	}
+	if len(ent) > 0 {
+		ep, wp = &ent[0], &w[0]
+	}
+	rl := 0
+	if relu {
+		rl = 1
+	}
+	const f = int(unsafe.Sizeof(float32(0)))
+	n := len(ent) / 3
+	if useAVX512 {
+		skipKernels[fb-1][s-1][p-1](&in[inOff], inBS*f, inRS*f, ep, n, k, k, wp, &bias[0], r, &out[outOff], outBS*f, rl)
+		return
+	}
+	k2 := skip2Kernels[fb-1][s-1][p-1]
+	for j := 0; j < fb; j++ {
+		var rj, wj *float32
+		if r != nil {
+			rj = &res[outOff+j*outBS]
+		}
+		if n > 0 {
+			wj = &w[j*16]
+		}
+		k2(&in[inOff], inBS*f, inRS*f, ep, n, k, k, wj, &bias[j*16], rj, &out[outOff+j*outBS], outBS*f, rl)
+	}
 }

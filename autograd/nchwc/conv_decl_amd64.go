@@ -4,368 +4,648 @@
 
 package nchwc
 
-// convFB1P1S1 computes 1 block(s) of 16 output channels for 1 pixels at stride 1 from input blocks of 16 channels.
+// convFB1P1S1 computes 1 block(s) of 16 output channels for 1 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB1P1S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P1S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P2S1 computes 1 block(s) of 16 output channels for 2 pixels at stride 1 from input blocks of 16 channels.
+// convSkipFB1P1S1 computes 1 block(s) of 16 output channels for 1 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB1P2S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P1S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P3S1 computes 1 block(s) of 16 output channels for 3 pixels at stride 1 from input blocks of 16 channels.
+// convFB1P2S1 computes 1 block(s) of 16 output channels for 2 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB1P3S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P2S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P4S1 computes 1 block(s) of 16 output channels for 4 pixels at stride 1 from input blocks of 16 channels.
+// convSkipFB1P2S1 computes 1 block(s) of 16 output channels for 2 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB1P4S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P2S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P5S1 computes 1 block(s) of 16 output channels for 5 pixels at stride 1 from input blocks of 16 channels.
+// convFB1P3S1 computes 1 block(s) of 16 output channels for 3 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB1P5S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P3S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P6S1 computes 1 block(s) of 16 output channels for 6 pixels at stride 1 from input blocks of 16 channels.
+// convSkipFB1P3S1 computes 1 block(s) of 16 output channels for 3 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB1P6S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P3S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P7S1 computes 1 block(s) of 16 output channels for 7 pixels at stride 1 from input blocks of 16 channels.
+// convFB1P4S1 computes 1 block(s) of 16 output channels for 4 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB1P7S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P4S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P8S1 computes 1 block(s) of 16 output channels for 8 pixels at stride 1 from input blocks of 16 channels.
+// convSkipFB1P4S1 computes 1 block(s) of 16 output channels for 4 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB1P8S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P4S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P9S1 computes 1 block(s) of 16 output channels for 9 pixels at stride 1 from input blocks of 16 channels.
+// convFB1P5S1 computes 1 block(s) of 16 output channels for 5 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB1P9S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P5S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P10S1 computes 1 block(s) of 16 output channels for 10 pixels at stride 1 from input blocks of 16 channels.
+// convSkipFB1P5S1 computes 1 block(s) of 16 output channels for 5 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB1P10S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P5S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P11S1 computes 1 block(s) of 16 output channels for 11 pixels at stride 1 from input blocks of 16 channels.
+// convFB1P6S1 computes 1 block(s) of 16 output channels for 6 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB1P11S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P6S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P12S1 computes 1 block(s) of 16 output channels for 12 pixels at stride 1 from input blocks of 16 channels.
+// convSkipFB1P6S1 computes 1 block(s) of 16 output channels for 6 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB1P12S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P6S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P13S1 computes 1 block(s) of 16 output channels for 13 pixels at stride 1 from input blocks of 16 channels.
+// convFB1P7S1 computes 1 block(s) of 16 output channels for 7 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB1P13S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P7S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P14S1 computes 1 block(s) of 16 output channels for 14 pixels at stride 1 from input blocks of 16 channels.
+// convSkipFB1P7S1 computes 1 block(s) of 16 output channels for 7 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB1P14S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P7S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P15S1 computes 1 block(s) of 16 output channels for 15 pixels at stride 1 from input blocks of 16 channels.
+// convFB1P8S1 computes 1 block(s) of 16 output channels for 8 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB1P15S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P8S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P16S1 computes 1 block(s) of 16 output channels for 16 pixels at stride 1 from input blocks of 16 channels.
+// convSkipFB1P8S1 computes 1 block(s) of 16 output channels for 8 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB1P16S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P8S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P1S2 computes 1 block(s) of 16 output channels for 1 pixels at stride 2 from input blocks of 16 channels.
+// convFB1P9S1 computes 1 block(s) of 16 output channels for 9 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB1P1S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P9S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P2S2 computes 1 block(s) of 16 output channels for 2 pixels at stride 2 from input blocks of 16 channels.
+// convSkipFB1P9S1 computes 1 block(s) of 16 output channels for 9 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB1P2S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P9S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P3S2 computes 1 block(s) of 16 output channels for 3 pixels at stride 2 from input blocks of 16 channels.
+// convFB1P10S1 computes 1 block(s) of 16 output channels for 10 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB1P3S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P10S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P4S2 computes 1 block(s) of 16 output channels for 4 pixels at stride 2 from input blocks of 16 channels.
+// convSkipFB1P10S1 computes 1 block(s) of 16 output channels for 10 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB1P4S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P10S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P5S2 computes 1 block(s) of 16 output channels for 5 pixels at stride 2 from input blocks of 16 channels.
+// convFB1P11S1 computes 1 block(s) of 16 output channels for 11 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB1P5S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P11S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P6S2 computes 1 block(s) of 16 output channels for 6 pixels at stride 2 from input blocks of 16 channels.
+// convSkipFB1P11S1 computes 1 block(s) of 16 output channels for 11 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB1P6S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P11S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P7S2 computes 1 block(s) of 16 output channels for 7 pixels at stride 2 from input blocks of 16 channels.
+// convFB1P12S1 computes 1 block(s) of 16 output channels for 12 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB1P7S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P12S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P8S2 computes 1 block(s) of 16 output channels for 8 pixels at stride 2 from input blocks of 16 channels.
+// convSkipFB1P12S1 computes 1 block(s) of 16 output channels for 12 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB1P8S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P12S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P9S2 computes 1 block(s) of 16 output channels for 9 pixels at stride 2 from input blocks of 16 channels.
+// convFB1P13S1 computes 1 block(s) of 16 output channels for 13 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB1P9S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P13S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P10S2 computes 1 block(s) of 16 output channels for 10 pixels at stride 2 from input blocks of 16 channels.
+// convSkipFB1P13S1 computes 1 block(s) of 16 output channels for 13 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB1P10S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P13S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P11S2 computes 1 block(s) of 16 output channels for 11 pixels at stride 2 from input blocks of 16 channels.
+// convFB1P14S1 computes 1 block(s) of 16 output channels for 14 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB1P11S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P14S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P12S2 computes 1 block(s) of 16 output channels for 12 pixels at stride 2 from input blocks of 16 channels.
+// convSkipFB1P14S1 computes 1 block(s) of 16 output channels for 14 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB1P12S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P14S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P13S2 computes 1 block(s) of 16 output channels for 13 pixels at stride 2 from input blocks of 16 channels.
+// convFB1P15S1 computes 1 block(s) of 16 output channels for 15 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB1P13S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P15S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P14S2 computes 1 block(s) of 16 output channels for 14 pixels at stride 2 from input blocks of 16 channels.
+// convSkipFB1P15S1 computes 1 block(s) of 16 output channels for 15 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB1P14S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P15S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P15S2 computes 1 block(s) of 16 output channels for 15 pixels at stride 2 from input blocks of 16 channels.
+// convFB1P16S1 computes 1 block(s) of 16 output channels for 16 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB1P15S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P16S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P16S2 computes 1 block(s) of 16 output channels for 16 pixels at stride 2 from input blocks of 16 channels.
+// convSkipFB1P16S1 computes 1 block(s) of 16 output channels for 16 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB1P16S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P16S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P1S1 computes 2 block(s) of 16 output channels for 1 pixels at stride 1 from input blocks of 16 channels.
+// convFB1P1S2 computes 1 block(s) of 16 output channels for 1 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB2P1S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P1S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P2S1 computes 2 block(s) of 16 output channels for 2 pixels at stride 1 from input blocks of 16 channels.
+// convSkipFB1P1S2 computes 1 block(s) of 16 output channels for 1 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB2P2S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P1S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P3S1 computes 2 block(s) of 16 output channels for 3 pixels at stride 1 from input blocks of 16 channels.
+// convFB1P2S2 computes 1 block(s) of 16 output channels for 2 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB2P3S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P2S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P4S1 computes 2 block(s) of 16 output channels for 4 pixels at stride 1 from input blocks of 16 channels.
+// convSkipFB1P2S2 computes 1 block(s) of 16 output channels for 2 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB2P4S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P2S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P5S1 computes 2 block(s) of 16 output channels for 5 pixels at stride 1 from input blocks of 16 channels.
+// convFB1P3S2 computes 1 block(s) of 16 output channels for 3 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB2P5S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P3S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P6S1 computes 2 block(s) of 16 output channels for 6 pixels at stride 1 from input blocks of 16 channels.
+// convSkipFB1P3S2 computes 1 block(s) of 16 output channels for 3 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB2P6S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P3S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P7S1 computes 2 block(s) of 16 output channels for 7 pixels at stride 1 from input blocks of 16 channels.
+// convFB1P4S2 computes 1 block(s) of 16 output channels for 4 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB2P7S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P4S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P8S1 computes 2 block(s) of 16 output channels for 8 pixels at stride 1 from input blocks of 16 channels.
+// convSkipFB1P4S2 computes 1 block(s) of 16 output channels for 4 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB2P8S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P4S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P9S1 computes 2 block(s) of 16 output channels for 9 pixels at stride 1 from input blocks of 16 channels.
+// convFB1P5S2 computes 1 block(s) of 16 output channels for 5 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB2P9S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P5S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P10S1 computes 2 block(s) of 16 output channels for 10 pixels at stride 1 from input blocks of 16 channels.
+// convSkipFB1P5S2 computes 1 block(s) of 16 output channels for 5 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB2P10S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P5S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P11S1 computes 2 block(s) of 16 output channels for 11 pixels at stride 1 from input blocks of 16 channels.
+// convFB1P6S2 computes 1 block(s) of 16 output channels for 6 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB2P11S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P6S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P12S1 computes 2 block(s) of 16 output channels for 12 pixels at stride 1 from input blocks of 16 channels.
+// convSkipFB1P6S2 computes 1 block(s) of 16 output channels for 6 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB2P12S1(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P6S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P1S2 computes 2 block(s) of 16 output channels for 1 pixels at stride 2 from input blocks of 16 channels.
+// convFB1P7S2 computes 1 block(s) of 16 output channels for 7 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB2P1S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P7S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P2S2 computes 2 block(s) of 16 output channels for 2 pixels at stride 2 from input blocks of 16 channels.
+// convSkipFB1P7S2 computes 1 block(s) of 16 output channels for 7 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB2P2S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P7S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P3S2 computes 2 block(s) of 16 output channels for 3 pixels at stride 2 from input blocks of 16 channels.
+// convFB1P8S2 computes 1 block(s) of 16 output channels for 8 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB2P3S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P8S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P4S2 computes 2 block(s) of 16 output channels for 4 pixels at stride 2 from input blocks of 16 channels.
+// convSkipFB1P8S2 computes 1 block(s) of 16 output channels for 8 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB2P4S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P8S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P5S2 computes 2 block(s) of 16 output channels for 5 pixels at stride 2 from input blocks of 16 channels.
+// convFB1P9S2 computes 1 block(s) of 16 output channels for 9 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB2P5S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P9S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P6S2 computes 2 block(s) of 16 output channels for 6 pixels at stride 2 from input blocks of 16 channels.
+// convSkipFB1P9S2 computes 1 block(s) of 16 output channels for 9 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB2P6S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P9S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P7S2 computes 2 block(s) of 16 output channels for 7 pixels at stride 2 from input blocks of 16 channels.
+// convFB1P10S2 computes 1 block(s) of 16 output channels for 10 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB2P7S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P10S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P8S2 computes 2 block(s) of 16 output channels for 8 pixels at stride 2 from input blocks of 16 channels.
+// convSkipFB1P10S2 computes 1 block(s) of 16 output channels for 10 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB2P8S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P10S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P9S2 computes 2 block(s) of 16 output channels for 9 pixels at stride 2 from input blocks of 16 channels.
+// convFB1P11S2 computes 1 block(s) of 16 output channels for 11 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB2P9S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P11S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P10S2 computes 2 block(s) of 16 output channels for 10 pixels at stride 2 from input blocks of 16 channels.
+// convSkipFB1P11S2 computes 1 block(s) of 16 output channels for 11 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB2P10S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P11S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P11S2 computes 2 block(s) of 16 output channels for 11 pixels at stride 2 from input blocks of 16 channels.
+// convFB1P12S2 computes 1 block(s) of 16 output channels for 12 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB2P11S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P12S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB2P12S2 computes 2 block(s) of 16 output channels for 12 pixels at stride 2 from input blocks of 16 channels.
+// convSkipFB1P12S2 computes 1 block(s) of 16 output channels for 12 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB2P12S2(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P12S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P1S1C4 computes 1 block(s) of 16 output channels for 1 pixels at stride 1 from input blocks of 4 channels.
+// convFB1P13S2 computes 1 block(s) of 16 output channels for 13 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB1P1S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P13S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P2S1C4 computes 1 block(s) of 16 output channels for 2 pixels at stride 1 from input blocks of 4 channels.
+// convSkipFB1P13S2 computes 1 block(s) of 16 output channels for 13 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB1P2S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P13S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P3S1C4 computes 1 block(s) of 16 output channels for 3 pixels at stride 1 from input blocks of 4 channels.
+// convFB1P14S2 computes 1 block(s) of 16 output channels for 14 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB1P3S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P14S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P4S1C4 computes 1 block(s) of 16 output channels for 4 pixels at stride 1 from input blocks of 4 channels.
+// convSkipFB1P14S2 computes 1 block(s) of 16 output channels for 14 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB1P4S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P14S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P5S1C4 computes 1 block(s) of 16 output channels for 5 pixels at stride 1 from input blocks of 4 channels.
+// convFB1P15S2 computes 1 block(s) of 16 output channels for 15 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB1P5S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P15S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P6S1C4 computes 1 block(s) of 16 output channels for 6 pixels at stride 1 from input blocks of 4 channels.
+// convSkipFB1P15S2 computes 1 block(s) of 16 output channels for 15 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB1P6S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P15S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P7S1C4 computes 1 block(s) of 16 output channels for 7 pixels at stride 1 from input blocks of 4 channels.
+// convFB1P16S2 computes 1 block(s) of 16 output channels for 16 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB1P7S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB1P16S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P8S1C4 computes 1 block(s) of 16 output channels for 8 pixels at stride 1 from input blocks of 4 channels.
+// convSkipFB1P16S2 computes 1 block(s) of 16 output channels for 16 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB1P8S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P16S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P9S1C4 computes 1 block(s) of 16 output channels for 9 pixels at stride 1 from input blocks of 4 channels.
+// convFB2P1S1 computes 2 block(s) of 16 output channels for 1 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB1P9S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB2P1S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P10S1C4 computes 1 block(s) of 16 output channels for 10 pixels at stride 1 from input blocks of 4 channels.
+// convSkipFB2P1S1 computes 2 block(s) of 16 output channels for 1 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB1P10S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P1S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P11S1C4 computes 1 block(s) of 16 output channels for 11 pixels at stride 1 from input blocks of 4 channels.
+// convFB2P2S1 computes 2 block(s) of 16 output channels for 2 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB1P11S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB2P2S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P12S1C4 computes 1 block(s) of 16 output channels for 12 pixels at stride 1 from input blocks of 4 channels.
+// convSkipFB2P2S1 computes 2 block(s) of 16 output channels for 2 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB1P12S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P2S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P13S1C4 computes 1 block(s) of 16 output channels for 13 pixels at stride 1 from input blocks of 4 channels.
+// convFB2P3S1 computes 2 block(s) of 16 output channels for 3 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB1P13S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB2P3S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P14S1C4 computes 1 block(s) of 16 output channels for 14 pixels at stride 1 from input blocks of 4 channels.
+// convSkipFB2P3S1 computes 2 block(s) of 16 output channels for 3 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB1P14S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P3S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P15S1C4 computes 1 block(s) of 16 output channels for 15 pixels at stride 1 from input blocks of 4 channels.
+// convFB2P4S1 computes 2 block(s) of 16 output channels for 4 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
 //go:noescape
-func convFB1P15S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convFB2P4S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// convFB1P16S1C4 computes 1 block(s) of 16 output channels for 16 pixels at stride 1 from input blocks of 4 channels.
+// convSkipFB2P4S1 computes 2 block(s) of 16 output channels for 4 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convFB1P16S1C4(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P4S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P5S1 computes 2 block(s) of 16 output channels for 5 pixels at stride 1 from input blocks of 16 channels (AVX-512).
+//
+//go:noescape
+func convFB2P5S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P5S1 computes 2 block(s) of 16 output channels for 5 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
+//
+//go:noescape
+func convSkipFB2P5S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P6S1 computes 2 block(s) of 16 output channels for 6 pixels at stride 1 from input blocks of 16 channels (AVX-512).
+//
+//go:noescape
+func convFB2P6S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P6S1 computes 2 block(s) of 16 output channels for 6 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
+//
+//go:noescape
+func convSkipFB2P6S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P7S1 computes 2 block(s) of 16 output channels for 7 pixels at stride 1 from input blocks of 16 channels (AVX-512).
+//
+//go:noescape
+func convFB2P7S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P7S1 computes 2 block(s) of 16 output channels for 7 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
+//
+//go:noescape
+func convSkipFB2P7S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P8S1 computes 2 block(s) of 16 output channels for 8 pixels at stride 1 from input blocks of 16 channels (AVX-512).
+//
+//go:noescape
+func convFB2P8S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P8S1 computes 2 block(s) of 16 output channels for 8 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
+//
+//go:noescape
+func convSkipFB2P8S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P9S1 computes 2 block(s) of 16 output channels for 9 pixels at stride 1 from input blocks of 16 channels (AVX-512).
+//
+//go:noescape
+func convFB2P9S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P9S1 computes 2 block(s) of 16 output channels for 9 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
+//
+//go:noescape
+func convSkipFB2P9S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P10S1 computes 2 block(s) of 16 output channels for 10 pixels at stride 1 from input blocks of 16 channels (AVX-512).
+//
+//go:noescape
+func convFB2P10S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P10S1 computes 2 block(s) of 16 output channels for 10 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
+//
+//go:noescape
+func convSkipFB2P10S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P11S1 computes 2 block(s) of 16 output channels for 11 pixels at stride 1 from input blocks of 16 channels (AVX-512).
+//
+//go:noescape
+func convFB2P11S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P11S1 computes 2 block(s) of 16 output channels for 11 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
+//
+//go:noescape
+func convSkipFB2P11S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P12S1 computes 2 block(s) of 16 output channels for 12 pixels at stride 1 from input blocks of 16 channels (AVX-512).
+//
+//go:noescape
+func convFB2P12S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P12S1 computes 2 block(s) of 16 output channels for 12 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
+//
+//go:noescape
+func convSkipFB2P12S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P1S2 computes 2 block(s) of 16 output channels for 1 pixels at stride 2 from input blocks of 16 channels (AVX-512).
+//
+//go:noescape
+func convFB2P1S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P1S2 computes 2 block(s) of 16 output channels for 1 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
+//
+//go:noescape
+func convSkipFB2P1S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P2S2 computes 2 block(s) of 16 output channels for 2 pixels at stride 2 from input blocks of 16 channels (AVX-512).
+//
+//go:noescape
+func convFB2P2S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P2S2 computes 2 block(s) of 16 output channels for 2 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
+//
+//go:noescape
+func convSkipFB2P2S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P3S2 computes 2 block(s) of 16 output channels for 3 pixels at stride 2 from input blocks of 16 channels (AVX-512).
+//
+//go:noescape
+func convFB2P3S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P3S2 computes 2 block(s) of 16 output channels for 3 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
+//
+//go:noescape
+func convSkipFB2P3S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P4S2 computes 2 block(s) of 16 output channels for 4 pixels at stride 2 from input blocks of 16 channels (AVX-512).
+//
+//go:noescape
+func convFB2P4S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P4S2 computes 2 block(s) of 16 output channels for 4 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
+//
+//go:noescape
+func convSkipFB2P4S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P5S2 computes 2 block(s) of 16 output channels for 5 pixels at stride 2 from input blocks of 16 channels (AVX-512).
+//
+//go:noescape
+func convFB2P5S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P5S2 computes 2 block(s) of 16 output channels for 5 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
+//
+//go:noescape
+func convSkipFB2P5S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P6S2 computes 2 block(s) of 16 output channels for 6 pixels at stride 2 from input blocks of 16 channels (AVX-512).
+//
+//go:noescape
+func convFB2P6S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P6S2 computes 2 block(s) of 16 output channels for 6 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
+//
+//go:noescape
+func convSkipFB2P6S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P7S2 computes 2 block(s) of 16 output channels for 7 pixels at stride 2 from input blocks of 16 channels (AVX-512).
+//
+//go:noescape
+func convFB2P7S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P7S2 computes 2 block(s) of 16 output channels for 7 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
+//
+//go:noescape
+func convSkipFB2P7S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P8S2 computes 2 block(s) of 16 output channels for 8 pixels at stride 2 from input blocks of 16 channels (AVX-512).
+//
+//go:noescape
+func convFB2P8S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P8S2 computes 2 block(s) of 16 output channels for 8 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
+//
+//go:noescape
+func convSkipFB2P8S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P9S2 computes 2 block(s) of 16 output channels for 9 pixels at stride 2 from input blocks of 16 channels (AVX-512).
+//
+//go:noescape
+func convFB2P9S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P9S2 computes 2 block(s) of 16 output channels for 9 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
+//
+//go:noescape
+func convSkipFB2P9S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P10S2 computes 2 block(s) of 16 output channels for 10 pixels at stride 2 from input blocks of 16 channels (AVX-512).
+//
+//go:noescape
+func convFB2P10S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P10S2 computes 2 block(s) of 16 output channels for 10 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
+//
+//go:noescape
+func convSkipFB2P10S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P11S2 computes 2 block(s) of 16 output channels for 11 pixels at stride 2 from input blocks of 16 channels (AVX-512).
+//
+//go:noescape
+func convFB2P11S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P11S2 computes 2 block(s) of 16 output channels for 11 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
+//
+//go:noescape
+func convSkipFB2P11S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P12S2 computes 2 block(s) of 16 output channels for 12 pixels at stride 2 from input blocks of 16 channels (AVX-512).
+//
+//go:noescape
+func convFB2P12S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P12S2 computes 2 block(s) of 16 output channels for 12 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
+//
+//go:noescape
+func convSkipFB2P12S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P1S1C4 computes 1 block(s) of 16 output channels for 1 pixels at stride 1 from input blocks of 4 channels (AVX-512).
+//
+//go:noescape
+func convFB1P1S1C4(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P2S1C4 computes 1 block(s) of 16 output channels for 2 pixels at stride 1 from input blocks of 4 channels (AVX-512).
+//
+//go:noescape
+func convFB1P2S1C4(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P3S1C4 computes 1 block(s) of 16 output channels for 3 pixels at stride 1 from input blocks of 4 channels (AVX-512).
+//
+//go:noescape
+func convFB1P3S1C4(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P4S1C4 computes 1 block(s) of 16 output channels for 4 pixels at stride 1 from input blocks of 4 channels (AVX-512).
+//
+//go:noescape
+func convFB1P4S1C4(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P5S1C4 computes 1 block(s) of 16 output channels for 5 pixels at stride 1 from input blocks of 4 channels (AVX-512).
+//
+//go:noescape
+func convFB1P5S1C4(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P6S1C4 computes 1 block(s) of 16 output channels for 6 pixels at stride 1 from input blocks of 4 channels (AVX-512).
+//
+//go:noescape
+func convFB1P6S1C4(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P7S1C4 computes 1 block(s) of 16 output channels for 7 pixels at stride 1 from input blocks of 4 channels (AVX-512).
+//
+//go:noescape
+func convFB1P7S1C4(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P8S1C4 computes 1 block(s) of 16 output channels for 8 pixels at stride 1 from input blocks of 4 channels (AVX-512).
+//
+//go:noescape
+func convFB1P8S1C4(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P9S1C4 computes 1 block(s) of 16 output channels for 9 pixels at stride 1 from input blocks of 4 channels (AVX-512).
+//
+//go:noescape
+func convFB1P9S1C4(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P10S1C4 computes 1 block(s) of 16 output channels for 10 pixels at stride 1 from input blocks of 4 channels (AVX-512).
+//
+//go:noescape
+func convFB1P10S1C4(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P11S1C4 computes 1 block(s) of 16 output channels for 11 pixels at stride 1 from input blocks of 4 channels (AVX-512).
+//
+//go:noescape
+func convFB1P11S1C4(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P12S1C4 computes 1 block(s) of 16 output channels for 12 pixels at stride 1 from input blocks of 4 channels (AVX-512).
+//
+//go:noescape
+func convFB1P12S1C4(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P13S1C4 computes 1 block(s) of 16 output channels for 13 pixels at stride 1 from input blocks of 4 channels (AVX-512).
+//
+//go:noescape
+func convFB1P13S1C4(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P14S1C4 computes 1 block(s) of 16 output channels for 14 pixels at stride 1 from input blocks of 4 channels (AVX-512).
+//
+//go:noescape
+func convFB1P14S1C4(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P15S1C4 computes 1 block(s) of 16 output channels for 15 pixels at stride 1 from input blocks of 4 channels (AVX-512).
+//
+//go:noescape
+func convFB1P15S1C4(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P16S1C4 computes 1 block(s) of 16 output channels for 16 pixels at stride 1 from input blocks of 4 channels (AVX-512).
+//
+//go:noescape
+func convFB1P16S1C4(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
 // asmKernels[fb-1][s-1][p-1] is the kernel for fb channel blocks, stride s and p pixels.
-var asmKernels = [2][2][]func(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int){
+var asmKernels = [2][2][]func(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int){
 	{
 		{
 			convFB1P1S1,
@@ -437,7 +717,7 @@ var asmKernels = [2][2][]func(in *float32, inBS, inRS, ncib, kh, kw int, w, bias
 }
 
 // asmStemKernels[p-1] is the kernel for 4-channel input blocks, one output block, stride 1 and p pixels.
-var asmStemKernels = []func(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, res, out *float32, outBS, relu int){
+var asmStemKernels = []func(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int){
 	convFB1P1S1C4,
 	convFB1P2S1C4,
 	convFB1P3S1C4,
@@ -454,4 +734,436 @@ var asmStemKernels = []func(in *float32, inBS, inRS, ncib, kh, kw int, w, bias, 
 	convFB1P14S1C4,
 	convFB1P15S1C4,
 	convFB1P16S1C4,
+}
+
+// conv2FW1P1S1 computes one block of 16 output channels of filters 1 block(s) wide for 1 pixels at stride 1 from input blocks of 16 channels (AVX2).
+//
+//go:noescape
+func conv2FW1P1S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW1P1S1 computes one block of 16 output channels of filters 1 block(s) wide for 1 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
+//
+//go:noescape
+func conv2SkipFW1P1S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P2S1 computes one block of 16 output channels of filters 1 block(s) wide for 2 pixels at stride 1 from input blocks of 16 channels (AVX2).
+//
+//go:noescape
+func conv2FW1P2S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW1P2S1 computes one block of 16 output channels of filters 1 block(s) wide for 2 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
+//
+//go:noescape
+func conv2SkipFW1P2S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P3S1 computes one block of 16 output channels of filters 1 block(s) wide for 3 pixels at stride 1 from input blocks of 16 channels (AVX2).
+//
+//go:noescape
+func conv2FW1P3S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW1P3S1 computes one block of 16 output channels of filters 1 block(s) wide for 3 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
+//
+//go:noescape
+func conv2SkipFW1P3S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P4S1 computes one block of 16 output channels of filters 1 block(s) wide for 4 pixels at stride 1 from input blocks of 16 channels (AVX2).
+//
+//go:noescape
+func conv2FW1P4S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW1P4S1 computes one block of 16 output channels of filters 1 block(s) wide for 4 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
+//
+//go:noescape
+func conv2SkipFW1P4S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P5S1 computes one block of 16 output channels of filters 1 block(s) wide for 5 pixels at stride 1 from input blocks of 16 channels (AVX2).
+//
+//go:noescape
+func conv2FW1P5S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW1P5S1 computes one block of 16 output channels of filters 1 block(s) wide for 5 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
+//
+//go:noescape
+func conv2SkipFW1P5S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P6S1 computes one block of 16 output channels of filters 1 block(s) wide for 6 pixels at stride 1 from input blocks of 16 channels (AVX2).
+//
+//go:noescape
+func conv2FW1P6S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW1P6S1 computes one block of 16 output channels of filters 1 block(s) wide for 6 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
+//
+//go:noescape
+func conv2SkipFW1P6S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P1S2 computes one block of 16 output channels of filters 1 block(s) wide for 1 pixels at stride 2 from input blocks of 16 channels (AVX2).
+//
+//go:noescape
+func conv2FW1P1S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW1P1S2 computes one block of 16 output channels of filters 1 block(s) wide for 1 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
+//
+//go:noescape
+func conv2SkipFW1P1S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P2S2 computes one block of 16 output channels of filters 1 block(s) wide for 2 pixels at stride 2 from input blocks of 16 channels (AVX2).
+//
+//go:noescape
+func conv2FW1P2S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW1P2S2 computes one block of 16 output channels of filters 1 block(s) wide for 2 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
+//
+//go:noescape
+func conv2SkipFW1P2S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P3S2 computes one block of 16 output channels of filters 1 block(s) wide for 3 pixels at stride 2 from input blocks of 16 channels (AVX2).
+//
+//go:noescape
+func conv2FW1P3S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW1P3S2 computes one block of 16 output channels of filters 1 block(s) wide for 3 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
+//
+//go:noescape
+func conv2SkipFW1P3S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P4S2 computes one block of 16 output channels of filters 1 block(s) wide for 4 pixels at stride 2 from input blocks of 16 channels (AVX2).
+//
+//go:noescape
+func conv2FW1P4S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW1P4S2 computes one block of 16 output channels of filters 1 block(s) wide for 4 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
+//
+//go:noescape
+func conv2SkipFW1P4S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P5S2 computes one block of 16 output channels of filters 1 block(s) wide for 5 pixels at stride 2 from input blocks of 16 channels (AVX2).
+//
+//go:noescape
+func conv2FW1P5S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW1P5S2 computes one block of 16 output channels of filters 1 block(s) wide for 5 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
+//
+//go:noescape
+func conv2SkipFW1P5S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P6S2 computes one block of 16 output channels of filters 1 block(s) wide for 6 pixels at stride 2 from input blocks of 16 channels (AVX2).
+//
+//go:noescape
+func conv2FW1P6S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW1P6S2 computes one block of 16 output channels of filters 1 block(s) wide for 6 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
+//
+//go:noescape
+func conv2SkipFW1P6S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW2P1S1 computes one block of 16 output channels of filters 2 block(s) wide for 1 pixels at stride 1 from input blocks of 16 channels (AVX2).
+//
+//go:noescape
+func conv2FW2P1S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW2P1S1 computes one block of 16 output channels of filters 2 block(s) wide for 1 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
+//
+//go:noescape
+func conv2SkipFW2P1S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW2P2S1 computes one block of 16 output channels of filters 2 block(s) wide for 2 pixels at stride 1 from input blocks of 16 channels (AVX2).
+//
+//go:noescape
+func conv2FW2P2S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW2P2S1 computes one block of 16 output channels of filters 2 block(s) wide for 2 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
+//
+//go:noescape
+func conv2SkipFW2P2S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW2P3S1 computes one block of 16 output channels of filters 2 block(s) wide for 3 pixels at stride 1 from input blocks of 16 channels (AVX2).
+//
+//go:noescape
+func conv2FW2P3S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW2P3S1 computes one block of 16 output channels of filters 2 block(s) wide for 3 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
+//
+//go:noescape
+func conv2SkipFW2P3S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW2P4S1 computes one block of 16 output channels of filters 2 block(s) wide for 4 pixels at stride 1 from input blocks of 16 channels (AVX2).
+//
+//go:noescape
+func conv2FW2P4S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW2P4S1 computes one block of 16 output channels of filters 2 block(s) wide for 4 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
+//
+//go:noescape
+func conv2SkipFW2P4S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW2P5S1 computes one block of 16 output channels of filters 2 block(s) wide for 5 pixels at stride 1 from input blocks of 16 channels (AVX2).
+//
+//go:noescape
+func conv2FW2P5S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW2P5S1 computes one block of 16 output channels of filters 2 block(s) wide for 5 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
+//
+//go:noescape
+func conv2SkipFW2P5S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW2P6S1 computes one block of 16 output channels of filters 2 block(s) wide for 6 pixels at stride 1 from input blocks of 16 channels (AVX2).
+//
+//go:noescape
+func conv2FW2P6S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW2P6S1 computes one block of 16 output channels of filters 2 block(s) wide for 6 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
+//
+//go:noescape
+func conv2SkipFW2P6S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW2P1S2 computes one block of 16 output channels of filters 2 block(s) wide for 1 pixels at stride 2 from input blocks of 16 channels (AVX2).
+//
+//go:noescape
+func conv2FW2P1S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW2P1S2 computes one block of 16 output channels of filters 2 block(s) wide for 1 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
+//
+//go:noescape
+func conv2SkipFW2P1S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW2P2S2 computes one block of 16 output channels of filters 2 block(s) wide for 2 pixels at stride 2 from input blocks of 16 channels (AVX2).
+//
+//go:noescape
+func conv2FW2P2S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW2P2S2 computes one block of 16 output channels of filters 2 block(s) wide for 2 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
+//
+//go:noescape
+func conv2SkipFW2P2S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW2P3S2 computes one block of 16 output channels of filters 2 block(s) wide for 3 pixels at stride 2 from input blocks of 16 channels (AVX2).
+//
+//go:noescape
+func conv2FW2P3S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW2P3S2 computes one block of 16 output channels of filters 2 block(s) wide for 3 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
+//
+//go:noescape
+func conv2SkipFW2P3S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW2P4S2 computes one block of 16 output channels of filters 2 block(s) wide for 4 pixels at stride 2 from input blocks of 16 channels (AVX2).
+//
+//go:noescape
+func conv2FW2P4S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW2P4S2 computes one block of 16 output channels of filters 2 block(s) wide for 4 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
+//
+//go:noescape
+func conv2SkipFW2P4S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW2P5S2 computes one block of 16 output channels of filters 2 block(s) wide for 5 pixels at stride 2 from input blocks of 16 channels (AVX2).
+//
+//go:noescape
+func conv2FW2P5S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW2P5S2 computes one block of 16 output channels of filters 2 block(s) wide for 5 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
+//
+//go:noescape
+func conv2SkipFW2P5S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW2P6S2 computes one block of 16 output channels of filters 2 block(s) wide for 6 pixels at stride 2 from input blocks of 16 channels (AVX2).
+//
+//go:noescape
+func conv2FW2P6S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW2P6S2 computes one block of 16 output channels of filters 2 block(s) wide for 6 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
+//
+//go:noescape
+func conv2SkipFW2P6S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P1S1C4 computes one block of 16 output channels of filters 1 block(s) wide for 1 pixels at stride 1 from input blocks of 4 channels (AVX2).
+//
+//go:noescape
+func conv2FW1P1S1C4(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P2S1C4 computes one block of 16 output channels of filters 1 block(s) wide for 2 pixels at stride 1 from input blocks of 4 channels (AVX2).
+//
+//go:noescape
+func conv2FW1P2S1C4(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P3S1C4 computes one block of 16 output channels of filters 1 block(s) wide for 3 pixels at stride 1 from input blocks of 4 channels (AVX2).
+//
+//go:noescape
+func conv2FW1P3S1C4(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P4S1C4 computes one block of 16 output channels of filters 1 block(s) wide for 4 pixels at stride 1 from input blocks of 4 channels (AVX2).
+//
+//go:noescape
+func conv2FW1P4S1C4(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P5S1C4 computes one block of 16 output channels of filters 1 block(s) wide for 5 pixels at stride 1 from input blocks of 4 channels (AVX2).
+//
+//go:noescape
+func conv2FW1P5S1C4(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P6S1C4 computes one block of 16 output channels of filters 1 block(s) wide for 6 pixels at stride 1 from input blocks of 4 channels (AVX2).
+//
+//go:noescape
+func conv2FW1P6S1C4(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// avx2Kernels[fw-1][s-1][p-1] is the AVX2 kernel for filters fw blocks wide, stride s and p pixels.
+var avx2Kernels = [2][2][6]func(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int){
+	{
+		{
+			conv2FW1P1S1,
+			conv2FW1P2S1,
+			conv2FW1P3S1,
+			conv2FW1P4S1,
+			conv2FW1P5S1,
+			conv2FW1P6S1,
+		},
+		{
+			conv2FW1P1S2,
+			conv2FW1P2S2,
+			conv2FW1P3S2,
+			conv2FW1P4S2,
+			conv2FW1P5S2,
+			conv2FW1P6S2,
+		},
+	},
+	{
+		{
+			conv2FW2P1S1,
+			conv2FW2P2S1,
+			conv2FW2P3S1,
+			conv2FW2P4S1,
+			conv2FW2P5S1,
+			conv2FW2P6S1,
+		},
+		{
+			conv2FW2P1S2,
+			conv2FW2P2S2,
+			conv2FW2P3S2,
+			conv2FW2P4S2,
+			conv2FW2P5S2,
+			conv2FW2P6S2,
+		},
+	},
+}
+
+// avx2StemKernels[p-1] is the AVX2 kernel for 4-channel input blocks, stride 1 and p pixels.
+var avx2StemKernels = [6]func(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int){
+	conv2FW1P1S1C4,
+	conv2FW1P2S1C4,
+	conv2FW1P3S1C4,
+	conv2FW1P4S1C4,
+	conv2FW1P5S1C4,
+	conv2FW1P6S1C4,
+}
+
+// skipKernels[fb-1][s-1][p-1] is the AVX-512 kernel skipping zero filter vectors for fb channel blocks, stride s and p pixels.
+var skipKernels = [2][2][]func(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int){
+	{
+		{
+			convSkipFB1P1S1,
+			convSkipFB1P2S1,
+			convSkipFB1P3S1,
+			convSkipFB1P4S1,
+			convSkipFB1P5S1,
+			convSkipFB1P6S1,
+			convSkipFB1P7S1,
+			convSkipFB1P8S1,
+			convSkipFB1P9S1,
+			convSkipFB1P10S1,
+			convSkipFB1P11S1,
+			convSkipFB1P12S1,
+			convSkipFB1P13S1,
+			convSkipFB1P14S1,
+			convSkipFB1P15S1,
+			convSkipFB1P16S1,
+		},
+		{
+			convSkipFB1P1S2,
+			convSkipFB1P2S2,
+			convSkipFB1P3S2,
+			convSkipFB1P4S2,
+			convSkipFB1P5S2,
+			convSkipFB1P6S2,
+			convSkipFB1P7S2,
+			convSkipFB1P8S2,
+			convSkipFB1P9S2,
+			convSkipFB1P10S2,
+			convSkipFB1P11S2,
+			convSkipFB1P12S2,
+			convSkipFB1P13S2,
+			convSkipFB1P14S2,
+			convSkipFB1P15S2,
+			convSkipFB1P16S2,
+		},
+	},
+	{
+		{
+			convSkipFB2P1S1,
+			convSkipFB2P2S1,
+			convSkipFB2P3S1,
+			convSkipFB2P4S1,
+			convSkipFB2P5S1,
+			convSkipFB2P6S1,
+			convSkipFB2P7S1,
+			convSkipFB2P8S1,
+			convSkipFB2P9S1,
+			convSkipFB2P10S1,
+			convSkipFB2P11S1,
+			convSkipFB2P12S1,
+		},
+		{
+			convSkipFB2P1S2,
+			convSkipFB2P2S2,
+			convSkipFB2P3S2,
+			convSkipFB2P4S2,
+			convSkipFB2P5S2,
+			convSkipFB2P6S2,
+			convSkipFB2P7S2,
+			convSkipFB2P8S2,
+			convSkipFB2P9S2,
+			convSkipFB2P10S2,
+			convSkipFB2P11S2,
+			convSkipFB2P12S2,
+		},
+	},
+}
+
+// skip2Kernels[fw-1][s-1][p-1] is the AVX2 kernel skipping zero filter vectors for filters fw blocks wide, stride s and p pixels.
+var skip2Kernels = [2][2][6]func(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int){
+	{
+		{
+			conv2SkipFW1P1S1,
+			conv2SkipFW1P2S1,
+			conv2SkipFW1P3S1,
+			conv2SkipFW1P4S1,
+			conv2SkipFW1P5S1,
+			conv2SkipFW1P6S1,
+		},
+		{
+			conv2SkipFW1P1S2,
+			conv2SkipFW1P2S2,
+			conv2SkipFW1P3S2,
+			conv2SkipFW1P4S2,
+			conv2SkipFW1P5S2,
+			conv2SkipFW1P6S2,
+		},
+	},
+	{
+		{
+			conv2SkipFW2P1S1,
+			conv2SkipFW2P2S1,
+			conv2SkipFW2P3S1,
+			conv2SkipFW2P4S1,
+			conv2SkipFW2P5S1,
+			conv2SkipFW2P6S1,
+		},
+		{
+			conv2SkipFW2P1S2,
+			conv2SkipFW2P2S2,
+			conv2SkipFW2P3S2,
+			conv2SkipFW2P4S2,
+			conv2SkipFW2P5S2,
+			conv2SkipFW2P6S2,
+		},
+	},
 }

@@ -3,7 +3,6 @@ package nchwc
 import (
 	"fmt"
 	"math"
-	"math/big"
 	"math/rand/v2"
 	"testing"
 
@@ -54,13 +53,25 @@ func randSlice(rng *rand.Rand, n int, scale float64) []float32 {
 	return v
 }
 
-type convCase struct{ cin, cout, h, w, k, s int }
+// A convCase with img runs its input in NewImage's layout (blocks of 4
+// channels for at most 4).
+type convCase struct {
+	cin, cout, h, w, k, s int
+	img                   bool
+}
 
 var convCases = []convCase{
-	{16, 16, 32, 32, 3, 1}, {32, 32, 16, 16, 3, 1}, {64, 64, 8, 8, 3, 1},
-	{16, 32, 32, 32, 3, 2}, {16, 32, 32, 32, 1, 2}, {32, 64, 16, 16, 3, 2}, {32, 64, 16, 16, 1, 2},
-	{16, 16, 5, 37, 3, 1}, {48, 16, 7, 9, 3, 2}, {32, 32, 3, 29, 1, 1}, {16, 48, 4, 1, 3, 1},
-	{3, 16, 32, 32, 3, 1}, {3, 32, 7, 19, 3, 1}, {1, 16, 5, 5, 3, 1}, // the stem: 4-channel input blocks
+	{16, 16, 32, 32, 3, 1, false}, {32, 32, 16, 16, 3, 1, false}, {64, 64, 8, 8, 3, 1, false},
+	{16, 32, 32, 32, 3, 2, false}, {16, 32, 32, 32, 1, 2, false}, {32, 64, 16, 16, 3, 2, false}, {32, 64, 16, 16, 1, 2, false},
+	{16, 16, 5, 37, 3, 1, false}, {48, 16, 7, 9, 3, 2, false}, {32, 32, 3, 29, 1, 1, false}, {16, 48, 4, 1, 3, 1, false},
+	// the stem: 4-channel input blocks
+	{3, 16, 32, 32, 3, 1, true}, {3, 32, 7, 19, 3, 1, true}, {1, 16, 5, 5, 3, 1, true}, {3, 9, 6, 7, 3, 1, true},
+	// channel counts that are not multiples of 16: tail blocks of input
+	// and output channels (compacted networks)
+	{64, 63, 8, 8, 3, 1, false}, {63, 64, 8, 8, 3, 1, false}, {16, 9, 32, 32, 3, 1, false}, {9, 16, 32, 32, 3, 1, false},
+	{27, 30, 16, 16, 3, 1, false}, {22, 27, 16, 16, 3, 1, false}, {16, 22, 32, 32, 3, 2, false}, {16, 27, 32, 32, 1, 2, false},
+	{27, 26, 16, 16, 3, 2, false}, {5, 27, 16, 16, 3, 1, false}, {3, 5, 7, 9, 3, 2, false}, {1, 1, 4, 5, 1, 1, false},
+	{40, 33, 5, 13, 3, 1, false}, {33, 40, 9, 6, 1, 2, false}, {17, 17, 3, 3, 3, 1, false}, {12, 20, 32, 32, 3, 1, true},
 }
 
 // TestConv checks Conv, under every implementation, against refConv and
@@ -72,8 +83,10 @@ func TestConv(t *testing.T) {
 		x := randSlice(rng, tc.cin*tc.h*tc.w, 1)
 		wt := randSlice(rng, tc.cout*tc.cin*tc.k*tc.k, 1/math.Sqrt(float64(tc.cin*tc.k*tc.k)))
 		bias := randSlice(rng, tc.cout, 0.5)
-		f := PackFilter(wt, tc.cout, tc.cin, tc.k)
-		in := NewAct(tc.cin, tc.h, tc.w)
+		f, in := PackFilter(wt, tc.cout, tc.cin, tc.k), NewAct(tc.cin, tc.h, tc.w)
+		if tc.img {
+			f, in = PackImageFilter(wt, tc.cout, tc.cin, tc.k), NewImage(tc.cin, tc.h, tc.w)
+		}
 		in.FromNCHW(x)
 		ho, wo := f.OutSize(tc.h, tc.w, tc.s)
 		resX := randSlice(rng, tc.cout*ho*wo, 1)
@@ -105,6 +118,9 @@ func TestConv(t *testing.T) {
 							if (xx == 0 || yy == 0 || xx == wo+1 || yy == ho+1) && v != 0 {
 								t.Fatalf("border pixel (%d, %d) channel %d is %g", yy, xx, c, v)
 							}
+							if b := rem / ((wo + 2) * (ho + 2)); 16*b+c >= tc.cout && math.Float32bits(v) != 0 {
+								t.Fatalf("tail channel %d of pixel (%d, %d) is %g", 16*b+c, yy, xx, v)
+							}
 						}
 						if first == nil {
 							first = out.Data
@@ -123,33 +139,75 @@ func TestConv(t *testing.T) {
 	}
 }
 
-// TestFMA32 checks fma32 against an exactly rounded a·b+c, on random
-// values and on sums built to fall on float32 halfway points.
-func TestFMA32(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	exact := func(a, b, c float32) float32 {
-		x := new(big.Float).SetPrec(200).SetFloat64(float64(a))
-		x.Mul(x, new(big.Float).SetPrec(200).SetFloat64(float64(b)))
-		x.Add(x, new(big.Float).SetPrec(200).SetFloat64(float64(c)))
-		f, _ := x.Float32()
-		return f
-	}
-	for i := 0; i < 200000; i++ {
-		a, b := float32(rng.NormFloat64()), float32(rng.NormFloat64())
-		var c float32
-		switch i % 3 {
-		case 0:
-			c = float32(rng.NormFloat64())
-		case 1:
-			// c cancels a·b's leading bits: its rounding bits matter.
-			c = -float32(float64(a) * float64(b))
-			c = math.Float32frombits(math.Float32bits(c) + uint32(rng.IntN(5)) - 2)
-		case 2:
-			// a·b + c near a float32 halfway point with tiny excess.
-			c = float32(rng.NormFloat64()) * 1e4
+// TestConvSkip checks Conv with PackFilterSkip's filters, whose kernels
+// skip the all-zero filter vectors, against Conv with PackFilter's on
+// weights with zero vectors (whole 16- or 32-channel groups of an input
+// channel at a tap) and scattered zeros: the same values (==), bit for
+// bit the same under every implementation; and ZeroVectors' count.
+func TestConvSkip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, tc := range convCases {
+		if tc.img {
+			continue
 		}
-		if got, want := fma32(a, b, c), exact(a, b, c); math.Float32bits(got) != math.Float32bits(want) {
-			t.Fatalf("fma32(%g, %g, %g) = %g, want %g", a, b, c, got, want)
+		for _, frac := range []float64{0, 0.6, 1} {
+			wt := randSlice(rng, tc.cout*tc.cin*tc.k*tc.k, 1/math.Sqrt(float64(tc.cin*tc.k*tc.k)))
+			dense := PackFilter(wt, tc.cout, tc.cin, tc.k)
+			cw := 16 * dense.FB
+			for co0 := 0; co0 < tc.cout; co0 += cw {
+				for ci := 0; ci < tc.cin; ci++ {
+					for tap := 0; tap < tc.k*tc.k; tap++ {
+						if rng.Float64() >= frac {
+							continue
+						}
+						for co := co0; co < min(co0+cw, tc.cout); co++ {
+							wt[(co*tc.cin+ci)*tc.k*tc.k+tap] = 0
+						}
+					}
+				}
+			}
+			for i := range wt {
+				if rng.Float64() < 0.3 {
+					wt[i] = 0
+				}
+			}
+			dense = PackFilter(wt, tc.cout, tc.cin, tc.k)
+			f := PackFilterSkip(wt, tc.cout, tc.cin, tc.k)
+			z, n := f.ZeroVectors()
+			if dz, dn := dense.ZeroVectors(); z != dz || n != dn {
+				t.Fatalf("%v: ZeroVectors %d of %d, PackFilter's %d of %d", tc, z, n, dz, dn)
+			}
+			if frac == 1 && z != n {
+				t.Fatalf("%v: %d of %d vectors zero, want all", tc, z, n)
+			}
+			x := randSlice(rng, tc.cin*tc.h*tc.w, 1)
+			bias := randSlice(rng, tc.cout, 0.5)
+			in := NewAct(tc.cin, tc.h, tc.w)
+			in.FromNCHW(x)
+			ho, wo := f.OutSize(tc.h, tc.w, tc.s)
+			res := NewAct(tc.cout, ho, wo)
+			res.FromNCHW(randSlice(rng, tc.cout*ho*wo, 1))
+			want := NewAct(tc.cout, ho, wo)
+			Conv(in, dense, tc.s, bias, res, true, want)
+			var first []float32
+			impl.ForEach("nchwc", func(name string) {
+				out := NewAct(tc.cout, ho, wo)
+				Conv(in, f, tc.s, bias, res, true, out)
+				for i := range want.Data {
+					if out.Data[i] != want.Data[i] {
+						t.Fatalf("%v zeros %g %s: value %d: %g skipping, %g dense", tc, frac, name, i, out.Data[i], want.Data[i])
+					}
+				}
+				if first == nil {
+					first = out.Data
+					return
+				}
+				for i := range first {
+					if math.Float32bits(first[i]) != math.Float32bits(out.Data[i]) {
+						t.Fatalf("%v zeros %g: value %d: %s %g, generic %g", tc, frac, i, name, out.Data[i], first[i])
+					}
+				}
+			})
 		}
 	}
 }
@@ -157,16 +215,21 @@ func TestFMA32(t *testing.T) {
 // TestShortcutA checks ShortcutA against the definition.
 func TestShortcutA(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	for _, tc := range []struct{ cin, cout, hw int }{{16, 32, 32}, {32, 64, 16}, {16, 16, 7}} {
+	for _, tc := range []struct{ cin, cout, hw int }{{16, 32, 32}, {32, 64, 16}, {16, 16, 7}, {9, 27, 9}, {27, 30, 16}} {
 		x := randSlice(rng, tc.cin*tc.hw*tc.hw, 1)
 		src := NewAct(tc.cin, tc.hw, tc.hw)
 		src.FromNCHW(x)
+		for i := range src.Data { // ShortcutA must not copy src's tail channels
+			if 16*(i/src.BlockStride())+i%16 >= tc.cin {
+				src.Data[i] = 7
+			}
+		}
 		h := (tc.hw + 1) / 2
 		dst := NewAct(tc.cout, h, h)
 		for i := range dst.Data {
 			dst.Data[i] = 7 // ShortcutA must overwrite the interior
 		}
-		for b := 0; b < tc.cout/16; b++ { // and the border stays as it was: zero it
+		for b := 0; b < (tc.cout+15)/16; b++ { // and the border stays as it was: zero it
 			for y := 0; y < h+2; y++ {
 				for xx := 0; xx < h+2; xx++ {
 					if y == 0 || xx == 0 || y == h+1 || xx == h+1 {

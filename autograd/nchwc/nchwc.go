@@ -2,24 +2,35 @@ package nchwc
 
 import (
 	"fmt"
-	"math"
+	"slices"
 	"unsafe"
+
+	"github.com/proxgen/proxgen/autograd/internal/kernels"
 )
 
 // Act is an activation of C channels and H×W pixels in the layout
-// [C/CB][H+2][W+2][CB] with a zero border of one pixel: CB = 16 for C a
-// multiple of 16, CB = 4 for the images of at most 4 channels that enter
-// the stem (channels past C zero).
+// [⌈C/CB⌉][H+2][W+2][CB] with a zero border of one pixel: CB = 16 (NewAct),
+// or 4 for the images of at most 4 channels that enter the stem
+// (NewImage). The channels past C of the last block (its tail) are zero
+// when made; the convolutions never read them and write zeros there (for
+// finite inputs).
 type Act struct {
 	C, H, W, CB int
 	Data        []float32
 }
 
-// NewAct returns a zero activation whose data start on a 64-byte line.
-func NewAct(c, h, w int) *Act {
-	cb := blockOf(c)
-	if cb == 0 || h <= 0 || w <= 0 {
-		panic(fmt.Sprintf("nchwc.NewAct: %d channels (1 to 4 or a positive multiple of 16 needed), %d×%d pixels", c, h, w))
+// NewAct returns a zero activation of c ≥ 1 channels in blocks of 16 whose
+// data start on a 64-byte line.
+func NewAct(c, h, w int) *Act { return newAct(c, h, w, 16) }
+
+// NewImage returns a zero activation for an image that enters a stem
+// filter (PackImageFilter): in blocks of 4 channels when c ≤ 4, else as
+// NewAct.
+func NewImage(c, h, w int) *Act { return newAct(c, h, w, blockOf(c)) }
+
+func newAct(c, h, w, cb int) *Act {
+	if c <= 0 || h <= 0 || w <= 0 {
+		panic(fmt.Sprintf("nchwc.NewAct: %d channels, %d×%d pixels", c, h, w))
 	}
 	n := (c + cb - 1) / cb * cb * (h + 2) * (w + 2)
 	buf := make([]float32, n+16)
@@ -27,16 +38,13 @@ func NewAct(c, h, w int) *Act {
 	return &Act{C: c, H: h, W: w, CB: cb, Data: buf[skip : skip+n : skip+n]}
 }
 
-// blockOf returns the channel block of c channels: 16, 4, or 0 if none
-// fits.
+// blockOf returns the channel block of an image of c channels: 4 when
+// c ≤ 4, else 16.
 func blockOf(c int) int {
-	switch {
-	case c > 0 && c%16 == 0:
-		return 16
-	case c > 0 && c <= 4:
+	if c <= 4 {
 		return 4
 	}
-	return 0
+	return 16
 }
 
 // RowStride returns the distance, in values, between consecutive rows.
@@ -89,29 +97,101 @@ func (a *Act) ToNCHW(x []float32) {
 	}
 }
 
-// Filter is a k×k filter bank packed as [Cout/(16·FB)][⌈Cin/CB⌉][K][K][CB
-// ci][16·FB co], CB the channel block of its input (Act.CB; the input
-// channels past Cin zero).
+// Filter is a k×k filter bank packed as [⌈Cout/(16·FB)⌉][⌈Cin/CB⌉][K][K]
+// [CB ci][16·FB co], CB the channel block of its input (Act.CB); the
+// input channels past Cin and the output channels past Cout (the tails of
+// the last blocks) are zero.
 type Filter struct {
 	Cout, Cin, K, FB, CB int
 	Data                 []float32
+	skip                 *skipped // PackFilterSkip's: the nonzero vectors
+}
+
+// skipped lists, per group of 16·FB output channels, the filter vectors
+// (the 16·FB weights of one input channel at one tap) that are not all
+// zero, in the kernels' order of terms.
+type skipped struct {
+	ent         [][]int32   // 3 per vector: input block, tap row, byte offset of tap column and channel
+	w           [][]float32 // the vectors, 16·FB values each
+	zero, total int
+}
+
+// PackFilterSkip packs w as PackFilter does, for kernels that skip the
+// filter vectors — the 16·FB weights of one input channel at one tap
+// that the kernels load as one — which are all zero (SIMD-block
+// sparsity): each output value is computed by the same fused multiply-adds
+// in the same order as with PackFilter's filter less those with a zero
+// weight vector, which add exact zeros, so the results equal Conv's with
+// PackFilter (for finite inputs; a zero's sign may differ).
+func PackFilterSkip(w []float32, cout, cin, k int) *Filter {
+	f := PackFilter(w, cout, cin, k)
+	cw, ncib := 16*f.FB, (cin+15)/16
+	groups := (cout + cw - 1) / cw
+	sk := &skipped{ent: make([][]int32, groups), w: make([][]float32, groups)}
+	for g := range groups {
+		v := f.Data[g*ncib*k*k*16*cw:]
+		for b := range ncib {
+			for ky := range k {
+				for kx := range k {
+					for c := range 16 {
+						vec := v[:cw]
+						v = v[cw:]
+						sk.total++
+						if !slices.ContainsFunc(vec, func(x float32) bool { return x != 0 }) {
+							sk.zero++
+							continue
+						}
+						sk.ent[g] = append(sk.ent[g], int32(b), int32(ky), int32((kx*16+c)*4))
+						sk.w[g] = append(sk.w[g], vec...)
+					}
+				}
+			}
+		}
+	}
+	f.skip = sk
+	return f
+}
+
+// ZeroVectors returns how many of f's filter vectors (16·FB weights of
+// one input channel at one tap) are all zero, and how many there are; for
+// a filter of PackFilterSkip, the kernels skip the zero ones.
+func (f *Filter) ZeroVectors() (zero, total int) {
+	if f.skip != nil {
+		return f.skip.zero, f.skip.total
+	}
+	cw := 16 * f.FB
+	for i := 0; i < len(f.Data); i += cw {
+		total++
+		if !slices.ContainsFunc(f.Data[i:i+cw], func(x float32) bool { return x != 0 }) {
+			zero++
+		}
+	}
+	return zero, total
 }
 
 // PackFilter packs w (cout × cin × k × k values, the layout of
-// autograd's Conv2d weights). cout must be a multiple of 16, cin a
-// multiple of 16 or at most 4 (the stem, k = 3 and stride 1 only), and k
-// 1 or 3.
-func PackFilter(w []float32, cout, cin, k int) *Filter {
-	cbk := blockOf(cin)
-	if cout%16 != 0 || cbk == 0 || cout <= 0 || (k != 1 && k != 3) || len(w) != cout*cin*k*k {
-		panic(fmt.Sprintf("nchwc.PackFilter: %d values for %d×%d×%d×%d (channels multiples of 16, k 1 or 3)", len(w), cout, cin, k, k))
+// autograd's Conv2d weights, any cout, cin ≥ 1) for inputs in blocks of
+// 16 channels (NewAct); k is 1 or 3.
+func PackFilter(w []float32, cout, cin, k int) *Filter { return packFilter(w, cout, cin, k, 16) }
+
+// PackImageFilter packs w as PackFilter does for the stem's input,
+// NewImage's layout: in blocks of 4 channels when cin ≤ 4 (then k = 3
+// and stride 1 only), else as PackFilter.
+func PackImageFilter(w []float32, cout, cin, k int) *Filter {
+	return packFilter(w, cout, cin, k, blockOf(cin))
+}
+
+func packFilter(w []float32, cout, cin, k, cbk int) *Filter {
+	if cout <= 0 || cin <= 0 || (k != 1 && k != 3) || len(w) != cout*cin*k*k {
+		panic(fmt.Sprintf("nchwc.PackFilter: %d values for %d×%d×%d×%d (k 1 or 3)", len(w), cout, cin, k, k))
 	}
+	coutP := (cout + 15) / 16 * 16 // PaddedCout
 	fb := 1
-	if cout%32 == 0 && cbk == 16 {
+	if coutP%32 == 0 && cbk == 16 {
 		fb = 2
 	}
 	ncib, cw := (cin+cbk-1)/cbk, 16*fb
-	f := &Filter{Cout: cout, Cin: cin, K: k, FB: fb, CB: cbk, Data: make([]float32, cout*ncib*cbk*k*k)}
+	f := &Filter{Cout: cout, Cin: cin, K: k, FB: fb, CB: cbk, Data: make([]float32, coutP*ncib*cbk*k*k)}
 	for co := 0; co < cout; co++ {
 		g, jj := co/cw, co%cw
 		for ci := 0; ci < cin; ci++ {
@@ -133,9 +213,25 @@ func (f *Filter) OutSize(h, w, s int) (ho, wo int) {
 	return (h+2*pad-f.K)/s + 1, (w+2*pad-f.K)/s + 1
 }
 
+// zeroBias is the bias of a convolution without one (read only).
+var zeroBias [32]float32
+
+// PaddedCout returns the output channels of f's blocks: Cout rounded up
+// to a multiple of 16.
+func (f *Filter) PaddedCout() int { return (f.Cout + 15) / 16 * 16 }
+
+// PadBias returns bias (Cout values) with zeros appended up to
+// PaddedCout values: a bias that Conv uses without allocating.
+func (f *Filter) PadBias(bias []float32) []float32 {
+	p := make([]float32, f.PaddedCout())
+	copy(p, bias)
+	return p
+}
+
 // Conv computes out = relu?(conv(in, f, stride s, padding (k-1)/2) + bias
-// + res) into out's interior; bias (Cout values) may be nil, res (nil or
-// of out's shape) and relu are optional.
+// + res) into out's interior; bias (Cout values, or PaddedCout with zeros
+// past Cout: then no call allocates) may be nil, res (nil or of out's
+// shape) and relu are optional.
 func Conv(in *Act, f *Filter, s int, bias []float32, res *Act, relu bool, out *Act) {
 	ho, _ := f.OutSize(in.H, in.W, s)
 	ConvRows(in, f, s, bias, res, relu, out, 0, ho)
@@ -147,16 +243,13 @@ func Conv(in *Act, f *Filter, s int, bias []float32, res *Act, relu bool, out *A
 // bit for bit.
 func ConvRows(in *Act, f *Filter, s int, bias []float32, res *Act, relu bool, out *Act, y0, y1 int) {
 	ho, wo := f.OutSize(in.H, in.W, s)
-	if in.C != f.Cin || out.C != f.Cout || out.H != ho || out.W != wo || (s != 1 && s != 2) || (f.CB == 4 && (s != 1 || f.K != 3)) ||
-		(bias != nil && len(bias) != f.Cout) || (res != nil && (res.C != out.C || res.H != ho || res.W != wo)) {
+	if in.C != f.Cin || in.CB != f.CB || out.C != f.Cout || out.CB != 16 || out.H != ho || out.W != wo || (s != 1 && s != 2) || (f.CB == 4 && (s != 1 || f.K != 3)) ||
+		(bias != nil && len(bias) != f.Cout && len(bias) != f.PaddedCout()) || (res != nil && (res.C != out.C || res.CB != 16 || res.H != ho || res.W != wo)) {
 		panic(fmt.Sprintf("nchwc.Conv: input %d×%d×%d, filters %d×%d×%d×%d, stride %d, output %d×%d×%d: shapes do not fit",
 			in.C, in.H, in.W, f.Cout, f.Cin, f.K, f.K, s, out.C, out.H, out.W))
 	}
 	if y0 < 0 || y1 > ho || y0 > y1 {
 		panic(fmt.Sprintf("nchwc.ConvRows: rows [%d, %d) of %d", y0, y1, ho))
-	}
-	if bias == nil {
-		bias = make([]float32, f.Cout)
 	}
 	var rd []float32
 	if res != nil {
@@ -164,12 +257,28 @@ func ConvRows(in *Act, f *Filter, s int, bias []float32, res *Act, relu bool, ou
 	}
 	fb, k, cbk := f.FB, f.K, f.CB
 	ncib := (f.Cin + cbk - 1) / cbk
-	pm := pmax[fb-1]
+	// Full input blocks and the channels of the tail block (none for the
+	// stem's blocks of 4, whose zero channel is computed).
+	full, ct := ncib, 0
+	if cbk == 16 {
+		full, ct = f.Cin/16, f.Cin%16
+	}
+	pm := stripMax(fb)
 	n := (wo + pm - 1) / pm // strips per row, as even as possible
 	sh := 1 - (k-1)/2       // padded input coordinate of the first tap
 	gsize := ncib * k * k * cbk * 16 * fb
-	for g := 0; g < f.Cout/(16*fb); g++ {
-		b := bias[g*16*fb : (g+1)*16*fb]
+	cw := 16 * fb
+	for g := 0; g < (f.Cout+cw-1)/cw; g++ {
+		var b []float32
+		switch {
+		case bias == nil:
+			b = zeroBias[:cw]
+		case len(bias) >= (g+1)*cw:
+			b = bias[g*cw : (g+1)*cw]
+		default: // a group past the end of an unpadded bias
+			b = make([]float32, cw)
+			copy(b, bias[g*cw:])
+		}
 		for y := y0; y < y1; y++ {
 			x0 := 0
 			for i := 0; i < n; i++ {
@@ -177,36 +286,52 @@ func ConvRows(in *Act, f *Filter, s int, bias []float32, res *Act, relu bool, ou
 				if i < wo%n {
 					p++
 				}
-				kernel(cbk, fb, p, s, in.Data, in.off(0, y*s+sh, x0*s+sh), in.BlockStride(), in.RowStride(), ncib, k, k,
-					f.Data, g*gsize, b, rd, out.Data, out.off(g*fb, y+1, x0+1), out.BlockStride(), relu)
+				if f.skip != nil {
+					kernelSkip(fb, p, s, in.Data, in.off(0, y*s+sh, x0*s+sh), in.BlockStride(), in.RowStride(), ncib, k,
+						f.skip.ent[g], f.skip.w[g], b, rd, out.Data, out.off(g*fb, y+1, x0+1), out.BlockStride(), relu)
+				} else {
+					kernel(cbk, fb, p, s, in.Data, in.off(0, y*s+sh, x0*s+sh), in.BlockStride(), in.RowStride(), full, ct, k, k,
+						f.Data, g*gsize, b, rd, out.Data, out.off(g*fb, y+1, x0+1), out.BlockStride(), relu)
+				}
 				x0 += p
 			}
 		}
 	}
 }
 
+// pmaxGo[fb-1] is the widest strip of kernelGo for fb blocks.
+var pmaxGo = [2]int{16, 12}
+
 // kernelGo computes what the assembly kernel of input blocks of cb
 // channels, fb output blocks, stride s and p pixels computes (see
 // gen_kernels.go), with offsets and strides in values: the taps of pixel
-// q start at in[inOff+q·s·cb], the filters of
-// the group at w[wOff], output (and residual) block j of pixel q at
-// out[outOff+j·outBS+q·16].
-func kernelGo(cb, fb, p, s int, in []float32, inOff, inBS, inRS, ncib, kh, kw int, w []float32, wOff int,
+// q start at in[inOff+q·s·cb], the filters of the group at w[wOff],
+// output (and residual) block j of pixel q at out[outOff+j·outBS+q·16];
+// ncib full input blocks, then the first ct channels of one more.
+func kernelGo(cb, fb, p, s int, in []float32, inOff, inBS, inRS, ncib, ct, kh, kw int, w []float32, wOff int,
 	bias []float32, res []float32, out []float32, outOff, outBS int, relu bool) {
 	var acc [2][16][16]float32
 	wi := wOff
-	for b := 0; b < ncib; b++ {
+	nb := ncib
+	if ct > 0 {
+		nb++
+	}
+	for b := 0; b < nb; b++ {
+		nc := cb
+		if b == ncib {
+			nc = ct
+		}
 		for ky := 0; ky < kh; ky++ {
 			for kx := 0; kx < kw; kx++ {
 				base := inOff + b*inBS + ky*inRS + kx*cb
-				for c := 0; c < cb; c++ {
+				for c := 0; c < nc; c++ {
 					for q := 0; q < p; q++ {
 						x := in[base+q*s*cb+c]
 						for j := 0; j < fb; j++ {
 							wv := w[wi+(c*fb+j)*16 : wi+(c*fb+j)*16+16]
 							a := &acc[j][q]
 							for l, v := range wv {
-								a[l] = fma32(x, v, a[l])
+								a[l] = kernels.FMA32(x, v, a[l])
 							}
 						}
 					}
@@ -215,6 +340,36 @@ func kernelGo(cb, fb, p, s int, in []float32, inOff, inBS, inRS, ncib, kh, kw in
 			}
 		}
 	}
+	epilogueGo(&acc, fb, p, bias, res, out, outOff, outBS, relu)
+}
+
+// kernelSkipGo computes what the assembly kernels of a PackFilterSkip
+// filter compute: kernelGo's terms for the filter vectors listed in ent
+// (3 values each: input block, tap row, byte offset of tap column and
+// channel; the vectors in w, 16·fb values each), in their order.
+func kernelSkipGo(fb, p, s int, in []float32, inOff, inBS, inRS int, ent []int32, w []float32,
+	bias []float32, res []float32, out []float32, outOff, outBS int, relu bool) {
+	var acc [2][16][16]float32
+	for e := 0; e < len(ent); e += 3 {
+		base := inOff + int(ent[e])*inBS + int(ent[e+1])*inRS + int(ent[e+2])/4
+		wv := w[e/3*16*fb:]
+		for q := 0; q < p; q++ {
+			x := in[base+q*s*16]
+			for j := 0; j < fb; j++ {
+				a := &acc[j][q]
+				for l, v := range wv[j*16 : j*16+16] {
+					a[l] = kernels.FMA32(x, v, a[l])
+				}
+			}
+		}
+	}
+	epilogueGo(&acc, fb, p, bias, res, out, outOff, outBS, relu)
+}
+
+// epilogueGo adds the bias and the residual (if res is not nil) to the
+// accumulators of fb blocks and p pixels, applies the ReLU if relu, and
+// stores them, as the kernels' epilogue does.
+func epilogueGo(acc *[2][16][16]float32, fb, p int, bias, res, out []float32, outOff, outBS int, relu bool) {
 	for j := 0; j < fb; j++ {
 		for q := 0; q < p; q++ {
 			o := outOff + j*outBS + q*16
@@ -232,28 +387,6 @@ func kernelGo(cb, fb, p, s int, in []float32, inOff, inBS, inRS, ncib, kh, kw in
 	}
 }
 
-// fma32 returns a·b+c rounded once to float32, as VFMADD231PS does, for
-// results in float32's normal range: a·b is exact in float64, and the
-// float64 sum is nudged off a float32 halfway point by its rounding error
-// so that the second rounding goes the way the exact sum would.
-func fma32(a, b, c float32) float32 {
-	p, cc := float64(a)*float64(b), float64(c)
-	s := p + cc
-	bb := s - p
-	e := (p - (s - bb)) + (cc - bb) // s + e = p + cc exactly
-	if e != 0 {
-		if bits := math.Float64bits(s); bits&(1<<29-1) == 1<<28 {
-			if (e > 0) == (s > 0) {
-				bits++
-			} else {
-				bits--
-			}
-			s = math.Float64frombits(bits)
-		}
-	}
-	return float32(s)
-}
-
 // ShortcutA writes into dst the option-A shortcut of a ResNet's
 // downsampling block: src's pixels at even coordinates, its channels in
 // dst's first channels and dst's other channels zero. dst has src's
@@ -263,16 +396,17 @@ func ShortcutA(dst, src *Act) {
 	if dst.CB != 16 || src.CB != 16 || dst.C < src.C || dst.H != (src.H+1)/2 || dst.W != (src.W+1)/2 {
 		panic(fmt.Sprintf("nchwc.ShortcutA: %d×%d×%d from %d×%d×%d", dst.C, dst.H, dst.W, src.C, src.H, src.W))
 	}
-	for b := 0; b < dst.C/16; b++ {
+	for b := 0; b < (dst.C+15)/16; b++ {
 		for y := 0; y < dst.H; y++ {
 			d := dst.Data[dst.off(b, y+1, 1):dst.off(b, y+1, 1+dst.W)]
-			if b >= src.C/16 {
-				clear(d)
+			clear(d)
+			nc := min(src.C-16*b, 16) // src's channels in this block
+			if nc <= 0 {
 				continue
 			}
 			o := src.off(b, 2*y+1, 1)
 			for x := 0; x < dst.W; x++ {
-				copy(d[x*16:x*16+16], src.Data[o+2*x*16:o+2*x*16+16])
+				copy(d[x*16:x*16+nc], src.Data[o+2*x*16:o+2*x*16+nc])
 			}
 		}
 	}

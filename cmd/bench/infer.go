@@ -96,7 +96,7 @@ func parseInferFlags(args []string, stderr io.Writer) (*inferConfig, error) {
 	fs.IntVar(&c.threads, "threads", 0, "GOMAXPROCS and worker-pool size (0: keep GOMAXPROCS)")
 	fs.BoolVar(&c.dense, "dense", false, "force the dense path for every layer")
 	fs.Float64Var(&c.zeros, "zeros", 0, "set this fraction of every conv and linear weight to exact zeros, chosen at random (after -weights)")
-	fs.Float64Var(&c.minZeros, "min-zeros", 0, fmt.Sprintf("zero fraction from which a layer runs sparse (0: infer.DefaultMinZeros = %g)", infer.DefaultMinZeros))
+	fs.Float64Var(&c.minZeros, "min-zeros", 0, "zero fraction from which a layer runs sparse (0: chosen by measured cost when the model is loaded, see infer.New)")
 	fs.IntVar(&c.warmup, "warmup", 2, "untimed warm-up passes")
 	fs.IntVar(&c.steps, "steps", 10, "timed passes (at least)")
 	fs.DurationVar(&c.minTime, "min-time", 0, "keep timing passes until this much time has passed")

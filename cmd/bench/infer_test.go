@@ -96,7 +96,7 @@ func TestInferWeights(t *testing.T) {
 	if err := checkpoint.SaveCompressedModel(path, m, nil); err != nil {
 		t.Fatal(err)
 	}
-	out, err := runInferForTest(t, "-model", "resnet20", "-width", "0.25", "-batch", "1", "-weights", path, "-json")
+	out, err := runInferForTest(t, "-model", "resnet20", "-width", "0.25", "-batch", "1", "-weights", path, "-min-zeros", "0.85", "-json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -150,7 +150,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.spec.Model, "arch", "", "network of the file (resnet20, vgg16, ...); default: the file's metadata (needed for PyTorch files)")
 	fs.Float64Var(&c.spec.Width, "width", 0, "channel multiplier of the network; default: the file's metadata, else 1")
 	fs.StringVar(&c.spec.Shortcut, "shortcut", "", "shortcut of resnet20..56, A or B; default: the file's metadata, else A")
-	fs.BoolVar(&c.dense, "dense", false, "run every layer densely (default: layers with mostly exact zeros run sparse)")
+	fs.BoolVar(&c.dense, "dense", false, "run every layer densely (default: layers with mostly exact zeros run sparse where that is measured to be faster at load)")
 	fs.IntVar(&c.spec.NumClasses, "classes", 0, "number of classes; default: the file's metadata, else 10")
 	fs.StringVar(&c.addr, "addr", ":8080", "address to listen on")
 	fs.IntVar(&c.threads, "threads", 0, "worker threads (0: all cores)")

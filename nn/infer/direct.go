@@ -13,9 +13,9 @@ import (
 // to the classifier: every convolution (batch norm folded) is one
 // nchwc.Conv that reads the previous layer's padded output in place and
 // applies the bias, the residual and the ReLU in registers, so no layer
-// copies its input. It is chosen where nchwc runs its assembly kernels,
-// every layer is dense and every channel count a multiple of 16 (the
-// image's: at most 4); elsewhere resnetPlan or vggPlan runs the network.
+// copies its input. It is chosen where nchwc runs its assembly kernels
+// and every layer is dense (any channel counts: nchwc pads the last block
+// of channels); elsewhere resnetPlan or vggPlan runs the network.
 // Measured on ResNet-20 at batch 1 (one thread, AMD EPYC Zen 4): 0.742 ms
 // per image against 0.844 for resnetPlan (docs/benchmarks.md).
 //
@@ -54,9 +54,9 @@ type directConv struct {
 }
 
 // newDirectPlan compiles the network r or v (the other nil), or returns
-// nil when one of its layers does not fit the layout (sparse, channels
-// not multiples of 16, filters other than 1×1 or 3×3 with stride 1 or 2)
-// or nchwc has no fast kernels on this machine.
+// nil when one of its layers does not fit the layout (sparse, filters
+// other than 1×1 or 3×3 with stride 1 or 2) or nchwc has no fast kernels
+// on this machine.
 func newDirectPlan(r *resnetNet, v *vggNet, sparse map[string]bool) *directPlan {
 	if !nchwc.Fast() {
 		return nil
@@ -66,8 +66,7 @@ func newDirectPlan(r *resnetNet, v *vggNet, sparse map[string]bool) *directPlan 
 			return nil
 		}
 	}
-	p := &directPlan{}
-	p.shapeIndex(inputShape)
+	p := &directPlan{shapes: []shape{inputShape}}
 	var ok bool
 	switch {
 	case r != nil:
@@ -91,27 +90,38 @@ func (p *directPlan) compile(conv *nn.Conv2d, bn *nn.BatchNorm2d, in shape, relu
 		return directConv{}, false
 	}
 	cout, cin, k := w.Dim(0), w.Dim(1), w.Dim(2)
-	image := in == inputShape
+	image := len(p.shapes) == 1 // the first layer, which reads the image
 	if w.Dim(3) != k || (k != 1 && k != 3) || conv.Padding != (k-1)/2 || conv.Dilation != 1 ||
-		(conv.Stride != 1 && conv.Stride != 2) || cout%16 != 0 || cin != in.c ||
-		(image && (cin > 4 || k != 3 || conv.Stride != 1)) || (!image && cin%16 != 0) {
+		(conv.Stride != 1 && conv.Stride != 2) || cin != in.c ||
+		(image && (cin > 4 || k != 3 || conv.Stride != 1)) {
 		return directConv{}, false
 	}
 	fw, bias := foldWeights(conv, bn)
-	if bias == nil {
-		bias = make([]float32, cout)
-	}
 	f := nchwc.PackFilter(fw.Data, cout, cin, k)
+	switch z, _ := f.ZeroVectors(); {
+	case image:
+		f = nchwc.PackImageFilter(fw.Data, cout, cin, k)
+	case z > 0:
+		// Zero filter vectors skipped: never slower, and the more zero
+		// vectors the faster (docs/benchmarks.md).
+		f = nchwc.PackFilterSkip(fw.Data, cout, cin, k)
+	}
+	bias = f.PadBias(bias) // whole blocks: no allocation per call
 	ho, wo := f.OutSize(in.h, in.w, conv.Stride)
 	c := directConv{f: f, bias: bias, stride: conv.Stride, relu: relu, in: in, out: shape{cout, ho, wo}}
-	c.inS, c.outS = p.shapeIndex(in), p.shapeIndex(c.out)
+	c.outS = p.shapeIndex(c.out)
+	if !image {
+		c.inS = p.shapeIndex(in)
+	}
 	return c, true
 }
 
-// shapeIndex returns the index of s in p.shapes, adding it if new.
+// shapeIndex returns the index of s in p.shapes, adding it if new; the
+// image's buffers (index 0, in their own layout) are not shared with
+// activations of its shape.
 func (p *directPlan) shapeIndex(s shape) int {
 	for i, t := range p.shapes {
-		if t == s {
+		if i > 0 && t == s {
 			return i
 		}
 	}
@@ -138,7 +148,11 @@ func (s *scratch) acts(p *directPlan, n int) []directActs {
 		a := make(directActs, len(p.shapes))
 		for i, sh := range p.shapes {
 			for k := range a[i] {
-				a[i][k] = nchwc.NewAct(sh.c, sh.h, sh.w)
+				if i == 0 {
+					a[i][k] = nchwc.NewImage(sh.c, sh.h, sh.w)
+				} else {
+					a[i][k] = nchwc.NewAct(sh.c, sh.h, sh.w)
+				}
 			}
 		}
 		s.direct = append(s.direct, a)
@@ -231,9 +245,9 @@ func (p *directPlan) resnet(r *resnetNet) (*directResNet, bool) {
 			}
 			db.shortcut = &c
 		}
-		// image's buffers: conv1's output has the block's output shape,
-		// and exactly the blocks that change the shape have a shortcut.
-		if db.conv1.outS != db.conv2.outS || (db.shortcut != nil) == (db.conv1.inS == db.conv2.outS) ||
+		// image's buffers: exactly the blocks that change the shape have
+		// a shortcut.
+		if (db.shortcut != nil) == (db.conv1.inS == db.conv2.outS) ||
 			(db.shortcut != nil && db.shortcut.outS != db.conv2.outS) {
 			return nil, false
 		}
@@ -250,13 +264,15 @@ func (p *directPlan) resnet(r *resnetNet) (*directResNet, bool) {
 // image runs the ResNet. A block whose output has its input's shape
 // rotates that shape's three buffers (input, conv1's output, the block's
 // output); a block that changes the shape writes conv1's output, the
-// shortcut's and its own into the three of the new shape.
+// shortcut's and its own into the three of the new shape. Where conv1's
+// output has a shape of its own (a compacted block's inner width), it
+// goes to a buffer of that shape other than the input.
 func (d *directResNet) image(a directActs, parts int) *nchwc.Act {
 	d.stem.run(a[0][0], nil, a[d.stem.outS][0], parts)
 	cur, curS := 0, d.stem.outS // the next block's input among its shape's buffers
 	for i := range d.blocks {
 		b := &d.blocks[i]
-		src := a[b.conv1.inS][cur]
+		src, in := a[b.conv1.inS][cur], cur
 		bufs := &a[b.conv2.outS]
 		var mid, res, dst *nchwc.Act
 		if b.conv1.inS == b.conv2.outS {
@@ -266,6 +282,13 @@ func (d *directResNet) image(a directActs, parts int) *nchwc.Act {
 			mid, res, dst = bufs[0], bufs[1], bufs[2]
 			cur = 2
 			b.shortcut.run(src, nil, res, parts)
+		}
+		switch midS := b.conv1.outS; {
+		case midS == b.conv2.outS:
+		case midS == b.conv1.inS:
+			mid = a[midS][(in+1)%3]
+		default:
+			mid = a[midS][0]
 		}
 		b.conv1.run(src, nil, mid, parts)
 		b.conv2.run(mid, res, dst, parts)

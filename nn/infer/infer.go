@@ -141,26 +141,15 @@ type prepOptions struct {
 	Dense bool
 }
 
-// DefaultMinZeros is the fraction of exact zeros from which New gives a
-// convolution or linear layer the sparse path. It is higher than
-// EagerMinZeros, measured against the eager dense path, because the
-// compiled network's dense convolutions are faster: with 1 thread,
-// random zeros and every layer either sparse or dense, the sparse
-// ResNet-20 takes 1.0-1.6× the dense CPU time at 70 % zeros, 0.9-1.4× at
-// 80 %, 0.8-1.0× at 85 % and 0.5-0.9× at 90 % (batch 1 and 64); VGG-16,
-// whose wide layers run Winograd, 1.7-2.6×, 1.2-1.6×, 1.2-1.4× and
-// 0.9-1.3× (docs/benchmarks.md). At 85 % the ResNets gain and VGG-16
-// loses; a rule per layer and batch size is the better answer.
-const DefaultMinZeros = 0.85
-
-// Dense keeps every layer on the dense path: without it, layers whose
-// weights are mostly exact zeros run sparse (see MinZeros).
+// Dense keeps every layer on the dense path: without it (and without
+// MinZeros), New runs sparse the layers with many exact zeros where that
+// is measured to be faster (see New), Prepare those with EagerMinZeros.
 func Dense() Option { return func(o *options) { o.prep.Dense = true } }
 
 // MinZeros sets the fraction of exact zeros from which a convolution or
-// linear layer runs sparse; the default (and the meaning of 0) is
-// DefaultMinZeros for New (EagerMinZeros for Prepare), and a value above
-// 1 keeps every layer dense.
+// linear layer runs sparse, instead of New's measured choice (or
+// Prepare's EagerMinZeros), which 0 keeps; a value above 1 keeps every
+// layer dense.
 func MinZeros(f float64) Option {
 	return func(o *options) {
 		if f != 0 {
@@ -225,13 +214,18 @@ func Network(f *safetensors.File, spec models.Spec) (nn.Module, models.Spec, err
 // preprocessing of spec (spec.Model, Width and Shortcut are only recorded).
 // New takes net over: it switches it to evaluation mode and compiles it
 // once (batch normalisation folded, filters packed, every layer's
-// algorithm chosen) from its layer graph (models.NewGraph), giving the
-// convolution and linear layers whose weights have at least
-// DefaultMinZeros exact zeros the sparse path (the options Dense and
-// MinZeros change this, and Sparsity reports it); a network that does not
-// compile runs node by node as Prepare's result does. The prepared
-// weights belong to the Model; net's layers hold no inference state, but
-// net must not be changed or trained afterwards (train a copy instead).
+// algorithm chosen) from its layer graph (models.NewGraph). Which
+// convolution and linear layers run sparse it chooses by measured cost
+// (choose): where some layers have at least half their weights exact
+// zeros, it times the network with the layers above each of a few zero
+// fractions sparse and all dense, at batch 1 and 16, and keeps the
+// fastest for each (Sparsity reports the batch-1 choice, Algorithms the
+// choice per batch size); the options Dense and MinZeros replace the
+// measurement by a fixed rule. A network that does not compile runs node
+// by node as Prepare's result does (EagerMinZeros unless an option says
+// otherwise). The prepared weights belong to the Model; net's layers hold
+// no inference state, but net must not be changed or trained afterwards
+// (train a copy instead).
 func New(net nn.Module, spec models.Spec, opts ...Option) (*Model, error) {
 	if spec.Model == "" {
 		spec.Model = fmt.Sprintf("%T", net)
@@ -244,13 +238,22 @@ func New(net nn.Module, spec models.Spec, opts ...Option) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := options{prep: prepOptions{MinZeros: DefaultMinZeros}}
+	var o options // MinZeros 0: measured (choose)
 	for _, opt := range opts {
 		opt(&o)
 	}
 	net.SetTraining(false)
-	m := &Model{net: net, spec: spec, norm: norm, sparse: report(net, o.prep, true)}
-	if m.plan = newPlan(net, m.sparse); m.plan == nil {
+	m := &Model{net: net, spec: spec, norm: norm}
+	if o.prep.MinZeros == 0 && !o.prep.Dense {
+		m.plan, m.sparse = choose(net, m)
+	} else {
+		m.sparse = report(net, o.prep, true)
+		m.plan = newPlan(net, m.sparse)
+	}
+	if m.plan == nil {
+		if o.prep.MinZeros == 0 {
+			o.prep.MinZeros = EagerMinZeros
+		}
 		m.net, m.sparse = prepare(net, o.prep)
 	}
 	return m, nil

@@ -600,10 +600,11 @@ func TestLoadHostileMetadata(t *testing.T) {
 	}
 }
 
-// TestSparseByDefault checks that Load gives the layers of a network with
-// mostly exact zeros the sparse path, says so, computes what the dense
-// path computes within float32 rounding, and that Dense and MinZeros turn
-// it off.
+// TestSparseByDefault checks that Load with MinZeros gives the layers of
+// a network with mostly exact zeros the sparse path, says so, computes
+// what the dense path computes within float32 rounding, and that Dense
+// and MinZeros above 1 turn it off; and that the default, the measured
+// choice, is one of the candidates and runs what it reports (TestChoose).
 func TestSparseByDefault(t *testing.T) {
 	net, err := tinySpec.Build()
 	if err != nil {
@@ -623,7 +624,7 @@ func TestSparseByDefault(t *testing.T) {
 	if err := checkpoint.SaveModel(path, net, tinySpec.Metadata()); err != nil {
 		t.Fatal(err)
 	}
-	sparse, err := infer.Load(path, models.Spec{})
+	sparse, err := infer.Load(path, models.Spec{}, infer.MinZeros(0.9))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -636,6 +637,11 @@ func TestSparseByDefault(t *testing.T) {
 	}
 	x := randomInputs(newRng(22), 3)
 	got := sparse.Probabilities(nil, x)
+	measured, err := infer.Load(path, models.Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkChoice(t, measured, x, got)
 	for name, opt := range map[string]infer.Option{"Dense": infer.Dense(), "MinZeros(1.1)": infer.MinZeros(1.1)} {
 		dense, err := infer.Load(path, models.Spec{}, opt)
 		if err != nil {
@@ -649,6 +655,46 @@ func TestSparseByDefault(t *testing.T) {
 			if d := math.Abs(float64(got[i] - want[i])); d > 1e-5 {
 				t.Fatalf("%s: probability %d: sparse %v, dense %v", name, i, got[i], want[i])
 			}
+		}
+	}
+}
+
+// checkChoice checks a model loaded with the measured choice of sparse
+// layers (infer.New): its report is one of the candidates (the layers at
+// or above a fraction of zeros sparse, and that fraction recorded), every
+// convolution Algorithms calls sparse at batch 1 is reported sparse and
+// every one reported sparse runs sparse where the network is compiled, and
+// its probabilities on x are want's within float32 rounding.
+func checkChoice(t *testing.T, m *infer.Model, x, want []float32) {
+	t.Helper()
+	rep := m.Sparsity()
+	for _, l := range rep.Layers {
+		if l.Sparse != (l.Numel > 0 && l.ZeroFraction() >= rep.MinZeros) {
+			t.Fatalf("measured choice: layer %s (%.3f zeros) sparse %v with MinZeros %g", l.Name, l.ZeroFraction(), l.Sparse, rep.MinZeros)
+		}
+	}
+	if algs := m.Algorithms(1); algs != nil {
+		// Option A's selections are convolutions of the plan, never
+		// sparse, and not layers of the report.
+		runs, reported := 0, 0
+		for _, a := range algs {
+			if a == "sparse" {
+				runs++
+			}
+		}
+		for _, l := range rep.Layers {
+			if l.Kind == "Conv2d" && l.Sparse {
+				reported++
+			}
+		}
+		if runs != reported {
+			t.Fatalf("measured choice: %d convolutions run sparse, %d reported sparse (%v)", runs, reported, algs)
+		}
+	}
+	got := m.Probabilities(nil, x)
+	for i := range want {
+		if d := math.Abs(float64(got[i] - want[i])); d > 1e-5 {
+			t.Fatalf("measured choice: probability %d: %v, want %v", i, got[i], want[i])
 		}
 	}
 }

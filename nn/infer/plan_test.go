@@ -69,8 +69,9 @@ func TestPlanMatchesEval(t *testing.T) {
 		{models.Spec{Model: "vgg16", Width: 0.125}, 0},
 		{models.Spec{Model: "vgg16", Width: 0.125}, 0.95},
 	} {
-		for _, kernels := range []string{"", impl.Generic} {
-			if kernels != "" && tc.spec.Width < 1 {
+		names, _ := impl.List("nchwc")
+		for _, kernels := range append([]string{"", impl.Generic}, names...) {
+			if kernels != "" && tc.zeros > 0 {
 				continue // the plans that do not use nchwc run with its kernels off too
 			}
 			checkPlanMatchesEval(t, tc.spec, tc.zeros, kernels)
@@ -85,7 +86,9 @@ func checkPlanMatchesEval(t *testing.T, spec models.Spec, zeros float64, kernels
 	name := fmt.Sprintf("%s_w%g_%s_z%g%s", spec.Model, spec.Width, spec.Shortcut, zeros, kernels)
 	t.Run(name, func(t *testing.T) {
 		if kernels != "" {
-			impl.Select("nchwc", kernels)
+			if !impl.Select("nchwc", kernels) {
+				t.Skipf("this CPU has no %s", kernels)
+			}
 			defer impl.Reset("nchwc")
 		}
 		net, err := spec.Build()
@@ -98,7 +101,25 @@ func checkPlanMatchesEval(t *testing.T, spec models.Spec, zeros float64, kernels
 		const n = 5
 		x := randomInputs(newRng(32), n)
 		want := evalLogitsSoftmax(net, x, n)
-		m, err := infer.New(net, spec)
+		var opts []infer.Option
+		if zeros > 0 {
+			// The plans with sparse layers (the default choice, measured,
+			// is checked below).
+			opts = append(opts, infer.MinZeros(0.9))
+			nt, err := spec.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := newRng(31) // the weights of net
+			randomize(nt, rng)
+			nntest.ZeroWeights(nt, rng, zeros)
+			measured, err := infer.New(nt, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkChoice(t, measured, x, want)
+		}
+		m, err := infer.New(net, spec, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +127,7 @@ func checkPlanMatchesEval(t *testing.T, spec models.Spec, zeros float64, kernels
 		if algs == nil {
 			t.Fatal("the network is not compiled")
 		}
-		if direct := spec.Width == 1 && zeros == 0 && nchwc.Fast(); (algs[0] == "direct") != direct {
+		if direct := zeros == 0 && nchwc.Fast(); (algs[0] == "direct") != direct {
 			t.Fatalf("the stem runs %q; the channel-blocked layout expected: %v", algs[0], direct)
 		}
 		if zeros > 0 && len(m.Sparsity().SparseLayers()) == 0 {
@@ -141,32 +162,66 @@ func checkPlanMatchesEval(t *testing.T, spec models.Spec, zeros float64, kernels
 	})
 }
 
-// TestPlanCompacted checks the compiled network of a compacted model file
-// (testdata/compact: per-layer widths, option-A channel maps) against the
-// evaluation graph.
+// TestPlanCompacted checks the compiled network of compacted model files
+// (testdata/compact: per-layer widths, option-A channel maps; the shipped
+// resnet20-compact: option B, widths 5 to 30) against the evaluation
+// graph under every nchwc implementation: the channel-blocked layout
+// (nchwc's tail blocks) where it has fast kernels, bit for bit the same
+// with 1 and 2 workers.
 func TestPlanCompacted(t *testing.T) {
-	path := filepath.Join("..", "..", "testdata", "compact", "resnet20_A.compact.safetensors")
-	m, err := infer.Load(path, models.Spec{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := safetensors.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	net, err := m.Spec().Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := checkpoint.LoadWeights(f, net); err != nil {
-		t.Fatal(err)
-	}
-	x := randomInputs(newRng(33), 3)
-	want := evalLogitsSoftmax(net, x, 3)
-	got := m.Probabilities(nil, x)
-	for i := range want {
-		if d := math.Abs(float64(got[i] - want[i])); d > 2e-5 {
-			t.Fatalf("probability %d: plan %v, evaluation graph %v", i, got[i], want[i])
+	names, _ := impl.List("nchwc")
+	for _, path := range []string{
+		filepath.Join("..", "..", "testdata", "compact", "resnet20_A.compact.safetensors"),
+		filepath.Join("..", "pretrained", "models", "resnet20-compact.safetensors"),
+	} {
+		for _, kernels := range append([]string{impl.Generic}, names...) {
+			t.Run(filepath.Base(path)+"/"+kernels, func(t *testing.T) {
+				if !impl.Select("nchwc", kernels) {
+					t.Skipf("this CPU has no %s", kernels)
+				}
+				defer impl.Reset("nchwc")
+				m, err := infer.Load(path, models.Spec{}, infer.Dense())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if algs := m.Algorithms(1); (algs[0] == "direct") != nchwc.Fast() {
+					t.Fatalf("the stem runs %q with nchwc.Fast() %v", algs[0], nchwc.Fast())
+				}
+				f, err := safetensors.ReadFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				net, err := m.Spec().Build()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := checkpoint.LoadWeights(f, net); err != nil {
+					t.Fatal(err)
+				}
+				x := randomInputs(newRng(33), 3)
+				want := evalLogitsSoftmax(net, x, 3)
+				got := m.Probabilities(nil, x)
+				for i := range want {
+					if d := math.Abs(float64(got[i] - want[i])); d > 2e-5 {
+						t.Fatalf("probability %d: plan %v, evaluation graph %v", i, got[i], want[i])
+					}
+				}
+				one := m.Probabilities(nil, x[:infer.InputSize])
+				prev := parallel.SetWorkers(1)
+				serial := m.Probabilities(nil, x)
+				oneSerial := m.Probabilities(nil, x[:infer.InputSize])
+				parallel.SetWorkers(prev)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(serial[i]) {
+						t.Fatalf("probability %d: %v with %d workers, %v with 1", i, got[i], prev, serial[i])
+					}
+				}
+				for i := range one {
+					if math.Float32bits(one[i]) != math.Float32bits(oneSerial[i]) {
+						t.Fatalf("batch 1: probability %d: %v with %d workers, %v with 1", i, one[i], prev, oneSerial[i])
+					}
+				}
+			})
 		}
 	}
 }

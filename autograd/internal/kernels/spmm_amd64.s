@@ -2,8 +2,8 @@
 
 #include "textflag.h"
 
-// AVX2 kernel of SparseRows (package kernels). No fused multiply-add: every product is
-// rounded to float32 and then added, as the Go loop in spmm.go does.
+// AVX2 kernel of SparseRows (package kernels). Every term is one fused
+// multiply-add (FMA3), rounded once, as the Go loop in spmm.go computes it.
 //
 // Registers: DI dst, CX n·4 (bytes), SI val, DX off, R8 nnz, R9 b,
 // R10 column position in bytes, R11 term index t, R12 b + R10,
@@ -11,10 +11,9 @@
 // broadcast value.
 
 // TERM adds the product of the value in Y15 and the 8 floats at disp(R13)
-// to acc, using tmp.
+// to acc (tmp unused).
 #define TERM(disp, acc, tmp) \
-	VMULPS disp(R13), Y15, tmp; \
-	VADDPS tmp, acc, acc
+	VFMADD231PS disp(R13), Y15, acc
 
 // NEXT loads value t into Y15 and the address of its dense row at the
 // current columns into R13.

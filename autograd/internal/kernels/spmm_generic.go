@@ -5,6 +5,11 @@ package kernels
 // spmmAsm: SparseRows has no assembly kernel here.
 const spmmAsm = false
 
+// useAVX512: no AVX-512 kernels here.
+const useAVX512 = false
+
+var rowAVX512 [16]func(dst *float32, val *float32, off *int, nnz int, b *float32, init *float32, mask int)
+
 func rowAVX2(dst *float32, n int, val *float32, off *int, nnz int, b *float32, init *float32) {
 	panic("kernels: no AVX2 kernel")
 }

@@ -132,7 +132,7 @@ func TestRowsUnsortedWithoutWindows(t *testing.T) {
 				for j := range n {
 					s := init[i*n+j]
 					for p := rowPtr[i]; p < rowPtr[i+1]; p++ {
-						s += float32(val[p] * b[off[p]+j])
+						s = FMA32(val[p], b[off[p]+j], s)
 					}
 					if math.Float32bits(s) != math.Float32bits(d[i*n+j]) {
 						t.Fatalf("row %d column %d: %v, want %v (terms in order)", i, j, d[i*n+j], s)

@@ -22,6 +22,7 @@ package kernels
 // gradient passes where the output is > 0.
 
 //go:generate go run gen_vec_arm64.go
+//go:generate go run gen_spmm512.go
 
 // useAsm reports whether the assembly kernels run: registered with
 // internal/impl as package "kernels", which tests use to compare them with the

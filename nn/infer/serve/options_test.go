@@ -42,7 +42,7 @@ func TestSourceOptions(t *testing.T) {
 		opts []infer.Option
 		want string
 	}{
-		{nil, "8 of 8 layers sparse"},
+		{[]infer.Option{infer.MinZeros(0.9)}, "8 of 8 layers sparse"},
 		{[]infer.Option{infer.Dense()}, "0 of 8 layers sparse"},
 	} {
 		srv, err := serve.NewModels(serve.Config{}, serve.Source{Name: "m", Path: path, Options: tc.opts})

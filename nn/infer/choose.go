@@ -1,0 +1,102 @@
+package infer
+
+import (
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/proxgen/proxgen/nn"
+)
+
+// sparseFrom are the zero fractions that define New's candidate layer
+// sets: for each, the convolution and linear layers with at least that
+// fraction of exact zeros run sparse, the others dense. New times the
+// network under every distinct candidate and under the all-dense one, and
+// keeps the fastest (choose). 0.5 is the least zero fraction at which a
+// layer ran sparse no slower than dense in any measurement of
+// docs/benchmarks.md.
+var sparseFrom = []float64{0.5, 0.7, 0.85, 0.95}
+
+// chooseBatches are the batch sizes at which choose times the candidates:
+// a single image (its choice runs batches smaller than half the second)
+// and a batch (its choice runs the larger ones).
+var chooseBatches = [2]int{1, 16}
+
+// chooseRuns are the timed passes at each of chooseBatches, of which
+// choose keeps the fastest: many single images (each takes well under a
+// millisecond for a CIFAR ResNet, and two workers on one image time
+// bimodally on a shared machine), few batches.
+var chooseRuns = [2]int{10, 3}
+
+// choice is one candidate of choose: the layers at or above minZeros
+// sparse (above 1: none).
+type choice struct {
+	minZeros float64
+	rep      Report
+	plan     plan
+}
+
+// choose compiles net (in evaluation mode) with the layer set that runs
+// fastest, measured at load: the all-dense network and the networks with
+// the layers above each fraction of sparseFrom sparse, each distinct set
+// once, timed on random images at the batch sizes of chooseBatches (the
+// fastest of chooseRuns passes after a warm-up, the worker pool as it
+// is). It returns the plan, byBatch when the two batch sizes prefer
+// different sets, and the report of the set chosen for a single image; a
+// nil plan (and the all-dense report) for a network that newPlan does not
+// compile. Given the choice, every result is deterministic; the choice
+// itself depends on the machine and its load (Model.Algorithms and
+// Sparsity say what it was).
+func choose(net nn.Module, m *Model) (plan, Report) {
+	dense := report(net, prepOptions{MinZeros: 2}, true) // above 1: no layer sparse
+	cands := []choice{{minZeros: 2, rep: dense, plan: newPlan(net, dense)}}
+	if cands[0].plan == nil {
+		return nil, dense
+	}
+	for _, f := range sparseFrom {
+		rep := report(net, prepOptions{MinZeros: f}, true)
+		if len(rep.SparseLayers()) == 0 {
+			break
+		}
+		last := cands[len(cands)-1].rep.Layers
+		if slices.EqualFunc(last, rep.Layers, func(a, b LayerReport) bool { return a.Sparse == b.Sparse }) {
+			continue
+		}
+		cands = append(cands, choice{minZeros: f, rep: rep, plan: newPlan(net, rep)})
+	}
+	if len(cands) == 1 {
+		return cands[0].plan, dense
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	x := make([]float32, chooseBatches[1]*InputSize)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	var best [2]int
+	var bestT [2]time.Duration
+	for i := range cands {
+		c := &cands[i]
+		if c.plan == nil {
+			continue
+		}
+		cm := &Model{net: net, spec: m.spec, norm: m.norm, sparse: c.rep, plan: c.plan}
+		s := cm.getScratch()
+		for b, n := range chooseBatches {
+			cm.forward(s, x[:n*InputSize], n)
+			t := time.Duration(1 << 62)
+			for range chooseRuns[b] {
+				t0 := time.Now()
+				cm.forward(s, x[:n*InputSize], n)
+				t = min(t, time.Since(t0))
+			}
+			if i == 0 || t < bestT[b] {
+				best[b], bestT[b] = i, t
+			}
+		}
+	}
+	one, many := cands[best[0]], cands[best[1]]
+	if best[0] == best[1] {
+		return one.plan, one.rep
+	}
+	return &byBatch{small: one.plan, large: many.plan, from: chooseBatches[1] / 2}, one.rep
+}
