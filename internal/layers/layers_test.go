@@ -35,9 +35,9 @@ internal/cpu < internal/impl;
 internal/cpu, internal/impl, internal/parallel < INTERNALS;
 
 # Kernels: never autograd, models or anything above.
-INTERNALS
-< autograd/blas, autograd/internal/kernels, autograd/nchwc
-< KERNELS;
+INTERNALS < autograd/blas, autograd/internal/kernels;
+autograd/internal/kernels < autograd/nchwc; # the sparse row kernels
+autograd/blas, autograd/internal/kernels, autograd/nchwc < KERNELS;
 
 # Autograd: tensors and differentiable ops over the kernels.
 KERNELS < autograd < autograd/gradcheck;
