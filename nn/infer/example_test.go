@@ -37,9 +37,9 @@ func Example() {
 	}
 	img := image.NewRGBA(image.Rect(0, 0, 64, 48)) // e.g. from image.Decode: PNG or JPEG, any size
 	top := m.Predict([]image.Image{img}, 3)[0]
-	fmt.Println(m)
+	fmt.Println(m.Spec().Model, "with", len(m.Sparsity().SparseLayers()), "sparse layers") // fmt.Println(m) also names each convolution's algorithm
 	fmt.Println(len(top), "classes, most probable first:", top[0].Prob >= top[1].Prob && top[1].Prob >= top[2].Prob)
 	// Output:
-	// resnet8 width 0.25 shortcut A, 10 classes, 0 of 8 layers sparse
+	// resnet8 with 0 sparse layers
 	// 3 classes, most probable first: true
 }

@@ -470,8 +470,10 @@ func (m *Model) getScratch() *scratch {
 	return &scratch{raw: make([]uint8, cifarinfo.ImageSize), ctx: autograd.Context{NoGrad: true, Arena: autograd.NewArena()}}
 }
 
-// String describes the model, for logs: its network and how many of its
-// layers run sparse (Sparsity says which).
+// String describes the model, for logs and model cards: its network, how
+// many of its layers run sparse (Sparsity says which) and how many of its
+// convolutions run on each algorithm at batch 1 and 64 (Algorithms says
+// which; the algorithms depend on the CPU's kernels).
 func (m *Model) String() string {
 	s := m.spec
 	var b strings.Builder
@@ -481,5 +483,33 @@ func (m *Model) String() string {
 	}
 	fmt.Fprintf(&b, ", %d classes", s.NumClasses)
 	fmt.Fprintf(&b, ", %d of %d layers sparse", len(m.sparse.SparseLayers()), len(m.sparse.Layers))
+	if m.plan == nil {
+		b.WriteString("; run node by node")
+		return b.String()
+	}
+	one, many := algorithmMix(m.Algorithms(1)), algorithmMix(m.Algorithms(64))
+	if one == many {
+		fmt.Fprintf(&b, "; convolutions: %s", one)
+	} else {
+		fmt.Fprintf(&b, "; convolutions at batch 1: %s, at batch 64: %s", one, many)
+	}
 	return b.String()
+}
+
+// algorithmMix counts the convolutions of each algorithm in algs, in the
+// order the algorithms first appear: "19 direct, 2 sparse".
+func algorithmMix(algs []string) string {
+	var names []string
+	count := map[string]int{}
+	for _, a := range algs {
+		if count[a] == 0 {
+			names = append(names, a)
+		}
+		count[a]++
+	}
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%d %s", count[n], n)
+	}
+	return strings.Join(parts, ", ")
 }

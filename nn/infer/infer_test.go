@@ -734,3 +734,31 @@ func TestLogits(t *testing.T) {
 		}
 	}
 }
+
+// TestStringNamesAlgorithms: Model.String counts every convolution's
+// algorithm (the serve log and the model cards quote it).
+func TestStringNamesAlgorithms(t *testing.T) {
+	spec := models.Spec{Model: "resnet8", Width: 0.25, NumClasses: 10}
+	net, err := spec.New(rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := infer.New(net, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := m.String()
+	algs := m.Algorithms(1)
+	count := map[string]int{}
+	for _, a := range algs {
+		count[a]++
+	}
+	for a, n := range count {
+		if !strings.Contains(s, fmt.Sprintf("%d %s", n, a)) {
+			t.Errorf("String %q does not count the %d %s convolutions of %v", s, n, a, algs)
+		}
+	}
+	if !strings.Contains(s, "0 of 8 layers sparse") {
+		t.Errorf("String %q", s)
+	}
+}
