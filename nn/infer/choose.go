@@ -28,12 +28,11 @@ var chooseBatches = [2]int{1, 16}
 // bimodally on a shared machine), few batches.
 var chooseRuns = [2]int{10, 3}
 
-// choice is one candidate of choose: the layers at or above minZeros
-// sparse (above 1: none).
+// choice is one candidate of choose: the layers at or above
+// rep.MinZeros sparse (above 1: none), compiled.
 type choice struct {
-	minZeros float64
-	rep      Report
-	plan     plan
+	rep  Report
+	plan plan
 }
 
 // choose compiles net (in evaluation mode) with the layer set that runs
@@ -49,7 +48,7 @@ type choice struct {
 // Sparsity say what it was).
 func choose(net nn.Module, m *Model) (plan, Report) {
 	dense := report(net, prepOptions{MinZeros: 2}, true) // above 1: no layer sparse
-	cands := []choice{{minZeros: 2, rep: dense, plan: newPlan(net, dense)}}
+	cands := []choice{{rep: dense, plan: newPlan(net, dense)}}
 	if cands[0].plan == nil {
 		return nil, dense
 	}
@@ -62,7 +61,7 @@ func choose(net nn.Module, m *Model) (plan, Report) {
 		if slices.EqualFunc(last, rep.Layers, func(a, b LayerReport) bool { return a.Sparse == b.Sparse }) {
 			continue
 		}
-		cands = append(cands, choice{minZeros: f, rep: rep, plan: newPlan(net, rep)})
+		cands = append(cands, choice{rep: rep, plan: newPlan(net, rep)})
 	}
 	if len(cands) == 1 {
 		return cands[0].plan, dense

@@ -139,27 +139,36 @@ func checkPlanMatchesEval(t *testing.T, spec models.Spec, zeros float64, kernels
 				t.Fatalf("probability %d: plan %v, evaluation graph %v", i, got[i], want[i])
 			}
 		}
-		one := m.Probabilities(nil, x[:infer.InputSize])
-		prev := parallel.SetWorkers(1)
-		serial := m.Probabilities(nil, x)
-		oneSerial := m.Probabilities(nil, x[:infer.InputSize])
-		parallel.SetWorkers(prev)
-		for i := range one {
-			if one[i] != oneSerial[i] {
-				t.Fatalf("batch 1: probability %d: %v with 1 worker, %v with %d", i, oneSerial[i], one[i], prev)
-			}
-		}
-		for i := range serial {
-			if serial[i] != got[i] {
-				t.Fatalf("probability %d: %v with 1 worker, %v with %d", i, serial[i], got[i], prev)
-			}
-		}
+		one := checkWorkers(t, m, x, got)
 		for i, v := range one {
 			if d := math.Abs(float64(v - got[i])); d > 2e-5 {
 				t.Fatalf("batch 1: probability %d: %v, in a batch of %d: %v", i, v, n, got[i])
 			}
 		}
 	})
+}
+
+// checkWorkers checks that m gives got for x and the first image of x
+// the probabilities of the same bits with one worker as with the pool's,
+// and returns the first image's.
+func checkWorkers(t *testing.T, m *infer.Model, x, got []float32) []float32 {
+	t.Helper()
+	one := m.Probabilities(nil, x[:infer.InputSize])
+	prev := parallel.SetWorkers(1)
+	serial := m.Probabilities(nil, x)
+	oneSerial := m.Probabilities(nil, x[:infer.InputSize])
+	parallel.SetWorkers(prev)
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(serial[i]) {
+			t.Fatalf("probability %d: %v with %d workers, %v with 1", i, got[i], prev, serial[i])
+		}
+	}
+	for i := range one {
+		if math.Float32bits(one[i]) != math.Float32bits(oneSerial[i]) {
+			t.Fatalf("batch 1: probability %d: %v with %d workers, %v with 1", i, one[i], prev, oneSerial[i])
+		}
+	}
+	return one
 }
 
 // TestPlanCompacted checks the compiled network of compacted model files
@@ -206,21 +215,7 @@ func TestPlanCompacted(t *testing.T) {
 						t.Fatalf("probability %d: plan %v, evaluation graph %v", i, got[i], want[i])
 					}
 				}
-				one := m.Probabilities(nil, x[:infer.InputSize])
-				prev := parallel.SetWorkers(1)
-				serial := m.Probabilities(nil, x)
-				oneSerial := m.Probabilities(nil, x[:infer.InputSize])
-				parallel.SetWorkers(prev)
-				for i := range got {
-					if math.Float32bits(got[i]) != math.Float32bits(serial[i]) {
-						t.Fatalf("probability %d: %v with %d workers, %v with 1", i, got[i], prev, serial[i])
-					}
-				}
-				for i := range one {
-					if math.Float32bits(one[i]) != math.Float32bits(oneSerial[i]) {
-						t.Fatalf("batch 1: probability %d: %v with %d workers, %v with 1", i, one[i], prev, oneSerial[i])
-					}
-				}
+				checkWorkers(t, m, x, got)
 			})
 		}
 	}
