@@ -83,7 +83,7 @@ var methods = [...]MethodInfo{
 		return c
 	}},
 	{Name: "proxsgd", Kind: ProxSGDKind, TakesReg: true, Doc: "Prox-SGD (Yang et al. 2020)"},
-	{Name: "proxquant", TakesReg: true, Adam: true, Doc: "ProxQuant: Adam step, optim.Euclidean prox of a binary regularizer, clip to [−1, 1]", config: func(h Hyper) optim.Config {
+	{Name: "proxquant", TakesReg: true, Adam: true, Doc: "ProxQuant: Adam step, Euclidean prox of a binary regularizer, clip to [−1, 1]", config: func(h Hyper) optim.Config {
 		return optim.ProxQuantConfig(h.Beta1, h.Beta2, h.Eps)
 	}},
 	{Name: "bc", Kind: BinaryConnectKind, Adam: true, Doc: "BinaryConnect over Adam", config: methodAdam},
