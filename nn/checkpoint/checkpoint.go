@@ -198,7 +198,60 @@ type LoadOptions struct {
 // The error lists the missing and unexpected keys or names the first bad
 // tensor with both shapes.
 func LoadStateDict(f *safetensors.File, m nn.Module, opt LoadOptions) error {
-	f, err := Expand(f)
+	// Names and shapes are checked before any compressed tensor expands:
+	// a tensor the model does not have is never expanded, and one it has
+	// expands to the model's own shape at most.
+	encs, err := encodings(f)
+	if err != nil {
+		return err
+	}
+	compressed := map[string]bool{} // the names (without Prefix) in the file
+	for name := range f.Tensors {
+		if i := strings.LastIndex(name, PartSeparator); i >= 0 {
+			if _, ok := encs[name[:i]]; ok {
+				continue // a part, checked when its tensor expands
+			}
+		}
+		if rest, ok := strings.CutPrefix(name, opt.Prefix); ok {
+			compressed[rest] = false
+		}
+	}
+	for name := range encs {
+		if rest, ok := strings.CutPrefix(name, opt.Prefix); ok {
+			compressed[rest] = true
+		}
+	}
+	state := nn.StateDict(m)
+	var missing []string
+	want := map[string]nn.Param{}
+	for _, p := range state {
+		want[p.Name] = p
+		if _, ok := compressed[p.Name]; !ok {
+			missing = append(missing, p.Name)
+		}
+	}
+	var unexpected []string
+	for name := range compressed {
+		if _, ok := want[name]; !ok {
+			unexpected = append(unexpected, opt.Prefix+name)
+		}
+	}
+	slices.Sort(unexpected)
+	if !opt.NonStrict && (len(missing) > 0 || len(unexpected) > 0) {
+		return fmt.Errorf("state dict does not match the model: %s", keyReport(missing, unexpected))
+	}
+	for _, p := range state {
+		if compressed[p.Name] {
+			if err := checkShape(p, encs[opt.Prefix+p.Name].Shape); err != nil {
+				return fmt.Errorf("tensor %q: %w", opt.Prefix+p.Name, err)
+			}
+		}
+	}
+	f, err = expand(f, encs, func(name string) bool {
+		rest, ok := strings.CutPrefix(name, opt.Prefix)
+		_, wanted := want[rest]
+		return ok && wanted
+	})
 	if err != nil {
 		return err
 	}
@@ -207,25 +260,6 @@ func LoadStateDict(f *safetensors.File, m nn.Module, opt LoadOptions) error {
 		if rest, ok := strings.CutPrefix(name, opt.Prefix); ok {
 			have[rest] = t
 		}
-	}
-	state := nn.StateDict(m)
-	var missing []string
-	want := map[string]bool{}
-	for _, p := range state {
-		want[p.Name] = true
-		if _, ok := have[p.Name]; !ok {
-			missing = append(missing, p.Name)
-		}
-	}
-	var unexpected []string
-	for name := range have {
-		if !want[name] {
-			unexpected = append(unexpected, opt.Prefix+name)
-		}
-	}
-	slices.Sort(unexpected)
-	if !opt.NonStrict && (len(missing) > 0 || len(unexpected) > 0) {
-		return fmt.Errorf("state dict does not match the model: %s", keyReport(missing, unexpected))
 	}
 
 	values := make([][]float32, len(state))
@@ -267,12 +301,21 @@ func keyReport(missing, unexpected []string) string {
 	return strings.Join(parts, "; ")
 }
 
+// checkShape checks a tensor's shape in the file against the model
+// tensor p (a scalar may be stored as [1]).
+func checkShape(p nn.Param, shape []int) error {
+	have := p.T.Shape()
+	if !slices.Equal(have, shape) && !(len(have) == 0 && slices.Equal(shape, []int{1})) {
+		return fmt.Errorf("shape %v in the file, the model has %v", shape, have)
+	}
+	return nil
+}
+
 // convert checks t against the model tensor p and returns its elements as
 // float32.
 func convert(p nn.Param, t safetensors.Tensor) ([]float32, error) {
-	shape := p.T.Shape()
-	if !slices.Equal(shape, t.Shape) && !(len(shape) == 0 && slices.Equal(t.Shape, []int{1})) {
-		return nil, fmt.Errorf("shape %v in the file, the model has %v", t.Shape, shape)
+	if err := checkShape(p, t.Shape); err != nil {
+		return nil, err
 	}
 	if p.Int64 {
 		var v []int64

@@ -231,31 +231,94 @@ func IsCompressed(f *safetensors.File) bool {
 
 // Expand returns f with every compressed tensor restored to its dense F32
 // form and the encoding metadata removed; a file without compressed
-// tensors is returned as it is. It checks every part (dtypes, shapes,
-// counts, index order and range, unused bits) and returns an error that
-// names the tensor and what is wrong; it never panics on corrupt input.
+// tensors is returned as it is. It checks every encoding before it expands
+// any (the shapes together hold at most MaxExpanded elements), checks
+// every part (dtypes, shapes, counts, index order and range, unused bits)
+// before it allocates the tensor, and returns an error that names the
+// tensor and what is wrong; it never panics on corrupt input.
 func Expand(f *safetensors.File) (*safetensors.File, error) {
-	if !IsCompressed(f) {
-		return f, nil
+	encs, err := encodings(f)
+	if err != nil {
+		return nil, err
 	}
-	out := &safetensors.File{Tensors: map[string]safetensors.Tensor{}}
-	used := map[string]bool{}
-	for k, v := range f.Metadata {
+	return expand(f, encs, nil)
+}
+
+// MaxExpanded is the most elements Expand restores for all the compressed
+// tensors of a file together (1 GiB of F32), checked from their metadata
+// before any is expanded: a corrupt or hostile file of a few MB cannot
+// make it allocate more. (LoadStateDict bounds them tighter: by the
+// model's own tensors.)
+const MaxExpanded = 1 << 28
+
+// encodings parses the encoding metadata of f's compressed tensors and
+// checks each (a valid entry, F32, a shape, no dense tensor of the same
+// name) and their total size against MaxExpanded. It allocates nothing in
+// proportion to the shapes.
+func encodings(f *safetensors.File) (map[string]encoding, error) {
+	var encs map[string]encoding
+	total := 0
+	for _, k := range slices.Sorted(maps.Keys(f.Metadata)) {
 		name, ok := strings.CutPrefix(k, EncodingKeyPrefix)
 		if !ok {
-			if out.Metadata == nil {
-				out.Metadata = map[string]string{}
-			}
-			out.Metadata[k] = v
 			continue
 		}
 		if _, dup := f.Tensors[name]; dup {
 			return nil, fmt.Errorf("checkpoint: compressed tensor %q is also stored densely", name)
 		}
 		var enc encoding
-		if err := json.Unmarshal([]byte(v), &enc); err != nil {
-			return nil, fmt.Errorf("checkpoint: compressed tensor %q: bad encoding metadata %q: %w", name, v, err)
+		if err := json.Unmarshal([]byte(f.Metadata[k]), &enc); err != nil {
+			return nil, fmt.Errorf("checkpoint: compressed tensor %q: bad encoding metadata %q: %w", name, f.Metadata[k], err)
 		}
+		if enc.DType != string(safetensors.F32) {
+			return nil, fmt.Errorf("checkpoint: compressed tensor %q: dtype %q, only F32 is supported", name, enc.DType)
+		}
+		n, ok := numel(enc.Shape, MaxExpanded-total)
+		if !ok {
+			return nil, fmt.Errorf("checkpoint: compressed tensor %q: invalid shape %v (the compressed tensors of a file expand to at most %d elements together)", name, enc.Shape, MaxExpanded)
+		}
+		total += n
+		if encs == nil {
+			encs = map[string]encoding{}
+		}
+		encs[name] = enc
+	}
+	return encs, nil
+}
+
+// numel returns the elements of shape, and false for a negative dimension
+// or more than most elements.
+func numel(shape []int, most int) (int, bool) {
+	n := 1
+	for _, d := range shape {
+		if d < 0 || (d > 0 && n > most/d) {
+			return 0, false
+		}
+		n *= d
+	}
+	return n, n <= most
+}
+
+// expand restores the compressed tensors of encs that keep accepts (all
+// when keep is nil); the others' parts are checked as well, without
+// expanding them, and dropped.
+func expand(f *safetensors.File, encs map[string]encoding, keep func(string) bool) (*safetensors.File, error) {
+	if len(encs) == 0 {
+		return f, nil
+	}
+	out := &safetensors.File{Tensors: map[string]safetensors.Tensor{}}
+	for k, v := range f.Metadata {
+		if !strings.HasPrefix(k, EncodingKeyPrefix) {
+			if out.Metadata == nil {
+				out.Metadata = map[string]string{}
+			}
+			out.Metadata[k] = v
+		}
+	}
+	used := map[string]bool{}
+	for _, name := range slices.Sorted(maps.Keys(encs)) {
+		wanted := keep == nil || keep(name)
+		enc := encs[name]
 		part := func(p string) (safetensors.Tensor, error) {
 			key := name + PartSeparator + p
 			t, ok := f.Tensors[key]
@@ -265,44 +328,47 @@ func Expand(f *safetensors.File) (*safetensors.File, error) {
 			used[key] = true
 			return t, nil
 		}
-		t, err := expandTensor(enc, part)
+		t, err := expandTensor(enc, part, !wanted)
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint: compressed tensor %q (%s): %w", name, enc.Kind, err)
 		}
-		out.Tensors[name] = t
+		if wanted {
+			out.Tensors[name] = t
+		}
 	}
 	for name, t := range f.Tensors {
 		if used[name] {
 			continue
 		}
-		if strings.Contains(name, PartSeparator) {
-			return nil, fmt.Errorf("checkpoint: tensor %q looks like a part of a compressed tensor but no %q metadata describes it", name, EncodingKeyPrefix+name[:strings.LastIndex(name, PartSeparator)])
+		if i := strings.LastIndex(name, PartSeparator); i >= 0 {
+			return nil, fmt.Errorf("checkpoint: tensor %q looks like a part of a compressed tensor but no %q metadata describes it", name, EncodingKeyPrefix+name[:i])
 		}
 		out.Tensors[name] = t
 	}
 	return out, nil
 }
 
-// maxExpanded is the most elements Expand restores for one tensor, which
-// bounds what a corrupt shape can make it allocate (1 GiB).
-const maxExpanded = 1 << 28
-
-// expandTensor decodes one compressed tensor from its parts.
-func expandTensor(enc encoding, part func(string) (safetensors.Tensor, error)) (safetensors.Tensor, error) {
+// expandTensor decodes one compressed tensor from its parts; with check
+// set it only checks the parts and allocates nothing.
+func expandTensor(enc encoding, part func(string) (safetensors.Tensor, error), check bool) (safetensors.Tensor, error) {
 	var zero safetensors.Tensor
 	if enc.DType != string(safetensors.F32) {
 		return zero, fmt.Errorf("dtype %q, only F32 is supported", enc.DType)
 	}
-	n := 1
-	for _, d := range enc.Shape {
-		if d < 0 || (d > 0 && n > maxExpanded/d) {
-			return zero, fmt.Errorf("invalid shape %v (at most %d elements)", enc.Shape, maxExpanded)
-		}
-		n *= d
+	n, ok := numel(enc.Shape, MaxExpanded)
+	if !ok {
+		return zero, fmt.Errorf("invalid shape %v (at most %d elements)", enc.Shape, MaxExpanded)
 	}
-	out := safetensors.Tensor{DType: safetensors.F32, Shape: slices.Clone(enc.Shape), Data: make([]byte, 4*n)}
-	if enc.Shape == nil {
-		out.Shape = []int{}
+	// The tensor is allocated only once its parts are checked.
+	var out safetensors.Tensor
+	alloc := func() {
+		if check {
+			return
+		}
+		out = safetensors.Tensor{DType: safetensors.F32, Shape: slices.Clone(enc.Shape), Data: make([]byte, 4*n)}
+		if enc.Shape == nil {
+			out.Shape = []int{}
+		}
 	}
 	switch enc.Kind {
 	case EncodingBitmap:
@@ -321,8 +387,9 @@ func expandTensor(enc encoding, part func(string) (safetensors.Tensor, error)) (
 		if cnt != len(vals)/4 {
 			return zero, fmt.Errorf("bitmap marks %d nonzero elements, values has %d", cnt, len(vals)/4)
 		}
+		alloc()
 		k := 0
-		for i := range n {
+		for i := range len(out.Data) / 4 {
 			if bm[i/8]>>(i%8)&1 != 0 {
 				copy(out.Data[4*i:], vals[4*k:4*k+4])
 				k++
@@ -350,6 +417,7 @@ func expandTensor(enc encoding, part func(string) (safetensors.Tensor, error)) (
 		if err != nil {
 			return zero, err
 		}
+		alloc()
 		prev := -1
 		for k := range nnz {
 			var i int
@@ -362,7 +430,9 @@ func expandTensor(enc encoding, part func(string) (safetensors.Tensor, error)) (
 				return zero, fmt.Errorf("index %d is %d: indices must increase strictly and stay below %d", k, i, n)
 			}
 			prev = i
-			copy(out.Data[4*i:], vals[4*k:4*k+4])
+			if !check {
+				copy(out.Data[4*i:], vals[4*k:4*k+4])
+			}
 		}
 	case EncodingBinary:
 		signs, err := bitsPart(part, "signs", n)
@@ -385,11 +455,12 @@ func expandTensor(enc encoding, part func(string) (safetensors.Tensor, error)) (
 			}
 			scales[j] = s
 		}
+		alloc()
 		per := n
 		if ns > 1 {
 			per = n / ns
 		}
-		for i := range n {
+		for i := range len(out.Data) / 4 {
 			w := scales[i/per]
 			if signs[i/8]>>(i%8)&1 != 0 {
 				w |= 1 << 31

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -246,6 +247,10 @@ var corruptions = []struct {
 	{"no scales", "want 1 or one per filter", func(f *safetensors.File) {
 		f.Tensors["binary@scale"] = safetensors.FromFloat32([]int{0}, nil)
 	}},
+	{"total over MaxExpanded", "expand to at most 268435456 elements together", func(f *safetensors.File) {
+		f.Metadata["encoding:very_sparse"] = `{"kind":"sparse-indices","dtype":"F32","shape":[134217729]}`
+		f.Metadata["encoding:half"] = `{"kind":"sparse-bitmap","dtype":"F32","shape":[134217728]}`
+	}},
 	{"dense duplicate", "also stored densely", func(f *safetensors.File) {
 		f.Set("half", safetensors.FromFloat32([]int{1}, []float32{1}))
 	}},
@@ -354,4 +359,53 @@ func FuzzExpand(f *testing.F) {
 			}
 		}
 	})
+}
+
+// allocated returns the bytes fn allocates.
+func allocated(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestLoadChecksBeforeExpanding: LoadStateDict checks the names of the
+// compressed tensors against the model, and their shapes against the
+// model's, before it expands any: a binary-encoded tensor of 2^24
+// elements (64 MiB expanded, 2 MiB stored) that the model does not have,
+// or stored under a model tensor's name with another shape, is refused
+// (ignored, when NonStrict) without being expanded. The audit's file of
+// three such tensors of 2^28 elements took 3.3 GB to refuse.
+func TestLoadChecksBeforeExpanding(t *testing.T) {
+	const n = 1 << 24
+	bomb := func(name string) *safetensors.File {
+		f := StateDict(tiny(t, 1), "")
+		delete(f.Tensors, name)
+		f.Metadata = map[string]string{EncodingKeyPrefix + name: fmt.Sprintf(`{"kind":"binary","dtype":"F32","shape":[%d]}`, n)}
+		f.Set(name+"@signs", safetensors.Tensor{DType: safetensors.U8, Shape: []int{n / 8}, Data: make([]byte, n/8)})
+		f.Set(name+"@scale", safetensors.FromFloat32([]int{1}, []float32{1}))
+		return f
+	}
+	for _, c := range []struct {
+		name string
+		f    *safetensors.File
+		opt  LoadOptions
+		want string
+	}{
+		{"unexpected", bomb("fake"), LoadOptions{}, "1 unexpected keys (fake)"},
+		{"unexpected, non-strict", bomb("fake"), LoadOptions{NonStrict: true}, ""},
+		{"wrong shape", bomb("linear.weight"), LoadOptions{}, `tensor "linear.weight": shape [16777216] in the file, the model has [10 `},
+	} {
+		m := tiny(t, 2)
+		var err error
+		a := allocated(func() { err = LoadStateDict(c.f, m, c.opt) })
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
+		}
+		if a > 4<<20 {
+			t.Errorf("%s: LoadStateDict allocated %d bytes: the tensor was expanded", c.name, a)
+		}
+	}
 }

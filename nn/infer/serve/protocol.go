@@ -1,12 +1,9 @@
 package serve
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -34,9 +31,21 @@ import (
 // [N,k] whose elements are "prob:index:label" strings, most probable first
 // (the form of Triton's classification extension). Without "outputs" in
 // the request the answer has "probabilities" alone, and "top_k" too when
-// the request's parameters hold "top_k": k. A requested "top_k" output
-// takes its k from its own parameters ({"top_k": k}), else the request's,
-// else Config.DefaultK; k is clamped to the number of classes.
+// the request's parameters hold "top_k": k. Each output may be named once.
+// A requested "top_k" output takes its k from its own parameters
+// ({"classification": k} or {"top_k": k}), else the request's "top_k",
+// else Config.DefaultK; "probabilities" with {"classification": k} is
+// answered as Triton's classification extension answers it, BYTES [N,k]
+// "prob:index:label" strings under its own name; k is clamped to the
+// number of classes.
+//
+// The JSON is read strictly: keys exactly as the protocol spells them
+// (case-sensitive), none repeated, no unknown key, parameters that are
+// strings, numbers or booleans, and tensor data either flat or nested
+// exactly as its shape. Counts are checked as the body is read, so a
+// request with a million inputs is refused at its second. The binary
+// tensor data extension (a request with an Inference-Header-Content-Length
+// header, or binary_data parameters) is refused with 400.
 
 // Names and types of the protocol's tensors.
 const (
@@ -263,11 +272,25 @@ func (s *Server) v2Infer(w http.ResponseWriter, r *http.Request) {
 	c.answer(w, resp, herr, writeV2Error)
 }
 
-// infer runs one protocol request on the call's model version.
+// binaryDataRefusal answers a request of the binary tensor data
+// extension, which this server does not speak.
+const binaryDataRefusal = "the binary tensor data extension is not supported: send the tensors as JSON in \"data\" (tritonclient: binary_data=False on each input and output)"
+
+// parseCost is what parsing a request may allocate besides its tensor
+// data, charged before parsing: the strings and parameters, whose sizes
+// and counts the parser bounds (maxStringLen, maxParams, one input, two
+// outputs).
+const parseCost = 256 << 10
+
+// infer runs one protocol request on the call's model version. Every
+// allocation it makes is bounded before it is made and charged to the
+// memory budget first: the parse by parseCost; then, from the shape and
+// the outputs, the jobs, the decoded images and the response.
 func (s *Server) infer(c *call, r *http.Request, body []byte) (*InferResponse, *httpError) {
-	// Parsing copies the tensor data (json.RawMessage) and decodes it
-	// (float32 values, or base64 images): together at most twice the body.
-	if herr := c.charge(r.Context(), 2*int64(len(body)), "parsing the request"); herr != nil {
+	if r.Header.Get("Inference-Header-Content-Length") != "" {
+		return nil, fail(http.StatusBadRequest, "%s", binaryDataRefusal)
+	}
+	if herr := c.charge(r.Context(), parseCost, "parsing the request"); herr != nil {
 		return nil, herr
 	}
 	req, herr := parseInferRequest(body)
@@ -275,12 +298,27 @@ func (s *Server) infer(c *call, r *http.Request, body []byte) (*InferResponse, *
 		return nil, herr
 	}
 	m := c.v.model
-	outs, herr := s.wantedOutputs(req, m.NumClasses())
+	classes, names := m.NumClasses(), m.Spec().Classes
+	outs, herr := s.wantedOutputs(req, classes)
 	if herr != nil {
 		return nil, herr
 	}
-	in := req.Inputs[0]
-	var jobs []*job
+	in := &req.Inputs[0]
+	n, dims, herr := s.checkInput(in)
+	if herr != nil {
+		return nil, herr
+	}
+	cost := int64(n)*jobCost(classes) + responseCost(n, classes, outs, names, req.ID, c.name)
+	if in.Name == ImageTensor {
+		cost += int64(len(in.Data))/4*3 + 3 // the decoded base64
+	}
+	if herr := c.charge(r.Context(), cost, "decoding the tensors"); herr != nil {
+		return nil, herr
+	}
+	jobs := make([]*job, n)
+	for i := range jobs {
+		jobs[i] = s.getJob()
+	}
 	defer func() {
 		for _, j := range jobs {
 			s.jobs.Put(j)
@@ -288,48 +326,37 @@ func (s *Server) infer(c *call, r *http.Request, body []byte) (*InferResponse, *
 	}()
 	switch in.Name {
 	case InputTensor:
-		values, n, herr := tensorFP32(in, s.cfg.MaxImages)
-		if herr != nil {
+		if herr := decodeFP32(in, dims, jobs); herr != nil {
 			return nil, herr
 		}
-		for i := range n {
-			j := s.getJob()
-			jobs = append(jobs, j)
-			copy(j.x, values[i*infer.InputSize:])
-		}
 	case ImageTensor:
-		images, herr := tensorImages(in, s.cfg.MaxImages)
+		images, herr := decodeImages(in, dims)
 		if herr != nil {
 			return nil, herr
 		}
 		for i, img := range images {
-			j := s.getJob()
-			jobs = append(jobs, j)
 			kind, ok := sniffKind(img)
 			if !ok {
 				return nil, fail(http.StatusBadRequest, "input %q element %d is neither a PNG nor a JPEG image", in.Name, i)
 			}
-			if herr := s.preprocess(r.Context(), m, j.x, kind, img); herr != nil {
+			if herr := s.preprocess(r.Context(), m, jobs[i].x, kind, img); herr != nil {
 				herr.msg = fmt.Sprintf("input %q element %d: %s", in.Name, i, herr.msg)
 				return nil, herr
 			}
+			images[i] = nil
 		}
-	default:
-		return nil, fail(http.StatusBadRequest, "unexpected input %q: the model takes %q (FP32 [N,3,32,32]) or %q (BYTES [N], PNG or JPEG, base64)", in.Name, InputTensor, ImageTensor)
 	}
 	if herr := c.run(jobs); herr != nil {
 		return nil, herr
 	}
 	resp := &InferResponse{ModelName: c.name, ModelVersion: strconv.Itoa(c.v.number), ID: req.ID}
-	n, classes := len(jobs), m.NumClasses()
-	names := m.Spec().Classes
 	for _, o := range outs {
 		if o.k == 0 {
 			probs := make([]float32, 0, n*classes)
 			for _, j := range jobs {
 				probs = append(probs, j.probs...)
 			}
-			resp.Outputs = append(resp.Outputs, ResponseOutput{Name: ProbTensor, Shape: []int64{int64(n), int64(classes)}, Datatype: "FP32", Data: probs})
+			resp.Outputs = append(resp.Outputs, ResponseOutput{Name: o.name, Shape: []int64{int64(n), int64(classes)}, Datatype: "FP32", Data: probs})
 			continue
 		}
 		k := min(o.k, classes)
@@ -339,20 +366,79 @@ func (s *Server) infer(c *call, r *http.Request, body []byte) (*InferResponse, *
 				top = append(top, strconv.FormatFloat(float64(cl.Prob), 'g', -1, 32)+":"+strconv.Itoa(cl.Index)+":"+cl.Name)
 			}
 		}
-		resp.Outputs = append(resp.Outputs, ResponseOutput{Name: TopKTensor, Shape: []int64{int64(n), int64(k)}, Datatype: "BYTES", Data: top})
+		resp.Outputs = append(resp.Outputs, ResponseOutput{Name: o.name, Shape: []int64{int64(n), int64(k)}, Datatype: "BYTES", Data: top})
 	}
 	return resp, nil
 }
 
-// parseInferRequest decodes and checks the request's JSON object.
+// jobCost bounds the memory of one queued image: its input, its
+// probabilities and the job's own fields.
+func jobCost(classes int) int64 { return int64(infer.InputSize+classes)*4 + 256 }
+
+// responseCost bounds the memory of the answer to n images with outs:
+// the outputs' data, and four times their JSON text (json.Marshal's
+// growing buffer, its copy, and the newline appended).
+func responseCost(n, classes int, outs []output, labels []string, id, model string) int64 {
+	label := 0
+	for _, l := range labels {
+		label = max(label, len(l))
+	}
+	data := int64(0)
+	text := int64(4<<10 + 6*(len(id)+len(model)))
+	for _, o := range outs {
+		text += int64(6*len(o.name) + 64)
+		if o.k == 0 {
+			data += int64(n) * int64(classes) * 4
+			text += int64(n) * int64(classes) * 16 // "-1.17549435e-38,"
+			continue
+		}
+		k := int64(min(o.k, classes))
+		elem := int64(15 + 1 + 20 + 1 + label) // prob:index:label
+		data += int64(n) * k * (elem + 16)     // string header and bytes
+		text += int64(n) * k * (6*elem + 3)    // escaped, quoted, comma
+	}
+	return data + 4*text
+}
+
+// parseInferRequest reads the request's JSON object strictly (scanner):
+// the protocol's keys exactly, each once, one input, at most one of each
+// output, parameters of the protocol's types. The input's data is not
+// decoded: it stays a span of body, checked to be JSON.
 func parseInferRequest(body []byte) (*InferRequest, *httpError) {
 	var req InferRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&req); err != nil {
-		return nil, fail(http.StatusBadRequest, "the request is not an inference request object: %v", err)
+	s := &scanner{b: body}
+	err := s.object(4, func(key string) error {
+		var err error
+		switch key {
+		case "id":
+			req.ID, err = s.str(maxStringLen)
+		case "parameters":
+			req.Parameters, err = s.params()
+		case "inputs":
+			err = s.array(1, fmt.Sprintf("input (the model takes one, %q or %q)", InputTensor, ImageTensor), func(int) error {
+				in, err := s.input()
+				req.Inputs = append(req.Inputs, in)
+				return err
+			})
+		case "outputs":
+			err = s.array(2, fmt.Sprintf("outputs (the model has two, %q and %q)", ProbTensor, TopKTensor), func(int) error {
+				o, err := s.output()
+				req.Outputs = append(req.Outputs, o)
+				return err
+			})
+		default:
+			return s.errAt("unknown key %q in the request (its keys are \"id\", \"parameters\", \"inputs\" and \"outputs\", case-sensitive)", key)
+		}
+		if err != nil {
+			return fmt.Errorf("%q: %w", key, err)
+		}
+		return nil
+	})
+	if err == nil {
+		err = s.end()
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fail(http.StatusBadRequest, "data after the request object")
+	if err != nil {
+		return nil, fail(http.StatusBadRequest, "the request is not an inference request object: %v", err)
 	}
 	if len(req.Inputs) != 1 {
 		return nil, fail(http.StatusBadRequest, "%d inputs: send one, %q or %q", len(req.Inputs), InputTensor, ImageTensor)
@@ -360,32 +446,114 @@ func parseInferRequest(body []byte) (*InferRequest, *httpError) {
 	return &req, nil
 }
 
-// output is an output to answer: probabilities (k == 0) or top_k.
-type output struct{ k int }
+// input reads one object of "inputs".
+func (s *scanner) input() (RequestInput, error) {
+	var in RequestInput
+	err := s.object(5, func(key string) error {
+		var err error
+		switch key {
+		case "name":
+			in.Name, err = s.str(maxStringLen)
+		case "datatype":
+			in.Datatype, err = s.str(maxStringLen)
+		case "shape":
+			in.Shape = []int64{}
+			err = s.array(maxDims, "dimensions", func(int) error {
+				d, err := s.integer()
+				in.Shape = append(in.Shape, d)
+				return err
+			})
+		case "parameters":
+			in.Parameters, err = s.params()
+		case "data":
+			s.ws()
+			start := s.i
+			err = s.skip(maxDepth)
+			in.Data = s.b[start:s.i]
+		default:
+			return s.errAt("unknown key %q in an input (its keys are \"name\", \"shape\", \"datatype\", \"parameters\" and \"data\", case-sensitive)", key)
+		}
+		if err != nil {
+			return fmt.Errorf("input %q: %w", key, err)
+		}
+		return nil
+	})
+	return in, err
+}
 
+// output reads one object of "outputs".
+func (s *scanner) output() (RequestOutput, error) {
+	var o RequestOutput
+	err := s.object(2, func(key string) error {
+		var err error
+		switch key {
+		case "name":
+			o.Name, err = s.str(maxStringLen)
+		case "parameters":
+			o.Parameters, err = s.params()
+		default:
+			return s.errAt("unknown key %q in an output (its keys are \"name\" and \"parameters\", case-sensitive)", key)
+		}
+		if err != nil {
+			return fmt.Errorf("output %q: %w", key, err)
+		}
+		return nil
+	})
+	return o, err
+}
+
+// output is an output to answer under name: the probabilities (k == 0)
+// or the k most probable classes as "prob:index:label" strings.
+type output struct {
+	name string
+	k    int
+}
+
+// wantedOutputs resolves the request's outputs. Without "outputs" the
+// answer has "probabilities", and "top_k" too when the request's
+// parameters hold "top_k". Each output may be named once. An output's
+// "classification" parameter (Triton's classification extension) turns
+// it into its k most probable classes; "top_k" takes its k from its own
+// "classification" or "top_k" parameter, else the request's "top_k", else
+// Config.DefaultK.
 func (s *Server) wantedOutputs(req *InferRequest, classes int) ([]output, *httpError) {
+	if b, ok := req.Parameters["binary_data_output"].(bool); ok && b {
+		return nil, fail(http.StatusBadRequest, "%s", binaryDataRefusal)
+	}
 	reqK, herr := intParam(req.Parameters, "top_k")
 	if herr != nil {
 		return nil, herr
 	}
 	if len(req.Outputs) == 0 {
-		outs := []output{{}}
+		outs := []output{{name: ProbTensor}}
 		if reqK > 0 {
-			outs = append(outs, output{reqK})
+			outs = append(outs, output{TopKTensor, reqK})
 		}
 		return outs, nil
 	}
 	var outs []output
 	for _, o := range req.Outputs {
+		if b, ok := o.Parameters["binary_data"].(bool); ok && b {
+			return nil, fail(http.StatusBadRequest, "output %q: %s", o.Name, binaryDataRefusal)
+		}
+		for _, prev := range outs {
+			if prev.name == o.Name {
+				return nil, fail(http.StatusBadRequest, "output %q is named twice: name each output once", o.Name)
+			}
+		}
+		cls, herr := intParam(o.Parameters, "classification")
+		if herr != nil {
+			return nil, herr
+		}
 		switch o.Name {
 		case ProbTensor:
-			outs = append(outs, output{})
+			outs = append(outs, output{o.Name, cls})
 		case TopKTensor:
 			k, herr := intParam(o.Parameters, "top_k")
 			if herr != nil {
 				return nil, herr
 			}
-			outs = append(outs, output{cmpOr(k, reqK, s.cfg.DefaultK)})
+			outs = append(outs, output{o.Name, cmpOr(cls, k, reqK, s.cfg.DefaultK)})
 		default:
 			return nil, fail(http.StatusBadRequest, "unknown output %q: the model has %q and %q", o.Name, ProbTensor, TopKTensor)
 		}
@@ -415,143 +583,107 @@ func intParam(p map[string]any, key string) (int, *httpError) {
 	return int(f), nil
 }
 
-// checkShape requires in.Shape to be [N, rest...] with 1 ≤ N ≤ maxN, and
-// returns N.
-func checkShape(in RequestInput, maxN int, rest ...int64) (int, *httpError) {
-	want := "[N," + strings.Trim(strings.ReplaceAll(fmt.Sprint(rest), " ", ","), "[]") + "]"
-	if len(rest) == 0 {
-		want = "[N]"
+// checkInput checks the input's name, datatype and shape against what
+// the model takes, and returns N and the shape the data must have.
+func (s *Server) checkInput(in *RequestInput) (int, []int64, *httpError) {
+	var rest []int64
+	switch in.Name {
+	case InputTensor:
+		if in.Datatype != "FP32" {
+			return 0, nil, fail(http.StatusBadRequest, "input %q has datatype %q, want FP32", in.Name, in.Datatype)
+		}
+		rest = []int64{3, 32, 32}
+	case ImageTensor:
+		if in.Datatype != "BYTES" {
+			return 0, nil, fail(http.StatusBadRequest, "input %q has datatype %q, want BYTES", in.Name, in.Datatype)
+		}
+		if len(in.Shape) == 2 {
+			rest = []int64{1}
+		}
+	default:
+		return 0, nil, fail(http.StatusBadRequest, "unexpected input %q: the model takes %q (FP32 [N,3,32,32]) or %q (BYTES [N], PNG or JPEG, base64)", in.Name, InputTensor, ImageTensor)
+	}
+	want := "[N" + strings.TrimPrefix(dimsText(rest), "[")
+	if len(rest) > 0 {
+		want = "[N," + strings.TrimPrefix(dimsText(rest), "[")
 	}
 	if len(in.Shape) != 1+len(rest) {
-		return 0, fail(http.StatusBadRequest, "input %q has shape %v, want %s", in.Name, in.Shape, want)
+		return 0, nil, fail(http.StatusBadRequest, "input %q has shape %v, want %s", in.Name, in.Shape, want)
 	}
 	for i, d := range rest {
 		if in.Shape[1+i] != d {
-			return 0, fail(http.StatusBadRequest, "input %q has shape %v, want %s", in.Name, in.Shape, want)
+			return 0, nil, fail(http.StatusBadRequest, "input %q has shape %v, want %s", in.Name, in.Shape, want)
 		}
 	}
 	n := in.Shape[0]
-	if n < 1 || n > int64(maxN) {
-		return 0, fail(http.StatusBadRequest, "input %q has shape %v: N must be 1 to %d", in.Name, in.Shape, maxN)
+	if n < 1 || n > int64(s.cfg.MaxImages) {
+		return 0, nil, fail(http.StatusBadRequest, "input %q has shape %v: N must be 1 to %d", in.Name, in.Shape, s.cfg.MaxImages)
 	}
-	return int(n), nil
+	if in.Data == nil {
+		return 0, nil, fail(http.StatusBadRequest, "input %q has no \"data\"", in.Name)
+	}
+	return int(n), in.Shape, nil
 }
 
-// tensorFP32 returns the values of an FP32 [N,3,32,32] input and N.
-func tensorFP32(in RequestInput, maxN int) ([]float32, int, *httpError) {
-	if in.Datatype != "FP32" {
-		return nil, 0, fail(http.StatusBadRequest, "input %q has datatype %q, want FP32", in.Name, in.Datatype)
-	}
-	n, herr := checkShape(in, maxN, 3, 32, 32)
-	if herr != nil {
-		return nil, 0, herr
-	}
-	var values []float32
-	if err := json.Unmarshal(in.Data, &values); err != nil {
-		// Nested arrays, or an element that is not a float32.
-		values = values[:0]
-		if err := flatten(in.Data, func(tok json.Token) error {
-			num, ok := tok.(json.Number)
-			if !ok {
-				return fmt.Errorf("element %d is %v, not a number", len(values), tok)
-			}
-			f, err := strconv.ParseFloat(string(num), 32)
-			if err != nil {
-				return fmt.Errorf("element %d, %s, is not a finite float32", len(values), num)
-			}
-			values = append(values, float32(f))
-			return nil
-		}); err != nil {
-			return nil, 0, fail(http.StatusBadRequest, "input %q data: %v", in.Name, err)
+// decodeFP32 decodes the values of an FP32 [N,3,32,32] input into the
+// jobs' inputs, flat or nested as the shape, refusing any value past the
+// shape's count before it is read.
+func decodeFP32(in *RequestInput, dims []int64, jobs []*job) *httpError {
+	s := &scanner{b: in.Data}
+	err := s.tensor(dims, func(k int) error {
+		if c := s.peek(); c != '-' && (c < '0' || c > '9') {
+			return s.errAt("element %d is %s, not a number", k, s.describe())
 		}
-	}
-	if len(values) != n*infer.InputSize {
-		return nil, 0, fail(http.StatusBadRequest, "input %q has %d values, its shape %v needs %d", in.Name, len(values), in.Shape, n*infer.InputSize)
-	}
-	for i, v := range values {
-		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			return nil, 0, fail(http.StatusBadRequest, "input %q element %d is %v: values must be finite", in.Name, i, v)
-		}
-	}
-	return values, n, nil
-}
-
-// tensorImages returns the decoded base64 elements of a BYTES [N] (or
-// [N,1]) input.
-func tensorImages(in RequestInput, maxN int) ([][]byte, *httpError) {
-	if in.Datatype != "BYTES" {
-		return nil, fail(http.StatusBadRequest, "input %q has datatype %q, want BYTES", in.Name, in.Datatype)
-	}
-	var n int
-	var herr *httpError
-	if len(in.Shape) == 2 {
-		n, herr = checkShape(in, maxN, 1)
-	} else {
-		n, herr = checkShape(in, maxN)
-	}
-	if herr != nil {
-		return nil, herr
-	}
-	var strs []string
-	if err := json.Unmarshal(in.Data, &strs); err != nil {
-		strs = strs[:0]
-		if err := flatten(in.Data, func(tok json.Token) error {
-			str, ok := tok.(string)
-			if !ok {
-				return fmt.Errorf("element %d is %v, not a string", len(strs), tok)
-			}
-			strs = append(strs, str)
-			return nil
-		}); err != nil {
-			return nil, fail(http.StatusBadRequest, "input %q data: %v", in.Name, err)
-		}
-	}
-	if len(strs) != n {
-		return nil, fail(http.StatusBadRequest, "input %q has %d elements, its shape %v needs %d", in.Name, len(strs), in.Shape, n)
-	}
-	out := make([][]byte, n)
-	for i, str := range strs {
-		b, err := base64.StdEncoding.DecodeString(str)
+		at := s.i
+		num, err := s.number()
 		if err != nil {
-			return nil, fail(http.StatusBadRequest, "input %q element %d is not base64: %v", in.Name, i, err)
+			return fmt.Errorf("element %d: %w", k, err)
 		}
-		out[i] = b
-	}
-	return out, nil
-}
-
-// flatten walks a JSON array, nested to any depth, and calls fn with its
-// scalar elements in row-major order.
-func flatten(raw json.RawMessage, fn func(json.Token) error) error {
-	if len(raw) == 0 {
-		return errors.New("missing")
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	depth := 0
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			break
-		}
+		f, err := strconv.ParseFloat(string(num), 32)
 		if err != nil {
-			return err
+			s.i = at
+			return s.errAt("element %d, %s, is not a finite float32", k, num)
 		}
-		switch tok {
-		case json.Delim('['):
-			depth++
-		case json.Delim(']'):
-			depth--
-		case json.Delim('{'), json.Delim('}'):
-			return errors.New("an object where tensor elements belong")
-		default:
-			if depth == 0 {
-				return errors.New("not an array")
-			}
-			if err := fn(tok); err != nil {
-				return err
-			}
-		}
+		jobs[k/infer.InputSize].x[k%infer.InputSize] = float32(f)
+		return nil
+	})
+	if err != nil {
+		return fail(http.StatusBadRequest, "input %q data: %v", in.Name, err)
 	}
 	return nil
+}
+
+// decodeImages decodes the base64 elements of a BYTES [N] (or [N,1])
+// input.
+func decodeImages(in *RequestInput, dims []int64) ([][]byte, *httpError) {
+	s := &scanner{b: in.Data}
+	out := make([][]byte, dims[0])
+	err := s.tensor(dims, func(k int) error {
+		if s.peek() != '"' {
+			return s.errAt("element %d is %s, not a string", k, s.describe())
+		}
+		at := s.i
+		span, slow, err := s.strSpan()
+		if err != nil {
+			return fmt.Errorf("element %d: %w", k, err)
+		}
+		if slow {
+			var str string
+			if err := json.Unmarshal(s.b[at:s.i], &str); err != nil {
+				return fmt.Errorf("element %d: %w", k, err)
+			}
+			span = []byte(str)
+		}
+		b := make([]byte, base64.StdEncoding.DecodedLen(len(span)))
+		n, err := base64.StdEncoding.Decode(b, span)
+		if err != nil {
+			return fmt.Errorf("element %d is not base64: %w", k, err)
+		}
+		out[k] = b[:n]
+		return nil
+	})
+	if err != nil {
+		return nil, fail(http.StatusBadRequest, "input %q data: %v", in.Name, err)
+	}
+	return out, nil
 }

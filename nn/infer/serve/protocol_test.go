@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"image"
+	"io"
 	"net/http"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/infer/serve"
@@ -307,7 +309,7 @@ func TestV2InferErrors(t *testing.T) {
 		{"not JSON", "model", `{"inputs":`, 400, "not an inference request"},
 		{"trailing data", "model", one("input", "[1,3,32,32]", "FP32", x) + "{}", 400, "after the request"},
 		{"no inputs", "model", `{"inputs":[]}`, 400, "0 inputs"},
-		{"two inputs", "model", `{"inputs":[` + one("input", "[1,3,32,32]", "FP32", x)[11:len(one("input", "[1,3,32,32]", "FP32", x))-2] + `,{"name":"image"}]}`, 400, "2 inputs"},
+		{"two inputs", "model", `{"inputs":[` + one("input", "[1,3,32,32]", "FP32", x)[11:len(one("input", "[1,3,32,32]", "FP32", x))-2] + `,{"name":"image"}]}`, 400, "more than 1 input"},
 		{"unknown input", "model", one("pixels", "[1,3,32,32]", "FP32", x), 400, `unexpected input "pixels"`},
 		{"wrong datatype", "model", one("input", "[1,3,32,32]", "FP64", x), 400, `datatype "FP64", want FP32`},
 		{"bytes as fp32", "model", one("image", "[1]", "FP32", `["x"]`), 400, "want BYTES"},
@@ -315,23 +317,79 @@ func TestV2InferErrors(t *testing.T) {
 		{"wrong rank", "model", one("input", "[3072]", "FP32", x), 400, "shape [3072]"},
 		{"too many images", "model", one("input", "[5,3,32,32]", "FP32", x), 400, "N must be 1 to 4"},
 		{"zero images", "model", one("input", "[0,3,32,32]", "FP32", "[]"), 400, "N must be 1 to 4"},
-		{"data shorter than shape", "model", one("input", "[2,3,32,32]", "FP32", x), 400, "has 3072 values, its shape [2 3 32 32] needs 6144"},
+		{"data shorter than shape", "model", one("input", "[2,3,32,32]", "FP32", x), 400, "3072 elements at depth 1, the shape [2,3,32,32] needs 6144"},
 		{"NaN", "model", one("input", "[1,3,32,32]", "FP32", nan), 400, "not a number"},
 		{"overflowing float32", "model", one("input", "[1,3,32,32]", "FP32", strings.Replace(x, "[", "[1e39,", 1)), 400, "not a finite float32"},
 		{"object in data", "model", one("input", "[1,3,32,32]", "FP32", `[{"a":1}]`), 400, "object"},
-		{"no data", "model", `{"inputs":[{"name":"input","shape":[1,3,32,32],"datatype":"FP32"}]}`, 400, "missing"},
+		{"no data", "model", `{"inputs":[{"name":"input","shape":[1,3,32,32],"datatype":"FP32"}]}`, 400, `has no "data"`},
 		{"bad base64", "model", one("image", "[1]", "BYTES", `["***"]`), 400, "not base64"},
 		{"not an image", "model", one("image", "[1]", "BYTES", `["aGVsbG8="]`), 400, "neither a PNG nor a JPEG"},
 		{"corrupt png", "model", one("image", "[1]", "BYTES", "["+strconv.Quote(halfB64)+"]"), 400, "PNG"},
-		{"bytes count", "model", one("image", "[2]", "BYTES", "["+strconv.Quote(pngB64)+"]"), 400, "has 1 elements"},
+		{"bytes count", "model", one("image", "[2]", "BYTES", "["+strconv.Quote(pngB64)+"]"), 400, "1 elements at depth 1, the shape [2] needs 2"},
 		{"unknown output", "model", `{"inputs":[` + one("input", "[1,3,32,32]", "FP32", x)[11:len(one("input", "[1,3,32,32]", "FP32", x))-2] + `],"outputs":[{"name":"logits"}]}`, 400, `unknown output "logits"`},
 		{"bad top_k", "model", `{"parameters":{"top_k":1.5},"inputs":[` + one("input", "[1,3,32,32]", "FP32", x)[11:len(one("input", "[1,3,32,32]", "FP32", x))-2] + `]}`, 400, `parameter "top_k"`},
+		// Strict JSON: exact key case, no repeated key, nesting as the
+		// shape, counts refused as they are read.
+		{"key case", "model", `{"inputs":[{"name":"input","shape":[1,3,32,32],"datatype":"FP32","data":` + x + `,"DATA":` + x + `}]}`, 400, `unknown key "DATA"`},
+		{"request key case", "model", `{"Inputs":[]}`, 400, `unknown key "Inputs"`},
+		{"repeated key", "model", `{"inputs":[{"name":"input","shape":[1,3,32,32],"datatype":"FP32","data":` + x + `,"data":` + x + `}]}`, 400, `key "data" given twice`},
+		{"repeated top key", "model", `{"id":"a","id":"b","inputs":[]}`, 400, `key "id" given twice`},
+		{"ragged", "model", one("input", "[1,3,32,32]", "FP32", nested(x, 31)), 400, "31 elements at depth 4, the shape [1,3,32,32] needs 32"},
+		{"half nested", "model", one("input", "[1,3,32,32]", "FP32", "[["+x[1:len(x)-1]+"]]"), 400, "want an array at depth 3"},
+		{"data longer than shape", "model", one("input", "[1,3,32,32]", "FP32", strings.Replace(x, "[", "[1,", 1)), 400, "more than 3072 elements"},
+		{"many inputs", "model", `{"inputs":[` + strings.Repeat(`{},`, 1000) + `{}]}`, 400, "more than 1 input"},
+		{"output twice", "model", `{"inputs":[` + one("input", "[1,3,32,32]", "FP32", x)[11:len(one("input", "[1,3,32,32]", "FP32", x))-2] + `],"outputs":[{"name":"probabilities"},{"name":"probabilities"}]}`, 400, `output "probabilities" is named twice`},
+		{"many outputs", "model", `{"inputs":[],"outputs":[` + strings.Repeat(`{"name":"probabilities"},`, 1000) + `{}]}`, 400, "more than 2 outputs"},
+		{"array parameter", "model", `{"parameters":{"a":[1]},"inputs":[]}`, 400, "a string, a number or a boolean"},
+		{"binary output", "model", `{"inputs":[` + one("input", "[1,3,32,32]", "FP32", x)[11:len(one("input", "[1,3,32,32]", "FP32", x))-2] + `],"outputs":[{"name":"probabilities","parameters":{"binary_data":true}}]}`, 400, "binary tensor data extension is not supported"},
+		{"deep data", "model", one("input", "[1,3,32,32]", "FP32", strings.Repeat("[", 100)+strings.Repeat("]", 100)), 400, "nested more than"},
 		{"unknown model", "nope", one("input", "[1,3,32,32]", "FP32", x), 404, `no model "nope"`},
 		{"unknown version", "model/versions/7", one("input", "[1,3,32,32]", "FP32", x), 404, `no version "7"`},
 	} {
 		code, b := do(t, "POST", r.url+"/v2/models/"+c.path+"/infer", c.body)
 		wantV2Error(t, c.name, code, b, c.code, c.msg)
 	}
+	// The binary tensor data extension (tritonclient's default) is
+	// refused by name, not as malformed JSON.
+	req, err := http.NewRequest("POST", r.url+"/v2/models/model/infer", strings.NewReader(`{"inputs":[]}`+"\x00\x00"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Inference-Header-Content-Length", "13")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	wantV2Error(t, "binary data", resp.StatusCode, b, 400, "binary tensor data extension is not supported")
+}
+
+// nested writes the flat JSON array x nested as [1,3,32,32], its last row
+// cut to last elements.
+func nested(x string, last int) string {
+	v := strings.Split(x[1:len(x)-1], ",")
+	var b strings.Builder
+	b.WriteString("[[")
+	for c := range 3 {
+		if c > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("[")
+		for r := range 32 {
+			if r > 0 {
+				b.WriteString(",")
+			}
+			row := v[(c*32+r)*32 : (c*32+r+1)*32]
+			if c == 2 && r == 31 {
+				row = row[:last]
+			}
+			b.WriteString("[" + strings.Join(row, ",") + "]")
+		}
+		b.WriteString("]")
+	}
+	b.WriteString("]]")
+	return b.String()
 }
 
 // TestNonFiniteOutput sends finite inputs so large that the network
@@ -349,5 +407,33 @@ func TestNonFiniteOutput(t *testing.T) {
 	wantV2Error(t, "overflowing input", code, b, http.StatusInternalServerError, "non-finite probability")
 	if met := r.srv.Metrics(); met.Errors != 1 || met.Status["500"] != 1 {
 		t.Fatalf("metrics %+v: want the 500 counted as an error", met)
+	}
+}
+
+// TestInferChargedBeforeWork: a request's tensors, queued images and
+// answer are charged to the memory budget from its shape and outputs
+// before any of them is allocated, so that 64 small images that fit the
+// body's budget but not their work are refused with 503 before they are
+// decoded, and served with room enough; the budget is whole again after
+// each (four in a row pass).
+func TestInferChargedBeforeWork(t *testing.T) {
+	m := tinyModel(t)
+	png := strconv.Quote(base64.StdEncoding.EncodeToString(encodePNG(t, synthetic(8, 8, 3))))
+	body := `{"inputs":[{"name":"image","shape":[64],"datatype":"BYTES","data":[` + strings.Repeat(png+",", 63) + png +
+		`]}],"outputs":[{"name":"probabilities"},{"name":"top_k","parameters":{"classification":10}}]}`
+	for _, c := range []struct {
+		budget int64
+		code   int
+	}{{512 << 10, http.StatusServiceUnavailable}, {4 << 20, http.StatusOK}} {
+		r := start(t, m, serve.Config{MemoryBudget: c.budget, AdmissionWait: time.Millisecond})
+		for range 4 { // a charge not released would refuse the later ones
+			code, b := do(t, "POST", r.url+"/v2/models/model/infer", body)
+			if code != c.code {
+				t.Fatalf("budget %d: status %d (%s), want %d", c.budget, code, b, c.code)
+			}
+			if code == http.StatusServiceUnavailable {
+				wantV2Error(t, "small budget", code, b, code, "while decoding the tensors")
+			}
+		}
 	}
 }

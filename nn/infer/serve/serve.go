@@ -59,12 +59,15 @@
 // that send slowly cannot hold capacity (they are cut off with 408 when
 // they stay under Config.MinBodyRate). Memory is charged to
 // Config.MemoryBudget as it is taken: the body's buffer as it grows with
-// the bytes that arrived (a declared Content-Length reserves nothing),
-// twice the body for parsing a protocol request, and, before an image is
-// decoded, what its decoding and preprocessing will take, computed from
-// its header (width × height × the decoder's bytes per pixel, plus the
-// preprocessing buffers). A charge waits up to Config.AdmissionWait for
-// room.
+// the bytes that arrived (a declared Content-Length reserves nothing);
+// a fixed bound for parsing a protocol request (its parser refuses an
+// array or object over its limit as it reads it, and copies no tensor
+// data); once the shape and the outputs are read, and before any of it is
+// allocated, the decoded tensors, the queued images and the whole answer
+// (every output and its JSON text); and, before an image is decoded, what
+// its decoding and preprocessing will take, computed from its header
+// (width × height × the decoder's bytes per pixel, plus the preprocessing
+// buffers). A charge waits up to Config.AdmissionWait for room.
 //
 // # Batching
 //
@@ -126,8 +129,9 @@ type Config struct {
 	MaxInFlight int
 	// MemoryBudget bounds, in bytes, the memory that requests may take
 	// together for their bodies (charged as the buffers grow), the parsing
-	// of protocol requests (twice the body) and the decoding and
-	// preprocessing of images (estimated from their headers); default
+	// of protocol requests, their decoded tensors and answers (bounded
+	// before they are allocated) and the decoding and preprocessing of
+	// images (estimated from their headers); default
 	// DefaultMemoryBudget().
 	MemoryBudget int64
 	// AdmissionWait is how long a request waits for room in MemoryBudget
