@@ -54,8 +54,9 @@
 // Every file this package writes is sealed (safetensors.Sealed: a CRC-32C
 // of its header and data in the metadata) and every read verifies the
 // seal, so a corrupted file is an error naming it rather than a silently
-// different model; files without a seal (PyTorch's, older ones) load as
-// before. All writes are atomic (temporary file, fsync, rename), so a
+// different model. Damage to the seal itself is an error too (a renamed
+// key, a changed prefix: see safetensors.ChecksumKey); files with no trace
+// of a seal (PyTorch's, ones written before seals) load unchecked. All writes are atomic (temporary file, fsync, rename), so a
 // crash leaves either the old file or the new one.
 package checkpoint
 

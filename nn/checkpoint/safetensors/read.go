@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -205,17 +206,32 @@ func Read(r io.ReaderAt, size int64) (*File, error) {
 	return f, nil
 }
 
-// verify checks the checksum of a sealed file (see ChecksumKey), whose
+// verify checks the seal of a file (see ChecksumKey and SealKey), whose
 // tensors are entries, and removes it from the metadata. A file without
-// one (written by PyTorch, or by an earlier version) passes unchecked.
+// any trace of a seal (written by PyTorch, or by this engine before it
+// sealed files) passes unchecked. A file with a trace of one — SealKey, a
+// ChecksumKey entry whatever its value, or a key or value that matches
+// either but for case (a damaged seal) — passes only with a valid seal:
+// damage to the seal itself cannot turn the check off.
 func (f *File) verify(entries []entry) error {
 	stored, ok := f.Metadata[ChecksumKey]
-	if !ok || !strings.HasPrefix(stored, checksumPrefix) {
+	if !ok {
+		for _, k := range slices.Sorted(maps.Keys(f.Metadata)) {
+			v := f.Metadata[k]
+			switch {
+			case k == SealKey:
+				return formatErr("", "metadata %q marks the file as sealed but it has no %q entry; the file is corrupt", SealKey, ChecksumKey)
+			case strings.Contains(strings.ToLower(k), ChecksumKey) || strings.EqualFold(k, SealKey) ||
+				strings.HasPrefix(strings.ToLower(v), strings.TrimSuffix(checksumPrefix, ":")):
+				return formatErr("", "metadata %q: %q looks like a damaged seal (a seal is %q: %q and 8 hexadecimal digits); the file is corrupt", k, v, ChecksumKey, checksumPrefix)
+			}
+		}
 		return nil
 	}
-	want, err := strconv.ParseUint(strings.TrimPrefix(stored, checksumPrefix), 16, 32)
-	if err != nil || len(stored) != len(checksumPrefix)+8 {
-		return formatErr("", "metadata %q is %q, want %q and 8 hexadecimal digits", ChecksumKey, stored, checksumPrefix)
+	hex, ok := strings.CutPrefix(stored, checksumPrefix)
+	want, err := strconv.ParseUint(hex, 16, 32)
+	if !ok || err != nil || len(hex) != 8 {
+		return formatErr("", "metadata %q is %q, want %q and 8 hexadecimal digits; the seal is damaged or the file was not sealed by this engine", ChecksumKey, stored, checksumPrefix)
 	}
 	delete(f.Metadata, ChecksumKey)
 	if len(f.Metadata) == 0 {
@@ -229,6 +245,10 @@ func (f *File) verify(entries []entry) error {
 	}
 	if got := f.checksum(names); got != uint32(want) {
 		return formatErr("", "checksum mismatch: the header and data hash to %s%08x, the file records %s; the file is corrupt", checksumPrefix, got, stored)
+	}
+	delete(f.Metadata, SealKey)
+	if len(f.Metadata) == 0 {
+		f.Metadata = nil
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"sort"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/proxgen/proxgen/internal/atomicfile"
@@ -190,7 +191,21 @@ func WriteFileAtomic(path string, f *File) error {
 // the header that Write produces for the file without this entry,
 // followed by the tensor data. Sealed adds it; Read verifies it and
 // removes it from the metadata it returns.
+//
+// The key is reserved: Read refuses a file whose ChecksumKey entry is not
+// a valid seal of the file, and a file with a trace of a seal but no
+// ChecksumKey entry (SealKey; a key that contains "checksum" in any case;
+// a value that starts with "crc32c" in any case). So damage to the seal
+// itself — a renamed key, a changed prefix — is an error, not an
+// unsealed file. A file without any of these (PyTorch's, one written
+// before seals) is read unchecked.
 const ChecksumKey = "checksum"
+
+// SealKey is the metadata entry, "sealed": "crc32c", that Sealed adds
+// besides ChecksumKey and the checksum covers: the mark of a file this
+// engine sealed, so that a file that has it but no valid ChecksumKey
+// entry is refused. Read removes it from the metadata it returns.
+const SealKey = "sealed"
 
 // checksumPrefix starts the value of a ChecksumKey entry.
 const checksumPrefix = "crc32c:"
@@ -205,13 +220,11 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 func Sealed(f *File) *File {
 	g := &File{Tensors: f.Tensors, Metadata: maps.Clone(f.Metadata)}
 	delete(g.Metadata, ChecksumKey)
-	if len(g.Metadata) == 0 {
-		g.Metadata = nil
-	}
-	sum := g.checksum(g.order())
 	if g.Metadata == nil {
 		g.Metadata = map[string]string{}
 	}
+	g.Metadata[SealKey] = strings.TrimSuffix(checksumPrefix, ":")
+	sum := g.checksum(g.order())
 	g.Metadata[ChecksumKey] = fmt.Sprintf("%s%08x", checksumPrefix, sum)
 	return g
 }
