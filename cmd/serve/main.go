@@ -168,6 +168,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.Int64Var(&c.srv.MinBodyRate, "min-body-rate", 16<<10, "slowest body in bytes/s after the first second (slower: 408; negative: no minimum)")
 	fs.DurationVar(&c.srv.WriteTimeout, "write-timeout", 30*time.Second, "time to write a response")
 	fs.DurationVar(&c.srv.DrainTimeout, "drain-timeout", 30*time.Second, "longest wait for requests in flight at shutdown")
+	fs.DurationVar(&c.srv.LoadTimeout, "load-timeout", 30*time.Second, "longest a model load from its file may take (then it is abandoned and the old version keeps serving)")
+	fs.Int64Var(&c.srv.MaxModelBytes, "max-model-size", 256<<20, "largest model file in bytes")
 	fs.DurationVar(&c.loadtest, "loadtest", 0, "run a load test against a loopback instance for this long, print JSON and exit")
 	fs.IntVar(&c.concurrency, "concurrency", 8, "load test: clients sending requests back to back")
 	fs.StringVar(&c.image, "image", "", "load test: PNG or JPEG file sent by every request (default: a random raw CIFAR-10 image)")

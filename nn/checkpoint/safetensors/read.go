@@ -29,12 +29,13 @@ import (
 	"io"
 	"maps"
 	"math"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/proxgen/proxgen/internal/regfile"
 )
 
 // MaxHeaderSize is the largest header length Read accepts, as in the
@@ -122,23 +123,13 @@ func Parse(b []byte) (*File, error) {
 // ReadFile reads and validates the safetensors file at path. Errors name
 // the path.
 func ReadFile(path string) (*File, error) {
-	// Stat before opening: opening a FIFO would block until a writer
-	// comes.
-	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("safetensors: %s is not a regular file", path)
-	}
-	fh, err := os.Open(path)
+	// Opened non-blocking and checked to be a regular file: a FIFO or a
+	// device at path is an error, not a read that never ends.
+	fh, st, err := regfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}
 	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("safetensors: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("safetensors: %s is not a regular file", path)
-	}
 	f, err := Read(fh, st.Size())
 	if err != nil {
 		if fe, ok := err.(*FormatError); ok {

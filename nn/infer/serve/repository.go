@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"math"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -21,8 +20,6 @@ type entry struct {
 	// receiving counts the requests for this model that are reading their
 	// body or decoding: the batch workers wait for them (up to MaxDelay).
 	receiving atomic.Int64
-
-	load sync.Mutex // one load at a time
 
 	mu     sync.RWMutex // guards cur and closed
 	cur    *version
@@ -76,37 +73,96 @@ func (e *entry) close() {
 	v.stop()
 }
 
-// loadVersion reads e's model (or takes it as given), checks it and
-// starts its workers.
-func (s *Server) loadVersion(e *entry, number int) (*version, error) {
-	v := &version{e: e, s: s, number: number, model: e.src.Model, loaded: time.Now()}
-	if v.model == nil || number > 1 {
-		b, err := os.ReadFile(e.src.Path)
+// firstVersion returns e's first version: its model as given, or loaded
+// from its file (prepare), checked, with its workers started.
+func (s *Server) firstVersion(e *entry) (*version, error) {
+	v := &version{e: e, s: s, number: 1, model: e.src.Model, loaded: time.Now()}
+	if v.model == nil {
+		p, err := s.prepare(e, nil)
 		if err != nil {
-			return nil, fmt.Errorf("serve: model %q: %w", e.src.Name, err)
+			return nil, err
 		}
-		f, err := safetensors.Parse(b)
-		if err != nil {
-			return nil, fmt.Errorf("serve: model %q: %s: %w", e.src.Name, e.src.Path, err)
+		v.model, v.sum = p.model, p.sum
+	} else {
+		if e.src.Path != "" {
+			if b, err := s.readFile(e.src.Path, s.cfg.MaxModelBytes); err == nil {
+				v.sum = sha256.Sum256(b)
+			}
 		}
-		if v.model, err = infer.FromFile(f, e.src.Spec, e.src.Options...); err != nil {
-			return nil, fmt.Errorf("serve: model %q: %s: %w", e.src.Name, e.src.Path, err)
-		}
-		v.sum = sha256.Sum256(b)
-	} else if e.src.Path != "" {
-		if b, err := os.ReadFile(e.src.Path); err == nil {
-			v.sum = sha256.Sum256(b)
+		if err := check(v.model); err != nil {
+			return nil, fmt.Errorf("model %q: %w", e.src.Name, err)
 		}
 	}
-	if err := check(v.model); err != nil {
-		return nil, fmt.Errorf("serve: model %q: %w", e.src.Name, err)
-	}
-	v.queue = make(chan *job, s.cfg.MaxInFlight)
-	for range s.cfg.Workers {
+	v.start()
+	return v, nil
+}
+
+// start starts v's batch workers.
+func (v *version) start() {
+	v.queue = make(chan *job, v.s.cfg.MaxInFlight)
+	for range v.s.cfg.Workers {
 		v.workers.Add(1)
 		go v.work()
 	}
-	return v, nil
+}
+
+// prepared is a model loaded from its file and checked, not serving yet.
+type prepared struct {
+	model     *infer.Model
+	sum       [sha256.Size]byte
+	unchanged bool // the file's sum was the one given: nothing was built
+}
+
+// prepare loads e's model from its file and checks it, within
+// Config.LoadTimeout and holding no lock: the file must be a regular file
+// of at most Config.MaxModelBytes, opened non-blocking (regfile), so that
+// a FIFO, a device or a directory at the path is an error at once, and a
+// read that hangs anyway (a stalled network file system) is abandoned at
+// the timeout without blocking any later load. With skip set, a file
+// whose SHA-256 is *skip is reported unchanged and not built.
+func (s *Server) prepare(e *entry, skip *[sha256.Size]byte) (prepared, error) {
+	type result struct {
+		p   prepared
+		err error
+	}
+	done := make(chan result, 1) // the abandoned load's send does not block
+	read := s.readFile
+	go func() {
+		var r result
+		defer func() { done <- r }()
+		b, err := read(e.src.Path, s.cfg.MaxModelBytes)
+		if err != nil {
+			r.err = err
+			return
+		}
+		r.p.sum = sha256.Sum256(b)
+		if skip != nil && r.p.sum == *skip {
+			r.p.unchanged = true
+			return
+		}
+		f, err := safetensors.Parse(b)
+		if err != nil {
+			r.err = fmt.Errorf("%s: %w", e.src.Path, err)
+			return
+		}
+		b = nil
+		if r.p.model, err = infer.FromFile(f, e.src.Spec, e.src.Options...); err != nil {
+			r.err = fmt.Errorf("%s: %w", e.src.Path, err)
+			return
+		}
+		r.err = check(r.p.model)
+	}()
+	timer := time.NewTimer(s.cfg.LoadTimeout)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return prepared{}, fmt.Errorf("model %q: %w", e.src.Name, r.err)
+		}
+		return r.p, nil
+	case <-timer.C:
+		return prepared{}, fmt.Errorf("model %q: loading %s took longer than the load timeout (%v); abandoned", e.src.Name, e.src.Path, s.cfg.LoadTimeout)
+	}
 }
 
 // check runs m on a probe batch — a constant input and a raw image of
@@ -151,37 +207,40 @@ func check(m *infer.Model) error {
 func (s *Server) Reload(name string, force bool) (bool, error) {
 	e, ok := s.models[name]
 	if !ok {
-		return false, fmt.Errorf("serve: no model %q", name)
+		return false, fmt.Errorf("no model %q", name)
 	}
 	if e.src.Path == "" {
-		return false, fmt.Errorf("serve: model %q has no file to reload", name)
+		return false, fmt.Errorf("model %q has no file to reload", name)
 	}
-	e.load.Lock()
-	defer e.load.Unlock()
 	e.mu.RLock()
 	old, closed := e.cur, e.closed
 	e.mu.RUnlock()
 	if closed {
-		return false, fmt.Errorf("serve: model %q: the server is shutting down", name)
+		return false, fmt.Errorf("model %q: the server is shutting down", name)
 	}
+	var skip *[sha256.Size]byte
 	if !force {
-		b, err := os.ReadFile(e.src.Path)
-		if err == nil && sha256.Sum256(b) == old.sum {
-			return false, nil
-		}
+		skip = &old.sum
 	}
-	v, err := s.loadVersion(e, old.number+1)
+	// The file is read, built and checked without any lock held: a load
+	// that hangs blocks neither requests nor the next load.
+	p, err := s.prepare(e, skip)
 	if err != nil {
 		s.metrics.reload(name, err)
 		s.cfg.Log.Printf("serve: reloading %s failed, version %d keeps serving: %v", name, old.number, err)
 		return false, err
 	}
+	if p.unchanged {
+		return false, nil
+	}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		v.stop()
-		return false, fmt.Errorf("serve: model %q: the server is shutting down", name)
+		return false, fmt.Errorf("model %q: the server is shutting down", name)
 	}
+	old = e.cur
+	v := &version{e: e, s: s, number: old.number + 1, model: p.model, sum: p.sum, loaded: time.Now()}
+	v.start()
 	e.cur = v
 	e.mu.Unlock()
 	s.retiring.Add(1)

@@ -102,6 +102,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/proxgen/proxgen/internal/regfile"
 	"github.com/proxgen/proxgen/nn/infer"
 	"github.com/proxgen/proxgen/nn/models"
 )
@@ -160,6 +161,13 @@ type Config struct {
 	// DrainTimeout bounds how long Serve waits for requests in flight
 	// after its context is cancelled; default 30s.
 	DrainTimeout time.Duration
+	// LoadTimeout bounds a model load from its file (read, build and
+	// check); a load that takes longer is abandoned with an error, and
+	// the model serving keeps serving. Default 30s.
+	LoadTimeout time.Duration
+	// MaxModelBytes bounds the size of a model file; default 256 MiB
+	// (VGG-16 for CIFAR-10 takes 60 MB).
+	MaxModelBytes int64
 	// Log receives reload results and shutdown reports; nil means
 	// log.Default().
 	Log *log.Logger
@@ -200,6 +208,10 @@ func (c Config) withDefaults() Config {
 	defDur(&c.WriteTimeout, 30*time.Second)
 	defDur(&c.IdleTimeout, 60*time.Second)
 	defDur(&c.DrainTimeout, 30*time.Second)
+	defDur(&c.LoadTimeout, 30*time.Second)
+	if c.MaxModelBytes == 0 {
+		c.MaxModelBytes = 256 << 20
+	}
 	if c.Log == nil {
 		c.Log = log.Default()
 	}
@@ -244,6 +256,9 @@ type Server struct {
 	aborting bool                                  // the drain deadline passed: readers are cut off
 
 	closeOnce sync.Once
+
+	// readFile reads a model file (regfile.ReadFile; tests stall it).
+	readFile func(path string, max int64) ([]byte, error)
 }
 
 // DefaultModelName is the name New gives its model.
@@ -263,7 +278,8 @@ func NewModels(cfg Config, sources ...Source) (*Server, error) {
 	if cfg.MaxBatch < 0 || cfg.MaxDelay < 0 || cfg.Workers < 0 || cfg.MaxBodyBytes < 0 || cfg.MaxPixels < 0 ||
 		cfg.MaxImages < 0 || cfg.MaxInFlight < 0 || cfg.MemoryBudget < 0 || cfg.AdmissionWait < 0 ||
 		cfg.DefaultK < 0 || cfg.LatencyWindow < 0 || cfg.ReadHeaderTimeout < 0 || cfg.BodyTimeout < 0 ||
-		cfg.BodyGrace < 0 || cfg.WriteTimeout < 0 || cfg.IdleTimeout < 0 || cfg.DrainTimeout < 0 {
+		cfg.BodyGrace < 0 || cfg.WriteTimeout < 0 || cfg.IdleTimeout < 0 || cfg.DrainTimeout < 0 ||
+		cfg.LoadTimeout < 0 || cfg.MaxModelBytes < 0 {
 		return nil, fmt.Errorf("serve: negative limit in %+v", cfg)
 	}
 	if len(sources) == 0 {
@@ -271,12 +287,13 @@ func NewModels(cfg Config, sources ...Source) (*Server, error) {
 	}
 	cfg = cfg.withDefaults()
 	s := &Server{
-		cfg:     cfg,
-		mux:     http.NewServeMux(),
-		models:  map[string]*entry{},
-		slots:   make(chan struct{}, cfg.MaxInFlight),
-		budget:  newBudget(cfg.MemoryBudget),
-		readers: map[*http.ResponseController]struct{}{},
+		cfg:      cfg,
+		mux:      http.NewServeMux(),
+		models:   map[string]*entry{},
+		slots:    make(chan struct{}, cfg.MaxInFlight),
+		budget:   newBudget(cfg.MemoryBudget),
+		readers:  map[*http.ResponseController]struct{}{},
+		readFile: regfile.ReadFile,
 	}
 	for _, src := range sources {
 		if err := validName(src.Name); err != nil {
@@ -294,8 +311,9 @@ func NewModels(cfg Config, sources ...Source) (*Server, error) {
 	s.metrics = newMetrics(cfg.LatencyWindow, cfg.MaxBatch, s.names)
 	for i, name := range s.names {
 		e := s.models[name]
-		v, err := s.loadVersion(e, 1)
+		v, err := s.firstVersion(e)
 		if err != nil {
+			err = fmt.Errorf("serve: %w", err)
 			for _, prev := range s.names[:i] {
 				s.models[prev].cur.stop()
 			}
