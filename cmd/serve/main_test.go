@@ -150,7 +150,7 @@ func TestSeveralModelsAndSIGHUP(t *testing.T) {
 			t.Fatalf("first not reloaded after SIGHUP:\n%s", stderr.String())
 		}
 	}
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), "reloading second failed, version 1 keeps serving"); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), `reloading model "second" failed, version 1 keeps serving`); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the failed reload is not logged:\n%s", stderr.String())
 		}

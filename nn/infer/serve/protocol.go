@@ -1,11 +1,14 @@
 package serve
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -30,8 +33,9 @@ import (
 // The outputs are "probabilities", FP32 [N,classes], and "top_k", BYTES
 // [N,k] whose elements are "prob:index:label" strings, most probable first
 // (the form of Triton's classification extension). Without "outputs" in
-// the request the answer has "probabilities" alone, and "top_k" too when
-// the request's parameters hold "top_k": k. Each output may be named once.
+// the request the answer has every output, as the protocol says, "top_k"
+// with the k of the request's parameters ("top_k": k) or Config.DefaultK.
+// Each output may be named once.
 // A requested "top_k" output takes its k from its own parameters
 // ({"classification": k} or {"top_k": k}), else the request's "top_k",
 // else Config.DefaultK; "probabilities" with {"classification": k} is
@@ -116,12 +120,15 @@ type ModelMetadata struct {
 	Parameters ModelParameters  `json:"parameters"`
 }
 
-// ModelParameters are the model details in ModelMetadata.
+// ModelParameters are the model details in ModelMetadata. The protocol's
+// parameter values are strings, numbers or booleans: the lists are JSON
+// arrays written as strings ("[0.4914,0.4822,0.4465]").
 type ModelParameters struct {
-	Architecture string    `json:"architecture"`
-	Mean         []float32 `json:"mean"`
-	Std          []float32 `json:"std"`
-	Classes      []string  `json:"classes"`
+	Architecture string `json:"architecture"`
+	NumClasses   int    `json:"num_classes"`
+	Mean         string `json:"mean"`    // JSON array of the 3 channel means
+	Std          string `json:"std"`     // JSON array of the 3 channel standard deviations
+	Classes      string `json:"classes"` // JSON array of the class names
 }
 
 // ServerMetadata is the answer of GET /v2.
@@ -179,7 +186,7 @@ func (s *Server) modelFor(w http.ResponseWriter, r *http.Request) (*version, boo
 	}
 	v, ok := e.acquire()
 	if !ok {
-		writeV2Error(w, http.StatusServiceUnavailable, "the server is shutting down")
+		writeV2Error(w, http.StatusServiceUnavailable, e.unavailable())
 		return nil, false
 	}
 	if want := r.PathValue("version"); want != "" && want != strconv.Itoa(v.number) {
@@ -212,8 +219,18 @@ func (s *Server) modelMetadata(w http.ResponseWriter, r *http.Request) {
 			{Name: ProbTensor, Datatype: "FP32", Shape: []int64{-1, int64(spec.NumClasses)}},
 			{Name: TopKTensor, Datatype: "BYTES", Shape: []int64{-1, -1}},
 		},
-		Parameters: ModelParameters{Architecture: v.model.String(), Mean: spec.Mean, Std: spec.Std, Classes: spec.Classes},
+		Parameters: ModelParameters{Architecture: v.model.String(), NumClasses: spec.NumClasses,
+			Mean: jsonText(spec.Mean), Std: jsonText(spec.Std), Classes: jsonText(spec.Classes)},
 	})
+}
+
+// jsonText returns the JSON text of v, a list of numbers or strings.
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 func (s *Server) modelReady(w http.ResponseWriter, r *http.Request) {
@@ -232,12 +249,89 @@ func (s *Server) modelReady(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"name": v.e.src.Name, "ready": true})
 }
 
+// repositoryIndex answers POST /v2/repository/index (the model_repository
+// extension): the state of every model, or of the ready ones only with
+// {"ready": true}.
 func (s *Server) repositoryIndex(w http.ResponseWriter, r *http.Request) {
-	if allow(w, r, http.MethodPost, writeV2Error) {
-		writeJSON(w, http.StatusOK, s.Models())
+	if !allow(w, r, http.MethodPost, writeV2Error) {
+		return
 	}
+	readyOnly := false
+	herr := repositoryBody(w, r, func(sc *scanner, key string) error {
+		switch key {
+		case "repository_name":
+			name, err := sc.str(maxStringLen)
+			if err == nil && name != "" {
+				return fmt.Errorf("repository %q: this server has one repository, \"\"", name)
+			}
+			return err
+		case "ready":
+			v, err := sc.param()
+			b, ok := v.(bool)
+			if err == nil && !ok {
+				return fmt.Errorf("\"ready\" is %v, want a boolean", v)
+			}
+			readyOnly = b
+			return err
+		}
+		return fmt.Errorf("unknown key %q (the index request has \"repository_name\" and \"ready\")", key)
+	})
+	if herr != nil {
+		writeV2Error(w, herr.status, herr.msg)
+		return
+	}
+	models := s.Models()
+	if readyOnly {
+		models = slices.DeleteFunc(models, func(m ModelState) bool { return m.State != "READY" })
+	}
+	writeJSON(w, http.StatusOK, models)
 }
 
+// repositoryBody reads the optional JSON object of a model_repository
+// request (at most 64 KiB): fn reads the value of each key.
+func repositoryBody(w http.ResponseWriter, r *http.Request, fn func(sc *scanner, key string) error) *httpError {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+	if err != nil {
+		return fail(http.StatusBadRequest, "reading the body: %v", err)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil
+	}
+	sc := &scanner{b: b}
+	err = sc.object(4, func(key string) error { return fn(sc, key) })
+	if err == nil {
+		err = sc.end()
+	}
+	if err != nil {
+		return fail(http.StatusBadRequest, "the request body: %v", err)
+	}
+	return nil
+}
+
+// repositoryParams reads the body {"parameters": {...}} of a load or
+// unload request; allowed names the parameters accepted (with boolean
+// values), any other is refused.
+func repositoryParams(w http.ResponseWriter, r *http.Request, allowed ...string) *httpError {
+	return repositoryBody(w, r, func(sc *scanner, key string) error {
+		if key != "parameters" {
+			return fmt.Errorf("unknown key %q (the request has \"parameters\")", key)
+		}
+		p, err := sc.params()
+		if err != nil {
+			return err
+		}
+		for k, v := range p {
+			if _, ok := v.(bool); !ok || !slices.Contains(allowed, k) {
+				return fmt.Errorf("parameter %q is not supported (this server loads each model from its file or as given)", k)
+			}
+		}
+		return nil
+	})
+}
+
+// repositoryLoad answers POST /v2/repository/models/{name}/load: the
+// model is loaded again from its file (or, unloaded and given as such,
+// served again); 200 once it serves, 400 with the reason if it fails.
 func (s *Server) repositoryLoad(w http.ResponseWriter, r *http.Request) {
 	if !allow(w, r, http.MethodPost, writeV2Error) {
 		return
@@ -247,8 +341,35 @@ func (s *Server) repositoryLoad(w http.ResponseWriter, r *http.Request) {
 		writeV2Error(w, http.StatusNotFound, fmt.Sprintf("no model %q", name))
 		return
 	}
+	if herr := repositoryParams(w, r); herr != nil {
+		writeV2Error(w, herr.status, herr.msg)
+		return
+	}
 	if _, err := s.Reload(name, true); err != nil {
 		writeV2Error(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+// repositoryUnload answers POST /v2/repository/models/{name}/unload
+// (Unload); the parameter unload_dependents is accepted (a model here has
+// no dependents).
+func (s *Server) repositoryUnload(w http.ResponseWriter, r *http.Request) {
+	if !allow(w, r, http.MethodPost, writeV2Error) {
+		return
+	}
+	name := r.PathValue("name")
+	if _, ok := s.models[name]; !ok {
+		writeV2Error(w, http.StatusNotFound, fmt.Sprintf("no model %q", name))
+		return
+	}
+	if herr := repositoryParams(w, r, "unload_dependents"); herr != nil {
+		writeV2Error(w, herr.status, herr.msg)
+		return
+	}
+	if err := s.Unload(name); err != nil {
+		writeV2Error(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
 	writeJSON(w, http.StatusOK, struct{}{})
@@ -510,8 +631,8 @@ type output struct {
 }
 
 // wantedOutputs resolves the request's outputs. Without "outputs" the
-// answer has "probabilities", and "top_k" too when the request's
-// parameters hold "top_k". Each output may be named once. An output's
+// answer has every output, "top_k" with the request's "top_k" parameter
+// or Config.DefaultK. Each output may be named once. An output's
 // "classification" parameter (Triton's classification extension) turns
 // it into its k most probable classes; "top_k" takes its k from its own
 // "classification" or "top_k" parameter, else the request's "top_k", else
@@ -525,11 +646,7 @@ func (s *Server) wantedOutputs(req *InferRequest, classes int) ([]output, *httpE
 		return nil, herr
 	}
 	if len(req.Outputs) == 0 {
-		outs := []output{{name: ProbTensor}}
-		if reqK > 0 {
-			outs = append(outs, output{TopKTensor, reqK})
-		}
-		return outs, nil
+		return []output{{name: ProbTensor}, {TopKTensor, cmpOr(reqK, s.cfg.DefaultK)}}, nil
 	}
 	var outs []output
 	for _, o := range req.Outputs {

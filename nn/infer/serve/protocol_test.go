@@ -80,7 +80,9 @@ func TestV2HealthAndMetadata(t *testing.T) {
 		wantJSON(t, c.path, b, c.want)
 	}
 	spec := m.Spec()
-	params, _ := json.Marshal(serve.ModelParameters{Architecture: m.String(), Mean: spec.Mean, Std: spec.Std, Classes: spec.Classes})
+	jsonText := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	params, _ := json.Marshal(serve.ModelParameters{Architecture: m.String(), NumClasses: spec.NumClasses,
+		Mean: jsonText(spec.Mean), Std: jsonText(spec.Std), Classes: jsonText(spec.Classes)})
 	meta := `{"name":"model","versions":["1"],"platform":"proxgen",
 		"inputs":[{"name":"input","datatype":"FP32","shape":[-1,3,32,32]},{"name":"image","datatype":"BYTES","shape":[-1]}],
 		"outputs":[{"name":"probabilities","datatype":"FP32","shape":[-1,10]},{"name":"top_k","datatype":"BYTES","shape":[-1,-1]}],
@@ -207,7 +209,9 @@ func TestV2InferFP32(t *testing.T) {
 
 	body := `{"id":"42","inputs":[{"name":"input","shape":[2,3,32,32],"datatype":"FP32","data":` + fp32Data(x) + `}]}`
 	resp := inferAnswer(t, url, body)
-	if resp.ModelName != "model" || resp.ModelVersion != "1" || resp.ID != "42" || len(resp.Outputs) != 1 {
+	// Without "outputs": every output, top_k with k = Config.DefaultK.
+	if resp.ModelName != "model" || resp.ModelVersion != "1" || resp.ID != "42" || len(resp.Outputs) != 2 ||
+		resp.Outputs[1].Name != "top_k" || !reflect.DeepEqual(resp.Outputs[1].Data, anySlice(topKStrings(m, want, 5))) {
 		t.Fatalf("answer %+v", resp)
 	}
 	if got := probsOf(t, resp, 2); !reflect.DeepEqual(got, want) {
@@ -254,6 +258,15 @@ func TestV2InferFP32(t *testing.T) {
 	if len(resp.Outputs) != 1 || resp.Outputs[0].Name != "top_k" || !reflect.DeepEqual(resp.Outputs[0].Shape, []int64{2, 10}) ||
 		!reflect.DeepEqual(resp.Outputs[0].Data, anySlice(topKStrings(m, want, 10))) {
 		t.Fatalf("requested top_k: %+v", resp.Outputs)
+	}
+
+	// Triton's classification extension: "classification": k on an
+	// output answers its k most probable classes under its own name.
+	body = `{"inputs":[{"name":"input","shape":[2,3,32,32],"datatype":"FP32","data":` + fp32Data(x) + `}],"outputs":[{"name":"probabilities","parameters":{"classification":3}}]}`
+	resp = inferAnswer(t, url, body)
+	if len(resp.Outputs) != 1 || resp.Outputs[0].Name != "probabilities" || resp.Outputs[0].Datatype != "BYTES" ||
+		!reflect.DeepEqual(resp.Outputs[0].Shape, []int64{2, 3}) || !reflect.DeepEqual(resp.Outputs[0].Data, anySlice(topKStrings(m, want, 3))) {
+		t.Fatalf("classification: %+v", resp.Outputs)
 	}
 }
 

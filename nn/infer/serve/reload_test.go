@@ -176,7 +176,7 @@ func TestReloadFailureKeepsServing(t *testing.T) {
 		if met := srv.Metrics(); met.ReloadErrors["m"] != int64(2*i+1) || met.Reloads["m"] != 0 {
 			t.Fatalf("%s: metrics %+v", c.name, met)
 		}
-		if !strings.Contains(logs.String(), "reloading m failed, version 1 keeps serving") {
+		if !strings.Contains(logs.String(), `reloading model "m" failed, version 1 keeps serving`) {
 			t.Fatalf("%s: log %q", c.name, logs.String())
 		}
 		code, b := do(t, "POST", r.url+"/v2/repository/models/m/load", "")

@@ -21,8 +21,9 @@ type entry struct {
 	// body or decoding: the batch workers wait for them (up to MaxDelay).
 	receiving atomic.Int64
 
-	mu     sync.RWMutex // guards cur and closed
-	cur    *version
+	mu     sync.RWMutex // guards cur, last and closed
+	cur    *version     // nil while unloaded
+	last   int          // the number of the latest version
 	closed bool
 }
 
@@ -43,15 +44,26 @@ type version struct {
 }
 
 // acquire returns the version serving now, held until release; false
-// once the server is closing.
+// once the server is closing or while the model is unloaded
+// (unavailable says which).
 func (e *entry) acquire() (*version, bool) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	if e.closed {
+	if e.closed || e.cur == nil {
 		return nil, false
 	}
 	e.cur.refs.Add(1)
 	return e.cur, true
+}
+
+// unavailable says why acquire failed.
+func (e *entry) unavailable() string {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return "the server is shutting down"
+	}
+	return fmt.Sprintf("model %q is unloaded (POST /v2/repository/models/%s/load loads it again)", e.src.Name, e.src.Name)
 }
 
 func (v *version) release() { v.refs.Done() }
@@ -69,8 +81,10 @@ func (e *entry) close() {
 	e.closed = true
 	v := e.cur
 	e.mu.Unlock()
-	v.refs.Wait()
-	v.stop()
+	if v != nil {
+		v.refs.Wait()
+		v.stop()
+	}
 }
 
 // firstVersion returns e's first version: its model as given, or loaded
@@ -204,13 +218,12 @@ func check(m *infer.Model) error {
 // model finish on it. With force false the file is loaded only if its
 // content changed. It reports whether the model was replaced. A failure
 // leaves the old model serving; it is logged and counted in the metrics.
+// An unloaded model (Unload) is loaded again, from its file or, for a
+// model given as such, as given.
 func (s *Server) Reload(name string, force bool) (bool, error) {
 	e, ok := s.models[name]
 	if !ok {
 		return false, fmt.Errorf("no model %q", name)
-	}
-	if e.src.Path == "" {
-		return false, fmt.Errorf("model %q has no file to reload", name)
 	}
 	e.mu.RLock()
 	old, closed := e.cur, e.closed
@@ -218,20 +231,32 @@ func (s *Server) Reload(name string, force bool) (bool, error) {
 	if closed {
 		return false, fmt.Errorf("model %q: the server is shutting down", name)
 	}
-	var skip *[sha256.Size]byte
-	if !force {
-		skip = &old.sum
+	if e.src.Path == "" && old != nil {
+		return false, fmt.Errorf("model %q has no file to reload", name)
 	}
-	// The file is read, built and checked without any lock held: a load
-	// that hangs blocks neither requests nor the next load.
-	p, err := s.prepare(e, skip)
-	if err != nil {
-		s.metrics.reload(name, err)
-		s.cfg.Log.Printf("serve: reloading %s failed, version %d keeps serving: %v", name, old.number, err)
-		return false, err
-	}
-	if p.unchanged {
-		return false, nil
+	var p prepared
+	if e.src.Path == "" {
+		p.model = e.src.Model // unloaded, given as such: served again
+	} else {
+		var skip *[sha256.Size]byte
+		if !force && old != nil {
+			skip = &old.sum
+		}
+		// The file is read, built and checked without any lock held: a
+		// load that hangs blocks neither requests nor the next load.
+		var err error
+		if p, err = s.prepare(e, skip); err != nil {
+			s.metrics.reload(name, err)
+			if old != nil {
+				s.cfg.Log.Printf("serve: reloading model %q failed, version %d keeps serving: %v", name, old.number, err)
+			} else {
+				s.cfg.Log.Printf("serve: loading model %q failed, it stays unloaded: %v", name, err)
+			}
+			return false, err
+		}
+		if p.unchanged {
+			return false, nil
+		}
 	}
 	e.mu.Lock()
 	if e.closed {
@@ -239,19 +264,56 @@ func (s *Server) Reload(name string, force bool) (bool, error) {
 		return false, fmt.Errorf("model %q: the server is shutting down", name)
 	}
 	old = e.cur
-	v := &version{e: e, s: s, number: old.number + 1, model: p.model, sum: p.sum, loaded: time.Now()}
+	e.last++
+	v := &version{e: e, s: s, number: e.last, model: p.model, sum: p.sum, loaded: time.Now()}
 	v.start()
 	e.cur = v
 	e.mu.Unlock()
+	s.retire(old)
+	s.metrics.reload(name, nil)
+	from := e.src.Path
+	if from == "" {
+		from = "the model given"
+	}
+	s.cfg.Log.Printf("serve: model %q version %d (%s) loaded from %s", name, v.number, v.model, from)
+	return true, nil
+}
+
+// retire stops v (if not nil) once the requests holding it finish.
+func (s *Server) retire(v *version) {
+	if v == nil {
+		return
+	}
 	s.retiring.Add(1)
 	go func() {
 		defer s.retiring.Done()
-		old.refs.Wait()
-		old.stop()
+		v.refs.Wait()
+		v.stop()
 	}()
-	s.metrics.reload(name, nil)
-	s.cfg.Log.Printf("serve: %s version %d (%s) loaded from %s", name, v.number, v.model, e.src.Path)
-	return true, nil
+}
+
+// Unload stops serving the named model, as the model_repository
+// extension's unload does: new requests for it are answered 503 and its
+// state is UNAVAILABLE until Reload loads it again; requests that hold it
+// finish. Unloading an unloaded model does nothing.
+func (s *Server) Unload(name string) error {
+	e, ok := s.models[name]
+	if !ok {
+		return fmt.Errorf("no model %q", name)
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return fmt.Errorf("model %q: the server is shutting down", name)
+	}
+	old := e.cur
+	e.cur = nil
+	e.mu.Unlock()
+	s.retire(old)
+	if old != nil {
+		s.cfg.Log.Printf("serve: model %q version %d unloaded", name, old.number)
+	}
+	return nil
 }
 
 // ReloadChanged reloads every model whose file changed (Reload with force
@@ -269,10 +331,12 @@ func (s *Server) ReloadChanged() []error {
 	return errs
 }
 
-// ModelState describes a served model (GET /v2/repository/index).
+// ModelState describes a served model (POST /v2/repository/index): its
+// state is READY, or UNAVAILABLE with the reason (unloaded, or the server
+// is shutting down).
 type ModelState struct {
 	Name    string `json:"name"`
-	Version string `json:"version"`
+	Version string `json:"version,omitempty"`
 	State   string `json:"state"`
 	Reason  string `json:"reason,omitempty"`
 }
@@ -288,7 +352,7 @@ func (s *Server) Models() []ModelState {
 			v.release()
 		} else {
 			st.State = "UNAVAILABLE"
-			st.Reason = "the server is shutting down"
+			st.Reason = e.unavailable()
 		}
 		if msg := s.metrics.lastReloadError(name); msg != "" {
 			st.Reason = "last reload failed: " + msg

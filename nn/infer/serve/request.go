@@ -64,7 +64,7 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request, name string) (*ca
 	}
 	s.metrics.beginInFlight()
 	if c.v, ok = e.acquire(); !ok {
-		return c, nil, fail(http.StatusServiceUnavailable, "the server is shutting down")
+		return c, nil, fail(http.StatusServiceUnavailable, "%s", e.unavailable())
 	}
 	return c, body, nil
 }

@@ -14,8 +14,9 @@
 //	GET  /v2/models/{name}[/versions/{v}]  model metadata
 //	GET  /v2/models/{name}[/versions/{v}]/ready
 //	POST /v2/models/{name}[/versions/{v}]/infer
-//	POST /v2/repository/models/{name}/load reload the model's file
-//	POST /v2/repository/index              the models and their state
+//	POST /v2/repository/models/{name}/load   reload the model's file
+//	POST /v2/repository/models/{name}/unload stop serving the model
+//	POST /v2/repository/index                the models and their state
 //
 // (protocol.go describes the tensors), and this package's own:
 //
@@ -319,7 +320,7 @@ func NewModels(cfg Config, sources ...Source) (*Server, error) {
 			}
 			return nil, err
 		}
-		e.cur = v
+		e.cur, e.last = v, 1
 	}
 	s.routes()
 	return s, nil
@@ -356,6 +357,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("/v2/models/{name}/versions/{version}/infer", s.v2Infer)
 	s.mux.HandleFunc("/v2/repository/index", s.repositoryIndex)
 	s.mux.HandleFunc("/v2/repository/models/{name}/load", s.repositoryLoad)
+	s.mux.HandleFunc("/v2/repository/models/{name}/unload", s.repositoryUnload)
 	s.mux.HandleFunc("/v2/", func(w http.ResponseWriter, r *http.Request) {
 		writeV2Error(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s", r.URL.Path))
 	})
