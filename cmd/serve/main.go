@@ -135,6 +135,7 @@ type config struct {
 	spec         nnmodels.Spec
 	dense        bool
 	addr         string
+	adminAddr    string
 	threads      int
 	srv          serve.Config
 	loadtest     time.Duration
@@ -168,6 +169,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.Int64Var(&c.srv.MinBodyRate, "min-body-rate", 16<<10, "slowest body in bytes/s after the first second (slower: 408; negative: no minimum)")
 	fs.DurationVar(&c.srv.WriteTimeout, "write-timeout", 30*time.Second, "time to write a response")
 	fs.DurationVar(&c.srv.DrainTimeout, "drain-timeout", 30*time.Second, "longest wait for requests in flight at shutdown")
+	fs.DurationVar(&c.srv.DrainGrace, "drain-grace", 2*time.Second, "at shutdown, keep answering (readiness and new inference 503) at least this long, so that load balancers see the drain")
+	fs.StringVar(&c.adminAddr, "admin-addr", "", "serve /metrics, /metrics.json and /v2/repository/... (load, unload, index) on this address only (default: on -addr)")
 	fs.DurationVar(&c.srv.LoadTimeout, "load-timeout", 30*time.Second, "longest a model load from its file may take (then it is abandoned and the old version keeps serving)")
 	fs.Int64Var(&c.srv.MaxModelBytes, "max-model-size", 256<<20, "largest model file in bytes")
 	fs.DurationVar(&c.loadtest, "loadtest", 0, "run a load test against a loopback instance for this long, print JSON and exit")
@@ -219,6 +222,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, hup <-cha
 }
 
 func serveModels(ctx context.Context, c *config, stdout, stderr io.Writer, hup <-chan os.Signal) error {
+	if c.loadtest > 0 {
+		c.srv.DrainGrace = -1 // no load balancer watches the loopback instance
+	}
 	c.srv.Log = log.New(stderr, "", log.LstdFlags)
 	if c.modelDir != "" {
 		entries, err := os.ReadDir(c.modelDir)
@@ -281,11 +287,20 @@ func serveModels(ctx context.Context, c *config, stdout, stderr io.Writer, hup <
 		return err
 	}
 	for _, st := range srv.Models() {
-		fmt.Fprintf(stderr, "serve: model %s version %s\n", st.Name, st.Version)
+		fmt.Fprintf(stderr, "serve: model %q version %s\n", st.Name, st.Version)
 	}
 	fmt.Fprintf(stderr, "serve: listening on http://%s\n", ln.Addr())
 	if c.loadtest == 0 {
-		if err := srv.Serve(ctx, ln); err != nil {
+		var admin net.Listener
+		if c.adminAddr != "" {
+			if admin, err = net.Listen("tcp", c.adminAddr); err != nil {
+				ln.Close()
+				srv.Close()
+				return err
+			}
+			fmt.Fprintf(stderr, "serve: admin endpoints (/metrics, /v2/repository/...) on http://%s only\n", admin.Addr())
+		}
+		if err := srv.ServeWithAdmin(ctx, ln, admin); err != nil {
 			return err
 		}
 		fmt.Fprintln(stderr, "serve: shut down")

@@ -99,6 +99,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -162,6 +163,12 @@ type Config struct {
 	// DrainTimeout bounds how long Serve waits for requests in flight
 	// after its context is cancelled; default 30s.
 	DrainTimeout time.Duration
+	// DrainGrace is how long Serve keeps its listeners open after its
+	// context is cancelled even with no request in flight, answering
+	// readiness and new inference requests with 503, so that load
+	// balancers see the drain (capped by DrainTimeout); default 2s,
+	// negative for none.
+	DrainGrace time.Duration
 	// LoadTimeout bounds a model load from its file (read, build and
 	// check); a load that takes longer is abandoned with an error, and
 	// the model serving keeps serving. Default 30s.
@@ -209,6 +216,7 @@ func (c Config) withDefaults() Config {
 	defDur(&c.WriteTimeout, 30*time.Second)
 	defDur(&c.IdleTimeout, 60*time.Second)
 	defDur(&c.DrainTimeout, 30*time.Second)
+	defDur(&c.DrainGrace, 2*time.Second)
 	defDur(&c.LoadTimeout, 30*time.Second)
 	if c.MaxModelBytes == 0 {
 		c.MaxModelBytes = 256 << 20
@@ -257,6 +265,9 @@ type Server struct {
 	aborting bool                                  // the drain deadline passed: readers are cut off
 
 	closeOnce sync.Once
+
+	active     atomic.Int64 // requests being handled by ServeHTTP
+	splitAdmin atomic.Bool  // the admin endpoints are on their own listener
 
 	// readFile reads a model file (regfile.ReadFile; tests stall it).
 	readFile func(path string, max int64) ([]byte, error)
@@ -369,8 +380,20 @@ func (s *Server) routes() {
 // Config returns the server's limits with the defaults filled in.
 func (s *Server) Config() Config { return s.cfg }
 
-// ServeHTTP routes a request to its endpoint.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP routes a request to its endpoint. While the server drains,
+// every answer carries Connection: close.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.active.Add(1)
+	defer s.active.Add(-1)
+	if s.draining.Load() {
+		w.Header().Set("Connection", "close")
+	}
+	if s.splitAdmin.Load() && adminPath(r.URL.Path) {
+		writeV2Error(w, http.StatusNotFound, fmt.Sprintf("%s is served on the admin address only", r.URL.Path))
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
 
 // Metrics returns a snapshot of the server's counters.
 func (s *Server) Metrics() Metrics { return s.metrics.snapshot() }
@@ -393,55 +416,124 @@ func (s *Server) Close() {
 // answered 503, the others were cut off.
 var ErrDrainTimeout = errors.New("serve: the drain deadline passed with requests in flight")
 
-// Serve serves s on ln until ctx is cancelled, then shuts down gracefully:
-// the readiness endpoints turn to 503, the listener closes, requests in
-// flight finish (for at most Config.DrainTimeout), and the workers stop.
-// It returns nil after a clean shutdown. If requests are still in flight
-// at the drain deadline, those still receiving their body are answered
-// 503, the connections are closed a second later at most, and Serve
-// returns an error wrapping ErrDrainTimeout.
+// Serve serves s on ln until ctx is cancelled, then drains and shuts down
+// (ServeWithAdmin with no admin listener).
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	return s.ServeWithAdmin(ctx, ln, nil)
+}
+
+// ServeWithAdmin serves s on ln until ctx is cancelled, then drains and
+// shuts down gracefully. With admin not nil, the administrative endpoints
+// — the model_repository extension (load, unload, index) and the metrics
+// — are served on admin only (and answered 404 on ln), so that they can
+// stay off the port that clients reach.
 //
-// Serve answers net/http's own protocol errors (a header over 64 KiB, a
+// The drain: the readiness endpoints turn to 503 and new inference
+// requests are answered 503 with Retry-After (and Connection: close),
+// while the listeners stay open — for Config.DrainGrace at least, so that
+// load balancers and readiness probes see the 503 instead of refused
+// connections, and then until the requests in flight have finished, for
+// at most Config.DrainTimeout in all. Then the listeners close and the
+// workers stop. It returns nil after a clean shutdown. If requests are
+// still in flight at the drain deadline, those still receiving their body
+// are answered 503, the connections are closed a second later at most,
+// and it returns an error wrapping ErrDrainTimeout.
+//
+// It answers net/http's own protocol errors (a header over 64 KiB, a
 // malformed request line, TLS on this plain port) with the JSON error
 // form as well (jsonErrorListener).
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	hs := &http.Server{
-		Handler:           s,
-		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
-		// A backstop for the bodies no handler reads (net/http discards
-		// them); the inference handlers set their own read deadlines.
-		ReadTimeout:    s.cfg.ReadHeaderTimeout + s.cfg.BodyTimeout,
-		WriteTimeout:   s.cfg.WriteTimeout,
-		IdleTimeout:    s.cfg.IdleTimeout,
-		MaxHeaderBytes: 64 << 10,
-		ErrorLog:       s.cfg.Log,
+func (s *Server) ServeWithAdmin(ctx context.Context, ln, admin net.Listener) error {
+	newServer := func(h http.Handler) *http.Server {
+		return &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+			// A backstop for the bodies no handler reads (net/http
+			// discards them); the inference handlers set their own read
+			// deadlines.
+			ReadTimeout:    s.cfg.ReadHeaderTimeout + s.cfg.BodyTimeout,
+			WriteTimeout:   s.cfg.WriteTimeout,
+			IdleTimeout:    s.cfg.IdleTimeout,
+			MaxHeaderBytes: 64 << 10,
+			ErrorLog:       s.cfg.Log,
+		}
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(jsonErrorListener{ln}) }()
+	servers := []*http.Server{newServer(s)}
+	listeners := []net.Listener{ln}
+	if admin != nil {
+		s.splitAdmin.Store(true)
+		servers = append(servers, newServer(http.HandlerFunc(s.serveAdmin)))
+		listeners = append(listeners, admin)
+	}
+	errc := make(chan error, len(servers))
+	for i, hs := range servers {
+		go func() { errc <- hs.Serve(jsonErrorListener{listeners[i]}) }()
+	}
+	shutdown := func(c context.Context) error {
+		var first error
+		for _, hs := range servers {
+			if err := hs.Shutdown(c); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
 	select {
 	case err := <-errc:
+		shutdown(context.Background())
 		s.Close()
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
 	s.draining.Store(true)
-	drain, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
+	deadline := time.Now().Add(s.cfg.DrainTimeout)
+	drain, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	err := hs.Shutdown(drain)
+	// The listeners stay open through the grace and while requests are
+	// in flight (up to the deadline): new requests get 503.
+	grace := time.NewTimer(min(s.cfg.DrainGrace, s.cfg.DrainTimeout))
+	select {
+	case <-grace.C:
+	case <-drain.Done():
+	}
+	for s.active.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	err := shutdown(drain)
 	if err == nil {
-		<-errc // http.ErrServerClosed
+		for range servers {
+			<-errc // http.ErrServerClosed
+		}
 		s.Close()
 		return nil
 	}
 	n := s.abortReaders()
-	grace, cancel2 := context.WithTimeout(context.Background(), time.Second)
+	last, cancel2 := context.WithTimeout(context.Background(), time.Second)
 	defer cancel2()
-	if hs.Shutdown(grace) != nil {
-		hs.Close()
+	if shutdown(last) != nil {
+		for _, hs := range servers {
+			hs.Close()
+		}
 	}
-	<-errc
+	for range servers {
+		<-errc
+	}
 	s.Close()
 	return fmt.Errorf("%w (%v; %d receiving their body answered 503)", ErrDrainTimeout, s.cfg.DrainTimeout, n)
+}
+
+// adminPath reports whether path is an administrative endpoint: the
+// model_repository extension's and the metrics.
+func adminPath(path string) bool {
+	return path == "/metrics" || path == "/metrics.json" || strings.HasPrefix(path, "/v2/repository/")
+}
+
+// serveAdmin serves the administrative endpoints on the admin listener.
+func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
+	if !adminPath(r.URL.Path) && r.URL.Path != "/v2/health/live" && r.URL.Path != "/v2/health/ready" && r.URL.Path != "/healthz" {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s on the admin address (/metrics, /metrics.json, /v2/repository/..., health)", r.URL.Path))
+		return
+	}
+	s.mux.ServeHTTP(w, r)
 }
 
 // abortReaders makes the body reads of every request still receiving its

@@ -89,6 +89,9 @@ type running struct {
 
 func start(t *testing.T, m *infer.Model, cfg serve.Config) *running {
 	t.Helper()
+	if cfg.DrainGrace == 0 {
+		cfg.DrainGrace = -1 // the tests' cleanup need not wait for load balancers
+	}
 	srv, err := serve.New(m, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -477,28 +480,41 @@ func TestBatching(t *testing.T) {
 	t.Logf("batch sizes %v", met.BatchSizes)
 }
 
-// TestShutdownDrains cancels Serve while requests are in flight: they all
-// complete, then the listener is gone.
+// TestShutdownDrains cancels Serve while requests are in flight: the
+// listener stays open through the drain — a new connection gets
+// /v2/health/ready 503 and a new inference request 503 with Retry-After
+// (before issue 35 the listener closed at once and such connections got
+// no answer) — the requests in flight all complete, and then, the grace
+// past, the listener closes and Serve returns nil.
 func TestShutdownDrains(t *testing.T) {
 	m := tinyModel(t)
-	r := start(t, m, serve.Config{})
+	r := start(t, m, serve.Config{DrainGrace: 300 * time.Millisecond, MinBodyRate: -1})
 	hs := hold(t, r, 3, 1000, 2)
+	t0 := time.Now()
 	r.cancel()
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		c, err := net.DialTimeout("tcp", r.addr, 100*time.Millisecond)
-		if err != nil {
-			break
-		}
-		c.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("the listener still accepts connections after the shutdown began")
-		}
-		time.Sleep(5 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond)
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Get(r.url + "/v2/health/ready")
+	if err != nil {
+		t.Fatalf("readiness during the drain: %v", err)
 	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("readiness during the drain: %d %v", resp.StatusCode, resp.Header)
+	}
+	resp, err = client.Post(r.url+"/v2/models/model/infer", "application/json", strings.NewReader(`{"inputs":[]}`))
+	if err != nil {
+		t.Fatalf("inference during the drain: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("inference during the drain: %d %v", resp.StatusCode, resp.Header)
+	}
+	time.Sleep(400 * time.Millisecond) // past the grace: the held requests keep it open
 	select {
 	case err := <-r.done:
 		t.Fatalf("Serve returned %v with requests in flight", err)
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 	for i, h := range hs {
 		code, b := h.finish(t)
@@ -516,6 +532,10 @@ func TestShutdownDrains(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Serve did not return after the requests finished")
 	}
+	if _, err := net.DialTimeout("tcp", r.addr, 100*time.Millisecond); err == nil {
+		t.Error("the listener still accepts connections after Serve returned")
+	}
+	t.Logf("drain of 3 held requests: %v", time.Since(t0))
 }
 
 func TestHealthAndMetrics(t *testing.T) {
@@ -597,5 +617,60 @@ func TestLoad(t *testing.T) {
 		res.Concurrency, res.RequestsPerSecond, res.Latency.P50, res.Latency.P99, met.BatchSizes)
 	if res.Errors != 0 || res.Requests == 0 || met.Images < int64(res.Requests) {
 		t.Fatalf("load test %+v, server %+v", res, met)
+	}
+}
+
+// TestAdminListener serves the administrative endpoints on their own
+// listener: /metrics and the model_repository extension answer there and
+// 404 on the clients' port, where inference answers (and not on the
+// admin one).
+func TestAdminListener(t *testing.T) {
+	m := tinyModel(t)
+	srv, err := serve.New(m, serve.Config{DrainGrace: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeWithAdmin(ctx, ln, admin) }()
+	pub, adm := "http://"+ln.Addr().String(), "http://"+admin.Addr().String()
+	x := fp32Data(preprocessed(t, m, rawImage(1)))
+	infer := `{"inputs":[{"name":"input","shape":[1,3,32,32],"datatype":"FP32","data":` + x + `}]}`
+	for _, c := range []struct {
+		method, url, body string
+		code              int
+	}{
+		{"GET", pub + "/metrics", "", 404},
+		{"GET", pub + "/metrics.json", "", 404},
+		{"POST", pub + "/v2/repository/index", "", 404},
+		{"POST", adm + "/v2/repository/index", "", 200},
+		{"POST", pub + "/v2/repository/models/model/unload", "", 404},
+		{"POST", pub + "/v2/models/model/infer", infer, 200},
+		{"POST", adm + "/v2/models/model/infer", infer, 404},
+		{"GET", adm + "/v2/health/ready", "", 200},
+	} {
+		if code, b := do(t, c.method, c.url, c.body); code != c.code {
+			t.Errorf("%s %s: %d %s, want %d", c.method, c.url, code, b, c.code)
+		}
+	}
+	resp, err := http.Get(adm + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("GET /metrics on the admin address: %d", resp.StatusCode)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
