@@ -44,11 +44,12 @@ func tinyPTB(t testing.TB) string {
 }
 
 // tinySpec returns a spec of 4 ptb points of a fraction of a second each,
-// checkpointing inside epochs.
+// checkpointing inside epochs, with a -progress setting that a resumed point
+// must keep (issue 35: the summary of a resumed point had the default).
 func tinySpec(data string) string {
 	return fmt.Sprintf(`{"program": "ptb",
  "flags": {"data": %q, "epochs": "3", "emb": "12", "hidden": "16", "batch": "4", "bptt": "8",
-   "eval-batch": "2", "lr": "0.01", "log-every": "0", "save-every": "7", "optimizer": "proxgen"},
+   "eval-batch": "2", "lr": "0.01", "log-every": "0", "save-every": "7", "optimizer": "proxgen", "progress": "none"},
  "grid": {"reg": ["bin-l1", "l1"], "lambda": ["0.001", "0.01"]}}`, data)
 }
 

@@ -102,13 +102,15 @@ func LogFile(dir string, i int) string {
 // RunArgs returns the program arguments that run (or continue) run r of
 // the sweep folder dir: with -resume when its folder holds a checkpoint,
 // as a new run otherwise (also when an earlier attempt was killed before
-// its first checkpoint). threads > 0 adds -threads.
+// its first checkpoint). A resumed run gets the point's arguments too, so
+// that the settings a resume may change (-progress, -json, ...) stay the
+// spec's rather than the program's defaults; the others equal the stored
+// ones, as -resume requires. threads > 0 adds -threads.
 func RunArgs(dir string, r Run, threads int) (args []string, resume bool) {
 	out := filepath.Join(dir, r.Dir)
+	args = append(slices.Clone(r.Args), "-out", out)
 	if _, err := os.Lstat(filepath.Join(out, train.CheckpointName)); err == nil {
-		args, resume = []string{"-out", out, "-resume"}, true
-	} else {
-		args = append(slices.Clone(r.Args), "-out", out)
+		args, resume = append(args, "-resume"), true
 	}
 	if threads > 0 {
 		args = append(args, "-threads", strconv.Itoa(threads))
@@ -137,6 +139,7 @@ func RunIndex(ctx context.Context, dir string, i, threads int, stdout, stderr io
 		return 0, err
 	}
 	args, resume := RunArgs(dir, r, threads)
+	waitForLock(ctx, filepath.Join(dir, r.Dir), lockWait)
 	what := "starting"
 	if resume {
 		what = "resuming"
@@ -148,6 +151,38 @@ func RunIndex(ctx context.Context, dir string, i, threads int, stdout, stderr io
 		return code, err
 	}
 	return code, nil
+}
+
+// lockWait is how long RunIndex waits for a run folder's lock that
+// another process holds: a runner killed an instant ago, or its child
+// saving its checkpoint after its parent-death signal, holds it for a
+// moment, and the same command run again at once must not fail for that.
+const lockWait = 15 * time.Second
+
+// waitForLock waits up to wait (or until ctx ends) for the lock of the run
+// folder out to be free; it takes nothing. A folder that does not exist
+// yet is free. If the lock stays held, the program reports its holder.
+func waitForLock(ctx context.Context, out string, wait time.Duration) {
+	if _, err := os.Stat(out); err != nil {
+		return
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		l, err := train.LockDir(out)
+		if err == nil {
+			l.Release()
+			return
+		}
+		var held *train.LockedError
+		if !errors.As(err, &held) || !time.Now().Before(deadline) || ctx.Err() != nil {
+			return
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // Status describes one run of a sweep as its folder shows it.

@@ -261,7 +261,10 @@ func runChild(ctx context.Context, exe, dir string, i, threads int, env []string
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Minute
-	err = cmd.Run()
+	wait, err := startChild(cmd)
+	if err == nil {
+		err = wait()
+	}
 	if ee, ok := err.(*exec.ExitError); ok {
 		return ee.ExitCode(), nil
 	}
