@@ -284,7 +284,17 @@ func slurm(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	if err != nil {
 		return 0, usageError{err}
 	}
-	path := filepath.Join(*dir, "sweep.sbatch")
+	// The whole array is sweep.sbatch; a resubmission of some points gets
+	// its own script, so that sweep.sbatch stays the whole sweep's.
+	name := "sweep.sbatch"
+	if len(s.Indexes) > 0 {
+		ix := make([]string, len(s.Indexes))
+		for k, i := range s.Indexes {
+			ix[k] = strconv.Itoa(i)
+		}
+		name = "sweep-runs-" + strings.Join(ix, ",") + ".sbatch"
+	}
+	path := filepath.Join(*dir, name)
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		return 0, err
 	}
@@ -306,9 +316,9 @@ func k8s(_ context.Context, args []string, stdout, stderr io.Writer) (int, error
 	fs.StringVar(&k.Claim, "claim", "", "PersistentVolumeClaim holding the sweep folder")
 	fs.StringVar(&k.MountPath, "mount", "/sweep", "where the claim is mounted in the pods: the sweep folder's path there")
 	fs.StringVar(&k.Sweep, "sweep", "/sweep-bin", "path of the sweep binary in the image")
-	fs.StringVar(&k.Name, "name", "", "Job name (default sweep-<folder name>)")
+	fs.StringVar(&k.Name, "name", "", "Job name, a DNS-1123 label of at most 63 characters (default sweep-<folder name> made one)")
 	fs.IntVar(&k.Parallelism, "parallelism", 4, "pods running at once")
-	fs.IntVar(&k.BackoffLimit, "backoff-limit", 6, "failures, not counting preemptions, before the Job fails")
+	fs.IntVar(&k.BackoffLimit, "backoff-limit", 3, "failures of one point, not counting preemptions, before that point fails (the others go on)")
 	fs.IntVar(&k.CPUs, "cpus", 2, "CPUs per pod (the run's -threads)")
 	fs.StringVar(&k.Memory, "memory", "4Gi", "memory per pod")
 	fs.DurationVar(&k.Grace, "grace", 2*time.Minute, "termination grace period: time to save the checkpoint after SIGTERM")
@@ -322,7 +332,7 @@ func k8s(_ context.Context, args []string, stdout, stderr io.Writer) (int, error
 	}
 	k.Runs = len(m.Runs)
 	if k.Name == "" {
-		k.Name = "sweep-" + strings.ToLower(filepath.Base(*dir))
+		k.Name = sweep.JobName(filepath.Base(*dir))
 	}
 	b, err := k.Job()
 	if err != nil {

@@ -5,8 +5,11 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/proxgen/proxgen/internal/jsonschema"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -52,10 +55,11 @@ func TestKubernetesStructure(t *testing.T) {
 			CompletionMode           string
 			Completions, Parallelism int
 			BackoffLimit             *int
+			BackoffLimitPerIndex     *int
 			PodFailurePolicy         struct {
 				Rules []struct {
 					Action          string
-					OnPodConditions []struct{ Type string }
+					OnPodConditions []struct{ Type, Status string }
 					OnExitCodes     *struct {
 						ContainerName, Operator string
 						Values                  []int
@@ -88,7 +92,7 @@ func TestKubernetesStructure(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := job.Spec
-	if job.APIVersion != "batch/v1" || job.Kind != "Job" || job.Metadata.Name != "sweep-sweep" || s.CompletionMode != "Indexed" || s.Completions != 4 || s.Parallelism != 2 || s.BackoffLimit == nil {
+	if job.APIVersion != "batch/v1" || job.Kind != "Job" || job.Metadata.Name != "sweep-sweep" || s.CompletionMode != "Indexed" || s.Completions != 4 || s.Parallelism != 2 || s.BackoffLimit != nil || s.BackoffLimitPerIndex == nil || *s.BackoffLimitPerIndex != 3 {
 		t.Fatalf("job %+v", job)
 	}
 	ps := s.Template.Spec
@@ -113,7 +117,7 @@ func TestKubernetesStructure(t *testing.T) {
 	var disruption, saved, badFlags bool
 	for _, r := range s.PodFailurePolicy.Rules {
 		for _, pc := range r.OnPodConditions {
-			disruption = disruption || (pc.Type == "DisruptionTarget" && r.Action == "Ignore")
+			disruption = disruption || (pc.Type == "DisruptionTarget" && pc.Status == "True" && r.Action == "Ignore")
 		}
 		if e := r.OnExitCodes; e != nil && e.ContainerName == c.Name && e.Operator == "In" {
 			saved = saved || (r.Action == "Ignore" && len(e.Values) == 1 && e.Values[0] == 130)
@@ -151,10 +155,62 @@ func TestSlurmScript(t *testing.T) {
 	if code, _, _ := runSweep("slurm", "-dir", dir, "-runs", "1,3", "-sweep", "/opt/bin/sweep"); code != 0 {
 		t.Fatal("-runs")
 	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "sweep.sbatch")); !strings.Contains(string(b), "#SBATCH --array=1,3\n") {
+	// A resubmission of some points gets its own script; sweep.sbatch
+	// stays the whole array (issue 35: -runs overwrote it).
+	if b, _ := os.ReadFile(filepath.Join(dir, "sweep-runs-1,3.sbatch")); !strings.Contains(string(b), "#SBATCH --array=1,3\n") {
 		t.Errorf("-runs 1,3:\n%s", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "sweep.sbatch")); !strings.Contains(string(b), "#SBATCH --array=0-3%2\n") {
+		t.Errorf("sweep.sbatch after -runs 1,3:\n%s", b)
 	}
 	if code, _, _ := runSweep("slurm", "-dir", dir, "-runs", "7"); code != 2 {
 		t.Errorf("-runs 7 of 4: exit %d, want 2", code)
+	}
+	if code, _, stderr := runSweep("slurm", "-dir", dir, "-runs", "1,1"); code != 2 || !strings.Contains(stderr, "run 1 is given twice") {
+		t.Errorf("-runs 1,1: exit %d (%s), want 2", code, stderr)
+	}
+}
+
+// TestKubernetesJobSchema validates the Jobs that sweep k8s writes
+// strictly against the batch/v1 Job schema (testdata/batch-v1-job.schema.json,
+// from Kubernetes' own OpenAPI document) and checks the name rules the
+// API server applies: the default names of awkward folder names are valid
+// DNS-1123 labels of at most 63 characters, and an invalid -name is
+// refused. Before issue 35 the Job lacked onPodConditions' required
+// status and named itself sweep-gl21_small.
+func TestKubernetesJobSchema(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "batch-v1-job.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs, err := jsonschema.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	label := regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	for _, folder := range []string{"sweep", "gl21_small", "My Sweep.v2", strings.Repeat("long_name", 10), "__"} {
+		dir := filepath.Join(t.TempDir(), folder)
+		spec := writeFile(t, t.TempDir(), "spec.json", tinySpec("/data/ptb"))
+		if code, _, stderr := runSweep("plan", "-spec", spec, "-dir", dir); code != 0 {
+			t.Fatalf("plan: %s", stderr)
+		}
+		code, out, stderr := runSweep("k8s", "-dir", dir, "-image", "img", "-claim", "pvc", "-o", "-")
+		if code != 0 {
+			t.Fatalf("%q: exit %d: %s", folder, code, stderr)
+		}
+		if err := defs.Validate("io.k8s.api.batch.v1.Job", []byte(out)); err != nil {
+			t.Errorf("%q: %v", folder, err)
+		}
+		var job struct{ Metadata struct{ Name string } }
+		json.Unmarshal([]byte(out), &job)
+		if n := job.Metadata.Name; len(n) > 63 || !label.MatchString(n) {
+			t.Errorf("folder %q: Job name %q is not a DNS-1123 label of at most 63 characters", folder, n)
+		}
+	}
+	dir := planned(t, tinySpec("/data/ptb"))
+	for _, name := range []string{"Sweep", "sweep_1", "-sweep", strings.Repeat("a", 64)} {
+		if code, _, _ := runSweep("k8s", "-dir", dir, "-image", "img", "-claim", "pvc", "-name", name, "-o", "-"); code != 2 {
+			t.Errorf("-name %q: exit %d, want 2", name, code)
+		}
 	}
 }

@@ -291,6 +291,9 @@ func ParseIndexes(s string) ([]int, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%q is not a run index", f)
 		}
+		if slices.Contains(ix, i) {
+			return nil, fmt.Errorf("run %d is given twice", i)
+		}
 		ix = append(ix, i)
 	}
 	return ix, nil

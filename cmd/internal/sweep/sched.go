@@ -129,7 +129,8 @@ type Kubernetes struct {
 	Sweep string
 	Runs  int
 	// Parallelism caps the pods running at once; BackoffLimit the
-	// failures (not counting preemptions) before the Job fails.
+	// failures of one point (not counting preemptions) before that point
+	// fails (backoffLimitPerIndex: the other points go on).
 	Parallelism, BackoffLimit int
 	// CPUs and Memory (Kubernetes quantity, "4Gi") per pod.
 	CPUs   int
@@ -144,8 +145,11 @@ type Kubernetes struct {
 // pod failure policy that retries preempted or evicted pods without
 // counting them and fails the Job on bad flags (exit 2).
 func (k Kubernetes) Job() ([]byte, error) {
-	if k.Runs < 1 || k.Parallelism < 1 || k.CPUs < 1 || k.Grace < time.Second || k.Image == "" || k.Claim == "" {
-		return nil, fmt.Errorf("k8s: %d runs, parallelism %d, %d cpus, grace %v, image %q and claim %q: all must be set", k.Runs, k.Parallelism, k.CPUs, k.Grace, k.Image, k.Claim)
+	if k.Runs < 1 || k.Parallelism < 1 || k.CPUs < 1 || k.Grace < time.Second || k.Image == "" || k.Claim == "" || k.BackoffLimit < 0 {
+		return nil, fmt.Errorf("k8s: %d runs, parallelism %d, %d cpus, grace %v, image %q, claim %q and backoff limit %d: all must be set", k.Runs, k.Parallelism, k.CPUs, k.Grace, k.Image, k.Claim, k.BackoffLimit)
+	}
+	if err := CheckJobName(k.Name); err != nil {
+		return nil, err
 	}
 	type obj = map[string]any
 	resources := obj{"cpu": strconv.Itoa(k.CPUs)}
@@ -174,10 +178,12 @@ func (k Kubernetes) Job() ([]byte, error) {
 			"completionMode": "Indexed",
 			"completions":    k.Runs,
 			"parallelism":    k.Parallelism,
-			"backoffLimit":   k.BackoffLimit,
+			// Failures count per point: a point that keeps failing fails
+			// alone, the others go on.
+			"backoffLimitPerIndex": k.BackoffLimit,
 			"podFailurePolicy": obj{"rules": []obj{
 				// Preemption, eviction, node drain: retry, not counted.
-				{"action": "Ignore", "onPodConditions": []obj{{"type": "DisruptionTarget"}}},
+				{"action": "Ignore", "onPodConditions": []obj{{"type": "DisruptionTarget", "status": "True"}}},
 				// Saved after SIGTERM: retry from the checkpoint.
 				{"action": "Ignore", "onExitCodes": obj{"containerName": "sweep", "operator": "In", "values": []int{130}}},
 				// Bad flags will not get better.
@@ -199,6 +205,47 @@ func (k Kubernetes) Job() ([]byte, error) {
 	}
 	b, err := json.MarshalIndent(job, "", "  ")
 	return append(b, '\n'), err
+}
+
+// maxJobName is the longest Job name: the Job controller puts it in the
+// pods' job-name label, whose values are at most 63 characters.
+const maxJobName = 63
+
+// CheckJobName returns an error unless name is a valid Job name: a
+// DNS-1123 label (lower-case letters, digits and '-', starting and ending
+// with a letter or digit) of at most 63 characters.
+func CheckJobName(name string) error {
+	ok := name != "" && len(name) <= maxJobName && name[0] != '-' && name[len(name)-1] != '-'
+	for _, c := range name {
+		ok = ok && (c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-')
+	}
+	if !ok {
+		return fmt.Errorf("k8s: Job name %q: want at most %d lower-case letters, digits and '-', starting and ending with a letter or digit", name, maxJobName)
+	}
+	return nil
+}
+
+// JobName makes a valid Job name (CheckJobName) of "sweep-" and the
+// sweep folder's name: lower case, every run of other characters ('_',
+// spaces, dots) one '-', cut to 63 characters.
+func JobName(folder string) string {
+	var b strings.Builder
+	b.WriteString("sweep-")
+	dash := true
+	for _, c := range strings.ToLower(folder) {
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+			b.WriteRune(c)
+			dash = false
+		} else if !dash {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	name := b.String()
+	if len(name) > maxJobName {
+		name = name[:maxJobName]
+	}
+	return strings.TrimRight(name, "-")
 }
 
 // Local runs the given points of the sweep folder dir on this machine,

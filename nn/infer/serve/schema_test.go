@@ -3,104 +3,24 @@ package serve_test
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
+	"github.com/proxgen/proxgen/internal/jsonschema"
 	"github.com/proxgen/proxgen/nn/infer/serve"
 )
 
-// schema is the subset of JSON Schema that testdata/open_inference_rest.schema.json
-// uses.
-type schema struct {
-	Ref        string             `json:"$ref"`
-	Type       string             `json:"type"`
-	Properties map[string]*schema `json:"properties"`
-	Required   []string           `json:"required"`
-	Items      *schema            `json:"items"`
-	AnyOf      []*schema          `json:"anyOf"`
-	Additional *schema            `json:"additionalProperties"`
-}
-
-func loadSchemas(t *testing.T) map[string]*schema {
+func loadSchemas(t *testing.T) jsonschema.Definitions {
 	b, err := os.ReadFile(filepath.Join("testdata", "open_inference_rest.schema.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc struct {
-		Definitions map[string]*schema `json:"definitions"`
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
+	defs, err := jsonschema.Parse(b)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return doc.Definitions
-}
-
-// validate returns the first way v (decoded with UseNumber) breaks s.
-func validate(defs map[string]*schema, s *schema, v any, at string) error {
-	if s.Ref != "" {
-		return validate(defs, defs[strings.TrimPrefix(s.Ref, "#/definitions/")], v, at)
-	}
-	if s.AnyOf != nil {
-		for _, alt := range s.AnyOf {
-			if validate(defs, alt, v, at) == nil {
-				return nil
-			}
-		}
-		return fmt.Errorf("%s: %v matches none of anyOf", at, v)
-	}
-	switch s.Type {
-	case "object":
-		o, ok := v.(map[string]any)
-		if !ok {
-			return fmt.Errorf("%s: %T, want an object", at, v)
-		}
-		for _, k := range s.Required {
-			if _, ok := o[k]; !ok {
-				return fmt.Errorf("%s: no %q", at, k)
-			}
-		}
-		for k, x := range o {
-			sub := s.Properties[k]
-			if sub == nil {
-				sub = s.Additional
-			}
-			if sub != nil {
-				if err := validate(defs, sub, x, at+"."+k); err != nil {
-					return err
-				}
-			}
-		}
-	case "array":
-		a, ok := v.([]any)
-		if !ok {
-			return fmt.Errorf("%s: %T, want an array", at, v)
-		}
-		for i, x := range a {
-			if err := validate(defs, s.Items, x, fmt.Sprintf("%s[%d]", at, i)); err != nil {
-				return err
-			}
-		}
-	case "string":
-		if _, ok := v.(string); !ok {
-			return fmt.Errorf("%s: %T, want a string", at, v)
-		}
-	case "boolean":
-		if _, ok := v.(bool); !ok {
-			return fmt.Errorf("%s: %T, want a boolean", at, v)
-		}
-	case "number", "integer":
-		n, ok := v.(json.Number)
-		if !ok {
-			return fmt.Errorf("%s: %T, want a number", at, v)
-		}
-		if f, err := n.Float64(); s.Type == "integer" && (err != nil || f != math.Trunc(f)) {
-			return fmt.Errorf("%s: %s, want an integer", at, n)
-		}
-	}
-	return nil
+	return defs
 }
 
 // checkOutputs checks what the schema cannot: each output's data holds as
@@ -174,14 +94,7 @@ func TestResponsesMatchSchema(t *testing.T) {
 		if c.schema == "" {
 			continue
 		}
-		dec := json.NewDecoder(strings.NewReader(string(b)))
-		dec.UseNumber()
-		var v any
-		if err := dec.Decode(&v); err != nil {
-			t.Errorf("%s: %v", what, err)
-			continue
-		}
-		if err := validate(defs, defs[c.schema], v, c.schema); err != nil {
+		if err := defs.Validate(c.schema, b); err != nil {
 			t.Errorf("%s: %v\n%s", what, err, b)
 		}
 		if c.schema == "inference_response" {
