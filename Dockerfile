@@ -4,10 +4,13 @@
 # with liveness and readiness probes.
 #
 #   docker build -t proxgen-serve .
-#   docker run -p 8080:8080 -v "$PWD/run:/models:ro" proxgen-serve
+#   docker run -p 8080:8080 proxgen-serve      # the shipped resnet20-sparse
+#   docker run -p 8080:8080 -v "$PWD/runs/resnet20-proxgen-l12-s1:/models:ro" \
+#       proxgen-serve -model /models/model.safetensors
 #
-# The image holds no model: mount one at /models/model.safetensors or pass
-# other flags after the image name (they replace CMD).
+# The binary embeds the shipped models (nn/pretrained): with no flags the
+# image serves the default one, -model NAME another. Flags after the image
+# name (a mounted -model FILE, -model-dir /models) replace the empty CMD.
 # scripts/check-dockerfile (run by .ci/run) checks that every path copied
 # here exists and runs the build command below outside a container.
 
@@ -21,6 +24,7 @@ COPY datasets ./datasets
 COPY internal ./internal
 COPY nn ./nn
 COPY optim ./optim
+COPY cmd/internal ./cmd/internal
 COPY cmd/serve ./cmd/serve
 RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/serve ./cmd/serve
 
@@ -34,4 +38,4 @@ EXPOSE 8080
 # Liveness: GET /v2/health/live. Readiness: GET /v2/health/ready (the Open
 # Inference Protocol's health endpoints; /healthz answers too).
 ENTRYPOINT ["/serve", "-addr", ":8080"]
-CMD ["-model", "/models/model.safetensors"]
+CMD []

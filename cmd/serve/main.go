@@ -48,6 +48,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"math/rand/v2"
 	"mime"
 	"net"
@@ -55,6 +56,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -96,6 +98,64 @@ const (
 type models []serve.Source
 
 func (m *models) String() string { return fmt.Sprint(*m) }
+
+// DefaultText shows no default: the flag's text says what it is.
+func (m *models) DefaultText() string { return "" }
+
+// byteSize is a flag of a number of bytes, given plain (8388608) or with
+// a unit as Kubernetes writes quantities: Ki, Mi, Gi, Ti (powers of 1024)
+// or k, M, G, T (powers of 1000): 128Mi, 8Mi, 1G. Zero shows no default
+// (the flag's text says what zero means).
+type byteSize struct{ p *int64 }
+
+var byteUnits = []struct {
+	suffix string
+	scale  int64
+}{{"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30}, {"Ti", 1 << 40}, {"k", 1e3}, {"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}}
+
+func (b byteSize) String() string {
+	if b.p == nil {
+		return "0"
+	}
+	n := *b.p
+	for _, u := range []struct {
+		suffix string
+		scale  int64
+	}{{"Ti", 1 << 40}, {"Gi", 1 << 30}, {"Mi", 1 << 20}, {"Ki", 1 << 10}} {
+		if n != 0 && n%u.scale == 0 {
+			return strconv.FormatInt(n/u.scale, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// Set parses a size: digits and an optional unit.
+func (b byteSize) Set(s string) error {
+	num, scale := s, int64(1)
+	for _, u := range byteUnits {
+		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
+			num, scale = rest, u.scale
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/scale {
+		return fmt.Errorf("%q is not a size: want bytes, or a number with Ki, Mi, Gi, Ti, k, M, G or T (128Mi)", s)
+	}
+	*b.p = n * scale
+	return nil
+}
+
+// Type names the values in the usage.
+func (byteSize) Type() string { return "bytes" }
+
+// DefaultText shows no default for zero.
+func (b byteSize) DefaultText() string {
+	if b.p == nil || *b.p == 0 {
+		return ""
+	}
+	return b.String()
+}
 
 func (m *models) Set(v string) error {
 	name, path, ok := strings.Cut(v, "=")
@@ -146,7 +206,7 @@ type config struct {
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	c := &config{}
 	fs := cli.NewFlagSet("serve", "serve [-model [NAME=]FILE | -model NAME ...] [-model-dir DIR] [flags]", "classifies images over HTTP with one or more model files, or load-tests that service (docs/serve.md)", stderr)
-	fs.Var(&c.models, "model", "`[NAME=]FILE or NAME`: a model file (safetensors) to serve under NAME (default: the file name without extension), or a shipped model of nn/pretrained by its name; repeat for several (default: the shipped "+pretrained.Default+")")
+	fs.Var(&c.models, "model", "`[NAME=]FILE or NAME`: a model file (safetensors) to serve under NAME (the file name without extension when no NAME is given), or a shipped model of nn/pretrained by its name; repeat for several (default: the shipped "+pretrained.Default+")")
 	fs.StringVar(&c.modelDir, "model-dir", "", "serve every *.safetensors file of this directory under its name without extension (after the -model ones)")
 	fs.StringVar(&c.spec.Model, "arch", "", "network of the file (resnet20, vgg16, ...); default: the file's metadata (needed for PyTorch files)")
 	fs.Float64Var(&c.spec.Width, "width", 0, "channel multiplier of the network; default: the file's metadata, else 1")
@@ -158,11 +218,12 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.srv.MaxBatch, "max-batch", 32, "most images run together in one batch")
 	fs.DurationVar(&c.srv.MaxDelay, "max-delay", 2*time.Millisecond, "longest a batch waits for more images after its first")
 	fs.IntVar(&c.srv.Workers, "workers", 1, "batches run at once")
-	fs.Int64Var(&c.srv.MaxBodyBytes, "max-body", 8<<20, "largest request body in bytes (larger: 413)")
+	c.srv.MaxBodyBytes = 8 << 20
+	fs.Var(byteSize{&c.srv.MaxBodyBytes}, "max-body", "largest request body (larger: 413); bytes, or with a unit: 8Mi")
 	fs.IntVar(&c.srv.MaxPixels, "max-pixels", 4096*4096, "largest PNG/JPEG in pixels (larger: 413)")
 	fs.IntVar(&c.srv.MaxImages, "max-images", 64, "most images in one protocol request")
 	fs.IntVar(&c.srv.MaxInFlight, "max-inflight", 256, "most inference requests handled at once once their body arrived (more: 429)")
-	fs.Int64Var(&c.srv.MemoryBudget, "memory-budget", serve.DefaultMemoryBudget(), "bytes that request bodies, their parsing and the images being decoded may take together (default: a quarter of the memory available)")
+	fs.Var(byteSize{&c.srv.MemoryBudget}, "memory-budget", "memory that requests may take together for their bodies, parsing, tensors, answers and image decoding; bytes, or with a unit: 128Mi (default: a quarter of the memory available)")
 	fs.DurationVar(&c.srv.AdmissionWait, "admission-wait", time.Second, "longest a request waits for room in -memory-budget (then 503)")
 	fs.IntVar(&c.srv.DefaultK, "k", 5, "classes answered when a request has no k parameter")
 	fs.DurationVar(&c.srv.BodyTimeout, "body-timeout", 10*time.Second, "time a client has to send its body (slower: 408)")
@@ -172,7 +233,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.srv.DrainGrace, "drain-grace", 2*time.Second, "at shutdown, keep answering (readiness and new inference 503) at least this long, so that load balancers see the drain")
 	fs.StringVar(&c.adminAddr, "admin-addr", "", "serve /metrics, /metrics.json and /v2/repository/... (load, unload, index) on this address only (default: on -addr)")
 	fs.DurationVar(&c.srv.LoadTimeout, "load-timeout", 30*time.Second, "longest a model load from its file may take (then it is abandoned and the old version keeps serving)")
-	fs.Int64Var(&c.srv.MaxModelBytes, "max-model-size", 256<<20, "largest model file in bytes")
+	c.srv.MaxModelBytes = 256 << 20
+	fs.Var(byteSize{&c.srv.MaxModelBytes}, "max-model-size", "largest model file; bytes, or with a unit: 256Mi")
 	fs.DurationVar(&c.loadtest, "loadtest", 0, "run a load test against a loopback instance for this long, print JSON and exit")
 	fs.IntVar(&c.concurrency, "concurrency", 8, "load test: clients sending requests back to back")
 	fs.StringVar(&c.image, "image", "", "load test: PNG or JPEG file sent by every request (default: a random raw CIFAR-10 image)")
@@ -202,6 +264,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, hup <-cha
 	}
 	_, restore := compute.SetThreads(c.threads)
 	defer restore()
+	if c.srv.MemoryBudget == 0 {
+		c.srv.MemoryBudget = serve.DefaultMemoryBudget()
+	}
 	if os.Getenv("GOMEMLIMIT") == "" && c.srv.MemoryBudget > 0 {
 		// Let the collector return decoded images' memory before the
 		// heap outgrows the decoding budget by much.
@@ -210,7 +275,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, hup <-cha
 	err = serveModels(ctx, c, stdout, stderr, hup)
 	switch {
 	case errors.Is(err, serve.ErrDrainTimeout):
-		fmt.Fprintf(stderr, "serve: %v\n", err)
+		fmt.Fprintf(stderr, "serve: %s\n", strings.TrimPrefix(err.Error(), "serve: "))
 		return exitDrain
 	case err != nil:
 		// The server's own errors already name it.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -195,7 +196,7 @@ func TestDrainDeadlineExitCode(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("the stuck upload: %v %v", resp, err)
 	}
-	if got := <-code; got != exitDrain || !strings.Contains(stderr.String(), "drain deadline passed") {
+	if got := <-code; got != exitDrain || !strings.Contains(stderr.String(), "drain deadline passed") || strings.Contains(stderr.String(), "serve: serve:") {
 		t.Fatalf("exit %d, want %d\n%s", got, exitDrain, stderr.String())
 	}
 }
@@ -347,5 +348,34 @@ func TestShippedModels(t *testing.T) {
 		if c := <-code; c != exitOK {
 			t.Errorf("%q: exit %d\n%s", args, c, stderr.String())
 		}
+	}
+}
+
+// TestByteSizeFlags: the byte-size flags take units as Kubernetes writes
+// quantities (issue 35: "-memory-budget 128Mi" was refused), and -h shows
+// one default per flag (it showed two for -model and -memory-budget).
+func TestByteSizeFlags(t *testing.T) {
+	c, err := parseFlags([]string{"-memory-budget", "128Mi", "-max-body", "1M", "-max-model-size", "1024"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.srv.MemoryBudget != 128<<20 || c.srv.MaxBodyBytes != 1e6 || c.srv.MaxModelBytes != 1024 {
+		t.Errorf("budget %d, max body %d, max model %d", c.srv.MemoryBudget, c.srv.MaxBodyBytes, c.srv.MaxModelBytes)
+	}
+	for _, bad := range []string{"12Zi", "-1", "1.5Gi", "Mi", "99999999999Ti"} {
+		if _, err := parseFlags([]string{"-memory-budget", bad}, io.Discard); err == nil {
+			t.Errorf("-memory-budget %s accepted", bad)
+		}
+	}
+	var help bytes.Buffer
+	parseFlags([]string{"-h"}, &help)
+	lines := strings.Split(help.String(), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "  -") && i+1 < len(lines) && strings.Count(lines[i+1], "(default") > 1 {
+			t.Errorf("%s: %s", l, lines[i+1])
+		}
+	}
+	if !strings.Contains(help.String(), "(default 8Mi)") {
+		t.Errorf("-max-body's default is not shown as 8Mi:\n%s", help.String())
 	}
 }

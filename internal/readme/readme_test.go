@@ -275,3 +275,26 @@ func TestStaticBinaries(t *testing.T) {
 		f.Close()
 	}
 }
+
+// TestBuildLineListsEveryProgram: the README's build command names, in
+// its comment, the binary of every program under cmd/ (issue 35: bin/sweep
+// was missing).
+func TestBuildLineListsEveryProgram(t *testing.T) {
+	var build string
+	for _, b := range readmeBlocks(t) {
+		for _, line := range strings.Split(b.text, "\n") {
+			if b.lang == "sh" && strings.Contains(line, " go build ") {
+				build = line
+			}
+		}
+	}
+	entries, err := os.ReadDir(filepath.Join(root, "cmd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != "internal" && !strings.Contains(build, "bin/"+e.Name()) {
+			t.Errorf("the README's build line %q does not list bin/%s", build, e.Name())
+		}
+	}
+}
