@@ -30,6 +30,7 @@ import (
 	"github.com/proxgen/proxgen/datasets/ptb"
 	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/nn/onnx"
+	"github.com/proxgen/proxgen/nn/pretrained"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -49,7 +50,7 @@ type config struct {
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	c := &config{}
 	fs := cli.NewFlagSet("export", "export -model FILE -out FILE.onnx [flags]", "writes a model file (CIFAR classifier, compacted network or PTB language model) as an ONNX model (docs/onnx.md)", stderr)
-	fs.StringVar(&c.model, "model", "", "model file (safetensors) to export (required)")
+	fs.StringVar(&c.model, "model", "", "model file (safetensors) to export, or a shipped model of nn/pretrained by its name (as cmd/serve takes it) (required)")
 	fs.StringVar(&c.out, "out", "", "ONNX file to write (required)")
 	fs.BoolVar(&c.opt.FoldBatchNorm, "fold-bn", false, "fold batch normalisation into the convolutions before it (default: BatchNormalization nodes)")
 	fs.StringVar(&c.opt.Spec.Model, "arch", "", "network of the file (resnet20, vgg16, ...); default: the file's metadata (needed for PyTorch files)")
@@ -85,11 +86,44 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		c.opt.Words = v.Words()
 	}
-	desc, err := onnx.ExportFile(c.out, c.model, c.opt)
+	src := c.model
+	if _, statErr := os.Stat(src); statErr != nil && pretrained.Has(src) {
+		// A shipped model: its embedded file, written where ExportFile
+		// can read it.
+		if src, err = shippedFile(src); err != nil {
+			fmt.Fprintf(stderr, "export: %v\n", err)
+			return exitError
+		}
+		defer os.Remove(src)
+	}
+	desc, err := onnx.ExportFile(c.out, src, c.opt)
 	if err != nil {
 		fmt.Fprintf(stderr, "export: %v\n", err)
 		return exitError
 	}
 	fmt.Fprintf(stdout, "wrote %s: %s\n", c.out, desc)
 	return exitOK
+}
+
+// shippedFile writes the shipped model name to a temporary file and
+// returns its path.
+func shippedFile(name string) (string, error) {
+	b, err := pretrained.Bytes(name)
+	if err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp("", "export-"+name+"-*.safetensors")
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
 }

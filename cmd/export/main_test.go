@@ -38,6 +38,8 @@ func TestRun(t *testing.T) {
 	}{
 		{[]string{"-model", model, "-out", out}, exitOK, "resnet20 width 0.25 shortcut A, 10 classes"},
 		{[]string{"-model", model, "-out", out, "-fold-bn"}, exitOK, "resnet20 width 0.25"},
+		// A shipped model by its name, as cmd/serve takes it (issue 35).
+		{[]string{"-model", "resnet20-sparse", "-out", out}, exitOK, "resnet20"},
 		{[]string{"-model", lm, "-out", out, "-vocab", train}, exitOK, "LSTM language model: vocabulary 4"},
 		{[]string{"-model", lm, "-out", out, "-vocab", filepath.Join(dir, "none.txt")}, exitError, "-vocab"},
 		{[]string{"-model", model, "-out", out, "-arch", "vgg16"}, exitError, "export: onnx: "},
