@@ -30,7 +30,7 @@ const rules = `
 NONE
 < internal/cpu, internal/atomicfile, internal/cli, internal/dirs,
   internal/procstat, internal/neonenc, internal/cifarinfo, internal/readme,
-  internal/layers, internal/parallel;
+  internal/layers, internal/parallel, internal/regfile, internal/jsonschema;
 internal/cpu < internal/impl;
 internal/cpu, internal/impl, internal/parallel < INTERNALS;
 
@@ -47,7 +47,7 @@ internal/cifarinfo, internal/dirs < datasets, datasets/cifar10, datasets/ptb < D
 
 # Models and files: layers, the paper's networks, model files. Never
 # optim or datasets.
-internal/atomicfile < nn/checkpoint/safetensors;
+internal/atomicfile, internal/regfile < nn/checkpoint/safetensors;
 autograd, internal/cifarinfo < nn < nn/internal/nntest;
 nn, nn/checkpoint/safetensors < nn/checkpoint;
 nn/checkpoint < nn/models;
@@ -67,7 +67,7 @@ autograd, optim/schedule, optim/prox < optim < OPTIM;
 # Training and serving libraries.
 MODELS, OPTIM, internal/dirs < nn/train;
 nn/train, internal/cli < nn/train/traintest; # helpers for the programs' tests
-INFERENCE < nn/infer/serve;
+INFERENCE, internal/regfile < nn/infer/serve;
 nn/train, nn/infer/serve, INFERENCE < LIBRARY;
 
 # The application: what the programs share. Nothing but programs imports it.

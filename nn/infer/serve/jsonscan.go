@@ -75,6 +75,21 @@ func (s *scanner) expect(c byte, what string) error {
 	return nil
 }
 
+// next reads what follows an element of an array or object that end
+// closes: true after ',' (another element follows), false after end.
+// after names the element for the error.
+func (s *scanner) next(end byte, after string) (bool, error) {
+	switch s.peek() {
+	case ',':
+		s.i++
+		return true, nil
+	case end:
+		s.i++
+		return false, nil
+	}
+	return false, s.errAt("want ',' or '%c' after %s, found %s", end, after, s.describe())
+}
+
 // object reads an object of at most maxKeys members; fn reads the value
 // of each key. A repeated key is an error.
 func (s *scanner) object(maxKeys int, fn func(key string) error) error {
@@ -109,14 +124,8 @@ func (s *scanner) object(maxKeys int, fn func(key string) error) error {
 		if err := fn(key); err != nil {
 			return err
 		}
-		switch s.peek() {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return nil
-		default:
-			return s.errAt("want ',' or '}' after the value of %q, found %s", key, s.describe())
+		if more, err := s.next('}', "the value of "+strconv.Quote(key)); !more {
+			return err
 		}
 	}
 }
@@ -138,14 +147,8 @@ func (s *scanner) array(max int, what string, fn func(i int) error) error {
 		if err := fn(i); err != nil {
 			return err
 		}
-		switch s.peek() {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
-			return nil
-		default:
-			return s.errAt("want ',' or ']' after element %d of %s, found %s", i, what, s.describe())
+		if more, err := s.next(']', fmt.Sprintf("element %d of %s", i, what)); !more {
+			return err
 		}
 	}
 }
@@ -322,14 +325,8 @@ func (s *scanner) skip(depth int) error {
 			if err := s.skip(depth - 1); err != nil {
 				return err
 			}
-			switch s.peek() {
-			case ',':
-				s.i++
-			case '}':
-				s.i++
-				return nil
-			default:
-				return s.errAt("want ',' or '}', found %s", s.describe())
+			if more, err := s.next('}', "a value"); !more {
+				return err
 			}
 		}
 	case c == '[':
@@ -342,14 +339,8 @@ func (s *scanner) skip(depth int) error {
 			if err := s.skip(depth - 1); err != nil {
 				return err
 			}
-			switch s.peek() {
-			case ',':
-				s.i++
-			case ']':
-				s.i++
-				return nil
-			default:
-				return s.errAt("want ',' or ']', found %s", s.describe())
+			if more, err := s.next(']', "an element"); !more {
+				return err
 			}
 		}
 	case c == '"':
