@@ -1,15 +1,16 @@
 package train_test
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/proxgen/proxgen/nn/train"
 )
@@ -19,8 +20,9 @@ import (
 const lockHelperEnv = "PROXGEN_TRAIN_LOCK_HELPER"
 
 // lockHelper takes the lock of dir (with flock unless
-// PROXGEN_TRAIN_LOCK_EXCL is set), holds it for 200 ms and exits 0, or
-// prints the error and exits 1.
+// PROXGEN_TRAIN_LOCK_EXCL is set), prints "locked", holds it until its
+// standard input ends (the test has seen both processes try) and exits 0,
+// or prints the error and exits 1.
 func lockHelper(dir string) {
 	var l *train.Lock
 	var err error
@@ -34,7 +36,7 @@ func lockHelper(dir string) {
 		os.Exit(1)
 	}
 	fmt.Println("locked")
-	time.Sleep(200 * time.Millisecond)
+	io.Copy(io.Discard, os.Stdin)
 	if err := l.Release(); err != nil {
 		fmt.Println(err)
 		os.Exit(2)
@@ -44,33 +46,60 @@ func lockHelper(dir string) {
 
 // TestLockTwoProcesses starts two processes at once on one run folder,
 // several times, with flock and with the exclusive-create lock: exactly
-// one gets it each time, the other exits 1 naming the holder's pid.
+// one gets it each time, the other exits 1 naming the holder's pid. The
+// holder keeps the lock until both have tried, however slowly a loaded
+// machine starts them.
 func TestLockTwoProcesses(t *testing.T) {
 	for _, mode := range []string{"flock", "exclusive"} {
 		for trial := range 4 {
 			dir := filepath.Join(t.TempDir(), "run")
-			var wg sync.WaitGroup
 			outs := make([]string, 2)
 			codes := make([]int, 2)
 			pids := make([]int, 2)
-			start := make(chan struct{})
+			cmds := make([]*exec.Cmd, 2)
+			stdins := make([]io.WriteCloser, 2)
+			var tried, exited sync.WaitGroup
 			for i := range 2 {
 				cmd := exec.Command(os.Args[0], "-test.run=^$")
 				cmd.Env = append(os.Environ(), lockHelperEnv+"="+dir)
 				if mode == "exclusive" {
 					cmd.Env = append(cmd.Env, "PROXGEN_TRAIN_LOCK_EXCL=1")
 				}
-				wg.Add(1)
+				in, err := cmd.StdinPipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, err := cmd.StdoutPipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				cmds[i], stdins[i] = cmd, in
+				tried.Add(1)
+				exited.Add(1)
 				go func() {
-					defer wg.Done()
-					<-start
-					out, _ := cmd.Output()
-					outs[i], codes[i] = string(out), cmd.ProcessState.ExitCode()
-					pids[i] = cmd.Process.Pid
+					defer exited.Done()
+					r := bufio.NewReader(out)
+					first, _ := r.ReadString('\n') // "locked", or the error
+					tried.Done()
+					rest, _ := io.ReadAll(r)
+					outs[i] = first + string(rest)
 				}()
 			}
-			close(start)
-			wg.Wait()
+			for i := range 2 {
+				if err := cmds[i].Start(); err != nil {
+					t.Fatal(err)
+				}
+				pids[i] = cmds[i].Process.Pid
+			}
+			tried.Wait()
+			for i := range 2 {
+				stdins[i].Close()
+			}
+			exited.Wait()
+			for i := range 2 {
+				cmds[i].Wait()
+				codes[i] = cmds[i].ProcessState.ExitCode()
+			}
 			winner := -1
 			for i := range 2 {
 				if codes[i] == 0 && strings.TrimSpace(outs[i]) == "locked" {
