@@ -23,6 +23,7 @@ RUNS = [
     ("proxgen-gl21", "**ProxGen** group lasso, compacted"),
     ("proxgen-binary", "**ProxGen** binary (W-shaped ℓ1), step 0.01"),
     ("proxgen-binary-lr1e-3", "**ProxGen** binary (W-shaped ℓ1), step 1e-3"),
+    ("proxgen-binary-recal", "**ProxGen** binary (W-shaped ℓ1), 9 epochs, recalibrated"),
     ("proxquant", "ProxQuant"),
     ("bc", "BinaryConnect"),
 ]
