@@ -24,6 +24,7 @@ RUNS = [
     ("proxgen-binary", "**ProxGen** binary (W-shaped ℓ1), step 0.01"),
     ("proxgen-binary-lr1e-3", "**ProxGen** binary (W-shaped ℓ1), step 1e-3"),
     ("proxgen-binary-recal", "**ProxGen** binary (W-shaped ℓ1), 9 epochs, recalibrated"),
+    ("proxgen-binary-bn5", "**ProxGen** binary, step 1e-3, + 5 batch-norm epochs"),
     ("proxquant", "ProxQuant"),
     ("bc", "BinaryConnect"),
 ]
