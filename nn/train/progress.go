@@ -464,16 +464,49 @@ func WrapFields(columns int, indent string, fields []string) string {
 }
 
 // WrapText returns each line of text that fits in columns-1 columns as it
-// is, and wraps a longer one at its spaces with WrapFields, keeping its
-// indentation (runs of spaces inside it become one).
+// is, and wraps a longer one with WrapFields, keeping its indentation: at
+// the ends of its comma-separated phrases ("86.36% exactly zero, 86.38%
+// below 1e-3") when each phrase fits on a line after indent, at its spaces
+// otherwise (runs of spaces between words then become one).
 func WrapText(columns int, indent, text string) string {
+	limit := max(columns-1, 20)
 	lines := strings.Split(text, "\n")
 	for i, l := range lines {
-		if utf8.RuneCountInString(l) > max(columns-1, 20) {
-			fields := strings.Fields(l)
-			fields[0] = l[:len(l)-len(strings.TrimLeft(l, " "))] + fields[0] // keep the indentation
-			lines[i] = WrapFields(columns, indent, fields)
+		if utf8.RuneCountInString(l) <= limit {
+			continue
 		}
+		lead := l[:len(l)-len(strings.TrimLeft(l, " "))]
+		if phrases := splitPhrases(l); phrases != nil && fitPhrases(phrases, limit-utf8.RuneCountInString(indent)) {
+			lines[i] = WrapFields(columns, indent, phrases)
+			continue
+		}
+		fields := strings.Fields(l)
+		fields[0] = lead + fields[0] // keep the indentation
+		lines[i] = WrapFields(columns, indent, fields)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// splitPhrases splits l after each ", " into phrases that keep their comma
+// (the first keeps l's indentation), or returns nil when l has no ", ".
+func splitPhrases(l string) []string {
+	parts := strings.Split(l, ", ")
+	if len(parts) < 2 {
+		return nil
+	}
+	for i := range parts[:len(parts)-1] {
+		parts[i] += ","
+	}
+	return parts
+}
+
+// fitPhrases reports whether every phrase after the first fits in width
+// columns (the first starts the line and may be longer).
+func fitPhrases(phrases []string, width int) bool {
+	for _, p := range phrases[1:] {
+		if utf8.RuneCountInString(p) > width {
+			return false
+		}
+	}
+	return true
 }

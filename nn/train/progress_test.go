@@ -203,3 +203,25 @@ func TestWrapText(t *testing.T) {
 		}
 	}
 }
+
+// TestWrapTextPhrases: a summary line wraps after its commas, never inside
+// a phrase, and keeps its words.
+func TestWrapTextPhrases(t *testing.T) {
+	text := "weights           86.36% exactly zero, 86.38% below 1e-3, 86.90% below 1e-2, 0.00% at ±1"
+	got := WrapText(50, strings.Repeat(" ", 18), text)
+	lines := strings.Split(got, "\n")
+	if len(lines) < 2 {
+		t.Fatalf("not wrapped at 50 columns: %q", got)
+	}
+	for i, l := range lines {
+		if utf8.RuneCountInString(l) > 49 {
+			t.Errorf("line of %d columns: %q", utf8.RuneCountInString(l), l)
+		}
+		if i < len(lines)-1 && !strings.HasSuffix(l, ",") {
+			t.Errorf("line %d ends inside a phrase: %q", i, l)
+		}
+	}
+	if strings.Join(strings.Fields(got), " ") != strings.Join(strings.Fields(text), " ") {
+		t.Errorf("words changed: %q", got)
+	}
+}
