@@ -202,15 +202,11 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 // result. It returns flag.ErrHelp for -h.
 func parseConfig(args []string, out io.Writer) (*config, error) {
 	c := defaultConfig()
-	fs := newFlagSet(c, out)
-	if err := fs.Parse(args); err != nil {
+	explicit, err := experiment.ParseFlags(newFlagSet(c, out), args)
+	if err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q (all settings are flags)", fs.Arg(0))
-	}
-	c.explicit = map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { c.explicit[f.Name] = true })
+	c.explicit = explicit
 	if msg := prox.Deprecation(c.Reg); msg != "" && c.explicit["reg"] {
 		fmt.Fprintf(out, "cifar: warning: -reg: %s\n", msg)
 	}

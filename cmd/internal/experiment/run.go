@@ -111,3 +111,18 @@ func DecodeHistory[T any](lines []json.RawMessage) ([]T, error) {
 // size for the whole process, and returns the number and a function
 // restoring the previous settings.
 func SetThreads(n int) (int, func()) { return compute.SetThreads(n) }
+
+// ParseFlags parses args with fs and returns the names of the flags that
+// were given; an argument left over is a usage error (every setting of a
+// training program is a flag).
+func ParseFlags(fs *flag.FlagSet, args []string) (explicit map[string]bool, err error) {
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, cli.Usagef("unexpected argument %q (all settings are flags)", fs.Arg(0))
+	}
+	explicit = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+	return explicit, nil
+}

@@ -131,15 +131,11 @@ func newFlagSet(c *config, stderr io.Writer) *flag.FlagSet {
 // parseConfig parses the command line. Usage and flag errors go to stderr.
 func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	c := defaultConfig()
-	fs := newFlagSet(c, stderr)
-	if err := fs.Parse(args); err != nil {
+	explicit, err := experiment.ParseFlags(newFlagSet(c, stderr), args)
+	if err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, usageError("unexpected argument %q", fs.Arg(0))
-	}
-	c.explicit = map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { c.explicit[f.Name] = true })
+	c.explicit = explicit
 	if c.Resume {
 		if c.Out == "" {
 			return nil, usageError("-resume needs -out, the run folder")
