@@ -1,0 +1,76 @@
+//go:build !purego
+
+package blas
+
+import (
+	"github.com/proxgen/proxgen/internal/cpu"
+	"github.com/proxgen/proxgen/internal/impl"
+)
+
+//go:generate go run gen_bf16.go
+
+// useBF16 says whether the AVX512_BF16 kernel and packing routine of
+// SgemmBF16 may run: what the CPU and operating system support, which
+// only tests change, through internal/impl (package "blasbf16", implementation "avx512bf16").
+var useBF16 = cpu.X86.AVX512BF16
+
+func init() { impl.Register("blasbf16", "avx512bf16", &useBF16) }
+
+// bf16KernelAVX512 computes the rows×bf16NR tile C = alpha·A·B + beta·C
+// (columns in mask) from kp >= 1 packed pairs.
+//
+//go:noescape
+func bf16KernelAVX512(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32, rows int, mask uint32)
+
+// bf16PackPairsAVX512 packs kp pairs of rows (and, if odd != 0, one last
+// row paired with zero) of groups·16 columns: the columns set in lmask are
+// read, the others taken as zero, and the words of the columns set in
+// smask are stored (width per pair).
+//
+//go:noescape
+func bf16PackPairsAVX512(dst *uint32, src *float32, ld, kp, odd, width, groups int, lmask, smask uint32)
+
+// bf16KernelAsm runs bf16Kernel's tile in assembly and reports true, or
+// reports false if the kernel is not enabled.
+func bf16KernelAsm(kp int, ap, bp []uint32, c []float32, ldc int, alpha, beta float32, rows, cols int) bool {
+	if !useBF16 || kp == 0 {
+		return false
+	}
+	bf16KernelAVX512(kp, &ap[0], &bp[0], &c[0], ldc, alpha, beta, rows, uint32(1)<<cols-1)
+	return true
+}
+
+// bf16PackAsm is bf16PackContiguous in assembly for width 8, 16 or 32; it
+// reports false, having done nothing, if it is not enabled or cannot
+// handle the arguments.
+func bf16PackAsm(src []float32, ld, kcb, w, width int, dst []uint32) bool {
+	if !useBF16 || kcb == 0 || w == 0 || (width != 8 && width != 16 && width != 32) {
+		return false
+	}
+	kp := (kcb + 1) / 2
+	_ = src[(kcb-1)*ld+w-1]
+	_ = dst[kp*width-1]
+	bf16PackPairsAVX512(&dst[0], &src[0], ld, kcb/2, kcb%2, width, (width+15)/16, uint32(uint64(1)<<w-1), uint32(uint64(1)<<width-1))
+	return true
+}
+
+// bf16PackPanelsAVX512 packs np whole panels of 32 columns of kp pairs of
+// rows (and, if odd != 0, one last row paired with zero) as
+// bf16PackPairsAVX512 packs one, walking each pair of rows once.
+//
+//go:noescape
+func bf16PackPanelsAVX512(dst *uint32, src *float32, ld, kp, odd, np int)
+
+// bf16PackPanelsAsm packs np whole consecutive panels of bf16NR columns
+// (rows src[p*ld:], p < kcb) into dst, panel t at t·⌈kcb/2⌉·bf16NR, as
+// bf16PackContiguous packs each; it reports false, having done nothing,
+// if the assembly is not enabled.
+func bf16PackPanelsAsm(src []float32, ld, kcb, np int, dst []uint32) bool {
+	if !useBF16 || kcb == 0 || np == 0 {
+		return false
+	}
+	_ = src[(kcb-1)*ld+np*bf16NR-1]
+	_ = dst[np*((kcb+1)/2)*bf16NR-1]
+	bf16PackPanelsAVX512(&dst[0], &src[0], ld, kcb/2, kcb%2, np)
+	return true
+}

@@ -1,0 +1,14 @@
+//go:build !amd64 || purego
+
+package blas
+
+// useBF16: no bfloat16 assembly on this platform.
+var useBF16 = false
+
+func bf16KernelAsm(kp int, ap, bp []uint32, c []float32, ldc int, alpha, beta float32, rows, cols int) bool {
+	return false
+}
+
+func bf16PackAsm(src []float32, ld, kcb, w, width int, dst []uint32) bool { return false }
+
+func bf16PackPanelsAsm(src []float32, ld, kcb, np int, dst []uint32) bool { return false }

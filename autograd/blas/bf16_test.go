@@ -1,0 +1,235 @@
+package blas
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/proxgen/proxgen/internal/impl"
+	"github.com/proxgen/proxgen/internal/parallel"
+)
+
+// TestToBF16 checks the rounding of ToBF16 on values whose result is
+// known, ties and special values included.
+func TestToBF16(t *testing.T) {
+	cases := []struct {
+		in   uint32
+		want uint16
+	}{
+		{0x3f800000, 0x3f80}, // 1
+		{0x3f808000, 0x3f80}, // tie, even below
+		{0x3f818000, 0x3f82}, // tie, even above
+		{0x3f808001, 0x3f81}, // above the tie
+		{0x3f807fff, 0x3f80}, // below the tie
+		{0x7f7fffff, 0x7f80}, // the largest float32 rounds to +Inf
+		{0x7f800000, 0x7f80}, // +Inf
+		{0xff800000, 0xff80}, // -Inf
+		{0x7f800001, 0x7fc0}, // signalling NaN made quiet
+		{0xffc00000, 0xffc0}, // quiet NaN
+		{0x00000001, 0x0000}, // denormal to +0
+		{0x807fffff, 0x8000}, // denormal to -0
+		{0x00800000, 0x0080}, // the smallest normal
+		{0x80000000, 0x8000}, // -0
+	}
+	for _, c := range cases {
+		if got := ToBF16(math.Float32frombits(c.in)); got != c.want {
+			t.Errorf("ToBF16(%#08x) = %#04x, want %#04x", c.in, got, c.want)
+		}
+	}
+}
+
+// bf16Values returns n values spread over many binades, with the special
+// values of TestToBF16 among them if special, so that the rounding of
+// every step of the contract shows.
+func bf16Values(rng *rand.Rand, n int, special bool) []float32 {
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = float32(rng.NormFloat64() * math.Ldexp(1, rng.IntN(24)-12))
+	}
+	if special {
+		sp := []uint32{0x3f808000, 0x3f818000, 0x7f800001, 0x00000001, 0x807fffff, 0x80000000, 0x7f7fffff}
+		for i, u := range sp {
+			s[(i*7919)%n] = math.Float32frombits(u)
+		}
+	}
+	return s
+}
+
+// TestBF16PackImpl packs the same matrices with every implementation and
+// compares the words, special values included.
+func TestBF16PackImpl(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, width := range []int{8, 16, 32} {
+		for _, w := range []int{1, 5, 8, 13, 16, 17, 32} {
+			for _, kcb := range []int{1, 2, 7, 64} {
+				if w > width {
+					continue
+				}
+				ld := w + 3
+				src := bf16Values(rng, kcb*ld, true)
+				kp := (kcb + 1) / 2
+				var want []uint32
+				impl.ForEach("blasbf16", func(name string) {
+					dst := make([]uint32, kp*width)
+					for i := range dst {
+						dst[i] = 0xdeadbeef
+					}
+					bf16PackContiguous(src, ld, kcb, w, width, dst)
+					if want == nil {
+						want = dst
+						for q := 0; q < kp; q++ {
+							for j := 0; j < width; j++ {
+								var x, y float32
+								if j < w {
+									x = src[2*q*ld+j]
+									if 2*q+1 < kcb {
+										y = src[(2*q+1)*ld+j]
+									}
+								}
+								if g, e := dst[q*width+j], pairOf(x, y); g != e {
+									t.Fatalf("generic pack width %d w %d kcb %d: pair %d column %d = %#x, want %#x", width, w, kcb, q, j, g, e)
+								}
+							}
+						}
+						return
+					}
+					for i := range dst {
+						if dst[i] != want[i] {
+							t.Fatalf("%s pack width %d w %d kcb %d: word %d = %#x, generic %#x", name, width, w, kcb, i, dst[i], want[i])
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// contractGemm computes SgemmBF16's result by its documented contract,
+// one element at a time, for comparison with the blocked driver.
+func contractGemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) []float32 {
+	out := make([]float32, m*n)
+	at := func(i, p int) float32 {
+		if p >= k {
+			return 0
+		}
+		if transA {
+			return a[p*lda+i]
+		}
+		return a[i*lda+p]
+	}
+	bt := func(p, j int) float32 {
+		if p >= k {
+			return 0
+		}
+		if transB {
+			return b[j*ldb+p]
+		}
+		return b[p*ldb+j]
+	}
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			cv := c[i*ldc+j]
+			for pc := 0; pc < k; pc += bf16KC {
+				var acc float32
+				for p := pc; p < min(pc+bf16KC, k); p += 2 {
+					acc = dotPair(acc, pairOf(at(i, p), at(i, p+1)), pairOf(bt(p, j), bt(p+1, j)))
+				}
+				be := beta
+				if pc > 0 {
+					be = 1
+				}
+				if be == 0 {
+					cv = alpha * acc
+				} else {
+					cv = float32(alpha*acc) + float32(be*cv)
+				}
+			}
+			out[i*n+j] = cv
+		}
+	}
+	return out
+}
+
+var bf16Cases = []gemmCase{
+	{false, false, 8, 32, 2, 1, 0, 0},
+	{false, false, 17, 45, 31, 1, 0, 0},
+	{true, false, 16, 100, 144, 1, 1, 0},
+	{false, true, 33, 70, 401, 0.5, -2, 0},
+	{true, true, 9, 33, 777, 1, 0, 0},
+	{false, false, 200, 97, 900, 1, 0.25, 0},
+	{true, false, 64, 1100, 576, 1, 0, 0},
+}
+
+// TestSgemmBF16 checks every implementation of SgemmBF16 against the
+// documented contract bit for bit (values over many binades, so that
+// the order of the roundings shows), and against the float64 product
+// within bfloat16's precision, with 1 and several workers.
+func TestSgemmBF16(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range bf16Cases {
+		m, n, k := tc.m, tc.n, tc.k
+		ar, ac := m, k
+		if tc.transA {
+			ar, ac = k, m
+		}
+		br, bc := k, n
+		if tc.transB {
+			br, bc = n, k
+		}
+		lda, ldb, ldc := ac+1, bc+2, n+3
+		a := bf16Values(rng, ar*lda, false)
+		b := bf16Values(rng, br*ldb, false)
+		c0 := bf16Values(rng, m*ldc, false)
+		want := contractGemm(tc.transA, tc.transB, m, n, k, tc.alpha, a, lda, b, ldb, tc.beta, c0, ldc)
+		name := fmt.Sprintf("%v", tc)
+		impl.ForEach("blasbf16", func(impName string) {
+			for _, workers := range []int{1, 2, 3} {
+				prev := parallel.SetWorkers(workers)
+				c := append([]float32(nil), c0...)
+				SgemmBF16(tc.transA, tc.transB, m, n, k, tc.alpha, a, lda, b, ldb, tc.beta, c, ldc)
+				parallel.SetWorkers(prev)
+				for i := 0; i < m; i++ {
+					for j := 0; j < n; j++ {
+						if g, w := c[i*ldc+j], want[i*n+j]; math.Float32bits(g) != math.Float32bits(w) {
+							t.Fatalf("%s %s workers %d: C[%d][%d] = %v, contract %v", impName, name, workers, i, j, g, w)
+						}
+					}
+					for j := n; j < ldc && i*ldc+j < len(c); j++ {
+						if c[i*ldc+j] != c0[i*ldc+j] {
+							t.Fatalf("%s %s: C[%d][%d] past n changed", impName, name, i, j)
+						}
+					}
+				}
+			}
+		})
+		// Against the exact product: each operand is off by at most
+		// 2⁻⁸ relatively (half a unit in the last of 8 significant
+		// bits), each product by about 2⁻⁷, and the float32 sums add far
+		// less.
+		ref, mag := refGemm(tc.transA, tc.transB, m, n, k, tc.alpha, a, lda, b, ldb, tc.beta, c0, ldc)
+		for i := 0; i < m; i++ {
+			for j := 0; j < n; j++ {
+				if d := math.Abs(float64(want[i*n+j]) - ref[i*n+j]); d > 1e-2*mag[i*n+j] {
+					t.Fatalf("%s: C[%d][%d] = %v, float64 %v: off by %.3g of %.3g", name, i, j, want[i*n+j], ref[i*n+j], d, mag[i*n+j])
+				}
+			}
+		}
+	}
+}
+
+// TestSgemmBF16Serial checks that the serial entry point gives the same
+// values.
+func TestSgemmBF16Serial(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	m, n, k := 40, 300, 500
+	a, b := randSlice(rng, m*k), randSlice(rng, k*n)
+	c1, c2 := make([]float32, m*n), make([]float32, m*n)
+	SgemmBF16(false, false, m, n, k, 1, a, k, b, n, 0, c1, n)
+	SgemmBF16Serial(false, false, m, n, k, 1, a, k, b, n, 0, c2, n)
+	for i := range c1 {
+		if math.Float32bits(c1[i]) != math.Float32bits(c2[i]) {
+			t.Fatalf("C[%d]: SgemmBF16 %v, SgemmBF16Serial %v", i, c1[i], c2[i])
+		}
+	}
+}
