@@ -64,6 +64,11 @@ func Conv2d(x, w, b *Tensor, stride, padding, dilation int) *Tensor {
 // 16 multiplications per 2×2 outputs instead of 36; its results differ
 // from im2col's only in rounding (about 4e-6 at most on outputs of unit
 // scale with 512 channels, docs/benchmarks.md).
+//
+// In a context with Precision BF16 (on a CPU with AVX512_BF16) all three
+// products, the output and both gradients, run through im2col and
+// blas.SgemmBF16: operands rounded to bfloat16, products accumulated in
+// float32; still bit-identical for every number of workers.
 func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 	g := convGeometry(x, w, b, cfg)
 	n, cout := x.shape[0], w.shape[0]
@@ -71,6 +76,10 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 	xSize, ySize := g.c*g.h*g.w, cout*p
 
 	c := contextOf("Conv2d", x, w, b)
+	if c.bf16() {
+		// All three products on im2col matrices, which SgemmBF16 packs.
+		g.bf16, g.algo = true, algoIm2col
+	}
 	out := c.empty(n, cout, g.ho, g.wo) // every element is written below
 	// The GEMMs read the filters as op(A) = (Wᵀ)ᵀ: packing a transposed
 	// operand is a plain copy, and the transpose (or Winograd's filter
@@ -98,7 +107,7 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 	}
 	defer partialScratch.put(wT)
 	serial := serialGemm(parallel.Chunks(n, gs))
-	gemm := gemmOf(serial)
+	gemm := gemmOf(g.bf16, serial)
 	var bias []float32
 	if b != nil {
 		bias = b.Data
@@ -297,7 +306,7 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 				c: cout, h: g.ho, w: g.wo, kh: g.kh, kw: g.kw, sh: 1, sw: 1,
 				ph: g.dh*(g.kh-1) - g.ph, pw: g.dw*(g.kw-1) - g.pw,
 				dh: g.dh, dw: g.dw, ho: g.h, wo: g.w,
-				rows: cout * g.kh * g.kw, cols: hw, algo: g.algo,
+				rows: cout * g.kh * g.kw, cols: hw, algo: g.algo, bf16: g.bf16,
 			}
 			if wino = useWinograd(gd, n, g.c); wino {
 				wf = partialScratch.get(winoFiltersSize(g.c, cout))
@@ -335,7 +344,7 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 			case gather:
 				merge.done(lo/ws, weightGradGather(g, gp, x.Data, gy, lo, hi, ws))
 			case wide:
-				merge.done(lo/ws, weightGradWide(gemmOf(serial), g, cout, x.Data, gy, lo, hi))
+				merge.done(lo/ws, weightGradWide(gemmOf(g.bf16, serial), g, cout, x.Data, gy, lo, hi))
 			default:
 				merge.done(lo/ws, weightGradGroup(serial, g, cout, x.Data, gy, lo, hi))
 			}
@@ -360,7 +369,7 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 		gs = winoGroupSize(gd)
 	}
 	serial := serialGemm(parallel.Chunks(n, gs))
-	gemm := gemmOf(serial)
+	gemm := gemmOf(g.bf16, serial)
 	parallel.For(n, gs, func(lo, hi int) {
 		if wino {
 			winoGroup(serial, gd, g.c, u, gy, ySize, gx, xSize, lo, hi, !overwrite, nil)
@@ -387,7 +396,16 @@ func weightGradGroup(serial bool, g *convGeom, cout int, x, gy []float32, lo, hi
 	xSize, ySize := g.c*hw, cout*p
 	kk := cnt * p // GEMM depth: the output positions of all images
 	var pa *blas.PackedA
-	if cnt > 1 {
+	var a []float32 // the output gradients side by side, for SgemmBF16
+	if cnt > 1 && g.bf16 {
+		a = colScratch.get(cout * kk)
+		defer colScratch.put(a)
+		for j := 0; j < cnt; j++ {
+			for o := 0; o < cout; o++ {
+				copy(a[o*kk+j*p:o*kk+(j+1)*p], gy[(lo+j)*ySize+o*p:(lo+j)*ySize+(o+1)*p])
+			}
+		}
+	} else if cnt > 1 {
 		// The images' output gradients side by side (cout × kk), packed
 		// for the GEMM straight from each image's cout × p block.
 		e := blas.Default()
@@ -416,9 +434,12 @@ func weightGradGroup(serial bool, g *convGeom, cout int, x, gy []float32, lo, hi
 		im2colT(g, xT, block)
 	}
 	part := partialScratch.get(cout * k)
-	if pa == nil {
-		gemmOf(serial)(false, false, cout, k, kk, 1, gy[lo*ySize:hi*ySize], kk, colT, k, 0, part, k)
-	} else {
+	switch {
+	case a != nil:
+		gemmOf(true, serial)(false, false, cout, k, kk, 1, a, kk, colT, k, 0, part, k)
+	case pa == nil:
+		gemmOf(g.bf16, serial)(false, false, cout, k, kk, 1, gy[lo*ySize:hi*ySize], kk, colT, k, 0, part, k)
+	default:
 		packedProduct(serial, pa, k, colT, part)
 	}
 	return part
@@ -432,7 +453,7 @@ func weightGradGroup(serial bool, g *convGeom, cout int, x, gy []float32, lo, hi
 // transposed layout; from 32 filters on, the GEMMs are equally fast and
 // the extra columns of the wide grid make weightGradWide the slower.
 func wideWeightGrad(g *convGeom, cout int) bool {
-	return g.wide() && !g.direct() && cout < 32
+	return g.wide() && !g.direct() && cout < 32 && !g.bf16
 }
 
 // weightGradWide returns, in a buffer from partialScratch, the weight
@@ -559,9 +580,15 @@ func (g *convGeom) direct() bool {
 // results.
 func serialGemm(chunks int) bool { return chunks >= parallel.Workers() }
 
-// gemmOf returns blas.SgemmSerial if serial, else blas.Sgemm.
-func gemmOf(serial bool) gemmFunc {
-	if serial {
+// gemmOf returns blas.SgemmSerial if serial, else blas.Sgemm, or their
+// bfloat16 versions if bf16.
+func gemmOf(bf16, serial bool) gemmFunc {
+	switch {
+	case bf16 && serial:
+		return blas.SgemmBF16Serial
+	case bf16:
+		return blas.SgemmBF16
+	case serial:
 		return blas.SgemmSerial
 	}
 	return blas.Sgemm
