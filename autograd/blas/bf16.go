@@ -167,18 +167,47 @@ func bf16PackStrided(src []float32, ld, kcb, w, width int, dst []uint32) {
 }
 
 // bf16PackA packs rows [i0, i0+mcb) and columns [pc, pc+kcb) of op(A) into
-// dst as panels of bf16MR rows of kp = ⌈kcb/2⌉ pairs.
+// dst as panels of bf16MR rows, each row its kp = ⌈kcb/2⌉ pairs in order:
+// pair q of row r of panel t at t·kp·bf16MR + r·kp + q; rows past mcb are
+// zero.
 func bf16PackA(transA bool, a []float32, lda, i0, mcb, pc, kcb int, dst []uint32) {
 	kp := (kcb + 1) / 2
 	for t := 0; t*bf16MR < mcb; t++ {
 		rows := min(bf16MR, mcb-t*bf16MR)
 		panel := dst[t*kp*bf16MR : (t+1)*kp*bf16MR]
 		base := i0 + t*bf16MR
-		if transA {
-			bf16PackContiguous(a[pc*lda+base:], lda, kcb, rows, bf16MR, panel)
-		} else {
-			bf16PackStrided(a[base*lda+pc:], lda, kcb, rows, bf16MR, panel)
+		clear(panel[rows*kp:])
+		switch {
+		case transA:
+			// op(A)[i][p] = a[p*lda+i]: each pair from two rows of a.
+			for r := 0; r < rows; r++ {
+				d := panel[r*kp : (r+1)*kp]
+				for q := range d {
+					x := a[(pc+2*q)*lda+base+r]
+					var y float32
+					if 2*q+1 < kcb {
+						y = a[(pc+2*q+1)*lda+base+r]
+					}
+					d[q] = pairOf(x, y)
+				}
+			}
+		case bf16PackRowsAsm(a[base*lda+pc:], lda, kcb, rows, panel):
+		default:
+			for r := 0; r < rows; r++ {
+				bf16PackRow(a[(base+r)*lda+pc:(base+r)*lda+pc+kcb], panel[r*kp:(r+1)*kp])
+			}
 		}
+	}
+}
+
+// bf16PackRow converts the values of row to its ⌈len(row)/2⌉ pairs in d.
+func bf16PackRow(row []float32, d []uint32) {
+	full := len(row) / 2
+	for q := 0; q < full; q++ {
+		d[q] = pairOf(row[2*q], row[2*q+1])
+	}
+	if full < len(d) {
+		d[full] = pairOf(row[len(row)-1], 0)
 	}
 }
 
@@ -204,7 +233,8 @@ func bf16PackB(transB bool, b []float32, ldb, j0, ncb, pc, kcb, t0, t1 int, dst 
 }
 
 // bf16Kernel computes the rows×cols corner of C = alpha·Ap·Bp + beta·C for
-// one bf16MR×bf16NR tile: ap and bp are packed panels of kp pairs.
+// one bf16MR×bf16NR tile: ap and bp are packed panels of kp pairs (ap row
+// by row, bp pair by pair).
 func bf16Kernel(kp int, ap, bp []uint32, c []float32, ldc int, alpha, beta float32, rows, cols int) {
 	_ = ap[kp*bf16MR-1]
 	_ = bp[kp*bf16NR-1]
@@ -214,10 +244,9 @@ func bf16Kernel(kp int, ap, bp []uint32, c []float32, ldc int, alpha, beta float
 	}
 	var acc [bf16MR][bf16NR]float32
 	for q := 0; q < kp; q++ {
-		a := (*[bf16MR]uint32)(ap[q*bf16MR:])
 		b := (*[bf16NR]uint32)(bp[q*bf16NR:])
 		for r := 0; r < rows; r++ {
-			ar, row := a[r], &acc[r]
+			ar, row := ap[r*kp+q], &acc[r]
 			for j := 0; j < cols; j++ {
 				row[j] = dotPair(row[j], ar, b[j])
 			}

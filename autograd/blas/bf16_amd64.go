@@ -74,3 +74,23 @@ func bf16PackPanelsAsm(src []float32, ld, kcb, np int, dst []uint32) bool {
 	bf16PackPanelsAVX512(&dst[0], &src[0], ld, kcb/2, kcb%2, np)
 	return true
 }
+
+// bf16PackRowsAVX512 converts rows rows of kcb values (ld apart) to
+// pairs, row r's kp = ⌈kcb/2⌉ pairs at dst[r*kp:].
+//
+//go:noescape
+func bf16PackRowsAVX512(dst *uint32, src *float32, ld, kp, rows, kcb int)
+
+// bf16PackRowsAsm packs rows rows of kcb values of src (ld apart) as
+// bf16PackRow packs each, row r at dst[r*⌈kcb/2⌉:]; it reports false,
+// having done nothing, if the assembly is not enabled.
+func bf16PackRowsAsm(src []float32, ld, kcb, rows int, dst []uint32) bool {
+	if !useBF16 || kcb == 0 || rows == 0 {
+		return false
+	}
+	kp := (kcb + 1) / 2
+	_ = src[(rows-1)*ld+kcb-1]
+	_ = dst[rows*kp-1]
+	bf16PackRowsAVX512(&dst[0], &src[0], ld, kp, rows, kcb)
+	return true
+}

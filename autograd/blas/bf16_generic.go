@@ -12,3 +12,5 @@ func bf16KernelAsm(kp int, ap, bp []uint32, c []float32, ldc int, alpha, beta fl
 func bf16PackAsm(src []float32, ld, kcb, w, width int, dst []uint32) bool { return false }
 
 func bf16PackPanelsAsm(src []float32, ld, kcb, np int, dst []uint32) bool { return false }
+
+func bf16PackRowsAsm(src []float32, ld, kcb, rows int, dst []uint32) bool { return false }

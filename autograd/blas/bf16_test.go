@@ -233,3 +233,47 @@ func TestSgemmBF16Serial(t *testing.T) {
 		}
 	}
 }
+
+// TestBF16PackAImpl packs blocks of A, both orientations, with every
+// implementation, special values included, and compares the words with
+// pairOf taken element by element.
+func TestBF16PackAImpl(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, transA := range []bool{false, true} {
+		for _, mcb := range []int{1, 8, 13} {
+			for _, kcb := range []int{1, 2, 31, 32, 33, 70} {
+				lda := max(mcb, kcb) + 5
+				a := bf16Values(rng, (mcb+kcb+3)*lda, true)
+				kp := (kcb + 1) / 2
+				impl.ForEach("blasbf16", func(name string) {
+					dst := make([]uint32, ceilDiv(mcb, bf16MR)*bf16MR*kp)
+					for i := range dst {
+						dst[i] = 0xdeadbeef
+					}
+					bf16PackA(transA, a, lda, 1, mcb, 2, kcb, dst)
+					for i := 0; i < ceilDiv(mcb, bf16MR)*bf16MR; i++ {
+						for q := 0; q < kp; q++ {
+							var x, y float32
+							if i < mcb {
+								at := func(p int) float32 {
+									if transA {
+										return a[(2+p)*lda+1+i]
+									}
+									return a[(1+i)*lda+2+p]
+								}
+								x = at(2 * q)
+								if 2*q+1 < kcb {
+									y = at(2*q + 1)
+								}
+							}
+							got := dst[(i/bf16MR)*kp*bf16MR+(i%bf16MR)*kp+q]
+							if want := pairOf(x, y); got != want {
+								t.Fatalf("%s transA=%v mcb %d kcb %d: row %d pair %d = %#x, want %#x", name, transA, mcb, kcb, i, q, got, want)
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
