@@ -341,6 +341,8 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 		wide := !gather && wideWeightGrad(g, cout)
 		parallel.For(n, ws, func(lo, hi int) {
 			switch {
+			case g.bf16:
+				merge.done(lo/ws, weightGradBF16(serial, g, cout, x.Data, gy, lo, hi))
 			case gather:
 				merge.done(lo/ws, weightGradGather(g, gp, x.Data, gy, lo, hi, ws))
 			case wide:
@@ -349,7 +351,7 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 				merge.done(lo/ws, weightGradGroup(serial, g, cout, x.Data, gy, lo, hi))
 			}
 		})
-		if gather || wide {
+		if gather || wide || g.bf16 {
 			addTo(w.grad(), acc)
 		} else {
 			addFilterGrad(g, cout, w.grad(), acc)
@@ -396,16 +398,7 @@ func weightGradGroup(serial bool, g *convGeom, cout int, x, gy []float32, lo, hi
 	xSize, ySize := g.c*hw, cout*p
 	kk := cnt * p // GEMM depth: the output positions of all images
 	var pa *blas.PackedA
-	var a []float32 // the output gradients side by side, for SgemmBF16
-	if cnt > 1 && g.bf16 {
-		a = colScratch.get(cout * kk)
-		defer colScratch.put(a)
-		for j := 0; j < cnt; j++ {
-			for o := 0; o < cout; o++ {
-				copy(a[o*kk+j*p:o*kk+(j+1)*p], gy[(lo+j)*ySize+o*p:(lo+j)*ySize+(o+1)*p])
-			}
-		}
-	} else if cnt > 1 {
+	if cnt > 1 {
 		// The images' output gradients side by side (cout × kk), packed
 		// for the GEMM straight from each image's cout × p block.
 		e := blas.Default()
@@ -435,13 +428,64 @@ func weightGradGroup(serial bool, g *convGeom, cout int, x, gy []float32, lo, hi
 	}
 	part := partialScratch.get(cout * k)
 	switch {
-	case a != nil:
-		gemmOf(true, serial)(false, false, cout, k, kk, 1, a, kk, colT, k, 0, part, k)
 	case pa == nil:
-		gemmOf(g.bf16, serial)(false, false, cout, k, kk, 1, gy[lo*ySize:hi*ySize], kk, colT, k, 0, part, k)
+		gemmOf(false, serial)(false, false, cout, k, kk, 1, gy[lo*ySize:hi*ySize], kk, colT, k, 0, part, k)
 	default:
 		packedProduct(serial, pa, k, colT, part)
 	}
+	return part
+}
+
+// weightGradBF16 returns, in a buffer from partialScratch, the weight
+// gradient Σ dY_i·col_iᵀ over the images i in [lo, hi) in the (Cout, Cin,
+// kh, kw) layout of the weights, computed in bfloat16 as its transpose
+// col·dYᵀ: the im2col matrices of the images side by side (wide for
+// stride 1, see im2colWide) are op(A), whose rows blas.SgemmBF16 converts
+// as they lie, and the output gradients transposed (zero in the extra
+// columns of the wide grid) are op(B), Cout columns wide.
+func weightGradBF16(serial bool, g *convGeom, cout int, x, gy []float32, lo, hi int) []float32 {
+	k, p, cnt := g.rows, g.cols, hi-lo
+	xSize, ySize := g.c*g.h*g.w, cout*p
+	wide := g.wide()
+	pitch := g.wo // columns per output row in col
+	if wide {
+		pitch = g.widePitch()
+	}
+	pp := g.ho * pitch
+	kk := cnt * pp // GEMM depth
+	col := colScratch.get(k * kk)
+	defer colScratch.put(col)
+	dyT := colScratch.get(kk * cout)
+	defer colScratch.put(dyT)
+	var pad, tmp []float32
+	if wide {
+		pad = colScratch.get(g.padSize())
+		defer colScratch.put(pad)
+		tmp = colScratch.get(p * cout)
+		defer colScratch.put(tmp)
+	}
+	for j := 0; j < cnt; j++ {
+		xi := x[(lo+j)*xSize : (lo+j+1)*xSize]
+		gyj := gy[(lo+j)*ySize : (lo+j+1)*ySize]
+		dst := dyT[j*pp*cout : (j+1)*pp*cout]
+		if !wide {
+			im2col(g, xi, col[j*pp:], kk)
+			transpose(cout, p, gyj, dst)
+			continue
+		}
+		im2colWide(g, xi, pad, col[j*pp:], kk)
+		transpose(cout, p, gyj, tmp)
+		for oh := 0; oh < g.ho; oh++ {
+			row := dst[oh*pitch*cout : (oh+1)*pitch*cout]
+			copy(row, tmp[oh*g.wo*cout:(oh+1)*g.wo*cout])
+			clear(row[g.wo*cout:])
+		}
+	}
+	partT := colScratch.get(k * cout)
+	defer colScratch.put(partT)
+	gemmOf(true, serial)(false, false, k, cout, kk, 1, col, kk, dyT, cout, 0, partT, cout)
+	part := partialScratch.get(cout * k)
+	transpose(k, cout, partT, part)
 	return part
 }
 

@@ -22,6 +22,13 @@ func init() { impl.Register("blasbf16", "avx512bf16", &useBF16) }
 //go:noescape
 func bf16KernelAVX512(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32, rows int, mask uint32)
 
+// bf16KernelHalfAVX512 is bf16KernelAVX512 for tiles whose columns all
+// lie in the first 16 (mask < 1<<16): it multiplies only the first half
+// of each row of the B panel.
+//
+//go:noescape
+func bf16KernelHalfAVX512(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32, rows int, mask uint32)
+
 // bf16PackPairsAVX512 packs kp pairs of rows (and, if odd != 0, one last
 // row paired with zero) of groups·16 columns: the columns set in lmask are
 // read, the others taken as zero, and the words of the columns set in
@@ -35,6 +42,10 @@ func bf16PackPairsAVX512(dst *uint32, src *float32, ld, kp, odd, width, groups i
 func bf16KernelAsm(kp int, ap, bp []uint32, c []float32, ldc int, alpha, beta float32, rows, cols int) bool {
 	if !useBF16 || kp == 0 {
 		return false
+	}
+	if cols <= 16 {
+		bf16KernelHalfAVX512(kp, &ap[0], &bp[0], &c[0], ldc, alpha, beta, rows, uint32(1)<<cols-1)
+		return true
 	}
 	bf16KernelAVX512(kp, &ap[0], &bp[0], &c[0], ldc, alpha, beta, rows, uint32(1)<<cols-1)
 	return true

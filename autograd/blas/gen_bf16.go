@@ -59,9 +59,13 @@ func cvt2(lo, hi, dst int) {
 
 const mr, nr = 8, 32
 
-func kernel() {
-	p("// func bf16KernelAVX512(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32, rows int, mask uint32)")
-	p("TEXT ·bf16KernelAVX512(SB), NOSPLIT, $0-60")
+// kernel emits the micro-kernel name for vecs (1 or 2) vectors of 16
+// columns per row: vecs 2 is the full 8×32 tile, vecs 1 the 8×16 tile for
+// panels whose second half is padding (C with at most 16 columns there).
+func kernel(name string, vecs int) {
+	acc := func(r, v int) int { return r*vecs + v }
+	p("// func %s(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32, rows int, mask uint32)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-60", name)
 	p("\tMOVQ kp+0(FP), CX")
 	p("\tMOVQ a+8(FP), AX")
 	p("\tMOVQ b+16(FP), BX")
@@ -71,19 +75,21 @@ func kernel() {
 	p("\tLEAQ (R8)(R8*2), R9")
 	p("\tLEAQ (R8)(R8*4), R10")
 	p("\tLEAQ (R9)(R8*4), R11")
-	for r := 0; r < 2*mr; r++ {
+	for r := 0; r < vecs*mr; r++ {
 		p("\tVPXORD Z%d, Z%d, Z%d", r, r, r)
 	}
 	p("loop:")
-	p("\tVMOVUPS (BX), Z16")
-	p("\tVMOVUPS 64(BX), Z17")
+	for v := 0; v < vecs; v++ {
+		p("\tVMOVUPS %d(BX), Z%d", 64*v, 16+v)
+	}
 	rowAddr := []string{"(AX)", "(AX)(R8*1)", "(AX)(R8*2)", "(AX)(R9*1)", "(AX)(R8*4)", "(AX)(R10*1)", "(AX)(R9*2)", "(AX)(R11*1)"}
 	for r := 0; r < mr; r++ {
 		p("\tVPBROADCASTD %s, Z%d", rowAddr[r], 18+r)
 	}
 	for r := 0; r < mr; r++ {
-		dpbf16(16, 18+r, 2*r)
-		dpbf16(17, 18+r, 2*r+1)
+		for v := 0; v < vecs; v++ {
+			dpbf16(16+v, 18+r, acc(r, v))
+		}
 	}
 	p("\tADDQ $4, AX")
 	p("\tADDQ $%d, BX", 4*nr)
@@ -104,11 +110,12 @@ func kernel() {
 	p("\tVUCOMISS X29, X31")
 	p("\tJNE accumulate")
 	p("\tJPS accumulate")
+	kmask := []string{"K1", "K2"}
 	for r := 0; r < mr; r++ {
-		p("\tVMULPS Z30, Z%d, Z%d", 2*r, 2*r)
-		p("\tVMULPS Z30, Z%d, Z%d", 2*r+1, 2*r+1)
-		p("\tVMOVUPS Z%d, K1, (DX)", 2*r)
-		p("\tVMOVUPS Z%d, K2, 64(DX)", 2*r+1)
+		for v := 0; v < vecs; v++ {
+			p("\tVMULPS Z30, Z%d, Z%d", acc(r, v), acc(r, v))
+			p("\tVMOVUPS Z%d, %s, %d(DX)", acc(r, v), kmask[v], 64*v)
+		}
 		if r < mr-1 {
 			p("\tDECQ R9")
 			p("\tJZ done")
@@ -118,16 +125,13 @@ func kernel() {
 	p("\tJMP done")
 	p("accumulate:")
 	for r := 0; r < mr; r++ {
-		p("\tVMOVUPS.Z (DX), K1, Z26")
-		p("\tVMOVUPS.Z 64(DX), K2, Z27")
-		p("\tVMULPS Z30, Z%d, Z%d", 2*r, 2*r)
-		p("\tVMULPS Z30, Z%d, Z%d", 2*r+1, 2*r+1)
-		p("\tVMULPS Z31, Z26, Z26")
-		p("\tVMULPS Z31, Z27, Z27")
-		p("\tVADDPS Z26, Z%d, Z%d", 2*r, 2*r)
-		p("\tVADDPS Z27, Z%d, Z%d", 2*r+1, 2*r+1)
-		p("\tVMOVUPS Z%d, K1, (DX)", 2*r)
-		p("\tVMOVUPS Z%d, K2, 64(DX)", 2*r+1)
+		for v := 0; v < vecs; v++ {
+			p("\tVMOVUPS.Z %d(DX), %s, Z%d", 64*v, kmask[v], 26+v)
+			p("\tVMULPS Z30, Z%d, Z%d", acc(r, v), acc(r, v))
+			p("\tVMULPS Z31, Z%d, Z%d", 26+v, 26+v)
+			p("\tVADDPS Z%d, Z%d, Z%d", 26+v, acc(r, v), acc(r, v))
+			p("\tVMOVUPS Z%d, %s, %d(DX)", acc(r, v), kmask[v], 64*v)
+		}
 		if r < mr-1 {
 			p("\tDECQ R9")
 			p("\tJZ done")
@@ -333,7 +337,8 @@ func main() {
 	}
 	p("GLOBL interleave16<>(SB), RODATA|NOPTR, $64")
 	p("")
-	kernel()
+	kernel("bf16KernelAVX512", 2)
+	kernel("bf16KernelHalfAVX512", 1)
 	pack()
 	p("")
 	panels()
