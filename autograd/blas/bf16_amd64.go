@@ -105,3 +105,25 @@ func bf16PackRowsAsm(src []float32, ld, kcb, rows int, dst []uint32) bool {
 	bf16PackRowsAVX512(&dst[0], &src[0], ld, kp, rows, kcb)
 	return true
 }
+
+// bf16KernelRowsAVX512 and bf16KernelRowsHalfAVX512 are bf16KernelAVX512
+// and bf16KernelHalfAVX512 with pair row q of B at b[offs[q]:], read in
+// place (masked by the columns of mask).
+//
+//go:noescape
+func bf16KernelRowsAVX512(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32, rows int, mask uint32, offs *int32)
+
+//go:noescape
+func bf16KernelRowsHalfAVX512(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32, rows int, mask uint32, offs *int32)
+
+// bf16RowsKernelAsm runs one tile of MulPairRows (alpha 1) in assembly;
+// the caller has checked the bounds.
+func bf16RowsKernelAsm(kp int, ap, src []uint32, offs []int32, c []float32, ldc int, beta float32, rows, cols int) {
+	_ = ap[kp*bf16MR-1]
+	mask := uint32(1)<<cols - 1
+	if cols <= 16 {
+		bf16KernelRowsHalfAVX512(kp, &ap[0], &src[0], &c[0], ldc, 1, beta, rows, mask, &offs[0])
+		return
+	}
+	bf16KernelRowsAVX512(kp, &ap[0], &src[0], &c[0], ldc, 1, beta, rows, mask, &offs[0])
+}

@@ -14,3 +14,7 @@ func bf16PackAsm(src []float32, ld, kcb, w, width int, dst []uint32) bool { retu
 func bf16PackPanelsAsm(src []float32, ld, kcb, np int, dst []uint32) bool { return false }
 
 func bf16PackRowsAsm(src []float32, ld, kcb, rows int, dst []uint32) bool { return false }
+
+func bf16RowsKernelAsm(kp int, ap, src []uint32, offs []int32, c []float32, ldc int, beta float32, rows, cols int) {
+	panic("blas: no bfloat16 assembly")
+}

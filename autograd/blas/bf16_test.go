@@ -277,3 +277,52 @@ func TestBF16PackAImpl(t *testing.T) {
 		}
 	}
 }
+
+// TestMulPairRows checks BF16PackedA.MulPairRows with every
+// implementation against SgemmBF16 of the same bfloat16 values stored
+// out as a float32 matrix, bit for bit, for pair rows at scattered
+// offsets.
+func TestMulPairRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, tc := range []struct {
+		m, n, k int
+		transA  bool
+		beta    float32
+	}{{16, 100, 144, false, 0}, {13, 37, 31, true, 1}, {64, 80, 576, false, 0.5}, {3, 16, 900, true, 0}} {
+		ar, ac := tc.m, tc.k
+		if tc.transA {
+			ar, ac = tc.k, tc.m
+		}
+		a := bf16Values(rng, ar*ac, false)
+		pa := PackBF16A(tc.transA, tc.m, tc.k, a, ac)
+		kp := pa.Pairs()
+		src := make([]uint32, 4096)
+		for i := range src {
+			src[i] = pairOf(float32(rng.NormFloat64()), float32(rng.NormFloat64()))
+		}
+		offs := make([]int32, kp)
+		b := make([]float32, tc.k*tc.n)
+		for q := range offs {
+			offs[q] = int32(rng.IntN(len(src) - tc.n))
+			for j := 0; j < tc.n; j++ {
+				w := src[int(offs[q])+j]
+				b[2*q*tc.n+j] = FromBF16(uint16(w))
+				if 2*q+1 < tc.k {
+					b[(2*q+1)*tc.n+j] = FromBF16(uint16(w >> 16))
+				}
+			}
+		}
+		c0 := bf16Values(rng, tc.m*tc.n, false)
+		want := append([]float32(nil), c0...)
+		SgemmBF16(tc.transA, false, tc.m, tc.n, tc.k, 1, a, ac, b, tc.n, tc.beta, want, tc.n)
+		impl.ForEach("blasbf16", func(name string) {
+			c := append([]float32(nil), c0...)
+			pa.MulPairRows(tc.n, PairRows{Src: src, Offs: offs}, tc.beta, c, tc.n)
+			for i := range c {
+				if math.Float32bits(c[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s %+v: C[%d] = %v, SgemmBF16 %v", name, tc, i, c[i], want[i])
+				}
+			}
+		})
+	}
+}

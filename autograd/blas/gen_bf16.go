@@ -62,10 +62,25 @@ const mr, nr = 8, 32
 // kernel emits the micro-kernel name for vecs (1 or 2) vectors of 16
 // columns per row: vecs 2 is the full 8×32 tile, vecs 1 the 8×16 tile for
 // panels whose second half is padding (C with at most 16 columns there).
-func kernel(name string, vecs int) {
+//
+// With inplace set, B is read where it lies instead of from a packed
+// panel: pair row q of the tile is the words at b[offs[q]:], offs being
+// one more argument after mask (32-bit offsets); the loads are masked by
+// the columns in mask.
+func kernel(name string, vecs int, inplace bool) {
 	acc := func(r, v int) int { return r*vecs + v }
-	p("// func %s(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32, rows int, mask uint32)", name)
-	p("TEXT ·%s(SB), NOSPLIT, $0-60", name)
+	if inplace {
+		p("// func %s(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32, rows int, mask uint32, offs *int32)", name)
+		p("TEXT ·%s(SB), NOSPLIT, $0-72", name)
+		p("\tMOVQ offs+64(FP), R12")
+		p("\tMOVL mask+56(FP), R10")
+		p("\tKMOVW R10, K1")
+		p("\tSHRL $16, R10")
+		p("\tKMOVW R10, K2")
+	} else {
+		p("// func %s(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32, rows int, mask uint32)", name)
+		p("TEXT ·%s(SB), NOSPLIT, $0-60", name)
+	}
 	p("\tMOVQ kp+0(FP), CX")
 	p("\tMOVQ a+8(FP), AX")
 	p("\tMOVQ b+16(FP), BX")
@@ -79,8 +94,17 @@ func kernel(name string, vecs int) {
 		p("\tVPXORD Z%d, Z%d, Z%d", r, r, r)
 	}
 	p("loop:")
-	for v := 0; v < vecs; v++ {
-		p("\tVMOVUPS %d(BX), Z%d", 64*v, 16+v)
+	kmask := []string{"K1", "K2"}
+	if inplace {
+		p("\tMOVLQSX (R12), R13")
+		p("\tADDQ $4, R12")
+		for v := 0; v < vecs; v++ {
+			p("\tVMOVDQU32.Z %d(BX)(R13*4), %s, Z%d", 64*v, kmask[v], 16+v)
+		}
+	} else {
+		for v := 0; v < vecs; v++ {
+			p("\tVMOVUPS %d(BX), Z%d", 64*v, 16+v)
+		}
 	}
 	rowAddr := []string{"(AX)", "(AX)(R8*1)", "(AX)(R8*2)", "(AX)(R9*1)", "(AX)(R8*4)", "(AX)(R10*1)", "(AX)(R9*2)", "(AX)(R11*1)"}
 	for r := 0; r < mr; r++ {
@@ -92,7 +116,9 @@ func kernel(name string, vecs int) {
 		}
 	}
 	p("\tADDQ $4, AX")
-	p("\tADDQ $%d, BX", 4*nr)
+	if !inplace {
+		p("\tADDQ $%d, BX", 4*nr)
+	}
 	p("\tDECQ CX")
 	p("\tJNZ loop")
 	// C = alpha·acc + beta·C for the rows and the columns in mask.
@@ -110,7 +136,6 @@ func kernel(name string, vecs int) {
 	p("\tVUCOMISS X29, X31")
 	p("\tJNE accumulate")
 	p("\tJPS accumulate")
-	kmask := []string{"K1", "K2"}
 	for r := 0; r < mr; r++ {
 		for v := 0; v < vecs; v++ {
 			p("\tVMULPS Z30, Z%d, Z%d", acc(r, v), acc(r, v))
@@ -337,8 +362,10 @@ func main() {
 	}
 	p("GLOBL interleave16<>(SB), RODATA|NOPTR, $64")
 	p("")
-	kernel("bf16KernelAVX512", 2)
-	kernel("bf16KernelHalfAVX512", 1)
+	kernel("bf16KernelAVX512", 2, false)
+	kernel("bf16KernelHalfAVX512", 1, false)
+	kernel("bf16KernelRowsAVX512", 2, true)
+	kernel("bf16KernelRowsHalfAVX512", 1, true)
 	pack()
 	p("")
 	panels()

@@ -1,0 +1,121 @@
+package blas
+
+import "fmt"
+
+// BF16PackedA is a left operand of SgemmBF16 packed once, for products
+// whose right operand is already in bfloat16 pairs and is read where it
+// lies (MulPairRows): a convolution converts each image once into pairs
+// of channels, and every tap of the filter reads that image at another
+// offset, so the im2col matrix is never written.
+type BF16PackedA struct {
+	m, k, kp int
+	blocks   []int // offset in data of each block of bf16KC values of K
+	data     []uint32
+}
+
+// PackBF16A packs op(A), m×k (A stored with row stride lda, transposed if
+// transA), for MulPairRows. It panics if the matrix does not fit a.
+func PackBF16A(transA bool, m, k int, a []float32, lda int) *BF16PackedA {
+	ar, ac := m, k
+	if transA {
+		ar, ac = k, m
+	}
+	checkMat("PackBF16A", "A", transA, m, 0, k, ar, ac, a, lda)
+	pa := &BF16PackedA{m: m, k: k, kp: (k + 1) / 2}
+	size := 0
+	for pc := 0; pc < k; pc += bf16KC {
+		pa.blocks = append(pa.blocks, size)
+		size += roundUp(m, bf16MR) * ((min(bf16KC, k-pc) + 1) / 2)
+	}
+	pa.data = alignedU32(size)
+	for i, pc := range pa.blockStarts() {
+		kcb := min(bf16KC, k-pc)
+		bf16PackA(transA, a, lda, 0, m, pc, kcb, pa.data[pa.blocks[i]:])
+	}
+	return pa
+}
+
+// blockStarts returns the first value of K of each block.
+func (pa *BF16PackedA) blockStarts() []int {
+	s := make([]int, len(pa.blocks))
+	for i := range s {
+		s[i] = i * bf16KC
+	}
+	return s
+}
+
+// Rows returns m, the rows of op(A).
+func (pa *BF16PackedA) Rows() int { return pa.m }
+
+// Pairs returns ⌈k/2⌉, the pairs of values of K.
+func (pa *BF16PackedA) Pairs() int { return pa.kp }
+
+// PairRows is a k×n right operand of MulPairRows held as bfloat16 pairs:
+// pair q of column j, values 2q (low half) and 2q+1 (high half) of K, is
+// the word Src[Offs[q]+j] (pairs as ToBF16 makes them).
+type PairRows struct {
+	Src  []uint32
+	Offs []int32
+}
+
+// MulPairRows sets C = A·B + beta·C for the m×n matrix C (row stride
+// ldc), on the calling goroutine, where A is pa and B is b with n columns
+// and pa.Pairs() pair rows. The values are those of SgemmBF16 (alpha 1)
+// with op(B) the float32 matrix of b's bfloat16 values, bit for bit: the
+// same blocks of K, pairs and order. It panics if b does not hold the
+// pairs the product reads.
+func (pa *BF16PackedA) MulPairRows(n int, b PairRows, beta float32, c []float32, ldc int) {
+	if len(b.Offs) < pa.kp {
+		panic(fmt.Sprintf("blas.MulPairRows: %d pair rows, A has %d pairs", len(b.Offs), pa.kp))
+	}
+	if pa.m == 0 || n == 0 {
+		return
+	}
+	checkMat("MulPairRows", "C", false, pa.m, n, pa.k, pa.m, n, c, ldc)
+	for q, o := range b.Offs[:pa.kp] {
+		if o < 0 || int(o)+n > len(b.Src) {
+			panic(fmt.Sprintf("blas.MulPairRows: pair row %d at %d..%d lies outside the %d words of Src", q, o, int(o)+n, len(b.Src)))
+		}
+	}
+	if pa.k == 0 {
+		scaleC(pa.m, n, beta, c, ldc)
+		return
+	}
+	var panel []uint32
+	if !useBF16 {
+		p := getU32(&bf16BFree, bf16KC/2*bf16NR)
+		defer bf16BFree.put(p)
+		panel = *p
+	}
+	for i, off := range pa.blocks {
+		q0 := i * bf16KC / 2
+		kpb := (min(bf16KC, pa.k-i*bf16KC) + 1) / 2
+		offs := b.Offs[q0 : q0+kpb]
+		betaEff := beta
+		if i > 0 {
+			betaEff = 1
+		}
+		for j0 := 0; j0 < n; j0 += bf16NR {
+			cols := min(bf16NR, n-j0)
+			if panel != nil {
+				// The Go loops: the tile's pairs copied into a panel.
+				for q, o := range offs {
+					d := panel[q*bf16NR : (q+1)*bf16NR]
+					copy(d, b.Src[int(o)+j0:int(o)+j0+cols])
+					clear(d[cols:])
+				}
+			}
+			for t := 0; t*bf16MR < pa.m; t++ {
+				rows := min(bf16MR, pa.m-t*bf16MR)
+				ap := pa.data[off+t*kpb*bf16MR : off+(t+1)*kpb*bf16MR]
+				cc := c[t*bf16MR*ldc+j0:]
+				if panel != nil {
+					bf16Kernel(kpb, ap, panel[:kpb*bf16NR], cc, ldc, 1, betaEff, rows, cols)
+					continue
+				}
+				_ = cc[(rows-1)*ldc+cols-1]
+				bf16RowsKernelAsm(kpb, ap, b.Src[j0:], offs, cc, ldc, betaEff, rows, cols)
+			}
+		}
+	}
+}
