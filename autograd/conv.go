@@ -84,6 +84,16 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 	// The GEMMs read the filters as op(A) = (Wᵀ)ᵀ: packing a transposed
 	// operand is a plain copy, and the transpose (or Winograd's filter
 	// transform) is made once per call instead of once per image.
+	if g.bf16 && pairConvOK(g) {
+		if b != nil {
+			fillBias(out.Data, b.Data, n, p)
+		}
+		wd, cin, khw := w.Data, g.c, g.kh*g.kw
+		newPairConv(g, cout, func(o, c, ki, kj int) float32 {
+			return wd[(o*cin+c)*khw+ki*g.kw+kj]
+		}).run(n, x.Data, xSize, out.Data, ySize, b != nil)
+		return c.record("Conv2d", out, convGrad(g, x, w, b, n), x, w, b)
+	}
 	wino := useWinograd(g, n, cout)
 	if !wino && useGather(g) {
 		if b != nil {
@@ -358,6 +368,15 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 		}
 	}
 	if !needX {
+		return
+	}
+	if strideOne && g.bf16 && pairConvOK(gd) {
+		// The input gradient is the convolution of dY with the filters
+		// flipped in space, input and output channels swapped.
+		wd, cin, khw := w.Data, g.c, g.kh*g.kw
+		newPairConv(gd, g.c, func(ci, co, ki, kj int) float32 {
+			return wd[(co*cin+ci)*khw+(g.kh-1-ki)*g.kw+(g.kw-1-kj)]
+		}).run(n, gy, ySize, gx, xSize, !overwrite)
 		return
 	}
 	if strideOne && !wino && useGather(gd) {

@@ -119,3 +119,30 @@ func (pa *BF16PackedA) MulPairRows(n int, b PairRows, beta float32, c []float32,
 		}
 	}
 }
+
+// BF16Pairs sets dst[j], j < n, to the pair of src[j] (low half) and
+// src[ld+j] (high half), each rounded by ToBF16, or of src[j] and zero if
+// single: how a convolution interleaves two channels of an image for
+// MulPairRows.
+func BF16Pairs(dst []uint32, src []float32, ld, n int, single bool) {
+	if n == 0 {
+		return
+	}
+	kcb := 2
+	if single {
+		kcb = 1
+	}
+	_ = dst[n-1]
+	_ = src[(kcb-1)*ld+n-1]
+	j := 0
+	if full := n / bf16NR; full > 0 && bf16PackPanelsAsm(src, ld, kcb, full, dst) {
+		j = full * bf16NR
+	}
+	for ; j < n; j++ {
+		var y float32
+		if !single {
+			y = src[ld+j]
+		}
+		dst[j] = pairOf(src[j], y)
+	}
+}

@@ -326,3 +326,26 @@ func TestMulPairRows(t *testing.T) {
 		})
 	}
 }
+
+// TestBF16Pairs compares BF16Pairs of every implementation with pairOf.
+func TestBF16Pairs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	src := bf16Values(rng, 300, true)
+	for _, n := range []int{1, 31, 32, 100} {
+		for _, single := range []bool{false, true} {
+			impl.ForEach("blasbf16", func(name string) {
+				dst := make([]uint32, n)
+				BF16Pairs(dst, src, 150, n, single)
+				for j, got := range dst {
+					y := src[150+j]
+					if single {
+						y = 0
+					}
+					if want := pairOf(src[j], y); got != want {
+						t.Fatalf("%s n %d single %v: word %d = %#x, want %#x", name, n, single, j, got, want)
+					}
+				}
+			})
+		}
+	}
+}
