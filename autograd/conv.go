@@ -351,6 +351,8 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 		wide := !gather && wideWeightGrad(g, cout)
 		parallel.For(n, ws, func(lo, hi int) {
 			switch {
+			case g.bf16 && g.wide():
+				merge.done(lo/ws, weightGradWords(g, cout, x.Data, gy, lo, hi))
 			case g.bf16:
 				merge.done(lo/ws, weightGradBF16(serial, g, cout, x.Data, gy, lo, hi))
 			case gather:
@@ -456,49 +458,23 @@ func weightGradGroup(serial bool, g *convGeom, cout int, x, gy []float32, lo, hi
 }
 
 // weightGradBF16 returns, in a buffer from partialScratch, the weight
-// gradient Σ dY_i·col_iᵀ over the images i in [lo, hi) in the (Cout, Cin,
-// kh, kw) layout of the weights, computed in bfloat16 as its transpose
-// col·dYᵀ: the im2col matrices of the images side by side (wide for
-// stride 1, see im2colWide) are op(A), whose rows blas.SgemmBF16 converts
-// as they lie, and the output gradients transposed (zero in the extra
-// columns of the wide grid) are op(B), Cout columns wide.
+// gradient Σ dY_i·col_iᵀ over the images i in [lo, hi) of a convolution
+// that weightGradWords does not compute (strides above 1) in the (Cout,
+// Cin, kh, kw) layout of the weights, computed in bfloat16 as its
+// transpose col·dYᵀ: the im2col matrices of the images side by side are
+// op(A), whose rows blas.SgemmBF16 converts as they lie, and the output
+// gradients transposed are op(B), Cout columns wide.
 func weightGradBF16(serial bool, g *convGeom, cout int, x, gy []float32, lo, hi int) []float32 {
 	k, p, cnt := g.rows, g.cols, hi-lo
 	xSize, ySize := g.c*g.h*g.w, cout*p
-	wide := g.wide()
-	pitch := g.wo // columns per output row in col
-	if wide {
-		pitch = g.widePitch()
-	}
-	pp := g.ho * pitch
-	kk := cnt * pp // GEMM depth
+	kk := cnt * p // GEMM depth
 	col := colScratch.get(k * kk)
 	defer colScratch.put(col)
 	dyT := colScratch.get(kk * cout)
 	defer colScratch.put(dyT)
-	var pad, tmp []float32
-	if wide {
-		pad = colScratch.get(g.padSize())
-		defer colScratch.put(pad)
-		tmp = colScratch.get(p * cout)
-		defer colScratch.put(tmp)
-	}
 	for j := 0; j < cnt; j++ {
-		xi := x[(lo+j)*xSize : (lo+j+1)*xSize]
-		gyj := gy[(lo+j)*ySize : (lo+j+1)*ySize]
-		dst := dyT[j*pp*cout : (j+1)*pp*cout]
-		if !wide {
-			im2col(g, xi, col[j*pp:], kk)
-			transpose(cout, p, gyj, dst)
-			continue
-		}
-		im2colWide(g, xi, pad, col[j*pp:], kk)
-		transpose(cout, p, gyj, tmp)
-		for oh := 0; oh < g.ho; oh++ {
-			row := dst[oh*pitch*cout : (oh+1)*pitch*cout]
-			copy(row, tmp[oh*g.wo*cout:(oh+1)*g.wo*cout])
-			clear(row[g.wo*cout:])
-		}
+		im2col(g, x[(lo+j)*xSize:(lo+j+1)*xSize], col[j*p:], kk)
+		transpose(cout, p, gy[(lo+j)*ySize:(lo+j+1)*ySize], dyT[j*p*cout:(j+1)*p*cout])
 	}
 	partT := colScratch.get(k * cout)
 	defer colScratch.put(partT)

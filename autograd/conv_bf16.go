@@ -86,9 +86,9 @@ func (pc *pairConv) run(n int, src []float32, srcSize int, dst []float32, dstSiz
 			x := src[i*srcSize : (i+1)*srcSize]
 			for cp := 0; cp < pc.cpairs; cp++ {
 				single := 2*cp+1 >= g.c
-				pc.padPlane(x, 2*cp, planes[:pc.plane])
+				padPlane(g, x, 2*cp, planes[:pc.plane])
 				if !single {
-					pc.padPlane(x, 2*cp+1, planes[pc.plane:])
+					padPlane(g, x, 2*cp+1, planes[pc.plane:])
 				}
 				blas.BF16Pairs(pairs[cp*pc.plane:(cp+1)*pc.plane], planes, pc.plane, pc.plane, single)
 			}
@@ -115,13 +115,72 @@ func (pc *pairConv) run(n int, src []float32, srcSize int, dst []float32, dstSiz
 }
 
 // padPlane writes channel c of the image x zero-padded into plane (the
-// padded rows wp apart, zeros after them).
-func (pc *pairConv) padPlane(x []float32, c int, plane []float32) {
-	g := pc.g
+// padded rows g.widePitch() apart, zeros after them).
+func padPlane(g *convGeom, x []float32, c int, plane []float32) {
 	wp := g.widePitch()
 	clear(plane)
 	for ih := 0; ih < g.h; ih++ {
 		at := (ih+g.ph)*wp + g.pw
 		copy(plane[at:at+g.w], x[(c*g.h+ih)*g.w:(c*g.h+ih+1)*g.w])
 	}
+}
+
+// weightGradWords returns, in a buffer from partialScratch, the weight
+// gradient Σ dY_i·col_iᵀ over the images i in [lo, hi) of a stride-1
+// convolution (g.wide()) in the layout of the weights, computed in
+// bfloat16 as its transpose col·dYᵀ with the rows of col read in place:
+// each image is converted once to bfloat16 on its zero-padded planes
+// (blas.BF16Words), and row (c, ki, kj) of its wide im2col matrix is that
+// image from the tap's offset on (blas.SgemmBF16WordRows); dY is
+// transposed onto the wide output grid with zeros in its extra columns.
+// The images add into the product in order.
+func weightGradWords(g *convGeom, cout int, x, gy []float32, lo, hi int) []float32 {
+	k, p := g.rows, g.cols
+	xSize, ySize := g.c*g.h*g.w, cout*p
+	wp, hp := g.widePitch(), g.h+2*g.ph
+	plane := roundUp32(hp*wp + (g.kw-1)*g.dw + 1) // room for an odd depth's extra value
+	cols := g.ho * wp                             // GEMM depth per image
+	offs := make([]int32, k)
+	for c := 0; c < g.c; c++ {
+		for ki := 0; ki < g.kh; ki++ {
+			for kj := 0; kj < g.kw; kj++ {
+				offs[(c*g.kh+ki)*g.kw+kj] = int32(c*plane + ki*g.dh*wp + kj*g.dw)
+			}
+		}
+	}
+	bufp := pairScratch.Get().(*[]uint32)
+	defer pairScratch.Put(bufp)
+	if need := g.c * plane / 2; cap(*bufp) < need {
+		*bufp = make([]uint32, need)
+	}
+	img := (*bufp)[:g.c*plane/2]
+	pad := colScratch.get(plane)
+	defer colScratch.put(pad)
+	dyT := colScratch.get(cols * cout)
+	defer colScratch.put(dyT)
+	tmp := colScratch.get(p * cout)
+	defer colScratch.put(tmp)
+	partT := colScratch.get(k * cout)
+	defer colScratch.put(partT)
+	for i := lo; i < hi; i++ {
+		xi := x[i*xSize : (i+1)*xSize]
+		for c := 0; c < g.c; c++ {
+			padPlane(g, xi, c, pad)
+			blas.BF16Words(img[c*plane/2:(c+1)*plane/2], pad)
+		}
+		transpose(cout, p, gy[i*ySize:(i+1)*ySize], tmp)
+		for oh := 0; oh < g.ho; oh++ {
+			row := dyT[oh*wp*cout : (oh+1)*wp*cout]
+			copy(row, tmp[oh*g.wo*cout:(oh+1)*g.wo*cout])
+			clear(row[g.wo*cout:])
+		}
+		beta := float32(1)
+		if i == lo {
+			beta = 0
+		}
+		blas.SgemmBF16WordRows(k, cout, cols, blas.WordRows{Src: img, Offs: offs}, dyT, cout, beta, partT, cout)
+	}
+	part := partialScratch.get(cout * k)
+	transpose(k, cout, partT, part)
+	return part
 }

@@ -127,3 +127,25 @@ func bf16RowsKernelAsm(kp int, ap, src []uint32, offs []int32, c []float32, ldc 
 	}
 	bf16KernelRowsAVX512(kp, &ap[0], &src[0], &c[0], ldc, 1, beta, rows, mask, &offs[0])
 }
+
+// bf16KernelARowsAVX512 and bf16KernelARowsHalfAVX512 are
+// bf16KernelAVX512 and bf16KernelHalfAVX512 with row r of A read in place
+// at byte offset 2·offs[r] from a.
+//
+//go:noescape
+func bf16KernelARowsAVX512(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32, rows int, mask uint32, offs *int32)
+
+//go:noescape
+func bf16KernelARowsHalfAVX512(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32, rows int, mask uint32, offs *int32)
+
+// bf16ARowsKernelAsm runs one tile of SgemmBF16WordRows (alpha 1) in
+// assembly; the caller has checked the bounds.
+func bf16ARowsKernelAsm(kp int, src []uint32, offs *[bf16MR]int32, bp []uint32, c []float32, ldc int, beta float32, rows, cols int) {
+	_ = bp[kp*bf16NR-1]
+	mask := uint32(1)<<cols - 1
+	if cols <= 16 {
+		bf16KernelARowsHalfAVX512(kp, &src[0], &bp[0], &c[0], ldc, 1, beta, rows, mask, &offs[0])
+		return
+	}
+	bf16KernelARowsAVX512(kp, &src[0], &bp[0], &c[0], ldc, 1, beta, rows, mask, &offs[0])
+}

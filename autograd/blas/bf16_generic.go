@@ -18,3 +18,7 @@ func bf16PackRowsAsm(src []float32, ld, kcb, rows int, dst []uint32) bool { retu
 func bf16RowsKernelAsm(kp int, ap, src []uint32, offs []int32, c []float32, ldc int, beta float32, rows, cols int) {
 	panic("blas: no bfloat16 assembly")
 }
+
+func bf16ARowsKernelAsm(kp int, src []uint32, offs *[bf16MR]int32, bp []uint32, c []float32, ldc int, beta float32, rows, cols int) {
+	panic("blas: no bfloat16 assembly")
+}

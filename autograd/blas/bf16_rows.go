@@ -146,3 +146,103 @@ func BF16Pairs(dst []uint32, src []float32, ld, n int, single bool) {
 		dst[j] = pairOf(src[j], y)
 	}
 }
+
+// WordRows is a left operand of SgemmBF16WordRows read where it lies: row
+// i of A is the bfloat16 values (words) from word Offs[i] of Src on, two
+// to a uint32, the even word in the low half (the layout of a row of
+// values converted by BF16Words).
+type WordRows struct {
+	Src  []uint32
+	Offs []int32
+}
+
+// word returns word w of s.
+func word(s []uint32, w int) uint32 { return s[w/2] >> (16 * (w % 2)) & 0xffff }
+
+// SgemmBF16WordRows sets C = A·B + beta·C for the m×n matrix C (row
+// stride ldc), on the calling goroutine: row i of A is the k bfloat16
+// values of a's row i, B is k×n, stored row-major with row stride ldb and
+// rounded to bfloat16 as by SgemmBF16. The values are those of SgemmBF16
+// (alpha 1) with A the float32 matrix of a's values, bit for bit, except
+// that for odd k each row's pair in its last block holds the value after
+// the row (read, so it must lie in Src) against the zero that pads B: it
+// changes the result only if it is infinite or NaN, or the sign of an
+// exactly zero sum. A convolution's weight gradient reads the rows of its
+// im2col matrix this way, as shifted views of one converted image.
+func SgemmBF16WordRows(m, n, k int, a WordRows, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if len(a.Offs) < m {
+		panic(fmt.Sprintf("blas.SgemmBF16WordRows: %d row offsets for %d rows", len(a.Offs), m))
+	}
+	checkMat("SgemmBF16WordRows", "B", false, m, n, k, k, n, b, ldb)
+	checkMat("SgemmBF16WordRows", "C", false, m, n, k, m, n, c, ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	for i, o := range a.Offs[:m] {
+		if o < 0 || int(o)+roundUp(k, 2) > 2*len(a.Src) {
+			panic(fmt.Sprintf("blas.SgemmBF16WordRows: row %d at word %d..%d lies outside the %d words of Src", i, o, int(o)+roundUp(k, 2), 2*len(a.Src)))
+		}
+	}
+	if k == 0 {
+		scaleC(m, n, beta, c, ldc)
+		return
+	}
+	panels := ceilDiv(n, bf16NR)
+	bp := getU32(&bf16BFree, panels*bf16KC/2*bf16NR)
+	defer bf16BFree.put(bp)
+	ap := getU32(&bf16AFree, bf16KC/2*bf16MR)
+	defer bf16AFree.put(ap)
+	var offs [bf16MR]int32
+	for pc := 0; pc < k; pc += bf16KC {
+		kcb := min(bf16KC, k-pc)
+		kpb := (kcb + 1) / 2
+		betaEff := beta
+		if pc > 0 {
+			betaEff = 1
+		}
+		bf16PackB(false, b, ldb, 0, n, pc, kcb, 0, panels, *bp)
+		for t := 0; t*bf16MR < m; t++ {
+			rows := min(bf16MR, m-t*bf16MR)
+			for r := range offs {
+				offs[r] = a.Offs[t*bf16MR+min(r, rows-1)] + int32(pc)
+			}
+			if !useBF16 {
+				// The Go loops: the rows' pairs copied into a panel.
+				panel := (*ap)[:kpb*bf16MR]
+				clear(panel)
+				for r := 0; r < rows; r++ {
+					for q := 0; q < kpb; q++ {
+						w := int(offs[r]) + 2*q
+						panel[r*kpb+q] = word(a.Src, w) | word(a.Src, w+1)<<16
+					}
+				}
+			}
+			for u := 0; u < panels; u++ {
+				cols := min(bf16NR, n-u*bf16NR)
+				bpanel := (*bp)[u*kpb*bf16NR : (u+1)*kpb*bf16NR]
+				cc := c[t*bf16MR*ldc+u*bf16NR:]
+				if !useBF16 {
+					bf16Kernel(kpb, (*ap)[:kpb*bf16MR], bpanel, cc, ldc, 1, betaEff, rows, cols)
+					continue
+				}
+				_ = cc[(rows-1)*ldc+cols-1]
+				bf16ARowsKernelAsm(kpb, a.Src, &offs, bpanel, cc, ldc, betaEff, rows, cols)
+			}
+		}
+	}
+}
+
+// BF16Words converts the n values of src to bfloat16 words (ToBF16), two
+// to a uint32 of dst, the even one in the low half; an odd n leaves a zero
+// high half in the last.
+func BF16Words(dst []uint32, src []float32) {
+	n := len(src)
+	if n == 0 {
+		return
+	}
+	_ = dst[(n+1)/2-1]
+	if bf16PackRowsAsm(src, n, n, 1, dst) {
+		return
+	}
+	bf16PackRow(src, dst[:(n+1)/2])
+}

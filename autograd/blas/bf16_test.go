@@ -349,3 +349,44 @@ func TestBF16Pairs(t *testing.T) {
 		}
 	}
 }
+
+// TestSgemmBF16WordRows checks SgemmBF16WordRows with every
+// implementation against SgemmBF16 of the same bfloat16 values stored
+// out, bit for bit, for rows at odd and even word offsets.
+func TestSgemmBF16WordRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	vals := bf16Values(rng, 5000, false)
+	src := make([]uint32, (len(vals)+1)/2)
+	BF16Words(src, vals)
+	for i, v := range vals {
+		if got := FromBF16(uint16(word(src, i))); math.Float32bits(got) != math.Float32bits(FromBF16(ToBF16(v))) {
+			t.Fatalf("BF16Words: word %d = %v, want %v", i, got, FromBF16(ToBF16(v)))
+		}
+	}
+	for _, tc := range []struct {
+		m, n, k int
+		beta    float32
+	}{{144, 16, 1088, 0}, {13, 37, 31, 1}, {9, 64, 800, 0.5}, {20, 5, 1, 0}} {
+		offs := make([]int32, tc.m)
+		a := make([]float32, tc.m*tc.k)
+		for i := range offs {
+			offs[i] = int32(rng.IntN(len(vals) - tc.k - 1))
+			for p := 0; p < tc.k; p++ {
+				a[i*tc.k+p] = FromBF16(uint16(word(src, int(offs[i])+p)))
+			}
+		}
+		b := bf16Values(rng, tc.k*tc.n, false)
+		c0 := bf16Values(rng, tc.m*tc.n, false)
+		want := append([]float32(nil), c0...)
+		SgemmBF16(false, false, tc.m, tc.n, tc.k, 1, a, tc.k, b, tc.n, tc.beta, want, tc.n)
+		impl.ForEach("blasbf16", func(name string) {
+			c := append([]float32(nil), c0...)
+			SgemmBF16WordRows(tc.m, tc.n, tc.k, WordRows{Src: src, Offs: offs}, b, tc.n, tc.beta, c, tc.n)
+			for i := range c {
+				if math.Float32bits(c[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s %+v: C[%d] = %v, SgemmBF16 %v", name, tc, i, c[i], want[i])
+				}
+			}
+		})
+	}
+}

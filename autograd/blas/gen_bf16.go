@@ -67,9 +67,35 @@ const mr, nr = 8, 32
 // panel: pair row q of the tile is the words at b[offs[q]:], offs being
 // one more argument after mask (32-bit offsets); the loads are masked by
 // the columns in mask.
-func kernel(name string, vecs int, inplace bool) {
+//
+// With arows set, the rows of A are read where they lie instead: row r of
+// the tile is the bfloat16 values at byte offset 2·offs[r] from a (pairs
+// of consecutive values, at any even byte address), offs being one more
+// argument after mask.
+func kernel(name string, vecs int, inplace, arows bool) {
 	acc := func(r, v int) int { return r*vecs + v }
-	if inplace {
+	rowAddr := []string{"(AX)", "(AX)(R8*1)", "(AX)(R8*2)", "(AX)(R9*1)", "(AX)(R8*4)", "(AX)(R10*1)", "(AX)(R9*2)", "(AX)(R11*1)"}
+	if arows {
+		p("// func %s(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32, rows int, mask uint32, offs *int32)", name)
+		p("TEXT ·%s(SB), NOSPLIT, $0-72", name)
+		p("\tMOVQ kp+0(FP), CX")
+		p("\tMOVQ a+8(FP), AX")
+		p("\tMOVQ b+16(FP), BX")
+		p("\tMOVQ offs+64(FP), DX")
+		// Row pointers R8-R13, SI, DI; AX becomes the pair index.
+		bases := []string{"R8", "R9", "R10", "R11", "R12", "R13", "SI", "DI"}
+		for r, reg := range bases {
+			p("\tMOVLQSX %d(DX), %s", 4*r, reg)
+			p("\tLEAQ (AX)(%s*2), %s", reg, reg)
+		}
+		p("\tXORQ AX, AX")
+		for r := range bases {
+			rowAddr[r] = fmt.Sprintf("(%s)(AX*4)", bases[r])
+		}
+		for r := 0; r < vecs*mr; r++ {
+			p("\tVPXORD Z%d, Z%d, Z%d", r, r, r)
+		}
+	} else if inplace {
 		p("// func %s(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32, rows int, mask uint32, offs *int32)", name)
 		p("TEXT ·%s(SB), NOSPLIT, $0-72", name)
 		p("\tMOVQ offs+64(FP), R12")
@@ -81,17 +107,19 @@ func kernel(name string, vecs int, inplace bool) {
 		p("// func %s(kp int, a, b *uint32, c *float32, ldc int, alpha, beta float32, rows int, mask uint32)", name)
 		p("TEXT ·%s(SB), NOSPLIT, $0-60", name)
 	}
-	p("\tMOVQ kp+0(FP), CX")
-	p("\tMOVQ a+8(FP), AX")
-	p("\tMOVQ b+16(FP), BX")
-	// Row r of the A panel starts r·kp words after row 0: R8 = kp·4
-	// bytes, R9 = 3·R8, R10 = 5·R8, R11 = 7·R8.
-	p("\tLEAQ (CX*4), R8")
-	p("\tLEAQ (R8)(R8*2), R9")
-	p("\tLEAQ (R8)(R8*4), R10")
-	p("\tLEAQ (R9)(R8*4), R11")
-	for r := 0; r < vecs*mr; r++ {
-		p("\tVPXORD Z%d, Z%d, Z%d", r, r, r)
+	if !arows {
+		p("\tMOVQ kp+0(FP), CX")
+		p("\tMOVQ a+8(FP), AX")
+		p("\tMOVQ b+16(FP), BX")
+		// Row r of the A panel starts r·kp words after row 0: R8 = kp·4
+		// bytes, R9 = 3·R8, R10 = 5·R8, R11 = 7·R8.
+		p("\tLEAQ (CX*4), R8")
+		p("\tLEAQ (R8)(R8*2), R9")
+		p("\tLEAQ (R8)(R8*4), R10")
+		p("\tLEAQ (R9)(R8*4), R11")
+		for r := 0; r < vecs*mr; r++ {
+			p("\tVPXORD Z%d, Z%d, Z%d", r, r, r)
+		}
 	}
 	p("loop:")
 	kmask := []string{"K1", "K2"}
@@ -106,7 +134,6 @@ func kernel(name string, vecs int, inplace bool) {
 			p("\tVMOVUPS %d(BX), Z%d", 64*v, 16+v)
 		}
 	}
-	rowAddr := []string{"(AX)", "(AX)(R8*1)", "(AX)(R8*2)", "(AX)(R9*1)", "(AX)(R8*4)", "(AX)(R10*1)", "(AX)(R9*2)", "(AX)(R11*1)"}
 	for r := 0; r < mr; r++ {
 		p("\tVPBROADCASTD %s, Z%d", rowAddr[r], 18+r)
 	}
@@ -115,7 +142,11 @@ func kernel(name string, vecs int, inplace bool) {
 			dpbf16(16+v, 18+r, acc(r, v))
 		}
 	}
-	p("\tADDQ $4, AX")
+	if arows {
+		p("\tINCQ AX")
+	} else {
+		p("\tADDQ $4, AX")
+	}
 	if !inplace {
 		p("\tADDQ $%d, BX", 4*nr)
 	}
@@ -362,10 +393,12 @@ func main() {
 	}
 	p("GLOBL interleave16<>(SB), RODATA|NOPTR, $64")
 	p("")
-	kernel("bf16KernelAVX512", 2, false)
-	kernel("bf16KernelHalfAVX512", 1, false)
-	kernel("bf16KernelRowsAVX512", 2, true)
-	kernel("bf16KernelRowsHalfAVX512", 1, true)
+	kernel("bf16KernelAVX512", 2, false, false)
+	kernel("bf16KernelHalfAVX512", 1, false, false)
+	kernel("bf16KernelRowsAVX512", 2, true, false)
+	kernel("bf16KernelRowsHalfAVX512", 1, true, false)
+	kernel("bf16KernelARowsAVX512", 2, false, true)
+	kernel("bf16KernelARowsHalfAVX512", 1, false, true)
 	pack()
 	p("")
 	panels()
