@@ -9,7 +9,7 @@ import (
 
 // pairConv computes a stride-1 convolution (g.wide()) in bfloat16 without
 // an im2col matrix: each image is converted once into pairs of channels
-// on its zero-padded planes (blas.BF16Pairs), and the product with the
+// on its zero-padded planes (blas.BF16PlaneRows), and the product with the
 // filters reads, for pair row (ki, kj, channel pair), that image shifted
 // by the tap (blas.BF16PackedA.MulPairRows), on the wide output grid of
 // im2colWide, whose extra columns are dropped when the product is copied
@@ -80,17 +80,15 @@ func (pc *pairConv) run(n int, src []float32, srcSize int, dst []float32, dstSiz
 			*bufp = make([]uint32, need)
 		}
 		pairs := (*bufp)[:pc.cpairs*pc.plane]
-		planes := colScratch.get(2 * pc.plane)
+		clear(pairs) // the padding, which the images never overwrite
 		tmp := colScratch.get(pc.m * cols)
+		hw := g.h * g.w
 		for i := lo; i < hi; i++ {
 			x := src[i*srcSize : (i+1)*srcSize]
 			for cp := 0; cp < pc.cpairs; cp++ {
 				single := 2*cp+1 >= g.c
-				padPlane(g, x, 2*cp, planes[:pc.plane])
-				if !single {
-					padPlane(g, x, 2*cp+1, planes[pc.plane:])
-				}
-				blas.BF16Pairs(pairs[cp*pc.plane:(cp+1)*pc.plane], planes, pc.plane, pc.plane, single)
+				at := cp*pc.plane + g.ph*wp + g.pw
+				blas.BF16PlaneRows(pairs[at:], wp, x[2*cp*hw:], g.w, hw, g.h, g.w, single)
 			}
 			pc.pa.MulPairRows(cols, blas.PairRows{Src: pairs, Offs: pc.offs}, 0, tmp, cols)
 			out := dst[i*dstSize : (i+1)*dstSize]
@@ -109,7 +107,6 @@ func (pc *pairConv) run(n int, src []float32, srcSize int, dst []float32, dstSiz
 			}
 		}
 		colScratch.put(tmp)
-		colScratch.put(planes)
 		pairScratch.Put(bufp)
 	})
 }
@@ -138,13 +135,21 @@ func weightGradWords(g *convGeom, cout int, x, gy []float32, lo, hi int) []float
 	k, p := g.rows, g.cols
 	xSize, ySize := g.c*g.h*g.w, cout*p
 	wp, hp := g.widePitch(), g.h+2*g.ph
-	plane := roundUp32(hp*wp + (g.kw-1)*g.dw + 1) // room for an odd depth's extra value
-	cols := g.ho * wp                             // GEMM depth per image
+	// With an even row pitch the planes start one word late if need be,
+	// so that every image row starts on a pair and is converted straight
+	// into place; otherwise each plane is padded in float32 first.
+	direct := wp%2 == 0
+	base := 0
+	if direct {
+		base = g.pw % 2
+	}
+	plane := roundUp32(base + hp*wp + (g.kw-1)*g.dw + 1) // room for an odd depth's extra value
+	cols := g.ho * wp                                    // GEMM depth per image
 	offs := make([]int32, k)
 	for c := 0; c < g.c; c++ {
 		for ki := 0; ki < g.kh; ki++ {
 			for kj := 0; kj < g.kw; kj++ {
-				offs[(c*g.kh+ki)*g.kw+kj] = int32(c*plane + ki*g.dh*wp + kj*g.dw)
+				offs[(c*g.kh+ki)*g.kw+kj] = int32(c*plane + base + ki*g.dh*wp + kj*g.dw)
 			}
 		}
 	}
@@ -154,6 +159,7 @@ func weightGradWords(g *convGeom, cout int, x, gy []float32, lo, hi int) []float
 		*bufp = make([]uint32, need)
 	}
 	img := (*bufp)[:g.c*plane/2]
+	clear(img) // the padding, which direct conversions never overwrite
 	pad := colScratch.get(plane)
 	defer colScratch.put(pad)
 	dyT := colScratch.get(cols * cout)
@@ -165,8 +171,15 @@ func weightGradWords(g *convGeom, cout int, x, gy []float32, lo, hi int) []float
 	for i := lo; i < hi; i++ {
 		xi := x[i*xSize : (i+1)*xSize]
 		for c := 0; c < g.c; c++ {
-			padPlane(g, xi, c, pad)
-			blas.BF16Words(img[c*plane/2:(c+1)*plane/2], pad)
+			if !direct {
+				padPlane(g, xi, c, pad)
+				blas.BF16Words(img[c*plane/2:(c+1)*plane/2], pad)
+				continue
+			}
+			for ih := 0; ih < g.h; ih++ {
+				at := c*plane + base + (ih+g.ph)*wp + g.pw // even
+				blas.BF16Words(img[at/2:at/2+(g.w+1)/2], xi[(c*g.h+ih)*g.w:(c*g.h+ih+1)*g.w])
+			}
 		}
 		transpose(cout, p, gy[i*ySize:(i+1)*ySize], tmp)
 		for oh := 0; oh < g.ho; oh++ {

@@ -125,7 +125,7 @@ func pairOf(x, y float32) uint32 { return uint32(ToBF16(x)) | uint32(ToBF16(y))<
 // column j (the second zero past kcb), and columns j >= w are zero.
 func bf16PackContiguous(src []float32, ld, kcb, w, width int, dst []uint32) {
 	kp := (kcb + 1) / 2
-	if bf16PackAsm(src, ld, kcb, w, width, dst) {
+	if bf16PackAsm(src, ld, kcb, w, width, width, dst) {
 		return
 	}
 	for q := 0; q < kp; q++ {

@@ -51,17 +51,18 @@ func bf16KernelAsm(kp int, ap, bp []uint32, c []float32, ldc int, alpha, beta fl
 	return true
 }
 
-// bf16PackAsm is bf16PackContiguous in assembly for width 8, 16 or 32; it
+// bf16PackAsm is bf16PackContiguous in assembly for width 8, 16 or 32,
+// storing only the first store <= width words of each pair row; it
 // reports false, having done nothing, if it is not enabled or cannot
 // handle the arguments.
-func bf16PackAsm(src []float32, ld, kcb, w, width int, dst []uint32) bool {
+func bf16PackAsm(src []float32, ld, kcb, w, width, store int, dst []uint32) bool {
 	if !useBF16 || kcb == 0 || w == 0 || (width != 8 && width != 16 && width != 32) {
 		return false
 	}
 	kp := (kcb + 1) / 2
 	_ = src[(kcb-1)*ld+w-1]
-	_ = dst[kp*width-1]
-	bf16PackPairsAVX512(&dst[0], &src[0], ld, kcb/2, kcb%2, width, (width+15)/16, uint32(uint64(1)<<w-1), uint32(uint64(1)<<width-1))
+	_ = dst[(kp-1)*width+store-1]
+	bf16PackPairsAVX512(&dst[0], &src[0], ld, kcb/2, kcb%2, width, (width+15)/16, uint32(uint64(1)<<w-1), uint32(uint64(1)<<store-1))
 	return true
 }
 
@@ -148,4 +149,24 @@ func bf16ARowsKernelAsm(kp int, src []uint32, offs *[bf16MR]int32, bp []uint32, 
 		return
 	}
 	bf16KernelARowsAVX512(kp, &src[0], &bp[0], &c[0], ldc, 1, beta, rows, mask, &offs[0])
+}
+
+// bf16PlaneRowsAVX512: for r < rows and j < w, dst[r*dstride+j] is the
+// pair of src[r*sstride+j] and src[ld+r*sstride+j] (zero if single != 0).
+//
+//go:noescape
+func bf16PlaneRowsAVX512(dst *uint32, src *float32, dstride, sstride, ld, rows, w, single int)
+
+// bf16PlaneRowsAsm runs BF16PlaneRows in assembly and reports true, or
+// reports false if it is not enabled.
+func bf16PlaneRowsAsm(dst []uint32, dstride int, src []float32, sstride, ld, rows, w int, single bool) bool {
+	if !useBF16 {
+		return false
+	}
+	s := 0
+	if single {
+		s = 1
+	}
+	bf16PlaneRowsAVX512(&dst[0], &src[0], dstride, sstride, ld, rows, w, s)
+	return true
 }

@@ -1479,3 +1479,61 @@ rnext:
 	JNZ rrow
 	VZEROUPPER
 	RET
+
+// func bf16PlaneRowsAVX512(dst *uint32, src *float32, dstride, sstride, ld, rows, w, single int)
+TEXT ·bf16PlaneRowsAVX512(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ dstride+16(FP), R8
+	SHLQ $2, R8
+	MOVQ sstride+24(FP), R9
+	SHLQ $2, R9
+	MOVQ ld+32(FP), R10
+	SHLQ $2, R10
+	MOVQ rows+40(FP), R11
+	MOVQ w+48(FP), R12
+	VMOVDQU16 interleave16<>(SB), Z8
+	VPXORD Z6, Z6, Z6
+	MOVQ R12, CX
+	ANDQ $15, CX
+	JNZ prmask
+	MOVQ $16, CX
+prmask:
+	MOVQ $-1, DX
+	SHLXQ CX, DX, DX
+	NOTQ DX
+	KMOVW DX, K1
+	MOVQ $0xffff, DX
+	KMOVW DX, K2
+prrow:
+	MOVQ SI, AX
+	MOVQ DI, BX
+	MOVQ R12, CX
+prchunk:
+	KMOVW K2, K3
+	CMPQ CX, $16
+	JGT prfull
+	KMOVW K1, K3
+prfull:
+	VMOVUPS.Z (AX), K3, Z0
+	CMPQ single+56(FP), $0
+	JNE prsingle
+	VMOVUPS.Z (AX)(R10*1), K3, Z1
+	JMP prcvt
+prsingle:
+	VMOVDQA64 Z6, Z1
+prcvt:
+	// VCVTNE2PS2BF16 Z0, Z1, Z2
+	BYTE $0x62; BYTE $0xf2; BYTE $0x77; BYTE $0x48; BYTE $0x72; BYTE $0xd0
+	VPERMW Z2, Z8, Z3
+	VMOVDQU32 Z3, K3, (BX)
+	ADDQ $64, AX
+	ADDQ $64, BX
+	SUBQ $16, CX
+	JGT prchunk
+	ADDQ R9, SI
+	ADDQ R8, DI
+	DECQ R11
+	JNZ prrow
+	VZEROUPPER
+	RET

@@ -9,7 +9,9 @@ func bf16KernelAsm(kp int, ap, bp []uint32, c []float32, ldc int, alpha, beta fl
 	return false
 }
 
-func bf16PackAsm(src []float32, ld, kcb, w, width int, dst []uint32) bool { return false }
+func bf16PackAsm(src []float32, ld, kcb, w, width, store int, dst []uint32) bool {
+	return false
+}
 
 func bf16PackPanelsAsm(src []float32, ld, kcb, np int, dst []uint32) bool { return false }
 
@@ -21,4 +23,8 @@ func bf16RowsKernelAsm(kp int, ap, src []uint32, offs []int32, c []float32, ldc 
 
 func bf16ARowsKernelAsm(kp int, src []uint32, offs *[bf16MR]int32, bp []uint32, c []float32, ldc int, beta float32, rows, cols int) {
 	panic("blas: no bfloat16 assembly")
+}
+
+func bf16PlaneRowsAsm(dst []uint32, dstride int, src []float32, sstride, ld, rows, w int, single bool) bool {
+	return false
 }

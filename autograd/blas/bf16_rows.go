@@ -138,6 +138,9 @@ func BF16Pairs(dst []uint32, src []float32, ld, n int, single bool) {
 	if full := n / bf16NR; full > 0 && bf16PackPanelsAsm(src, ld, kcb, full, dst) {
 		j = full * bf16NR
 	}
+	if j < n && bf16PackAsm(src[j:], ld, kcb, n-j, bf16NR, n-j, dst[j:]) {
+		return
+	}
 	for ; j < n; j++ {
 		var y float32
 		if !single {
@@ -245,4 +248,32 @@ func BF16Words(dst []uint32, src []float32) {
 		return
 	}
 	bf16PackRow(src, dst[:(n+1)/2])
+}
+
+// BF16PlaneRows is BF16Pairs for rows rows of w values: row r of src
+// (values src[r*sstride:], paired with src[ld+r*sstride:] unless single)
+// goes to dst[r*dstride:], w words.
+func BF16PlaneRows(dst []uint32, dstride int, src []float32, sstride, ld, rows, w int, single bool) {
+	if rows == 0 || w == 0 {
+		return
+	}
+	_ = dst[(rows-1)*dstride+w-1]
+	if single {
+		_ = src[(rows-1)*sstride+w-1]
+	} else {
+		_ = src[ld+(rows-1)*sstride+w-1]
+	}
+	if bf16PlaneRowsAsm(dst, dstride, src, sstride, ld, rows, w, single) {
+		return
+	}
+	for r := 0; r < rows; r++ {
+		d := dst[r*dstride : r*dstride+w]
+		for j := range d {
+			var y float32
+			if !single {
+				y = src[ld+r*sstride+j]
+			}
+			d[j] = pairOf(src[r*sstride+j], y)
+		}
+	}
 }

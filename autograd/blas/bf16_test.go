@@ -390,3 +390,37 @@ func TestSgemmBF16WordRows(t *testing.T) {
 		})
 	}
 }
+
+// TestBF16PlaneRows compares BF16PlaneRows of every implementation with
+// pairOf, for row lengths around the 16-value chunks.
+func TestBF16PlaneRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	src := bf16Values(rng, 2000, true)
+	for _, w := range []int{1, 8, 16, 17, 32, 33} {
+		for _, single := range []bool{false, true} {
+			const rows, sstride, ld, dstride = 5, 40, 900, 50
+			impl.ForEach("blasbf16", func(name string) {
+				dst := make([]uint32, rows*dstride)
+				for i := range dst {
+					dst[i] = 0xdeadbeef
+				}
+				BF16PlaneRows(dst, dstride, src, sstride, ld, rows, w, single)
+				for r := 0; r < rows; r++ {
+					for j := 0; j < dstride; j++ {
+						want := uint32(0xdeadbeef)
+						if j < w {
+							y := src[ld+r*sstride+j]
+							if single {
+								y = 0
+							}
+							want = pairOf(src[r*sstride+j], y)
+						}
+						if got := dst[r*dstride+j]; got != want {
+							t.Fatalf("%s w %d single %v: row %d word %d = %#x, want %#x", name, w, single, r, j, got, want)
+						}
+					}
+				}
+			})
+		}
+	}
+}
