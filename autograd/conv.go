@@ -351,7 +351,7 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 		wide := !gather && wideWeightGrad(g, cout)
 		parallel.For(n, ws, func(lo, hi int) {
 			switch {
-			case g.bf16 && g.wide():
+			case g.bf16 && pairConvOK(g):
 				merge.done(lo/ws, weightGradWords(g, cout, x.Data, gy, lo, hi))
 			case g.bf16:
 				merge.done(lo/ws, weightGradBF16(serial, g, cout, x.Data, gy, lo, hi))

@@ -22,21 +22,72 @@ type pairConv struct {
 	m      int // output channels
 	pa     *blas.BF16PackedA
 	offs   []int32
-	plane  int // words per padded plane: a multiple of 32 with room for the taps' reach
+	l      phaseLayout
 	cpairs int
 }
 
-// pairConvOK reports whether pairConv computes convolutions of geometry g:
-// stride 1 and no negative padding.
-func pairConvOK(g *convGeom) bool { return g.wide() }
+// pairConvOK reports whether pairConv and weightGradWords compute
+// convolutions of geometry g: stride 1, or stride 2 without dilation, and
+// no negative padding.
+func pairConvOK(g *convGeom) bool {
+	return g.wide() || g.sh == 2 && g.sw == 2 && g.dh == 1 && g.dw == 1 && g.ph >= 0 && g.pw >= 0
+}
+
+// phaseLayout is how the bfloat16 convolutions lay out each channel of an
+// image so that every tap of the filter reads it at one offset: for
+// stride 1, the zero-padded plane; for stride 2, the four phases of the
+// zero-padded plane (its rows and columns of even and odd index), each a
+// plane of its own, tap (ki, kj) reading phase (ki mod 2, kj mod 2)
+// shifted by (ki/2, kj/2). The output is computed on the wide grid of
+// pitch columns per output row (the extra columns are dropped).
+type phaseLayout struct {
+	phases int // planes per channel: 1 or 4
+	pitch  int // values per row of a plane and columns per output row
+	plane  int // values per plane: a multiple of 32 with room for the taps' reach
+}
+
+// newPhaseLayout returns the layout of g (pairConvOK), with extra more
+// values of room after the reach of the taps.
+func newPhaseLayout(g *convGeom, extra int) phaseLayout {
+	wp, hp := g.widePitch(), g.h+2*g.ph
+	if g.sh == 1 {
+		return phaseLayout{phases: 1, pitch: wp, plane: roundUp32(hp*wp + (g.kw-1)*g.dw + extra)}
+	}
+	hpp, wpp := (hp+1)/2, (wp+1)/2
+	reach := max(hpp*wpp, (g.ho+(g.kh-1)/2)*wpp+(g.kw-1)/2)
+	return phaseLayout{phases: 4, pitch: wpp, plane: roundUp32(reach + extra)}
+}
+
+// tap returns the offset of tap (ki, kj) from the start of a channel's
+// planes.
+func (l phaseLayout) tap(g *convGeom, ki, kj int) int {
+	if l.phases == 1 {
+		return ki*g.dh*l.pitch + kj*g.dw
+	}
+	return ((ki%2)*2+kj%2)*l.plane + (ki/2)*l.pitch + kj/2
+}
+
+// split writes channel c of the image x into its four phase planes at
+// planes (stride 2), zeros where the padding is.
+func (l phaseLayout) split(g *convGeom, x []float32, c int, planes []float32) {
+	clear(planes[:4*l.plane])
+	for ih := 0; ih < g.h; ih++ {
+		y := ih + g.ph
+		row := x[(c*g.h+ih)*g.w : (c*g.h+ih+1)*g.w]
+		for b := 0; b < 2; b++ {
+			dst := planes[((y%2)*2+b)*l.plane+(y/2)*l.pitch:]
+			for iw := ((b-g.pw)%2 + 2) % 2; iw < g.w; iw += 2 {
+				dst[(iw+g.pw)/2] = row[iw]
+			}
+		}
+	}
+}
 
 // newPairConv packs the filters for m output channels: filter(o, c, ki,
 // kj) returns the weight of output o, input channel c < g.c and tap
 // (ki, kj).
 func newPairConv(g *convGeom, m int, filter func(o, c, ki, kj int) float32) *pairConv {
-	wp, hp := g.widePitch(), g.h+2*g.ph
-	pc := &pairConv{g: g, m: m, cpairs: (g.c + 1) / 2}
-	pc.plane = roundUp32(hp*wp + (g.kw-1)*g.dw)
+	pc := &pairConv{g: g, m: m, cpairs: (g.c + 1) / 2, l: newPhaseLayout(g, 0)}
 	taps := g.kh * g.kw
 	k := taps * pc.cpairs * 2
 	wk := make([]float32, m*k)
@@ -55,7 +106,7 @@ func newPairConv(g *convGeom, m int, filter func(o, c, ki, kj int) float32) *pai
 	for ki := 0; ki < g.kh; ki++ {
 		for kj := 0; kj < g.kw; kj++ {
 			for cp := 0; cp < pc.cpairs; cp++ {
-				pc.offs[(ki*g.kw+kj)*pc.cpairs+cp] = int32(cp*pc.plane + ki*g.dh*wp + kj*g.dw)
+				pc.offs[(ki*g.kw+kj)*pc.cpairs+cp] = int32(cp*pc.l.phases*pc.l.plane + pc.l.tap(g, ki, kj))
 			}
 		}
 	}
@@ -70,25 +121,39 @@ var pairScratch = sync.Pool{New: func() any { return new([]uint32) }}
 // run sets (or, if accumulate, adds to) the outputs of the n images of src
 // (srcSize values apart) in dst (dstSize apart).
 func (pc *pairConv) run(n int, src []float32, srcSize int, dst []float32, dstSize int, accumulate bool) {
-	g := pc.g
-	wp := g.widePitch()
+	g, l := pc.g, pc.l
+	wp := l.pitch
 	cols := g.ho * wp // product columns: the wide output grid
 	p := g.ho * g.wo
+	span := l.phases * l.plane // words per channel pair
 	parallel.For(n, 1, func(lo, hi int) {
 		bufp := pairScratch.Get().(*[]uint32)
-		if need := pc.cpairs * pc.plane; cap(*bufp) < need {
+		if need := pc.cpairs * span; cap(*bufp) < need {
 			*bufp = make([]uint32, need)
 		}
-		pairs := (*bufp)[:pc.cpairs*pc.plane]
+		pairs := (*bufp)[:pc.cpairs*span]
 		clear(pairs) // the padding, which the images never overwrite
 		tmp := colScratch.get(pc.m * cols)
+		var split []float32 // stride 2: the phase planes of two channels
+		if l.phases > 1 {
+			split = colScratch.get(2 * span)
+			defer colScratch.put(split)
+		}
 		hw := g.h * g.w
 		for i := lo; i < hi; i++ {
 			x := src[i*srcSize : (i+1)*srcSize]
 			for cp := 0; cp < pc.cpairs; cp++ {
 				single := 2*cp+1 >= g.c
-				at := cp*pc.plane + g.ph*wp + g.pw
-				blas.BF16PlaneRows(pairs[at:], wp, x[2*cp*hw:], g.w, hw, g.h, g.w, single)
+				if l.phases == 1 {
+					at := cp*span + g.ph*wp + g.pw
+					blas.BF16PlaneRows(pairs[at:], wp, x[2*cp*hw:], g.w, hw, g.h, g.w, single)
+					continue
+				}
+				l.split(g, x, 2*cp, split)
+				if !single {
+					l.split(g, x, 2*cp+1, split[span:])
+				}
+				blas.BF16Pairs(pairs[cp*span:(cp+1)*span], split, span, span, single)
 			}
 			pc.pa.MulPairRows(cols, blas.PairRows{Src: pairs, Offs: pc.offs}, 0, tmp, cols)
 			out := dst[i*dstSize : (i+1)*dstSize]
@@ -134,33 +199,35 @@ func padPlane(g *convGeom, x []float32, c int, plane []float32) {
 func weightGradWords(g *convGeom, cout int, x, gy []float32, lo, hi int) []float32 {
 	k, p := g.rows, g.cols
 	xSize, ySize := g.c*g.h*g.w, cout*p
-	wp, hp := g.widePitch(), g.h+2*g.ph
-	// With an even row pitch the planes start one word late if need be,
-	// so that every image row starts on a pair and is converted straight
-	// into place; otherwise each plane is padded in float32 first.
-	direct := wp%2 == 0
+	// Stride 1 with an even row pitch: the planes start one word late if
+	// need be, so that every image row starts on a pair and is converted
+	// straight into place; otherwise each plane is laid out in float32
+	// first (padded, or split into phases).
+	l := newPhaseLayout(g, 2) // room for an odd depth's extra value and the shift
+	wp := l.pitch
+	direct := l.phases == 1 && wp%2 == 0
 	base := 0
 	if direct {
 		base = g.pw % 2
 	}
-	plane := roundUp32(base + hp*wp + (g.kw-1)*g.dw + 1) // room for an odd depth's extra value
-	cols := g.ho * wp                                    // GEMM depth per image
+	span := l.phases * l.plane
+	cols := g.ho * wp // GEMM depth per image
 	offs := make([]int32, k)
 	for c := 0; c < g.c; c++ {
 		for ki := 0; ki < g.kh; ki++ {
 			for kj := 0; kj < g.kw; kj++ {
-				offs[(c*g.kh+ki)*g.kw+kj] = int32(c*plane + base + ki*g.dh*wp + kj*g.dw)
+				offs[(c*g.kh+ki)*g.kw+kj] = int32(c*span + base + l.tap(g, ki, kj))
 			}
 		}
 	}
 	bufp := pairScratch.Get().(*[]uint32)
 	defer pairScratch.Put(bufp)
-	if need := g.c * plane / 2; cap(*bufp) < need {
+	if need := g.c * span / 2; cap(*bufp) < need {
 		*bufp = make([]uint32, need)
 	}
-	img := (*bufp)[:g.c*plane/2]
+	img := (*bufp)[:g.c*span/2]
 	clear(img) // the padding, which direct conversions never overwrite
-	pad := colScratch.get(plane)
+	pad := colScratch.get(span)
 	defer colScratch.put(pad)
 	dyT := colScratch.get(cols * cout)
 	defer colScratch.put(dyT)
@@ -172,12 +239,16 @@ func weightGradWords(g *convGeom, cout int, x, gy []float32, lo, hi int) []float
 		xi := x[i*xSize : (i+1)*xSize]
 		for c := 0; c < g.c; c++ {
 			if !direct {
-				padPlane(g, xi, c, pad)
-				blas.BF16Words(img[c*plane/2:(c+1)*plane/2], pad)
+				if l.phases == 1 {
+					padPlane(g, xi, c, pad)
+				} else {
+					l.split(g, xi, c, pad)
+				}
+				blas.BF16Words(img[c*span/2:(c+1)*span/2], pad)
 				continue
 			}
 			for ih := 0; ih < g.h; ih++ {
-				at := c*plane + base + (ih+g.ph)*wp + g.pw // even
+				at := c*span + base + (ih+g.ph)*wp + g.pw // even
 				blas.BF16Words(img[at/2:at/2+(g.w+1)/2], xi[(c*g.h+ih)*g.w:(c*g.h+ih+1)*g.w])
 			}
 		}

@@ -62,6 +62,8 @@ func TestConv2dBF16(t *testing.T) {
 		{[]int{5, 3, 10, 10}, []int{8, 3, 3, 3}, convCfg(1, 1, 1, 1, 1, 1)},    // odd channel count
 		{[]int{4, 5, 12, 11}, []int{6, 5, 3, 2}, convCfg(1, 1, 2, 1, 2, 1)},    // dilation, rectangular
 		{[]int{3, 40, 33, 33}, []int{24, 40, 1, 1}, convCfg(1, 1, 0, 0, 1, 1)}, // 1×1, planes not a multiple of 32
+		{[]int{5, 6, 15, 13}, []int{10, 6, 3, 3}, convCfg(2, 2, 1, 1, 1, 1)},   // stride 2, odd sizes
+		{[]int{4, 8, 12, 14}, []int{9, 8, 3, 3}, convCfg(2, 2, 0, 0, 1, 1)},    // stride 2, no padding
 	}
 	bf := &autograd.Context{Precision: autograd.BF16}
 	for i, c := range cases {
