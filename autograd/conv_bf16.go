@@ -126,7 +126,9 @@ func (pc *pairConv) run(n int, src []float32, srcSize int, dst []float32, dstSiz
 	cols := g.ho * wp // product columns: the wide output grid
 	p := g.ho * g.wo
 	span := l.phases * l.plane // words per channel pair
-	parallel.For(n, 1, func(lo, hi int) {
+	// Each image is one product, so the chunks change nothing but how
+	// often a worker sets up its buffers.
+	parallel.For(n, parallel.Grain(n, 1), func(lo, hi int) {
 		bufp := pairScratch.Get().(*[]uint32)
 		if need := pc.cpairs * span; cap(*bufp) < need {
 			*bufp = make([]uint32, need)
