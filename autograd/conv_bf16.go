@@ -7,13 +7,14 @@ import (
 	"github.com/proxgen/proxgen/internal/parallel"
 )
 
-// pairConv computes a stride-1 convolution (g.wide()) in bfloat16 without
-// an im2col matrix: each image is converted once into pairs of channels
-// on its zero-padded planes (blas.BF16PlaneRows), and the product with the
-// filters reads, for pair row (ki, kj, channel pair), that image shifted
-// by the tap (blas.BF16PackedA.MulPairRows), on the wide output grid of
-// im2colWide, whose extra columns are dropped when the product is copied
-// out. The filters are packed once per call, their K in (ki, kj, c) order
+// pairConv computes a convolution of stride 1 or 2 (pairConvOK) in
+// bfloat16 without an im2col matrix: each image is converted once into
+// pairs of channels on its zero-padded planes (blas.BF16PlaneRows; for
+// stride 2 on the four phases of each plane, see phaseLayout), and the
+// product with the filters reads, for pair row (ki, kj, channel pair),
+// that image shifted by the tap (blas.BF16PackedA.MulPairRows), on a wide
+// output grid (im2colWide's for stride 1) whose extra columns are dropped
+// when the product is copied out. The filters are packed once per call, their K in (ki, kj, c) order
 // with the channels padded to an even count (so they differ in rounding
 // from im2col's products, whose K runs in (c, ki, kj) order); results do
 // not depend on the number of workers (each image is one product).
