@@ -66,9 +66,12 @@ func Conv2d(x, w, b *Tensor, stride, padding, dilation int) *Tensor {
 // scale with 512 channels, docs/benchmarks.md).
 //
 // In a context with Precision BF16 (on a CPU with AVX512_BF16) all three
-// products, the output and both gradients, run through im2col and
-// blas.SgemmBF16: operands rounded to bfloat16, products accumulated in
-// float32; still bit-identical for every number of workers.
+// products, the output and both gradients, run in bfloat16 with float32
+// accumulation (autograd/conv_bf16.go): for strides 1 and 2 without an
+// im2col matrix (pairConv for the output and the stride-1 input gradient,
+// weightGradWords for the weight gradient), otherwise through im2col or
+// col2im and blas.SgemmBF16; still bit-identical for every number of
+// workers.
 func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 	g := convGeometry(x, w, b, cfg)
 	n, cout := x.shape[0], w.shape[0]
@@ -295,7 +298,8 @@ func convGroup(mu multiplier, g *convGeom, m int, aT, src []float32, srcSize int
 // For stride 1 the input gradient is itself a convolution: of dY, padded by
 // dilation·(k−1) − padding, with the filters flipped in space and with
 // input and output channels swapped, which Winograd computes where it
-// pays. Larger strides fold Wᵀ·dY back onto each image with col2im.
+// pays. Larger strides fold Wᵀ·dY back onto each image with col2im. In
+// bfloat16 (g.bf16) see Conv2dWith.
 func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 	n, cout := x.shape[0], w.shape[0]
 	k, p, hw := g.rows, g.cols, g.h*g.w
