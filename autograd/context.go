@@ -48,6 +48,11 @@ type Context struct {
 	// Profile, when non-nil, accumulates the time of the ops that run in
 	// this context, forward and backward (see Profile).
 	Profile *Profile
+	// Precision is the arithmetic of the matrix products of convolutions,
+	// Linear and MatMul in this context (see Precision): FP32, the zero
+	// value, or BF16 for training in bfloat16 with float32 master
+	// weights. Gradient checks and evaluation run in FP32.
+	Precision Precision
 }
 
 // In binds t (a leaf or an op result) to the context c and returns t. Ops

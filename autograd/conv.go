@@ -64,6 +64,14 @@ func Conv2d(x, w, b *Tensor, stride, padding, dilation int) *Tensor {
 // 16 multiplications per 2×2 outputs instead of 36; its results differ
 // from im2col's only in rounding (about 4e-6 at most on outputs of unit
 // scale with 512 channels, docs/benchmarks.md).
+//
+// In a context with Precision BF16 (on a CPU with AVX512_BF16) all three
+// products, the output and both gradients, run in bfloat16 with float32
+// accumulation (autograd/conv_bf16.go): for strides 1 and 2 without an
+// im2col matrix (pairConv for the output and the stride-1 input gradient,
+// weightGradWords for the weight gradient), otherwise through im2col or
+// col2im and blas.SgemmBF16; still bit-identical for every number of
+// workers.
 func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 	g := convGeometry(x, w, b, cfg)
 	n, cout := x.shape[0], w.shape[0]
@@ -71,10 +79,24 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 	xSize, ySize := g.c*g.h*g.w, cout*p
 
 	c := contextOf("Conv2d", x, w, b)
+	if c.bf16() {
+		// All three products on im2col matrices, which SgemmBF16 packs.
+		g.bf16, g.algo = true, algoIm2col
+	}
 	out := c.empty(n, cout, g.ho, g.wo) // every element is written below
 	// The GEMMs read the filters as op(A) = (Wᵀ)ᵀ: packing a transposed
 	// operand is a plain copy, and the transpose (or Winograd's filter
 	// transform) is made once per call instead of once per image.
+	if g.bf16 && pairConvOK(g) {
+		if b != nil {
+			fillBias(out.Data, b.Data, n, p)
+		}
+		wd, cin, khw := w.Data, g.c, g.kh*g.kw
+		newPairConv(g, cout, func(o, c, ki, kj int) float32 {
+			return wd[(o*cin+c)*khw+ki*g.kw+kj]
+		}).run(n, x.Data, xSize, out.Data, ySize, b != nil)
+		return c.record("Conv2d", out, convGrad(g, x, w, b, n), x, w, b)
+	}
 	wino := useWinograd(g, n, cout)
 	if !wino && useGather(g) {
 		if b != nil {
@@ -98,7 +120,7 @@ func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 	}
 	defer partialScratch.put(wT)
 	serial := serialGemm(parallel.Chunks(n, gs))
-	gemm := gemmOf(serial)
+	gemm := gemmOf(g.bf16, serial)
 	var bias []float32
 	if b != nil {
 		bias = b.Data
@@ -276,7 +298,8 @@ func convGroup(mu multiplier, g *convGeom, m int, aT, src []float32, srcSize int
 // For stride 1 the input gradient is itself a convolution: of dY, padded by
 // dilation·(k−1) − padding, with the filters flipped in space and with
 // input and output channels swapped, which Winograd computes where it
-// pays. Larger strides fold Wᵀ·dY back onto each image with col2im.
+// pays. Larger strides fold Wᵀ·dY back onto each image with col2im. In
+// bfloat16 (g.bf16) see Conv2dWith.
 func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 	n, cout := x.shape[0], w.shape[0]
 	k, p, hw := g.rows, g.cols, g.h*g.w
@@ -297,7 +320,7 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 				c: cout, h: g.ho, w: g.wo, kh: g.kh, kw: g.kw, sh: 1, sw: 1,
 				ph: g.dh*(g.kh-1) - g.ph, pw: g.dw*(g.kw-1) - g.pw,
 				dh: g.dh, dw: g.dw, ho: g.h, wo: g.w,
-				rows: cout * g.kh * g.kw, cols: hw, algo: g.algo,
+				rows: cout * g.kh * g.kw, cols: hw, algo: g.algo, bf16: g.bf16,
 			}
 			if wino = useWinograd(gd, n, g.c); wino {
 				wf = partialScratch.get(winoFiltersSize(g.c, cout))
@@ -332,21 +355,34 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 		wide := !gather && wideWeightGrad(g, cout)
 		parallel.For(n, ws, func(lo, hi int) {
 			switch {
+			case g.bf16 && pairConvOK(g):
+				merge.done(lo/ws, weightGradWords(g, cout, x.Data, gy, lo, hi))
+			case g.bf16:
+				merge.done(lo/ws, weightGradBF16(serial, g, cout, x.Data, gy, lo, hi))
 			case gather:
 				merge.done(lo/ws, weightGradGather(g, gp, x.Data, gy, lo, hi, ws))
 			case wide:
-				merge.done(lo/ws, weightGradWide(gemmOf(serial), g, cout, x.Data, gy, lo, hi))
+				merge.done(lo/ws, weightGradWide(gemmOf(g.bf16, serial), g, cout, x.Data, gy, lo, hi))
 			default:
 				merge.done(lo/ws, weightGradGroup(serial, g, cout, x.Data, gy, lo, hi))
 			}
 		})
-		if gather || wide {
+		if gather || wide || g.bf16 {
 			addTo(w.grad(), acc)
 		} else {
 			addFilterGrad(g, cout, w.grad(), acc)
 		}
 	}
 	if !needX {
+		return
+	}
+	if strideOne && g.bf16 && pairConvOK(gd) {
+		// The input gradient is the convolution of dY with the filters
+		// flipped in space, input and output channels swapped.
+		wd, cin, khw := w.Data, g.c, g.kh*g.kw
+		newPairConv(gd, g.c, func(ci, co, ki, kj int) float32 {
+			return wd[(co*cin+ci)*khw+(g.kh-1-ki)*g.kw+(g.kw-1-kj)]
+		}).run(n, gy, ySize, gx, xSize, !overwrite)
 		return
 	}
 	if strideOne && !wino && useGather(gd) {
@@ -360,7 +396,7 @@ func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
 		gs = winoGroupSize(gd)
 	}
 	serial := serialGemm(parallel.Chunks(n, gs))
-	gemm := gemmOf(serial)
+	gemm := gemmOf(g.bf16, serial)
 	parallel.For(n, gs, func(lo, hi int) {
 		if wino {
 			winoGroup(serial, gd, g.c, u, gy, ySize, gx, xSize, lo, hi, !overwrite, nil)
@@ -416,11 +452,39 @@ func weightGradGroup(serial bool, g *convGeom, cout int, x, gy []float32, lo, hi
 		im2colT(g, xT, block)
 	}
 	part := partialScratch.get(cout * k)
-	if pa == nil {
-		gemmOf(serial)(false, false, cout, k, kk, 1, gy[lo*ySize:hi*ySize], kk, colT, k, 0, part, k)
-	} else {
+	switch {
+	case pa == nil:
+		gemmOf(false, serial)(false, false, cout, k, kk, 1, gy[lo*ySize:hi*ySize], kk, colT, k, 0, part, k)
+	default:
 		packedProduct(serial, pa, k, colT, part)
 	}
+	return part
+}
+
+// weightGradBF16 returns, in a buffer from partialScratch, the weight
+// gradient Σ dY_i·col_iᵀ over the images i in [lo, hi) of a convolution
+// that weightGradWords does not compute (strides above 1) in the (Cout,
+// Cin, kh, kw) layout of the weights, computed in bfloat16 as its
+// transpose col·dYᵀ: the im2col matrices of the images side by side are
+// op(A), whose rows blas.SgemmBF16 converts as they lie, and the output
+// gradients transposed are op(B), Cout columns wide.
+func weightGradBF16(serial bool, g *convGeom, cout int, x, gy []float32, lo, hi int) []float32 {
+	k, p, cnt := g.rows, g.cols, hi-lo
+	xSize, ySize := g.c*g.h*g.w, cout*p
+	kk := cnt * p // GEMM depth
+	col := colScratch.get(k * kk)
+	defer colScratch.put(col)
+	dyT := colScratch.get(kk * cout)
+	defer colScratch.put(dyT)
+	for j := 0; j < cnt; j++ {
+		im2col(g, x[(lo+j)*xSize:(lo+j+1)*xSize], col[j*p:], kk)
+		transpose(cout, p, gy[(lo+j)*ySize:(lo+j+1)*ySize], dyT[j*p*cout:(j+1)*p*cout])
+	}
+	partT := colScratch.get(k * cout)
+	defer colScratch.put(partT)
+	gemmOf(true, serial)(false, false, k, cout, kk, 1, col, kk, dyT, cout, 0, partT, cout)
+	part := partialScratch.get(cout * k)
+	transpose(k, cout, partT, part)
 	return part
 }
 
@@ -432,7 +496,7 @@ func weightGradGroup(serial bool, g *convGeom, cout int, x, gy []float32, lo, hi
 // transposed layout; from 32 filters on, the GEMMs are equally fast and
 // the extra columns of the wide grid make weightGradWide the slower.
 func wideWeightGrad(g *convGeom, cout int) bool {
-	return g.wide() && !g.direct() && cout < 32
+	return g.wide() && !g.direct() && cout < 32 && !g.bf16
 }
 
 // weightGradWide returns, in a buffer from partialScratch, the weight
@@ -559,9 +623,15 @@ func (g *convGeom) direct() bool {
 // results.
 func serialGemm(chunks int) bool { return chunks >= parallel.Workers() }
 
-// gemmOf returns blas.SgemmSerial if serial, else blas.Sgemm.
-func gemmOf(serial bool) gemmFunc {
-	if serial {
+// gemmOf returns blas.SgemmSerial if serial, else blas.Sgemm, or their
+// bfloat16 versions if bf16.
+func gemmOf(bf16, serial bool) gemmFunc {
+	switch {
+	case bf16 && serial:
+		return blas.SgemmBF16Serial
+	case bf16:
+		return blas.SgemmBF16
+	case serial:
 		return blas.SgemmSerial
 	}
 	return blas.Sgemm

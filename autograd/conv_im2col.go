@@ -11,6 +11,7 @@ type convGeom struct {
 	ho, wo     int      // output height and width
 	rows, cols int      // im2col matrix size: c·kh·kw rows × ho·wo columns
 	algo       convAlgo // algorithm forced by the caller, or algoAuto
+	bf16       bool     // products in bfloat16 (with algo im2col)
 }
 
 // outSize returns the PyTorch output length of a convolution along one axis:

@@ -473,13 +473,18 @@ func BenchmarkConv2dResNet20(b *testing.B) {
 // algorithm, and reports the process CPU time per pass beside the wall
 // time.
 func benchConvAlgo(b *testing.B, n, cin, cout, hw, stride int, algo string) {
+	benchConvIn(b, n, cin, cout, hw, stride, algo, autograd.FP32)
+}
+
+// benchConvIn is benchConvAlgo with the products in precision prec.
+func benchConvIn(b *testing.B, n, cin, cout, hw, stride int, algo string, prec autograd.Precision) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	x := autograd.RandN(rng, n, cin, hw, hw).RequireGrad()
 	w := autograd.RandN(rng, cout, cin, 3, 3).RequireGrad()
 	seed := autograd.RandN(rng, n, cout, (hw-1)/stride+1, (hw-1)/stride+1).Data
 	cfg := autograd.WithConvAlgo(convCfg(stride, stride, 1, 1, 1, 1), algo)
 	defer parallel.SetWorkers(parallel.SetWorkers(0))
-	ctx := &autograd.Context{Arena: autograd.NewArena()}
+	ctx := &autograd.Context{Arena: autograd.NewArena(), Precision: prec}
 	x.In(ctx)
 	step := func() {
 		ctx.Arena.Reset()
@@ -513,6 +518,21 @@ func BenchmarkConv2dAlgos(b *testing.B) {
 		for _, algo := range autograd.ConvAlgos[1:] {
 			b.Run(fmt.Sprintf("%dch_%dpx/%s", l.c, l.hw, algo), func(b *testing.B) {
 				benchConvAlgo(b, 128, l.c, l.c, l.hw, 1, algo)
+			})
+		}
+	}
+}
+
+// BenchmarkConv2dPrecision times the convolution layers of ResNet-20 at
+// batch size 128 (the 3×3 layers of each stage and the two stride-2
+// layers) in float32 (each layer's own algorithm) and in bfloat16,
+// alternating.
+func BenchmarkConv2dPrecision(b *testing.B) {
+	layers := []struct{ cin, cout, hw, stride int }{{16, 16, 32, 1}, {32, 32, 16, 1}, {64, 64, 8, 1}, {16, 32, 32, 2}, {32, 64, 16, 2}}
+	for _, l := range layers {
+		for _, prec := range []autograd.Precision{autograd.FP32, autograd.BF16} {
+			b.Run(fmt.Sprintf("%d-%dch_%dpx_s%d/%s", l.cin, l.cout, l.hw, l.stride, prec), func(b *testing.B) {
+				benchConvIn(b, 128, l.cin, l.cout, l.hw, l.stride, "auto", prec)
 			})
 		}
 	}

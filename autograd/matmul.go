@@ -3,7 +3,6 @@ package autograd
 import (
 	"fmt"
 
-	"github.com/proxgen/proxgen/autograd/blas"
 	"github.com/proxgen/proxgen/internal/parallel"
 )
 
@@ -27,28 +26,30 @@ func MatMul(a, b *Tensor, transA, transB bool) *Tensor {
 	}
 	c := contextOf("MatMul", a, b)
 	out := c.empty(m, n)
-	blas.Sgemm(transA, transB, m, n, k, 1, a.Data, a.shape[1], b.Data, b.shape[1], 0, out.Data, n)
+	gemm := c.gemmIn()
+	gemm(transA, transB, m, n, k, 1, a.Data, a.shape[1], b.Data, b.shape[1], 0, out.Data, n)
 	return c.record("MatMul", out, func(g []float32) {
-		matMulBackward(a, b, transA, transB, m, n, k, g)
+		matMulBackward(gemm, a, b, transA, transB, m, n, k, g)
 	}, a, b)
 }
 
-// matMulBackward accumulates the gradients of C = op(A)·op(B) given dC.
-func matMulBackward(a, b *Tensor, transA, transB bool, m, n, k int, g []float32) {
+// matMulBackward accumulates the gradients of C = op(A)·op(B) given dC,
+// computing their products with gemm.
+func matMulBackward(gemm gemmFunc, a, b *Tensor, transA, transB bool, m, n, k int, g []float32) {
 	if a.requiresGrad {
 		// dA = dC·op(B)ᵀ, or its transpose op(B)·dCᵀ when A was transposed.
 		if transA {
-			blas.Sgemm(transB, true, k, m, n, 1, b.Data, b.shape[1], g, n, 1, a.grad(), a.shape[1])
+			gemm(transB, true, k, m, n, 1, b.Data, b.shape[1], g, n, 1, a.grad(), a.shape[1])
 		} else {
-			blas.Sgemm(false, !transB, m, k, n, 1, g, n, b.Data, b.shape[1], 1, a.grad(), a.shape[1])
+			gemm(false, !transB, m, k, n, 1, g, n, b.Data, b.shape[1], 1, a.grad(), a.shape[1])
 		}
 	}
 	if b.requiresGrad {
 		// dB = op(A)ᵀ·dC, or dCᵀ·op(A) when B was transposed.
 		if transB {
-			blas.Sgemm(true, transA, n, k, m, 1, g, n, a.Data, a.shape[1], 1, b.grad(), b.shape[1])
+			gemm(true, transA, n, k, m, 1, g, n, a.Data, a.shape[1], 1, b.grad(), b.shape[1])
 		} else {
-			blas.Sgemm(!transA, false, k, n, m, 1, a.Data, a.shape[1], g, n, 1, b.grad(), b.shape[1])
+			gemm(!transA, false, k, n, m, 1, a.Data, a.shape[1], g, n, 1, b.grad(), b.shape[1])
 		}
 	}
 }
@@ -79,9 +80,10 @@ func Linear(x, w, b *Tensor) *Tensor {
 	if b != nil {
 		beta = 1
 	}
-	blas.Sgemm(false, true, batch, nOut, x.shape[1], 1, x.Data, x.shape[1], w.Data, w.shape[1], beta, out.Data, nOut)
+	gemm := c.gemmIn()
+	gemm(false, true, batch, nOut, x.shape[1], 1, x.Data, x.shape[1], w.Data, w.shape[1], beta, out.Data, nOut)
 	return c.record("Linear", out, func(g []float32) {
-		matMulBackward(x, w, false, true, batch, nOut, x.shape[1], g)
+		matMulBackward(gemm, x, w, false, true, batch, nOut, x.shape[1], g)
 		if b != nil && b.requiresGrad {
 			addColumnSums(b.grad(), g, batch, nOut)
 		}

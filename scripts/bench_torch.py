@@ -343,7 +343,11 @@ def make_step(args, model):
 
     def step():
         opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
+        # --precision bf16: torch.cpu.amp.autocast runs the convolutions
+        # and linear layers in bfloat16 (fp32 master weights), as
+        # `bench train -precision bf16` does.
+        with torch.cpu.amp.autocast(enabled=args.precision == "bf16", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
         return loss
@@ -364,6 +368,8 @@ def main(argv=None):
                    help="keep stepping until this many seconds have been timed")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", action="store_true", help="only print the JSON line")
+    p.add_argument("--precision", default="fp32", choices=("fp32", "bf16"),
+                   help="bf16: CNN steps under torch.cpu.amp.autocast(dtype=torch.bfloat16)")
     args = p.parse_args(argv)
     if args.batch == 0:
         args.batch = LM_BATCH if args.model == "lstm" else 128
@@ -412,6 +418,7 @@ def main(argv=None):
         "ms_per_step_min": round(1000 * fastest, 3),
         "cpu_ms_per_step": round(1000 * cpu / n, 3),
         "loss": loss,
+        "precision": args.precision,
         "peak_rss_mb": peak_rss_mb(),
         "blas": blas_library(),
         "cpu_capability": cpu_capability(),

@@ -29,7 +29,10 @@
 #   WARMUP (2), STEPS (3), MIN_TIME (5, seconds), REPEAT (3),
 #   TORCH_POLICIES ("default PASSIVE"; "default" leaves OMP_WAIT_POLICY unset),
 #   PYTHON (/usr/bin/python3), OUT (directory for the JSON lines; default a
-#   temporary directory), PROFILE=1 (also write Go CPU profiles to $OUT).
+#   temporary directory), PROFILE=1 (also write Go CPU profiles to $OUT),
+#   PRECISION (fp32; bf16 runs `bench train -precision bf16` against
+#   PyTorch under torch.cpu.amp.autocast(dtype=torch.bfloat16); see
+#   scripts/bench_bf16.sh for both precisions alternated).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -41,6 +44,7 @@ MIN_TIME=${MIN_TIME:-5}
 REPEAT=${REPEAT:-3}
 PYTHON=${PYTHON:-/usr/bin/python3}
 PROFILE=${PROFILE:-0}
+PRECISION=${PRECISION:-fp32}
 TORCH_POLICIES=${TORCH_POLICIES:-default PASSIVE}
 models=("$@")
 if [ ${#models[@]} -eq 0 ]; then
@@ -67,13 +71,14 @@ for m in "${models[@]}"; do
 		if [ "$PROFILE" = 1 ]; then prof=(-cpuprofile "$OUT/go-$m-$r.prof"); fi
 		echo "== $m run $r: go" >&2
 		"$OUT/bench" train -model "$m" -batch "$batch" -threads "$THREADS" -warmup "$WARMUP" \
-			-steps "$STEPS" -min-time "${MIN_TIME}s" "${prof[@]}" -json | tail -n 1 >>"$OUT/go-$m.jsonl"
+			-steps "$STEPS" -min-time "${MIN_TIME}s" -precision "$PRECISION" "${prof[@]}" -json | tail -n 1 >>"$OUT/go-$m.jsonl"
 		for pol in $TORCH_POLICIES; do
 			echo "== $m run $r: torch (OMP_WAIT_POLICY $pol)" >&2
 			env=()
 			if [ "$pol" != default ]; then env=(OMP_WAIT_POLICY="$pol"); fi
 			env "${env[@]}" "$PYTHON" -W ignore scripts/bench_torch.py --model "$m" --batch "$batch" \
-				--threads "$THREADS" --warmup "$WARMUP" --steps "$STEPS" --min-time "$MIN_TIME" --json |
+				--threads "$THREADS" --warmup "$WARMUP" --steps "$STEPS" --min-time "$MIN_TIME" \
+				--precision "$PRECISION" --json |
 				tail -n 1 | sed "s/^{/{\"repeat\": $r, /" >>"$OUT/torch-$m.jsonl"
 		done
 	done

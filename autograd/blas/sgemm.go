@@ -44,6 +44,12 @@
 // kernel; the package itself reads no environment). Kernel names an
 // engine's kernel and KernelChoice says how it was chosen. Kernels differ
 // only in rounding.
+//
+// SgemmBF16 computes the same products with both operands rounded to
+// bfloat16 and float32 accumulation (bf16.go states the exact contract),
+// on AVX512_BF16's VDPBF16PS where the CPU has it (BF16Native), for
+// training in reduced precision; its pure-Go reference gives the same
+// bits.
 package blas
 
 import (

@@ -55,6 +55,8 @@ const (
 // trainConfig holds the flags of the train subcommand.
 type trainConfig struct {
 	model      string
+	precision  string             // -precision
+	prec       autograd.Precision // parsed
 	batch      int
 	bptt       int
 	vocab      int
@@ -85,6 +87,7 @@ type trainResult struct {
 	Kernel     string   `json:"kernel"`
 	Params     int      `json:"params"`
 	Arena      bool     `json:"arena"`
+	Precision  string   `json:"precision"`
 	Warmup     int      `json:"warmup"`
 	Steps      int      `json:"steps"`
 	Seconds    float64  `json:"seconds"`
@@ -121,6 +124,7 @@ func parseTrainFlags(args []string, stderr io.Writer) (*trainConfig, error) {
 	fs.DurationVar(&c.minTime, "min-time", 0, "keep timing steps until this much time has passed")
 	fs.Uint64Var(&c.seed, "seed", 1, "random seed for weights and data")
 	fs.Float64Var(&c.lr, "lr", 1e-3, "Adam learning rate")
+	fs.StringVar(&c.precision, "precision", "fp32", "arithmetic of the convolution and linear products: fp32, or bf16 (bfloat16 operands, float32 accumulation; on CPUs with AVX512_BF16, fp32 elsewhere)")
 	fs.BoolVar(&c.arena, "arena", true, "recycle op buffers between steps with autograd.Arena")
 	fs.BoolVar(&c.json, "json", false, "print the result as one JSON line")
 	fs.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the timed steps to `file`")
@@ -152,6 +156,11 @@ func parseTrainFlags(args []string, stderr io.Writer) (*trainConfig, error) {
 	if !(c.lr > 0) {
 		return nil, cli.Usagef("bench train: -lr must be positive, got %g", c.lr)
 	}
+	prec, err := autograd.ParsePrecision(c.precision)
+	if err != nil {
+		return nil, cli.Usagef("bench train: -precision: %w", err)
+	}
+	c.prec = prec
 	return c, nil
 }
 
@@ -214,6 +223,7 @@ func writeTrainTable(w io.Writer, r *trainResult) error {
 	fmt.Fprintf(tw, "timed steps\t%d in %.2f s after %d warm-up\n", r.Steps, r.Seconds, r.Warmup)
 	fmt.Fprintf(tw, "threads\t%d (GOMAXPROCS %d)\n", r.Threads, r.GOMAXPROCS)
 	fmt.Fprintf(tw, "GEMM kernel\t%s\n", r.Kernel)
+	fmt.Fprintf(tw, "precision\t%s\n", r.Precision)
 	fmt.Fprintf(tw, "parameters\t%d\n", r.Params)
 	fmt.Fprintf(tw, "arena\t%v\n", r.Arena)
 	fmt.Fprintf(tw, "allocated/step\t%.1f MB, %.2f GCs\n", r.AllocMB, r.GCPerStep)
@@ -285,6 +295,7 @@ func timeSteps(c *trainConfig, step func() float32, timed func()) (*trainResult,
 		Batch:      c.batch,
 		Kernel:     blas.Kernel(),
 		Arena:      c.arena,
+		Precision:  c.precisionUsed(),
 		Warmup:     c.warmup,
 		Steps:      n,
 		Seconds:    math.Round(elapsed.Seconds()*1e4) / 1e4,
@@ -358,6 +369,12 @@ func newTrainStep(c *trainConfig) (step func() float32, samples, params int, pro
 	if c.arena {
 		ctx = &autograd.Context{Arena: autograd.NewArena()}
 	}
+	if c.prec != autograd.FP32 {
+		if ctx == nil {
+			ctx = &autograd.Context{}
+		}
+		ctx.Precision = c.prec
+	}
 	prof = &opProfile{}
 	if c.opProfile {
 		if ctx == nil {
@@ -420,4 +437,13 @@ func (p *opProfile) write(w io.Writer, steps int, elapsed time.Duration) {
 	rest := elapsed - counted - p.optimizer
 	fmt.Fprintf(tw, "rest\t\t\t\t%.1f\t\n", share(rest))
 	tw.Flush()
+}
+
+// precisionUsed names the arithmetic the products ran in: -precision, or
+// "fp32 (bf16 asked; no AVX512_BF16)" where bfloat16 fell back.
+func (c *trainConfig) precisionUsed() string {
+	if c.prec == autograd.BF16 && !blas.BF16Native() {
+		return "fp32 (bf16 asked; no AVX512_BF16)"
+	}
+	return c.prec.String()
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/proxgen/proxgen/autograd/blas"
 	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/internal/procstat"
 )
@@ -121,6 +122,35 @@ func TestTrainSameSeedSameLoss(t *testing.T) {
 	}
 }
 
+// TestTrainPrecision runs a bf16 step: the same loss at 1 and 2
+// threads, another than fp32's where the CPU computes in bfloat16, and
+// the precision named in the result.
+func TestTrainPrecision(t *testing.T) {
+	run := func(args ...string) map[string]any {
+		out, err := runTrainForTest(t, append([]string{"-model", "resnet20", "-batch", "2", "-width", "0.25",
+			"-warmup", "1", "-steps", "2", "-json"}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lastJSON(t, out)
+	}
+	a, b := run("-threads", "1", "-precision", "bf16"), run("-threads", "2", "-precision", "bf16")
+	if num(t, a, "loss") != num(t, b, "loss") {
+		t.Errorf("bf16 losses differ: 1 thread %v, 2 threads %v", a["loss"], b["loss"])
+	}
+	f := run("-threads", "1")
+	if blas.BF16Native() {
+		if a["precision"] != "bf16" || num(t, a, "loss") == num(t, f, "loss") {
+			t.Errorf("bf16 run: precision %v, loss %v (fp32 %v)", a["precision"], a["loss"], f["loss"])
+		}
+	} else if a["precision"] == "bf16" {
+		t.Errorf("bf16 reported without AVX512_BF16")
+	}
+	if f["precision"] != "fp32" {
+		t.Errorf("default precision %v", f["precision"])
+	}
+}
+
 func TestTrainTableAndProfile(t *testing.T) {
 	dir := t.TempDir()
 	prof, mem := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "mem.prof")
@@ -149,6 +179,7 @@ func TestTrainBadFlags(t *testing.T) {
 		{"-threads", "-2"},
 		{"-width", "0"},
 		{"-lr", "-1"},
+		{"-precision", "fp16"},
 		{"-nosuchflag"},
 		{"extra"},
 		{"-cpuprofile", filepath.Join(t.TempDir(), "no", "such", "dir", "cpu.prof"), "-batch", "1", "-width", "0.1", "-steps", "1", "-warmup", "0"},

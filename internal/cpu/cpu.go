@@ -15,4 +15,11 @@ type Features struct {
 	FMA bool
 	// AVX512F is AVX-512 Foundation with the opmask and ZMM states saved.
 	AVX512F bool
+	// AVX512BW is AVX-512 Byte and Word (VPERMW and the other 16-bit
+	// element instructions), with AVX512F.
+	AVX512BW bool
+	// AVX512BF16 is AVX512_BF16 (VCVTNE2PS2BF16, VDPBF16PS: bfloat16
+	// conversions and pairwise dot products accumulated in float32), with
+	// AVX512F and AVX512BW, as on AMD Zen 4 and Intel since Cooper Lake.
+	AVX512BF16 bool
 }

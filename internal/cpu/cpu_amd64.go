@@ -32,15 +32,22 @@ func detect() Features {
 	if xcr0&sseAVXState != sseAVXState {
 		return Features{}
 	}
-	_, ebx7, _, _ := cpuid(7, 0)
+	maxSub7, ebx7, _, _ := cpuid(7, 0)
 	const (
-		avx2Bit    = 1 << 5
-		avx512FBit = 1 << 16
+		avx2Bit     = 1 << 5
+		avx512FBit  = 1 << 16
+		avx512BWBit = 1 << 30
+		bf16Bit     = 1 << 5 // leaf 7, subleaf 1, EAX
 	)
 	f := Features{
 		AVX2: ebx7&avx2Bit != 0,
 		FMA:  ecx1&fmaBit != 0,
 	}
 	f.AVX512F = f.AVX2 && f.FMA && ebx7&avx512FBit != 0 && xcr0&avx512State == avx512State
+	f.AVX512BW = f.AVX512F && ebx7&avx512BWBit != 0
+	if f.AVX512BW && maxSub7 >= 1 {
+		eax71, _, _, _ := cpuid(7, 1)
+		f.AVX512BF16 = eax71&bf16Bit != 0
+	}
 	return f
 }

@@ -36,5 +36,11 @@ func TestFeatures(t *testing.T) {
 	if want := has("avx2") && has("fma") && has("avx512f"); X86.AVX512F != want {
 		t.Errorf("AVX512F detected %v, /proc/cpuinfo says %v", X86.AVX512F, want)
 	}
+	if want := X86.AVX512F && has("avx512bw"); X86.AVX512BW != want {
+		t.Errorf("AVX512BW detected %v, /proc/cpuinfo says %v", X86.AVX512BW, want)
+	}
+	if want := X86.AVX512BW && has("avx512_bf16"); X86.AVX512BF16 != want {
+		t.Errorf("AVX512BF16 detected %v, /proc/cpuinfo says %v", X86.AVX512BF16, want)
+	}
 	t.Logf("%+v", X86)
 }

@@ -34,6 +34,9 @@ func modelMetadata(c *config) map[string]string {
 	s.Mean, s.Std, s.Classes = cifar10.DefaultMean(), cifar10.DefaultStd(), cifar10.ClassNames()
 	m := s.Metadata()
 	m["generator"] = "proxgen cmd/cifar"
+	if c.Precision != "fp32" {
+		m["train_precision"] = c.Precision
+	}
 	if c.WeightsSHA256 != "" {
 		// A warm start: the file the run started from.
 		m["init"] = c.Weights

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/cmd/internal/experiment"
 	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/nn/models"
@@ -90,6 +91,11 @@ type config struct {
 	TestSubset  int    `json:"test_subset"`
 	NoAugment   bool   `json:"no_augment"`
 
+	// Precision is the arithmetic of the convolution and linear products
+	// in training (autograd.Context.Precision): "fp32" or "bf16".
+	// Checkpoints written before it existed read as fp32.
+	Precision string `json:"precision"`
+
 	Threads   int    `json:"threads"`
 	Progress  string `json:"progress"`
 	LogEvery  int    `json:"log_every"`
@@ -133,7 +139,7 @@ func defaultConfig() *config {
 		LR: math.NaN(), WD: math.NaN(), Momentum: 0.9, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8,
 		Schedule: "auto", Homotopy: "auto", HardQuantEpoch: -2, Recalibrate: -1, GMPEnd: -2,
 		Epochs: 30, Batch: 128, EvalBatch: 500, Seed: 1,
-		Progress: "auto",
+		Progress: "auto", Precision: "fp32",
 	}
 }
 
@@ -186,6 +192,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.TestSubset, "test-subset", c.TestSubset, "evaluate on the first N test images only (0: all 10,000)")
 	fs.BoolVar(&c.NoAugment, "no-augment", c.NoAugment, "train without random crops and flips")
 
+	fs.StringVar(&c.Precision, "precision", c.Precision, "arithmetic of the convolution and linear products in training: fp32, or bf16 (bfloat16 operands, float32 accumulation and master weights, on CPUs with AVX512_BF16; float32 elsewhere); evaluation stays fp32")
 	fs.IntVar(&c.Threads, "threads", c.Threads, "worker threads (0: all cores, at most 1024)")
 	fs.StringVar(&c.Progress, "progress", c.Progress, "progress on stderr: bar, lines, none, or auto (bar on a terminal, lines otherwise)")
 	fs.IntVar(&c.LogEvery, "log-every", c.LogEvery, "batches between progress lines (0: about ten lines per epoch)")
@@ -439,6 +446,9 @@ func (c *config) resolve() error {
 	if c.Threads > 1024 {
 		return fmt.Errorf("-threads %d: at most 1024", c.Threads)
 	}
+	if _, err := c.precision(); err != nil {
+		return err
+	}
 	if !slices.Contains([]string{"auto", "bar", "lines", "none"}, c.Progress) {
 		return fmt.Errorf("-progress %q: want bar, lines, none or auto", c.Progress)
 	}
@@ -586,4 +596,13 @@ func parseSchedule(s string) (schedule.Spec, error) {
 		return sp, fmt.Errorf("-schedule %q: plateau cannot follow a warm-up", s)
 	}
 	return sp, nil
+}
+
+// precision returns the arithmetic of the training products, -precision.
+func (c *config) precision() (autograd.Precision, error) {
+	p, err := autograd.ParsePrecision(c.Precision)
+	if err != nil {
+		return p, fmt.Errorf("-precision: %w", err)
+	}
+	return p, nil
 }

@@ -27,7 +27,7 @@ func TestConfigDefaults(t *testing.T) {
 		Model: "resnet20", Width: 1, Shortcut: "A", Optimizer: "proxgen", Reg: "l12",
 		Lambda: 0.1, LambdaScale: "n", LR: 1e-3, WD: 0, Momentum: 0.9, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8,
 		Schedule: "multistep:15,25", Homotopy: "off", HardQuantEpoch: 0, Recalibrate: DefaultRecalibrate,
-		Epochs: 30, Batch: 128, EvalBatch: 500, Seed: 1, Progress: "auto",
+		Epochs: 30, Batch: 128, EvalBatch: 500, Seed: 1, Progress: "auto", Precision: "fp32",
 		Out:     "runs/resnet20-proxgen-l12-s1",
 		Derived: []string{"schedule", "hard_quant_epoch"},
 	}

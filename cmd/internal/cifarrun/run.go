@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/autograd/blas"
 	"github.com/proxgen/proxgen/cmd/internal/experiment"
 	"github.com/proxgen/proxgen/datasets/cifar10"
 	"github.com/proxgen/proxgen/internal/cli"
@@ -157,10 +158,14 @@ func trainRun(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	if c.GMP > 0 {
 		gmp = experiment.NewGMP(meth.Weights, c.GMP, c.GMPBegin*perEpoch, c.GMPEnd*perEpoch, c.GMPEvery)
 	}
+	prec, err := c.precision()
+	if err != nil {
+		return err
+	}
 	t := &trainer{
 		cfg: c, model: model, meth: meth, train: ds.Train, test: ds.Test, perEpoch: perEpoch, gmp: gmp,
 		prog: train.NewProgress(stderr, c.Progress, c.LogEvery, "img"), stdout: stdout,
-		trainCtx: &autograd.Context{Arena: autograd.NewArena()},
+		trainCtx: &autograd.Context{Arena: autograd.NewArena(), Precision: prec},
 		evalCtx:  &autograd.Context{Arena: autograd.NewArena(), NoGrad: true},
 	}
 	defer t.closeLoader()
@@ -171,9 +176,9 @@ func trainRun(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 			t.prog.Logf("resuming %s at epoch %d, step %d", c.Out, c.resumed.Epoch()+1, c.resumed.Step())
 		}
 	} else {
-		t.prog.Logf("training %s (%s) with %s, -reg %s, per-step λ %.3g, lr %g on %s (%s of %d per epoch), %s; run folder %s",
+		t.prog.Logf("training %s (%s) with %s, -reg %s, per-step λ %.3g, lr %g on %s (%s of %d per epoch), %s%s; run folder %s",
 			c.Model, cli.Count(nn.NumParams(model), "parameter"), c.Optimizer, c.Reg, perStepLambda(c, ds.Train.Len()), c.LR, cli.Count(ds.Train.Len(), "image"),
-			cli.Count(perEpoch, "batch"), c.Batch, cli.Count(parallel.Workers(), "thread"), c.Out)
+			cli.Count(perEpoch, "batch"), c.Batch, cli.Count(parallel.Workers(), "thread"), precisionNote(prec), c.Out)
 	}
 	res, err := l.Run(ctx)
 	if errors.Is(err, train.ErrInterrupted) {
@@ -333,4 +338,16 @@ func CheckArgs(args []string) (epochs int, err error) {
 		return 0, err
 	}
 	return c.Epochs, nil
+}
+
+// precisionNote describes the arithmetic of the training products for
+// the start-up line: nothing for fp32.
+func precisionNote(p autograd.Precision) string {
+	switch {
+	case p == autograd.FP32:
+		return ""
+	case blas.BF16Native():
+		return ", bf16 products"
+	}
+	return ", -precision bf16 computed in fp32 (the CPU lacks AVX512_BF16)"
 }
