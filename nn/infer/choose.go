@@ -28,6 +28,18 @@ var chooseBatches = [2]int{1, 16}
 // bimodally on a shared machine), few batches.
 var chooseRuns = [2]int{10, 3}
 
+// minConvZeros returns the least zero fraction of net's convolutions (1
+// without any).
+func minConvZeros(net nn.Module) float64 {
+	f := 1.0
+	for _, l := range report(net, prepOptions{}, false).Layers {
+		if l.Kind == "Conv2d" {
+			f = min(f, l.ZeroFraction())
+		}
+	}
+	return f
+}
+
 // choice is one candidate of choose: the layers at or above
 // rep.MinZeros sparse (above 1: none), compiled.
 type choice struct {
@@ -62,6 +74,16 @@ func choose(net nn.Module, m *Model) (plan, Report) {
 			continue
 		}
 		cands = append(cands, choice{rep: rep, plan: newPlan(net, rep)})
+	}
+	// Every convolution sparse (the threshold of the least sparse one),
+	// for a network with at least sparseFrom[0] of its weights exact
+	// zeros: a ResNet runs on planarPlan, whose cost follows the nonzero
+	// weights of every layer.
+	if all := report(net, prepOptions{MinZeros: minConvZeros(net)}, true); all.ZeroRatio() >= sparseFrom[0] &&
+		!slices.EqualFunc(cands[len(cands)-1].rep.Layers, all.Layers, func(a, b LayerReport) bool { return a.Sparse == b.Sparse }) {
+		if p := newPlan(net, all); p != nil {
+			cands = append(cands, choice{rep: all, plan: p})
+		}
 	}
 	if len(cands) == 1 {
 		return cands[0].plan, dense

@@ -20,6 +20,9 @@ type convLayer struct {
 	conv *nn.Conv2d      // the convolution
 	bn   *nn.BatchNorm2d // its batch normalisation, nil: none
 	relu bool
+	// selection: option A's shortcut (selectionConv), no layer of the
+	// network.
+	selection bool
 }
 
 // resnetNet is a network of the ResNet shape.
@@ -28,6 +31,9 @@ type resnetNet struct {
 	blocks []resBlock
 	pool   int // the window and stride of the average pooling
 	linear *nn.Linear
+	// linearName is the classifier's name (its layer's, as in the
+	// report).
+	linearName string
 }
 
 // resBlock is a residual block: out = relu(conv2(conv1(x)) + shortcut(x)),
@@ -157,7 +163,7 @@ func (r *graphReader) resnet() (*resnetNet, bool) {
 		}
 		main, sc := r.last(), x
 		if s := r.next(models.OpSelect, x); s != nil {
-			b.shortcut = &convLayer{name: s.Name, conv: selectionConv(s.Targets, s.Shape[1])}
+			b.shortcut = &convLayer{name: s.Name, conv: selectionConv(s.Targets, s.Shape[1]), selection: true}
 			sc = r.last()
 		} else if r.i < len(r.g.Nodes) && r.g.Nodes[r.i].Op == models.OpConv {
 			l, ok := r.conv(x)
@@ -183,7 +189,7 @@ func (r *graphReader) resnet() (*resnetNet, bool) {
 	if !ok {
 		return nil, false
 	}
-	net.linear, net.pool = l.Linear, k
+	net.linear, net.linearName, net.pool = l.Linear, l.Name, k
 	return net, true
 }
 

@@ -99,6 +99,9 @@ type scratch struct {
 	pooled, logits []float32
 	// direct holds the activations of a directPlan, one set per image.
 	direct []directActs
+	// planar holds the activations of planarOf, one set per worker.
+	planar   []*planarActs
+	planarOf *planarPlan
 }
 
 // head returns buffers of the given lengths for the pooled activations and
@@ -263,7 +266,10 @@ func New(net nn.Module, spec models.Spec, opts ...Option) (*Model, error) {
 // the network (a ResNet block's conv1, conv2, then its shortcut, option A's
 // selection included), for a batch of the given size: "gather",
 // "winograd", "im2col" or "sparse" (see autograd.ConvPlan), or "direct"
-// for a dense ResNet run in autograd/nchwc's channel-blocked layout. It is
+// for a dense ResNet run in autograd/nchwc's channel-blocked layout; a
+// ResNet with every convolution sparse runs them all on planar
+// activations (nchwc.SparseFilter), "sparse", option A's selections
+// "select". It is
 // nil for a network that New does not compile (its graph has neither the
 // ResNet nor the VGG shape), which runs node by node as Prepare's result
 // does.

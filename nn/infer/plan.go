@@ -37,6 +37,11 @@ func newPlan(net nn.Module, rep Report) plan {
 		sparse[l.Name] = l.Sparse
 	}
 	if r != nil {
+		if allConvSparse(rep) {
+			if p := newPlanarPlan(r, sparse[r.linearName]); p != nil {
+				return p
+			}
+		}
 		if direct := newDirectPlan(r, nil, sparse); direct != nil {
 			return direct // faster at every batch size
 		}
@@ -46,6 +51,20 @@ func newPlan(net nn.Module, rep Report) plan {
 		return &byBatch{small: direct, large: newVGGPlan(v, sparse), from: vggGEMMFrom}
 	}
 	return newVGGPlan(v, sparse)
+}
+
+// allConvSparse reports whether rep marks every convolution sparse.
+func allConvSparse(rep Report) bool {
+	n := 0
+	for _, l := range rep.Layers {
+		if l.Kind == "Conv2d" {
+			if !l.Sparse {
+				return false
+			}
+			n++
+		}
+	}
+	return n > 0
 }
 
 // vggGEMMFrom is the batch size from which a dense VGG runs on vggPlan's

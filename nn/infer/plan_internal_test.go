@@ -13,7 +13,8 @@ import (
 // ResNet-20 (option-B shortcuts) the compiled plan chains: every block's two
 // convolutions (both sparse, stride 1 into stride 1), and the identity blocks
 // also in the padded layout; none in the dense network (which runs on
-// this plan with nchwc's kernels off).
+// this plan with nchwc's kernels off). (New runs a network with every
+// convolution sparse on planarPlan.)
 func TestResNetPlanChainsSparseBlocks(t *testing.T) {
 	impl.Select("nchwc", impl.Generic)
 	defer impl.Reset("nchwc")
@@ -24,14 +25,13 @@ func TestResNetPlanChainsSparseBlocks(t *testing.T) {
 			t.Fatal(err)
 		}
 		nntest.ZeroWeights(net, rand.New(rand.NewPCG(1, 2)), zeros)
-		m, err := New(net, spec, MinZeros(0.9))
-		if err != nil {
-			t.Fatal(err)
+		net.SetTraining(false)
+		r, _ := network(net)
+		sparse := map[string]bool{}
+		for _, l := range report(net, prepOptions{MinZeros: 0.9}, true).Layers {
+			sparse[l.Name] = l.Sparse
 		}
-		rp, ok := m.plan.(*resnetPlan)
-		if !ok {
-			t.Fatalf("zeros %g: plan %T, want a ResNet plan", zeros, m.plan)
-		}
+		rp := newResNetPlan(r, sparse)
 		for i, b := range rp.blocks {
 			sparse := zeros > 0
 			// Blocks 3 and 6 open a stage with a strided conv1, which

@@ -1,0 +1,26 @@
+package infer
+
+import (
+	"github.com/proxgen/proxgen/nn"
+	"github.com/proxgen/proxgen/nn/models"
+)
+
+// NewPlanar is New with every convolution sparse on planarPlan, or false
+// when the network does not compile there.
+func NewPlanar(net nn.Module, spec models.Spec) (*Model, bool) {
+	m, err := New(net, spec, Dense())
+	if err != nil {
+		return nil, false
+	}
+	r, _ := network(net)
+	if r == nil {
+		return nil, false
+	}
+	p := newPlanarPlan(r, false)
+	if p == nil {
+		return nil, false
+	}
+	m.plan, m.sparse = p, report(net, prepOptions{MinZeros: minConvZeros(net)}, true)
+	m.sparse.Layers[len(m.sparse.Layers)-1].Sparse = false // the classifier
+	return m, true
+}

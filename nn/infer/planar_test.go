@@ -1,0 +1,103 @@
+package infer_test
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/proxgen/proxgen/internal/impl"
+	"github.com/proxgen/proxgen/nn"
+	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
+	"github.com/proxgen/proxgen/nn/infer"
+	"github.com/proxgen/proxgen/nn/internal/nntest"
+	"github.com/proxgen/proxgen/nn/models"
+)
+
+// TestPlanarMatchesEval checks the ResNets compiled with every
+// convolution sparse on planar activations against the training graph's
+// evaluation-mode outputs (float32 rounding), at batch 5 and 1, bit for
+// bit the same with 1 and 2 workers, under every implementation of the
+// sparse row kernels: both shortcut kinds, stride-1 and stride-2 layers,
+// option A's selections named "select", channel counts of 4, 8 and 16 per stage and odd ones (the compacted
+// files), any zero fraction.
+func TestPlanarMatchesEval(t *testing.T) {
+	type netCase struct {
+		name string
+		net  func() (nn.Module, models.Spec)
+	}
+	var cases []netCase
+	for _, tc := range []struct {
+		spec  models.Spec
+		zeros float64
+	}{
+		{models.Spec{Model: "resnet20", Width: 1, Shortcut: "A"}, 0.5},
+		{models.Spec{Model: "resnet20", Width: 1, Shortcut: "B"}, 0.9},
+		{models.Spec{Model: "resnet20", Width: 0.5, Shortcut: "B"}, 0},
+		{models.Spec{Model: "resnet56", Width: 0.25, Shortcut: "A"}, 0.97},
+	} {
+		cases = append(cases, netCase{fmt.Sprintf("%s_w%g_%s_z%g", tc.spec.Model, tc.spec.Width, tc.spec.Shortcut, tc.zeros), func() (nn.Module, models.Spec) {
+			net, err := tc.spec.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := newRng(41)
+			randomize(net, rng)
+			nntest.ZeroWeights(net, rng, tc.zeros)
+			return net, tc.spec
+		}})
+	}
+	for _, path := range []string{
+		filepath.Join("..", "..", "testdata", "compact", "resnet20_A.compact.safetensors"),
+		filepath.Join("..", "pretrained", "models", "resnet20-compact.safetensors"),
+		filepath.Join("..", "pretrained", "models", "resnet20-sparse.safetensors"),
+	} {
+		cases = append(cases, netCase{filepath.Base(path), func() (nn.Module, models.Spec) {
+			f, err := safetensors.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			net, spec, err := infer.Network(f, models.Spec{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return net, spec
+		}})
+	}
+	names, _ := impl.List("kernels")
+	for _, tc := range cases {
+		for _, kernels := range append([]string{impl.Generic}, names...) {
+			t.Run(tc.name+"/"+kernels, func(t *testing.T) {
+				if !impl.Select("kernels", kernels) {
+					t.Skipf("this CPU has no %s", kernels)
+				}
+				defer impl.Reset("kernels")
+				net, spec := tc.net()
+				const n = 5
+				x := randomInputs(newRng(42), n)
+				want := evalLogitsSoftmax(net, x, n)
+				m, ok := infer.NewPlanar(net, spec)
+				if !ok {
+					t.Fatal("the network does not compile on planar activations")
+				}
+				for _, a := range m.Algorithms(1) {
+					if a != "sparse" && a != "select" {
+						t.Fatalf("algorithms %v, want every convolution sparse", m.Algorithms(1))
+					}
+				}
+				got := m.Probabilities(nil, x)
+				for i := range want {
+					if d := math.Abs(float64(got[i] - want[i])); d > 2e-5 {
+						t.Fatalf("probability %d: plan %v, evaluation graph %v", i, got[i], want[i])
+					}
+				}
+				one := checkWorkers(t, m, x, got)
+				for i, v := range one {
+					if math.Float32bits(v) != math.Float32bits(got[i]) {
+						t.Fatalf("batch 1: probability %d: %v, in a batch of %d: %v", i, v, n, got[i])
+					}
+				}
+			})
+		}
+	}
+}
