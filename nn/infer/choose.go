@@ -48,10 +48,11 @@ type choice struct {
 }
 
 // choose compiles net (in evaluation mode) with the layer set that runs
-// fastest, measured at load: the all-dense network and the networks with
-// the layers above each fraction of sparseFrom sparse, each distinct set
-// once, timed on random images at the batch sizes of chooseBatches (the
-// fastest of chooseRuns passes after a warm-up, the worker pool as it
+// fastest, measured at load: the all-dense network, the networks with the
+// layers above each fraction of sparseFrom sparse and the one with every
+// convolution sparse, each distinct set once, timed on random images at
+// the batch sizes of chooseBatches (the fastest of chooseRuns passes after
+// a warm-up, the candidates in turn pass by pass, the worker pool as it
 // is). It returns the plan, byBatch when the two batch sizes prefer
 // different sets, and the report of the set chosen for a single image; a
 // nil plan (and the all-dense report) for a network that newPlan does not
@@ -93,27 +94,42 @@ func choose(net nn.Module, m *Model) (plan, Report) {
 	for i := range x {
 		x[i] = float32(rng.NormFloat64())
 	}
-	var best [2]int
-	var bestT [2]time.Duration
+	type timed struct {
+		m *Model
+		s *scratch
+	}
+	var ts []timed // the candidates that compiled, as models
+	var idx []int  // their indexes in cands
 	for i := range cands {
-		c := &cands[i]
-		if c.plan == nil {
-			continue
+		if c := &cands[i]; c.plan != nil {
+			cm := &Model{net: net, spec: m.spec, norm: m.norm, sparse: c.rep, plan: c.plan}
+			ts, idx = append(ts, timed{cm, cm.getScratch()}), append(idx, i)
 		}
-		cm := &Model{net: net, spec: m.spec, norm: m.norm, sparse: c.rep, plan: c.plan}
-		s := cm.getScratch()
-		for b, n := range chooseBatches {
-			cm.forward(s, x[:n*InputSize], n)
-			t := time.Duration(1 << 62)
-			for range chooseRuns[b] {
+	}
+	var best [2]int
+	for b, n := range chooseBatches {
+		// The candidates in turn, pass by pass, so that a burst of load
+		// from other processes falls on all of them alike; each keeps its
+		// fastest pass.
+		t := make([]time.Duration, len(ts))
+		for k, c := range ts {
+			c.m.forward(c.s, x[:n*InputSize], n) // warm-up
+			t[k] = time.Duration(1 << 62)
+		}
+		for range chooseRuns[b] {
+			for k, c := range ts {
 				t0 := time.Now()
-				cm.forward(s, x[:n*InputSize], n)
-				t = min(t, time.Since(t0))
-			}
-			if i == 0 || t < bestT[b] {
-				best[b], bestT[b] = i, t
+				c.m.forward(c.s, x[:n*InputSize], n)
+				t[k] = min(t[k], time.Since(t0))
 			}
 		}
+		bk := 0
+		for k := range ts {
+			if t[k] < t[bk] {
+				bk = k
+			}
+		}
+		best[b] = idx[bk]
 	}
 	one, many := cands[best[0]], cands[best[1]]
 	if best[0] == best[1] {
