@@ -26,6 +26,8 @@ const kmax = 16
 
 const sig = "(dst *float32, val *float32, off *int, nnz int, b *float32, init *float32, mask int)"
 
+const rowsSig = "(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)"
+
 func main() {
 	var asm, decl bytes.Buffer
 	a := func(format string, args ...any) { fmt.Fprintf(&asm, format+"\n", args...) }
@@ -98,6 +100,86 @@ func main() {
 		a("\tVZEROUPPER")
 		a("\tRET")
 	}
+	// Kernel rowsAVX512K{k} is rowAVX512K{k} for the rows of one column
+	// block, one after the other (row r from rowPtr[r] to rowPtr[r+1],
+	// starting from init[r] when init is not nil, its output at dst +
+	// r·ldd values): one call instead of one per row.
+	for k := 1; k <= kmax; k++ {
+		n := fmt.Sprintf("rowsAVX512K%d", k)
+		d("// %s computes the rows of one column block of SparseRows for %d vectors of 16 columns, the last masked (AVX-512).", n, k)
+		d("//")
+		d("//go:noescape")
+		d("func %s%s", n, rowsSig)
+		d("")
+		last := k - 1
+		mk := func(i int) string {
+			if i == last {
+				return "K1, "
+			}
+			return ""
+		}
+		a("")
+		a("// func %s%s", n, rowsSig)
+		a("TEXT ·%s(SB), NOSPLIT, $0-72", n)
+		a("\tMOVQ dst+0(FP), DI")
+		a("\tMOVQ ldd+8(FP), BX")
+		a("\tSHLQ $2, BX")
+		a("\tMOVQ rowPtr+16(FP), R12")
+		a("\tMOVQ val+24(FP), SI")
+		a("\tMOVQ off+32(FP), DX")
+		a("\tMOVQ rows+40(FP), R14")
+		a("\tMOVQ b+48(FP), R9")
+		a("\tMOVQ init+56(FP), R10")
+		a("\tMOVQ mask+64(FP), AX")
+		a("\tKMOVW AX, K1")
+		a("\tTESTQ R14, R14")
+		a("\tJZ %s_done", n)
+		a("%s_row:", n)
+		a("\tMOVLQSX (R12), R11")
+		a("\tMOVLQSX 4(R12), R8")
+		a("\tTESTQ R10, R10")
+		a("\tJZ %s_load", n)
+		a("\tVBROADCASTSS (R10), Z0")
+		for i := 1; i < k; i++ {
+			a("\tVMOVAPS Z0, Z%d", i)
+		}
+		a("\tADDQ $4, R10")
+		a("\tJMP %s_start", n)
+		a("%s_load:", n)
+		for i := 0; i < k; i++ {
+			a("\tVMOVUPS %d(DI), %sZ%d", i*64, mk(i), i)
+		}
+		a("%s_start:", n)
+		a("\tCMPQ R11, R8")
+		a("\tJGE %s_store", n)
+		a("%s_term:", n)
+		a("\tVBROADCASTSS (SI)(R11*4), Z31")
+		a("\tMOVQ (DX)(R11*8), R13")
+		a("\tLEAQ (R9)(R13*4), R13")
+		for i := 0; i < k; i++ {
+			a("\tVFMADD231PS %d(R13), Z31, %sZ%d", i*64, mk(i), i)
+		}
+		a("\tINCQ R11")
+		a("\tCMPQ R11, R8")
+		a("\tJLT %s_term", n)
+		a("%s_store:", n)
+		for i := 0; i < k; i++ {
+			a("\tVMOVUPS Z%d, %s%d(DI)", i, mk(i), i*64)
+		}
+		a("\tADDQ BX, DI")
+		a("\tADDQ $4, R12")
+		a("\tDECQ R14")
+		a("\tJNZ %s_row", n)
+		a("%s_done:", n)
+		a("\tVZEROUPPER")
+		a("\tRET")
+	}
+	d("// rowsAVX512[k-1] is the AVX-512 kernel of a column block's rows for k vectors.")
+	d("var rowsAVX512 = [%d]func%s{", kmax, rowsSig)
+	for k := 1; k <= kmax; k++ {
+		d("rowsAVX512K%d,", k)
+	}
+	d("}")
 	d("// rowAVX512[k-1] is the AVX-512 row kernel for k vectors.")
 	d("var rowAVX512 = [%d]func%s{", kmax, sig)
 	for k := 1; k <= kmax; k++ {
