@@ -271,6 +271,9 @@ func (f *SparseFilter) InLayout() Layout {
 	return Split
 }
 
+// RowNNZ returns the number of nonzero weights of output channel o.
+func (f *SparseFilter) RowNNZ(o int) int { return f.m.Terms(o) }
+
 // NNZ returns the number of nonzero weights.
 func (f *SparseFilter) NNZ() int { return f.nnz }
 

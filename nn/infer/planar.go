@@ -1,6 +1,8 @@
 package infer
 
 import (
+	"sort"
+
 	"github.com/proxgen/proxgen/autograd/nchwc"
 	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/nn"
@@ -17,9 +19,9 @@ import (
 // plans.
 //
 // A batch gives each worker a run of images; a batch smaller than the
-// workers splits every convolution's output channels among them, and a
-// channel is computed alike however they are split, so the results do
-// not depend on the number of workers.
+// workers splits every convolution's output channels among them in runs
+// of about equal nonzero weights, and a channel is computed alike however
+// they are split, so the results do not depend on the number of workers.
 type planarPlan struct {
 	stem       planarConv
 	blocks     []planarBlock
@@ -42,6 +44,8 @@ type planarConv struct {
 	// selection: option A's shortcut, a 1×1 filter of zeros and ones
 	// (Algorithms names it "select").
 	selection bool
+	// cost[o] is the cost of the output channels before o (split).
+	cost []int
 }
 
 // planarBlock is a compiled residual block: out = relu(conv2(conv1(x)) +
@@ -162,7 +166,11 @@ func (p *planarPlan) compile(l convLayer, in shape) (planarConv, bool) {
 		bias = make([]float32, cout)
 	}
 	p.maxOut = max(p.maxOut, cout*f.OutSize())
-	return planarConv{f: f, bias: bias, relu: l.relu, selection: l.selection}, true
+	cost := make([]int, cout+1)
+	for o := range cout {
+		cost[o+1] = cost[o] + f.RowNNZ(o) + storeTerms
+	}
+	return planarConv{f: f, bias: bias, relu: l.relu, selection: l.selection, cost: cost}, true
 }
 
 func (p *planarPlan) algorithms(int) []string {
@@ -284,11 +292,31 @@ func (c *planarConv) run(a *planarActs, in, res *nchwc.Planar, parts int) {
 		return
 	}
 	f, bias, relu, y := c.f, c.bias, c.relu, a.y
-	parallel.For(cout, (cout+parts-1)/parts, func(lo, hi int) {
-		f.Rows(in, bias, y[lo*n:], lo, hi)
-		nchwc.Store(out, y[lo*n:], res, relu, lo, hi)
+	parallel.For(parts, 1, func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			c0, c1 := c.split(k, parts), c.split(k+1, parts)
+			f.Rows(in, bias, y[c0*n:], c0, c1)
+			nchwc.Store(out, y[c0*n:], res, relu, c0, c1)
+		}
 	})
 }
+
+// split returns the first output channel of run k of parts: the runs
+// take about equal shares of the nonzero weights (plus storeTerms per
+// channel for its epilogue), so that workers finish together however the
+// zeros fall.
+func (c *planarConv) split(k, parts int) int {
+	cout := c.f.Cout
+	if k >= parts {
+		return cout
+	}
+	total := c.cost[cout]
+	return sort.Search(cout, func(o int) bool { return c.cost[o]*parts >= total*k })
+}
+
+// storeTerms is the cost of a channel's epilogue (Store) counted in
+// nonzero weights.
+const storeTerms = 8
 
 // head is the average pooling with window and stride p.pool of out's
 // image, each window summed row by row and divided by its size, as

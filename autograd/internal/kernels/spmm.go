@@ -72,6 +72,9 @@ func NewCSR(rowPtr []int32, off []int, val []float32) *CSR {
 // Rows returns the number of rows.
 func (m *CSR) Rows() int { return len(m.maxOff) }
 
+// Terms returns the number of terms of row i.
+func (m *CSR) Terms(i int) int { return int(m.rowPtr[i+1] - m.rowPtr[i]) }
+
 // SparseRows adds the product of the rows [lo, hi) of m and b to dst: for
 // each row i and column j in [0, n),
 //
