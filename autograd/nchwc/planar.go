@@ -122,8 +122,8 @@ func (p *Planar) SetImage(c int, x []float32) {
 	case Flat:
 		copy(p.Image(c), x)
 	case Shifted:
-		copy(p.Image(c), x)
-		p.shift(c)
+		at := p.plane(c, 0)
+		kernels.ShiftStores(p.Data[at:], p.ps+w, w, 2*p.ps+w-1, 3*p.ps, x, len(x), nil, 0, 1, len(x), w, kernels.Plain)
 	case Split:
 		cols, rows := p.cols, p.rows
 		for ph := 0; ph < 2; ph++ {
@@ -178,23 +178,6 @@ var littleEndian = func() bool {
 	v := uint16(1)
 	return *(*byte)(unsafe.Pointer(&v)) == 1
 }()
-
-// shift writes planes 0 and 2 of channel c of a Shifted activation from
-// its image (plane 1): the image one column to the right and one to the
-// left, each with a zero column at the border.
-func (p *Planar) shift(c int) {
-	h, w := p.H, p.W
-	n := h * w
-	x := p.Image(c)
-	p0 := p.Data[p.plane(c, 0)+w : p.plane(c, 0)+w+n]
-	p2 := p.Data[p.plane(c, 2)+w : p.plane(c, 2)+w+n]
-	copy(p0[1:], x[:n-1])
-	copy(p2, x[1:])
-	for y := 0; y < h; y++ {
-		p0[y*w] = 0
-		p2[y*w+w-1] = 0
-	}
-}
 
 // SparseFilter is a k×k convolution (k = 1 or 3, stride 1 or 2, padding
 // (k−1)/2) with its nonzero weights in compressed rows, each with the
@@ -321,15 +304,34 @@ func Store(dst *Planar, y []float32, res *Planar, relu bool, lo, hi int) {
 		panic(fmt.Sprintf("nchwc.Store: residual %d×%d×%d (relu %v) for %d×%d×%d", res.C, res.H, res.W, relu, dst.C, dst.H, dst.W))
 	}
 	n := dst.H * dst.W
+	e := kernels.Plain
+	switch {
+	case res != nil:
+		e = kernels.AddReLU
+	case relu:
+		e = kernels.ReLU
+	}
+	if dst.Layout == Shifted && lo < hi {
+		// Every channel in one pass.
+		var r []float32
+		ldr := 0
+		if res != nil {
+			// Channel lo's image on, a channel every ldr values.
+			r, ldr = res.Data[res.plane(lo, 0):], res.planes*res.ps
+			if res.Layout == Shifted {
+				r = res.Data[res.plane(lo, 1)+res.W:]
+			}
+		}
+		w := dst.W
+		at := dst.plane(lo, 0)
+		kernels.ShiftStores(dst.Data[at:], dst.ps+w, w, 2*dst.ps+w-1, 3*dst.ps, y, n, r, ldr, hi-lo, n, w, e)
+		return
+	}
 	for c := lo; c < hi; c++ {
 		v := y[(c-lo)*n : (c-lo+1)*n]
-		e := kernels.Plain
 		var r []float32
-		switch {
-		case res != nil:
-			e, r = kernels.AddReLU, res.Image(c)
-		case relu:
-			e = kernels.ReLU
+		if res != nil {
+			r = res.Image(c)
 		}
 		if dst.Layout == Split {
 			if e != kernels.Plain {
@@ -338,10 +340,6 @@ func Store(dst *Planar, y []float32, res *Planar, relu bool, lo, hi int) {
 			dst.SetImage(c, v)
 			continue
 		}
-		img := dst.Image(c)
-		kernels.Affine(img, v, r, 0, 1, 0, e) // Plain: a copy
-		if dst.Layout == Shifted {
-			dst.shift(c)
-		}
+		kernels.Affine(dst.Image(c), v, r, 0, 1, 0, e) // Plain: a copy
 	}
 }

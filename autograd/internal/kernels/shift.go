@@ -1,0 +1,50 @@
+package kernels
+
+import "fmt"
+
+// ShiftStores stores c channels of n values, each in three places: value
+// i of channel k, v = x[k·ldx + i] through the epilogue e (plus the
+// residual r[k·ldr + i] for AddReLU; Plain: v itself), goes to
+// dst[img + k·ld + i], dst[left + k·ld + i + 1] and dst[right + k·ld + i];
+// then dst[left + k·ld + j·w] and dst[right + k·ld + j·w] are set to zero
+// for j in [0, n/w]. For a channel image of rows of w values at img, left
+// is then the image one column to the right and right (one value
+// earlier) one column to the left, each with a zero column at the border:
+// the three planes of package nchwc's Shifted layout, written in one pass.
+// n must be a multiple of w; the three output ranges of a channel must
+// not overlap. It panics if a range falls outside its slice.
+func ShiftStores(dst []float32, img, left, right, ld int, x []float32, ldx int, r []float32, ldr int, c, n, w int, e Epilogue) {
+	if c <= 0 || n <= 0 {
+		return
+	}
+	last := (c - 1) * ld
+	if w <= 0 || n%w != 0 || img < 0 || left < 0 || right < 0 || ld < 0 ||
+		last+max(img+n, left+n+1, right+n+1) > len(dst) || (c-1)*ldx+n > len(x) ||
+		(e == AddReLU && (c-1)*ldr+n > len(r)) {
+		panic(fmt.Sprintf("kernels.ShiftStores: %d channels of %d values (rows of %d) do not fit", c, n, w))
+	}
+	if useAsm && shiftAsm && n%8 == 0 {
+		var rp *float32
+		if e == AddReLU {
+			rp = &r[0]
+		}
+		const f = 4 // bytes per value
+		shiftStoresAsm(&dst[img], &dst[left], &dst[right], ld*f, &x[0], ldx*f, rp, ldr*f, c, n, w*f, int(e))
+		return
+	}
+	for k := range c {
+		d, s := dst[k*ld:], x[k*ldx:k*ldx+n]
+		for i, v := range s {
+			if e == AddReLU {
+				v += r[k*ldr+i]
+			}
+			if e != Plain && v < 0 { // as Affine: NaN and −0 pass
+				v = 0
+			}
+			d[img+i], d[left+i+1], d[right+i] = v, v, v
+		}
+		for j := 0; j <= n; j += w {
+			d[left+j], d[right+j] = 0, 0
+		}
+	}
+}
