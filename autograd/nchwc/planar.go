@@ -125,6 +125,10 @@ func (p *Planar) SetImage(c int, x []float32) {
 		at := p.plane(c, 0)
 		kernels.ShiftStores(p.Data[at:], p.ps+w, w, 2*p.ps+w-1, 3*p.ps, x, len(x), nil, 0, 1, len(x), w, kernels.Plain)
 	case Split:
+		if w%2 == 0 {
+			kernels.SplitStores(p.Data, p.plane(c, 0), p.ps, 6*p.ps, x, len(x), 1, h, w)
+			return
+		}
 		cols, rows := p.cols, p.rows
 		for ph := 0; ph < 2; ph++ {
 			// Rows 2r+ph−1 of the image: r from 0 (ph = 1) or 1 (ph = 0).
@@ -333,13 +337,18 @@ func Store(dst *Planar, y []float32, res *Planar, relu bool, lo, hi int) {
 		if res != nil {
 			r = res.Image(c)
 		}
-		if dst.Layout == Split {
-			if e != kernels.Plain {
-				kernels.Affine(v, v, r, 0, 1, 0, e)
-			}
-			dst.SetImage(c, v)
+		if dst.Layout != Split {
+			kernels.Affine(dst.Image(c), v, r, 0, 1, 0, e) // Plain: a copy
 			continue
 		}
-		kernels.Affine(dst.Image(c), v, r, 0, 1, 0, e) // Plain: a copy
+		if e != kernels.Plain {
+			kernels.Affine(v, v, r, 0, 1, 0, e)
+		}
+		if dst.W%2 == 1 {
+			dst.SetImage(c, v)
+		}
+	}
+	if dst.Layout == Split && dst.W%2 == 0 && lo < hi {
+		kernels.SplitStores(dst.Data, dst.plane(lo, 0), dst.ps, 6*dst.ps, y, n, hi-lo, dst.H, dst.W)
 	}
 }

@@ -48,3 +48,44 @@ func ShiftStores(dst []float32, img, left, right, ld int, x []float32, ldx int, 
 		}
 	}
 }
+
+// SplitStores writes c channel images of h rows of w values (w even;
+// channel k's at x[k·ldx]) into the six planes of package nchwc's Split
+// layout, channel k's at dst[at + k·ld]: plane (kx, ph) at offset
+// (2·kx+ph)·ps holds x(2r+ph−1, 2j+kx−1) at row r, column j (w/2
+// columns), for every image row 2r+ph−1; the column j = 0 of the kx = 0
+// planes, which lies left of the image, is set to zero; the rows outside
+// the image are not written. It panics if a range falls outside its
+// slice.
+func SplitStores(dst []float32, at, ps, ld int, x []float32, ldx int, c, h, w int) {
+	if c <= 0 || h <= 0 {
+		return
+	}
+	cols, rows := w/2, (h+1)/2+1
+	if w <= 0 || w%2 != 0 || at < 0 || ps < rows*cols || ld < 6*ps ||
+		at+(c-1)*ld+6*ps > len(dst) || (c-1)*ldx+h*w > len(x) {
+		panic(fmt.Sprintf("kernels.SplitStores: %d channels of %d×%d values do not fit", c, h, w))
+	}
+	if useAsm && shiftAsm && cols%8 == 0 {
+		const f = 4 // bytes per value
+		splitStoresAsm(&dst[at], ld*f, ps*f, &x[0], ldx*f, c, h, cols*f)
+		return
+	}
+	for k := range c {
+		d, img := dst[at+k*ld:], x[k*ldx:k*ldx+h*w]
+		for y := range h {
+			ph, r := (y+1)%2, (y+1)/2
+			o := ph*ps + r*cols
+			d0, d1, d2 := d[o:o+cols], d[o+2*ps:o+2*ps+cols], d[o+4*ps:o+4*ps+cols]
+			row := img[y*w : y*w+w]
+			d0[0] = 0
+			for j := range cols {
+				e, od := row[2*j], row[2*j+1]
+				d1[j], d2[j] = e, od
+				if j+1 < cols {
+					d0[j+1] = od
+				}
+			}
+		}
+	}
+}

@@ -11,3 +11,9 @@ const shiftAsm = true
 //
 //go:noescape
 func shiftStoresAsm(img, left, right *float32, ld int, x *float32, ldx int, r *float32, ldr int, c, n, w int, mode int)
+
+// splitStoresAsm is SplitStores' loop for w/2 a positive multiple of 8
+// (cols in bytes), strides in bytes.
+//
+//go:noescape
+func splitStoresAsm(dst *float32, ld, ps int, x *float32, ldx int, c, h, cols int)

@@ -56,3 +56,45 @@ func TestShiftStores(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitStores checks SplitStores against its definition under every
+// implementation, bit for bit: widths whose half is a multiple of 8 (the
+// vector loop) and others, odd and even heights, 1 to 3 channels, and
+// that it writes nothing else.
+func TestSplitStores(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, w := range []int{2, 6, 16, 32, 48} {
+		for _, h := range []int{1, 4, 7, 16} {
+			for _, c := range []int{1, 3} {
+				cols, rows := w/2, (h+1)/2+1
+				ps := rows*cols + 5
+				ld, ldx, at := 6*ps+9, h*w+3, 4
+				x := randomSlice(rng, c*ldx)
+				impl.ForEach("kernels", func(name string) {
+					dst := randomSlice(rng, at+c*ld)
+					want := append([]float32(nil), dst...)
+					SplitStores(dst, at, ps, ld, x, ldx, c, h, w)
+					for k := range c {
+						for y := range h {
+							ph, r := (y+1)%2, (y+1)/2
+							for kx := range 3 {
+								for j := range cols {
+									v := float32(0)
+									if col := 2*j + kx - 1; col >= 0 {
+										v = x[k*ldx+y*w+col]
+									}
+									want[at+k*ld+(2*kx+ph)*ps+r*cols+j] = v
+								}
+							}
+						}
+					}
+					for i := range want {
+						if math.Float32bits(dst[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("%s w=%d h=%d c=%d: value %d = %v, want %v", name, w, h, c, i, dst[i], want[i])
+						}
+					}
+				})
+			}
+		}
+	}
+}
