@@ -36,6 +36,13 @@
 // tap) that are not all zero, skipping the rest: the same values, in time
 // proportional to the nonzero vectors (SIMD-block sparsity).
 //
+// The same package holds the sparse convolution of nn/infer's planar
+// plan (planar.go): activations channel by channel in layouts where every
+// nonzero weight of a 3×3 or 1×1 filter reads one contiguous run as long
+// as its output image (Planar: Shifted for stride 1, Split for stride 2,
+// Flat), the weights in compressed rows (SparseFilter), the product
+// kernels.SparseRows, the epilogue Store.
+//
 // Measured (BenchmarkLayers, BenchmarkResNet20: one thread, batch 1, 2-core
 // AMD EPYC Zen 4, 5 alternated runs, CPU µs per layer or image, bias and
 // ReLU in both): Conv runs the three ResNet-20 3×3 stride-1 layers (2.36 M
