@@ -2,7 +2,6 @@ package nchwc
 
 import (
 	"fmt"
-	"math"
 	"unsafe"
 
 	"github.com/proxgen/proxgen/autograd/internal/kernels"
@@ -17,9 +16,10 @@ import (
 // an offset fixed at load: for stride 1 each channel is stored three
 // times, shifted by one column each way (the three columns of the filter),
 // for stride 2 its even and odd rows and columns apart. The product is
-// kernels.SparseRows, which holds up to 256 output pixels of one output
-// channel in registers and adds one nonzero weight's broadcast times the
-// input run to them per step; on these layouts its loads are aligned to
+// kernels.SparseRows, which holds 64 output pixels of one output channel
+// in registers (blocks of rowBlock) and adds one nonzero weight's
+// broadcast times the input run to them per step, every output channel of
+// a block in one call; on these layouts its loads are aligned to
 // the 64-byte line wherever the image width is a multiple of 16 (and to
 // 32 bytes for width 8), which makes it about 1.4× faster than on a
 // padded image (measured on AMD EPYC Zen 4: 36 against 26 G
@@ -46,8 +46,9 @@ const (
 
 // Planar is an activation of C channels and H×W pixels in one of the
 // layouts of the sparse convolution; every plane starts on a 64-byte line
-// (PlaneStride values apart). Padding values are zero when made and never
-// written.
+// (planes a multiple of 16 values apart). The values outside the image
+// (padding rows and columns) are zero when made, and what writes a
+// Planar writes only zeros there.
 type Planar struct {
 	C, H, W int
 	Layout  Layout
@@ -125,63 +126,9 @@ func (p *Planar) SetImage(c int, x []float32) {
 		at := p.plane(c, 0)
 		kernels.ShiftStores(p.Data[at:], p.ps+w, w, 2*p.ps+w-1, 3*p.ps, x, len(x), nil, 0, 1, len(x), w, kernels.Plain)
 	case Split:
-		if w%2 == 0 {
-			kernels.SplitStores(p.Data, p.plane(c, 0), p.ps, 6*p.ps, x, len(x), 1, h, w)
-			return
-		}
-		cols, rows := p.cols, p.rows
-		for ph := 0; ph < 2; ph++ {
-			// Rows 2r+ph−1 of the image: r from 0 (ph = 1) or 1 (ph = 0).
-			p0 := p.Data[p.plane(c, 0+ph) : p.plane(c, 0+ph)+rows*cols]
-			p1 := p.Data[p.plane(c, 2+ph) : p.plane(c, 2+ph)+rows*cols]
-			p2 := p.Data[p.plane(c, 4+ph) : p.plane(c, 4+ph)+rows*cols]
-			for r := 1 - ph; r < rows; r++ {
-				y := 2*r + ph - 1
-				if y >= h {
-					break
-				}
-				// Column 2j (plane 1), 2j+1 (plane 2), 2j−1 (plane 0).
-				d1, d2 := p1[r*cols:r*cols+cols], p2[r*cols:r*cols+cols]
-				deinterleave(d1, d2, x[y*w:y*w+w])
-				d0 := p0[r*cols : r*cols+cols]
-				d0[0] = 0
-				copy(d0[1:], d2[:cols-1])
-			}
-		}
+		kernels.SplitStores(p.Data, p.plane(c, 0), p.ps, 6*p.ps, x, len(x), 1, h, w)
 	}
 }
-
-// deinterleave sets even[j] = x[2j] and odd[j] = x[2j+1] (0 past the end
-// of x), len(even) = len(odd) = ⌈len(x)/2⌉.
-func deinterleave(even, odd, x []float32) {
-	n := len(x) / 2
-	even, odd = even[:len(even)], odd[:len(even)]
-	switch {
-	case n > 0 && !littleEndian:
-		for j := range n {
-			even[j], odd[j] = x[2*j], x[2*j+1]
-		}
-	case n > 0:
-		// Each pair as one 64-bit load (little-endian: the even value in
-		// the low half).
-		pairs := unsafe.Slice((*uint64)(unsafe.Pointer(&x[0])), n)
-		e, o := even[:n], odd[:n]
-		for j, v := range pairs {
-			e[j] = math.Float32frombits(uint32(v))
-			o[j] = math.Float32frombits(uint32(v >> 32))
-		}
-	}
-	if len(x)%2 == 1 {
-		even[n], odd[n] = x[2*n], 0
-	}
-}
-
-// littleEndian reports whether the machine stores the low half of a
-// 64-bit word first.
-var littleEndian = func() bool {
-	v := uint16(1)
-	return *(*byte)(unsafe.Pointer(&v)) == 1
-}()
 
 // SparseFilter is a k×k convolution (k = 1 or 3, stride 1 or 2, padding
 // (k−1)/2) with its nonzero weights in compressed rows, each with the
@@ -344,11 +291,8 @@ func Store(dst *Planar, y []float32, res *Planar, relu bool, lo, hi int) {
 		if e != kernels.Plain {
 			kernels.Affine(v, v, r, 0, 1, 0, e)
 		}
-		if dst.W%2 == 1 {
-			dst.SetImage(c, v)
-		}
 	}
-	if dst.Layout == Split && dst.W%2 == 0 && lo < hi {
+	if dst.Layout == Split && lo < hi {
 		kernels.SplitStores(dst.Data, dst.plane(lo, 0), dst.ps, 6*dst.ps, y, n, hi-lo, dst.H, dst.W)
 	}
 }

@@ -49,24 +49,24 @@ func ShiftStores(dst []float32, img, left, right, ld int, x []float32, ldx int, 
 	}
 }
 
-// SplitStores writes c channel images of h rows of w values (w even;
-// channel k's at x[k·ldx]) into the six planes of package nchwc's Split
-// layout, channel k's at dst[at + k·ld]: plane (kx, ph) at offset
-// (2·kx+ph)·ps holds x(2r+ph−1, 2j+kx−1) at row r, column j (w/2
-// columns), for every image row 2r+ph−1; the column j = 0 of the kx = 0
-// planes, which lies left of the image, is set to zero; the rows outside
-// the image are not written. It panics if a range falls outside its
-// slice.
+// SplitStores writes c channel images of h rows of w values (channel k's
+// at x[k·ldx]) into the six planes of package nchwc's Split layout,
+// channel k's at dst[at + k·ld]: plane (kx, ph) at offset (2·kx+ph)·ps
+// holds x(2r+ph−1, 2j+kx−1) at row r, column j (⌈w/2⌉ columns), for
+// every image row 2r+ph−1; the columns that lie outside the image (j = 0
+// of the kx = 0 planes, and for odd w the last of the kx = 2 planes) are
+// set to zero; the rows outside the image are not written. It panics if
+// a range falls outside its slice.
 func SplitStores(dst []float32, at, ps, ld int, x []float32, ldx int, c, h, w int) {
 	if c <= 0 || h <= 0 {
 		return
 	}
-	cols, rows := w/2, (h+1)/2+1
-	if w <= 0 || w%2 != 0 || at < 0 || ps < rows*cols || ld < 6*ps ||
+	cols, rows := (w+1)/2, (h+1)/2+1
+	if w <= 0 || at < 0 || ps < rows*cols || ld < 6*ps ||
 		at+(c-1)*ld+6*ps > len(dst) || (c-1)*ldx+h*w > len(x) {
 		panic(fmt.Sprintf("kernels.SplitStores: %d channels of %d×%d values do not fit", c, h, w))
 	}
-	if useAsm && shiftAsm && cols%8 == 0 {
+	if useAsm && shiftAsm && w%16 == 0 {
 		const f = 4 // bytes per value
 		splitStoresAsm(&dst[at], ld*f, ps*f, &x[0], ldx*f, c, h, cols*f)
 		return
@@ -80,7 +80,10 @@ func SplitStores(dst []float32, at, ps, ld int, x []float32, ldx int, c, h, w in
 			row := img[y*w : y*w+w]
 			d0[0] = 0
 			for j := range cols {
-				e, od := row[2*j], row[2*j+1]
+				e, od := row[2*j], float32(0)
+				if 2*j+1 < w {
+					od = row[2*j+1]
+				}
 				d1[j], d2[j] = e, od
 				if j+1 < cols {
 					d0[j+1] = od

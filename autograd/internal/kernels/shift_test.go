@@ -58,15 +58,15 @@ func TestShiftStores(t *testing.T) {
 }
 
 // TestSplitStores checks SplitStores against its definition under every
-// implementation, bit for bit: widths whose half is a multiple of 8 (the
-// vector loop) and others, odd and even heights, 1 to 3 channels, and
+// implementation, bit for bit: widths that are multiples of 16 (the
+// vector loop) and others, odd ones included, odd and even heights, 1 to 3 channels, and
 // that it writes nothing else.
 func TestSplitStores(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
-	for _, w := range []int{2, 6, 16, 32, 48} {
+	for _, w := range []int{1, 2, 5, 6, 16, 32, 48} {
 		for _, h := range []int{1, 4, 7, 16} {
 			for _, c := range []int{1, 3} {
-				cols, rows := w/2, (h+1)/2+1
+				cols, rows := (w+1)/2, (h+1)/2+1
 				ps := rows*cols + 5
 				ld, ldx, at := 6*ps+9, h*w+3, 4
 				x := randomSlice(rng, c*ldx)
@@ -80,7 +80,7 @@ func TestSplitStores(t *testing.T) {
 							for kx := range 3 {
 								for j := range cols {
 									v := float32(0)
-									if col := 2*j + kx - 1; col >= 0 {
+									if col := 2*j + kx - 1; col >= 0 && col < w {
 										v = x[k*ldx+y*w+col]
 									}
 									want[at+k*ld+(2*kx+ph)*ps+r*cols+j] = v
