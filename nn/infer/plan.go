@@ -292,25 +292,33 @@ func (p *resnetPlan) head(s *scratch, act []float32, n int, in shape) []float32 
 		panic(fmt.Sprintf("infer: the classifier takes %d features, the pooled activation has %d (%d×%d×%d)", w.Dim(1), feat, in.c, ho, wo))
 	}
 	pooled, logits := s.head(n*feat, n*classes)
-	div := float32(p.pool * p.pool)
 	for i := range n {
 		for c := range in.c {
 			plane := act[(i*in.c+c)*in.h*in.w : (i*in.c+c+1)*in.h*in.w]
-			for oh := range ho {
-				for ow := range wo {
-					var sum float32
-					for ih := oh * p.pool; ih < (oh+1)*p.pool; ih++ {
-						for _, v := range plane[ih*in.w+ow*p.pool : ih*in.w+(ow+1)*p.pool] {
-							sum += v
-						}
-					}
-					pooled[i*feat+(c*ho+oh)*wo+ow] = sum / div
-				}
-			}
+			avgPool(plane, in.h, in.w, p.pool, pooled[i*feat+c*ho*wo:i*feat+(c+1)*ho*wo])
 		}
 		linear(p.linear, pooled[i*feat:(i+1)*feat], logits[i*classes:(i+1)*classes])
 	}
 	return logits
+}
+
+// avgPool sets dst to the average pooling with window and stride pool of
+// plane (h rows of w values): each window summed row by row and divided
+// by its size, as autograd.AvgPool2d computes it.
+func avgPool(plane []float32, h, w, pool int, dst []float32) {
+	ho, wo := (h-pool)/pool+1, (w-pool)/pool+1
+	div := float32(pool * pool)
+	for oh := range ho {
+		for ow := range wo {
+			var sum float32
+			for ih := oh * pool; ih < (oh+1)*pool; ih++ {
+				for _, v := range plane[ih*w+ow*pool : ih*w+(ow+1)*pool] {
+					sum += v
+				}
+			}
+			dst[oh*wo+ow] = sum / div
+		}
+	}
 }
 
 // linear sets out to the classifier l applied to one image's features x.

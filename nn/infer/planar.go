@@ -319,23 +319,10 @@ func (c *planarConv) split(k, parts int) int {
 const storeTerms = 8
 
 // head is the average pooling with window and stride p.pool of out's
-// image, each window summed row by row and divided by its size, as
-// autograd.AvgPool2d computes it.
+// image (avgPool).
 func (p *planarPlan) head(out *nchwc.Planar, dst []float32) {
 	ho, wo := (out.H-p.pool)/p.pool+1, (out.W-p.pool)/p.pool+1
-	div := float32(p.pool * p.pool)
 	for c := range out.C {
-		img := out.Image(c)
-		for oh := range ho {
-			for ow := range wo {
-				var sum float32
-				for y := oh * p.pool; y < (oh+1)*p.pool; y++ {
-					for _, v := range img[y*out.W+ow*p.pool : y*out.W+(ow+1)*p.pool] {
-						sum += v
-					}
-				}
-				dst[(c*ho+oh)*wo+ow] = sum / div
-			}
-		}
+		avgPool(out.Image(c), out.H, out.W, p.pool, dst[c*ho*wo:(c+1)*ho*wo])
 	}
 }

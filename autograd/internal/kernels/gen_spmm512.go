@@ -50,13 +50,6 @@ func main() {
 		d("//go:noescape")
 		d("func %s%s", n, sig)
 		d("")
-		last := k - 1
-		mk := func(i int) string { // the mask operand of vector i
-			if i == last {
-				return "K1, "
-			}
-			return ""
-		}
 		a("")
 		a("// func %s%s", n, sig)
 		a("TEXT ·%s(SB), NOSPLIT, $0-56", n)
@@ -68,35 +61,8 @@ func main() {
 		a("\tMOVQ init+40(FP), R10")
 		a("\tMOVQ mask+48(FP), AX")
 		a("\tKMOVW AX, K1")
-		a("\tTESTQ R10, R10")
-		a("\tJZ %s_load", n)
-		a("\tVBROADCASTSS (R10), Z0")
-		for i := 1; i < k; i++ {
-			a("\tVMOVAPS Z0, Z%d", i)
-		}
-		a("\tJMP %s_start", n)
-		a("%s_load:", n)
-		for i := 0; i < k; i++ {
-			a("\tVMOVUPS %d(DI), %sZ%d", i*64, mk(i), i)
-		}
-		a("%s_start:", n)
 		a("\tXORQ R11, R11")
-		a("\tTESTQ R8, R8")
-		a("\tJZ %s_store", n)
-		a("%s_term:", n)
-		a("\tVBROADCASTSS (SI)(R11*4), Z31")
-		a("\tMOVQ (DX)(R11*8), R13")
-		a("\tLEAQ (R9)(R13*4), R13")
-		for i := 0; i < k; i++ {
-			a("\tVFMADD231PS %d(R13), Z31, %sZ%d", i*64, mk(i), i)
-		}
-		a("\tINCQ R11")
-		a("\tCMPQ R11, R8")
-		a("\tJLT %s_term", n)
-		a("%s_store:", n)
-		for i := 0; i < k; i++ {
-			a("\tVMOVUPS Z%d, %s%d(DI)", i, mk(i), i*64)
-		}
+		row(a, n, k)
 		a("\tVZEROUPPER")
 		a("\tRET")
 	}
@@ -111,13 +77,6 @@ func main() {
 		d("//go:noescape")
 		d("func %s%s", n, rowsSig)
 		d("")
-		last := k - 1
-		mk := func(i int) string {
-			if i == last {
-				return "K1, "
-			}
-			return ""
-		}
 		a("")
 		a("// func %s%s", n, rowsSig)
 		a("TEXT ·%s(SB), NOSPLIT, $0-72", n)
@@ -137,35 +96,7 @@ func main() {
 		a("%s_row:", n)
 		a("\tMOVLQSX (R12), R11")
 		a("\tMOVLQSX 4(R12), R8")
-		a("\tTESTQ R10, R10")
-		a("\tJZ %s_load", n)
-		a("\tVBROADCASTSS (R10), Z0")
-		for i := 1; i < k; i++ {
-			a("\tVMOVAPS Z0, Z%d", i)
-		}
-		a("\tADDQ $4, R10")
-		a("\tJMP %s_start", n)
-		a("%s_load:", n)
-		for i := 0; i < k; i++ {
-			a("\tVMOVUPS %d(DI), %sZ%d", i*64, mk(i), i)
-		}
-		a("%s_start:", n)
-		a("\tCMPQ R11, R8")
-		a("\tJGE %s_store", n)
-		a("%s_term:", n)
-		a("\tVBROADCASTSS (SI)(R11*4), Z31")
-		a("\tMOVQ (DX)(R11*8), R13")
-		a("\tLEAQ (R9)(R13*4), R13")
-		for i := 0; i < k; i++ {
-			a("\tVFMADD231PS %d(R13), Z31, %sZ%d", i*64, mk(i), i)
-		}
-		a("\tINCQ R11")
-		a("\tCMPQ R11, R8")
-		a("\tJLT %s_term", n)
-		a("%s_store:", n)
-		for i := 0; i < k; i++ {
-			a("\tVMOVUPS Z%d, %s%d(DI)", i, mk(i), i*64)
-		}
+		row(a, n, k)
 		a("\tADDQ BX, DI")
 		a("\tADDQ $4, R12")
 		a("\tDECQ R14")
@@ -195,5 +126,49 @@ func main() {
 	}
 	if err := os.WriteFile("spmm512_amd64.s", asm.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
+	}
+}
+
+// row emits the body of a row of kernel n for k vectors: the k
+// accumulators (Z0…) from *init broadcast (R10 not nil, then advanced to
+// the next row's initial value) or from dst (DI), the terms R11 to R8
+// (values at SI, offsets at DX, rows of b at R9) added one after the
+// other, and the accumulators stored back to dst; the last vector masked
+// by K1.
+func row(a func(format string, args ...any), n string, k int) {
+	mk := func(i int) string { // the mask operand of vector i
+		if i == k-1 {
+			return "K1, "
+		}
+		return ""
+	}
+	a("\tTESTQ R10, R10")
+	a("\tJZ %s_load", n)
+	a("\tVBROADCASTSS (R10), Z0")
+	for i := 1; i < k; i++ {
+		a("\tVMOVAPS Z0, Z%d", i)
+	}
+	a("\tADDQ $4, R10")
+	a("\tJMP %s_start", n)
+	a("%s_load:", n)
+	for i := 0; i < k; i++ {
+		a("\tVMOVUPS %d(DI), %sZ%d", i*64, mk(i), i)
+	}
+	a("%s_start:", n)
+	a("\tCMPQ R11, R8")
+	a("\tJGE %s_store", n)
+	a("%s_term:", n)
+	a("\tVBROADCASTSS (SI)(R11*4), Z31")
+	a("\tMOVQ (DX)(R11*8), R13")
+	a("\tLEAQ (R9)(R13*4), R13")
+	for i := 0; i < k; i++ {
+		a("\tVFMADD231PS %d(R13), Z31, %sZ%d", i*64, mk(i), i)
+	}
+	a("\tINCQ R11")
+	a("\tCMPQ R11, R8")
+	a("\tJLT %s_term", n)
+	a("%s_store:", n)
+	for i := 0; i < k; i++ {
+		a("\tVMOVUPS Z%d, %s%d(DI)", i, mk(i), i*64)
 	}
 }
