@@ -147,6 +147,20 @@ func SparseRows(dst []float32, ldd, n int, m *CSR, b, init []float32, lo, hi, sp
 			rowsAVX512[nv-1](&dst[c0], ldd, &rowPtr[lo], vp, op, hi-lo, &b[c0], ip, 1<<(vec-16*(nv-1))-1)
 			continue
 		}
+		if !useAVX512 && vec == c1-c0 && vec > 0 && span > maxOff {
+			// One window, whole vectors: every row in one AVX2 call.
+			var vp *float32
+			var op *int
+			if len(val) > 0 {
+				vp, op = &val[0], &off[0]
+			}
+			var ip *float32
+			if init != nil {
+				ip = &init[lo]
+			}
+			rowsAVX2(&dst[c0], ldd, vec, &rowPtr[lo], vp, op, hi-lo, &b[c0], ip)
+			continue
+		}
 		for i := range pos {
 			pos[i] = int(rowPtr[lo+i])
 			if init != nil && rowPtr[lo+i] == rowPtr[lo+i+1] {

@@ -5,8 +5,9 @@
 // AVX2 kernel of SparseRows (package kernels). Every term is one fused
 // multiply-add (FMA3), rounded once, as the Go loop in spmm.go computes it.
 //
-// Registers: DI dst, CX n·4 (bytes), SI val, DX off, R8 nnz, R9 b,
-// R10 column position in bytes, R11 term index t, R12 b + R10,
+// Registers: DI dst (the row's), CX n·4 (bytes), SI val, DX off, R8 the
+// row's end term, R9 b, R10 column position in bytes, R11 term index t
+// (from BX, the row's first), R12 b + R10,
 // R13 address of the dense row of term t, R14 init (or 0), Y15 the
 // broadcast value.
 
@@ -29,17 +30,32 @@
 	JZ           label; \
 	VBROADCASTSS (R14), Y0
 
-// func rowAVX2(dst *float32, n int, val *float32, off *int, nnz int, b *float32, init *float32)
-TEXT ·rowAVX2(SB), NOSPLIT, $0-56
-	MOVQ dst+0(FP), DI
-	MOVQ n+8(FP), CX
-	MOVQ val+16(FP), SI
-	MOVQ off+24(FP), DX
-	MOVQ nnz+32(FP), R8
-	MOVQ b+40(FP), R9
-	MOVQ init+48(FP), R14
-	SHLQ $2, CX
-	XORQ R10, R10
+// func rowsAVX2(dst *float32, ldd int, n int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32)
+//
+// Row r (of rows) adds the terms rowPtr[r] to rowPtr[r+1] to its n
+// columns at dst + r·ldd, from init[r] when init is not nil (R14 walks
+// init); 0(SP) holds the current row's pointer, 8(SP) the rows left, BX
+// the row's first term.
+TEXT ·rowsAVX2(SB), NOSPLIT, $16-72
+	MOVQ  dst+0(FP), DI
+	MOVQ  n+16(FP), CX
+	MOVQ  val+32(FP), SI
+	MOVQ  off+40(FP), DX
+	MOVQ  b+56(FP), R9
+	MOVQ  init+64(FP), R14
+	SHLQ  $2, CX
+	MOVQ  rowPtr+24(FP), AX
+	MOVQ  AX, 0(SP)
+	MOVQ  rows+48(FP), AX
+	MOVQ  AX, 8(SP)
+	TESTQ AX, AX
+	JZ    done
+
+row:
+	MOVQ    0(SP), AX
+	MOVLQSX (AX), BX
+	MOVLQSX 4(AX), R8
+	XORQ    R10, R10
 
 block64:
 	MOVQ    CX, AX
@@ -68,7 +84,9 @@ load64:
 
 start64:
 	LEAQ    (R9)(R10*1), R12
-	XORQ    R11, R11
+	MOVQ    BX, R11
+	CMPQ    R11, R8
+	JGE     store64
 
 terms64:
 	NEXT
@@ -84,6 +102,7 @@ terms64:
 	CMPQ R11, R8
 	JLT  terms64
 
+store64:
 	VMOVUPS Y0, (DI)(R10*1)
 	VMOVUPS Y1, 32(DI)(R10*1)
 	VMOVUPS Y2, 64(DI)(R10*1)
@@ -114,7 +133,9 @@ load32:
 
 start32:
 	LEAQ    (R9)(R10*1), R12
-	XORQ    R11, R11
+	MOVQ    BX, R11
+	CMPQ    R11, R8
+	JGE     store32
 
 terms32:
 	NEXT
@@ -126,6 +147,7 @@ terms32:
 	CMPQ R11, R8
 	JLT  terms32
 
+store32:
 	VMOVUPS Y0, (DI)(R10*1)
 	VMOVUPS Y1, 32(DI)(R10*1)
 	VMOVUPS Y2, 64(DI)(R10*1)
@@ -134,7 +156,7 @@ terms32:
 
 block8:
 	CMPQ    R10, CX
-	JGE     done
+	JGE     rowdone
 	START1(load8)
 	JMP     start8
 
@@ -143,7 +165,9 @@ load8:
 
 start8:
 	LEAQ    (R9)(R10*1), R12
-	XORQ    R11, R11
+	MOVQ    BX, R11
+	CMPQ    R11, R8
+	JGE     store8
 
 terms8:
 	NEXT
@@ -152,9 +176,22 @@ terms8:
 	CMPQ R11, R8
 	JLT  terms8
 
+store8:
 	VMOVUPS Y0, (DI)(R10*1)
 	ADDQ    $32, R10
 	JMP     block8
+
+rowdone:
+	MOVQ  ldd+8(FP), AX
+	LEAQ  (DI)(AX*4), DI
+	ADDQ  $4, 0(SP)
+	TESTQ R14, R14
+	JZ    nextrow
+	ADDQ  $4, R14
+
+nextrow:
+	DECQ 8(SP)
+	JNZ  row
 
 done:
 	VZEROUPPER

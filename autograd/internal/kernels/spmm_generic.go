@@ -15,3 +15,7 @@ func rowAVX2(dst *float32, n int, val *float32, off *int, nnz int, b *float32, i
 }
 
 var rowsAVX512 [16]func(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
+
+func rowsAVX2(dst *float32, ldd int, n int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32) {
+	panic("kernels: no AVX2 kernel")
+}
