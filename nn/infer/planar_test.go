@@ -18,7 +18,8 @@ import (
 // convolution sparse on planar activations against the training graph's
 // evaluation-mode outputs (float32 rounding), at batch 5 and 1, bit for
 // bit the same with 1 and 2 workers, under every implementation of the
-// sparse row kernels: both shortcut kinds, stride-1 and stride-2 layers,
+// sparse row kernels: ResNet-20, -56 and -18, both shortcut kinds,
+// stride-1 and stride-2 layers,
 // option A's selections named "select", channel counts of 4, 8 and 16 per stage and odd ones (the compacted
 // files), any zero fraction.
 func TestPlanarMatchesEval(t *testing.T) {
@@ -35,6 +36,7 @@ func TestPlanarMatchesEval(t *testing.T) {
 		{models.Spec{Model: "resnet20", Width: 1, Shortcut: "B"}, 0.9},
 		{models.Spec{Model: "resnet20", Width: 0.5, Shortcut: "B"}, 0},
 		{models.Spec{Model: "resnet56", Width: 0.25, Shortcut: "A"}, 0.97},
+		{models.Spec{Model: "resnet18", Width: 0.125}, 0.9},
 	} {
 		cases = append(cases, netCase{fmt.Sprintf("%s_w%g_%s_z%g", tc.spec.Model, tc.spec.Width, tc.spec.Shortcut, tc.zeros), func() (nn.Module, models.Spec) {
 			net, err := tc.spec.Build()
