@@ -18,10 +18,10 @@ import (
 // convolution sparse on planar activations against the training graph's
 // evaluation-mode outputs (float32 rounding), at batch 5 and 1, bit for
 // bit the same with 1 and 2 workers, under every implementation of the
-// sparse row kernels: ResNet-20, -56 and -18, both shortcut kinds,
-// stride-1 and stride-2 layers,
-// option A's selections named "select", channel counts of 4, 8 and 16 per stage and odd ones (the compacted
-// files), any zero fraction.
+// sparse row kernels: ResNet-20, -56 and -18, both shortcut kinds (option
+// A's selections named "select"), stride-1 and stride-2 layers, channel
+// counts of 4, 8 and 16 per stage and odd ones (the compacted files), any
+// zero fraction.
 func TestPlanarMatchesEval(t *testing.T) {
 	type netCase struct {
 		name string
