@@ -219,6 +219,10 @@ func checkResume(t *testing.T, lambda float64, extra ...string) {
 	if d := math.Abs(ev.TestLoss - recs[1].TestLoss); d > 1e-6*max(1, math.Abs(ev.TestLoss)) {
 		t.Fatalf("eval-only test loss %v, run reported %v", ev.TestLoss, recs[1].TestLoss)
 	}
+	// It says how a server runs the file: the served network's layers.
+	if !strings.HasPrefix(ev.Served, "resnet20 width") || ev.Layers == 0 || ev.SparseLayers > ev.Layers {
+		t.Fatalf("eval-only served %q, %d of %d layers sparse", ev.Served, ev.SparseLayers, ev.Layers)
+	}
 }
 
 func TestRunErrors(t *testing.T) {

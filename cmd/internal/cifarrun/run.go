@@ -219,9 +219,14 @@ type EvalResult struct {
 	Seconds  float64                `json:"seconds"`
 	Weight   experiment.WeightStats `json:"weights_stats"`
 	// SparseLayers and Layers count the convolution and linear layers
-	// that ran sparse and all of them (infer.Prepare).
+	// that run sparse when the weights are served (infer.New, the path of
+	// cmd/serve and cmd/bench infer) and all of them.
 	SparseLayers int `json:"sparse_layers"`
 	Layers       int `json:"layers"`
+	// Served describes how nn/infer runs the weights (infer.Model.String:
+	// the layers that run sparse and each convolution's algorithm at
+	// batch 1 and 64, as measured at load on this CPU).
+	Served string `json:"served"`
 	// Remaining is what is left once the removable channels are removed.
 	Remaining prune.Count `json:"remaining"`
 	// Recalibrated is the number of training batches over which the
@@ -270,7 +275,7 @@ func evalOnly(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	if c.Dense {
 		prep = append(prep, infer.Dense())
 	}
-	evalNet, sparse := infer.Prepare(model, prep...)
+	evalNet, _ := infer.Prepare(model, prep...)
 	t := &trainer{cfg: c, model: model, evalNet: evalNet, meth: meth, evalCtx: &autograd.Context{Arena: autograd.NewArena(), NoGrad: true}}
 	start := time.Now()
 	loss, acc, err := t.evaluate(ctx, ds.Test)
@@ -279,10 +284,18 @@ func evalOnly(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	}
 	r := EvalResult{Weights: c.Weights, Model: c.Model, Params: nn.NumParams(model), Images: ds.Test.Len(),
 		TestLoss: loss, TestAcc: acc, Seconds: round3(time.Since(start).Seconds()), Weight: t.stats(),
-		SparseLayers: len(sparse.SparseLayers()), Layers: len(sparse.Layers), Recalibrated: recal}
+		Recalibrated: recal}
 	if r.Remaining, err = t.remaining(); err != nil {
 		return err
 	}
+	// What a server loading these weights runs: New takes the network
+	// over, so this comes last.
+	served, err := infer.New(model, c.spec(), prep...)
+	if err != nil {
+		return fmt.Errorf("preparing the network for serving: %w", err)
+	}
+	rep := served.Sparsity()
+	r.SparseLayers, r.Layers, r.Served = len(rep.SparseLayers()), len(rep.Layers), served.String()
 	if c.JSON {
 		line, _ := json.Marshal(r)
 		fmt.Fprintf(stdout, "%s\n", line)
@@ -294,7 +307,7 @@ func evalOnly(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 		100*r.Weight.Zero, 100*r.Weight.Small, 100*r.Weight.Below1e2, 100*r.Weight.PM1)
 	fmt.Fprintf(stdout, "compacted: %d of %d channels, %.2f%% of the parameters, %.2f%% of the FLOPs\n",
 		r.Remaining.Channels, r.Remaining.ChannelsTotal, 100*r.Remaining.ParamsRatio(), 100*r.Remaining.FLOPsRatio())
-	fmt.Fprintf(stdout, "sparse path: %d of %d layers\n", r.SparseLayers, r.Layers)
+	fmt.Fprintf(stdout, "served (nn/infer on this CPU): %s\n", r.Served)
 	if recal > 0 {
 		fmt.Fprintf(stdout, "batch norm: statistics re-estimated over %s before the evaluation\n", cli.Count(recal, "training batch"))
 	}
