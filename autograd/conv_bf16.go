@@ -234,8 +234,6 @@ func weightGradWords(g *convGeom, cout int, x, gy []float32, lo, hi int) []float
 	defer colScratch.put(pad)
 	dyT := colScratch.get(cols * cout)
 	defer colScratch.put(dyT)
-	tmp := colScratch.get(p * cout)
-	defer colScratch.put(tmp)
 	partT := colScratch.get(k * cout)
 	defer colScratch.put(partT)
 	for i := lo; i < hi; i++ {
@@ -255,10 +253,12 @@ func weightGradWords(g *convGeom, cout int, x, gy []float32, lo, hi int) []float
 				blas.BF16Words(img[at/2:at/2+(g.w+1)/2], xi[(c*g.h+ih)*g.w:(c*g.h+ih+1)*g.w])
 			}
 		}
-		transpose(cout, p, gy[i*ySize:(i+1)*ySize], tmp)
+		// dY transposed straight onto the wide grid, output row by
+		// output row, zeros in the extra columns.
+		gi := gy[i*ySize : (i+1)*ySize]
 		for oh := 0; oh < g.ho; oh++ {
 			row := dyT[oh*wp*cout : (oh+1)*wp*cout]
-			copy(row, tmp[oh*g.wo*cout:(oh+1)*g.wo*cout])
+			transposeStrided(g.wo, 0, cout, gi[oh*g.wo:], p, row, cout)
 			clear(row[g.wo*cout:])
 		}
 		beta := float32(1)
