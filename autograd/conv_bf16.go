@@ -76,9 +76,16 @@ func (l phaseLayout) split(g *convGeom, x []float32, c int, planes []float32) {
 		y := ih + g.ph
 		row := x[(c*g.h+ih)*g.w : (c*g.h+ih+1)*g.w]
 		for b := 0; b < 2; b++ {
-			dst := planes[((y%2)*2+b)*l.plane+(y/2)*l.pitch:]
-			for iw := ((b-g.pw)%2 + 2) % 2; iw < g.w; iw += 2 {
-				dst[(iw+g.pw)/2] = row[iw]
+			// Image columns iw ≡ b − pw (mod 2) land at (iw + pw)/2.
+			iw := ((b-g.pw)%2 + 2) % 2
+			if iw >= g.w {
+				continue
+			}
+			src := row[iw:]
+			at := ((y%2)*2+b)*l.plane + (y/2)*l.pitch + (iw+g.pw)/2
+			dst := planes[at : at+(len(src)+1)/2]
+			for j := range dst {
+				dst[j] = src[2*j]
 			}
 		}
 	}
