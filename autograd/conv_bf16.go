@@ -14,7 +14,10 @@ import (
 // product with the filters reads, for pair row (ki, kj, channel pair),
 // that image shifted by the tap (blas.BF16PackedA.MulPairRows), on a wide
 // output grid (im2colWide's for stride 1) whose extra columns are dropped
-// when the product is copied out. The filters are packed once per call, their K in (ki, kj, c) order
+// when the product is copied out, or, where each output row is whole
+// column tiles (blas.BF16TileCols), row by row straight into the output
+// (accumulating, each block of K then adds to it in turn). The filters
+// are packed once per call, their K in (ki, kj, c) order
 // with the channels padded to an even count (so they differ in rounding
 // from im2col's products, whose K runs in (c, ki, kj) order); results do
 // not depend on the number of workers (each image is one product).
@@ -134,6 +137,10 @@ func (pc *pairConv) run(n int, src []float32, srcSize int, dst []float32, dstSiz
 	cols := g.ho * wp // product columns: the wide output grid
 	p := g.ho * g.wo
 	span := l.phases * l.plane // words per channel pair
+	// Output rows of whole column tiles are computed one by one straight
+	// into dst; otherwise the product covers the wide grid at once (fewer
+	// idle lanes) and is copied out.
+	rowwise := g.wo%blas.BF16TileCols == 0
 	// Each image is one product, so the chunks change nothing but how
 	// often a worker sets up its buffers.
 	parallel.For(n, parallel.Grain(n, 1), func(lo, hi int) {
@@ -143,7 +150,11 @@ func (pc *pairConv) run(n int, src []float32, srcSize int, dst []float32, dstSiz
 		}
 		pairs := (*bufp)[:pc.cpairs*span]
 		clear(pairs) // the padding, which the images never overwrite
-		tmp := colScratch.get(pc.m * cols)
+		var tmp []float32
+		if !rowwise {
+			tmp = colScratch.get(pc.m * cols)
+			defer colScratch.put(tmp)
+		}
 		var split []float32 // stride 2: the phase planes of two channels
 		if l.phases > 1 {
 			split = colScratch.get(2 * span)
@@ -165,8 +176,21 @@ func (pc *pairConv) run(n int, src []float32, srcSize int, dst []float32, dstSiz
 				}
 				blas.BF16Pairs(pairs[cp*span:(cp+1)*span], split, span, span, single)
 			}
-			pc.pa.MulPairRows(cols, blas.PairRows{Src: pairs, Offs: pc.offs}, 0, tmp, cols)
 			out := dst[i*dstSize : (i+1)*dstSize]
+			if rowwise {
+				// Output row oh is the product's columns from oh·wp on:
+				// computed straight into the output, whose channels are
+				// p values apart.
+				beta := float32(0)
+				if accumulate {
+					beta = 1
+				}
+				for oh := 0; oh < g.ho; oh++ {
+					pc.pa.MulPairRows(g.wo, blas.PairRows{Src: pairs[oh*wp:], Offs: pc.offs}, beta, out[oh*g.wo:], p)
+				}
+				continue
+			}
+			pc.pa.MulPairRows(cols, blas.PairRows{Src: pairs, Offs: pc.offs}, 0, tmp, cols)
 			for o := 0; o < pc.m; o++ {
 				for oh := 0; oh < g.ho; oh++ {
 					d := out[o*p+oh*g.wo : o*p+(oh+1)*g.wo]
@@ -181,7 +205,6 @@ func (pc *pairConv) run(n int, src []float32, srcSize int, dst []float32, dstSiz
 				}
 			}
 		}
-		colScratch.put(tmp)
 		pairScratch.Put(bufp)
 	})
 }
