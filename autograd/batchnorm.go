@@ -189,6 +189,14 @@ func batchNorm(op string, x, res *Tensor, epi kernels.Epilogue, gamma, beta, run
 			y = out.Data
 		}
 		needSums := gg != nil || gb != nil || (gx != nil && useBatch)
+		// Where the residual gradient is stored fresh it is g masked by
+		// the ReLU, value for value: the sums and dx then read it in
+		// place of g and y, one stream fewer per pass (unless res is x,
+		// whose gradient dx adds to).
+		dy, mask := g, y
+		if gr != nil && rFresh && res != x {
+			dy, mask = gr, nil
+		}
 		// One task per channel: Σdy and Σdy·(x − mean) in a fixed order,
 		// then the channel's planes of dx. With batch statistics
 		// dx = gamma·invStd·(dy − Σdy/n − x̂·Σ(dy·x̂)/n), x̂ = (x − mean)·invStd,
@@ -202,7 +210,7 @@ func batchNorm(op string, x, res *Tensor, epi kernels.Epilogue, gamma, beta, run
 						kernels.MaskedGrad(gr[o:o+sp], g[o:o+sp], y[o:o+sp], rFresh)
 					}
 					if needSums {
-						a, b := kernels.GradSums(g[o:o+sp], plane(y, o, sp), x.Data[o:o+sp], mean[c])
+						a, b := kernels.GradSums(dy[o:o+sp], plane(mask, o, sp), x.Data[o:o+sp], mean[c])
 						sdy += a
 						sdyx += b
 					}
@@ -227,7 +235,7 @@ func batchNorm(op string, x, res *Tensor, epi kernels.Epilogue, gamma, beta, run
 				}
 				for n := 0; n < batch; n++ {
 					o := (n*ch + c) * sp
-					kernels.AffineGrad(gx[o:o+sp], g[o:o+sp], plane(y, o, sp), x.Data[o:o+sp], meanF[c], float32(a), k2, k3, xFresh)
+					kernels.AffineGrad(gx[o:o+sp], dy[o:o+sp], plane(mask, o, sp), x.Data[o:o+sp], meanF[c], float32(a), k2, k3, xFresh)
 				}
 			}
 		})

@@ -14,7 +14,10 @@ import (
 // product with the filters reads, for pair row (ki, kj, channel pair),
 // that image shifted by the tap (blas.BF16PackedA.MulPairRows), on a wide
 // output grid (im2colWide's for stride 1) whose extra columns are dropped
-// when the product is copied out. The filters are packed once per call, their K in (ki, kj, c) order
+// when the product is copied out, or, where each output row is whole
+// column tiles (blas.BF16TileCols), row by row straight into the output
+// (accumulating, each block of K then adds to it in turn). The filters
+// are packed once per call, their K in (ki, kj, c) order
 // with the channels padded to an even count (so they differ in rounding
 // from im2col's products, whose K runs in (c, ki, kj) order); results do
 // not depend on the number of workers (each image is one product).
@@ -76,9 +79,16 @@ func (l phaseLayout) split(g *convGeom, x []float32, c int, planes []float32) {
 		y := ih + g.ph
 		row := x[(c*g.h+ih)*g.w : (c*g.h+ih+1)*g.w]
 		for b := 0; b < 2; b++ {
-			dst := planes[((y%2)*2+b)*l.plane+(y/2)*l.pitch:]
-			for iw := ((b-g.pw)%2 + 2) % 2; iw < g.w; iw += 2 {
-				dst[(iw+g.pw)/2] = row[iw]
+			// Image columns iw ≡ b − pw (mod 2) land at (iw + pw)/2.
+			iw := ((b-g.pw)%2 + 2) % 2
+			if iw >= g.w {
+				continue
+			}
+			src := row[iw:]
+			at := ((y%2)*2+b)*l.plane + (y/2)*l.pitch + (iw+g.pw)/2
+			dst := planes[at : at+(len(src)+1)/2]
+			for j := range dst {
+				dst[j] = src[2*j]
 			}
 		}
 	}
@@ -127,6 +137,10 @@ func (pc *pairConv) run(n int, src []float32, srcSize int, dst []float32, dstSiz
 	cols := g.ho * wp // product columns: the wide output grid
 	p := g.ho * g.wo
 	span := l.phases * l.plane // words per channel pair
+	// Output rows of whole column tiles are computed one by one straight
+	// into dst; otherwise the product covers the wide grid at once (fewer
+	// idle lanes) and is copied out.
+	rowwise := g.wo%blas.BF16TileCols == 0
 	// Each image is one product, so the chunks change nothing but how
 	// often a worker sets up its buffers.
 	parallel.For(n, parallel.Grain(n, 1), func(lo, hi int) {
@@ -136,7 +150,11 @@ func (pc *pairConv) run(n int, src []float32, srcSize int, dst []float32, dstSiz
 		}
 		pairs := (*bufp)[:pc.cpairs*span]
 		clear(pairs) // the padding, which the images never overwrite
-		tmp := colScratch.get(pc.m * cols)
+		var tmp []float32
+		if !rowwise {
+			tmp = colScratch.get(pc.m * cols)
+			defer colScratch.put(tmp)
+		}
 		var split []float32 // stride 2: the phase planes of two channels
 		if l.phases > 1 {
 			split = colScratch.get(2 * span)
@@ -158,8 +176,21 @@ func (pc *pairConv) run(n int, src []float32, srcSize int, dst []float32, dstSiz
 				}
 				blas.BF16Pairs(pairs[cp*span:(cp+1)*span], split, span, span, single)
 			}
-			pc.pa.MulPairRows(cols, blas.PairRows{Src: pairs, Offs: pc.offs}, 0, tmp, cols)
 			out := dst[i*dstSize : (i+1)*dstSize]
+			if rowwise {
+				// Output row oh is the product's columns from oh·wp on:
+				// computed straight into the output, whose channels are
+				// p values apart.
+				beta := float32(0)
+				if accumulate {
+					beta = 1
+				}
+				for oh := 0; oh < g.ho; oh++ {
+					pc.pa.MulPairRows(g.wo, blas.PairRows{Src: pairs[oh*wp:], Offs: pc.offs}, beta, out[oh*g.wo:], p)
+				}
+				continue
+			}
+			pc.pa.MulPairRows(cols, blas.PairRows{Src: pairs, Offs: pc.offs}, 0, tmp, cols)
 			for o := 0; o < pc.m; o++ {
 				for oh := 0; oh < g.ho; oh++ {
 					d := out[o*p+oh*g.wo : o*p+(oh+1)*g.wo]
@@ -174,7 +205,6 @@ func (pc *pairConv) run(n int, src []float32, srcSize int, dst []float32, dstSiz
 				}
 			}
 		}
-		colScratch.put(tmp)
 		pairScratch.Put(bufp)
 	})
 }
@@ -234,8 +264,6 @@ func weightGradWords(g *convGeom, cout int, x, gy []float32, lo, hi int) []float
 	defer colScratch.put(pad)
 	dyT := colScratch.get(cols * cout)
 	defer colScratch.put(dyT)
-	tmp := colScratch.get(p * cout)
-	defer colScratch.put(tmp)
 	partT := colScratch.get(k * cout)
 	defer colScratch.put(partT)
 	for i := lo; i < hi; i++ {
@@ -255,10 +283,12 @@ func weightGradWords(g *convGeom, cout int, x, gy []float32, lo, hi int) []float
 				blas.BF16Words(img[at/2:at/2+(g.w+1)/2], xi[(c*g.h+ih)*g.w:(c*g.h+ih+1)*g.w])
 			}
 		}
-		transpose(cout, p, gy[i*ySize:(i+1)*ySize], tmp)
+		// dY transposed straight onto the wide grid, output row by
+		// output row, zeros in the extra columns.
+		gi := gy[i*ySize : (i+1)*ySize]
 		for oh := 0; oh < g.ho; oh++ {
 			row := dyT[oh*wp*cout : (oh+1)*wp*cout]
-			copy(row, tmp[oh*g.wo*cout:(oh+1)*g.wo*cout])
+			transposeStrided(g.wo, 0, cout, gi[oh*g.wo:], p, row, cout)
 			clear(row[g.wo*cout:])
 		}
 		beta := float32(1)

@@ -102,10 +102,21 @@ func phaseRows(g *convGeom, x, buf []float32, c0, c1, r0, rows int) {
 						clear(row)
 						continue
 					}
-					src := img[ih*g.w : (ih+1)*g.w]
 					clear(row[:lo])
-					for c := lo; c < hi; c++ {
-						row[c] = src[s*c+b-g.pw]
+					if lo < hi {
+						// Image columns s·c + b − pw of row ih, c in [lo, hi).
+						at := ih*g.w + s*lo + b - g.pw
+						src := img[at : at+s*(hi-lo-1)+1]
+						d := row[lo:hi]
+						if s == 2 {
+							for c := range d {
+								d[c] = src[2*c]
+							}
+						} else {
+							for c := range d {
+								d[c] = src[s*c]
+							}
+						}
 					}
 					clear(row[hi:])
 				}

@@ -124,34 +124,37 @@ func im2colWide(g *convGeom, x, pad, col []float32, ld int) {
 // padding positions. Additions happen in a fixed order.
 func col2im(g *convGeom, col, dx []float32) {
 	hw, p := g.h*g.w, g.cols
-	r := 0
 	for ci := 0; ci < g.c; ci++ {
 		img := dx[ci*hw : (ci+1)*hw]
 		for ki := 0; ki < g.kh; ki++ {
-			for kj := 0; kj < g.kw; kj++ {
-				row := col[r*p : (r+1)*p]
-				r++
-				off := kj*g.dw - g.pw
-				lo, hi := validRange(off, g.sw, g.w, g.wo)
-				if lo == hi {
+			// Output row oh adds the rows (ci, ki, kj) of col, kj in
+			// order, to input row ih while it is in cache. Each input
+			// element receives at most one value per (ki, kj), so the
+			// order of its additions is that of (ki, kj) alone.
+			for oh := 0; oh < g.ho; oh++ {
+				ih := oh*g.sh - g.ph + ki*g.dh
+				if ih < 0 || ih >= g.h {
 					continue
 				}
-				for oh := 0; oh < g.ho; oh++ {
-					ih := oh*g.sh - g.ph + ki*g.dh
-					if ih < 0 || ih >= g.h {
+				dst := img[ih*g.w : (ih+1)*g.w]
+				for kj := 0; kj < g.kw; kj++ {
+					r := (ci*g.kh+ki)*g.kw + kj
+					off := kj*g.dw - g.pw
+					lo, hi := validRange(off, g.sw, g.w, g.wo)
+					if lo == hi {
 						continue
 					}
-					src := row[oh*g.wo+lo : oh*g.wo+hi]
-					dst := img[ih*g.w : (ih+1)*g.w]
+					src := col[r*p+oh*g.wo+lo : r*p+oh*g.wo+hi]
 					if g.sw == 1 {
-						dst = dst[lo+off : hi+off]
+						d := dst[lo+off : hi+off]
 						for i, v := range src {
-							dst[i] += v
+							d[i] += v
 						}
 						continue
 					}
+					d := dst[lo*g.sw+off : (hi-1)*g.sw+off+1]
 					for i, v := range src {
-						dst[(lo+i)*g.sw+off] += v
+						d[i*g.sw] += v
 					}
 				}
 			}

@@ -64,6 +64,9 @@ func TestConv2dBF16(t *testing.T) {
 		{[]int{3, 40, 33, 33}, []int{24, 40, 1, 1}, convCfg(1, 1, 0, 0, 1, 1)}, // 1×1, planes not a multiple of 32
 		{[]int{5, 6, 15, 13}, []int{10, 6, 3, 3}, convCfg(2, 2, 1, 1, 1, 1)},   // stride 2, odd sizes
 		{[]int{4, 8, 12, 14}, []int{9, 8, 3, 3}, convCfg(2, 2, 0, 0, 1, 1)},    // stride 2, no padding
+		{[]int{3, 6, 5, 32}, []int{5, 6, 3, 3}, convCfg(1, 1, 1, 1, 1, 1)},     // output rows of whole tiles
+		{[]int{2, 5, 7, 64}, []int{4, 5, 3, 3}, convCfg(2, 2, 1, 1, 1, 1)},     // the same, stride 2
+		{[]int{2, 90, 3, 32}, []int{3, 90, 3, 3}, convCfg(1, 1, 1, 1, 1, 1)},   // and two blocks of K
 	}
 	bf := &autograd.Context{Precision: autograd.BF16}
 	for i, c := range cases {

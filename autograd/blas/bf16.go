@@ -31,6 +31,11 @@ const (
 	bf16NC = 3072
 )
 
+// BF16TileCols is the width of the column tiles of the bfloat16 products
+// (MulPairRows, SgemmBF16): one whose column count is a multiple of it
+// leaves no lane of a tile idle.
+const BF16TileCols = bf16NR
+
 // BF16Native reports whether SgemmBF16 runs on the CPU's bfloat16
 // instructions (AVX512_BF16 with AVX512BW: implementation "avx512bf16"
 // of package "blasbf16" in internal/impl). Where it does not, SgemmBF16 runs the

@@ -1,0 +1,11 @@
+//go:build !purego
+
+package autograd
+
+// transpose8AVX2 writes the transpose of the 8×n block at src (rows lds
+// values apart) into the n×8 block at dst (rows ldd values apart): what
+// transposeStrided's Go loop does for eight rows, n a positive multiple
+// of 8.
+//
+//go:noescape
+func transpose8AVX2(src *float32, lds int, dst *float32, ldd int, n int)
