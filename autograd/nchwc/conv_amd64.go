@@ -90,26 +90,26 @@ func kernel(cb, fb, p, s int, in []float32, inOff, inBS, inRS, ncib, ct, kh, kw 
 }
 
 // kernelSkip runs the kernel skipping zero filter vectors of fb blocks,
-// stride s and p pixels on the arguments of kernelSkipGo; ncib and k
-// bound the taps the entries may name (checked at packing).
-func kernelSkip(fb, p, s int, in []float32, inOff, inBS, inRS, ncib, k int, ent []int32, w []float32,
+// stride s and p pixels on the arguments of kernelSkipGo; last is the
+// largest entry's offset in values (checked at packing).
+func kernelSkip(fb, p, s int, in []float32, inOff, last int, ent []int32, w []float32,
 	bias []float32, res []float32, out []float32, outOff, outBS int, relu bool) {
 	if !useAVX512 && !useAVX2 {
-		kernelSkipGo(fb, p, s, in, inOff, inBS, inRS, ent, w, bias, res, out, outOff, outBS, relu)
+		kernelSkipGo(fb, p, s, in, inOff, ent, w, bias, res, out, outOff, outBS, relu)
 		return
 	}
 	// Bounds: the last values the kernel reads and writes.
-	_ = in[inOff+(ncib-1)*inBS+(k-1)*inRS+((p-1)*s+k)*16-1]
+	_ = in[inOff+last+(p-1)*s*16]
 	_ = bias[16*fb-1]
-	last := outOff + (fb-1)*outBS + (p-1)*16 + 15
-	_ = out[last]
-	if len(w) != len(ent)/3*16*fb {
+	lastOut := outOff + (fb-1)*outBS + (p-1)*16 + 15
+	_ = out[lastOut]
+	if len(w) != len(ent)*16*fb {
 		panic("nchwc: skip entries and vectors do not match")
 	}
 	var r, wp *float32 // wp and ep nil without vectors: the kernels read none
 	var ep *int32
 	if res != nil {
-		_ = res[last]
+		_ = res[lastOut]
 		r = &res[outOff]
 	}
 	if len(ent) > 0 {
@@ -120,9 +120,9 @@ func kernelSkip(fb, p, s int, in []float32, inOff, inBS, inRS, ncib, k int, ent 
 		rl = 1
 	}
 	const f = int(unsafe.Sizeof(float32(0)))
-	n := len(ent) / 3
+	n := len(ent)
 	if useAVX512 {
-		skipKernels[fb-1][s-1][p-1](&in[inOff], inBS*f, inRS*f, ep, n, k, k, wp, &bias[0], r, &out[outOff], outBS*f, rl)
+		skipKernels[fb-1][s-1][p-1](&in[inOff], ep, n, wp, &bias[0], r, &out[outOff], outBS*f, rl)
 		return
 	}
 	k2 := skip2Kernels[fb-1][s-1][p-1]
@@ -134,6 +134,6 @@ func kernelSkip(fb, p, s int, in []float32, inOff, inBS, inRS, ncib, k int, ent 
 		if n > 0 {
 			wj = &w[j*16]
 		}
-		k2(&in[inOff], inBS*f, inRS*f, ep, n, k, k, wj, &bias[j*16], rj, &out[outOff+j*outBS], outBS*f, rl)
+		k2(&in[inOff], ep, n, wj, &bias[j*16], rj, &out[outOff+j*outBS], outBS*f, rl)
 	}
 }

@@ -111,44 +111,36 @@ convFB1P1S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P1S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P1S1(SB), NOSPLIT, $0-104
+// func convSkipFB1P1S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P1S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P1S1_epi
 convSkipFB1P1S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P1S1_ent
 convSkipFB1P1S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	TESTQ BX, BX
 	JZ convSkipFB1P1S1_nores
 	VADDPS 0(BX), Z0, Z0
 convSkipFB1P1S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P1S1_store
 	VPXORD Z31, Z31, Z31
@@ -287,39 +279,31 @@ convFB1P2S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P2S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P2S1(SB), NOSPLIT, $0-104
+// func convSkipFB1P2S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P2S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P2S1_epi
 convSkipFB1P2S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 64(R12), Z31, Z1
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P2S1_ent
 convSkipFB1P2S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -328,7 +312,7 @@ convSkipFB1P2S1_epi:
 	VADDPS 0(BX), Z0, Z0
 	VADDPS 64(BX), Z1, Z1
 convSkipFB1P2S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P2S1_store
 	VPXORD Z31, Z31, Z31
@@ -491,41 +475,33 @@ convFB1P3S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P3S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P3S1(SB), NOSPLIT, $0-104
+// func convSkipFB1P3S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P3S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P3S1_epi
 convSkipFB1P3S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 64(R12), Z31, Z1
 	VFMADD231PS.BCST 128(R12), Z31, Z2
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P3S1_ent
 convSkipFB1P3S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -536,7 +512,7 @@ convSkipFB1P3S1_epi:
 	VADDPS 64(BX), Z1, Z1
 	VADDPS 128(BX), Z2, Z2
 convSkipFB1P3S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P3S1_store
 	VPXORD Z31, Z31, Z31
@@ -723,43 +699,35 @@ convFB1P4S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P4S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P4S1(SB), NOSPLIT, $0-104
+// func convSkipFB1P4S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P4S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P4S1_epi
 convSkipFB1P4S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 64(R12), Z31, Z1
 	VFMADD231PS.BCST 128(R12), Z31, Z2
 	VFMADD231PS.BCST 192(R12), Z31, Z3
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P4S1_ent
 convSkipFB1P4S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -772,7 +740,7 @@ convSkipFB1P4S1_epi:
 	VADDPS 128(BX), Z2, Z2
 	VADDPS 192(BX), Z3, Z3
 convSkipFB1P4S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P4S1_store
 	VPXORD Z31, Z31, Z31
@@ -983,45 +951,37 @@ convFB1P5S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P5S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P5S1(SB), NOSPLIT, $0-104
+// func convSkipFB1P5S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P5S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P5S1_epi
 convSkipFB1P5S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 64(R12), Z31, Z1
 	VFMADD231PS.BCST 128(R12), Z31, Z2
 	VFMADD231PS.BCST 192(R12), Z31, Z3
 	VFMADD231PS.BCST 256(R12), Z31, Z4
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P5S1_ent
 convSkipFB1P5S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -1036,7 +996,7 @@ convSkipFB1P5S1_epi:
 	VADDPS 192(BX), Z3, Z3
 	VADDPS 256(BX), Z4, Z4
 convSkipFB1P5S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P5S1_store
 	VPXORD Z31, Z31, Z31
@@ -1271,8 +1231,8 @@ convFB1P6S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P6S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P6S1(SB), NOSPLIT, $0-104
+// func convSkipFB1P6S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P6S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -1280,22 +1240,14 @@ TEXT ·convSkipFB1P6S1(SB), NOSPLIT, $0-104
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P6S1_epi
 convSkipFB1P6S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 64(R12), Z31, Z1
@@ -1303,15 +1255,15 @@ convSkipFB1P6S1_ent:
 	VFMADD231PS.BCST 192(R12), Z31, Z3
 	VFMADD231PS.BCST 256(R12), Z31, Z4
 	VFMADD231PS.BCST 320(R12), Z31, Z5
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P6S1_ent
 convSkipFB1P6S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -1328,7 +1280,7 @@ convSkipFB1P6S1_epi:
 	VADDPS 256(BX), Z4, Z4
 	VADDPS 320(BX), Z5, Z5
 convSkipFB1P6S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P6S1_store
 	VPXORD Z31, Z31, Z31
@@ -1587,8 +1539,8 @@ convFB1P7S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P7S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P7S1(SB), NOSPLIT, $0-104
+// func convSkipFB1P7S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P7S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -1597,22 +1549,14 @@ TEXT ·convSkipFB1P7S1(SB), NOSPLIT, $0-104
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P7S1_epi
 convSkipFB1P7S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 64(R12), Z31, Z1
@@ -1621,15 +1565,15 @@ convSkipFB1P7S1_ent:
 	VFMADD231PS.BCST 256(R12), Z31, Z4
 	VFMADD231PS.BCST 320(R12), Z31, Z5
 	VFMADD231PS.BCST 384(R12), Z31, Z6
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P7S1_ent
 convSkipFB1P7S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -1648,7 +1592,7 @@ convSkipFB1P7S1_epi:
 	VADDPS 320(BX), Z5, Z5
 	VADDPS 384(BX), Z6, Z6
 convSkipFB1P7S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P7S1_store
 	VPXORD Z31, Z31, Z31
@@ -1931,8 +1875,8 @@ convFB1P8S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P8S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P8S1(SB), NOSPLIT, $0-104
+// func convSkipFB1P8S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P8S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -1942,22 +1886,14 @@ TEXT ·convSkipFB1P8S1(SB), NOSPLIT, $0-104
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P8S1_epi
 convSkipFB1P8S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 64(R12), Z31, Z1
@@ -1967,15 +1903,15 @@ convSkipFB1P8S1_ent:
 	VFMADD231PS.BCST 320(R12), Z31, Z5
 	VFMADD231PS.BCST 384(R12), Z31, Z6
 	VFMADD231PS.BCST 448(R12), Z31, Z7
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P8S1_ent
 convSkipFB1P8S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -1996,7 +1932,7 @@ convSkipFB1P8S1_epi:
 	VADDPS 384(BX), Z6, Z6
 	VADDPS 448(BX), Z7, Z7
 convSkipFB1P8S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P8S1_store
 	VPXORD Z31, Z31, Z31
@@ -2303,8 +2239,8 @@ convFB1P9S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P9S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P9S1(SB), NOSPLIT, $0-104
+// func convSkipFB1P9S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P9S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -2315,22 +2251,14 @@ TEXT ·convSkipFB1P9S1(SB), NOSPLIT, $0-104
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P9S1_epi
 convSkipFB1P9S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 64(R12), Z31, Z1
@@ -2341,15 +2269,15 @@ convSkipFB1P9S1_ent:
 	VFMADD231PS.BCST 384(R12), Z31, Z6
 	VFMADD231PS.BCST 448(R12), Z31, Z7
 	VFMADD231PS.BCST 512(R12), Z31, Z8
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P9S1_ent
 convSkipFB1P9S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -2372,7 +2300,7 @@ convSkipFB1P9S1_epi:
 	VADDPS 448(BX), Z7, Z7
 	VADDPS 512(BX), Z8, Z8
 convSkipFB1P9S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P9S1_store
 	VPXORD Z31, Z31, Z31
@@ -2703,8 +2631,8 @@ convFB1P10S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P10S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P10S1(SB), NOSPLIT, $0-104
+// func convSkipFB1P10S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P10S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -2716,22 +2644,14 @@ TEXT ·convSkipFB1P10S1(SB), NOSPLIT, $0-104
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P10S1_epi
 convSkipFB1P10S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 64(R12), Z31, Z1
@@ -2743,15 +2663,15 @@ convSkipFB1P10S1_ent:
 	VFMADD231PS.BCST 448(R12), Z31, Z7
 	VFMADD231PS.BCST 512(R12), Z31, Z8
 	VFMADD231PS.BCST 576(R12), Z31, Z9
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P10S1_ent
 convSkipFB1P10S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -2776,7 +2696,7 @@ convSkipFB1P10S1_epi:
 	VADDPS 512(BX), Z8, Z8
 	VADDPS 576(BX), Z9, Z9
 convSkipFB1P10S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P10S1_store
 	VPXORD Z31, Z31, Z31
@@ -3131,8 +3051,8 @@ convFB1P11S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P11S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P11S1(SB), NOSPLIT, $0-104
+// func convSkipFB1P11S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P11S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -3145,22 +3065,14 @@ TEXT ·convSkipFB1P11S1(SB), NOSPLIT, $0-104
 	VPXORD Z9, Z9, Z9
 	VPXORD Z10, Z10, Z10
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P11S1_epi
 convSkipFB1P11S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 64(R12), Z31, Z1
@@ -3173,15 +3085,15 @@ convSkipFB1P11S1_ent:
 	VFMADD231PS.BCST 512(R12), Z31, Z8
 	VFMADD231PS.BCST 576(R12), Z31, Z9
 	VFMADD231PS.BCST 640(R12), Z31, Z10
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P11S1_ent
 convSkipFB1P11S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -3208,7 +3120,7 @@ convSkipFB1P11S1_epi:
 	VADDPS 576(BX), Z9, Z9
 	VADDPS 640(BX), Z10, Z10
 convSkipFB1P11S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P11S1_store
 	VPXORD Z31, Z31, Z31
@@ -3587,8 +3499,8 @@ convFB1P12S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P12S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P12S1(SB), NOSPLIT, $0-104
+// func convSkipFB1P12S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P12S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -3602,22 +3514,14 @@ TEXT ·convSkipFB1P12S1(SB), NOSPLIT, $0-104
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P12S1_epi
 convSkipFB1P12S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 64(R12), Z31, Z1
@@ -3631,15 +3535,15 @@ convSkipFB1P12S1_ent:
 	VFMADD231PS.BCST 576(R12), Z31, Z9
 	VFMADD231PS.BCST 640(R12), Z31, Z10
 	VFMADD231PS.BCST 704(R12), Z31, Z11
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P12S1_ent
 convSkipFB1P12S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -3668,7 +3572,7 @@ convSkipFB1P12S1_epi:
 	VADDPS 640(BX), Z10, Z10
 	VADDPS 704(BX), Z11, Z11
 convSkipFB1P12S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P12S1_store
 	VPXORD Z31, Z31, Z31
@@ -4071,8 +3975,8 @@ convFB1P13S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P13S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P13S1(SB), NOSPLIT, $0-104
+// func convSkipFB1P13S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P13S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -4087,22 +3991,14 @@ TEXT ·convSkipFB1P13S1(SB), NOSPLIT, $0-104
 	VPXORD Z11, Z11, Z11
 	VPXORD Z12, Z12, Z12
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P13S1_epi
 convSkipFB1P13S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 64(R12), Z31, Z1
@@ -4117,15 +4013,15 @@ convSkipFB1P13S1_ent:
 	VFMADD231PS.BCST 640(R12), Z31, Z10
 	VFMADD231PS.BCST 704(R12), Z31, Z11
 	VFMADD231PS.BCST 768(R12), Z31, Z12
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P13S1_ent
 convSkipFB1P13S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -4156,7 +4052,7 @@ convSkipFB1P13S1_epi:
 	VADDPS 704(BX), Z11, Z11
 	VADDPS 768(BX), Z12, Z12
 convSkipFB1P13S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P13S1_store
 	VPXORD Z31, Z31, Z31
@@ -4583,8 +4479,8 @@ convFB1P14S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P14S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P14S1(SB), NOSPLIT, $0-104
+// func convSkipFB1P14S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P14S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -4600,22 +4496,14 @@ TEXT ·convSkipFB1P14S1(SB), NOSPLIT, $0-104
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P14S1_epi
 convSkipFB1P14S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 64(R12), Z31, Z1
@@ -4631,15 +4519,15 @@ convSkipFB1P14S1_ent:
 	VFMADD231PS.BCST 704(R12), Z31, Z11
 	VFMADD231PS.BCST 768(R12), Z31, Z12
 	VFMADD231PS.BCST 832(R12), Z31, Z13
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P14S1_ent
 convSkipFB1P14S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -4672,7 +4560,7 @@ convSkipFB1P14S1_epi:
 	VADDPS 768(BX), Z12, Z12
 	VADDPS 832(BX), Z13, Z13
 convSkipFB1P14S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P14S1_store
 	VPXORD Z31, Z31, Z31
@@ -5123,8 +5011,8 @@ convFB1P15S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P15S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P15S1(SB), NOSPLIT, $0-104
+// func convSkipFB1P15S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P15S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -5141,22 +5029,14 @@ TEXT ·convSkipFB1P15S1(SB), NOSPLIT, $0-104
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P15S1_epi
 convSkipFB1P15S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 64(R12), Z31, Z1
@@ -5173,15 +5053,15 @@ convSkipFB1P15S1_ent:
 	VFMADD231PS.BCST 768(R12), Z31, Z12
 	VFMADD231PS.BCST 832(R12), Z31, Z13
 	VFMADD231PS.BCST 896(R12), Z31, Z14
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P15S1_ent
 convSkipFB1P15S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -5216,7 +5096,7 @@ convSkipFB1P15S1_epi:
 	VADDPS 832(BX), Z13, Z13
 	VADDPS 896(BX), Z14, Z14
 convSkipFB1P15S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P15S1_store
 	VPXORD Z31, Z31, Z31
@@ -5691,8 +5571,8 @@ convFB1P16S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P16S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P16S1(SB), NOSPLIT, $0-104
+// func convSkipFB1P16S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P16S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -5710,22 +5590,14 @@ TEXT ·convSkipFB1P16S1(SB), NOSPLIT, $0-104
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P16S1_epi
 convSkipFB1P16S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 64(R12), Z31, Z1
@@ -5743,15 +5615,15 @@ convSkipFB1P16S1_ent:
 	VFMADD231PS.BCST 832(R12), Z31, Z13
 	VFMADD231PS.BCST 896(R12), Z31, Z14
 	VFMADD231PS.BCST 960(R12), Z31, Z15
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P16S1_ent
 convSkipFB1P16S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -5788,7 +5660,7 @@ convSkipFB1P16S1_epi:
 	VADDPS 896(BX), Z14, Z14
 	VADDPS 960(BX), Z15, Z15
 convSkipFB1P16S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P16S1_store
 	VPXORD Z31, Z31, Z31
@@ -5935,44 +5807,36 @@ convFB1P1S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P1S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P1S2(SB), NOSPLIT, $0-104
+// func convSkipFB1P1S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P1S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P1S2_epi
 convSkipFB1P1S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P1S2_ent
 convSkipFB1P1S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	TESTQ BX, BX
 	JZ convSkipFB1P1S2_nores
 	VADDPS 0(BX), Z0, Z0
 convSkipFB1P1S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P1S2_store
 	VPXORD Z31, Z31, Z31
@@ -6111,39 +5975,31 @@ convFB1P2S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P2S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P2S2(SB), NOSPLIT, $0-104
+// func convSkipFB1P2S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P2S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P2S2_epi
 convSkipFB1P2S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 128(R12), Z31, Z1
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P2S2_ent
 convSkipFB1P2S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -6152,7 +6008,7 @@ convSkipFB1P2S2_epi:
 	VADDPS 0(BX), Z0, Z0
 	VADDPS 64(BX), Z1, Z1
 convSkipFB1P2S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P2S2_store
 	VPXORD Z31, Z31, Z31
@@ -6315,41 +6171,33 @@ convFB1P3S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P3S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P3S2(SB), NOSPLIT, $0-104
+// func convSkipFB1P3S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P3S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P3S2_epi
 convSkipFB1P3S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 128(R12), Z31, Z1
 	VFMADD231PS.BCST 256(R12), Z31, Z2
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P3S2_ent
 convSkipFB1P3S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -6360,7 +6208,7 @@ convSkipFB1P3S2_epi:
 	VADDPS 64(BX), Z1, Z1
 	VADDPS 128(BX), Z2, Z2
 convSkipFB1P3S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P3S2_store
 	VPXORD Z31, Z31, Z31
@@ -6547,43 +6395,35 @@ convFB1P4S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P4S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P4S2(SB), NOSPLIT, $0-104
+// func convSkipFB1P4S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P4S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P4S2_epi
 convSkipFB1P4S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 128(R12), Z31, Z1
 	VFMADD231PS.BCST 256(R12), Z31, Z2
 	VFMADD231PS.BCST 384(R12), Z31, Z3
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P4S2_ent
 convSkipFB1P4S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -6596,7 +6436,7 @@ convSkipFB1P4S2_epi:
 	VADDPS 128(BX), Z2, Z2
 	VADDPS 192(BX), Z3, Z3
 convSkipFB1P4S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P4S2_store
 	VPXORD Z31, Z31, Z31
@@ -6807,45 +6647,37 @@ convFB1P5S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P5S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P5S2(SB), NOSPLIT, $0-104
+// func convSkipFB1P5S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P5S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P5S2_epi
 convSkipFB1P5S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 128(R12), Z31, Z1
 	VFMADD231PS.BCST 256(R12), Z31, Z2
 	VFMADD231PS.BCST 384(R12), Z31, Z3
 	VFMADD231PS.BCST 512(R12), Z31, Z4
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P5S2_ent
 convSkipFB1P5S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -6860,7 +6692,7 @@ convSkipFB1P5S2_epi:
 	VADDPS 192(BX), Z3, Z3
 	VADDPS 256(BX), Z4, Z4
 convSkipFB1P5S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P5S2_store
 	VPXORD Z31, Z31, Z31
@@ -7095,8 +6927,8 @@ convFB1P6S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P6S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P6S2(SB), NOSPLIT, $0-104
+// func convSkipFB1P6S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P6S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -7104,22 +6936,14 @@ TEXT ·convSkipFB1P6S2(SB), NOSPLIT, $0-104
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P6S2_epi
 convSkipFB1P6S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 128(R12), Z31, Z1
@@ -7127,15 +6951,15 @@ convSkipFB1P6S2_ent:
 	VFMADD231PS.BCST 384(R12), Z31, Z3
 	VFMADD231PS.BCST 512(R12), Z31, Z4
 	VFMADD231PS.BCST 640(R12), Z31, Z5
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P6S2_ent
 convSkipFB1P6S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -7152,7 +6976,7 @@ convSkipFB1P6S2_epi:
 	VADDPS 256(BX), Z4, Z4
 	VADDPS 320(BX), Z5, Z5
 convSkipFB1P6S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P6S2_store
 	VPXORD Z31, Z31, Z31
@@ -7411,8 +7235,8 @@ convFB1P7S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P7S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P7S2(SB), NOSPLIT, $0-104
+// func convSkipFB1P7S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P7S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -7421,22 +7245,14 @@ TEXT ·convSkipFB1P7S2(SB), NOSPLIT, $0-104
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P7S2_epi
 convSkipFB1P7S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 128(R12), Z31, Z1
@@ -7445,15 +7261,15 @@ convSkipFB1P7S2_ent:
 	VFMADD231PS.BCST 512(R12), Z31, Z4
 	VFMADD231PS.BCST 640(R12), Z31, Z5
 	VFMADD231PS.BCST 768(R12), Z31, Z6
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P7S2_ent
 convSkipFB1P7S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -7472,7 +7288,7 @@ convSkipFB1P7S2_epi:
 	VADDPS 320(BX), Z5, Z5
 	VADDPS 384(BX), Z6, Z6
 convSkipFB1P7S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P7S2_store
 	VPXORD Z31, Z31, Z31
@@ -7755,8 +7571,8 @@ convFB1P8S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P8S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P8S2(SB), NOSPLIT, $0-104
+// func convSkipFB1P8S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P8S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -7766,22 +7582,14 @@ TEXT ·convSkipFB1P8S2(SB), NOSPLIT, $0-104
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P8S2_epi
 convSkipFB1P8S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 128(R12), Z31, Z1
@@ -7791,15 +7599,15 @@ convSkipFB1P8S2_ent:
 	VFMADD231PS.BCST 640(R12), Z31, Z5
 	VFMADD231PS.BCST 768(R12), Z31, Z6
 	VFMADD231PS.BCST 896(R12), Z31, Z7
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P8S2_ent
 convSkipFB1P8S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -7820,7 +7628,7 @@ convSkipFB1P8S2_epi:
 	VADDPS 384(BX), Z6, Z6
 	VADDPS 448(BX), Z7, Z7
 convSkipFB1P8S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P8S2_store
 	VPXORD Z31, Z31, Z31
@@ -8127,8 +7935,8 @@ convFB1P9S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P9S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P9S2(SB), NOSPLIT, $0-104
+// func convSkipFB1P9S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P9S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -8139,22 +7947,14 @@ TEXT ·convSkipFB1P9S2(SB), NOSPLIT, $0-104
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P9S2_epi
 convSkipFB1P9S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 128(R12), Z31, Z1
@@ -8165,15 +7965,15 @@ convSkipFB1P9S2_ent:
 	VFMADD231PS.BCST 768(R12), Z31, Z6
 	VFMADD231PS.BCST 896(R12), Z31, Z7
 	VFMADD231PS.BCST 1024(R12), Z31, Z8
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P9S2_ent
 convSkipFB1P9S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -8196,7 +7996,7 @@ convSkipFB1P9S2_epi:
 	VADDPS 448(BX), Z7, Z7
 	VADDPS 512(BX), Z8, Z8
 convSkipFB1P9S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P9S2_store
 	VPXORD Z31, Z31, Z31
@@ -8527,8 +8327,8 @@ convFB1P10S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P10S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P10S2(SB), NOSPLIT, $0-104
+// func convSkipFB1P10S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P10S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -8540,22 +8340,14 @@ TEXT ·convSkipFB1P10S2(SB), NOSPLIT, $0-104
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P10S2_epi
 convSkipFB1P10S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 128(R12), Z31, Z1
@@ -8567,15 +8359,15 @@ convSkipFB1P10S2_ent:
 	VFMADD231PS.BCST 896(R12), Z31, Z7
 	VFMADD231PS.BCST 1024(R12), Z31, Z8
 	VFMADD231PS.BCST 1152(R12), Z31, Z9
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P10S2_ent
 convSkipFB1P10S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -8600,7 +8392,7 @@ convSkipFB1P10S2_epi:
 	VADDPS 512(BX), Z8, Z8
 	VADDPS 576(BX), Z9, Z9
 convSkipFB1P10S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P10S2_store
 	VPXORD Z31, Z31, Z31
@@ -8955,8 +8747,8 @@ convFB1P11S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P11S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P11S2(SB), NOSPLIT, $0-104
+// func convSkipFB1P11S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P11S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -8969,22 +8761,14 @@ TEXT ·convSkipFB1P11S2(SB), NOSPLIT, $0-104
 	VPXORD Z9, Z9, Z9
 	VPXORD Z10, Z10, Z10
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P11S2_epi
 convSkipFB1P11S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 128(R12), Z31, Z1
@@ -8997,15 +8781,15 @@ convSkipFB1P11S2_ent:
 	VFMADD231PS.BCST 1024(R12), Z31, Z8
 	VFMADD231PS.BCST 1152(R12), Z31, Z9
 	VFMADD231PS.BCST 1280(R12), Z31, Z10
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P11S2_ent
 convSkipFB1P11S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -9032,7 +8816,7 @@ convSkipFB1P11S2_epi:
 	VADDPS 576(BX), Z9, Z9
 	VADDPS 640(BX), Z10, Z10
 convSkipFB1P11S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P11S2_store
 	VPXORD Z31, Z31, Z31
@@ -9411,8 +9195,8 @@ convFB1P12S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P12S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P12S2(SB), NOSPLIT, $0-104
+// func convSkipFB1P12S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P12S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -9426,22 +9210,14 @@ TEXT ·convSkipFB1P12S2(SB), NOSPLIT, $0-104
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P12S2_epi
 convSkipFB1P12S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 128(R12), Z31, Z1
@@ -9455,15 +9231,15 @@ convSkipFB1P12S2_ent:
 	VFMADD231PS.BCST 1152(R12), Z31, Z9
 	VFMADD231PS.BCST 1280(R12), Z31, Z10
 	VFMADD231PS.BCST 1408(R12), Z31, Z11
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P12S2_ent
 convSkipFB1P12S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -9492,7 +9268,7 @@ convSkipFB1P12S2_epi:
 	VADDPS 640(BX), Z10, Z10
 	VADDPS 704(BX), Z11, Z11
 convSkipFB1P12S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P12S2_store
 	VPXORD Z31, Z31, Z31
@@ -9895,8 +9671,8 @@ convFB1P13S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P13S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P13S2(SB), NOSPLIT, $0-104
+// func convSkipFB1P13S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P13S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -9911,22 +9687,14 @@ TEXT ·convSkipFB1P13S2(SB), NOSPLIT, $0-104
 	VPXORD Z11, Z11, Z11
 	VPXORD Z12, Z12, Z12
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P13S2_epi
 convSkipFB1P13S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 128(R12), Z31, Z1
@@ -9941,15 +9709,15 @@ convSkipFB1P13S2_ent:
 	VFMADD231PS.BCST 1280(R12), Z31, Z10
 	VFMADD231PS.BCST 1408(R12), Z31, Z11
 	VFMADD231PS.BCST 1536(R12), Z31, Z12
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P13S2_ent
 convSkipFB1P13S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -9980,7 +9748,7 @@ convSkipFB1P13S2_epi:
 	VADDPS 704(BX), Z11, Z11
 	VADDPS 768(BX), Z12, Z12
 convSkipFB1P13S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P13S2_store
 	VPXORD Z31, Z31, Z31
@@ -10407,8 +10175,8 @@ convFB1P14S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P14S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P14S2(SB), NOSPLIT, $0-104
+// func convSkipFB1P14S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P14S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -10424,22 +10192,14 @@ TEXT ·convSkipFB1P14S2(SB), NOSPLIT, $0-104
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P14S2_epi
 convSkipFB1P14S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 128(R12), Z31, Z1
@@ -10455,15 +10215,15 @@ convSkipFB1P14S2_ent:
 	VFMADD231PS.BCST 1408(R12), Z31, Z11
 	VFMADD231PS.BCST 1536(R12), Z31, Z12
 	VFMADD231PS.BCST 1664(R12), Z31, Z13
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P14S2_ent
 convSkipFB1P14S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -10496,7 +10256,7 @@ convSkipFB1P14S2_epi:
 	VADDPS 768(BX), Z12, Z12
 	VADDPS 832(BX), Z13, Z13
 convSkipFB1P14S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P14S2_store
 	VPXORD Z31, Z31, Z31
@@ -10947,8 +10707,8 @@ convFB1P15S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P15S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P15S2(SB), NOSPLIT, $0-104
+// func convSkipFB1P15S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P15S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -10965,22 +10725,14 @@ TEXT ·convSkipFB1P15S2(SB), NOSPLIT, $0-104
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P15S2_epi
 convSkipFB1P15S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 128(R12), Z31, Z1
@@ -10997,15 +10749,15 @@ convSkipFB1P15S2_ent:
 	VFMADD231PS.BCST 1536(R12), Z31, Z12
 	VFMADD231PS.BCST 1664(R12), Z31, Z13
 	VFMADD231PS.BCST 1792(R12), Z31, Z14
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P15S2_ent
 convSkipFB1P15S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -11040,7 +10792,7 @@ convSkipFB1P15S2_epi:
 	VADDPS 832(BX), Z13, Z13
 	VADDPS 896(BX), Z14, Z14
 convSkipFB1P15S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P15S2_store
 	VPXORD Z31, Z31, Z31
@@ -11515,8 +11267,8 @@ convFB1P16S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB1P16S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB1P16S2(SB), NOSPLIT, $0-104
+// func convSkipFB1P16S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB1P16S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -11534,22 +11286,14 @@ TEXT ·convSkipFB1P16S2(SB), NOSPLIT, $0-104
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB1P16S2_epi
 convSkipFB1P16S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VFMADD231PS.BCST 0(R12), Z31, Z0
 	VFMADD231PS.BCST 128(R12), Z31, Z1
@@ -11567,15 +11311,15 @@ convSkipFB1P16S2_ent:
 	VFMADD231PS.BCST 1664(R12), Z31, Z13
 	VFMADD231PS.BCST 1792(R12), Z31, Z14
 	VFMADD231PS.BCST 1920(R12), Z31, Z15
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ convSkipFB1P16S2_ent
 convSkipFB1P16S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VADDPS Z31, Z0, Z0
 	VADDPS Z31, Z1, Z1
@@ -11612,7 +11356,7 @@ convSkipFB1P16S2_epi:
 	VADDPS 896(BX), Z14, Z14
 	VADDPS 960(BX), Z15, Z15
 convSkipFB1P16S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB1P16S2_store
 	VPXORD Z31, Z31, Z31
@@ -11816,41 +11560,33 @@ convFB2P1S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB2P1S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB2P1S1(SB), NOSPLIT, $0-104
+// func convSkipFB2P1S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB2P1S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB2P1S1_epi
 convSkipFB2P1S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VMOVUPS 64(DI), Z30
 	VBROADCASTSS 0(R12), Z27
 	VFMADD231PS Z27, Z31, Z0
 	VFMADD231PS Z27, Z30, Z1
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ convSkipFB2P1S1_ent
 convSkipFB2P1S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VMOVUPS 64(AX), Z30
 	VADDPS Z31, Z0, Z0
@@ -11860,7 +11596,7 @@ convSkipFB2P1S1_epi:
 	VADDPS 0(BX), Z0, Z0
 	VADDPS 0(BX)(R8*1), Z1, Z1
 convSkipFB2P1S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB2P1S1_store
 	VPXORD Z31, Z31, Z31
@@ -12097,29 +11833,21 @@ convFB2P2S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB2P2S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB2P2S1(SB), NOSPLIT, $0-104
+// func convSkipFB2P2S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB2P2S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB2P2S1_epi
 convSkipFB2P2S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VMOVUPS 64(DI), Z30
 	VBROADCASTSS 0(R12), Z27
@@ -12128,15 +11856,15 @@ convSkipFB2P2S1_ent:
 	VBROADCASTSS 64(R12), Z26
 	VFMADD231PS Z26, Z31, Z2
 	VFMADD231PS Z26, Z30, Z3
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ convSkipFB2P2S1_ent
 convSkipFB2P2S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VMOVUPS 64(AX), Z30
 	VADDPS Z31, Z0, Z0
@@ -12150,7 +11878,7 @@ convSkipFB2P2S1_epi:
 	VADDPS 64(BX), Z2, Z2
 	VADDPS 64(BX)(R8*1), Z3, Z3
 convSkipFB2P2S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB2P2S1_store
 	VPXORD Z31, Z31, Z31
@@ -12452,8 +12180,8 @@ convFB2P3S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB2P3S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB2P3S1(SB), NOSPLIT, $0-104
+// func convSkipFB2P3S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB2P3S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -12461,22 +12189,14 @@ TEXT ·convSkipFB2P3S1(SB), NOSPLIT, $0-104
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB2P3S1_epi
 convSkipFB2P3S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VMOVUPS 64(DI), Z30
 	VBROADCASTSS 0(R12), Z27
@@ -12488,15 +12208,15 @@ convSkipFB2P3S1_ent:
 	VBROADCASTSS 128(R12), Z27
 	VFMADD231PS Z27, Z31, Z4
 	VFMADD231PS Z27, Z30, Z5
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ convSkipFB2P3S1_ent
 convSkipFB2P3S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VMOVUPS 64(AX), Z30
 	VADDPS Z31, Z0, Z0
@@ -12514,7 +12234,7 @@ convSkipFB2P3S1_epi:
 	VADDPS 128(BX), Z4, Z4
 	VADDPS 128(BX)(R8*1), Z5, Z5
 convSkipFB2P3S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB2P3S1_store
 	VPXORD Z31, Z31, Z31
@@ -12881,8 +12601,8 @@ convFB2P4S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB2P4S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB2P4S1(SB), NOSPLIT, $0-104
+// func convSkipFB2P4S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB2P4S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -12892,22 +12612,14 @@ TEXT ·convSkipFB2P4S1(SB), NOSPLIT, $0-104
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB2P4S1_epi
 convSkipFB2P4S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VMOVUPS 64(DI), Z30
 	VBROADCASTSS 0(R12), Z27
@@ -12922,15 +12634,15 @@ convSkipFB2P4S1_ent:
 	VBROADCASTSS 192(R12), Z26
 	VFMADD231PS Z26, Z31, Z6
 	VFMADD231PS Z26, Z30, Z7
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ convSkipFB2P4S1_ent
 convSkipFB2P4S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VMOVUPS 64(AX), Z30
 	VADDPS Z31, Z0, Z0
@@ -12952,7 +12664,7 @@ convSkipFB2P4S1_epi:
 	VADDPS 192(BX), Z6, Z6
 	VADDPS 192(BX)(R8*1), Z7, Z7
 convSkipFB2P4S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB2P4S1_store
 	VPXORD Z31, Z31, Z31
@@ -13384,8 +13096,8 @@ convFB2P5S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB2P5S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB2P5S1(SB), NOSPLIT, $0-104
+// func convSkipFB2P5S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB2P5S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -13397,22 +13109,14 @@ TEXT ·convSkipFB2P5S1(SB), NOSPLIT, $0-104
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB2P5S1_epi
 convSkipFB2P5S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VMOVUPS 64(DI), Z30
 	VBROADCASTSS 0(R12), Z27
@@ -13430,15 +13134,15 @@ convSkipFB2P5S1_ent:
 	VBROADCASTSS 256(R12), Z27
 	VFMADD231PS Z27, Z31, Z8
 	VFMADD231PS Z27, Z30, Z9
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ convSkipFB2P5S1_ent
 convSkipFB2P5S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VMOVUPS 64(AX), Z30
 	VADDPS Z31, Z0, Z0
@@ -13464,7 +13168,7 @@ convSkipFB2P5S1_epi:
 	VADDPS 256(BX), Z8, Z8
 	VADDPS 256(BX)(R8*1), Z9, Z9
 convSkipFB2P5S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB2P5S1_store
 	VPXORD Z31, Z31, Z31
@@ -13961,8 +13665,8 @@ convFB2P6S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB2P6S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB2P6S1(SB), NOSPLIT, $0-104
+// func convSkipFB2P6S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB2P6S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -13976,22 +13680,14 @@ TEXT ·convSkipFB2P6S1(SB), NOSPLIT, $0-104
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB2P6S1_epi
 convSkipFB2P6S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VMOVUPS 64(DI), Z30
 	VBROADCASTSS 0(R12), Z27
@@ -14012,15 +13708,15 @@ convSkipFB2P6S1_ent:
 	VBROADCASTSS 320(R12), Z26
 	VFMADD231PS Z26, Z31, Z10
 	VFMADD231PS Z26, Z30, Z11
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ convSkipFB2P6S1_ent
 convSkipFB2P6S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VMOVUPS 64(AX), Z30
 	VADDPS Z31, Z0, Z0
@@ -14050,7 +13746,7 @@ convSkipFB2P6S1_epi:
 	VADDPS 320(BX), Z10, Z10
 	VADDPS 320(BX)(R8*1), Z11, Z11
 convSkipFB2P6S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB2P6S1_store
 	VPXORD Z31, Z31, Z31
@@ -14612,8 +14308,8 @@ convFB2P7S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB2P7S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB2P7S1(SB), NOSPLIT, $0-104
+// func convSkipFB2P7S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB2P7S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -14629,22 +14325,14 @@ TEXT ·convSkipFB2P7S1(SB), NOSPLIT, $0-104
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB2P7S1_epi
 convSkipFB2P7S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VMOVUPS 64(DI), Z30
 	VBROADCASTSS 0(R12), Z27
@@ -14668,15 +14356,15 @@ convSkipFB2P7S1_ent:
 	VBROADCASTSS 384(R12), Z27
 	VFMADD231PS Z27, Z31, Z12
 	VFMADD231PS Z27, Z30, Z13
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ convSkipFB2P7S1_ent
 convSkipFB2P7S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VMOVUPS 64(AX), Z30
 	VADDPS Z31, Z0, Z0
@@ -14710,7 +14398,7 @@ convSkipFB2P7S1_epi:
 	VADDPS 384(BX), Z12, Z12
 	VADDPS 384(BX)(R8*1), Z13, Z13
 convSkipFB2P7S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB2P7S1_store
 	VPXORD Z31, Z31, Z31
@@ -15337,8 +15025,8 @@ convFB2P8S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB2P8S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB2P8S1(SB), NOSPLIT, $0-104
+// func convSkipFB2P8S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB2P8S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -15356,22 +15044,14 @@ TEXT ·convSkipFB2P8S1(SB), NOSPLIT, $0-104
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB2P8S1_epi
 convSkipFB2P8S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VMOVUPS 64(DI), Z30
 	VBROADCASTSS 0(R12), Z27
@@ -15398,15 +15078,15 @@ convSkipFB2P8S1_ent:
 	VBROADCASTSS 448(R12), Z26
 	VFMADD231PS Z26, Z31, Z14
 	VFMADD231PS Z26, Z30, Z15
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ convSkipFB2P8S1_ent
 convSkipFB2P8S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VMOVUPS 64(AX), Z30
 	VADDPS Z31, Z0, Z0
@@ -15444,7 +15124,7 @@ convSkipFB2P8S1_epi:
 	VADDPS 448(BX), Z14, Z14
 	VADDPS 448(BX)(R8*1), Z15, Z15
 convSkipFB2P8S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB2P8S1_store
 	VPXORD Z31, Z31, Z31
@@ -16136,8 +15816,8 @@ convFB2P9S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB2P9S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB2P9S1(SB), NOSPLIT, $0-104
+// func convSkipFB2P9S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB2P9S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -16157,22 +15837,14 @@ TEXT ·convSkipFB2P9S1(SB), NOSPLIT, $0-104
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB2P9S1_epi
 convSkipFB2P9S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VMOVUPS 64(DI), Z30
 	VBROADCASTSS 0(R12), Z27
@@ -16202,15 +15874,15 @@ convSkipFB2P9S1_ent:
 	VBROADCASTSS 512(R12), Z27
 	VFMADD231PS Z27, Z31, Z16
 	VFMADD231PS Z27, Z30, Z17
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ convSkipFB2P9S1_ent
 convSkipFB2P9S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VMOVUPS 64(AX), Z30
 	VADDPS Z31, Z0, Z0
@@ -16252,7 +15924,7 @@ convSkipFB2P9S1_epi:
 	VADDPS 512(BX), Z16, Z16
 	VADDPS 512(BX)(R8*1), Z17, Z17
 convSkipFB2P9S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB2P9S1_store
 	VPXORD Z31, Z31, Z31
@@ -17009,8 +16681,8 @@ convFB2P10S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB2P10S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB2P10S1(SB), NOSPLIT, $0-104
+// func convSkipFB2P10S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB2P10S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -17032,22 +16704,14 @@ TEXT ·convSkipFB2P10S1(SB), NOSPLIT, $0-104
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB2P10S1_epi
 convSkipFB2P10S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VMOVUPS 64(DI), Z30
 	VBROADCASTSS 0(R12), Z27
@@ -17080,15 +16744,15 @@ convSkipFB2P10S1_ent:
 	VBROADCASTSS 576(R12), Z26
 	VFMADD231PS Z26, Z31, Z18
 	VFMADD231PS Z26, Z30, Z19
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ convSkipFB2P10S1_ent
 convSkipFB2P10S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VMOVUPS 64(AX), Z30
 	VADDPS Z31, Z0, Z0
@@ -17134,7 +16798,7 @@ convSkipFB2P10S1_epi:
 	VADDPS 576(BX), Z18, Z18
 	VADDPS 576(BX)(R8*1), Z19, Z19
 convSkipFB2P10S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB2P10S1_store
 	VPXORD Z31, Z31, Z31
@@ -17956,8 +17620,8 @@ convFB2P11S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB2P11S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB2P11S1(SB), NOSPLIT, $0-104
+// func convSkipFB2P11S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB2P11S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -17981,22 +17645,14 @@ TEXT ·convSkipFB2P11S1(SB), NOSPLIT, $0-104
 	VPXORD Z20, Z20, Z20
 	VPXORD Z21, Z21, Z21
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB2P11S1_epi
 convSkipFB2P11S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VMOVUPS 64(DI), Z30
 	VBROADCASTSS 0(R12), Z27
@@ -18032,15 +17688,15 @@ convSkipFB2P11S1_ent:
 	VBROADCASTSS 640(R12), Z27
 	VFMADD231PS Z27, Z31, Z20
 	VFMADD231PS Z27, Z30, Z21
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ convSkipFB2P11S1_ent
 convSkipFB2P11S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VMOVUPS 64(AX), Z30
 	VADDPS Z31, Z0, Z0
@@ -18090,7 +17746,7 @@ convSkipFB2P11S1_epi:
 	VADDPS 640(BX), Z20, Z20
 	VADDPS 640(BX)(R8*1), Z21, Z21
 convSkipFB2P11S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB2P11S1_store
 	VPXORD Z31, Z31, Z31
@@ -18977,8 +18633,8 @@ convFB2P12S1_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB2P12S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB2P12S1(SB), NOSPLIT, $0-104
+// func convSkipFB2P12S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB2P12S1(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -19004,22 +18660,14 @@ TEXT ·convSkipFB2P12S1(SB), NOSPLIT, $0-104
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB2P12S1_epi
 convSkipFB2P12S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VMOVUPS 64(DI), Z30
 	VBROADCASTSS 0(R12), Z27
@@ -19058,15 +18706,15 @@ convSkipFB2P12S1_ent:
 	VBROADCASTSS 704(R12), Z26
 	VFMADD231PS Z26, Z31, Z22
 	VFMADD231PS Z26, Z30, Z23
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ convSkipFB2P12S1_ent
 convSkipFB2P12S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VMOVUPS 64(AX), Z30
 	VADDPS Z31, Z0, Z0
@@ -19120,7 +18768,7 @@ convSkipFB2P12S1_epi:
 	VADDPS 704(BX), Z22, Z22
 	VADDPS 704(BX)(R8*1), Z23, Z23
 convSkipFB2P12S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB2P12S1_store
 	VPXORD Z31, Z31, Z31
@@ -19340,41 +18988,33 @@ convFB2P1S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB2P1S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB2P1S2(SB), NOSPLIT, $0-104
+// func convSkipFB2P1S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB2P1S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB2P1S2_epi
 convSkipFB2P1S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VMOVUPS 64(DI), Z30
 	VBROADCASTSS 0(R12), Z27
 	VFMADD231PS Z27, Z31, Z0
 	VFMADD231PS Z27, Z30, Z1
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ convSkipFB2P1S2_ent
 convSkipFB2P1S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VMOVUPS 64(AX), Z30
 	VADDPS Z31, Z0, Z0
@@ -19384,7 +19024,7 @@ convSkipFB2P1S2_epi:
 	VADDPS 0(BX), Z0, Z0
 	VADDPS 0(BX)(R8*1), Z1, Z1
 convSkipFB2P1S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB2P1S2_store
 	VPXORD Z31, Z31, Z31
@@ -19621,29 +19261,21 @@ convFB2P2S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB2P2S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB2P2S2(SB), NOSPLIT, $0-104
+// func convSkipFB2P2S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB2P2S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB2P2S2_epi
 convSkipFB2P2S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VMOVUPS 64(DI), Z30
 	VBROADCASTSS 0(R12), Z27
@@ -19652,15 +19284,15 @@ convSkipFB2P2S2_ent:
 	VBROADCASTSS 128(R12), Z26
 	VFMADD231PS Z26, Z31, Z2
 	VFMADD231PS Z26, Z30, Z3
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ convSkipFB2P2S2_ent
 convSkipFB2P2S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VMOVUPS 64(AX), Z30
 	VADDPS Z31, Z0, Z0
@@ -19674,7 +19306,7 @@ convSkipFB2P2S2_epi:
 	VADDPS 64(BX), Z2, Z2
 	VADDPS 64(BX)(R8*1), Z3, Z3
 convSkipFB2P2S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB2P2S2_store
 	VPXORD Z31, Z31, Z31
@@ -19976,8 +19608,8 @@ convFB2P3S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB2P3S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB2P3S2(SB), NOSPLIT, $0-104
+// func convSkipFB2P3S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB2P3S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -19985,22 +19617,14 @@ TEXT ·convSkipFB2P3S2(SB), NOSPLIT, $0-104
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB2P3S2_epi
 convSkipFB2P3S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VMOVUPS 64(DI), Z30
 	VBROADCASTSS 0(R12), Z27
@@ -20012,15 +19636,15 @@ convSkipFB2P3S2_ent:
 	VBROADCASTSS 256(R12), Z27
 	VFMADD231PS Z27, Z31, Z4
 	VFMADD231PS Z27, Z30, Z5
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ convSkipFB2P3S2_ent
 convSkipFB2P3S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VMOVUPS 64(AX), Z30
 	VADDPS Z31, Z0, Z0
@@ -20038,7 +19662,7 @@ convSkipFB2P3S2_epi:
 	VADDPS 128(BX), Z4, Z4
 	VADDPS 128(BX)(R8*1), Z5, Z5
 convSkipFB2P3S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB2P3S2_store
 	VPXORD Z31, Z31, Z31
@@ -20405,8 +20029,8 @@ convFB2P4S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB2P4S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB2P4S2(SB), NOSPLIT, $0-104
+// func convSkipFB2P4S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB2P4S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -20416,22 +20040,14 @@ TEXT ·convSkipFB2P4S2(SB), NOSPLIT, $0-104
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB2P4S2_epi
 convSkipFB2P4S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VMOVUPS 64(DI), Z30
 	VBROADCASTSS 0(R12), Z27
@@ -20446,15 +20062,15 @@ convSkipFB2P4S2_ent:
 	VBROADCASTSS 384(R12), Z26
 	VFMADD231PS Z26, Z31, Z6
 	VFMADD231PS Z26, Z30, Z7
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ convSkipFB2P4S2_ent
 convSkipFB2P4S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VMOVUPS 64(AX), Z30
 	VADDPS Z31, Z0, Z0
@@ -20476,7 +20092,7 @@ convSkipFB2P4S2_epi:
 	VADDPS 192(BX), Z6, Z6
 	VADDPS 192(BX)(R8*1), Z7, Z7
 convSkipFB2P4S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB2P4S2_store
 	VPXORD Z31, Z31, Z31
@@ -20908,8 +20524,8 @@ convFB2P5S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB2P5S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB2P5S2(SB), NOSPLIT, $0-104
+// func convSkipFB2P5S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB2P5S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -20921,22 +20537,14 @@ TEXT ·convSkipFB2P5S2(SB), NOSPLIT, $0-104
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB2P5S2_epi
 convSkipFB2P5S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VMOVUPS 64(DI), Z30
 	VBROADCASTSS 0(R12), Z27
@@ -20954,15 +20562,15 @@ convSkipFB2P5S2_ent:
 	VBROADCASTSS 512(R12), Z27
 	VFMADD231PS Z27, Z31, Z8
 	VFMADD231PS Z27, Z30, Z9
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ convSkipFB2P5S2_ent
 convSkipFB2P5S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VMOVUPS 64(AX), Z30
 	VADDPS Z31, Z0, Z0
@@ -20988,7 +20596,7 @@ convSkipFB2P5S2_epi:
 	VADDPS 256(BX), Z8, Z8
 	VADDPS 256(BX)(R8*1), Z9, Z9
 convSkipFB2P5S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB2P5S2_store
 	VPXORD Z31, Z31, Z31
@@ -21485,8 +21093,8 @@ convFB2P6S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB2P6S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB2P6S2(SB), NOSPLIT, $0-104
+// func convSkipFB2P6S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB2P6S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -21500,22 +21108,14 @@ TEXT ·convSkipFB2P6S2(SB), NOSPLIT, $0-104
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB2P6S2_epi
 convSkipFB2P6S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VMOVUPS 64(DI), Z30
 	VBROADCASTSS 0(R12), Z27
@@ -21536,15 +21136,15 @@ convSkipFB2P6S2_ent:
 	VBROADCASTSS 640(R12), Z26
 	VFMADD231PS Z26, Z31, Z10
 	VFMADD231PS Z26, Z30, Z11
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ convSkipFB2P6S2_ent
 convSkipFB2P6S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VMOVUPS 64(AX), Z30
 	VADDPS Z31, Z0, Z0
@@ -21574,7 +21174,7 @@ convSkipFB2P6S2_epi:
 	VADDPS 320(BX), Z10, Z10
 	VADDPS 320(BX)(R8*1), Z11, Z11
 convSkipFB2P6S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB2P6S2_store
 	VPXORD Z31, Z31, Z31
@@ -22136,8 +21736,8 @@ convFB2P7S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB2P7S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB2P7S2(SB), NOSPLIT, $0-104
+// func convSkipFB2P7S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB2P7S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -22153,22 +21753,14 @@ TEXT ·convSkipFB2P7S2(SB), NOSPLIT, $0-104
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB2P7S2_epi
 convSkipFB2P7S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VMOVUPS 64(DI), Z30
 	VBROADCASTSS 0(R12), Z27
@@ -22192,15 +21784,15 @@ convSkipFB2P7S2_ent:
 	VBROADCASTSS 768(R12), Z27
 	VFMADD231PS Z27, Z31, Z12
 	VFMADD231PS Z27, Z30, Z13
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ convSkipFB2P7S2_ent
 convSkipFB2P7S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VMOVUPS 64(AX), Z30
 	VADDPS Z31, Z0, Z0
@@ -22234,7 +21826,7 @@ convSkipFB2P7S2_epi:
 	VADDPS 384(BX), Z12, Z12
 	VADDPS 384(BX)(R8*1), Z13, Z13
 convSkipFB2P7S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB2P7S2_store
 	VPXORD Z31, Z31, Z31
@@ -22861,8 +22453,8 @@ convFB2P8S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB2P8S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB2P8S2(SB), NOSPLIT, $0-104
+// func convSkipFB2P8S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB2P8S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -22880,22 +22472,14 @@ TEXT ·convSkipFB2P8S2(SB), NOSPLIT, $0-104
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB2P8S2_epi
 convSkipFB2P8S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VMOVUPS 64(DI), Z30
 	VBROADCASTSS 0(R12), Z27
@@ -22922,15 +22506,15 @@ convSkipFB2P8S2_ent:
 	VBROADCASTSS 896(R12), Z26
 	VFMADD231PS Z26, Z31, Z14
 	VFMADD231PS Z26, Z30, Z15
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ convSkipFB2P8S2_ent
 convSkipFB2P8S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VMOVUPS 64(AX), Z30
 	VADDPS Z31, Z0, Z0
@@ -22968,7 +22552,7 @@ convSkipFB2P8S2_epi:
 	VADDPS 448(BX), Z14, Z14
 	VADDPS 448(BX)(R8*1), Z15, Z15
 convSkipFB2P8S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB2P8S2_store
 	VPXORD Z31, Z31, Z31
@@ -23660,8 +23244,8 @@ convFB2P9S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB2P9S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB2P9S2(SB), NOSPLIT, $0-104
+// func convSkipFB2P9S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB2P9S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -23681,22 +23265,14 @@ TEXT ·convSkipFB2P9S2(SB), NOSPLIT, $0-104
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB2P9S2_epi
 convSkipFB2P9S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VMOVUPS 64(DI), Z30
 	VBROADCASTSS 0(R12), Z27
@@ -23726,15 +23302,15 @@ convSkipFB2P9S2_ent:
 	VBROADCASTSS 1024(R12), Z27
 	VFMADD231PS Z27, Z31, Z16
 	VFMADD231PS Z27, Z30, Z17
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ convSkipFB2P9S2_ent
 convSkipFB2P9S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VMOVUPS 64(AX), Z30
 	VADDPS Z31, Z0, Z0
@@ -23776,7 +23352,7 @@ convSkipFB2P9S2_epi:
 	VADDPS 512(BX), Z16, Z16
 	VADDPS 512(BX)(R8*1), Z17, Z17
 convSkipFB2P9S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB2P9S2_store
 	VPXORD Z31, Z31, Z31
@@ -24533,8 +24109,8 @@ convFB2P10S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB2P10S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB2P10S2(SB), NOSPLIT, $0-104
+// func convSkipFB2P10S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB2P10S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -24556,22 +24132,14 @@ TEXT ·convSkipFB2P10S2(SB), NOSPLIT, $0-104
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB2P10S2_epi
 convSkipFB2P10S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VMOVUPS 64(DI), Z30
 	VBROADCASTSS 0(R12), Z27
@@ -24604,15 +24172,15 @@ convSkipFB2P10S2_ent:
 	VBROADCASTSS 1152(R12), Z26
 	VFMADD231PS Z26, Z31, Z18
 	VFMADD231PS Z26, Z30, Z19
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ convSkipFB2P10S2_ent
 convSkipFB2P10S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VMOVUPS 64(AX), Z30
 	VADDPS Z31, Z0, Z0
@@ -24658,7 +24226,7 @@ convSkipFB2P10S2_epi:
 	VADDPS 576(BX), Z18, Z18
 	VADDPS 576(BX)(R8*1), Z19, Z19
 convSkipFB2P10S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB2P10S2_store
 	VPXORD Z31, Z31, Z31
@@ -25480,8 +25048,8 @@ convFB2P11S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB2P11S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB2P11S2(SB), NOSPLIT, $0-104
+// func convSkipFB2P11S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB2P11S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -25505,22 +25073,14 @@ TEXT ·convSkipFB2P11S2(SB), NOSPLIT, $0-104
 	VPXORD Z20, Z20, Z20
 	VPXORD Z21, Z21, Z21
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB2P11S2_epi
 convSkipFB2P11S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VMOVUPS 64(DI), Z30
 	VBROADCASTSS 0(R12), Z27
@@ -25556,15 +25116,15 @@ convSkipFB2P11S2_ent:
 	VBROADCASTSS 1280(R12), Z27
 	VFMADD231PS Z27, Z31, Z20
 	VFMADD231PS Z27, Z30, Z21
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ convSkipFB2P11S2_ent
 convSkipFB2P11S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VMOVUPS 64(AX), Z30
 	VADDPS Z31, Z0, Z0
@@ -25614,7 +25174,7 @@ convSkipFB2P11S2_epi:
 	VADDPS 640(BX), Z20, Z20
 	VADDPS 640(BX)(R8*1), Z21, Z21
 convSkipFB2P11S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB2P11S2_store
 	VPXORD Z31, Z31, Z31
@@ -26501,8 +26061,8 @@ convFB2P12S2_store:
 	VZEROUPPER
 	RET
 
-// func convSkipFB2P12S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·convSkipFB2P12S2(SB), NOSPLIT, $0-104
+// func convSkipFB2P12S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·convSkipFB2P12S2(SB), NOSPLIT, $0-72
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -26528,22 +26088,14 @@ TEXT ·convSkipFB2P12S2(SB), NOSPLIT, $0-104
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ convSkipFB2P12S2_epi
 convSkipFB2P12S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Z31
 	VMOVUPS 64(DI), Z30
 	VBROADCASTSS 0(R12), Z27
@@ -26582,15 +26134,15 @@ convSkipFB2P12S2_ent:
 	VBROADCASTSS 1408(R12), Z26
 	VFMADD231PS Z26, Z31, Z22
 	VFMADD231PS Z26, Z30, Z23
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ convSkipFB2P12S2_ent
 convSkipFB2P12S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
-	MOVQ outBS+88(FP), R8
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ outBS+56(FP), R8
 	VMOVUPS 0(AX), Z31
 	VMOVUPS 64(AX), Z30
 	VADDPS Z31, Z0, Z0
@@ -26644,7 +26196,7 @@ convSkipFB2P12S2_epi:
 	VADDPS 704(BX), Z22, Z22
 	VADDPS 704(BX)(R8*1), Z23, Z23
 convSkipFB2P12S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ convSkipFB2P12S2_store
 	VPXORD Z31, Z31, Z31
@@ -29391,40 +28943,32 @@ conv2FW1P1S1_store:
 	VZEROUPPER
 	RET
 
-// func conv2SkipFW1P1S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·conv2SkipFW1P1S1(SB), NOSPLIT, $0-104
+// func conv2SkipFW1P1S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·conv2SkipFW1P1S1(SB), NOSPLIT, $0-72
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ conv2SkipFW1P1S1_epi
 conv2SkipFW1P1S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Y12
 	VMOVUPS 32(DI), Y13
 	VBROADCASTSS 0(R12), Y14
 	VFMADD231PS Y14, Y12, Y0
 	VFMADD231PS Y14, Y13, Y1
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ conv2SkipFW1P1S1_ent
 conv2SkipFW1P1S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
 	VMOVUPS 0(AX), Y12
 	VMOVUPS 32(AX), Y13
 	VADDPS Y12, Y0, Y0
@@ -29434,7 +28978,7 @@ conv2SkipFW1P1S1_epi:
 	VADDPS 0(BX), Y0, Y0
 	VADDPS 32(BX), Y1, Y1
 conv2SkipFW1P1S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ conv2SkipFW1P1S1_store
 	VXORPS Y15, Y15, Y15
@@ -29670,29 +29214,21 @@ conv2FW1P2S1_store:
 	VZEROUPPER
 	RET
 
-// func conv2SkipFW1P2S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·conv2SkipFW1P2S1(SB), NOSPLIT, $0-104
+// func conv2SkipFW1P2S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·conv2SkipFW1P2S1(SB), NOSPLIT, $0-72
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ conv2SkipFW1P2S1_epi
 conv2SkipFW1P2S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Y12
 	VMOVUPS 32(DI), Y13
 	VBROADCASTSS 0(R12), Y14
@@ -29701,14 +29237,14 @@ conv2SkipFW1P2S1_ent:
 	VBROADCASTSS 64(R12), Y15
 	VFMADD231PS Y15, Y12, Y2
 	VFMADD231PS Y15, Y13, Y3
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ conv2SkipFW1P2S1_ent
 conv2SkipFW1P2S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
 	VMOVUPS 0(AX), Y12
 	VMOVUPS 32(AX), Y13
 	VADDPS Y12, Y0, Y0
@@ -29722,7 +29258,7 @@ conv2SkipFW1P2S1_epi:
 	VADDPS 64(BX), Y2, Y2
 	VADDPS 96(BX), Y3, Y3
 conv2SkipFW1P2S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ conv2SkipFW1P2S1_store
 	VXORPS Y15, Y15, Y15
@@ -30023,8 +29559,8 @@ conv2FW1P3S1_store:
 	VZEROUPPER
 	RET
 
-// func conv2SkipFW1P3S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·conv2SkipFW1P3S1(SB), NOSPLIT, $0-104
+// func conv2SkipFW1P3S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·conv2SkipFW1P3S1(SB), NOSPLIT, $0-72
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -30032,22 +29568,14 @@ TEXT ·conv2SkipFW1P3S1(SB), NOSPLIT, $0-104
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ conv2SkipFW1P3S1_epi
 conv2SkipFW1P3S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Y12
 	VMOVUPS 32(DI), Y13
 	VBROADCASTSS 0(R12), Y14
@@ -30059,14 +29587,14 @@ conv2SkipFW1P3S1_ent:
 	VBROADCASTSS 128(R12), Y14
 	VFMADD231PS Y14, Y12, Y4
 	VFMADD231PS Y14, Y13, Y5
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ conv2SkipFW1P3S1_ent
 conv2SkipFW1P3S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
 	VMOVUPS 0(AX), Y12
 	VMOVUPS 32(AX), Y13
 	VADDPS Y12, Y0, Y0
@@ -30084,7 +29612,7 @@ conv2SkipFW1P3S1_epi:
 	VADDPS 128(BX), Y4, Y4
 	VADDPS 160(BX), Y5, Y5
 conv2SkipFW1P3S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ conv2SkipFW1P3S1_store
 	VXORPS Y15, Y15, Y15
@@ -30450,8 +29978,8 @@ conv2FW1P4S1_store:
 	VZEROUPPER
 	RET
 
-// func conv2SkipFW1P4S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·conv2SkipFW1P4S1(SB), NOSPLIT, $0-104
+// func conv2SkipFW1P4S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·conv2SkipFW1P4S1(SB), NOSPLIT, $0-72
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -30461,22 +29989,14 @@ TEXT ·conv2SkipFW1P4S1(SB), NOSPLIT, $0-104
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ conv2SkipFW1P4S1_epi
 conv2SkipFW1P4S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Y12
 	VMOVUPS 32(DI), Y13
 	VBROADCASTSS 0(R12), Y14
@@ -30491,14 +30011,14 @@ conv2SkipFW1P4S1_ent:
 	VBROADCASTSS 192(R12), Y15
 	VFMADD231PS Y15, Y12, Y6
 	VFMADD231PS Y15, Y13, Y7
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ conv2SkipFW1P4S1_ent
 conv2SkipFW1P4S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
 	VMOVUPS 0(AX), Y12
 	VMOVUPS 32(AX), Y13
 	VADDPS Y12, Y0, Y0
@@ -30520,7 +30040,7 @@ conv2SkipFW1P4S1_epi:
 	VADDPS 192(BX), Y6, Y6
 	VADDPS 224(BX), Y7, Y7
 conv2SkipFW1P4S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ conv2SkipFW1P4S1_store
 	VXORPS Y15, Y15, Y15
@@ -30951,8 +30471,8 @@ conv2FW1P5S1_store:
 	VZEROUPPER
 	RET
 
-// func conv2SkipFW1P5S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·conv2SkipFW1P5S1(SB), NOSPLIT, $0-104
+// func conv2SkipFW1P5S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·conv2SkipFW1P5S1(SB), NOSPLIT, $0-72
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -30964,22 +30484,14 @@ TEXT ·conv2SkipFW1P5S1(SB), NOSPLIT, $0-104
 	VXORPS Y8, Y8, Y8
 	VXORPS Y9, Y9, Y9
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ conv2SkipFW1P5S1_epi
 conv2SkipFW1P5S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Y12
 	VMOVUPS 32(DI), Y13
 	VBROADCASTSS 0(R12), Y14
@@ -30997,14 +30509,14 @@ conv2SkipFW1P5S1_ent:
 	VBROADCASTSS 256(R12), Y14
 	VFMADD231PS Y14, Y12, Y8
 	VFMADD231PS Y14, Y13, Y9
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ conv2SkipFW1P5S1_ent
 conv2SkipFW1P5S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
 	VMOVUPS 0(AX), Y12
 	VMOVUPS 32(AX), Y13
 	VADDPS Y12, Y0, Y0
@@ -31030,7 +30542,7 @@ conv2SkipFW1P5S1_epi:
 	VADDPS 256(BX), Y8, Y8
 	VADDPS 288(BX), Y9, Y9
 conv2SkipFW1P5S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ conv2SkipFW1P5S1_store
 	VXORPS Y15, Y15, Y15
@@ -31526,8 +31038,8 @@ conv2FW1P6S1_store:
 	VZEROUPPER
 	RET
 
-// func conv2SkipFW1P6S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·conv2SkipFW1P6S1(SB), NOSPLIT, $0-104
+// func conv2SkipFW1P6S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·conv2SkipFW1P6S1(SB), NOSPLIT, $0-72
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -31541,22 +31053,14 @@ TEXT ·conv2SkipFW1P6S1(SB), NOSPLIT, $0-104
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ conv2SkipFW1P6S1_epi
 conv2SkipFW1P6S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Y12
 	VMOVUPS 32(DI), Y13
 	VBROADCASTSS 0(R12), Y14
@@ -31577,14 +31081,14 @@ conv2SkipFW1P6S1_ent:
 	VBROADCASTSS 320(R12), Y15
 	VFMADD231PS Y15, Y12, Y10
 	VFMADD231PS Y15, Y13, Y11
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ conv2SkipFW1P6S1_ent
 conv2SkipFW1P6S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
 	VMOVUPS 0(AX), Y12
 	VMOVUPS 32(AX), Y13
 	VADDPS Y12, Y0, Y0
@@ -31614,7 +31118,7 @@ conv2SkipFW1P6S1_epi:
 	VADDPS 320(BX), Y10, Y10
 	VADDPS 352(BX), Y11, Y11
 conv2SkipFW1P6S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ conv2SkipFW1P6S1_store
 	VXORPS Y15, Y15, Y15
@@ -31809,40 +31313,32 @@ conv2FW1P1S2_store:
 	VZEROUPPER
 	RET
 
-// func conv2SkipFW1P1S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·conv2SkipFW1P1S2(SB), NOSPLIT, $0-104
+// func conv2SkipFW1P1S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·conv2SkipFW1P1S2(SB), NOSPLIT, $0-72
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ conv2SkipFW1P1S2_epi
 conv2SkipFW1P1S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Y12
 	VMOVUPS 32(DI), Y13
 	VBROADCASTSS 0(R12), Y14
 	VFMADD231PS Y14, Y12, Y0
 	VFMADD231PS Y14, Y13, Y1
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ conv2SkipFW1P1S2_ent
 conv2SkipFW1P1S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
 	VMOVUPS 0(AX), Y12
 	VMOVUPS 32(AX), Y13
 	VADDPS Y12, Y0, Y0
@@ -31852,7 +31348,7 @@ conv2SkipFW1P1S2_epi:
 	VADDPS 0(BX), Y0, Y0
 	VADDPS 32(BX), Y1, Y1
 conv2SkipFW1P1S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ conv2SkipFW1P1S2_store
 	VXORPS Y15, Y15, Y15
@@ -32088,29 +31584,21 @@ conv2FW1P2S2_store:
 	VZEROUPPER
 	RET
 
-// func conv2SkipFW1P2S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·conv2SkipFW1P2S2(SB), NOSPLIT, $0-104
+// func conv2SkipFW1P2S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·conv2SkipFW1P2S2(SB), NOSPLIT, $0-72
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ conv2SkipFW1P2S2_epi
 conv2SkipFW1P2S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Y12
 	VMOVUPS 32(DI), Y13
 	VBROADCASTSS 0(R12), Y14
@@ -32119,14 +31607,14 @@ conv2SkipFW1P2S2_ent:
 	VBROADCASTSS 128(R12), Y15
 	VFMADD231PS Y15, Y12, Y2
 	VFMADD231PS Y15, Y13, Y3
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ conv2SkipFW1P2S2_ent
 conv2SkipFW1P2S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
 	VMOVUPS 0(AX), Y12
 	VMOVUPS 32(AX), Y13
 	VADDPS Y12, Y0, Y0
@@ -32140,7 +31628,7 @@ conv2SkipFW1P2S2_epi:
 	VADDPS 64(BX), Y2, Y2
 	VADDPS 96(BX), Y3, Y3
 conv2SkipFW1P2S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ conv2SkipFW1P2S2_store
 	VXORPS Y15, Y15, Y15
@@ -32441,8 +31929,8 @@ conv2FW1P3S2_store:
 	VZEROUPPER
 	RET
 
-// func conv2SkipFW1P3S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·conv2SkipFW1P3S2(SB), NOSPLIT, $0-104
+// func conv2SkipFW1P3S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·conv2SkipFW1P3S2(SB), NOSPLIT, $0-72
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -32450,22 +31938,14 @@ TEXT ·conv2SkipFW1P3S2(SB), NOSPLIT, $0-104
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ conv2SkipFW1P3S2_epi
 conv2SkipFW1P3S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Y12
 	VMOVUPS 32(DI), Y13
 	VBROADCASTSS 0(R12), Y14
@@ -32477,14 +31957,14 @@ conv2SkipFW1P3S2_ent:
 	VBROADCASTSS 256(R12), Y14
 	VFMADD231PS Y14, Y12, Y4
 	VFMADD231PS Y14, Y13, Y5
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ conv2SkipFW1P3S2_ent
 conv2SkipFW1P3S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
 	VMOVUPS 0(AX), Y12
 	VMOVUPS 32(AX), Y13
 	VADDPS Y12, Y0, Y0
@@ -32502,7 +31982,7 @@ conv2SkipFW1P3S2_epi:
 	VADDPS 128(BX), Y4, Y4
 	VADDPS 160(BX), Y5, Y5
 conv2SkipFW1P3S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ conv2SkipFW1P3S2_store
 	VXORPS Y15, Y15, Y15
@@ -32868,8 +32348,8 @@ conv2FW1P4S2_store:
 	VZEROUPPER
 	RET
 
-// func conv2SkipFW1P4S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·conv2SkipFW1P4S2(SB), NOSPLIT, $0-104
+// func conv2SkipFW1P4S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·conv2SkipFW1P4S2(SB), NOSPLIT, $0-72
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -32879,22 +32359,14 @@ TEXT ·conv2SkipFW1P4S2(SB), NOSPLIT, $0-104
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ conv2SkipFW1P4S2_epi
 conv2SkipFW1P4S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Y12
 	VMOVUPS 32(DI), Y13
 	VBROADCASTSS 0(R12), Y14
@@ -32909,14 +32381,14 @@ conv2SkipFW1P4S2_ent:
 	VBROADCASTSS 384(R12), Y15
 	VFMADD231PS Y15, Y12, Y6
 	VFMADD231PS Y15, Y13, Y7
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ conv2SkipFW1P4S2_ent
 conv2SkipFW1P4S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
 	VMOVUPS 0(AX), Y12
 	VMOVUPS 32(AX), Y13
 	VADDPS Y12, Y0, Y0
@@ -32938,7 +32410,7 @@ conv2SkipFW1P4S2_epi:
 	VADDPS 192(BX), Y6, Y6
 	VADDPS 224(BX), Y7, Y7
 conv2SkipFW1P4S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ conv2SkipFW1P4S2_store
 	VXORPS Y15, Y15, Y15
@@ -33369,8 +32841,8 @@ conv2FW1P5S2_store:
 	VZEROUPPER
 	RET
 
-// func conv2SkipFW1P5S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·conv2SkipFW1P5S2(SB), NOSPLIT, $0-104
+// func conv2SkipFW1P5S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·conv2SkipFW1P5S2(SB), NOSPLIT, $0-72
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -33382,22 +32854,14 @@ TEXT ·conv2SkipFW1P5S2(SB), NOSPLIT, $0-104
 	VXORPS Y8, Y8, Y8
 	VXORPS Y9, Y9, Y9
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ conv2SkipFW1P5S2_epi
 conv2SkipFW1P5S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Y12
 	VMOVUPS 32(DI), Y13
 	VBROADCASTSS 0(R12), Y14
@@ -33415,14 +32879,14 @@ conv2SkipFW1P5S2_ent:
 	VBROADCASTSS 512(R12), Y14
 	VFMADD231PS Y14, Y12, Y8
 	VFMADD231PS Y14, Y13, Y9
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ conv2SkipFW1P5S2_ent
 conv2SkipFW1P5S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
 	VMOVUPS 0(AX), Y12
 	VMOVUPS 32(AX), Y13
 	VADDPS Y12, Y0, Y0
@@ -33448,7 +32912,7 @@ conv2SkipFW1P5S2_epi:
 	VADDPS 256(BX), Y8, Y8
 	VADDPS 288(BX), Y9, Y9
 conv2SkipFW1P5S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ conv2SkipFW1P5S2_store
 	VXORPS Y15, Y15, Y15
@@ -33944,8 +33408,8 @@ conv2FW1P6S2_store:
 	VZEROUPPER
 	RET
 
-// func conv2SkipFW1P6S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·conv2SkipFW1P6S2(SB), NOSPLIT, $0-104
+// func conv2SkipFW1P6S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·conv2SkipFW1P6S2(SB), NOSPLIT, $0-72
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -33959,22 +33423,14 @@ TEXT ·conv2SkipFW1P6S2(SB), NOSPLIT, $0-104
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ conv2SkipFW1P6S2_epi
 conv2SkipFW1P6S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Y12
 	VMOVUPS 32(DI), Y13
 	VBROADCASTSS 0(R12), Y14
@@ -33995,14 +33451,14 @@ conv2SkipFW1P6S2_ent:
 	VBROADCASTSS 640(R12), Y15
 	VFMADD231PS Y15, Y12, Y10
 	VFMADD231PS Y15, Y13, Y11
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $64, DI
 	DECQ CX
 	JNZ conv2SkipFW1P6S2_ent
 conv2SkipFW1P6S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
 	VMOVUPS 0(AX), Y12
 	VMOVUPS 32(AX), Y13
 	VADDPS Y12, Y0, Y0
@@ -34032,7 +33488,7 @@ conv2SkipFW1P6S2_epi:
 	VADDPS 320(BX), Y10, Y10
 	VADDPS 352(BX), Y11, Y11
 conv2SkipFW1P6S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ conv2SkipFW1P6S2_store
 	VXORPS Y15, Y15, Y15
@@ -34227,40 +33683,32 @@ conv2FW2P1S1_store:
 	VZEROUPPER
 	RET
 
-// func conv2SkipFW2P1S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·conv2SkipFW2P1S1(SB), NOSPLIT, $0-104
+// func conv2SkipFW2P1S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·conv2SkipFW2P1S1(SB), NOSPLIT, $0-72
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ conv2SkipFW2P1S1_epi
 conv2SkipFW2P1S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Y12
 	VMOVUPS 32(DI), Y13
 	VBROADCASTSS 0(R12), Y14
 	VFMADD231PS Y14, Y12, Y0
 	VFMADD231PS Y14, Y13, Y1
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ conv2SkipFW2P1S1_ent
 conv2SkipFW2P1S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
 	VMOVUPS 0(AX), Y12
 	VMOVUPS 32(AX), Y13
 	VADDPS Y12, Y0, Y0
@@ -34270,7 +33718,7 @@ conv2SkipFW2P1S1_epi:
 	VADDPS 0(BX), Y0, Y0
 	VADDPS 32(BX), Y1, Y1
 conv2SkipFW2P1S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ conv2SkipFW2P1S1_store
 	VXORPS Y15, Y15, Y15
@@ -34506,29 +33954,21 @@ conv2FW2P2S1_store:
 	VZEROUPPER
 	RET
 
-// func conv2SkipFW2P2S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·conv2SkipFW2P2S1(SB), NOSPLIT, $0-104
+// func conv2SkipFW2P2S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·conv2SkipFW2P2S1(SB), NOSPLIT, $0-72
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ conv2SkipFW2P2S1_epi
 conv2SkipFW2P2S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Y12
 	VMOVUPS 32(DI), Y13
 	VBROADCASTSS 0(R12), Y14
@@ -34537,14 +33977,14 @@ conv2SkipFW2P2S1_ent:
 	VBROADCASTSS 64(R12), Y15
 	VFMADD231PS Y15, Y12, Y2
 	VFMADD231PS Y15, Y13, Y3
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ conv2SkipFW2P2S1_ent
 conv2SkipFW2P2S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
 	VMOVUPS 0(AX), Y12
 	VMOVUPS 32(AX), Y13
 	VADDPS Y12, Y0, Y0
@@ -34558,7 +33998,7 @@ conv2SkipFW2P2S1_epi:
 	VADDPS 64(BX), Y2, Y2
 	VADDPS 96(BX), Y3, Y3
 conv2SkipFW2P2S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ conv2SkipFW2P2S1_store
 	VXORPS Y15, Y15, Y15
@@ -34859,8 +34299,8 @@ conv2FW2P3S1_store:
 	VZEROUPPER
 	RET
 
-// func conv2SkipFW2P3S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·conv2SkipFW2P3S1(SB), NOSPLIT, $0-104
+// func conv2SkipFW2P3S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·conv2SkipFW2P3S1(SB), NOSPLIT, $0-72
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -34868,22 +34308,14 @@ TEXT ·conv2SkipFW2P3S1(SB), NOSPLIT, $0-104
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ conv2SkipFW2P3S1_epi
 conv2SkipFW2P3S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Y12
 	VMOVUPS 32(DI), Y13
 	VBROADCASTSS 0(R12), Y14
@@ -34895,14 +34327,14 @@ conv2SkipFW2P3S1_ent:
 	VBROADCASTSS 128(R12), Y14
 	VFMADD231PS Y14, Y12, Y4
 	VFMADD231PS Y14, Y13, Y5
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ conv2SkipFW2P3S1_ent
 conv2SkipFW2P3S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
 	VMOVUPS 0(AX), Y12
 	VMOVUPS 32(AX), Y13
 	VADDPS Y12, Y0, Y0
@@ -34920,7 +34352,7 @@ conv2SkipFW2P3S1_epi:
 	VADDPS 128(BX), Y4, Y4
 	VADDPS 160(BX), Y5, Y5
 conv2SkipFW2P3S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ conv2SkipFW2P3S1_store
 	VXORPS Y15, Y15, Y15
@@ -35286,8 +34718,8 @@ conv2FW2P4S1_store:
 	VZEROUPPER
 	RET
 
-// func conv2SkipFW2P4S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·conv2SkipFW2P4S1(SB), NOSPLIT, $0-104
+// func conv2SkipFW2P4S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·conv2SkipFW2P4S1(SB), NOSPLIT, $0-72
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -35297,22 +34729,14 @@ TEXT ·conv2SkipFW2P4S1(SB), NOSPLIT, $0-104
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ conv2SkipFW2P4S1_epi
 conv2SkipFW2P4S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Y12
 	VMOVUPS 32(DI), Y13
 	VBROADCASTSS 0(R12), Y14
@@ -35327,14 +34751,14 @@ conv2SkipFW2P4S1_ent:
 	VBROADCASTSS 192(R12), Y15
 	VFMADD231PS Y15, Y12, Y6
 	VFMADD231PS Y15, Y13, Y7
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ conv2SkipFW2P4S1_ent
 conv2SkipFW2P4S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
 	VMOVUPS 0(AX), Y12
 	VMOVUPS 32(AX), Y13
 	VADDPS Y12, Y0, Y0
@@ -35356,7 +34780,7 @@ conv2SkipFW2P4S1_epi:
 	VADDPS 192(BX), Y6, Y6
 	VADDPS 224(BX), Y7, Y7
 conv2SkipFW2P4S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ conv2SkipFW2P4S1_store
 	VXORPS Y15, Y15, Y15
@@ -35787,8 +35211,8 @@ conv2FW2P5S1_store:
 	VZEROUPPER
 	RET
 
-// func conv2SkipFW2P5S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·conv2SkipFW2P5S1(SB), NOSPLIT, $0-104
+// func conv2SkipFW2P5S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·conv2SkipFW2P5S1(SB), NOSPLIT, $0-72
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -35800,22 +35224,14 @@ TEXT ·conv2SkipFW2P5S1(SB), NOSPLIT, $0-104
 	VXORPS Y8, Y8, Y8
 	VXORPS Y9, Y9, Y9
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ conv2SkipFW2P5S1_epi
 conv2SkipFW2P5S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Y12
 	VMOVUPS 32(DI), Y13
 	VBROADCASTSS 0(R12), Y14
@@ -35833,14 +35249,14 @@ conv2SkipFW2P5S1_ent:
 	VBROADCASTSS 256(R12), Y14
 	VFMADD231PS Y14, Y12, Y8
 	VFMADD231PS Y14, Y13, Y9
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ conv2SkipFW2P5S1_ent
 conv2SkipFW2P5S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
 	VMOVUPS 0(AX), Y12
 	VMOVUPS 32(AX), Y13
 	VADDPS Y12, Y0, Y0
@@ -35866,7 +35282,7 @@ conv2SkipFW2P5S1_epi:
 	VADDPS 256(BX), Y8, Y8
 	VADDPS 288(BX), Y9, Y9
 conv2SkipFW2P5S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ conv2SkipFW2P5S1_store
 	VXORPS Y15, Y15, Y15
@@ -36362,8 +35778,8 @@ conv2FW2P6S1_store:
 	VZEROUPPER
 	RET
 
-// func conv2SkipFW2P6S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·conv2SkipFW2P6S1(SB), NOSPLIT, $0-104
+// func conv2SkipFW2P6S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·conv2SkipFW2P6S1(SB), NOSPLIT, $0-72
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -36377,22 +35793,14 @@ TEXT ·conv2SkipFW2P6S1(SB), NOSPLIT, $0-104
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ conv2SkipFW2P6S1_epi
 conv2SkipFW2P6S1_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Y12
 	VMOVUPS 32(DI), Y13
 	VBROADCASTSS 0(R12), Y14
@@ -36413,14 +35821,14 @@ conv2SkipFW2P6S1_ent:
 	VBROADCASTSS 320(R12), Y15
 	VFMADD231PS Y15, Y12, Y10
 	VFMADD231PS Y15, Y13, Y11
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ conv2SkipFW2P6S1_ent
 conv2SkipFW2P6S1_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
 	VMOVUPS 0(AX), Y12
 	VMOVUPS 32(AX), Y13
 	VADDPS Y12, Y0, Y0
@@ -36450,7 +35858,7 @@ conv2SkipFW2P6S1_epi:
 	VADDPS 320(BX), Y10, Y10
 	VADDPS 352(BX), Y11, Y11
 conv2SkipFW2P6S1_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ conv2SkipFW2P6S1_store
 	VXORPS Y15, Y15, Y15
@@ -36645,40 +36053,32 @@ conv2FW2P1S2_store:
 	VZEROUPPER
 	RET
 
-// func conv2SkipFW2P1S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·conv2SkipFW2P1S2(SB), NOSPLIT, $0-104
+// func conv2SkipFW2P1S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·conv2SkipFW2P1S2(SB), NOSPLIT, $0-72
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ conv2SkipFW2P1S2_epi
 conv2SkipFW2P1S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Y12
 	VMOVUPS 32(DI), Y13
 	VBROADCASTSS 0(R12), Y14
 	VFMADD231PS Y14, Y12, Y0
 	VFMADD231PS Y14, Y13, Y1
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ conv2SkipFW2P1S2_ent
 conv2SkipFW2P1S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
 	VMOVUPS 0(AX), Y12
 	VMOVUPS 32(AX), Y13
 	VADDPS Y12, Y0, Y0
@@ -36688,7 +36088,7 @@ conv2SkipFW2P1S2_epi:
 	VADDPS 0(BX), Y0, Y0
 	VADDPS 32(BX), Y1, Y1
 conv2SkipFW2P1S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ conv2SkipFW2P1S2_store
 	VXORPS Y15, Y15, Y15
@@ -36924,29 +36324,21 @@ conv2FW2P2S2_store:
 	VZEROUPPER
 	RET
 
-// func conv2SkipFW2P2S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·conv2SkipFW2P2S2(SB), NOSPLIT, $0-104
+// func conv2SkipFW2P2S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·conv2SkipFW2P2S2(SB), NOSPLIT, $0-72
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ conv2SkipFW2P2S2_epi
 conv2SkipFW2P2S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Y12
 	VMOVUPS 32(DI), Y13
 	VBROADCASTSS 0(R12), Y14
@@ -36955,14 +36347,14 @@ conv2SkipFW2P2S2_ent:
 	VBROADCASTSS 128(R12), Y15
 	VFMADD231PS Y15, Y12, Y2
 	VFMADD231PS Y15, Y13, Y3
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ conv2SkipFW2P2S2_ent
 conv2SkipFW2P2S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
 	VMOVUPS 0(AX), Y12
 	VMOVUPS 32(AX), Y13
 	VADDPS Y12, Y0, Y0
@@ -36976,7 +36368,7 @@ conv2SkipFW2P2S2_epi:
 	VADDPS 64(BX), Y2, Y2
 	VADDPS 96(BX), Y3, Y3
 conv2SkipFW2P2S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ conv2SkipFW2P2S2_store
 	VXORPS Y15, Y15, Y15
@@ -37277,8 +36669,8 @@ conv2FW2P3S2_store:
 	VZEROUPPER
 	RET
 
-// func conv2SkipFW2P3S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·conv2SkipFW2P3S2(SB), NOSPLIT, $0-104
+// func conv2SkipFW2P3S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·conv2SkipFW2P3S2(SB), NOSPLIT, $0-72
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -37286,22 +36678,14 @@ TEXT ·conv2SkipFW2P3S2(SB), NOSPLIT, $0-104
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ conv2SkipFW2P3S2_epi
 conv2SkipFW2P3S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Y12
 	VMOVUPS 32(DI), Y13
 	VBROADCASTSS 0(R12), Y14
@@ -37313,14 +36697,14 @@ conv2SkipFW2P3S2_ent:
 	VBROADCASTSS 256(R12), Y14
 	VFMADD231PS Y14, Y12, Y4
 	VFMADD231PS Y14, Y13, Y5
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ conv2SkipFW2P3S2_ent
 conv2SkipFW2P3S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
 	VMOVUPS 0(AX), Y12
 	VMOVUPS 32(AX), Y13
 	VADDPS Y12, Y0, Y0
@@ -37338,7 +36722,7 @@ conv2SkipFW2P3S2_epi:
 	VADDPS 128(BX), Y4, Y4
 	VADDPS 160(BX), Y5, Y5
 conv2SkipFW2P3S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ conv2SkipFW2P3S2_store
 	VXORPS Y15, Y15, Y15
@@ -37704,8 +37088,8 @@ conv2FW2P4S2_store:
 	VZEROUPPER
 	RET
 
-// func conv2SkipFW2P4S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·conv2SkipFW2P4S2(SB), NOSPLIT, $0-104
+// func conv2SkipFW2P4S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·conv2SkipFW2P4S2(SB), NOSPLIT, $0-72
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -37715,22 +37099,14 @@ TEXT ·conv2SkipFW2P4S2(SB), NOSPLIT, $0-104
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ conv2SkipFW2P4S2_epi
 conv2SkipFW2P4S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Y12
 	VMOVUPS 32(DI), Y13
 	VBROADCASTSS 0(R12), Y14
@@ -37745,14 +37121,14 @@ conv2SkipFW2P4S2_ent:
 	VBROADCASTSS 384(R12), Y15
 	VFMADD231PS Y15, Y12, Y6
 	VFMADD231PS Y15, Y13, Y7
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ conv2SkipFW2P4S2_ent
 conv2SkipFW2P4S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
 	VMOVUPS 0(AX), Y12
 	VMOVUPS 32(AX), Y13
 	VADDPS Y12, Y0, Y0
@@ -37774,7 +37150,7 @@ conv2SkipFW2P4S2_epi:
 	VADDPS 192(BX), Y6, Y6
 	VADDPS 224(BX), Y7, Y7
 conv2SkipFW2P4S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ conv2SkipFW2P4S2_store
 	VXORPS Y15, Y15, Y15
@@ -38205,8 +37581,8 @@ conv2FW2P5S2_store:
 	VZEROUPPER
 	RET
 
-// func conv2SkipFW2P5S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·conv2SkipFW2P5S2(SB), NOSPLIT, $0-104
+// func conv2SkipFW2P5S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·conv2SkipFW2P5S2(SB), NOSPLIT, $0-72
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -38218,22 +37594,14 @@ TEXT ·conv2SkipFW2P5S2(SB), NOSPLIT, $0-104
 	VXORPS Y8, Y8, Y8
 	VXORPS Y9, Y9, Y9
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ conv2SkipFW2P5S2_epi
 conv2SkipFW2P5S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Y12
 	VMOVUPS 32(DI), Y13
 	VBROADCASTSS 0(R12), Y14
@@ -38251,14 +37619,14 @@ conv2SkipFW2P5S2_ent:
 	VBROADCASTSS 512(R12), Y14
 	VFMADD231PS Y14, Y12, Y8
 	VFMADD231PS Y14, Y13, Y9
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ conv2SkipFW2P5S2_ent
 conv2SkipFW2P5S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
 	VMOVUPS 0(AX), Y12
 	VMOVUPS 32(AX), Y13
 	VADDPS Y12, Y0, Y0
@@ -38284,7 +37652,7 @@ conv2SkipFW2P5S2_epi:
 	VADDPS 256(BX), Y8, Y8
 	VADDPS 288(BX), Y9, Y9
 conv2SkipFW2P5S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ conv2SkipFW2P5S2_store
 	VXORPS Y15, Y15, Y15
@@ -38780,8 +38148,8 @@ conv2FW2P6S2_store:
 	VZEROUPPER
 	RET
 
-// func conv2SkipFW2P6S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
-TEXT ·conv2SkipFW2P6S2(SB), NOSPLIT, $0-104
+// func conv2SkipFW2P6S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+TEXT ·conv2SkipFW2P6S2(SB), NOSPLIT, $0-72
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -38795,22 +38163,14 @@ TEXT ·conv2SkipFW2P6S2(SB), NOSPLIT, $0-104
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
 	MOVQ in+0(FP), SI
-	MOVQ inBS+8(FP), R8
-	MOVQ inRS+16(FP), R9
-	MOVQ ent+24(FP), R10
-	MOVQ nent+32(FP), CX
-	MOVQ w+56(FP), DI
+	MOVQ ent+8(FP), R10
+	MOVQ nent+16(FP), CX
+	MOVQ w+24(FP), DI
 	TESTQ CX, CX
 	JZ conv2SkipFW2P6S2_epi
 conv2SkipFW2P6S2_ent:
-	MOVLQSX 0(R10), AX
-	IMULQ R8, AX
-	MOVLQSX 4(R10), BX
-	IMULQ R9, BX
-	ADDQ BX, AX
-	MOVLQSX 8(R10), BX
-	ADDQ BX, AX
-	LEAQ (SI)(AX*1), R12
+	MOVLQSX 0(R10), R12
+	ADDQ SI, R12
 	VMOVUPS 0(DI), Y12
 	VMOVUPS 32(DI), Y13
 	VBROADCASTSS 0(R12), Y14
@@ -38831,14 +38191,14 @@ conv2SkipFW2P6S2_ent:
 	VBROADCASTSS 640(R12), Y15
 	VFMADD231PS Y15, Y12, Y10
 	VFMADD231PS Y15, Y13, Y11
-	ADDQ $12, R10
+	ADDQ $4, R10
 	ADDQ $128, DI
 	DECQ CX
 	JNZ conv2SkipFW2P6S2_ent
 conv2SkipFW2P6S2_epi:
-	MOVQ bias+64(FP), AX
-	MOVQ res+72(FP), BX
-	MOVQ out+80(FP), DX
+	MOVQ bias+32(FP), AX
+	MOVQ res+40(FP), BX
+	MOVQ out+48(FP), DX
 	VMOVUPS 0(AX), Y12
 	VMOVUPS 32(AX), Y13
 	VADDPS Y12, Y0, Y0
@@ -38868,7 +38228,7 @@ conv2SkipFW2P6S2_epi:
 	VADDPS 320(BX), Y10, Y10
 	VADDPS 352(BX), Y11, Y11
 conv2SkipFW2P6S2_nores:
-	MOVQ relu+96(FP), CX
+	MOVQ relu+64(FP), CX
 	TESTQ CX, CX
 	JZ conv2SkipFW2P6S2_store
 	VXORPS Y15, Y15, Y15

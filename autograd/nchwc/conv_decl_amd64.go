@@ -12,7 +12,7 @@ func convFB1P1S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB1P1S1 computes 1 block(s) of 16 output channels for 1 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P1S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P1S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P2S1 computes 1 block(s) of 16 output channels for 2 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
@@ -22,7 +22,7 @@ func convFB1P2S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB1P2S1 computes 1 block(s) of 16 output channels for 2 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P2S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P2S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P3S1 computes 1 block(s) of 16 output channels for 3 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
@@ -32,7 +32,7 @@ func convFB1P3S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB1P3S1 computes 1 block(s) of 16 output channels for 3 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P3S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P3S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P4S1 computes 1 block(s) of 16 output channels for 4 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
@@ -42,7 +42,7 @@ func convFB1P4S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB1P4S1 computes 1 block(s) of 16 output channels for 4 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P4S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P4S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P5S1 computes 1 block(s) of 16 output channels for 5 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
@@ -52,7 +52,7 @@ func convFB1P5S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB1P5S1 computes 1 block(s) of 16 output channels for 5 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P5S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P5S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P6S1 computes 1 block(s) of 16 output channels for 6 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
@@ -62,7 +62,7 @@ func convFB1P6S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB1P6S1 computes 1 block(s) of 16 output channels for 6 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P6S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P6S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P7S1 computes 1 block(s) of 16 output channels for 7 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
@@ -72,7 +72,7 @@ func convFB1P7S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB1P7S1 computes 1 block(s) of 16 output channels for 7 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P7S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P7S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P8S1 computes 1 block(s) of 16 output channels for 8 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
@@ -82,7 +82,7 @@ func convFB1P8S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB1P8S1 computes 1 block(s) of 16 output channels for 8 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P8S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P8S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P9S1 computes 1 block(s) of 16 output channels for 9 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
@@ -92,7 +92,7 @@ func convFB1P9S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB1P9S1 computes 1 block(s) of 16 output channels for 9 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P9S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P9S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P10S1 computes 1 block(s) of 16 output channels for 10 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
@@ -102,7 +102,7 @@ func convFB1P10S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // convSkipFB1P10S1 computes 1 block(s) of 16 output channels for 10 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P10S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P10S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P11S1 computes 1 block(s) of 16 output channels for 11 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
@@ -112,7 +112,7 @@ func convFB1P11S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // convSkipFB1P11S1 computes 1 block(s) of 16 output channels for 11 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P11S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P11S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P12S1 computes 1 block(s) of 16 output channels for 12 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
@@ -122,7 +122,7 @@ func convFB1P12S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // convSkipFB1P12S1 computes 1 block(s) of 16 output channels for 12 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P12S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P12S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P13S1 computes 1 block(s) of 16 output channels for 13 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
@@ -132,7 +132,7 @@ func convFB1P13S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // convSkipFB1P13S1 computes 1 block(s) of 16 output channels for 13 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P13S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P13S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P14S1 computes 1 block(s) of 16 output channels for 14 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
@@ -142,7 +142,7 @@ func convFB1P14S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // convSkipFB1P14S1 computes 1 block(s) of 16 output channels for 14 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P14S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P14S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P15S1 computes 1 block(s) of 16 output channels for 15 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
@@ -152,7 +152,7 @@ func convFB1P15S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // convSkipFB1P15S1 computes 1 block(s) of 16 output channels for 15 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P15S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P15S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P16S1 computes 1 block(s) of 16 output channels for 16 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
@@ -162,7 +162,7 @@ func convFB1P16S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // convSkipFB1P16S1 computes 1 block(s) of 16 output channels for 16 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P16S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P16S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P1S2 computes 1 block(s) of 16 output channels for 1 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -172,7 +172,7 @@ func convFB1P1S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB1P1S2 computes 1 block(s) of 16 output channels for 1 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P1S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P1S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P2S2 computes 1 block(s) of 16 output channels for 2 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -182,7 +182,7 @@ func convFB1P2S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB1P2S2 computes 1 block(s) of 16 output channels for 2 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P2S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P2S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P3S2 computes 1 block(s) of 16 output channels for 3 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -192,7 +192,7 @@ func convFB1P3S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB1P3S2 computes 1 block(s) of 16 output channels for 3 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P3S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P3S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P4S2 computes 1 block(s) of 16 output channels for 4 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -202,7 +202,7 @@ func convFB1P4S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB1P4S2 computes 1 block(s) of 16 output channels for 4 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P4S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P4S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P5S2 computes 1 block(s) of 16 output channels for 5 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -212,7 +212,7 @@ func convFB1P5S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB1P5S2 computes 1 block(s) of 16 output channels for 5 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P5S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P5S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P6S2 computes 1 block(s) of 16 output channels for 6 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -222,7 +222,7 @@ func convFB1P6S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB1P6S2 computes 1 block(s) of 16 output channels for 6 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P6S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P6S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P7S2 computes 1 block(s) of 16 output channels for 7 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -232,7 +232,7 @@ func convFB1P7S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB1P7S2 computes 1 block(s) of 16 output channels for 7 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P7S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P7S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P8S2 computes 1 block(s) of 16 output channels for 8 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -242,7 +242,7 @@ func convFB1P8S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB1P8S2 computes 1 block(s) of 16 output channels for 8 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P8S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P8S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P9S2 computes 1 block(s) of 16 output channels for 9 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -252,7 +252,7 @@ func convFB1P9S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB1P9S2 computes 1 block(s) of 16 output channels for 9 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P9S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P9S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P10S2 computes 1 block(s) of 16 output channels for 10 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -262,7 +262,7 @@ func convFB1P10S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // convSkipFB1P10S2 computes 1 block(s) of 16 output channels for 10 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P10S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P10S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P11S2 computes 1 block(s) of 16 output channels for 11 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -272,7 +272,7 @@ func convFB1P11S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // convSkipFB1P11S2 computes 1 block(s) of 16 output channels for 11 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P11S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P11S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P12S2 computes 1 block(s) of 16 output channels for 12 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -282,7 +282,7 @@ func convFB1P12S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // convSkipFB1P12S2 computes 1 block(s) of 16 output channels for 12 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P12S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P12S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P13S2 computes 1 block(s) of 16 output channels for 13 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -292,7 +292,7 @@ func convFB1P13S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // convSkipFB1P13S2 computes 1 block(s) of 16 output channels for 13 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P13S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P13S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P14S2 computes 1 block(s) of 16 output channels for 14 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -302,7 +302,7 @@ func convFB1P14S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // convSkipFB1P14S2 computes 1 block(s) of 16 output channels for 14 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P14S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P14S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P15S2 computes 1 block(s) of 16 output channels for 15 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -312,7 +312,7 @@ func convFB1P15S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // convSkipFB1P15S2 computes 1 block(s) of 16 output channels for 15 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P15S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P15S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P16S2 computes 1 block(s) of 16 output channels for 16 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -322,7 +322,7 @@ func convFB1P16S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // convSkipFB1P16S2 computes 1 block(s) of 16 output channels for 16 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB1P16S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB1P16S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB2P1S1 computes 2 block(s) of 16 output channels for 1 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
@@ -332,7 +332,7 @@ func convFB2P1S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB2P1S1 computes 2 block(s) of 16 output channels for 1 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB2P1S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P1S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB2P2S1 computes 2 block(s) of 16 output channels for 2 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
@@ -342,7 +342,7 @@ func convFB2P2S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB2P2S1 computes 2 block(s) of 16 output channels for 2 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB2P2S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P2S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB2P3S1 computes 2 block(s) of 16 output channels for 3 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
@@ -352,7 +352,7 @@ func convFB2P3S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB2P3S1 computes 2 block(s) of 16 output channels for 3 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB2P3S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P3S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB2P4S1 computes 2 block(s) of 16 output channels for 4 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
@@ -362,7 +362,7 @@ func convFB2P4S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB2P4S1 computes 2 block(s) of 16 output channels for 4 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB2P4S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P4S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB2P5S1 computes 2 block(s) of 16 output channels for 5 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
@@ -372,7 +372,7 @@ func convFB2P5S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB2P5S1 computes 2 block(s) of 16 output channels for 5 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB2P5S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P5S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB2P6S1 computes 2 block(s) of 16 output channels for 6 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
@@ -382,7 +382,7 @@ func convFB2P6S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB2P6S1 computes 2 block(s) of 16 output channels for 6 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB2P6S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P6S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB2P7S1 computes 2 block(s) of 16 output channels for 7 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
@@ -392,7 +392,7 @@ func convFB2P7S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB2P7S1 computes 2 block(s) of 16 output channels for 7 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB2P7S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P7S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB2P8S1 computes 2 block(s) of 16 output channels for 8 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
@@ -402,7 +402,7 @@ func convFB2P8S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB2P8S1 computes 2 block(s) of 16 output channels for 8 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB2P8S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P8S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB2P9S1 computes 2 block(s) of 16 output channels for 9 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
@@ -412,7 +412,7 @@ func convFB2P9S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB2P9S1 computes 2 block(s) of 16 output channels for 9 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB2P9S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P9S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB2P10S1 computes 2 block(s) of 16 output channels for 10 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
@@ -422,7 +422,7 @@ func convFB2P10S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // convSkipFB2P10S1 computes 2 block(s) of 16 output channels for 10 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB2P10S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P10S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB2P11S1 computes 2 block(s) of 16 output channels for 11 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
@@ -432,7 +432,7 @@ func convFB2P11S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // convSkipFB2P11S1 computes 2 block(s) of 16 output channels for 11 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB2P11S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P11S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB2P12S1 computes 2 block(s) of 16 output channels for 12 pixels at stride 1 from input blocks of 16 channels (AVX-512).
 //
@@ -442,7 +442,7 @@ func convFB2P12S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // convSkipFB2P12S1 computes 2 block(s) of 16 output channels for 12 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB2P12S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P12S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB2P1S2 computes 2 block(s) of 16 output channels for 1 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -452,7 +452,7 @@ func convFB2P1S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB2P1S2 computes 2 block(s) of 16 output channels for 1 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB2P1S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P1S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB2P2S2 computes 2 block(s) of 16 output channels for 2 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -462,7 +462,7 @@ func convFB2P2S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB2P2S2 computes 2 block(s) of 16 output channels for 2 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB2P2S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P2S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB2P3S2 computes 2 block(s) of 16 output channels for 3 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -472,7 +472,7 @@ func convFB2P3S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB2P3S2 computes 2 block(s) of 16 output channels for 3 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB2P3S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P3S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB2P4S2 computes 2 block(s) of 16 output channels for 4 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -482,7 +482,7 @@ func convFB2P4S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB2P4S2 computes 2 block(s) of 16 output channels for 4 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB2P4S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P4S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB2P5S2 computes 2 block(s) of 16 output channels for 5 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -492,7 +492,7 @@ func convFB2P5S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB2P5S2 computes 2 block(s) of 16 output channels for 5 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB2P5S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P5S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB2P6S2 computes 2 block(s) of 16 output channels for 6 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -502,7 +502,7 @@ func convFB2P6S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB2P6S2 computes 2 block(s) of 16 output channels for 6 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB2P6S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P6S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB2P7S2 computes 2 block(s) of 16 output channels for 7 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -512,7 +512,7 @@ func convFB2P7S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB2P7S2 computes 2 block(s) of 16 output channels for 7 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB2P7S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P7S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB2P8S2 computes 2 block(s) of 16 output channels for 8 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -522,7 +522,7 @@ func convFB2P8S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB2P8S2 computes 2 block(s) of 16 output channels for 8 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB2P8S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P8S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB2P9S2 computes 2 block(s) of 16 output channels for 9 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -532,7 +532,7 @@ func convFB2P9S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, ou
 // convSkipFB2P9S2 computes 2 block(s) of 16 output channels for 9 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB2P9S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P9S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB2P10S2 computes 2 block(s) of 16 output channels for 10 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -542,7 +542,7 @@ func convFB2P10S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // convSkipFB2P10S2 computes 2 block(s) of 16 output channels for 10 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB2P10S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P10S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB2P11S2 computes 2 block(s) of 16 output channels for 11 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -552,7 +552,7 @@ func convFB2P11S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // convSkipFB2P11S2 computes 2 block(s) of 16 output channels for 11 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB2P11S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P11S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB2P12S2 computes 2 block(s) of 16 output channels for 12 pixels at stride 2 from input blocks of 16 channels (AVX-512).
 //
@@ -562,7 +562,7 @@ func convFB2P12S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // convSkipFB2P12S2 computes 2 block(s) of 16 output channels for 12 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors.
 //
 //go:noescape
-func convSkipFB2P12S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func convSkipFB2P12S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // convFB1P1S1C4 computes 1 block(s) of 16 output channels for 1 pixels at stride 1 from input blocks of 4 channels (AVX-512).
 //
@@ -744,7 +744,7 @@ func conv2FW1P1S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // conv2SkipFW1P1S1 computes one block of 16 output channels of filters 1 block(s) wide for 1 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
 //
 //go:noescape
-func conv2SkipFW1P1S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func conv2SkipFW1P1S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // conv2FW1P2S1 computes one block of 16 output channels of filters 1 block(s) wide for 2 pixels at stride 1 from input blocks of 16 channels (AVX2).
 //
@@ -754,7 +754,7 @@ func conv2FW1P2S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // conv2SkipFW1P2S1 computes one block of 16 output channels of filters 1 block(s) wide for 2 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
 //
 //go:noescape
-func conv2SkipFW1P2S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func conv2SkipFW1P2S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // conv2FW1P3S1 computes one block of 16 output channels of filters 1 block(s) wide for 3 pixels at stride 1 from input blocks of 16 channels (AVX2).
 //
@@ -764,7 +764,7 @@ func conv2FW1P3S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // conv2SkipFW1P3S1 computes one block of 16 output channels of filters 1 block(s) wide for 3 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
 //
 //go:noescape
-func conv2SkipFW1P3S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func conv2SkipFW1P3S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // conv2FW1P4S1 computes one block of 16 output channels of filters 1 block(s) wide for 4 pixels at stride 1 from input blocks of 16 channels (AVX2).
 //
@@ -774,7 +774,7 @@ func conv2FW1P4S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // conv2SkipFW1P4S1 computes one block of 16 output channels of filters 1 block(s) wide for 4 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
 //
 //go:noescape
-func conv2SkipFW1P4S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func conv2SkipFW1P4S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // conv2FW1P5S1 computes one block of 16 output channels of filters 1 block(s) wide for 5 pixels at stride 1 from input blocks of 16 channels (AVX2).
 //
@@ -784,7 +784,7 @@ func conv2FW1P5S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // conv2SkipFW1P5S1 computes one block of 16 output channels of filters 1 block(s) wide for 5 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
 //
 //go:noescape
-func conv2SkipFW1P5S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func conv2SkipFW1P5S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // conv2FW1P6S1 computes one block of 16 output channels of filters 1 block(s) wide for 6 pixels at stride 1 from input blocks of 16 channels (AVX2).
 //
@@ -794,7 +794,7 @@ func conv2FW1P6S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // conv2SkipFW1P6S1 computes one block of 16 output channels of filters 1 block(s) wide for 6 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
 //
 //go:noescape
-func conv2SkipFW1P6S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func conv2SkipFW1P6S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // conv2FW1P1S2 computes one block of 16 output channels of filters 1 block(s) wide for 1 pixels at stride 2 from input blocks of 16 channels (AVX2).
 //
@@ -804,7 +804,7 @@ func conv2FW1P1S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // conv2SkipFW1P1S2 computes one block of 16 output channels of filters 1 block(s) wide for 1 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
 //
 //go:noescape
-func conv2SkipFW1P1S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func conv2SkipFW1P1S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // conv2FW1P2S2 computes one block of 16 output channels of filters 1 block(s) wide for 2 pixels at stride 2 from input blocks of 16 channels (AVX2).
 //
@@ -814,7 +814,7 @@ func conv2FW1P2S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // conv2SkipFW1P2S2 computes one block of 16 output channels of filters 1 block(s) wide for 2 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
 //
 //go:noescape
-func conv2SkipFW1P2S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func conv2SkipFW1P2S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // conv2FW1P3S2 computes one block of 16 output channels of filters 1 block(s) wide for 3 pixels at stride 2 from input blocks of 16 channels (AVX2).
 //
@@ -824,7 +824,7 @@ func conv2FW1P3S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // conv2SkipFW1P3S2 computes one block of 16 output channels of filters 1 block(s) wide for 3 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
 //
 //go:noescape
-func conv2SkipFW1P3S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func conv2SkipFW1P3S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // conv2FW1P4S2 computes one block of 16 output channels of filters 1 block(s) wide for 4 pixels at stride 2 from input blocks of 16 channels (AVX2).
 //
@@ -834,7 +834,7 @@ func conv2FW1P4S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // conv2SkipFW1P4S2 computes one block of 16 output channels of filters 1 block(s) wide for 4 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
 //
 //go:noescape
-func conv2SkipFW1P4S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func conv2SkipFW1P4S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // conv2FW1P5S2 computes one block of 16 output channels of filters 1 block(s) wide for 5 pixels at stride 2 from input blocks of 16 channels (AVX2).
 //
@@ -844,7 +844,7 @@ func conv2FW1P5S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // conv2SkipFW1P5S2 computes one block of 16 output channels of filters 1 block(s) wide for 5 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
 //
 //go:noescape
-func conv2SkipFW1P5S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func conv2SkipFW1P5S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // conv2FW1P6S2 computes one block of 16 output channels of filters 1 block(s) wide for 6 pixels at stride 2 from input blocks of 16 channels (AVX2).
 //
@@ -854,7 +854,7 @@ func conv2FW1P6S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // conv2SkipFW1P6S2 computes one block of 16 output channels of filters 1 block(s) wide for 6 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
 //
 //go:noescape
-func conv2SkipFW1P6S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func conv2SkipFW1P6S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // conv2FW2P1S1 computes one block of 16 output channels of filters 2 block(s) wide for 1 pixels at stride 1 from input blocks of 16 channels (AVX2).
 //
@@ -864,7 +864,7 @@ func conv2FW2P1S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // conv2SkipFW2P1S1 computes one block of 16 output channels of filters 2 block(s) wide for 1 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
 //
 //go:noescape
-func conv2SkipFW2P1S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func conv2SkipFW2P1S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // conv2FW2P2S1 computes one block of 16 output channels of filters 2 block(s) wide for 2 pixels at stride 1 from input blocks of 16 channels (AVX2).
 //
@@ -874,7 +874,7 @@ func conv2FW2P2S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // conv2SkipFW2P2S1 computes one block of 16 output channels of filters 2 block(s) wide for 2 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
 //
 //go:noescape
-func conv2SkipFW2P2S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func conv2SkipFW2P2S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // conv2FW2P3S1 computes one block of 16 output channels of filters 2 block(s) wide for 3 pixels at stride 1 from input blocks of 16 channels (AVX2).
 //
@@ -884,7 +884,7 @@ func conv2FW2P3S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // conv2SkipFW2P3S1 computes one block of 16 output channels of filters 2 block(s) wide for 3 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
 //
 //go:noescape
-func conv2SkipFW2P3S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func conv2SkipFW2P3S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // conv2FW2P4S1 computes one block of 16 output channels of filters 2 block(s) wide for 4 pixels at stride 1 from input blocks of 16 channels (AVX2).
 //
@@ -894,7 +894,7 @@ func conv2FW2P4S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // conv2SkipFW2P4S1 computes one block of 16 output channels of filters 2 block(s) wide for 4 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
 //
 //go:noescape
-func conv2SkipFW2P4S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func conv2SkipFW2P4S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // conv2FW2P5S1 computes one block of 16 output channels of filters 2 block(s) wide for 5 pixels at stride 1 from input blocks of 16 channels (AVX2).
 //
@@ -904,7 +904,7 @@ func conv2FW2P5S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // conv2SkipFW2P5S1 computes one block of 16 output channels of filters 2 block(s) wide for 5 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
 //
 //go:noescape
-func conv2SkipFW2P5S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func conv2SkipFW2P5S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // conv2FW2P6S1 computes one block of 16 output channels of filters 2 block(s) wide for 6 pixels at stride 1 from input blocks of 16 channels (AVX2).
 //
@@ -914,7 +914,7 @@ func conv2FW2P6S1(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // conv2SkipFW2P6S1 computes one block of 16 output channels of filters 2 block(s) wide for 6 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
 //
 //go:noescape
-func conv2SkipFW2P6S1(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func conv2SkipFW2P6S1(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // conv2FW2P1S2 computes one block of 16 output channels of filters 2 block(s) wide for 1 pixels at stride 2 from input blocks of 16 channels (AVX2).
 //
@@ -924,7 +924,7 @@ func conv2FW2P1S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // conv2SkipFW2P1S2 computes one block of 16 output channels of filters 2 block(s) wide for 1 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
 //
 //go:noescape
-func conv2SkipFW2P1S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func conv2SkipFW2P1S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // conv2FW2P2S2 computes one block of 16 output channels of filters 2 block(s) wide for 2 pixels at stride 2 from input blocks of 16 channels (AVX2).
 //
@@ -934,7 +934,7 @@ func conv2FW2P2S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // conv2SkipFW2P2S2 computes one block of 16 output channels of filters 2 block(s) wide for 2 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
 //
 //go:noescape
-func conv2SkipFW2P2S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func conv2SkipFW2P2S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // conv2FW2P3S2 computes one block of 16 output channels of filters 2 block(s) wide for 3 pixels at stride 2 from input blocks of 16 channels (AVX2).
 //
@@ -944,7 +944,7 @@ func conv2FW2P3S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // conv2SkipFW2P3S2 computes one block of 16 output channels of filters 2 block(s) wide for 3 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
 //
 //go:noescape
-func conv2SkipFW2P3S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func conv2SkipFW2P3S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // conv2FW2P4S2 computes one block of 16 output channels of filters 2 block(s) wide for 4 pixels at stride 2 from input blocks of 16 channels (AVX2).
 //
@@ -954,7 +954,7 @@ func conv2FW2P4S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // conv2SkipFW2P4S2 computes one block of 16 output channels of filters 2 block(s) wide for 4 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
 //
 //go:noescape
-func conv2SkipFW2P4S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func conv2SkipFW2P4S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // conv2FW2P5S2 computes one block of 16 output channels of filters 2 block(s) wide for 5 pixels at stride 2 from input blocks of 16 channels (AVX2).
 //
@@ -964,7 +964,7 @@ func conv2FW2P5S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // conv2SkipFW2P5S2 computes one block of 16 output channels of filters 2 block(s) wide for 5 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
 //
 //go:noescape
-func conv2SkipFW2P5S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func conv2SkipFW2P5S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // conv2FW2P6S2 computes one block of 16 output channels of filters 2 block(s) wide for 6 pixels at stride 2 from input blocks of 16 channels (AVX2).
 //
@@ -974,7 +974,7 @@ func conv2FW2P6S2(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, o
 // conv2SkipFW2P6S2 computes one block of 16 output channels of filters 2 block(s) wide for 6 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors.
 //
 //go:noescape
-func conv2SkipFW2P6S2(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+func conv2SkipFW2P6S2(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
 
 // conv2FW1P1S1C4 computes one block of 16 output channels of filters 1 block(s) wide for 1 pixels at stride 1 from input blocks of 4 channels (AVX2).
 //
@@ -1057,7 +1057,7 @@ var avx2StemKernels = [6]func(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, 
 }
 
 // skipKernels[fb-1][s-1][p-1] is the AVX-512 kernel skipping zero filter vectors for fb channel blocks, stride s and p pixels.
-var skipKernels = [2][2][]func(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int){
+var skipKernels = [2][2][]func(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int){
 	{
 		{
 			convSkipFB1P1S1,
@@ -1129,7 +1129,7 @@ var skipKernels = [2][2][]func(in *float32, inBS, inRS int, ent *int32, nent, kh
 }
 
 // skip2Kernels[fw-1][s-1][p-1] is the AVX2 kernel skipping zero filter vectors for filters fw blocks wide, stride s and p pixels.
-var skip2Kernels = [2][2][6]func(in *float32, inBS, inRS int, ent *int32, nent, kh, kw int, w, bias, res, out *float32, outBS, relu int){
+var skip2Kernels = [2][2][6]func(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int){
 	{
 		{
 			conv2SkipFW1P1S1,

@@ -15,7 +15,7 @@ func kernel(cb, fb, p, s int, in []float32, inOff, inBS, inRS, ncib, ct, kh, kw 
 // other convolutions.
 func Fast() bool { return false }
 
-func kernelSkip(fb, p, s int, in []float32, inOff, inBS, inRS, ncib, k int, ent []int32, w []float32,
+func kernelSkip(fb, p, s int, in []float32, inOff, last int, ent []int32, w []float32,
 	bias []float32, res []float32, out []float32, outOff, outBS int, relu bool) {
-	kernelSkipGo(fb, p, s, in, inOff, inBS, inRS, ent, w, bias, res, out, outOff, outBS, relu)
+	kernelSkipGo(fb, p, s, in, inOff, ent, w, bias, res, out, outOff, outBS, relu)
 }

@@ -176,7 +176,7 @@ func TestConvSkip(t *testing.T) {
 				}
 			}
 			dense := PackFilter(wt, tc.cout, tc.cin, tc.k)
-			f := PackFilterSkip(wt, tc.cout, tc.cin, tc.k)
+			f := PackFilterSkip(wt, tc.cout, tc.cin, tc.k, tc.h, tc.w)
 			if wantFB := dense.FB; frac > 0 && frac < 1 && cw == 16 && wantFB == 2 {
 				if f.FB != 1 {
 					t.Fatalf("%v: 16-channel zero vectors packed %d blocks wide, want 1", tc, f.FB)
@@ -285,4 +285,19 @@ func TestShortcutA(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestConvSkipOtherSize checks that Conv refuses an input of another size
+// than the one PackFilterSkip packed the entries' offsets for.
+func TestConvSkipOtherSize(t *testing.T) {
+	w := make([]float32, 16*16*9)
+	w[0] = 1
+	f := PackFilterSkip(w, 16, 16, 3, 8, 8)
+	in, out := NewAct(16, 8, 9), NewAct(16, 8, 9)
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Conv ran a filter packed for 8×8 pixels on 8×9")
+		}
+	}()
+	Conv(in, f, 1, nil, nil, false, out)
 }

@@ -33,8 +33,13 @@
 // are registered with internal/impl ("nchwc") and tested against each
 // other. A filter packed by PackFilterSkip runs kernels that walk a list
 // of its filter vectors (the 16·fb weights of one input channel at one
-// tap) that are not all zero, skipping the rest: the same values, in time
-// proportional to the nonzero vectors (SIMD-block sparsity).
+// tap; fb 1 where that skips more) that are not all zero, skipping the
+// rest, each listed by the byte offset of its input tap in the padded
+// input of the size it was packed for (one add per vector, the input
+// broadcast as the multiply-add's memory operand): the same values, in
+// time proportional to the nonzero vectors (SIMD-block sparsity; on the
+// shipped resnet20-block, as many multiply-adds per second as the dense
+// kernels, docs/benchmarks.md).
 //
 // The same package holds the sparse convolution of nn/infer's planar
 // plan (planar.go): activations channel by channel in layouts where every

@@ -2,6 +2,7 @@ package nchwc
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"unsafe"
 
@@ -111,9 +112,11 @@ type Filter struct {
 // (the 16·FB weights of one input channel at one tap) that are not all
 // zero, in the kernels' order of terms.
 type skipped struct {
-	ent         [][]int32   // 3 per vector: input block, tap row, byte offset of tap column and channel
+	ent         [][]int32   // per vector: the byte offset of its input tap and channel from the first tap
 	w           [][]float32 // the vectors, 16·FB values each
 	zero, total int
+	h, wd       int // the input's pixels, whose layout the offsets are for
+	last        int // the largest offset in values
 }
 
 // PackFilterSkip packs w as PackFilter does, for kernels that skip the
@@ -128,17 +131,28 @@ type skipped struct {
 // nonzero (one half of a vector zero, the other not), it packs one block
 // at a time (FB 1), so that each zero 16-channel vector is skipped: the
 // kernels' cost follows the nonzero 16-channel vectors (on the shipped
-// resnet20-block, 21.2 rather than 24.3 million multiply-adds).
-func PackFilterSkip(w []float32, cout, cin, k int) *Filter {
+// resnet20-block, 21.2 rather than 24.3 million multiply-adds). The
+// filter is for inputs of h×wd pixels (NewAct(cin, h, wd)) alone: it
+// lists each nonzero vector by the byte offset of its input tap in that
+// layout, which the kernels add to the strip's first tap, so Conv panics
+// on inputs of other sizes.
+func PackFilterSkip(w []float32, cout, cin, k, h, wd int) *Filter {
 	f := PackFilter(w, cout, cin, k)
 	if f.FB == 2 {
 		if one := packFilter(w, cout, cin, k, 16, 1); nonzeroVectors(one) < 2*nonzeroVectors(f) {
 			f = one
 		}
 	}
+	if h < 1 || wd < 1 {
+		panic(fmt.Sprintf("nchwc.PackFilterSkip: inputs of %d×%d pixels", h, wd))
+	}
 	cw, ncib := 16*f.FB, (cin+15)/16
 	groups := (cout + cw - 1) / cw
-	sk := &skipped{ent: make([][]int32, groups), w: make([][]float32, groups)}
+	sk := &skipped{ent: make([][]int32, groups), w: make([][]float32, groups), h: h, wd: wd}
+	in := Act{C: cin, H: h, W: wd, CB: 16}
+	if ncib*in.BlockStride()*4 > math.MaxInt32 {
+		panic(fmt.Sprintf("nchwc.PackFilterSkip: inputs of %d×%d×%d are too large for 32-bit offsets", cin, h, wd))
+	}
 	for g := range groups {
 		v := f.Data[g*ncib*k*k*16*cw:]
 		for b := range ncib {
@@ -152,7 +166,9 @@ func PackFilterSkip(w []float32, cout, cin, k int) *Filter {
 							sk.zero++
 							continue
 						}
-						sk.ent[g] = append(sk.ent[g], int32(b), int32(ky), int32((kx*16+c)*4))
+						o := in.off(b, ky, kx) + c
+						sk.last = max(sk.last, o)
+						sk.ent[g] = append(sk.ent[g], int32(o*4))
 						sk.w[g] = append(sk.w[g], vec...)
 					}
 				}
@@ -268,6 +284,9 @@ func ConvRows(in *Act, f *Filter, s int, bias []float32, res *Act, relu bool, ou
 		panic(fmt.Sprintf("nchwc.Conv: input %d×%d×%d, filters %d×%d×%d×%d, stride %d, output %d×%d×%d: shapes do not fit",
 			in.C, in.H, in.W, f.Cout, f.Cin, f.K, f.K, s, out.C, out.H, out.W))
 	}
+	if f.skip != nil && (in.H != f.skip.h || in.W != f.skip.wd) {
+		panic(fmt.Sprintf("nchwc.Conv: input %d×%d×%d, filters skipping zero vectors packed for %d×%d pixels", in.C, in.H, in.W, f.skip.h, f.skip.wd))
+	}
 	if y0 < 0 || y1 > ho || y0 > y1 {
 		panic(fmt.Sprintf("nchwc.ConvRows: rows [%d, %d) of %d", y0, y1, ho))
 	}
@@ -307,7 +326,7 @@ func ConvRows(in *Act, f *Filter, s int, bias []float32, res *Act, relu bool, ou
 					p++
 				}
 				if f.skip != nil {
-					kernelSkip(fb, p, s, in.Data, in.off(0, y*s+sh, x0*s+sh), in.BlockStride(), in.RowStride(), ncib, k,
+					kernelSkip(fb, p, s, in.Data, in.off(0, y*s+sh, x0*s+sh), f.skip.last,
 						f.skip.ent[g], f.skip.w[g], b, rd, out.Data, out.off(g*fb, y+1, x0+1), out.BlockStride(), relu)
 				} else {
 					kernel(cbk, fb, p, s, in.Data, in.off(0, y*s+sh, x0*s+sh), in.BlockStride(), in.RowStride(), full, ct, k, k,
@@ -365,14 +384,14 @@ func kernelGo(cb, fb, p, s int, in []float32, inOff, inBS, inRS, ncib, ct, kh, k
 
 // kernelSkipGo computes what the assembly kernels of a PackFilterSkip
 // filter compute: kernelGo's terms for the filter vectors listed in ent
-// (3 values each: input block, tap row, byte offset of tap column and
-// channel; the vectors in w, 16·fb values each), in their order.
-func kernelSkipGo(fb, p, s int, in []float32, inOff, inBS, inRS int, ent []int32, w []float32,
+// (one value each: the byte offset of its input tap and channel from
+// in[inOff]; the vectors in w, 16·fb values each), in their order.
+func kernelSkipGo(fb, p, s int, in []float32, inOff int, ent []int32, w []float32,
 	bias []float32, res []float32, out []float32, outOff, outBS int, relu bool) {
 	var acc [2][16][16]float32
-	for e := 0; e < len(ent); e += 3 {
-		base := inOff + int(ent[e])*inBS + int(ent[e+1])*inRS + int(ent[e+2])/4
-		wv := w[e/3*16*fb:]
+	for e, o := range ent {
+		base := inOff + int(o)/4
+		wv := w[e*16*fb:]
 		for q := 0; q < p; q++ {
 			x := in[base+q*s*16]
 			for j := 0; j < fb; j++ {

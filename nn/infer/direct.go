@@ -104,7 +104,7 @@ func (p *directPlan) compile(conv *nn.Conv2d, bn *nn.BatchNorm2d, in shape, relu
 	case z > 0:
 		// Zero filter vectors skipped: never slower, and the more zero
 		// vectors the faster (docs/benchmarks.md).
-		f = nchwc.PackFilterSkip(fw.Data, cout, cin, k)
+		f = nchwc.PackFilterSkip(fw.Data, cout, cin, k, in.h, in.w)
 	}
 	bias = f.PadBias(bias) // whole blocks: no allocation per call
 	ho, wo := f.OutSize(in.h, in.w, conv.Stride)
