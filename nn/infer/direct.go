@@ -49,6 +49,7 @@ type directConv struct {
 	bias      []float32
 	stride    int
 	relu      bool
+	skip      bool // f skips its zero filter vectors (nchwc.PackFilterSkip)
 	in, out   shape
 	inS, outS int // indexes of in and out in directPlan.shapes
 }
@@ -98,17 +99,18 @@ func (p *directPlan) compile(conv *nn.Conv2d, bn *nn.BatchNorm2d, in shape, relu
 	}
 	fw, bias := foldWeights(conv, bn)
 	f := nchwc.PackFilter(fw.Data, cout, cin, k)
+	skip := false
 	switch z, _ := f.ZeroVectors(); {
 	case image:
 		f = nchwc.PackImageFilter(fw.Data, cout, cin, k)
 	case z > 0:
 		// Zero filter vectors skipped: never slower, and the more zero
 		// vectors the faster (docs/benchmarks.md).
-		f = nchwc.PackFilterSkip(fw.Data, cout, cin, k, in.h, in.w)
+		f, skip = nchwc.PackFilterSkip(fw.Data, cout, cin, k, in.h, in.w), true
 	}
 	bias = f.PadBias(bias) // whole blocks: no allocation per call
 	ho, wo := f.OutSize(in.h, in.w, conv.Stride)
-	c := directConv{f: f, bias: bias, stride: conv.Stride, relu: relu, in: in, out: shape{cout, ho, wo}}
+	c := directConv{f: f, bias: bias, stride: conv.Stride, relu: relu, skip: skip, in: in, out: shape{cout, ho, wo}}
 	c.outS = p.shapeIndex(c.out)
 	if !image {
 		c.inS = p.shapeIndex(in)
@@ -319,14 +321,23 @@ func (d *directResNet) features(out *nchwc.Act, dst []float32) {
 }
 
 func (d *directResNet) algorithms() []string {
-	out := []string{"direct"}
+	out := []string{d.stem.algorithm()}
 	for _, b := range d.blocks {
-		out = append(out, "direct", "direct")
+		out = append(out, b.conv1.algorithm(), b.conv2.algorithm())
 		if b.shortcut != nil {
-			out = append(out, "direct")
+			out = append(out, b.shortcut.algorithm())
 		}
 	}
 	return out
+}
+
+// algorithm names c's algorithm: "direct", or "direct-skip" where its
+// filter skips zero vectors.
+func (c *directConv) algorithm() string {
+	if c.skip {
+		return "direct-skip"
+	}
+	return "direct"
 }
 
 // directVGG is a network of the VGG shape for a directPlan: convolutions (batch norm and
@@ -428,7 +439,7 @@ func (d *directVGG) algorithms() []string {
 	var out []string
 	for _, st := range d.steps {
 		if st.conv != nil {
-			out = append(out, "direct")
+			out = append(out, st.conv.algorithm())
 		}
 	}
 	return out

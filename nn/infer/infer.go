@@ -266,7 +266,9 @@ func New(net nn.Module, spec models.Spec, opts ...Option) (*Model, error) {
 // the network (a ResNet block's conv1, conv2, then its shortcut, option A's
 // selection included), for a batch of the given size: "gather",
 // "winograd", "im2col" or "sparse" (see autograd.ConvPlan), or "direct"
-// for a dense ResNet run in autograd/nchwc's channel-blocked layout; a
+// for a dense ResNet run in autograd/nchwc's channel-blocked layout
+// ("direct-skip" for its convolutions with all-zero filter vectors, which
+// the kernels skip: SIMD-block sparsity); a
 // ResNet with every convolution sparse runs them all on planar
 // activations (nchwc.SparseFilter), "sparse", option A's selections
 // "select". It is

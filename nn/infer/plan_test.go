@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/proxgen/proxgen/autograd"
@@ -173,15 +175,18 @@ func checkWorkers(t *testing.T, m *infer.Model, x, got []float32) []float32 {
 
 // TestPlanCompacted checks the compiled network of compacted model files
 // (testdata/compact: per-layer widths, option-A channel maps; the shipped
-// resnet20-compact: option B, widths 5 to 30) against the evaluation
-// graph under every nchwc implementation: the channel-blocked layout
-// (nchwc's tail blocks) where it has fast kernels, bit for bit the same
+// resnet20-compact: option B, widths 5 to 30; the shipped resnet20-block,
+// compacted and with zero 16-channel filter vectors) against the
+// evaluation graph under every nchwc implementation: the channel-blocked
+// layout (nchwc's tail blocks; for the block file, the kernels that skip
+// zero filter vectors) where it has fast kernels, bit for bit the same
 // with 1 and 2 workers.
 func TestPlanCompacted(t *testing.T) {
 	names, _ := impl.List("nchwc")
 	for _, path := range []string{
 		filepath.Join("..", "..", "testdata", "compact", "resnet20_A.compact.safetensors"),
 		filepath.Join("..", "pretrained", "models", "resnet20-compact.safetensors"),
+		filepath.Join("..", "pretrained", "models", "resnet20-block.safetensors"),
 	} {
 		for _, kernels := range append([]string{impl.Generic}, names...) {
 			t.Run(filepath.Base(path)+"/"+kernels, func(t *testing.T) {
@@ -193,8 +198,12 @@ func TestPlanCompacted(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if algs := m.Algorithms(1); (algs[0] == "direct") != nchwc.Fast() {
+				algs := m.Algorithms(1)
+				if (algs[0] == "direct") != nchwc.Fast() {
 					t.Fatalf("the stem runs %q with nchwc.Fast() %v", algs[0], nchwc.Fast())
+				}
+				if nchwc.Fast() && strings.Contains(path, "block") && !slices.Contains(algs, "direct-skip") {
+					t.Fatalf("%s runs %v", filepath.Base(path), algs)
 				}
 				f, err := safetensors.ReadFile(path)
 				if err != nil {
