@@ -1,0 +1,82 @@
+package infer
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/proxgen/proxgen/autograd/nchwc"
+	"github.com/proxgen/proxgen/internal/parallel"
+	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
+	"github.com/proxgen/proxgen/nn/models"
+)
+
+// BenchmarkDirectLayers times, one image on one thread, every convolution
+// of the direct plan of the shipped resnet20-dense and resnet20-block
+// files as the plan runs it, and for the layers that skip zero filter
+// vectors the same layer with its filters packed dense
+// ("name/dense-kernel"): µs per call, the multiply-adds of the nonzero
+// filter vectors (M, counting a vector as its 16·FB channels) and their
+// rate (G/s). docs/benchmarks.md's block-network table is its output.
+func BenchmarkDirectLayers(b *testing.B) {
+	if !nchwc.Fast() {
+		b.Skip("nchwc has no fast kernels on this machine")
+	}
+	for _, file := range []string{"dense", "block"} {
+		f, err := safetensors.ReadFile(filepath.Join("..", "pretrained", "models", "resnet20-"+file+".safetensors"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		net, _, err := Network(f, models.Spec{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, _ := network(net)
+		p := newDirectPlan(r, nil, map[string]bool{})
+		if p == nil {
+			b.Fatalf("resnet20-%s does not compile to the direct plan", file)
+		}
+		d := p.net.(*directResNet)
+		convs, layers := []*directConv{&d.stem}, []convLayer{r.stem}
+		for i := range d.blocks {
+			db, rb := &d.blocks[i], r.blocks[i]
+			convs, layers = append(convs, &db.conv1, &db.conv2), append(layers, rb.conv1, rb.conv2)
+			if db.shortcut != nil {
+				convs, layers = append(convs, db.shortcut), append(layers, *rb.shortcut)
+			}
+		}
+		for i, c := range convs {
+			in := nchwc.NewAct(c.in.c, c.in.h, c.in.w)
+			if i == 0 {
+				in = nchwc.NewImage(c.in.c, c.in.h, c.in.w)
+			}
+			for k := range in.Data {
+				in.Data[k] = float32(k%7) * 0.1
+			}
+			out := nchwc.NewAct(c.out.c, c.out.h, c.out.w)
+			z, n := c.f.ZeroVectors()
+			macs := float64(c.f.PaddedCout()*c.in.c*c.f.K*c.f.K*c.out.h*c.out.w) * float64(n-z) / float64(n)
+			run := func(name string, cc *directConv) {
+				b.Run(fmt.Sprintf("%s/%02d_%s_%dto%d_%dpx/%s", file, i, layers[i].name, c.in.c, c.out.c, c.in.h, name), func(b *testing.B) {
+					defer parallel.SetWorkers(parallel.SetWorkers(1))
+					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+					for range b.N {
+						cc.run(in, nil, out, 1)
+					}
+					us := float64(b.Elapsed().Nanoseconds()) / 1e3 / float64(b.N)
+					b.ReportMetric(us, "µs/layer")
+					b.ReportMetric(macs/1e6, "M-nonzero-MAC")
+					b.ReportMetric(macs/us/1e3, "G-nonzero-MAC/s")
+				})
+			}
+			run(c.algorithm(), c)
+			if c.skip {
+				w, _ := foldWeights(layers[i].conv, layers[i].bn)
+				dense := *c
+				dense.f = nchwc.PackFilter(w.Data, c.out.c, c.in.c, c.f.K)
+				run("dense-kernel", &dense)
+			}
+		}
+	}
+}
