@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/nn"
 )
 
@@ -53,7 +54,8 @@ type choice struct {
 // choose compiles net (in evaluation mode) with the layer set that runs
 // fastest, measured at load: the all-dense network, the networks with the
 // layers above each fraction of sparseFrom sparse and the one with every
-// convolution sparse, each distinct set once, timed on random images at
+// convolution sparse (on planarPlan, with each image split over the
+// workers and kept on one), each distinct set once, timed on random images at
 // the batch sizes of chooseBatches (the median of chooseRuns passes after
 // a warm-up, the candidates in turn pass by pass, the worker pool as it
 // is). It returns the plan, byBatch when the two batch sizes prefer
@@ -87,6 +89,12 @@ func choose(net nn.Module, m *Model) (plan, Report) {
 		!slices.EqualFunc(cands[len(cands)-1].rep.Layers, all.Layers, func(a, b LayerReport) bool { return a.Sparse == b.Sparse }) {
 		if p := newPlan(net, all); p != nil {
 			cands = append(cands, choice{rep: all, plan: p})
+			// The same plan keeping each image on one worker (planarPlan.whole).
+			if pp, ok := p.(*planarPlan); ok && parallel.Workers() > 1 {
+				whole := *pp
+				whole.whole = true
+				cands = append(cands, choice{rep: all, plan: &whole})
+			}
 		}
 	}
 	if len(cands) == 1 {

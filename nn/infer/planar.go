@@ -32,6 +32,14 @@ type planarPlan struct {
 	nonzero [][]int32
 	bufs    []planarBuf // the activation buffers, one of each per worker
 	maxOut  int         // the largest convolution output, in values
+	// whole keeps each image on one worker when a call has fewer images
+	// than workers (the others idle) instead of splitting its
+	// convolutions' output channels over the workers: choose times both,
+	// since a split image meets the workers at every convolution (21 times
+	// in a ResNet-20), which costs more than it saves where each
+	// convolution is a few microseconds of work. The logits are the same
+	// bits either way.
+	whole bool
 }
 
 // planarConv is one compiled convolution of a planarPlan; its output goes
@@ -219,8 +227,11 @@ func (p *planarPlan) forward(s *scratch, x []float32, n int) []float32 {
 	switch w := parallel.Workers(); {
 	case w <= 1:
 		p.images(s.planarActs(p, 1)[0], x, pooled, logits, 0, n, 1)
-	case n < w:
+	case n < w && !p.whole:
 		p.images(s.planarActs(p, 1)[0], x, pooled, logits, 0, n, w)
+	case n < w:
+		acts := s.planarActs(p, n)
+		parallel.For(n, 1, func(lo, hi int) { p.images(acts[lo], x, pooled, logits, lo, hi, 1) })
 	default:
 		grain := (n + w - 1) / w
 		acts := s.planarActs(p, parallel.Chunks(n, grain))

@@ -21,7 +21,8 @@ import (
 // sparse row kernels: ResNet-20, -56 and -18, both shortcut kinds (option
 // A's selections named "select"), stride-1 and stride-2 layers, channel
 // counts of 4, 8 and 16 per stage and odd ones (the compacted files), any
-// zero fraction.
+// zero fraction; a single image the same whether its convolutions are
+// split over the workers or it stays on one (planarPlan.whole).
 func TestPlanarMatchesEval(t *testing.T) {
 	type netCase struct {
 		name string
@@ -78,7 +79,7 @@ func TestPlanarMatchesEval(t *testing.T) {
 				const n = 5
 				x := randomInputs(newRng(42), n)
 				want := evalLogitsSoftmax(net, x, n)
-				m, ok := infer.NewPlanar(net, spec)
+				m, ok := infer.NewPlanar(net, spec, false)
 				if !ok {
 					t.Fatal("the network does not compile on planar activations")
 				}
@@ -97,6 +98,13 @@ func TestPlanarMatchesEval(t *testing.T) {
 				for i, v := range one {
 					if math.Float32bits(v) != math.Float32bits(got[i]) {
 						t.Fatalf("batch 1: probability %d: %v, in a batch of %d: %v", i, v, n, got[i])
+					}
+				}
+				// Each image kept on one worker: the same bits.
+				whole, _ := infer.NewPlanar(net, spec, true)
+				for i, v := range whole.Probabilities(nil, x[:infer.InputSize]) {
+					if math.Float32bits(v) != math.Float32bits(got[i]) {
+						t.Fatalf("batch 1 on one worker: probability %d: %v, split over the workers: %v", i, v, got[i])
 					}
 				}
 			})
