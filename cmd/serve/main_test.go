@@ -78,7 +78,10 @@ func startRun(t *testing.T, ctx context.Context, args []string, stderr *syncBuff
 	code := make(chan int, 1)
 	go func() { code <- run(ctx, args, &stdout, stderr, hup) }()
 	re := regexp.MustCompile(`listening on (http://[0-9.:]+)`)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	// The bound is for a server that never starts: loading times the
+	// shipped sparse model's candidate plans (infer.New), which takes
+	// seconds on a machine loaded by the other test binaries.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		if m := re.FindStringSubmatch(stderr.String()); m != nil {
 			return m[1], code
 		}
@@ -181,7 +184,10 @@ func TestDrainDeadlineExitCode(t *testing.T) {
 	defer c.Close()
 	fmt.Fprintf(c, "POST /classify HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n", cifar10.ImageSize)
 	c.Write(make([]byte, 100))
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	// The bound is for a server that never starts: loading times the
+	// shipped sparse model's candidate plans (infer.New), which takes
+	// seconds on a machine loaded by the other test binaries.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		var m serve.Metrics
 		if getJSON(t, url+"/metrics.json", &m); m.Reading == 1 {
 			break
