@@ -229,10 +229,7 @@ func (p *planarPlan) forward(s *scratch, x []float32, n int) []float32 {
 		p.images(s.planarActs(p, 1)[0], x, pooled, logits, 0, n, 1)
 	case n < w && !p.whole:
 		p.images(s.planarActs(p, 1)[0], x, pooled, logits, 0, n, w)
-	case n < w:
-		acts := s.planarActs(p, n)
-		parallel.For(n, 1, func(lo, hi int) { p.images(acts[lo], x, pooled, logits, lo, hi, 1) })
-	default:
+	default: // whole images per worker (one each when n < w)
 		grain := (n + w - 1) / w
 		acts := s.planarActs(p, parallel.Chunks(n, grain))
 		parallel.For(n, grain, func(lo, hi int) { p.images(acts[lo/grain], x, pooled, logits, lo, hi, 1) })
