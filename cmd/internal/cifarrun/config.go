@@ -65,14 +65,17 @@ type config struct {
 	Reg         string  `json:"reg"`
 	Lambda      float64 `json:"lambda"`
 	LambdaScale string  `json:"lambda_scale"`
-	LR          float64 `json:"lr"`
-	WD          float64 `json:"wd"`
-	Momentum    float64 `json:"momentum"`
-	Beta1       float64 `json:"beta1"`
-	Beta2       float64 `json:"beta2"`
-	Eps         float64 `json:"eps"`
-	Schedule    string  `json:"schedule"`
-	NoCoupleBN  bool    `json:"no_couple_bn"`
+	// RegCost weighs λ per layer: "" for none, or "pixels" for λ times the
+	// layer's output pixels over the largest layer's (lambdaWeights).
+	RegCost    string  `json:"reg_cost,omitempty"`
+	LR         float64 `json:"lr"`
+	WD         float64 `json:"wd"`
+	Momentum   float64 `json:"momentum"`
+	Beta1      float64 `json:"beta1"`
+	Beta2      float64 `json:"beta2"`
+	Eps        float64 `json:"eps"`
+	Schedule   string  `json:"schedule"`
+	NoCoupleBN bool    `json:"no_couple_bn"`
 
 	Homotopy       string `json:"homotopy"`
 	HardQuantEpoch int    `json:"hard_quant_epoch"`
@@ -170,6 +173,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.Reg, "reg", c.Reg, "regularizer: "+prox.Syntax+" (auto: l12 for the sparsity methods, binw:1 = bin-l1 for proxquant, none otherwise)")
 	fs.Var(cli.OptionalFloat{P: &c.Lambda}, "lambda", "regularization strength λ (auto: 0.1 for sparsity, 1e-4 for proxquant, 5e-8 for bin-lq:Q with proxgen, 0.1 for l0hc)")
 	fs.StringVar(&c.LambdaScale, "lambda-scale", c.LambdaScale, "n: the per-step λ is -lambda divided by the training-set size (official ProxGen code); 1: -lambda as is; auto: n except for binary regularizers")
+	fs.StringVar(&c.RegCost, "reg-cost", c.RegCost, "weigh λ per layer by what its weights cost: none; pixels: λ times the layer's output pixels over the largest layer's (a 16-channel block of layer1 of a ResNet-20 costs 16 times one of layer3, so the regularizer prunes where pruning saves most)")
 	fs.Var(cli.OptionalFloat{P: &c.LR}, "lr", "base step size (auto: 1e-3 Adam family, 0.1 sgd and proxgen-sgd, 0.06 proxsgd, 0.01 proxquant and bc)")
 	fs.Var(cli.OptionalFloat{P: &c.WD}, "wd", "weight decay ζ, decoupled for proxgenw/adamw/subgrad, coupled for adam/sgd/proxgen-sgd (auto: 0.01 proxgenw and adamw, 5e-4 sgd and proxgen-sgd, else 0)")
 	fs.Float64Var(&c.Momentum, "momentum", c.Momentum, "heavy-ball momentum of sgd")
@@ -497,9 +501,31 @@ func (c *config) resolve() error {
 	if err := c.checkGMP(); err != nil {
 		return err
 	}
+	if err := c.checkRegCost(); err != nil {
+		return err
+	}
 
 	if c.Out == "" {
 		c.Out = fmt.Sprintf("runs/%s-%s-%s-s%d", c.Model, c.Optimizer, strings.NewReplacer(":", "", "/", "").Replace(c.Reg), c.Seed)
+	}
+	return nil
+}
+
+// checkRegCost resolves and checks -reg-cost.
+func (c *config) checkRegCost() error {
+	switch c.RegCost {
+	case "", "none":
+		c.RegCost = "" // stored as absent, as in runs from before the flag
+		return nil
+	case "pixels":
+	default:
+		return fmt.Errorf("-reg-cost %q: want none or pixels", c.RegCost)
+	}
+	switch {
+	case c.binary() || c.Optimizer == "l0hc":
+		return fmt.Errorf("-reg-cost %s does not combine with binary weights or ℓ0 hard-concrete gates", c.RegCost)
+	case c.Reg == "none" || !c.usesReg():
+		return fmt.Errorf("-reg-cost %s needs a regularizer (-reg, with an optimizer that takes one)", c.RegCost)
 	}
 	return nil
 }

@@ -2,6 +2,8 @@ package experiment
 
 import (
 	"fmt"
+	"math"
+	"slices"
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/nn"
@@ -26,6 +28,12 @@ type MethodConfig struct {
 	// λ·e (ProxQuant's homotopy).
 	Lambda   float64
 	Homotopy bool
+	// LambdaWeight, when not nil, multiplies λ for each regularized
+	// parameter (for example by the output pixels of its layer, so that a
+	// group's penalty is proportional to the multiply-adds it costs);
+	// parameters with equal multipliers share an optimizer group. nil
+	// weighs every regularized parameter 1.
+	LambdaWeight func(name string, t *autograd.Tensor) float64
 	// WD is the weight decay and LR the base step size of every group.
 	WD, LR float64
 	// Hyper holds the Adam moments, δ and SGD's momentum.
@@ -48,9 +56,10 @@ type Method struct {
 	Opt optim.Optimizer
 	// Schedule is the optimizer's step-size schedule (never nil).
 	Schedule schedule.Schedule
-	// Reg is the group of the regularized (or binarised) weights; nil
-	// when the method has no regularizer.
-	Reg *optim.Group
+	// Regs are the groups of the regularized (or binarised) weights, one
+	// per λ multiplier (MethodConfig.LambdaWeight; one group without it);
+	// nil when the method has no regularizer.
+	Regs []*optim.Group
 	// Params are the model's parameters in order (for gradient clipping).
 	Params []*autograd.Tensor
 	// Weights are the regularized parameters, whose statistics
@@ -61,6 +70,7 @@ type Method struct {
 
 	lambda   float64
 	homotopy bool
+	weights  []float64 // λ multiplier of each of Regs
 }
 
 // NewMethod builds the method c over the parameters of model.
@@ -81,15 +91,18 @@ func NewMethod(model nn.Module, c MethodConfig) (*Method, error) {
 		}
 	}
 	groups := optim.SplitGroups(names, params, c.Regularized, c.Reg, c.Lambda, c.WD, c.LR)
+	for i, g := range groups {
+		if len(g.Params) > 0 && c.Regularized(g.Names[0], g.Params[0]) {
+			// The group of the regularized (binarised) weights.
+			m.Regs, m.weights = splitByWeight(g, c.LambdaWeight)
+			groups = slices.Replace(groups, i, i+1, m.Regs...)
+			break
+		}
+	}
 	if c.CoupleBN {
 		// Only filter-grouped regularizers take the coupling.
 		for _, p := range nn.ConvNorms(model) {
 			optim.Couple(groups, p.Weight.T, p.Gamma.T, p.Beta.T)
-		}
-	}
-	for _, g := range groups {
-		if len(g.Params) > 0 && c.Regularized(g.Names[0], g.Params[0]) {
-			m.Reg = g // the group of the regularized (binarised) weights
 		}
 	}
 	if desc.Kind == GatedKind {
@@ -100,8 +113,10 @@ func NewMethod(model nn.Module, c MethodConfig) (*Method, error) {
 		g.Names, g.Params = nn.SplitParams(m.Gates.Params())
 		groups = append(groups, g)
 	}
-	if c.Optimizer == "proxquant" && m.Reg != nil {
-		m.Reg.Clip = 1
+	if c.Optimizer == "proxquant" {
+		for _, g := range m.Regs {
+			g.Clip = 1
+		}
 	}
 	cfg := desc.Config(c.Hyper)
 	cfg.Schedule = c.Schedule
@@ -109,15 +124,15 @@ func NewMethod(model nn.Module, c MethodConfig) (*Method, error) {
 	case ProxSGDKind:
 		m.Opt = optim.NewProxSGD(groups, optim.ProxSGDConfig{Eps: c.Schedule})
 	case BinaryConnectKind:
-		if m.Reg == nil {
-			return nil, fmt.Errorf("-optimizer %s: the model has no weights to binarise", c.Optimizer)
+		if len(m.Regs) != 1 {
+			return nil, fmt.Errorf("-optimizer %s: want one group of weights to binarise, have %d", c.Optimizer, len(m.Regs))
 		}
-		m.Opt = optim.NewBinaryConnect(optim.New(groups, cfg), m.Reg)
+		m.Opt = optim.NewBinaryConnect(optim.New(groups, cfg), m.Regs[0])
 	default:
 		m.Opt = optim.New(groups, cfg)
 	}
-	if m.Reg != nil && m.Reg.Reg == nil && desc.Kind != BinaryConnectKind {
-		m.Reg = nil // no regularizer: nothing to anneal or quantise
+	if c.Reg == nil && desc.Kind != BinaryConnectKind {
+		m.Regs, m.weights = nil, nil // no regularizer: nothing to anneal or quantise
 	}
 	m.SetEpoch(0)
 	return m, nil
@@ -131,10 +146,13 @@ func (m *Method) LambdaAt(epoch int) float64 {
 	return m.lambda
 }
 
-// SetEpoch sets the hyperparameters of epoch (counted from 0): λ.
+// SetEpoch sets the hyperparameters of epoch (counted from 0): λ, times
+// each group's multiplier.
 func (m *Method) SetEpoch(epoch int) {
-	if m.Reg != nil && m.Reg.Reg != nil {
-		m.Reg.Lambda = m.LambdaAt(epoch)
+	for i, g := range m.Regs {
+		if g.Reg != nil {
+			g.Lambda = m.LambdaAt(epoch) * m.weights[i]
+		}
 	}
 }
 
@@ -221,16 +239,16 @@ func (m *Method) SetRNGState(b []byte) error {
 // HardQuantize sets the binarised weights to sign(w) (+1 for w = 0) and
 // freezes them, as ProxQuant does at its hard-quantisation epoch.
 func (m *Method) HardQuantize() {
-	if m.Reg != nil {
-		optim.HardQuantize(m.Reg)
+	for _, g := range m.Regs {
+		optim.HardQuantize(g)
 	}
 }
 
 // Freeze marks the binarised weights frozen (a resumed run that had been
 // hard-quantised).
 func (m *Method) Freeze() {
-	if m.Reg != nil {
-		m.Reg.Frozen = true
+	for _, g := range m.Regs {
+		g.Frozen = true
 	}
 }
 
@@ -250,4 +268,31 @@ func (m *Method) Restore() {
 	if m.Gates != nil {
 		m.Gates.Restore()
 	}
+}
+
+// splitByWeight splits the regularized group g into one group per λ
+// multiplier that weight gives its parameters, in the order the
+// multipliers first appear, each group's λ scaled by its multiplier. With
+// a nil weight it returns g alone, with multiplier 1.
+func splitByWeight(g *optim.Group, weight func(string, *autograd.Tensor) float64) ([]*optim.Group, []float64) {
+	if weight == nil {
+		return []*optim.Group{g}, []float64{1}
+	}
+	var groups []*optim.Group
+	var ws []float64
+	for j, p := range g.Params {
+		w := weight(g.Names[j], p)
+		if w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
+			panic(fmt.Sprintf("experiment: λ multiplier %v of %s is not a finite non-negative number", w, g.Names[j]))
+		}
+		k := slices.Index(ws, w)
+		if k < 0 {
+			k = len(ws)
+			ws = append(ws, w)
+			groups = append(groups, &optim.Group{Reg: g.Reg, Lambda: g.Lambda * w, WeightDecay: g.WeightDecay, LR: g.LR, Clip: g.Clip})
+		}
+		groups[k].Params = append(groups[k].Params, p)
+		groups[k].Names = append(groups[k].Names, g.Names[j])
+	}
+	return groups, ws
 }

@@ -490,8 +490,8 @@ func (t *trainer) beginEpoch(_ context.Context, epoch, start int) error {
 	t.me.SetEpoch(epoch)
 	t.lr = t.me.LR()
 	t.lam = 0
-	if t.me.Reg != nil {
-		t.lam = t.me.Reg.Lambda
+	if len(t.me.Regs) > 0 {
+		t.lam = t.me.LambdaAt(epoch)
 	}
 	t.model.SetTraining(true)
 	if start == 0 {
