@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/proxgen/proxgen/autograd/blas"
+	"github.com/proxgen/proxgen/autograd/internal/kernels"
 	"github.com/proxgen/proxgen/internal/parallel"
 )
 
@@ -288,7 +289,7 @@ func weightGradWords(g *convGeom, cout int, x, gy []float32, lo, hi int) []float
 		gi := gy[i*ySize : (i+1)*ySize]
 		for oh := 0; oh < g.ho; oh++ {
 			row := dyT[oh*wp*cout : (oh+1)*wp*cout]
-			transposeStrided(g.wo, 0, cout, gi[oh*g.wo:], p, row, cout)
+			kernels.TransposeStrided(g.wo, 0, cout, gi[oh*g.wo:], p, row, cout)
 			clear(row[g.wo*cout:])
 		}
 		beta := float32(1)

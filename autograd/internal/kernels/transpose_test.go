@@ -1,4 +1,4 @@
-package autograd
+package kernels
 
 import (
 	"fmt"
@@ -8,13 +8,13 @@ import (
 	"github.com/proxgen/proxgen/internal/impl"
 )
 
-// TestTransposeStrided checks transposeStrided, with and without its AVX2
+// TestTransposeStrided checks TransposeStrided, with and without its AVX2
 // kernel, against the definition dst[j·ldd + i] = src[i·lds + j], on row
 // ranges and column counts around multiples of 8 and with strides wider
 // than the rows, and that it writes nothing else.
 func TestTransposeStrided(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	impl.ForEach("autograd", func(name string) {
+	impl.ForEach("kernels", func(name string) {
 		for _, c := range []struct{ rows, cols, lo, hi, lds, ldd int }{
 			{8, 8, 0, 8, 8, 8}, {16, 32, 0, 16, 32, 16}, {16, 32, 0, 16, 1024, 16},
 			{13, 21, 0, 13, 21, 13}, {24, 17, 3, 20, 40, 30}, {9, 7, 0, 9, 7, 9},
@@ -28,7 +28,7 @@ func TestTransposeStrided(t *testing.T) {
 			for i := range dst {
 				dst[i] = -7
 			}
-			transposeStrided(c.cols, c.lo, c.hi, src, c.lds, dst, c.ldd)
+			TransposeStrided(c.cols, c.lo, c.hi, src, c.lds, dst, c.ldd)
 			for j := 0; j < c.cols; j++ {
 				for i := 0; i < c.rows; i++ {
 					want := float32(-7)
@@ -57,11 +57,11 @@ func BenchmarkTransposeStrided(b *testing.B) {
 	p := ho * wo
 	gy := make([]float32, cout*p)
 	dyT := make([]float32, ho*wp*cout)
-	impl.ForEach("autograd", func(name string) {
+	impl.ForEach("kernels", func(name string) {
 		b.Run(fmt.Sprint(name), func(b *testing.B) {
 			for b.Loop() {
 				for oh := 0; oh < ho; oh++ {
-					transposeStrided(wo, 0, cout, gy[oh*wo:], p, dyT[oh*wp*cout:], cout)
+					TransposeStrided(wo, 0, cout, gy[oh*wo:], p, dyT[oh*wp*cout:], cout)
 				}
 			}
 		})

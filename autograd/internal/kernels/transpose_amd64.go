@@ -1,10 +1,13 @@
 //go:build !purego
 
-package autograd
+package kernels
+
+// transposeAsm: TransposeStrided has an AVX2 kernel (run while useAsm).
+const transposeAsm = true
 
 // transpose8AVX2 writes the transpose of the 8×n block at src (rows lds
 // values apart) into the n×8 block at dst (rows ldd values apart): what
-// transposeStrided's Go loop does for eight rows, n a positive multiple
+// TransposeStrided's Go loop does for eight rows, n a positive multiple
 // of 8.
 //
 //go:noescape

@@ -2,7 +2,7 @@
 
 #include "textflag.h"
 
-// AVX2 kernel of transposeStrided (buffers.go): a copy, so every bit of
+// AVX2 kernel of TransposeStrided (transpose.go): a copy, so every bit of
 // every value is kept.
 
 // func transpose8AVX2(src *float32, lds int, dst *float32, ldd int, n int)
