@@ -2,22 +2,16 @@ package autograd
 
 import (
 	"fmt"
-	"sync"
 
-	"github.com/proxgen/proxgen/autograd/blas"
+	"github.com/proxgen/proxgen/autograd/conv"
 	"github.com/proxgen/proxgen/autograd/internal/kernels"
 	"github.com/proxgen/proxgen/internal/parallel"
 )
 
-// ConvConfig holds the hyper-parameters of Conv2dWith. Each array is
-// indexed [height, width]. A zero Stride or Dilation entry means 1.
-type ConvConfig struct {
-	Stride   [2]int // step between output positions
-	Padding  [2]int // implicit zeros added on both sides of the input
-	Dilation [2]int // spacing between kernel taps
-
-	algo convAlgo // forces an algorithm (tests and benchmarks); zero chooses
-}
+// ConvConfig holds the hyper-parameters of Conv2dWith: the stride,
+// padding and dilation of each axis and, for tests and benchmarks, a
+// forced algorithm (see conv.Config).
+type ConvConfig = conv.Config
 
 // Conv2d returns the 2-D cross-correlation of x with the filters w plus the
 // optional bias b, as torch.nn.functional.conv2d computes it (groups = 1).
@@ -35,7 +29,8 @@ func Conv2d(x, w, b *Tensor, stride, padding, dilation int) *Tensor {
 }
 
 // Conv2dWith is Conv2d with separate stride, padding and dilation for the
-// height and width axes.
+// height and width axes. The convolution engine of package autograd/conv
+// computes it (conv.Forward) and its gradients (conv.Backward):
 //
 // Images are unrolled with im2col into (Cin·kh·kw) × (Ho·Wo) matrices and
 // multiplied by the Cout × (Cin·kh·kw) filter matrix with one GEMM per
@@ -67,7 +62,7 @@ func Conv2d(x, w, b *Tensor, stride, padding, dilation int) *Tensor {
 //
 // In a context with Precision BF16 (on a CPU with AVX512_BF16) all three
 // products, the output and both gradients, run in bfloat16 with float32
-// accumulation (autograd/conv_bf16.go): for strides 1 and 2 without an
+// accumulation (autograd/conv/bf16.go): for strides 1 and 2 without an
 // im2col matrix (pairConv for the output and the stride-1 input gradient,
 // weightGradWords for the weight gradient), otherwise through im2col or
 // col2im and blas.SgemmBF16; still bit-identical for every number of
@@ -75,82 +70,20 @@ func Conv2d(x, w, b *Tensor, stride, padding, dilation int) *Tensor {
 func Conv2dWith(x, w, b *Tensor, cfg ConvConfig) *Tensor {
 	g := convGeometry(x, w, b, cfg)
 	n, cout := x.shape[0], w.shape[0]
-	p := g.cols
-	xSize, ySize := g.c*g.h*g.w, cout*p
-
 	c := contextOf("Conv2d", x, w, b)
 	if c.bf16() {
-		// All three products on im2col matrices, which SgemmBF16 packs.
-		g.bf16, g.algo = true, algoIm2col
+		g = g.BF16()
 	}
-	out := c.empty(n, cout, g.ho, g.wo) // every element is written below
-	// The GEMMs read the filters as op(A) = (Wᵀ)ᵀ: packing a transposed
-	// operand is a plain copy, and the transpose (or Winograd's filter
-	// transform) is made once per call instead of once per image.
-	if g.bf16 && pairConvOK(g) {
-		if b != nil {
-			fillBias(out.Data, b.Data, n, p)
-		}
-		wd, cin, khw := w.Data, g.c, g.kh*g.kw
-		newPairConv(g, cout, func(o, c, ki, kj int) float32 {
-			return wd[(o*cin+c)*khw+ki*g.kw+kj]
-		}).run(n, x.Data, xSize, out.Data, ySize, b != nil)
-		return c.record("Conv2d", out, convGrad(g, x, w, b, n), x, w, b)
-	}
-	wino := useWinograd(g, n, cout)
-	if !wino && useGather(g) {
-		if b != nil {
-			fillBias(out.Data, b.Data, n, p)
-		}
-		buf := partialScratch.get(gatherPackedSize(g, cout))
-		newGatherConv(g, cout, w.Data, false, buf).run(n, x.Data, xSize, out.Data, ySize, b != nil, nil)
-		partialScratch.put(buf)
-		return c.record("Conv2d", out, convGrad(g, x, w, b, n), x, w, b)
-	}
-	var wT []float32
-	var u *[16]*blas.PackedA
-	gs := groupSize(p)
-	if wino {
-		wT = partialScratch.get(winoFiltersSize(cout, g.c))
-		u = winoFilters(w.Data, cout, g.c, false, wT)
-		gs = winoGroupSize(g)
-	} else {
-		wT = partialScratch.get(len(w.Data))
-		transpose(cout, g.rows, w.Data, wT)
-	}
-	defer partialScratch.put(wT)
-	serial := serialGemm(parallel.Chunks(n, gs))
-	gemm := gemmOf(g.bf16, serial)
-	var bias []float32
-	if b != nil {
-		bias = b.Data
-	}
-	parallel.For(n, gs, func(lo, hi int) {
-		if wino {
-			winoGroup(serial, g, cout, u, x.Data, xSize, out.Data, ySize, lo, hi, false, bias)
-			return
-		}
-		if b != nil {
-			fillBias(out.Data[lo*ySize:hi*ySize], b.Data, hi-lo, p)
-		}
-		convGroup(multiplier{gemm: gemm}, g, cout, wT, x.Data, xSize, out.Data, ySize, lo, hi, b != nil)
-	})
+	ho, wo := g.Out()
+	out := c.empty(n, cout, ho, wo) // every element is written by conv.Forward
+	conv.Forward(g, n, cout, x.Data, w.Data, tensorData(b), out.Data)
 	return c.record("Conv2d", out, convGrad(g, x, w, b, n), x, w, b)
 }
 
-// fillBias sets every output plane of the n images in out (each with
-// len(bias) planes of p values) to its channel's bias.
-func fillBias(out, bias []float32, n, p int) {
-	for i := 0; i < n; i++ {
-		for c, v := range bias {
-			kernels.Fill(out[(i*len(bias)+c)*p:(i*len(bias)+c+1)*p], v)
-		}
-	}
-}
-
 // convGrad returns the backward function of a convolution of geometry g.
-func convGrad(g *convGeom, x, w, b *Tensor, n int) func(gy []float32) {
-	p := g.cols
+func convGrad(g *conv.Geom, x, w, b *Tensor, n int) func(gy []float32) {
+	ho, wo := g.Out()
+	p := ho * wo
 	return func(gy []float32) {
 		if b != nil && b.requiresGrad {
 			biasGrad(b.grad(), gy, n, p)
@@ -184,387 +117,24 @@ func biasGrad(gb, gy []float32, n, p int) {
 	})
 }
 
-// gemmFunc is the signature of blas.Sgemm and blas.SgemmSerial.
-type gemmFunc func(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
-
-// multiplier computes the products of convGroup, C = op(A)·B with the
-// m×k filter matrix A: by gemm with A given transposed (aT), or, when pa
-// is not nil, with A packed once (on the calling goroutine if serial).
-// A value, not a closure, so that a convolution on one worker allocates
-// nothing.
-type multiplier struct {
-	gemm   gemmFunc
-	pa     *blas.PackedA
-	serial bool
-}
-
-// mul sets c (ldc) to beta·c + A·b, b being k × n with row stride ldb.
-func (mu multiplier) mul(m, n, k int, aT, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	switch {
-	case mu.pa == nil:
-		mu.gemm(true, false, m, n, k, 1, aT, m, b, ldb, beta, c, ldc)
-	case mu.serial:
-		mu.pa.SgemmSerial(false, n, 1, b, ldb, beta, c, ldc)
-	default:
-		mu.pa.Sgemm(false, n, 1, b, ldb, beta, c, ldc)
-	}
-}
-
-// groupSize returns how many images share one GEMM of a convolution when
-// each has p output positions: enough to give the GEMM about 512 columns,
-// so that packing the filters is paid for. It depends only on p, so chunk
-// boundaries never depend on the worker count; with fewer chunks than
-// workers the GEMM itself runs in parallel.
-func groupSize(p int) int {
-	return max(1, (512+p-1)/p)
-}
-
-// weightGroupSize returns how many images share one GEMM of a weight
-// gradient when each has p output positions: enough for a GEMM depth of
-// about 2048, so that the partial products, each as large as the filters,
-// are written and added up rarely.
-func weightGroupSize(p int) int {
-	return max(1, (2048+p-1)/p)
-}
-
-// convGroup computes out_i = aᵀᵀ·im2col(src_i) for the images i in [lo, hi)
-// (adding to out_i if accumulate), where the filter matrix is given
-// transposed as aT (g.rows × m), src holds images of srcSize elements and
-// dst outputs of dstSize = m·g.cols elements. A single image without
-// padding or stride is multiplied straight into its output; otherwise the
-// group shares one GEMM into a scratch matrix whose rows are then copied
-// out, using the wide im2col matrix for stride 1.
-func convGroup(mu multiplier, g *convGeom, m int, aT, src []float32, srcSize int, dst []float32, dstSize int, lo, hi int, accumulate bool) {
-	k, p, cnt := g.rows, g.cols, hi-lo
-	beta := float32(0)
-	if accumulate {
-		beta = 1
-	}
-	if cnt == 1 && g.direct() {
-		mu.mul(m, p, k, aT, src[lo*srcSize:(lo+1)*srcSize], p, beta, dst[lo*dstSize:(lo+1)*dstSize], p)
-		return
-	}
-	wide := g.wide()
-	pitch := g.wo // output columns per output row in the product
-	if wide {
-		pitch = g.widePitch()
-	}
-	pp := g.ho * pitch // product columns per image
-	ld := cnt * pp
-	col, tmp := colScratch.get(k*ld), colScratch.get(m*ld)
-	defer colScratch.put(col)
-	defer colScratch.put(tmp)
-	var pad []float32
-	if wide {
-		pad = colScratch.get(g.padSize())
-		defer colScratch.put(pad)
-	}
-	for j := 0; j < cnt; j++ {
-		s := src[(lo+j)*srcSize : (lo+j+1)*srcSize]
-		if wide {
-			im2colWide(g, s, pad, col[j*pp:], ld)
-		} else {
-			im2col(g, s, col[j*pp:], ld)
-		}
-	}
-	mu.mul(m, ld, k, aT, col, ld, 0, tmp, ld)
-	for j := 0; j < cnt; j++ {
-		for o := 0; o < m; o++ {
-			for oh := 0; oh < g.ho; oh++ {
-				d := dst[(lo+j)*dstSize+o*p+oh*g.wo : (lo+j)*dstSize+o*p+(oh+1)*g.wo]
-				t := tmp[o*ld+j*pp+oh*pitch : o*ld+j*pp+oh*pitch+g.wo]
-				if !accumulate {
-					copy(d, t)
-					continue
-				}
-				for i, v := range t {
-					d[i] += v
-				}
-			}
-		}
-	}
-}
-
 // convBackward accumulates the input and weight gradients of a convolution
-// with geometry g given the output gradient gy.
-//
-// The weight gradient of a group of images is dY · colT, where dY holds
-// the images' output gradients side by side and colT stacks their
-// transposed im2col matrices, built from each image in channels-last order
-// so that neither GEMM operand needs transposing while it is packed. Its
-// columns are in (ki, kj, ci) order; the per-group partial sums are added
-// up in group order and then reordered into the weight layout of w.Grad.
-//
-// For stride 1 the input gradient is itself a convolution: of dY, padded by
-// dilation·(k−1) − padding, with the filters flipped in space and with
-// input and output channels swapped, which Winograd computes where it
-// pays. Larger strides fold Wᵀ·dY back onto each image with col2im. In
-// bfloat16 (g.bf16) see Conv2dWith.
-func convBackward(g *convGeom, x, w *Tensor, gy []float32) {
-	n, cout := x.shape[0], w.shape[0]
-	k, p, hw := g.rows, g.cols, g.h*g.w
-	xSize, ySize := g.c*hw, cout*p
-	needW, needX := w.requiresGrad, x.requiresGrad
-	strideOne := g.sh == 1 && g.sw == 1
-	var gx, wf []float32
-	var u *[16]*blas.PackedA
-	var gd *convGeom   // geometry of the input-gradient convolution
-	wino := false      // whether it runs with Winograd
-	overwrite := false // whether the stride-1 input gradient may be stored, not added
-	if needX {
-		if !strideOne {
-			gx = x.grad()
-		} else {
-			gx, overwrite = x.gradTarget()
-			gd = &convGeom{
-				c: cout, h: g.ho, w: g.wo, kh: g.kh, kw: g.kw, sh: 1, sw: 1,
-				ph: g.dh*(g.kh-1) - g.ph, pw: g.dw*(g.kw-1) - g.pw,
-				dh: g.dh, dw: g.dw, ho: g.h, wo: g.w,
-				rows: cout * g.kh * g.kw, cols: hw, algo: g.algo, bf16: g.bf16,
-			}
-			if wino = useWinograd(gd, n, g.c); wino {
-				wf = partialScratch.get(winoFiltersSize(g.c, cout))
-				u = winoFilters(w.Data, g.c, cout, true, wf)
-			} else {
-				wf = partialScratch.get(len(w.Data))
-				flipFilters(g, cout, w.Data, wf)
-			}
-			defer partialScratch.put(wf)
-		}
+// with geometry g given the output gradient gy (conv.Backward), the input
+// gradient stored where x has none yet.
+func convBackward(g *conv.Geom, x, w *Tensor, gy []float32) {
+	var gx, gw []float32
+	store := false
+	if x.requiresGrad {
+		gx, store = x.gradTarget()
 	}
-	// Both gradients from one padded output gradient where the weight
-	// gradient would be gathered too (dot products, at most 64 inputs).
-	if needW && needX && strideOne && !wino && gatherWeightGrad(gd, g.c) {
-		gatherBackward(g, gd, n, cout, x.Data, wf, gy, gx, w.grad(), !overwrite)
-		return
+	if w.requiresGrad {
+		gw = w.grad()
 	}
-	if needW {
-		ws := weightGroupSize(p)
-		chunks := parallel.Chunks(n, ws)
-		serial := serialGemm(chunks)
-		merge, acc := newOrderedSum(chunks, cout*k) // acc in (Cout, kh, kw, Cin) order for weightGradGroup
-		defer partialScratch.put(acc)
-		// The gathered and wide weight gradients come in the layout of
-		// the weights, weightGradGroup's in (Cout, kh, kw, Cin) order.
-		var gp *groupProductT
-		gather := gatherWeightGrad(g, cout)
-		if gather {
-			rows, runs := gatherOffsets(g)
-			gp = newWeightProduct(g, cout, rows, runs, min(ws, n))
-		}
-		wide := !gather && wideWeightGrad(g, cout)
-		parallel.For(n, ws, func(lo, hi int) {
-			switch {
-			case g.bf16 && pairConvOK(g):
-				merge.done(lo/ws, weightGradWords(g, cout, x.Data, gy, lo, hi))
-			case g.bf16:
-				merge.done(lo/ws, weightGradBF16(serial, g, cout, x.Data, gy, lo, hi))
-			case gather:
-				merge.done(lo/ws, weightGradGather(g, gp, x.Data, gy, lo, hi, ws))
-			case wide:
-				merge.done(lo/ws, weightGradWide(gemmOf(g.bf16, serial), g, cout, x.Data, gy, lo, hi))
-			default:
-				merge.done(lo/ws, weightGradGroup(serial, g, cout, x.Data, gy, lo, hi))
-			}
-		})
-		if gather || wide || g.bf16 {
-			addTo(w.grad(), acc)
-		} else {
-			addFilterGrad(g, cout, w.grad(), acc)
-		}
-	}
-	if !needX {
-		return
-	}
-	if strideOne && g.bf16 && pairConvOK(gd) {
-		// The input gradient is the convolution of dY with the filters
-		// flipped in space, input and output channels swapped.
-		wd, cin, khw := w.Data, g.c, g.kh*g.kw
-		newPairConv(gd, g.c, func(ci, co, ki, kj int) float32 {
-			return wd[(co*cin+ci)*khw+(g.kh-1-ki)*g.kw+(g.kw-1-kj)]
-		}).run(n, gy, ySize, gx, xSize, !overwrite)
-		return
-	}
-	if strideOne && !wino && useGather(gd) {
-		buf := partialScratch.get(gatherPackedSize(gd, g.c))
-		newGatherConv(gd, g.c, wf, true, buf).run(n, gy, ySize, gx, xSize, !overwrite, nil)
-		partialScratch.put(buf)
-		return
-	}
-	gs := groupSize(p)
-	if wino {
-		gs = winoGroupSize(gd)
-	}
-	serial := serialGemm(parallel.Chunks(n, gs))
-	gemm := gemmOf(g.bf16, serial)
-	parallel.For(n, gs, func(lo, hi int) {
-		if wino {
-			winoGroup(serial, gd, g.c, u, gy, ySize, gx, xSize, lo, hi, !overwrite, nil)
-			return
-		}
-		if strideOne {
-			convGroup(multiplier{gemm: gemm}, gd, g.c, wf, gy, ySize, gx, xSize, lo, hi, !overwrite)
-			return
-		}
-		dcol := colScratch.get(k * p)
-		defer colScratch.put(dcol)
-		for i := lo; i < hi; i++ {
-			gemm(true, false, k, p, cout, 1, w.Data, k, gy[i*ySize:(i+1)*ySize], p, 0, dcol, p)
-			col2im(g, dcol, gx[i*xSize:(i+1)*xSize])
-		}
-	})
-}
-
-// weightGradGroup returns, in a buffer from partialScratch, the weight
-// gradient Σ dY_i·colT_i over the images i in [lo, hi) with its columns in
-// (ki, kj, ci) order.
-func weightGradGroup(serial bool, g *convGeom, cout int, x, gy []float32, lo, hi int) []float32 {
-	k, p, hw, cnt := g.rows, g.cols, g.h*g.w, hi-lo
-	xSize, ySize := g.c*hw, cout*p
-	kk := cnt * p // GEMM depth: the output positions of all images
-	var pa *blas.PackedA
-	if cnt > 1 {
-		// The images' output gradients side by side (cout × kk), packed
-		// for the GEMM straight from each image's cout × p block.
-		e := blas.Default()
-		buf := colScratch.get(e.PackedASize(cout, kk))
-		defer colScratch.put(buf)
-		pa = e.NewPackedA(false, cout, kk, buf)
-		for j := 0; j < cnt; j++ {
-			pa.Pack(gy[(lo+j)*ySize:(lo+j+1)*ySize], p, j*p, (j+1)*p)
-		}
-	}
-	colT := colScratch.get(kk * k)
-	defer colScratch.put(colT)
-	var xT []float32
-	if !g.direct() {
-		xT = colScratch.get(xSize)
-		defer colScratch.put(xT)
-	}
-	for j := 0; j < cnt; j++ {
-		xi := x[(lo+j)*xSize : (lo+j+1)*xSize]
-		block := colT[j*p*k : (j+1)*p*k]
-		if g.direct() {
-			transpose(g.c, hw, xi, block)
-			continue
-		}
-		transpose(g.c, hw, xi, xT)
-		im2colT(g, xT, block)
-	}
-	part := partialScratch.get(cout * k)
-	switch {
-	case pa == nil:
-		gemmOf(false, serial)(false, false, cout, k, kk, 1, gy[lo*ySize:hi*ySize], kk, colT, k, 0, part, k)
-	default:
-		packedProduct(serial, pa, k, colT, part)
-	}
-	return part
-}
-
-// weightGradBF16 returns, in a buffer from partialScratch, the weight
-// gradient Σ dY_i·col_iᵀ over the images i in [lo, hi) of a convolution
-// that weightGradWords does not compute (strides above 1) in the (Cout,
-// Cin, kh, kw) layout of the weights, computed in bfloat16 as its
-// transpose col·dYᵀ: the im2col matrices of the images side by side are
-// op(A), whose rows blas.SgemmBF16 converts as they lie, and the output
-// gradients transposed are op(B), Cout columns wide.
-func weightGradBF16(serial bool, g *convGeom, cout int, x, gy []float32, lo, hi int) []float32 {
-	k, p, cnt := g.rows, g.cols, hi-lo
-	xSize, ySize := g.c*g.h*g.w, cout*p
-	kk := cnt * p // GEMM depth
-	col := colScratch.get(k * kk)
-	defer colScratch.put(col)
-	dyT := colScratch.get(kk * cout)
-	defer colScratch.put(dyT)
-	for j := 0; j < cnt; j++ {
-		im2col(g, x[(lo+j)*xSize:(lo+j+1)*xSize], col[j*p:], kk)
-		transpose(cout, p, gy[(lo+j)*ySize:(lo+j+1)*ySize], dyT[j*p*cout:(j+1)*p*cout])
-	}
-	partT := colScratch.get(k * cout)
-	defer colScratch.put(partT)
-	gemmOf(true, serial)(false, false, k, cout, kk, 1, col, kk, dyT, cout, 0, partT, cout)
-	part := partialScratch.get(cout * k)
-	transpose(k, cout, partT, part)
-	return part
-}
-
-// wideWeightGrad reports whether the weight gradient of a convolution with
-// geometry g and cout filters is computed by weightGradWide: for stride 1
-// and fewer than 32 filters. Measured on ResNet-20's layers, the dot
-// products of weightGradWide run the 16-filter GEMM 1.6 times as fast as
-// weightGradGroup's and its contiguous im2col copies are cheaper than the
-// transposed layout; from 32 filters on, the GEMMs are equally fast and
-// the extra columns of the wide grid make weightGradWide the slower.
-func wideWeightGrad(g *convGeom, cout int) bool {
-	return g.wide() && !g.direct() && cout < 32 && !g.bf16
-}
-
-// weightGradWide returns, in a buffer from partialScratch, the weight
-// gradient Σ dY_i·col_iᵀ over the images i in [lo, hi) in the (Cout, Cin,
-// kh, kw) layout of the weights, where col_i is the wide im2col matrix of
-// image i (see im2colWide) and dY_i is laid out on the same wide grid with
-// zeros in the extra columns. The product C = A·Bᵀ of two matrices with
-// contiguous rows needs no transposition.
-func weightGradWide(gemm gemmFunc, g *convGeom, cout int, x, gy []float32, lo, hi int) []float32 {
-	k, p, cnt := g.rows, g.cols, hi-lo
-	xSize, ySize := g.c*g.h*g.w, cout*p
-	pitch := g.widePitch()
-	pp := g.ho * pitch
-	kk := cnt * pp // GEMM depth: the wide output grids of all images
-	a := colScratch.get(cout * kk)
-	defer colScratch.put(a)
-	col := colScratch.get(k * kk)
-	defer colScratch.put(col)
-	pad := colScratch.get(g.padSize())
-	defer colScratch.put(pad)
-	for j := 0; j < cnt; j++ {
-		for o := 0; o < cout; o++ {
-			src := gy[(lo+j)*ySize+o*p : (lo+j)*ySize+(o+1)*p]
-			dst := a[o*kk+j*pp : o*kk+(j+1)*pp]
-			for oh := 0; oh < g.ho; oh++ {
-				row := dst[oh*pitch : (oh+1)*pitch]
-				copy(row, src[oh*g.wo:(oh+1)*g.wo])
-				clear(row[g.wo:])
-			}
-		}
-		im2colWide(g, x[(lo+j)*xSize:(lo+j+1)*xSize], pad, col[j*pp:], kk)
-	}
-	part := partialScratch.get(cout * k)
-	gemm(false, true, cout, k, kk, 1, a, kk, col, kk, 0, part, k)
-	return part
-}
-
-// flipFilters writes the transposed filter matrix of the input-gradient
-// convolution: wf has shape (Cout, kh, kw, Cin) with
-// wf[o][a][b][c] = w[o][c][kh−1−a][kw−1−b].
-func flipFilters(g *convGeom, cout int, w, wf []float32) {
-	khw := g.kh * g.kw
-	for o := 0; o < cout; o++ {
-		for c := 0; c < g.c; c++ {
-			for t, v := range w[(o*g.c+c)*khw : (o*g.c+c+1)*khw] {
-				wf[(o*khw+khw-1-t)*g.c+c] = v
-			}
-		}
-	}
-}
-
-// addFilterGrad adds a weight gradient in (Cout, kh, kw, Cin) order to dw in
-// the (Cout, Cin, kh, kw) order of the weights.
-func addFilterGrad(g *convGeom, cout int, dw, part []float32) {
-	khw := g.kh * g.kw
-	for o := 0; o < cout; o++ {
-		for t := 0; t < khw; t++ {
-			src := part[(o*khw+t)*g.c : (o*khw+t+1)*g.c]
-			for c, v := range src {
-				dw[(o*g.c+c)*khw+t] += v
-			}
-		}
-	}
+	conv.Backward(g, x.shape[0], w.shape[0], x.Data, w.Data, gy, gx, gw, store)
 }
 
 // convGeometry validates the operands of Conv2dWith and returns the
 // per-image geometry. It panics naming the shapes on any mismatch.
-func convGeometry(x, w, b *Tensor, cfg ConvConfig) *convGeom {
+func convGeometry(x, w, b *Tensor, cfg ConvConfig) *conv.Geom {
 	const op = "Conv2d"
 	if x.Rank() != 4 || w.Rank() != 4 {
 		panic(fmt.Sprintf("autograd.%s: input must have rank 4 (N,Cin,H,W) and weight rank 4 (Cout,Cin,kh,kw), got input %v, weight %v",
@@ -580,109 +150,17 @@ func convGeometry(x, w, b *Tensor, cfg ConvConfig) *convGeom {
 	if b != nil && (b.Rank() != 1 || b.shape[0] != w.shape[0]) {
 		panic(fmt.Sprintf("autograd.%s: bias shape %v does not match weight %v (want [%d])", op, b.shape, w.shape, w.shape[0]))
 	}
-	for i := range 2 {
-		if cfg.Stride[i] == 0 {
-			cfg.Stride[i] = 1
-		}
-		if cfg.Dilation[i] == 0 {
-			cfg.Dilation[i] = 1
-		}
-		if cfg.Stride[i] < 0 || cfg.Dilation[i] < 0 || cfg.Padding[i] < 0 {
-			panic(fmt.Sprintf("autograd.%s: invalid stride %v, padding %v or dilation %v (input %v, weight %v)",
-				op, cfg.Stride, cfg.Padding, cfg.Dilation, x.shape, w.shape))
-		}
+	g, err := conv.NewGeom(x.shape[1], x.shape[2], x.shape[3], w.shape[2], w.shape[3], cfg)
+	if err != nil {
+		panic(fmt.Sprintf("autograd.%s: %v (input %v, weight %v)", op, err, x.shape, w.shape))
 	}
-	g := &convGeom{
-		c: x.shape[1], h: x.shape[2], w: x.shape[3],
-		kh: w.shape[2], kw: w.shape[3],
-		sh: cfg.Stride[0], sw: cfg.Stride[1],
-		ph: cfg.Padding[0], pw: cfg.Padding[1],
-		dh: cfg.Dilation[0], dw: cfg.Dilation[1],
-		algo: cfg.algo,
-	}
-	g.ho = outSize(g.h, g.kh, g.sh, g.ph, g.dh)
-	g.wo = outSize(g.w, g.kw, g.sw, g.pw, g.dw)
-	if g.ho < 1 || g.wo < 1 {
-		panic(fmt.Sprintf("autograd.%s: input %v is too small for weight %v with stride %v, padding %v, dilation %v",
-			op, x.shape, w.shape, cfg.Stride, cfg.Padding, cfg.Dilation))
-	}
-	g.rows = g.c * g.kh * g.kw
-	g.cols = g.ho * g.wo
 	return g
 }
 
-// direct reports whether the input image already is the im2col matrix: a
-// 1×1 kernel with stride 1 and no padding.
-func (g *convGeom) direct() bool {
-	return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0
-}
-
-// serialGemm reports whether the GEMMs inside a parallel loop of the
-// given number of chunks run on the calling goroutine: when the chunks
-// alone keep every worker busy. Serial and parallel GEMMs give identical
-// results.
-func serialGemm(chunks int) bool { return chunks >= parallel.Workers() }
-
-// gemmOf returns blas.SgemmSerial if serial, else blas.Sgemm, or their
-// bfloat16 versions if bf16.
-func gemmOf(bf16, serial bool) gemmFunc {
-	switch {
-	case bf16 && serial:
-		return blas.SgemmBF16Serial
-	case bf16:
-		return blas.SgemmBF16
-	case serial:
-		return blas.SgemmSerial
+// tensorData returns t.Data, or nil for a nil t.
+func tensorData(t *Tensor) []float32 {
+	if t == nil {
+		return nil
 	}
-	return blas.Sgemm
-}
-
-// packedProduct sets c to pa·b, where b and c have n columns and row
-// stride n, on the calling goroutine if serial, else on the worker pool.
-func packedProduct(serial bool, pa *blas.PackedA, n int, b, c []float32) {
-	if serial {
-		pa.SgemmSerial(false, n, 1, b, n, 0, c, n)
-		return
-	}
-	pa.Sgemm(false, n, 1, b, n, 0, c, n)
-}
-
-// orderedSum combines per-chunk partial sums in chunk order as chunks
-// finish, so the result is independent of which worker ran which chunk and
-// at most a few partial buffers are alive at once.
-type orderedSum struct {
-	mu      sync.Mutex
-	next    int
-	pending [][]float32
-	add     func(part []float32) // adds one partial sum to the total
-}
-
-// newOrderedSum returns an orderedSum of chunks partial sums of size
-// values each and the zeroed total they are added to, a buffer from
-// partialScratch for the caller to return.
-func newOrderedSum(chunks, size int) (*orderedSum, []float32) {
-	acc := partialScratch.get(size)
-	clear(acc)
-	return &orderedSum{
-		pending: make([][]float32, chunks),
-		add: func(part []float32) {
-			for i, v := range part {
-				acc[i] += v
-			}
-		},
-	}, acc
-}
-
-// done hands over the partial sum of chunk c, which must come from
-// partialScratch; it is returned there once it has been added.
-func (s *orderedSum) done(c int, part []float32) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.pending[c] = part
-	for s.next < len(s.pending) && s.pending[s.next] != nil {
-		s.add(s.pending[s.next])
-		partialScratch.put(s.pending[s.next])
-		s.pending[s.next] = nil
-		s.next++
-	}
+	return t.Data
 }

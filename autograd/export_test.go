@@ -1,5 +1,7 @@
 package autograd
 
+import "github.com/proxgen/proxgen/autograd/conv"
+
 // ConvAlgos names the algorithms a test can force on a convolution.
 var ConvAlgos = []string{"auto", "im2col", "winograd", "gather"}
 
@@ -9,7 +11,7 @@ var ConvAlgos = []string{"auto", "im2col", "winograd", "gather"}
 func WithConvAlgo(cfg ConvConfig, name string) ConvConfig {
 	for i, n := range ConvAlgos {
 		if n == name {
-			cfg.algo = convAlgo(i)
+			cfg.Algo = conv.Algo(i)
 			return cfg
 		}
 	}

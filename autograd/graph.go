@@ -131,8 +131,8 @@ func topoOrder(t *Tensor) []*Tensor {
 
 // Records reports whether an op on these inputs records the graph: some
 // input requires a gradient and the context the op runs in (see Context)
-// records. Layers with an inference path that records nothing
-// (Conv2dSparse, LinearSparse) use it to choose. It panics, as ops do, if
+// records. Code with an inference path that records nothing (the sparse
+// layers of nn/infer's prepared networks) uses it to choose. It panics, as ops do, if
 // the inputs are bound to different contexts.
 func Records(inputs ...*Tensor) bool {
 	return contextOf("Records", inputs...).needsGrad(inputs...)

@@ -33,6 +33,9 @@ func MatMul(a, b *Tensor, transA, transB bool) *Tensor {
 	}, a, b)
 }
 
+// gemmFunc is the signature of blas.Sgemm and blas.SgemmSerial.
+type gemmFunc func(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
+
 // matMulBackward accumulates the gradients of C = op(A)·op(B) given dC,
 // computing their products with gemm.
 func matMulBackward(gemm gemmFunc, a, b *Tensor, transA, transB bool, m, n, k int, g []float32) {

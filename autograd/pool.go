@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/proxgen/proxgen/autograd/conv"
 	"github.com/proxgen/proxgen/internal/parallel"
 )
 
 // poolGeometry validates the operands of a square 2-D pooling op and
 // returns the per-plane geometry (with c = 1). A zero stride means kernel,
 // as in PyTorch. It panics naming op and the shape on invalid arguments.
-func poolGeometry(op string, x *Tensor, kernel, stride, padding int) *convGeom {
+func poolGeometry(op string, x *Tensor, kernel, stride, padding int) *poolGeom {
 	if x.Rank() != 4 {
 		panic(fmt.Sprintf("autograd.%s: input must have rank 4 (N,C,H,W), got shape %v", op, x.shape))
 	}
@@ -23,13 +24,13 @@ func poolGeometry(op string, x *Tensor, kernel, stride, padding int) *convGeom {
 	if 2*padding > kernel {
 		panic(fmt.Sprintf("autograd.%s: padding %d must be at most half the kernel size %d (input %v)", op, padding, kernel, x.shape))
 	}
-	g := &convGeom{
+	g := &poolGeom{
 		c: 1, h: x.shape[2], w: x.shape[3],
 		kh: kernel, kw: kernel, sh: stride, sw: stride,
 		ph: padding, pw: padding, dh: 1, dw: 1,
 	}
-	g.ho = outSize(g.h, kernel, stride, padding, 1)
-	g.wo = outSize(g.w, kernel, stride, padding, 1)
+	g.ho = conv.OutSize(g.h, kernel, stride, padding, 1)
+	g.wo = conv.OutSize(g.w, kernel, stride, padding, 1)
 	if g.ho < 1 || g.wo < 1 {
 		panic(fmt.Sprintf("autograd.%s: input %v is too small for kernel %d with stride %d and padding %d", op, x.shape, kernel, stride, padding))
 	}
@@ -38,9 +39,23 @@ func poolGeometry(op string, x *Tensor, kernel, stride, padding int) *convGeom {
 	return g
 }
 
+// poolGeom is the geometry of a pooling window's sweep over one plane
+// (c = 1): the plane, the window, the stride and padding (no dilation:
+// dh = dw = 1) and the output size; rows is the window's size and cols the
+// output's.
+type poolGeom struct {
+	c, h, w    int // channels (1), height, width
+	kh, kw     int // window height and width
+	sh, sw     int // strides
+	ph, pw     int // padding on each side
+	dh, dw     int // dilations (1)
+	ho, wo     int // output height and width
+	rows, cols int // window size, output positions
+}
+
 // window returns the input rows [h0, h1) and columns [w0, w1) covered by
 // output position (oh, ow), clipped to the image.
-func (g *convGeom) window(oh, ow int) (h0, h1, w0, w1 int) {
+func (g *poolGeom) window(oh, ow int) (h0, h1, w0, w1 int) {
 	h0, w0 = oh*g.sh-g.ph, ow*g.sw-g.pw
 	h1, w1 = min(h0+g.kh, g.h), min(w0+g.kw, g.w)
 	return max(h0, 0), h1, max(w0, 0), w1
@@ -109,7 +124,7 @@ func MaxPool2d(x *Tensor, kernel, stride, padding int) *Tensor {
 // arg is not nil, the index in src of each maximum, the first in row-major
 // scan order or the last NaN, as the bits of a float32 (math.Float32bits
 // reads it back).
-func maxPoolPlane(g *convGeom, src, dst []float32, arg []float32) {
+func maxPoolPlane(g *poolGeom, src, dst []float32, arg []float32) {
 	for oh := 0; oh < g.ho; oh++ {
 		for ow := 0; ow < g.wo; ow++ {
 			h0, h1, w0, w1 := g.window(oh, ow)
@@ -132,7 +147,7 @@ func maxPoolPlane(g *convGeom, src, dst []float32, arg []float32) {
 
 // maxPool2Plane is maxPoolPlane for 2×2 windows with stride 2 and no
 // padding, whose windows all lie inside the plane.
-func maxPool2Plane(g *convGeom, src, dst []float32, arg []float32) {
+func maxPool2Plane(g *poolGeom, src, dst []float32, arg []float32) {
 	maxPool2(g, src, dst, arg, true)
 }
 
@@ -145,7 +160,7 @@ func maxPool2Plane(g *convGeom, src, dst []float32, arg []float32) {
 // column ow0 on that is left to the Go loop. The kernels take whole planes
 // whose rows are four or eight windows wide (four from each of two rows
 // for four) and otherwise runs of eight windows along a row.
-func pool2Runs(g *convGeom, asm bool, kern func(at, o, n, half, adv int), rest func(oh, ow0 int)) {
+func pool2Runs(g *poolGeom, asm bool, kern func(at, o, n, half, adv int), rest func(oh, ow0 int)) {
 	w, wo := g.w, g.wo
 	asm = asm && haveAVX2
 	oh0 := 0 // the rows before oh0 are done
@@ -175,7 +190,7 @@ func pool2Last(w, at, n, half, adv int) int { return at + (n/8-1)*adv + half + w
 // maxPool2 is maxPool2Plane; asm allows the AVX2 kernel (see pool2Runs),
 // so that the tests can compare it with the Go loop. Starting from the
 // window's first element gives what maxPoolPlane's start from −∞ gives.
-func maxPool2(g *convGeom, src, dst []float32, arg []float32, asm bool) {
+func maxPool2(g *poolGeom, src, dst []float32, arg []float32, asm bool) {
 	w, wo := g.w, g.wo
 	pool2Runs(g, asm, func(at, o, n, half, adv int) {
 		_, _ = src[pool2Last(w, at, n, half, adv)], dst[o+n-1]
@@ -213,7 +228,7 @@ func maxPool2(g *convGeom, src, dst []float32, arg []float32, asm bool) {
 // each output gradient gy[o] to gx at the index arg[o] of its maximum.
 // If store, gx has unspecified contents and every element is written: as
 // if it were zeroed first. asm allows the AVX2 kernel (see pool2Runs).
-func maxPool2Grad(g *convGeom, gy, arg, gx []float32, store, asm bool) {
+func maxPool2Grad(g *poolGeom, gy, arg, gx []float32, store, asm bool) {
 	w, wo := g.w, g.wo
 	if store {
 		// The elements outside every window: a last odd row and column.

@@ -1,5 +1,6 @@
-// Shuffles shared by the AVX2 kernels of winograd_amd64.s and
-// pool_amd64.s.
+// Shuffles of the AVX2 kernels of pool_amd64.s; autograd/conv keeps a
+// copy for its winograd_amd64.s (an assembly file includes headers of its
+// own package's folder only). Change both.
 
 // DEINTERLEAVE splits the 16 floats lo:hi into their even elements (into
 // ev) and odd elements (into od), in order.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/autograd/conv"
 	"github.com/proxgen/proxgen/autograd/nchwc"
 	"github.com/proxgen/proxgen/internal/impl"
 	"github.com/proxgen/proxgen/internal/parallel"
@@ -31,7 +32,7 @@ var layers = []struct{ cin, cout, hw, k, s int }{
 type layer struct {
 	name      string
 	macs      float64
-	plan      *autograd.ConvPlan
+	plan      *conv.Plan
 	f         *nchwc.Filter
 	x, bias   []float32
 	in, out   *nchwc.Act
@@ -47,7 +48,7 @@ func newLayer(rng *rand.Rand, cin, cout, hw, k, s int) *layer {
 	}
 	bias := autograd.RandN(rng, cout).Data
 	pad := (k - 1) / 2
-	plan := autograd.NewConvPlan(w, bias, autograd.ConvConfig{Stride: [2]int{s, s}, Padding: [2]int{pad, pad}}, hw, hw, nil)
+	plan := conv.NewPlan(w.Data, w.Shape(), bias, conv.Config{Stride: [2]int{s, s}, Padding: [2]int{pad, pad}}, hw, hw, nil)
 	f, in := nchwc.PackFilter(w.Data, cout, cin, k), nchwc.NewAct(cin, hw, hw)
 	if cin <= 4 {
 		f, in = nchwc.PackImageFilter(w.Data, cout, cin, k), nchwc.NewImage(cin, hw, hw)
@@ -62,9 +63,9 @@ func newLayer(rng *rand.Rand, cin, cout, hw, k, s int) *layer {
 	}
 }
 
-// TestAgainstConvPlan checks Conv against ConvPlan.Run (bias and ReLU) on
+// TestAgainstPlan checks Conv against conv.Plan.Run (bias and ReLU) on
 // the layers of the benchmark.
-func TestAgainstConvPlan(t *testing.T) {
+func TestAgainstPlan(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, l := range layers {
 		ly := newLayer(rng, l.cin, l.cout, l.hw, l.k, l.s)
@@ -74,7 +75,7 @@ func TestAgainstConvPlan(t *testing.T) {
 		ly.out.ToNCHW(got)
 		for i, want := range ly.planOut {
 			if d := math.Abs(float64(got[i] - want)); d > 2e-5*(1+math.Abs(float64(want))) {
-				t.Fatalf("%s: value %d: got %g, ConvPlan %g", ly.name, i, got[i], want)
+				t.Fatalf("%s: value %d: got %g, conv.Plan %g", ly.name, i, got[i], want)
 			}
 		}
 	}
@@ -82,10 +83,10 @@ func TestAgainstConvPlan(t *testing.T) {
 
 // BenchmarkLayers times, on one thread at batch 1, Conv (input already in
 // its padded NCHW16c layout, the output written in the same layout) and
-// ConvPlan.Run with the algorithm it chooses (which copies the input into
+// conv.Plan.Run with the algorithm it chooses (which copies the input into
 // its own padded layout where it needs one), both with bias and ReLU.
 // GMAC/s is by CPU time where it is measured, and counts the direct convolution's multiply-adds for both,
-// also where ConvPlan runs Winograd.
+// also where conv.Plan runs Winograd.
 func BenchmarkLayers(b *testing.B) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, l := range layers {

@@ -2,7 +2,7 @@
 // (NCHW16c, the layout of ONNX Runtime's MLAS): nn/infer runs dense CIFAR
 // ResNets and small-batch VGGs in it (from the stem to the head, no layer
 // copying its input) where assembly kernels are available (Fast: AVX-512,
-// or AVX2 with FMA), because it beats autograd.ConvPlan's dense paths on
+// or AVX2 with FMA), because it beats conv.Plan's dense paths on
 // their small layers.
 //
 // An activation of C channels (any C ≥ 1) and H×W pixels is stored as
@@ -52,7 +52,7 @@
 // AMD EPYC Zen 4, 5 alternated runs, CPU µs per layer or image, bias and
 // ReLU in both): Conv runs the three ResNet-20 3×3 stride-1 layers (2.36 M
 // multiply-adds each) in 41.0–42.2 µs (56–57.5 G multiply-adds/s, the FMA
-// peak), against ConvPlan.Run's 50.5–52.7 (16 ch 32×32, gathered), 37.0–
+// peak), against conv.Plan.Run's 50.5–52.7 (16 ch 32×32, gathered), 37.0–
 // 44.5 (32 ch 16×16, Winograd) and 48.0–48.8 (64 ch 8×8, gathered); the
 // stride-2 3×3 layers in 20.6–21.3 µs against 41.3–47.5, the 1×1 stride-2
 // layers in 2.7–3.3 against 8.2–8.8, the stem in 11.6–11.8 against

@@ -37,7 +37,8 @@ internal/cpu, internal/impl, internal/parallel < INTERNALS;
 # Kernels: never autograd, models or anything above.
 INTERNALS < autograd/blas, autograd/internal/kernels;
 autograd/internal/kernels < autograd/nchwc; # the sparse row kernels
-autograd/blas, autograd/internal/kernels, autograd/nchwc < KERNELS;
+autograd/blas, autograd/internal/kernels < autograd/conv; # the convolution engine, its plans and sparse weights
+autograd/blas, autograd/internal/kernels, autograd/nchwc, autograd/conv < KERNELS;
 
 # Autograd: tensors and differentiable ops over the kernels.
 KERNELS < autograd < autograd/gradcheck;
@@ -282,6 +283,7 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		{"nn/prune", "optim"},                 // pruning never imports optim
 		{"nn/checkpoint", "optim/schedule"},   // model files never import optim
 		{"autograd/blas", "autograd"},         // kernels never import autograd
+		{"autograd/conv", "autograd"},         // nor does the convolution engine
 		{"autograd/nchwc", "nn"},              // nor anything above
 		{"nn/train", "cmd/internal/cifarrun"}, // nothing imports the application
 		{"cmd/internal/sweep", "cmd/cifar"},   // nor a program

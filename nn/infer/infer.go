@@ -38,7 +38,7 @@
 // network's layer graph (models.NewGraph) and compiles it once, folding
 // every batch normalisation into its convolution, packing the filters and
 // choosing each convolution's algorithm (the channel-blocked direct
-// convolution of autograd/nchwc, or an autograd.ConvPlan: gather, Winograd,
+// convolution of autograd/nchwc, or a conv.Plan of autograd/conv: gather, Winograd,
 // im2col, or sparse for layers whose weights are mostly exact zeros). The
 // prepared weights belong to the Model; the layers of package nn hold no
 // inference state. Prepare gives a network that runs through its Forward
@@ -265,7 +265,7 @@ func New(net nn.Module, spec models.Spec, opts ...Option) (*Model, error) {
 // Algorithms names the algorithm of every convolution, in the order of
 // the network (a ResNet block's conv1, conv2, then its shortcut, option A's
 // selection included), for a batch of the given size: "gather",
-// "winograd", "im2col" or "sparse" (see autograd.ConvPlan), or "direct"
+// "winograd", "im2col" or "sparse" (see conv.Plan), or "direct"
 // for a dense ResNet run in autograd/nchwc's channel-blocked layout
 // ("direct-skip" for its convolutions with all-zero filter vectors, which
 // the kernels skip: SIMD-block sparsity); a

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/autograd/conv"
 	"github.com/proxgen/proxgen/internal/cifarinfo"
 	"github.com/proxgen/proxgen/nn"
 )
@@ -12,7 +13,7 @@ import (
 // plan is a network compiled for inference once, at load: every batch
 // normalisation folded into the convolution before it (weights scaled per
 // filter, the shift as the convolution's bias), every convolution an
-// autograd.ConvPlan with its filters packed once and the ReLU, the
+// conv.Plan with its filters packed once and the ReLU, the
 // residual add and the bias applied by its epilogue, and the activations
 // in buffers of the call's scratch, reused by the next call of the same
 // batch size. A plan is immutable and safe for concurrent use.
@@ -102,7 +103,7 @@ func (s shape) size() int { return s.c * s.h * s.w }
 
 // convStep is one compiled convolution.
 type convStep struct {
-	p    *autograd.ConvPlan
+	p    *conv.Plan
 	in   shape
 	out  shape
 	relu bool
@@ -111,18 +112,13 @@ type convStep struct {
 // foldConv compiles l for inputs of shape in; the layer runs sparse if
 // sparse.
 func foldConv(l convLayer, in shape, sparse bool) convStep {
-	conv, relu := l.conv, l.relu
-	fw, bias := foldWeights(conv, l.bn)
-	var sw *autograd.SparseWeight
+	cl, relu := l.conv, l.relu
+	fw, bias := foldWeights(cl, l.bn)
+	var sw *conv.SparseWeight
 	if sparse {
-		sw = autograd.NewSparseWeight(fw)
+		sw = conv.NewSparseWeight(fw.Data, fw.Shape())
 	}
-	cfg := autograd.ConvConfig{
-		Stride:   [2]int{conv.Stride, conv.Stride},
-		Padding:  [2]int{conv.Padding, conv.Padding},
-		Dilation: [2]int{conv.Dilation, conv.Dilation},
-	}
-	p := autograd.NewConvPlan(fw, bias, cfg, in.h, in.w, sw)
+	p := conv.NewPlan(fw.Data, fw.Shape(), bias, convConfig(cl), in.h, in.w, sw)
 	c, h, wd := p.OutShape()
 	return convStep{p: p, in: in, out: shape{c, h, wd}, relu: relu}
 }
@@ -192,9 +188,9 @@ type blockPlan struct {
 	conv1, conv2 convStep
 	shortcut     *convStep
 	// chained: conv1 writes straight into conv2's padded input (both
-	// sparse; see autograd.ConvPlan.RunChained); padded: also the identity
+	// sparse; see conv.Plan.RunChained); padded: also the identity
 	// shortcut, so that the block reads and writes conv1's padded layout
-	// (autograd.ConvPlan.RunBlockPadded).
+	// (conv.Plan.RunBlockPadded).
 	chained, padded bool
 }
 
@@ -237,7 +233,7 @@ func (p *resnetPlan) forward(s *scratch, x []float32, n int) []float32 {
 	last := p.stem.out
 	// padded: cur holds the padded layout of the previous block (in
 	// which it ran), not the plain activation.
-	var padded *autograd.ConvPlan
+	var padded *conv.Plan
 	unpad := func() {
 		padded.Unpad(n, cur[:n*padded.PaddedSize()], t[:n*padded.InSize()])
 		cur, t, padded = t, cur, nil
@@ -343,7 +339,7 @@ type vggPlan struct {
 	steps      []vggStep
 	classifier *nn.Linear
 	// sparse is the classifier's sparse weight when it runs sparse.
-	sparse *autograd.SparseWeight
+	sparse *conv.SparseWeight
 	out    shape
 	max    int
 }
@@ -359,7 +355,7 @@ type vggStep struct {
 func newVGGPlan(v *vggNet, sparse map[string]bool) *vggPlan {
 	p := &vggPlan{classifier: v.classifier}
 	if sparse[v.classifierName] {
-		p.sparse = autograd.NewSparseWeight(v.classifier.Weight)
+		p.sparse = conv.NewSparseWeight(v.classifier.Weight.Data, v.classifier.Weight.Shape())
 	}
 	cur := inputShape
 	p.max = cur.size()
@@ -410,7 +406,7 @@ func (p *vggPlan) forward(s *scratch, x []float32, n int) []float32 {
 	}
 	y := autograd.FromSlice(cur[:n*p.out.size()], n, p.out.size()).In(&s.ctx)
 	if p.sparse != nil {
-		return autograd.LinearSparse(y, p.classifier.Weight, p.sparse, p.classifier.Bias).Data
+		return linearSparse(y, p.classifier, p.sparse).Data
 	}
 	return p.classifier.Forward(y).Data
 }

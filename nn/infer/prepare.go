@@ -2,9 +2,11 @@ package infer
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/autograd/conv"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/models"
 )
@@ -140,7 +142,7 @@ func walkModules(m nn.Module, name string, f func(name string, m nn.Module)) {
 // Prepare returns a module that computes net in evaluation mode as its
 // Forward does, but with every convolution and linear layer whose weight
 // has at least EagerMinZeros exact zeros (MinZeros and Dense change this)
-// multiplied by a sparse copy of that weight (autograd.SparseWeight), and
+// multiplied by a sparse copy of that weight (conv.SparseWeight), and
 // the report of which layers do. It is for code that runs a network
 // through Forward, as cmd/cifar's -eval-only does; New compiles the
 // network instead. The copies are made now: net's weights must not change
@@ -171,14 +173,14 @@ func prepare(net nn.Module, o prepOptions) (*preparedNet, Report) {
 		sparse[l.Name] = l.Sparse
 	}
 	p.g = g
-	p.sparse = make([]*autograd.SparseWeight, len(g.Nodes))
+	p.sparse = make([]*conv.SparseWeight, len(g.Nodes))
 	p.selection = make([]*autograd.Tensor, len(g.Nodes))
 	for i, n := range g.Nodes {
 		switch {
 		case n.Op == models.OpConv && sparse[n.Name]:
-			p.sparse[i] = autograd.NewSparseWeight(n.Conv.Weight)
+			p.sparse[i] = conv.NewSparseWeight(n.Conv.Weight.Data, n.Conv.Weight.Shape())
 		case n.Op == models.OpLinear && sparse[n.Name]:
-			p.sparse[i] = autograd.NewSparseWeight(n.Linear.Weight)
+			p.sparse[i] = conv.NewSparseWeight(n.Linear.Weight.Data, n.Linear.Weight.Shape())
 		case n.Op == models.OpSelect:
 			p.selection[i] = selectionConv(n.Targets, n.Shape[1]).Weight
 		}
@@ -189,10 +191,10 @@ func prepare(net nn.Module, o prepOptions) (*preparedNet, Report) {
 // preparedNet is a network run node by node through its layer graph, its
 // sparse layers multiplied by their sparse weights.
 type preparedNet struct {
-	nn.Module                          // the network: Params, Buffers, SetTraining and, without g, Forward
-	g         *models.Graph            // its graph, nil: run Module.Forward
-	sparse    []*autograd.SparseWeight // per node of g: the sparse weight of a sparse layer
-	selection []*autograd.Tensor       // per node of g: the 0/1 weight of an option-A shortcut
+	nn.Module                      // the network: Params, Buffers, SetTraining and, without g, Forward
+	g         *models.Graph        // its graph, nil: run Module.Forward
+	sparse    []*conv.SparseWeight // per node of g: the sparse weight of a sparse layer
+	selection []*autograd.Tensor   // per node of g: the 0/1 weight of an option-A shortcut
 }
 
 // Forward computes the network on x, as the network's Forward computes it
@@ -213,18 +215,14 @@ func (p *preparedNet) Forward(x *autograd.Tensor) *autograd.Tensor {
 		case models.OpConv:
 			c := n.Conv
 			if s := p.sparse[i]; s != nil && !autograd.Records(in, c.Weight, c.Bias) {
-				y = autograd.Conv2dSparse(in, c.Weight, s, c.Bias, autograd.ConvConfig{
-					Stride:   [2]int{c.Stride, c.Stride},
-					Padding:  [2]int{c.Padding, c.Padding},
-					Dilation: [2]int{c.Dilation, c.Dilation},
-				})
+				y = conv2dSparse(in, c, s)
 			} else {
 				y = c.Forward(in)
 			}
 		case models.OpLinear:
 			l := n.Linear
 			if s := p.sparse[i]; s != nil && !autograd.Records(in, l.Weight, l.Bias) {
-				y = autograd.LinearSparse(in, l.Weight, s, l.Bias)
+				y = linearSparse(in, l, s)
 			} else {
 				y = l.Forward(in)
 			}
@@ -251,4 +249,56 @@ func (p *preparedNet) Forward(x *autograd.Tensor) *autograd.Tensor {
 		vals[i] = y
 	}
 	return vals[len(vals)-1]
+}
+
+// convConfig returns the stride, padding and dilation of c.
+func convConfig(c *nn.Conv2d) conv.Config {
+	return conv.Config{
+		Stride:   [2]int{c.Stride, c.Stride},
+		Padding:  [2]int{c.Padding, c.Padding},
+		Dilation: [2]int{c.Dilation, c.Dilation},
+	}
+}
+
+// conv2dSparse returns what c.Forward(x) returns in evaluation mode,
+// computed with s, the sparse form of c's weight (conv.ForwardSparse),
+// and bound to x's context; it records no graph, and the caller makes
+// sure that none is wanted (autograd.Records). It panics, naming the
+// shapes, if x is no batch of c's images or s was made for another shape.
+func conv2dSparse(x *autograd.Tensor, c *nn.Conv2d, s *conv.SparseWeight) *autograd.Tensor {
+	w := c.Weight
+	if !slices.Equal(s.Shape(), w.Shape()) || x.Rank() != 4 || x.Dim(1) != w.Dim(1) {
+		panic(fmt.Sprintf("infer: sparse convolution of input %v with weight %v (sparse weight of shape %v)", x.Shape(), w.Shape(), s.Shape()))
+	}
+	g, err := conv.NewGeom(x.Dim(1), x.Dim(2), x.Dim(3), w.Dim(2), w.Dim(3), convConfig(c))
+	if err != nil {
+		panic(fmt.Sprintf("infer: sparse convolution: %v (input %v, weight %v)", err, x.Shape(), w.Shape()))
+	}
+	ho, wo := g.Out()
+	out := x.Context().New(x.Dim(0), w.Dim(0), ho, wo)
+	conv.ForwardSparse(g, s, x.Dim(0), x.Data, tensorData(c.Bias), out.Data)
+	return out
+}
+
+// linearSparse returns what l.Forward(x) returns, computed with s, the
+// sparse form of l's weight (conv.SparseWeight.Linear), and bound to x's
+// context; it records no graph, and the caller makes sure that none is
+// wanted (autograd.Records). It panics, naming the shapes, if x is no
+// batch of l's inputs or s was made for another shape.
+func linearSparse(x *autograd.Tensor, l *nn.Linear, s *conv.SparseWeight) *autograd.Tensor {
+	w := l.Weight
+	if !slices.Equal(s.Shape(), w.Shape()) || x.Rank() != 2 || x.Dim(1) != w.Dim(1) {
+		panic(fmt.Sprintf("infer: sparse linear layer of input %v with weight %v (sparse weight of shape %v)", x.Shape(), w.Shape(), s.Shape()))
+	}
+	out := x.Context().New(x.Dim(0), w.Dim(0))
+	s.Linear(x.Dim(0), x.Data, tensorData(l.Bias), out.Data)
+	return out
+}
+
+// tensorData returns t.Data, or nil for a nil t.
+func tensorData(t *autograd.Tensor) []float32 {
+	if t == nil {
+		return nil
+	}
+	return t.Data
 }

@@ -16,7 +16,8 @@
 // package "kernels" ("avx2" on amd64, "neon" on arm64); tests run every
 // kernel through each of them and through the Go loops and compare the
 // bits. Files ending in _generic.go build where no assembly does. The
-// GEMM micro-kernels live in autograd/blas; the max-pool, Winograd and
+// GEMM micro-kernels live in autograd/blas; the max-pool and
 // exponential-sum kernels of autograd's own loops live beside those loops
-// (pool_amd64.s, conv_winograd_amd64.s, expsum_amd64.s).
+// (pool_amd64.s, expsum_amd64.s), and the Winograd transforms beside the
+// convolution engine (autograd/conv's winograd_amd64.s).
 package kernels

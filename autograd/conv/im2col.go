@@ -1,22 +1,26 @@
-package autograd
+package conv
 
-// convGeom describes the geometry of one 2-D convolution (or pooling)
-// window sweep over a single C×H×W image.
-type convGeom struct {
-	c, h, w    int      // input channels, height, width
-	kh, kw     int      // kernel height and width
-	sh, sw     int      // strides
-	ph, pw     int      // zero padding on each side
-	dh, dw     int      // dilations
-	ho, wo     int      // output height and width
-	rows, cols int      // im2col matrix size: c·kh·kw rows × ho·wo columns
-	algo       convAlgo // algorithm forced by the caller, or algoAuto
-	bf16       bool     // products in bfloat16 (with algo im2col)
+import "sync"
+
+// Geom is the geometry of one 2-D convolution over a single C×H×W image:
+// the image, the kernel, the stride, padding and dilation, the output
+// size and the algorithm forced by the caller (made by NewGeom). A Geom
+// is immutable once made and safe for concurrent use.
+type Geom struct {
+	c, h, w    int  // input channels, height, width
+	kh, kw     int  // kernel height and width
+	sh, sw     int  // strides
+	ph, pw     int  // zero padding on each side
+	dh, dw     int  // dilations
+	ho, wo     int  // output height and width
+	rows, cols int  // im2col matrix size: c·kh·kw rows × ho·wo columns
+	algo       Algo // algorithm forced by the caller, or AlgoAuto
+	bf16       bool // products in bfloat16 (with algo im2col)
 }
 
-// outSize returns the PyTorch output length of a convolution along one axis:
+// OutSize returns the PyTorch output length of a convolution along one axis:
 // ⌊(in + 2·pad − dil·(k−1) − 1) / stride⌋ + 1.
-func outSize(in, k, stride, pad, dil int) int {
+func OutSize(in, k, stride, pad, dil int) int {
 	span := in + 2*pad - dil*(k-1) - 1
 	if span < 0 {
 		return 0
@@ -42,11 +46,11 @@ func validRange(off, stride, n, outN int) (lo, hi int) {
 // in col with row stride ld: row (ci, ki, kj) holds, for every output
 // position, the input element under kernel tap (ki, kj) of channel ci, or 0
 // in the padding.
-func im2col(g *convGeom, x, col []float32, ld int) { im2colRows(g, x, col, ld, 0, g.ho) }
+func im2col(g *Geom, x, col []float32, ld int) { im2colRows(g, x, col, ld, 0, g.ho) }
 
 // im2colRows is im2col for the output rows [oh0, oh1) alone: the columns
 // of col are their (oh1−oh0)·wo output positions.
-func im2colRows(g *convGeom, x, col []float32, ld, oh0, oh1 int) {
+func im2colRows(g *Geom, x, col []float32, ld, oh0, oh1 int) {
 	hw := g.h * g.w
 	r := 0
 	for ci := 0; ci < g.c; ci++ {
@@ -82,17 +86,17 @@ func im2colRows(g *convGeom, x, col []float32, ld, oh0, oh1 int) {
 
 // wide reports whether im2colWide applies: stride 1 and no negative
 // padding.
-func (g *convGeom) wide() bool {
+func (g *Geom) wide() bool {
 	return g.sh == 1 && g.sw == 1 && g.ph >= 0 && g.pw >= 0
 }
 
 // widePitch returns the row length of the padded image used by
 // im2colWide, which is also the number of columns per output row of the
 // wide im2col matrix.
-func (g *convGeom) widePitch() int { return g.w + 2*g.pw }
+func (g *Geom) widePitch() int { return g.w + 2*g.pw }
 
 // padSize returns the length of the padded-image buffer of im2colWide.
-func (g *convGeom) padSize() int {
+func (g *Geom) padSize() int {
 	return g.c*(g.h+2*g.ph)*g.widePitch() + (g.kw-1)*g.dw
 }
 
@@ -102,7 +106,7 @@ func (g *convGeom) padSize() int {
 // the matrix is one contiguous slice of the padded image. Columns ow >=
 // g.wo are garbage and must be dropped from the product. col is a g.rows ×
 // g.ho·wp matrix with row stride ld; pad is scratch of g.padSize() elements.
-func im2colWide(g *convGeom, x, pad, col []float32, ld int) {
+func im2colWide(g *Geom, x, pad, col []float32, ld int) {
 	wp, hp := g.widePitch(), g.h+2*g.ph
 	plane := hp * wp
 	padImage(g, x, pad)
@@ -122,7 +126,7 @@ func im2colWide(g *convGeom, x, pad, col []float32, ld int) {
 // col2im is the adjoint of im2col: it adds every element of col (g.rows ×
 // g.cols) to the input element of dx (c×h×w) it was copied from, skipping
 // padding positions. Additions happen in a fixed order.
-func col2im(g *convGeom, col, dx []float32) {
+func col2im(g *Geom, col, dx []float32) {
 	hw, p := g.h*g.w, g.cols
 	for ci := 0; ci < g.c; ci++ {
 		img := dx[ci*hw : (ci+1)*hw]
@@ -168,7 +172,7 @@ func col2im(g *convGeom, col, dx []float32) {
 // in (ki, kj, ci) order, with 0 in the padding. Because xT keeps the
 // channels of a pixel together, each kernel row is one or a few contiguous
 // copies.
-func im2colT(g *convGeom, xT, colT []float32) {
+func im2colT(g *Geom, xT, colT []float32) {
 	c, k := g.c, g.rows
 	run := g.kw * c
 	for oh := 0; oh < g.ho; oh++ {
@@ -203,3 +207,52 @@ func im2colT(g *convGeom, xT, colT []float32) {
 // colScratch holds im2col matrices; partialScratch holds per-chunk weight
 // gradient partial sums.
 var colScratch, partialScratch scratch
+
+// scratch is a free list of float32 buffers reused across calls. Unlike a
+// sync.Pool it is not emptied by the garbage collector, so steady-state
+// training allocates no scratch space; it holds at most as many buffers as
+// were ever in use at once (about one per worker), each grown to the
+// largest size requested.
+type scratch struct {
+	mu   sync.Mutex
+	free [][]float32
+}
+
+// get returns a buffer of length n with unspecified contents: the
+// smallest free one that is large enough, or else a new one that replaces
+// the smallest free one, so that callers asking for buffers of different
+// sizes at once do not keep replacing each other's.
+func (s *scratch) get(n int) []float32 {
+	s.mu.Lock()
+	best, smallest := -1, -1
+	for i, b := range s.free {
+		if cap(b) >= n && (best < 0 || cap(b) < cap(s.free[best])) {
+			best = i
+		}
+		if smallest < 0 || cap(b) < cap(s.free[smallest]) {
+			smallest = i
+		}
+	}
+	if best < 0 {
+		best = smallest
+	}
+	var b []float32
+	if best >= 0 {
+		b = s.free[best]
+		last := len(s.free) - 1
+		s.free[best] = s.free[last]
+		s.free = s.free[:last]
+	}
+	s.mu.Unlock()
+	if cap(b) < n {
+		b = make([]float32, n)
+	}
+	return b[:n]
+}
+
+// put returns a buffer obtained from get.
+func (s *scratch) put(b []float32) {
+	s.mu.Lock()
+	s.free = append(s.free, b)
+	s.mu.Unlock()
+}

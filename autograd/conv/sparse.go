@@ -1,4 +1,4 @@
-package autograd
+package conv
 
 import (
 	"fmt"
@@ -15,9 +15,9 @@ import (
 // snapshot: changing the dense weight afterwards does not change it (see
 // Matches). A SparseWeight is safe for concurrent use.
 //
-// Conv2dSparse and LinearSparse multiply it with the input without a
-// graph; the product skips the zeros, which pays from a zero fraction of
-// about a half on (docs/benchmarks.md has the measurements).
+// ForwardSparse, a sparse Plan and Linear multiply it with the input; the
+// product skips the zeros, which pays from a zero fraction of about a
+// half on (docs/benchmarks.md has the measurements).
 type SparseWeight struct {
 	shape      []int
 	rows, cols int // filter matrix: rows × cols = Cout × Cin·kh·kw or out × in
@@ -30,39 +30,43 @@ type SparseWeight struct {
 	offs map[[3]int]*kernels.CSR // the matrix with the element offsets of each input layout
 }
 
-// NewSparseWeight returns the sparse form of w, a rank-4 convolution or
-// rank-2 linear weight, keeping every element that is not zero (NaN
-// included; −0 counts as zero). It panics for other ranks or a matrix
-// with 2³¹ or more nonzero elements or columns.
-func NewSparseWeight(w *Tensor) *SparseWeight {
-	s := &SparseWeight{shape: cloneInts(w.shape), kh: 1, kw: 1}
-	switch w.Rank() {
+// NewSparseWeight returns the sparse form of w, a convolution weight of
+// shape (Cout, Cin, kh, kw) or a linear weight of shape (out, in),
+// keeping every element that is not zero (NaN included; −0 counts as
+// zero). It panics for other ranks, a length that does not match the
+// shape, or a matrix with 2³¹ or more nonzero elements or columns.
+func NewSparseWeight(w []float32, shape []int) *SparseWeight {
+	s := &SparseWeight{shape: slices.Clone(shape), kh: 1, kw: 1}
+	switch len(shape) {
 	case 2:
-		s.rows, s.cols = w.shape[0], w.shape[1]
+		s.rows, s.cols = shape[0], shape[1]
 	case 4:
-		s.rows, s.cols = w.shape[0], w.shape[1]*w.shape[2]*w.shape[3]
-		s.kh, s.kw = w.shape[2], w.shape[3]
+		s.rows, s.cols = shape[0], shape[1]*shape[2]*shape[3]
+		s.kh, s.kw = shape[2], shape[3]
 	default:
-		panic(fmt.Sprintf("autograd.NewSparseWeight: weight must have rank 2 (out, in) or 4 (Cout, Cin, kh, kw), got shape %v", w.shape))
+		panic(fmt.Sprintf("conv.NewSparseWeight: weight must have rank 2 (out, in) or 4 (Cout, Cin, kh, kw), got shape %v", shape))
+	}
+	if min(s.rows, s.cols, s.kh, s.kw) < 0 || len(w) != s.rows*s.cols {
+		panic(fmt.Sprintf("conv.NewSparseWeight: %d values for a weight of shape %v", len(w), shape))
 	}
 	const limit = 1<<31 - 1
 	if s.cols > limit {
-		panic(fmt.Sprintf("autograd.NewSparseWeight: weight %v has more than 2^31 columns", w.shape))
+		panic(fmt.Sprintf("conv.NewSparseWeight: weight %v has more than 2^31 columns", shape))
 	}
 	nnz := 0
-	for _, v := range w.Data {
+	for _, v := range w {
 		if v != 0 {
 			nnz++
 		}
 	}
 	if nnz > limit {
-		panic(fmt.Sprintf("autograd.NewSparseWeight: weight %v has more than 2^31 nonzero elements", w.shape))
+		panic(fmt.Sprintf("conv.NewSparseWeight: weight %v has more than 2^31 nonzero elements", shape))
 	}
 	s.rowPtr = make([]int32, s.rows+1)
 	s.col = make([]int32, 0, nnz)
 	s.val = make([]float32, 0, nnz)
 	for r := range s.rows {
-		for c, v := range w.Data[r*s.cols : (r+1)*s.cols] {
+		for c, v := range w[r*s.cols : (r+1)*s.cols] {
 			if v != 0 {
 				s.col = append(s.col, int32(c))
 				s.val = append(s.val, v)
@@ -80,16 +84,16 @@ func (s *SparseWeight) Shape() []int { return s.shape }
 // NNZ returns the number of stored (nonzero) elements.
 func (s *SparseWeight) NNZ() int { return len(s.val) }
 
-// Matches reports whether w has the shape and exactly the elements s was
-// made from (every nonzero bit-identical, every other element ±0). It
-// reads all of w.
-func (s *SparseWeight) Matches(w *Tensor) bool {
-	if !slices.Equal(w.shape, s.shape) {
+// Matches reports whether the weight w of the given shape has exactly the
+// elements s was made from (every nonzero bit-identical, every other
+// element ±0). It reads all of w.
+func (s *SparseWeight) Matches(w []float32, shape []int) bool {
+	if !slices.Equal(shape, s.shape) || len(w) != s.rows*s.cols {
 		return false
 	}
 	for r := range s.rows {
 		p := int(s.rowPtr[r])
-		for c, v := range w.Data[r*s.cols : (r+1)*s.cols] {
+		for c, v := range w[r*s.cols : (r+1)*s.cols] {
 			if p < int(s.rowPtr[r+1]) && int(s.col[p]) == c {
 				if v != s.val[p] && !(v != v && s.val[p] != s.val[p]) {
 					return false
@@ -119,7 +123,7 @@ func (s *SparseWeight) offsets(a, b, c int) *kernels.CSR {
 // (ki mod s, kj mod s) from row ki div s, column kj div s on, so that the
 // output on the grid widened to the phase planes' width is one run per
 // term. The result is cached per layout.
-func (s *SparseWeight) phaseOffsets(g *convGeom) *kernels.CSR {
+func (s *SparseWeight) phaseOffsets(g *Geom) *kernels.CSR {
 	st := g.sh
 	pa, pb, ph, pw := g.phases()
 	plane := ph * pw
@@ -192,7 +196,7 @@ const windowRows = 128
 // in the cache; an image of at most wideWhole values stays there whole,
 // and without windows (0) each filter's accumulators are loaded and stored
 // once per column block instead of once per window.
-func wideSpan(g *convGeom) int {
+func wideSpan(g *Geom) int {
 	if g.padSize() <= wideWhole {
 		return 0
 	}
@@ -203,44 +207,42 @@ func wideSpan(g *convGeom) int {
 // sparse product reads without offset windows.
 const wideWhole = 32 << 10
 
-// mustMatchSparse panics unless s was made for a weight of w's shape.
-func mustMatchSparse(op string, w *Tensor, s *SparseWeight) {
-	if !slices.Equal(w.shape, s.shape) {
-		panic(fmt.Sprintf("autograd.%s: sparse weight of shape %v for weight %v", op, s.shape, w.shape))
+// mustMatchSparse panics unless s was made for a weight of the given
+// shape.
+func mustMatchSparse(op string, shape []int, s *SparseWeight) {
+	if !slices.Equal(shape, s.shape) {
+		panic(fmt.Sprintf("conv.%s: sparse weight of shape %v for weight %v", op, s.shape, shape))
 	}
 }
 
-// Conv2dSparse returns what Conv2dWith(x, w, b, cfg) returns, computed
-// with the sparse form s of w when no graph is recorded (in a NoGrad
-// Context, or when no input requires a gradient); the result is bound to
-// the inputs' context. When Records(x, w, b) holds it is Conv2dWith itself, so gradients stay correct; s must
-// then equal w for the two paths to agree, which the caller ensures (s is
-// a snapshot of w).
-//
-// The product skips the zero weights: each output channel is the sum of
-// its nonzero weights times the matching rows of the im2col matrix, added
-// in the order of the weights. For stride 1 and output rows of at least
+// ForwardSparse sets out to what Forward(g, n, m, x, w, bias, out)
+// computes, where s is the sparse form of w (m = s.Shape()[0]): the
+// product skips the zero weights. Each output channel is the sum of its
+// nonzero weights times the matching rows of the im2col matrix, added in
+// the order of the weights. For stride 1 and output rows of at least
 // eight positions those rows are read straight from the zero-padded image
 // on the widened grid of im2colWide, so no im2col matrix is built; the
 // product runs in windows of 16 input channels (the padded rows they read
-// stay in the cache). Results
-// equal the dense path's to float32 rounding (a different summation
-// order) and are bit-identical for every number of workers.
-func Conv2dSparse(x, w *Tensor, s *SparseWeight, b *Tensor, cfg ConvConfig) *Tensor {
-	g := convGeometry(x, w, b, cfg)
-	mustMatchSparse("Conv2dSparse", w, s)
-	c := contextOf("Conv2dSparse", x, w, b)
-	if c.needsGrad(x, w, b) {
-		return Conv2dWith(x, w, b, cfg)
+// stay in the cache). Results equal Forward's to float32 rounding (a
+// different summation order) and are bit-identical for every number of
+// workers. It panics if s is not a convolution weight of g's kernel and
+// channels, or on lengths Forward would refuse.
+func ForwardSparse(g *Geom, s *SparseWeight, n int, x, bias, out []float32) {
+	if len(s.shape) != 4 || s.shape[1] != g.c || s.kh != g.kh || s.kw != g.kw {
+		panic(fmt.Sprintf("conv.ForwardSparse: sparse weight of shape %v for geometry %s", s.shape, g))
 	}
-	out := c.empty(x.shape[0], w.shape[0], g.ho, g.wo)
-	sparseConv(g, s, x.shape[0], x.Data, out.Data, tensorData(b), nil, kernels.Plain, false)
-	return out
+	m := s.rows
+	xSize, ySize := g.c*g.h*g.w, m*g.cols
+	if n < 0 || len(x) != n*xSize || len(out) != n*ySize || (bias != nil && len(bias) != m) {
+		panic(fmt.Sprintf("conv.ForwardSparse: %d images and %d filters of geometry %s need %d input, %d output and 0 or %d bias values, got %d, %d and %d",
+			n, m, g, n*xSize, n*ySize, m, len(x), len(out), len(bias)))
+	}
+	sparseConv(g, s, n, x, out, bias, nil, kernels.Plain, false)
 }
 
 // sparseConv sets out to the convolution of geometry g of the n images in
-// x with the sparse filters s, plus bias (if not nil): Conv2dSparse's
-// product on plain slices. If serial, each image's filters run on one
+// x with the sparse filters s, plus bias (if not nil): ForwardSparse's
+// product. If serial, each image's filters run on one
 // worker (the images still run in parallel).
 //
 // The epilogue e (kernels.ReLU, or kernels.AddReLU with residual, laid
@@ -248,7 +250,7 @@ func Conv2dSparse(x, w *Tensor, s *SparseWeight, b *Tensor, cfg ConvConfig) *Ten
 // in the same pass that drops the widened grid's extra columns; with
 // kernels.Plain and a nil residual there is none. The residual is read
 // only with AddReLU.
-func sparseConv(g *convGeom, s *SparseWeight, n int, x, out, bias, residual []float32, e kernels.Epilogue, serial bool) {
+func sparseConv(g *Geom, s *SparseWeight, n int, x, out, bias, residual []float32, e kernels.Epilogue, serial bool) {
 	c := sparseCall{g: g, s: s, x: x, out: out, bias: bias, residual: residual, e: e, serial: serial,
 		xSize: g.c * g.h * g.w, ySize: s.rows * g.cols}
 	grain := 1
@@ -285,7 +287,7 @@ func sparseConv(g *convGeom, s *SparseWeight, n int, x, out, bias, residual []fl
 // sparseCall is one call of sparseConv: what its loop over the images
 // needs, handed to a method rather than captured by closures.
 type sparseCall struct {
-	g                      *convGeom
+	g                      *Geom
 	s                      *SparseWeight
 	x, out, bias, residual []float32
 	xSize, ySize           int
@@ -381,11 +383,11 @@ func (c *sparseCall) images(lo, hi int) {
 
 // padImage writes the zero-padded image of x into pad, laid out as
 // im2colWide reads it.
-func padImage(g *convGeom, x, pad []float32) { padChannels(g, x, pad, 0, g.c) }
+func padImage(g *Geom, x, pad []float32) { padChannels(g, x, pad, 0, g.c) }
 
 // padChannels is padImage for the channels [c0, c1) alone; the channel
 // range that ends at g.c also clears what follows the last plane.
-func padChannels(g *convGeom, x, pad []float32, c0, c1 int) {
+func padChannels(g *Geom, x, pad []float32, c0, c1 int) {
 	wp, hp := g.widePitch(), g.h+2*g.ph
 	plane := hp * wp
 	// One pass over pad: each plane's top padding rows and the left
@@ -431,7 +433,7 @@ func copyRow(dst, src []float32) {
 // of wp positions) to y, dropping the extra columns, and applies the
 // epilogue e on the way (kernels.Plain: a plain copy; the residual r, laid
 // out as y, is read only with kernels.AddReLU).
-func dropWide(g *convGeom, cout, wp int, wide, y, r []float32, e kernels.Epilogue) {
+func dropWide(g *Geom, cout, wp int, wide, y, r []float32, e kernels.Epilogue) {
 	for o := 0; o < cout; o++ {
 		for oh := 0; oh < g.ho; oh++ {
 			src := wide[(o*g.ho+oh)*wp:]
@@ -450,48 +452,32 @@ func dropWide(g *convGeom, cout, wp int, wide, y, r []float32, e kernels.Epilogu
 	}
 }
 
-// LinearSparse returns what Linear(x, w, b) returns, computed with the
-// sparse form s of w when no graph is recorded (otherwise it is Linear
-// itself; see Conv2dSparse). Each output feature sums its nonzero weights
-// times the matching input features, over the batch at once.
-func LinearSparse(x, w *Tensor, s *SparseWeight, b *Tensor) *Tensor {
-	mustRank("LinearSparse", "x", x, 2)
-	mustRank("LinearSparse", "weight", w, 2)
-	mustMatchSparse("LinearSparse", w, s)
-	c := contextOf("LinearSparse", x, w, b)
-	if c.needsGrad(x, w, b) {
-		return Linear(x, w, b)
+// Linear sets out (batch × out values) to x·Wᵀ + bias for the linear
+// weight W (out × in) whose sparse form s is and the batch rows of x (in
+// values each); bias has out values, or is nil. Each output feature sums
+// its nonzero weights times the matching input features, over the batch
+// at once, in the order of the weights: the results equal the dense
+// product's to float32 rounding and are bit-identical for every number of
+// workers. It panics if s is not a linear weight or on other lengths.
+func (s *SparseWeight) Linear(batch int, x, bias, out []float32) {
+	nOut, in := s.rows, s.cols
+	if len(s.shape) != 2 || batch < 0 || len(x) != batch*in || len(out) != batch*nOut || (bias != nil && len(bias) != nOut) {
+		panic(fmt.Sprintf("conv.SparseWeight.Linear: a batch of %d for weight %v needs %d input, %d output and 0 or %d bias values, got %d, %d and %d",
+			batch, s.shape, batch*in, batch*nOut, nOut, len(x), len(out), len(bias)))
 	}
-	if x.shape[1] != w.shape[1] {
-		panic(fmt.Sprintf("autograd.LinearSparse: input features differ: x %v vs weight %v", x.shape, w.shape))
-	}
-	nOut, in, batch := w.shape[0], w.shape[1], x.shape[0]
-	if b != nil && (b.Rank() != 1 || b.shape[0] != nOut) {
-		panic(fmt.Sprintf("autograd.LinearSparse: bias shape %v does not match weight %v", b.shape, w.shape))
-	}
-	out := c.empty(batch, nOut)
 	if batch == 0 {
-		return out
+		return
 	}
 	off := s.offsets(batch, 0, 0)
 	if batch == 1 {
-		s.mulRows(out.Data, 1, 1, off, x.Data, tensorData(b), 0, false)
-		return out
+		s.mulRows(out, 1, 1, off, x, bias, 0, false)
+		return
 	}
 	// Features as rows: yᵀ = W·xᵀ.
 	xT, yT := colScratch.get(in*batch), colScratch.get(nOut*batch)
 	defer colScratch.put(xT)
 	defer colScratch.put(yT)
-	transpose(batch, in, x.Data, xT)
-	s.mulRows(yT, batch, batch, off, xT, tensorData(b), windowRows*batch, false)
-	transpose(nOut, batch, yT, out.Data)
-	return out
-}
-
-// tensorData returns t.Data, or nil for a nil t.
-func tensorData(t *Tensor) []float32 {
-	if t == nil {
-		return nil
-	}
-	return t.Data
+	kernels.Transpose(batch, in, x, xT)
+	s.mulRows(yT, batch, batch, off, xT, bias, windowRows*batch, false)
+	kernels.Transpose(nOut, batch, yT, out)
 }

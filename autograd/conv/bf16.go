@@ -1,4 +1,4 @@
-package autograd
+package conv
 
 import (
 	"sync"
@@ -23,7 +23,7 @@ import (
 // from im2col's products, whose K runs in (c, ki, kj) order); results do
 // not depend on the number of workers (each image is one product).
 type pairConv struct {
-	g      *convGeom
+	g      *Geom
 	m      int // output channels
 	pa     *blas.BF16PackedA
 	offs   []int32
@@ -34,7 +34,7 @@ type pairConv struct {
 // pairConvOK reports whether pairConv and weightGradWords compute
 // convolutions of geometry g: stride 1, or stride 2 without dilation, and
 // no negative padding.
-func pairConvOK(g *convGeom) bool {
+func pairConvOK(g *Geom) bool {
 	return g.wide() || g.sh == 2 && g.sw == 2 && g.dh == 1 && g.dw == 1 && g.ph >= 0 && g.pw >= 0
 }
 
@@ -53,7 +53,7 @@ type phaseLayout struct {
 
 // newPhaseLayout returns the layout of g (pairConvOK), with extra more
 // values of room after the reach of the taps.
-func newPhaseLayout(g *convGeom, extra int) phaseLayout {
+func newPhaseLayout(g *Geom, extra int) phaseLayout {
 	wp, hp := g.widePitch(), g.h+2*g.ph
 	if g.sh == 1 {
 		return phaseLayout{phases: 1, pitch: wp, plane: roundUp32(hp*wp + (g.kw-1)*g.dw + extra)}
@@ -65,7 +65,7 @@ func newPhaseLayout(g *convGeom, extra int) phaseLayout {
 
 // tap returns the offset of tap (ki, kj) from the start of a channel's
 // planes.
-func (l phaseLayout) tap(g *convGeom, ki, kj int) int {
+func (l phaseLayout) tap(g *Geom, ki, kj int) int {
 	if l.phases == 1 {
 		return ki*g.dh*l.pitch + kj*g.dw
 	}
@@ -74,7 +74,7 @@ func (l phaseLayout) tap(g *convGeom, ki, kj int) int {
 
 // split writes channel c of the image x into its four phase planes at
 // planes (stride 2), zeros where the padding is.
-func (l phaseLayout) split(g *convGeom, x []float32, c int, planes []float32) {
+func (l phaseLayout) split(g *Geom, x []float32, c int, planes []float32) {
 	clear(planes[:4*l.plane])
 	for ih := 0; ih < g.h; ih++ {
 		y := ih + g.ph
@@ -98,7 +98,7 @@ func (l phaseLayout) split(g *convGeom, x []float32, c int, planes []float32) {
 // newPairConv packs the filters for m output channels: filter(o, c, ki,
 // kj) returns the weight of output o, input channel c < g.c and tap
 // (ki, kj).
-func newPairConv(g *convGeom, m int, filter func(o, c, ki, kj int) float32) *pairConv {
+func newPairConv(g *Geom, m int, filter func(o, c, ki, kj int) float32) *pairConv {
 	pc := &pairConv{g: g, m: m, cpairs: (g.c + 1) / 2, l: newPhaseLayout(g, 0)}
 	taps := g.kh * g.kw
 	k := taps * pc.cpairs * 2
@@ -212,7 +212,7 @@ func (pc *pairConv) run(n int, src []float32, srcSize int, dst []float32, dstSiz
 
 // padPlane writes channel c of the image x zero-padded into plane (the
 // padded rows g.widePitch() apart, zeros after them).
-func padPlane(g *convGeom, x []float32, c int, plane []float32) {
+func padPlane(g *Geom, x []float32, c int, plane []float32) {
 	wp := g.widePitch()
 	clear(plane)
 	for ih := 0; ih < g.h; ih++ {
@@ -230,7 +230,7 @@ func padPlane(g *convGeom, x []float32, c int, plane []float32) {
 // image from the tap's offset on (blas.SgemmBF16WordRows); dY is
 // transposed onto the wide output grid with zeros in its extra columns.
 // The images add into the product in order.
-func weightGradWords(g *convGeom, cout int, x, gy []float32, lo, hi int) []float32 {
+func weightGradWords(g *Geom, cout int, x, gy []float32, lo, hi int) []float32 {
 	k, p := g.rows, g.cols
 	xSize, ySize := g.c*g.h*g.w, cout*p
 	// Stride 1 with an even row pitch: the planes start one word late if
@@ -299,6 +299,6 @@ func weightGradWords(g *convGeom, cout int, x, gy []float32, lo, hi int) []float
 		blas.SgemmBF16WordRows(k, cout, cols, blas.WordRows{Src: img, Offs: offs}, dyT, cout, beta, partT, cout)
 	}
 	part := partialScratch.get(cout * k)
-	transpose(k, cout, partT, part)
+	kernels.Transpose(k, cout, partT, part)
 	return part
 }

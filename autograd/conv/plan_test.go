@@ -1,4 +1,4 @@
-package autograd_test
+package conv_test
 
 import (
 	"fmt"
@@ -9,15 +9,16 @@ import (
 	"testing"
 
 	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/autograd/conv"
 	"github.com/proxgen/proxgen/internal/parallel"
 )
 
-// TestConvPlan checks ConvPlan.Run against Conv2dWith followed by the
+// TestPlan checks Plan.Run against autograd.Conv2dWith followed by the
 // residual add and the ReLU, on geometries that take every algorithm
 // (gathered in the wide, flat and phase layouts, im2col, Winograd at the
 // larger batch, sparse), and that its results are bit-identical for 1, 2
 // and 3 workers (a single image's bands of rows, see gatherBands).
-func TestConvPlan(t *testing.T) {
+func TestPlan(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, tc := range []struct {
 		cin, cout, hw, k, stride, pad int
@@ -56,7 +57,7 @@ func TestConvPlan(t *testing.T) {
 						}
 					}
 					b := autograd.RandN(rng, tc.cout)
-					cfg := autograd.ConvConfig{Stride: [2]int{tc.stride, tc.stride}, Padding: [2]int{tc.pad, tc.pad}}
+					cfg := conv.Config{Stride: [2]int{tc.stride, tc.stride}, Padding: [2]int{tc.pad, tc.pad}}
 					want := autograd.Conv2dWith(x, w, b, cfg)
 					var r *autograd.Tensor
 					if res {
@@ -66,11 +67,11 @@ func TestConvPlan(t *testing.T) {
 					if relu {
 						want = autograd.ReLU(want)
 					}
-					var sw *autograd.SparseWeight
+					var sw *conv.SparseWeight
 					if tc.zeros > 0 {
-						sw = autograd.NewSparseWeight(w)
+						sw = conv.NewSparseWeight(w.Data, w.Shape())
 					}
-					p := autograd.NewConvPlan(w, b.Data, cfg, tc.hw, tc.hw, sw)
+					p := conv.NewPlan(w.Data, w.Shape(), b.Data, cfg, tc.hw, tc.hw, sw)
 					var rd []float32
 					if r != nil {
 						rd = r.Data
@@ -99,11 +100,11 @@ func TestConvPlan(t *testing.T) {
 	}
 }
 
-// BenchmarkConvPlan times ConvPlan.Run (filters prepared once, bias and
+// BenchmarkPlan times Plan.Run (filters prepared once, bias and
 // ReLU in the epilogue) on the 3×3 stride-1 layers of the CIFAR ResNets
 // and VGG-16 under each algorithm at batch 1 and 64, 1 and 2 threads, the measurements
-// behind the per-layer rule of ConvPlan.Algorithm.
-func BenchmarkConvPlan(b *testing.B) {
+// behind the per-layer rule of Plan.Algorithm.
+func BenchmarkPlan(b *testing.B) {
 	layers := []struct{ c, hw int }{
 		{16, 32}, {32, 16}, {64, 8}, // ResNet-20/56
 		{64, 32}, {128, 16}, {256, 8}, {512, 4}, {512, 2}, // VGG-16
@@ -118,10 +119,10 @@ func BenchmarkConvPlan(b *testing.B) {
 			w := autograd.RandN(rng, l.c, l.c, 3, 3)
 			bias := make([]float32, l.c)
 			out := make([]float32, n*l.c*l.hw*l.hw)
-			for _, algo := range autograd.ConvAlgos[1:] {
-				cfg := autograd.WithConvAlgo(autograd.ConvConfig{Padding: [2]int{1, 1}}, algo)
-				p := autograd.NewConvPlan(w, bias, cfg, l.hw, l.hw, nil)
-				if p.Algorithm(n) != algo {
+			for _, algo := range []conv.Algo{conv.AlgoIm2col, conv.AlgoWinograd, conv.AlgoGather} {
+				cfg := conv.Config{Padding: [2]int{1, 1}, Algo: algo}
+				p := conv.NewPlan(w.Data, w.Shape(), bias, cfg, l.hw, l.hw, nil)
+				if p.Algorithm(n) != algo.String() {
 					continue
 				}
 				for _, threads := range []int{1, 2} {
@@ -146,7 +147,7 @@ func BenchmarkConvPlan(b *testing.B) {
 // cannot chain say so.
 func TestRunChained(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	sparseW := func(cout, cin, k int) (*autograd.Tensor, *autograd.SparseWeight) {
+	sparseW := func(cout, cin, k int) (*autograd.Tensor, *conv.SparseWeight) {
 		w := autograd.RandN(rng, cout, cin, k, k)
 		for i := range w.Data {
 			w.Data[i] *= 0.2
@@ -154,17 +155,17 @@ func TestRunChained(t *testing.T) {
 				w.Data[i] = 0
 			}
 		}
-		return w, autograd.NewSparseWeight(w)
+		return w, conv.NewSparseWeight(w.Data, w.Shape())
 	}
 	for _, tc := range []struct{ c, hw, k, pad, dil int }{
 		{16, 32, 3, 1, 1}, {32, 16, 3, 1, 1}, {64, 8, 3, 1, 1}, {8, 12, 5, 2, 1}, {8, 12, 3, 2, 2},
 	} {
-		cfg := autograd.ConvConfig{Padding: [2]int{tc.pad, tc.pad}, Dilation: [2]int{tc.dil, tc.dil}}
+		cfg := conv.Config{Padding: [2]int{tc.pad, tc.pad}, Dilation: [2]int{tc.dil, tc.dil}}
 		w1, s1 := sparseW(tc.c, tc.c, tc.k)
 		w2, s2 := sparseW(tc.c, tc.c, tc.k)
 		b1, b2 := autograd.RandN(rng, tc.c), autograd.RandN(rng, tc.c)
-		p1 := autograd.NewConvPlan(w1, b1.Data, cfg, tc.hw, tc.hw, s1)
-		p2 := autograd.NewConvPlan(w2, b2.Data, cfg, tc.hw, tc.hw, s2)
+		p1 := conv.NewPlan(w1.Data, w1.Shape(), b1.Data, cfg, tc.hw, tc.hw, s1)
+		p2 := conv.NewPlan(w2.Data, w2.Shape(), b2.Data, cfg, tc.hw, tc.hw, s2)
 		if !p1.Chains(p2) {
 			t.Fatalf("%+v: sparse plans of a residual block do not chain", tc)
 		}
@@ -197,14 +198,14 @@ func TestRunChained(t *testing.T) {
 	}
 	// Plans that do not chain: dense, strided, or of other sizes.
 	w, s := sparseW(16, 16, 3)
-	one := autograd.ConvConfig{Padding: [2]int{1, 1}}
-	two := autograd.ConvConfig{Padding: [2]int{1, 1}, Stride: [2]int{2, 2}}
-	sparse := autograd.NewConvPlan(w, nil, one, 16, 16, s)
-	for name, pair := range map[string][2]*autograd.ConvPlan{
-		"dense first":  {autograd.NewConvPlan(w, nil, one, 16, 16, nil), sparse},
-		"dense second": {sparse, autograd.NewConvPlan(w, nil, one, 16, 16, nil)},
-		"strided":      {autograd.NewConvPlan(w, nil, two, 32, 32, s), autograd.NewConvPlan(w, nil, one, 16, 16, s)},
-		"other size":   {sparse, autograd.NewConvPlan(w, nil, one, 8, 8, s)},
+	one := conv.Config{Padding: [2]int{1, 1}}
+	two := conv.Config{Padding: [2]int{1, 1}, Stride: [2]int{2, 2}}
+	sparse := conv.NewPlan(w.Data, w.Shape(), nil, one, 16, 16, s)
+	for name, pair := range map[string][2]*conv.Plan{
+		"dense first":  {conv.NewPlan(w.Data, w.Shape(), nil, one, 16, 16, nil), sparse},
+		"dense second": {sparse, conv.NewPlan(w.Data, w.Shape(), nil, one, 16, 16, nil)},
+		"strided":      {conv.NewPlan(w.Data, w.Shape(), nil, two, 32, 32, s), conv.NewPlan(w.Data, w.Shape(), nil, one, 16, 16, s)},
+		"other size":   {sparse, conv.NewPlan(w.Data, w.Shape(), nil, one, 8, 8, s)},
 	} {
 		if pair[0].Chains(pair[1]) {
 			t.Errorf("%s: Chains reports true", name)
@@ -221,8 +222,8 @@ func TestRunBlockPadded(t *testing.T) {
 	for _, tc := range []struct{ c, hw, k, pad, dil int }{
 		{16, 32, 3, 1, 1}, {64, 8, 3, 1, 1}, {8, 12, 5, 2, 1}, {8, 12, 3, 2, 2},
 	} {
-		cfg := autograd.ConvConfig{Padding: [2]int{tc.pad, tc.pad}, Dilation: [2]int{tc.dil, tc.dil}}
-		var plans [2]*autograd.ConvPlan
+		cfg := conv.Config{Padding: [2]int{tc.pad, tc.pad}, Dilation: [2]int{tc.dil, tc.dil}}
+		var plans [2]*conv.Plan
 		for j := range plans {
 			w := autograd.RandN(rng, tc.c, tc.c, tc.k, tc.k)
 			for i := range w.Data {
@@ -231,7 +232,7 @@ func TestRunBlockPadded(t *testing.T) {
 					w.Data[i] = 0
 				}
 			}
-			plans[j] = autograd.NewConvPlan(w, autograd.RandN(rng, tc.c).Data, cfg, tc.hw, tc.hw, autograd.NewSparseWeight(w))
+			plans[j] = conv.NewPlan(w.Data, w.Shape(), autograd.RandN(rng, tc.c).Data, cfg, tc.hw, tc.hw, conv.NewSparseWeight(w.Data, w.Shape()))
 		}
 		p1, p2 := plans[0], plans[1]
 		if !p1.ChainsResidual(p2) {

@@ -1,4 +1,4 @@
-package autograd
+package conv
 
 import (
 	"fmt"
@@ -8,22 +8,22 @@ import (
 	"github.com/proxgen/proxgen/internal/parallel"
 )
 
-// ConvPlan is a convolution prepared once for inference on images of one
+// Plan is a convolution prepared once for inference on images of one
 // size: its filters are kept in the layouts its algorithms read (the
 // packed panels of the gathered product, the Winograd-transformed filters
 // where Winograd can pay, the filter matrix packed for im2col's GEMM, or a
 // SparseWeight), so that a call packs no filters, and Run applies the bias,
 // a residual and the ReLU to each block of the output right after the
-// product has written it, while it is in the cache. A ConvPlan is
+// product has written it, while it is in the cache. A Plan is
 // immutable and safe for concurrent use.
 //
 // Run chooses the algorithm for the batch size of the call by the rule of
 // planWinograd, else the gathered product where it applies, else im2col;
-// the results equal Conv2dWith's followed by the
+// the results equal Forward's followed by the
 // epilogue to float32 rounding and are bit-identical for every number of
 // workers.
-type ConvPlan struct {
-	g      *convGeom
+type Plan struct {
+	g      *Geom
 	cout   int
 	bias   []float32
 	sparse *SparseWeight
@@ -34,31 +34,32 @@ type ConvPlan struct {
 	// or nil: a batch smaller than the workers runs each image of a layer
 	// that its algorithm cannot split into bands of rows (see Run) as two
 	// halves on two workers.
-	halves [2]*ConvPlan
+	halves [2]*Plan
 }
 
-// NewConvPlan prepares the convolution of images of cin × h × w (cin =
-// w.Dim(1)) with the filters w (Cout, Cin, kh, kw), the bias (Cout values,
-// or nil) and the geometry cfg. With sparse (made from w by
-// NewSparseWeight) the product skips w's zeros as Conv2dSparse does. The
+// NewPlan prepares the convolution of images of cin × h × wd (cin =
+// shape[1]) with the filters w of shape (Cout, Cin, kh, kw), the bias
+// (Cout values, or nil) and the geometry cfg. With sparse (made from w by
+// NewSparseWeight) the product skips w's zeros as ForwardSparse does. The
 // plan copies what it keeps: w and bias may change afterwards. It panics
 // if the shapes do not fit, naming them.
-func NewConvPlan(w *Tensor, bias []float32, cfg ConvConfig, h, wd int, sparse *SparseWeight) *ConvPlan {
-	if w.Rank() != 4 {
-		panic(fmt.Sprintf("autograd.NewConvPlan: weight must have rank 4 (Cout,Cin,kh,kw), got %v", w.shape))
+func NewPlan(w []float32, shape []int, bias []float32, cfg Config, h, wd int, sparse *SparseWeight) *Plan {
+	if len(shape) != 4 || shape[0] < 1 || shape[2] < 1 || shape[3] < 1 || len(w) != shape[0]*shape[1]*shape[2]*shape[3] {
+		panic(fmt.Sprintf("conv.NewPlan: weight must have rank 4 (Cout,Cin,kh,kw) with no empty dimension but Cin, got shape %v with %d values", shape, len(w)))
 	}
-	x := &Tensor{shape: []int{1, w.shape[1], h, wd}}
-	var b *Tensor
-	if bias != nil {
-		b = &Tensor{shape: []int{len(bias)}}
+	if bias != nil && len(bias) != shape[0] {
+		panic(fmt.Sprintf("conv.NewPlan: %d bias values for weight %v", len(bias), shape))
 	}
-	g := convGeometry(x, w, b, cfg)
+	g, err := NewGeom(shape[1], h, wd, shape[2], shape[3], cfg)
+	if err != nil {
+		panic(fmt.Sprintf("conv.NewPlan: %v (weight %v)", err, shape))
+	}
 	if sparse != nil {
-		mustMatchSparse("NewConvPlan", w, sparse)
+		mustMatchSparse("NewPlan", shape, sparse)
 	}
-	cout := w.shape[0]
-	wino := winogradOK(g) && (g.algo == algoWinograd || g.algo == algoAuto && g.c >= 32 && cout >= 32)
-	p := newConvPlan(g, w.Data, cout, bias, sparse, wino)
+	cout := shape[0]
+	wino := winogradOK(g) && (g.algo == AlgoWinograd || g.algo == AlgoAuto && g.c >= 32 && cout >= 32)
+	p := newPlan(g, w, cout, bias, sparse, wino)
 	if sparse == nil && cout >= 2*splitRows && cout%(2*splitRows) == 0 {
 		// The halves of the filters, for the two workers of a small batch.
 		per, half := g.rows, cout/2
@@ -67,7 +68,7 @@ func NewConvPlan(w *Tensor, bias []float32, cfg ConvConfig, h, wd int, sparse *S
 			if bias != nil {
 				hb = bias[h*half : (h+1)*half]
 			}
-			p.halves[h] = newConvPlan(g, w.Data[h*half*per:(h+1)*half*per], half, hb, nil, wino)
+			p.halves[h] = newPlan(g, w[h*half*per:(h+1)*half*per], half, hb, nil, wino)
 		}
 	}
 	return p
@@ -78,11 +79,11 @@ func NewConvPlan(w *Tensor, bias []float32, cfg ConvConfig, h, wd int, sparse *S
 // sequence of operations in a half as in the whole.
 const splitRows = 16
 
-// newConvPlan prepares the m filters w of geometry g: Winograd's filters
+// newPlan prepares the m filters w of geometry g: Winograd's filters
 // if wino, the gathered product's where it applies, and im2col's packed
 // filter matrix; only the sparse product if sparse is not nil.
-func newConvPlan(g *convGeom, w []float32, m int, bias []float32, sparse *SparseWeight, wino bool) *ConvPlan {
-	p := &ConvPlan{g: g, cout: m, sparse: sparse}
+func newPlan(g *Geom, w []float32, m int, bias []float32, sparse *SparseWeight, wino bool) *Plan {
+	p := &Plan{g: g, cout: m, sparse: sparse}
 	if bias != nil {
 		p.bias = append([]float32(nil), bias...)
 	}
@@ -103,17 +104,17 @@ func newConvPlan(g *convGeom, w []float32, m int, bias []float32, sparse *Sparse
 }
 
 // OutShape returns the channels, height and width of one output image.
-func (p *ConvPlan) OutShape() (c, h, w int) { return p.cout, p.g.ho, p.g.wo }
+func (p *Plan) OutShape() (c, h, w int) { return p.cout, p.g.ho, p.g.wo }
 
 // InSize returns the number of values of one input image.
-func (p *ConvPlan) InSize() int { return p.g.c * p.g.h * p.g.w }
+func (p *Plan) InSize() int { return p.g.c * p.g.h * p.g.w }
 
 // OutSize returns the number of values of one output image.
-func (p *ConvPlan) OutSize() int { return p.cout * p.g.cols }
+func (p *Plan) OutSize() int { return p.cout * p.g.cols }
 
 // Algorithm names the algorithm Run uses for a batch of n images:
 // "sparse", "winograd", "gather" or "im2col".
-func (p *ConvPlan) Algorithm(n int) string {
+func (p *Plan) Algorithm(n int) string {
 	switch {
 	case p.sparse != nil:
 		return "sparse"
@@ -129,10 +130,10 @@ func (p *ConvPlan) Algorithm(n int) string {
 // plus residual (when not nil; laid out as out), clamped at zero if relu.
 // x holds n·InSize values, out and residual n·OutSize; out must not
 // overlap x or residual. It panics on other lengths.
-func (p *ConvPlan) Run(n int, x, out, residual []float32, relu bool) {
+func (p *Plan) Run(n int, x, out, residual []float32, relu bool) {
 	xSize, ySize := p.InSize(), p.OutSize()
 	if n < 1 || len(x) != n*xSize || len(out) != n*ySize || (residual != nil && len(residual) != n*ySize) {
-		panic(fmt.Sprintf("autograd.ConvPlan.Run: %d images need %d input and %d output values, got %d, %d and residual %d",
+		panic(fmt.Sprintf("conv.Plan.Run: %d images need %d input and %d output values, got %d, %d and residual %d",
 			n, n*xSize, n*ySize, len(x), len(out), len(residual)))
 	}
 	alg := p.Algorithm(n)
@@ -174,7 +175,7 @@ func (p *ConvPlan) Run(n int, x, out, residual []float32, relu bool) {
 // image's tile rows are split into parts bands (winoBand), one per task,
 // so that no two workers transform the same input or write the same
 // output. The results are those of the whole image.
-func (p *ConvPlan) winoBands(n, parts int, x, out, residual []float32, relu bool) {
+func (p *Plan) winoBands(n, parts int, x, out, residual []float32, relu bool) {
 	th, tw := winoTiles(p.g)
 	per, parts := bands(th, tw, min(parts, maxBands))
 	xSize, ySize := p.InSize(), p.OutSize()
@@ -222,7 +223,7 @@ func bands(rows, width, parts int) (per, n int) {
 // bands, one per task, each unrolling only the input its rows read
 // (im2colRows) and multiplying every filter by it; the product goes
 // straight into the output. The results are those of the whole image.
-func (p *ConvPlan) im2colBands(n, parts int, x, out, residual []float32, relu bool) {
+func (p *Plan) im2colBands(n, parts int, x, out, residual []float32, relu bool) {
 	g := p.g
 	per, parts := bands(g.ho, g.wo, min(parts, maxBands))
 	xSize, ySize := p.InSize(), p.OutSize()
@@ -245,7 +246,7 @@ func (p *ConvPlan) im2colBands(n, parts int, x, out, residual []float32, relu bo
 }
 
 // run is Run with the algorithm alg.
-func (p *ConvPlan) run(alg string, n int, x, out, residual []float32, relu bool) {
+func (p *Plan) run(alg string, n int, x, out, residual []float32, relu bool) {
 	c := planCall{p: p, n: n, x: x, out: out, residual: residual, relu: relu}
 	g := p.g
 	switch alg {
@@ -279,11 +280,11 @@ func (p *ConvPlan) run(alg string, n int, x, out, residual []float32, relu bool)
 	}
 }
 
-// planCall is one call of ConvPlan.Run: what its loops over the images
+// planCall is one call of Plan.Run: what its loops over the images
 // need, handed to methods by pointer rather than captured by closures, so
 // that a call whose loops run on the calling goroutine allocates nothing.
 type planCall struct {
-	p                *ConvPlan
+	p                *Plan
 	n                int
 	x, out, residual []float32
 	relu             bool
@@ -334,19 +335,19 @@ func (c *planCall) after(i, j0, j1 int, withBias bool) {
 	c.p.epilogue(i, j0, j1, withBias, c.out, c.residual, c.relu)
 }
 
-// planWinograd reports whether a ConvPlan of geometry g and m filters runs
+// planWinograd reports whether a Plan of geometry g and m filters runs
 // a batch of n images with Winograd: where it applies (or is forced),
 // for at least 32 input and output channels, at least 64 tiles in the
 // batch and little waste past the edges (winoEdgeOK). Its filters are
 // transformed once, so the rule differs from winogradPays, measured with
-// the transform paid per call: by BenchmarkConvPlan (docs/benchmarks.md),
+// the transform paid per call: by BenchmarkPlan (docs/benchmarks.md),
 // 32 channels at 16×16 run with Winograd in 52-74 µs per image at batch 1
 // against 81-108 gathered, and 55-66 against 77-97 at batch 64; 64
 // channels at 8×8 (16 tiles an image) lose at batch 1 (149-156 against
 // 97-105) and win at 64 (36 against 64-87); with 16 channels the two are
 // level within the noise, and the gathered product stays.
-func planWinograd(g *convGeom, n, m int) bool {
-	if g.algo != algoAuto {
+func planWinograd(g *Geom, n, m int) bool {
+	if g.algo != AlgoAuto {
 		return useWinograd(g, n, m) // forced
 	}
 	th, tw := winoTiles(g)
@@ -355,7 +356,7 @@ func planWinograd(g *convGeom, n, m int) bool {
 
 // epilogue adds the bias (if withBias), the residual (when not nil) and
 // the ReLU (if relu) to the columns [j0, j1) of image i of out.
-func (p *ConvPlan) epilogue(i, j0, j1 int, withBias bool, out, residual []float32, relu bool) {
+func (p *Plan) epilogue(i, j0, j1 int, withBias bool, out, residual []float32, relu bool) {
 	withBias = withBias && p.bias != nil
 	if !withBias && residual == nil && !relu {
 		return

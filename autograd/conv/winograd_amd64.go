@@ -1,6 +1,6 @@
 //go:build !purego
 
-package autograd
+package conv
 
 // The kernels process n tiles or elements, n a positive multiple of 8;
 // the Go loops of winograd.go do the rest. Each computes what those loops

@@ -1,4 +1,4 @@
-package autograd
+package conv
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 // grid of stride 1 (see sparseConv), with p's output the size of next's
 // input and the same padded row length, as the two convolutions of a
 // residual block are.
-func (p *ConvPlan) Chains(next *ConvPlan) bool {
+func (p *Plan) Chains(next *Plan) bool {
 	a, b := p.g, next.g
 	return p.sparse != nil && next.sparse != nil && sparseWide(a) && sparseWide(b) &&
 		p.cout == b.c && a.ho == b.h && a.wo == b.w && a.widePitch() == b.widePitch() &&
@@ -21,7 +21,7 @@ func (p *ConvPlan) Chains(next *ConvPlan) bool {
 
 // sparseWide reports whether sparseConv computes a convolution of geometry
 // g on the widened grid of stride 1, reading the padded image.
-func sparseWide(g *convGeom) bool { return g.wide() && g.wo >= 8 }
+func sparseWide(g *Geom) bool { return g.wide() && g.wo >= 8 }
 
 // RunChained sets out to next's convolution of the ReLU of p's convolution
 // of the n images in x, with next's epilogue: plus residual (when not nil;
@@ -32,14 +32,14 @@ func sparseWide(g *convGeom) bool { return g.wide() && g.wo >= 8 }
 // extra columns on the padding, which is then cleared), so that neither
 // p's copy out of the widened grid nor next's padded copy is made. It
 // panics unless p.Chains(next), or on lengths Run would refuse.
-func (p *ConvPlan) RunChained(next *ConvPlan, n int, x, out, residual []float32, relu bool) {
+func (p *Plan) RunChained(next *Plan, n int, x, out, residual []float32, relu bool) {
 	if !p.Chains(next) {
-		panic(fmt.Sprintf("autograd.ConvPlan.RunChained: a %s plan of %d×%d outputs does not chain into a %s plan of %d×%d inputs",
+		panic(fmt.Sprintf("conv.Plan.RunChained: a %s plan of %d×%d outputs does not chain into a %s plan of %d×%d inputs",
 			p.Algorithm(n), p.g.ho, p.g.wo, next.Algorithm(n), next.g.h, next.g.w))
 	}
 	xSize, ySize := p.InSize(), next.OutSize()
 	if n < 1 || len(x) != n*xSize || len(out) != n*ySize || (residual != nil && len(residual) != n*ySize) {
-		panic(fmt.Sprintf("autograd.ConvPlan.RunChained: %d images need %d input and %d output values, got %d, %d and residual %d",
+		panic(fmt.Sprintf("conv.Plan.RunChained: %d images need %d input and %d output values, got %d, %d and residual %d",
 			n, n*xSize, n*ySize, len(x), len(out), len(residual)))
 	}
 	a, b := p.g, next.g
@@ -55,7 +55,7 @@ func (p *ConvPlan) RunChained(next *ConvPlan, n int, x, out, residual []float32,
 // over the images needs, handed to methods rather than captured by
 // closures, so that a call on one worker allocates nothing.
 type chainCall struct {
-	p, next          *ConvPlan
+	p, next          *Plan
 	x, out, residual []float32 // RunBlockPadded: x and out padded
 	relu             bool
 	offA, offB       *kernels.CSR
@@ -119,7 +119,7 @@ func (c *chainCall) chained(lo, hi int) {
 // with the offsets off and window span) into dst in next's padded layout:
 // the widened rows land on the padded rows, their extra columns on the
 // padding, which is then cleared. p.Chains(next) must hold.
-func (p *ConvPlan) reluPadded(next *ConvPlan, dst, src []float32, off *kernels.CSR, span int, serial bool) {
+func (p *Plan) reluPadded(next *Plan, dst, src []float32, off *kernels.CSR, span int, serial bool) {
 	a, b := p.g, next.g
 	wp := a.widePitch()
 	plane := (b.h + 2*b.ph) * wp
@@ -148,7 +148,7 @@ func epilogueOf(residual []float32, relu bool) kernels.Epilogue {
 
 // clearPadding zeroes the padding of one channel of the padded image of
 // geometry g (rows of g.widePitch() values), leaving the image itself.
-func clearPadding(g *convGeom, pl []float32) {
+func clearPadding(g *Geom, pl []float32) {
 	wp := g.widePitch()
 	clear(pl[:g.ph*wp+g.pw])
 	for r := g.ph; r < g.ph+g.h; r++ {
@@ -168,7 +168,7 @@ func clearPadding(g *convGeom, pl []float32) {
 // p.Chains(next), and next's output is an image of p's input geometry, so
 // that the block's output can be written in the padded layout its input
 // came in.
-func (p *ConvPlan) ChainsResidual(next *ConvPlan) bool {
+func (p *Plan) ChainsResidual(next *Plan) bool {
 	a, b := p.g, next.g
 	return p.Chains(next) && next.cout == a.c && b.ho == a.h && b.wo == a.w &&
 		a.ph == b.ph && a.pw == b.pw && a.padSize() == b.padSize()
@@ -176,18 +176,18 @@ func (p *ConvPlan) ChainsResidual(next *ConvPlan) bool {
 
 // SameInput reports whether p and q read images of the same shape in the
 // same padded layout.
-func (p *ConvPlan) SameInput(q *ConvPlan) bool {
+func (p *Plan) SameInput(q *Plan) bool {
 	a, b := p.g, q.g
 	return a.c == b.c && a.h == b.h && a.w == b.w && a.ph == b.ph && a.pw == b.pw && a.padSize() == b.padSize()
 }
 
 // PaddedSize returns the number of values of one image in p's padded
 // layout, the layout RunBlockPadded reads and writes.
-func (p *ConvPlan) PaddedSize() int { return p.g.padSize() }
+func (p *Plan) PaddedSize() int { return p.g.padSize() }
 
 // Pad writes the n images of x (InSize values each) into xPad in p's
 // padded layout (PaddedSize values each).
-func (p *ConvPlan) Pad(n int, x, xPad []float32) {
+func (p *Plan) Pad(n int, x, xPad []float32) {
 	xs, ps := p.InSize(), p.PaddedSize()
 	p.checkPadded("Pad", n, len(x), xs, len(xPad))
 	if parallel.Workers() <= 1 || n == 1 {
@@ -205,7 +205,7 @@ func (p *ConvPlan) Pad(n int, x, xPad []float32) {
 
 // Unpad is the inverse of Pad: it copies the images out of the padded
 // layout.
-func (p *ConvPlan) Unpad(n int, xPad, x []float32) {
+func (p *Plan) Unpad(n int, xPad, x []float32) {
 	xs := p.InSize()
 	p.checkPadded("Unpad", n, len(x), xs, len(xPad))
 	if parallel.Workers() <= 1 || n == 1 {
@@ -216,7 +216,7 @@ func (p *ConvPlan) Unpad(n int, xPad, x []float32) {
 }
 
 // unpad is Unpad for the images [lo, hi).
-func (p *ConvPlan) unpad(lo, hi int, xPad, x []float32) {
+func (p *Plan) unpad(lo, hi int, xPad, x []float32) {
 	xs, ps := p.InSize(), p.PaddedSize()
 	g := p.g
 	wp, plane := g.widePitch(), (g.h+2*g.ph)*g.widePitch()
@@ -232,9 +232,9 @@ func (p *ConvPlan) unpad(lo, hi int, xPad, x []float32) {
 }
 
 // checkPadded panics unless n images fit the plain and padded lengths.
-func (p *ConvPlan) checkPadded(op string, n, plain, plainSize, padded int) {
+func (p *Plan) checkPadded(op string, n, plain, plainSize, padded int) {
 	if n < 1 || plain != n*plainSize || padded != n*p.PaddedSize() {
-		panic(fmt.Sprintf("autograd.ConvPlan.%s: %d images need %d plain and %d padded values, got %d and %d",
+		panic(fmt.Sprintf("conv.Plan.%s: %d images need %d plain and %d padded values, got %d and %d",
 			op, n, n*plainSize, n*p.PaddedSize(), plain, padded))
 	}
 }
@@ -248,14 +248,14 @@ func (p *ConvPlan) checkPadded(op string, n, plain, plainSize, padded int) {
 // computes exactly what Unpad, RunChained(next, n, x, out, x, true) and
 // Pad compute. It panics unless p.ChainsResidual(next), or on other
 // lengths; outPad must not overlap xPad.
-func (p *ConvPlan) RunBlockPadded(next *ConvPlan, n int, xPad, outPad []float32) {
+func (p *Plan) RunBlockPadded(next *Plan, n int, xPad, outPad []float32) {
 	if !p.ChainsResidual(next) {
-		panic(fmt.Sprintf("autograd.ConvPlan.RunBlockPadded: a %s plan of %d channels of %d×%d does not chain into a %s plan back to its input",
+		panic(fmt.Sprintf("conv.Plan.RunBlockPadded: a %s plan of %d channels of %d×%d does not chain into a %s plan back to its input",
 			p.Algorithm(n), p.g.c, p.g.h, p.g.w, next.Algorithm(n)))
 	}
 	ps := p.PaddedSize()
 	if n < 1 || len(xPad) != n*ps || len(outPad) != n*ps {
-		panic(fmt.Sprintf("autograd.ConvPlan.RunBlockPadded: %d images need %d padded values in and out, got %d and %d",
+		panic(fmt.Sprintf("conv.Plan.RunBlockPadded: %d images need %d padded values in and out, got %d and %d",
 			n, n*ps, len(xPad), len(outPad)))
 	}
 	a, b := p.g, next.g

@@ -1,4 +1,4 @@
-package autograd
+package conv
 
 import (
 	"github.com/proxgen/proxgen/autograd/blas"
@@ -22,16 +22,6 @@ import (
 // with the better-conditioned points 0, ±1, 2, −1/2 and float64 transforms
 // (see docs/benchmarks.md), and it was slower than F(2×2, 3×3) on every
 // layer measured.
-
-// convAlgo selects how a convolution is computed.
-type convAlgo uint8
-
-const (
-	algoAuto     convAlgo = iota // chosen by chooseAlgo
-	algoIm2col                   // im2col + GEMM
-	algoWinograd                 // Winograd F(2×2, 3×3)
-	algoGather                   // gatherConv: im2col read in place
-)
 
 // The transform matrices of F(2×2, 3×3): Bᵀ (4×4), G (4×3) and Aᵀ (2×4).
 // The data transforms below are written out from them.
@@ -374,13 +364,13 @@ func winoOutRows(out []float32, ho, wo int, h []float32, stride, th, tw int, mod
 
 // winogradOK reports whether Winograd applies to geometry g: a 3×3 kernel
 // with stride 1, dilation 1 and no negative padding.
-func winogradOK(g *convGeom) bool {
+func winogradOK(g *Geom) bool {
 	return g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.ph >= 0 && g.pw >= 0
 }
 
 // winoTiles returns the number of output tile rows and columns of
 // geometry g.
-func winoTiles(g *convGeom) (th, tw int) {
+func winoTiles(g *Geom) (th, tw int) {
 	return (g.ho + 1) / 2, (g.wo + 1) / 2
 }
 
@@ -400,7 +390,7 @@ func winoTiles(g *convGeom) (th, tw int) {
 // columns. The output transform applies Aᵀ along the columns of the
 // products of one output channel, then along the rows straight into the
 // output rows.
-func winoGroup(serial bool, g *convGeom, m int, u *[16]*blas.PackedA, src []float32, srcSize int, dst []float32, dstSize int, lo, hi int, accumulate bool, bias []float32) {
+func winoGroup(serial bool, g *Geom, m int, u *[16]*blas.PackedA, src []float32, srcSize int, dst []float32, dstSize int, lo, hi int, accumulate bool, bias []float32) {
 	th, _ := winoTiles(g)
 	winoBand(serial, g, m, u, src, srcSize, dst, dstSize, lo, hi, 0, th, accumulate, bias)
 }
@@ -410,7 +400,7 @@ func winoGroup(serial bool, g *convGeom, m int, u *[16]*blas.PackedA, src []floa
 // exactly as winoGroup computes it (the tiles are independent, and each
 // column of the GEMMs is computed alike whatever their width), so that
 // the bands of one image can run on several workers.
-func winoBand(serial bool, g *convGeom, m int, u *[16]*blas.PackedA, src []float32, srcSize int, dst []float32, dstSize int, lo, hi, t0, t1 int, accumulate bool, bias []float32) {
+func winoBand(serial bool, g *Geom, m int, u *[16]*blas.PackedA, src []float32, srcSize int, dst []float32, dstSize int, lo, hi, t0, t1 int, accumulate bool, bias []float32) {
 	k := g.c
 	_, tw := winoTiles(g)
 	th := t1 - t0
@@ -485,7 +475,7 @@ func winoBand(serial bool, g *convGeom, m int, u *[16]*blas.PackedA, src []float
 
 // winoGroupSize returns how many images of geometry g share the GEMMs of
 // winoGroup: enough for about 256 GEMM columns (tiles).
-func winoGroupSize(g *convGeom) int {
+func winoGroupSize(g *Geom) int {
 	th, tw := winoTiles(g)
 	return max(1, (256+th*tw-1)/(th*tw))
 }
@@ -493,21 +483,21 @@ func winoGroupSize(g *convGeom) int {
 // useWinograd reports whether a convolution with geometry g, n images and
 // m output channels runs with Winograd: where it applies, if forced by g.algo or
 // else if winogradPays.
-func useWinograd(g *convGeom, n, m int) bool {
+func useWinograd(g *Geom, n, m int) bool {
 	if !winogradOK(g) {
 		return false
 	}
 	switch g.algo {
-	case algoIm2col, algoGather:
+	case AlgoIm2col, AlgoGather:
 		return false
-	case algoWinograd:
+	case AlgoWinograd:
 		return true
 	}
 	return winogradPays(g, n, m)
 }
 
 // winogradPays is the per-layer rule, measured on the 3×3 layers of
-// ResNet-20, VGG-16 and ResNet-34 (BenchmarkConv2dAlgos and
+// ResNet-20, VGG-16 and ResNet-34 (autograd's BenchmarkConv2dAlgos and
 // BenchmarkConv2dAlgosBatch, docs/benchmarks.md): Winograd for at least 32
 // input and m ≥ 32 output channels (with 16 the transforms, which grow
 // with the channels while the saving grows with their product, cost what
@@ -517,7 +507,7 @@ func useWinograd(g *convGeom, n, m int) bool {
 // their 2×2 outputs past the edges (16 multiplications per tile at most
 // 0.65 of im2col's 9 per output, which excludes outputs of 3×3 or one
 // pixel wide).
-func winogradPays(g *convGeom, n, m int) bool {
+func winogradPays(g *Geom, n, m int) bool {
 	if gatherOK(g) && g.gatherWide() && min(g.c, m) < 64 {
 		// gatherConv in the wide layout, which copies each image once, is
 		// faster than Winograd up to 32 channels (32 channels at 16×16:
@@ -534,7 +524,7 @@ func winogradPays(g *convGeom, n, m int) bool {
 // winoEdgeOK reports whether the 2×2 tiles of geometry g waste little of
 // their outputs past the edges: 16 multiplications per tile at most 0.65
 // of im2col's 9 per output.
-func winoEdgeOK(g *convGeom) bool {
+func winoEdgeOK(g *Geom) bool {
 	th, tw := winoTiles(g)
 	return 16*th*tw*100 <= 65*9*g.ho*g.wo
 }

@@ -1,4 +1,4 @@
-package autograd
+package conv
 
 import (
 	"fmt"
@@ -311,8 +311,8 @@ func TestWinogradRule(t *testing.T) {
 		{128, 256, 256, 8, 0, 1, true},  // 6×6 outputs
 	}
 	for _, c := range cases {
-		ho := outSize(c.hw, 3, c.stride, c.pad, 1)
-		g := &convGeom{
+		ho := OutSize(c.hw, 3, c.stride, c.pad, 1)
+		g := &Geom{
 			c: c.cin, h: c.hw, w: c.hw, kh: 3, kw: 3, sh: c.stride, sw: c.stride,
 			ph: c.pad, pw: c.pad, dh: 1, dw: 1, ho: ho, wo: ho,
 		}
@@ -347,9 +347,13 @@ func TestWinogradError(t *testing.T) {
 			w[i] = float32(std * rng.NormFloat64())
 		}
 		ref := directConv64(x, w, l.n, l.c, l.c, l.hw)
-		for _, algo := range []convAlgo{algoIm2col, algoWinograd} {
-			cfg := ConvConfig{Padding: [2]int{1, 1}, algo: algo}
-			out := Conv2dWith(FromSlice(x, l.n, l.c, l.hw, l.hw), FromSlice(w, l.c, l.c, 3, 3), nil, cfg).Data
+		for _, algo := range []Algo{AlgoIm2col, AlgoWinograd} {
+			g, err := NewGeom(l.c, l.hw, l.hw, 3, 3, Config{Padding: [2]int{1, 1}, Algo: algo})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := make([]float32, len(x))
+			Forward(g, l.n, l.c, x, w, nil, out)
 			maxAbs, maxRel, worst := 0.0, 0.0, 0.0
 			for i, v := range out {
 				e := math.Abs(float64(v) - ref[i])
@@ -358,9 +362,9 @@ func TestWinogradError(t *testing.T) {
 				worst = max(worst, e/(1e-5+1e-5*math.Abs(ref[i])))
 			}
 			t.Logf("%d×%d×%d, %d images, %s: max abs error %.2g, max rel error %.2g (|y| ≥ 1e-3), %.2f of the fixture tolerance",
-				l.c, l.hw, l.hw, l.n, [...]string{"", "im2col", "Winograd"}[algo], maxAbs, maxRel, worst)
+				l.c, l.hw, l.hw, l.n, algo, maxAbs, maxRel, worst)
 			if worst > 1 {
-				t.Errorf("%d channels at %d px: algorithm %d exceeds the fixture tolerance by %.2f×", l.c, l.hw, algo, worst)
+				t.Errorf("%d channels at %d px: algorithm %v exceeds the fixture tolerance by %.2f×", l.c, l.hw, algo, worst)
 			}
 		}
 	}
@@ -416,4 +420,9 @@ func BenchmarkWinoFilters(b *testing.B) {
 			}
 		})
 	}
+}
+
+// sameFloat32 reports whether a and b are equal bit for bit or both NaN.
+func sameFloat32(a, b float32) bool {
+	return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b
 }

@@ -1,4 +1,4 @@
-package autograd
+package conv
 
 import (
 	"math"
@@ -16,7 +16,7 @@ import (
 // axes, without dilation, phase, for output rows of whole runs. Offsets
 // must fit in an int32, and a 1×1 convolution with stride 1 and no padding
 // needs no im2col at all.
-func gatherOK(g *convGeom) bool {
+func gatherOK(g *Geom) bool {
 	return g.ph >= 0 && g.pw >= 0 && !g.direct() && (g.gatherWide() || g.gatherFlat() || g.gatherPhase()) &&
 		g.gatherSize() <= math.MaxInt32
 }
@@ -24,26 +24,26 @@ func gatherOK(g *convGeom) bool {
 // gatherWide reports whether gatherConv uses the wide layout: stride 1,
 // the image zero-padded as im2colWide reads it (padImage), each output row
 // made of whole runs.
-func (g *convGeom) gatherWide() bool { return g.wide() && g.wo%blas.GatherRun == 0 }
+func (g *Geom) gatherWide() bool { return g.wide() && g.wo%blas.GatherRun == 0 }
 
 // gatherFlat reports whether gatherConv uses the flat layout (see
 // flatImage): stride 1, outputs as wide as the input (2·pw = dw·(kw−1)),
 // pw < w, and at least 64 output positions (a 32-column tile of the
 // product takes one image's, so fewer would leave it idle), unless the
 // wide layout applies.
-func (g *convGeom) gatherFlat() bool {
+func (g *Geom) gatherFlat() bool {
 	return g.wide() && !g.gatherWide() && g.wo == g.w && g.pw < g.w && g.cols >= 64
 }
 
 // gatherPhase reports whether gatherConv uses the phase layout (see
 // phaseImage): a stride s > 1 on both axes, no dilation, output rows of
 // whole runs.
-func (g *convGeom) gatherPhase() bool {
+func (g *Geom) gatherPhase() bool {
 	return g.sh > 1 && g.sh == g.sw && g.dh == 1 && g.dw == 1 && g.wo%blas.GatherRun == 0
 }
 
 // gatherSize returns the length of the buffer gatherImage fills.
-func (g *convGeom) gatherSize() int {
+func (g *Geom) gatherSize() int {
 	switch {
 	case g.gatherWide():
 		return g.padSize()
@@ -56,14 +56,14 @@ func (g *convGeom) gatherSize() int {
 // phaseSize returns the length of the buffer phaseImage fills: the phase
 // planes and blas.GatherRun zeros, which the last rows read past the
 // last plane.
-func (g *convGeom) phaseSize() int {
+func (g *Geom) phaseSize() int {
 	pa, pb, ph, pw := g.phases()
 	return g.c*pa*pb*ph*pw + blas.GatherRun
 }
 
 // phases returns the shape of the phase layout: pa × pb phase planes per
 // channel (only those some kernel tap reads), each of ph rows of pw values.
-func (g *convGeom) phases() (pa, pb, ph, pw int) {
+func (g *Geom) phases() (pa, pb, ph, pw int) {
 	s := g.sh
 	return min(s, g.kh), min(s, g.kw), (g.h + 2*g.ph + s - 1) / s, (g.w + 2*g.pw + s - 1) / s
 }
@@ -75,7 +75,7 @@ func (g *convGeom) phases() (pa, pb, ph, pw int) {
 // ki, s·ow + kj), which is element (oh + ki/s, ow + kj/s) of phase (ki mod
 // s, kj mod s): in that plane the im2col matrix has stride 1, and each
 // output row is one run.
-func phaseImage(g *convGeom, x, buf []float32, c0, c1 int) {
+func phaseImage(g *Geom, x, buf []float32, c0, c1 int) {
 	_, _, ph, _ := g.phases()
 	phaseRows(g, x, buf, c0, c1, 0, ph)
 }
@@ -83,7 +83,7 @@ func phaseImage(g *convGeom, x, buf []float32, c0, c1 int) {
 // phaseRows is phaseImage for the rows [r0, r0+rows) of every phase plane
 // alone, planes of rows·pw values (rows past the last are zero), followed
 // by blas.GatherRun zeros once the last channel is written.
-func phaseRows(g *convGeom, x, buf []float32, c0, c1, r0, rows int) {
+func phaseRows(g *Geom, x, buf []float32, c0, c1, r0, rows int) {
 	s := g.sh
 	pa, pb, _, pw := g.phases()
 	plane := rows * pw
@@ -133,18 +133,18 @@ func phaseRows(g *convGeom, x, buf []float32, c0, c1, r0, rows int) {
 // layout: a guard of pw zeros, the c planes of (h + 2·ph) rows of w values
 // with the padding rows zero, and pw + 16 zeros, which the last runs may
 // read past the last plane.
-func (g *convGeom) flatCopySize() int {
+func (g *Geom) flatCopySize() int {
 	return g.c*(g.h+2*g.ph)*g.w + 2*g.pw + blas.GatherRun
 }
 
 // gatherImage writes the image x in the layout gatherConv reads for
 // geometry g into buf (g.gatherSize() values).
-func gatherImage(g *convGeom, x, buf []float32) { gatherChannels(g, x, buf, 0, g.c) }
+func gatherImage(g *Geom, x, buf []float32) { gatherChannels(g, x, buf, 0, g.c) }
 
 // gatherChannels is gatherImage for the channels [c0, c1) of x alone:
 // ranges that cover [0, g.c) write all of buf between them, each its own
 // part.
-func gatherChannels(g *convGeom, x, buf []float32, c0, c1 int) {
+func gatherChannels(g *Geom, x, buf []float32, c0, c1 int) {
 	switch {
 	case g.gatherWide():
 		padChannels(g, x, buf, c0, c1)
@@ -164,7 +164,7 @@ func gatherChannels(g *convGeom, x, buf []float32, c0, c1 int) {
 // read lands on the other end of the previous or next row (or the guard
 // zeros), so copy kj has the columns that tap never reads legitimately
 // zeroed: the last pw − kj·dw, or the first kj·dw − pw.
-func flatImage(g *convGeom, x, buf []float32, c0, c1 int) {
+func flatImage(g *Geom, x, buf []float32, c0, c1 int) {
 	size, plane := g.flatCopySize(), (g.h+2*g.ph)*g.w
 	hw := g.h * g.w
 	for kj := 0; kj < g.kw; kj++ {
@@ -209,8 +209,8 @@ func flatImage(g *convGeom, x, buf []float32, c0, c1 int) {
 // useGather reports whether a convolution of geometry g that does not run
 // with Winograd runs with gatherConv: whenever it can, unless the caller
 // forced im2col.
-func useGather(g *convGeom) bool {
-	return gatherOK(g) && g.algo != algoIm2col
+func useGather(g *Geom) bool {
+	return gatherOK(g) && g.algo != AlgoIm2col
 }
 
 // gatherConv computes a convolution as blas.GatherA.SgemmGather products,
@@ -222,7 +222,7 @@ func useGather(g *convGeom) bool {
 // same kernel in the same order as by convGroup's im2col GEMM, so the two
 // give identical results.
 type gatherConv struct {
-	g          *convGeom
+	g          *Geom
 	pa         *blas.GatherA // the m × g.rows filter matrix
 	rows, runs []int32       // the blas.Gathered offsets
 	// bands[parts] splits one image's output rows into parts bands (see
@@ -251,7 +251,7 @@ type gatherBands struct {
 
 // newGatherBands returns the split of the image of geometry g (wide or
 // phase layout, runs the image's run count) into parts bands.
-func newGatherBands(g *convGeom, runs, parts int) *gatherBands {
+func newGatherBands(g *Geom, runs, parts int) *gatherBands {
 	wp, reach := g.widePitch(), (g.kh-1)*g.dh // row pitch, rows below a band
 	if g.gatherPhase() {
 		_, _, _, wp = g.phases()
@@ -298,7 +298,7 @@ func newGatherBands(g *convGeom, runs, parts int) *gatherBands {
 }
 
 // size returns the length of a band's copy.
-func (b *gatherBands) size(g *convGeom) int {
+func (b *gatherBands) size(g *Geom) int {
 	if g.gatherPhase() {
 		pa, pb, _, pw := g.phases()
 		return g.c*pa*pb*b.bandRows*pw + blas.GatherRun
@@ -307,7 +307,7 @@ func (b *gatherBands) size(g *convGeom) int {
 }
 
 // copy writes the rows of band part of the image x into pad.
-func (b *gatherBands) copy(g *convGeom, x, pad []float32, part int) {
+func (b *gatherBands) copy(g *Geom, x, pad []float32, part int) {
 	if g.gatherPhase() {
 		phaseRows(g, x, pad, 0, g.c, b.oh0[part], b.bandRows)
 		return
@@ -318,7 +318,7 @@ func (b *gatherBands) copy(g *convGeom, x, pad []float32, part int) {
 // padRows writes the padded rows [r0, r0+rows) of every channel of the
 // image x (rows of the zero-padded image as padImage lays it out, padding
 // rows zero) into pad, planes rows·wp apart, followed by (kw−1)·dw zeros.
-func padRows(g *convGeom, x, pad []float32, r0, rows int) {
+func padRows(g *Geom, x, pad []float32, r0, rows int) {
 	wp := g.widePitch()
 	plane := rows * wp
 	for ci := range g.c {
@@ -344,7 +344,7 @@ func padRows(g *convGeom, x, pad []float32, r0, rows int) {
 
 // newGatherConv prepares the convolution of geometry g with the m×g.rows
 // filter matrix a (transA: a holds its transpose), packed into buf.
-func newGatherConv(g *convGeom, m int, a []float32, transA bool, buf []float32) *gatherConv {
+func newGatherConv(g *Geom, m int, a []float32, transA bool, buf []float32) *gatherConv {
 	lda := g.rows
 	if transA {
 		lda = m
@@ -366,7 +366,7 @@ func newGatherConv(g *convGeom, m int, a []float32, transA bool, buf []float32) 
 // row (ci, ki, kj) starts at ci·plane + ki·dh·wp + kj·dw and the runs of
 // output row oh at oh·wp; in the flat one, row (ci, ki, kj) starts at
 // kj·copy + ci·plane + ki·dh·w + kj·dw and the runs are consecutive.
-func gatherOffsets(g *convGeom) (rows, runs []int32) {
+func gatherOffsets(g *Geom) (rows, runs []int32) {
 	if g.gatherPhase() {
 		return phaseOffsets(g)
 	}
@@ -397,7 +397,7 @@ func gatherOffsets(g *convGeom) (rows, runs []int32) {
 // (ci, ki, kj) starts in the plane of phase (ki mod s, kj mod s) of
 // channel ci at row ki/s, column kj/s, and the run of output row oh at
 // oh·pw.
-func phaseOffsets(g *convGeom) (rows, runs []int32) {
+func phaseOffsets(g *Geom) (rows, runs []int32) {
 	s := g.sh
 	pa, pb, ph, pw := g.phases()
 	plane := ph * pw
@@ -420,7 +420,7 @@ func phaseOffsets(g *convGeom) (rows, runs []int32) {
 
 // gatherPackedSize returns the buffer size newGatherConv needs for m
 // filters of geometry g.
-func gatherPackedSize(g *convGeom, m int) int { return blas.Default().PackedASize(m, g.rows) }
+func gatherPackedSize(g *Geom, m int) int { return blas.Default().PackedASize(m, g.rows) }
 
 // run computes dst_i = conv(src_i) (or adds it, if accumulate) for the n
 // images src_i of srcSize elements into the outputs dst_i of dstSize
@@ -566,7 +566,7 @@ func (c *gatherCall) band(bd *gatherBands, i, part int, after *planCall) {
 // but lose in the flat layout, whose three copies of each image no longer
 // fit the cache beside the group's other images (64 filters at 8×8: 11.0-
 // 12.3 against 9.5-10.6 ms; 32 at 8×8: 4.0 against 3.4).
-func gatherWeightGrad(g *convGeom, cout int) bool {
+func gatherWeightGrad(g *Geom, cout int) bool {
 	return useGather(g) && (g.gatherWide() || g.gatherPhase()) && cout <= 64
 }
 
@@ -575,7 +575,7 @@ func gatherWeightGrad(g *convGeom, cout int) bool {
 // kh, kw) layout of the weights, as the product gp (see newWeightProduct)
 // of the images' output gradients and their im2col matrices, read in
 // place from the padded images; ws is the most images of a call.
-func weightGradGather(g *convGeom, gp *groupProductT, x, gy []float32, lo, hi, ws int) []float32 {
+func weightGradGather(g *Geom, gp *groupProductT, x, gy []float32, lo, hi, ws int) []float32 {
 	xSize, ps := g.c*g.h*g.w, g.gatherSize()
 	ySize, cnt := gp.m*g.cols, hi-lo
 	pad := colScratch.get(ws * ps)
@@ -591,7 +591,7 @@ func weightGradGather(g *convGeom, gp *groupProductT, x, gy []float32, lo, hi, w
 // newWeightProduct returns the product of weightGradGather for ws images
 // of a convolution of geometry g with cout filters, whose im2col matrix
 // has the gather offsets rows and runs.
-func newWeightProduct(g *convGeom, cout int, rows, runs []int32, ws int) *groupProductT {
+func newWeightProduct(g *Geom, cout int, rows, runs []int32, ws int) *groupProductT {
 	p := g.cols
 	return newGroupProductT(cout, g.rows, p, ws, planeOffsets(cout, p), denseRuns(p), cout*p, rows, runs, g.gatherSize())
 }
@@ -679,9 +679,9 @@ func stackRuns(runs []int32, cnt, stride int) []int32 {
 //
 // a product of the rows of x_i and the gathered rows of col_i
 // (blas.Engine.SgemmGatherT), summed over the images of each group and the
-// groups in order as convBackward does. gx is added to if accumulate;
+// groups in order as Backward does. gx is added to if accumulate;
 // the weight gradient is added to dw.
-func gatherBackward(g, gd *convGeom, n, cout int, x, wf, gy, gx, dw []float32, accumulate bool) {
+func gatherBackward(g, gd *Geom, n, cout int, x, wf, gy, gx, dw []float32, accumulate bool) {
 	cin, hw := g.c, g.h*g.w
 	xSize, ySize := cin*hw, cout*g.cols
 	buf := partialScratch.get(gatherPackedSize(gd, cin))

@@ -1,4 +1,4 @@
-package autograd
+package conv_test
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/autograd/conv"
 	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/internal/procstat"
 )
@@ -52,8 +54,8 @@ var sparseBenchLayers = []struct {
 }
 
 // BenchmarkSparseConv times the 3×3 convolutions of sparseBenchLayers
-// (padding 1, with bias) densely (Conv2dWith) and sparsely
-// (Conv2dSparse) at several fractions of exact zeros, batch 1 and 64,
+// (padding 1, with bias) densely (autograd.Conv2dWith) and sparsely
+// (ForwardSparse) at several fractions of exact zeros, batch 1 and 64,
 // without a graph, alternating the two in every iteration, with as many
 // workers as GOMAXPROCS (-cpu 1 for one thread). docs/benchmarks.md
 // ("Sparse inference") has the ratios.
@@ -62,15 +64,15 @@ func BenchmarkSparseConv(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, l := range sparseBenchLayers {
 		for _, batch := range []int{1, 64} {
-			x := RandN(rng, batch, l.cin, l.hw, l.hw)
-			bias := RandN(rng, l.cout)
-			cfg := ConvConfig{Stride: [2]int{l.strid, l.strid}, Padding: [2]int{1, 1}}
+			x := autograd.RandN(rng, batch, l.cin, l.hw, l.hw)
+			bias := autograd.RandN(rng, l.cout)
+			cfg := conv.Config{Stride: [2]int{l.strid, l.strid}, Padding: [2]int{1, 1}}
 			for _, zeros := range []int{0, 30, 50, 60, 70, 80, 90, 95} {
-				w := RandN(rng, l.cout, l.cin, 3, 3)
+				w := autograd.RandN(rng, l.cout, l.cin, 3, 3)
 				sparsify(rng, w, float64(zeros)/100)
-				s := NewSparseWeight(w)
+				s := conv.NewSparseWeight(w.Data, w.Shape())
 				b.Run(fmt.Sprintf("%s/b%d/z%d", l.name, batch, zeros), func(b *testing.B) {
-					alternate(b, func() { Conv2dWith(x, w, bias, cfg) }, func() { Conv2dSparse(x, w, s, bias, cfg) })
+					alternate(b, func() { autograd.Conv2dWith(x, w, bias, cfg) }, func() { forwardSparse(x, s, bias, cfg) })
 				})
 			}
 		}
