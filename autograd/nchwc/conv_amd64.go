@@ -17,6 +17,20 @@ var (
 	useAVX2   = cpu.X86.AVX2 && cpu.X86.FMA
 )
 
+// hasVL reports whether the AVX-512 kernels may run their half variants
+// (YMM registers in EVEX encodings, AVX512VL); without it they compute
+// the last block in full (the same values).
+var hasVL = cpu.X86.AVX512VL
+
+// halfIndex is the first index of the kernel tables: 1 for the half
+// variants.
+func halfIndex(half bool) int {
+	if half {
+		return 1
+	}
+	return 0
+}
+
 func init() {
 	impl.Register("nchwc", "avx512", &useAVX512)
 	impl.Register("nchwc", "avx2", &useAVX2)
@@ -33,19 +47,20 @@ func Fast() bool { return useAVX512 || useAVX2 }
 func stripMax(fb int) int {
 	switch {
 	case useAVX512:
-		return len(asmKernels[fb-1][0])
+		return len(asmKernels[0][fb-1][0])
 	case useAVX2:
-		return len(avx2Kernels[0][0])
+		return len(avx2Kernels[0][0][0])
 	}
 	return pmaxGo[fb-1]
 }
 
-// kernel runs the kernel of fb blocks, stride s and p pixels on the
-// arguments of kernelGo (offsets and strides in float32 values).
-func kernel(cb, fb, p, s int, in []float32, inOff, inBS, inRS, ncib, ct, kh, kw int, w []float32, wOff int,
+// kernel runs the kernel of fb blocks, stride s and p pixels (the last
+// block 8 wide where half) on the arguments of kernelGo (offsets and
+// strides in float32 values).
+func kernel(cb, fb, p, s int, half bool, in []float32, inOff, inBS, inRS, ncib, ct, kh, kw int, w []float32, wOff int,
 	bias []float32, res []float32, out []float32, outOff, outBS int, relu bool) {
 	if !useAVX512 && !useAVX2 {
-		kernelGo(cb, fb, p, s, in, inOff, inBS, inRS, ncib, ct, kh, kw, w, wOff, bias, res, out, outOff, outBS, relu)
+		kernelGo(cb, fb, p, s, half, in, inOff, inBS, inRS, ncib, ct, kh, kw, w, wOff, bias, res, out, outOff, outBS, relu)
 		return
 	}
 	// Bounds: the last values the kernel reads and writes.
@@ -69,18 +84,20 @@ func kernel(cb, fb, p, s int, in []float32, inOff, inBS, inRS, ncib, ct, kh, kw 
 	}
 	const f = int(unsafe.Sizeof(float32(0)))
 	if useAVX512 {
-		k := asmStemKernels[p-1]
+		h := halfIndex(half && hasVL)
+		k := asmStemKernels[h][p-1]
 		if cb == 16 {
-			k = asmKernels[fb-1][s-1][p-1]
+			k = asmKernels[h][fb-1][s-1][p-1]
 		}
 		k(&in[inOff], inBS*f, inRS*f, ncib, ct, kh, kw, &w[wOff], &bias[0], r, &out[outOff], outBS*f, rl)
 		return
 	}
-	k := avx2StemKernels[p-1]
-	if cb == 16 {
-		k = avx2Kernels[fb-1][s-1][p-1]
-	}
 	for j := 0; j < fb; j++ {
+		h := halfIndex(half && j == fb-1)
+		k := avx2StemKernels[h][p-1]
+		if cb == 16 {
+			k = avx2Kernels[h][fb-1][s-1][p-1]
+		}
 		var rj *float32
 		if r != nil {
 			rj = &res[outOff+j*outBS]
@@ -90,12 +107,13 @@ func kernel(cb, fb, p, s int, in []float32, inOff, inBS, inRS, ncib, ct, kh, kw 
 }
 
 // kernelSkip runs the kernel skipping zero filter vectors of fb blocks,
-// stride s and p pixels on the arguments of kernelSkipGo; last is the
-// largest entry's offset in values (checked at packing).
-func kernelSkip(fb, p, s int, in []float32, inOff, last int, ent []int32, w []float32,
+// stride s and p pixels (the last block 8 wide where half) on the
+// arguments of kernelSkipGo; last is the largest entry's offset in values
+// (checked at packing).
+func kernelSkip(fb, p, s int, half bool, in []float32, inOff, last int, ent []int32, w []float32,
 	bias []float32, res []float32, out []float32, outOff, outBS int, relu bool) {
 	if !useAVX512 && !useAVX2 {
-		kernelSkipGo(fb, p, s, in, inOff, ent, w, bias, res, out, outOff, outBS, relu)
+		kernelSkipGo(fb, p, s, half, in, inOff, ent, w, bias, res, out, outOff, outBS, relu)
 		return
 	}
 	// Bounds: the last values the kernel reads and writes.
@@ -122,11 +140,11 @@ func kernelSkip(fb, p, s int, in []float32, inOff, last int, ent []int32, w []fl
 	const f = int(unsafe.Sizeof(float32(0)))
 	n := len(ent)
 	if useAVX512 {
-		skipKernels[fb-1][s-1][p-1](&in[inOff], ep, n, wp, &bias[0], r, &out[outOff], outBS*f, rl)
+		skipKernels[halfIndex(half && hasVL)][fb-1][s-1][p-1](&in[inOff], ep, n, wp, &bias[0], r, &out[outOff], outBS*f, rl)
 		return
 	}
-	k2 := skip2Kernels[fb-1][s-1][p-1]
 	for j := 0; j < fb; j++ {
+		k2 := skip2Kernels[halfIndex(half && j == fb-1)][fb-1][s-1][p-1]
 		var rj, wj *float32
 		if r != nil {
 			rj = &res[outOff+j*outBS]

@@ -644,96 +644,972 @@ func convFB1P15S1C4(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res,
 //go:noescape
 func convFB1P16S1C4(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// asmKernels[fb-1][s-1][p-1] is the kernel for fb channel blocks, stride s and p pixels.
-var asmKernels = [2][2][]func(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int){
-	{
+// convFB1P1S1H computes 1 block(s) of 16 output channels for 1 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P1S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P1S1H computes 1 block(s) of 16 output channels for 1 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P1S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P2S1H computes 1 block(s) of 16 output channels for 2 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P2S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P2S1H computes 1 block(s) of 16 output channels for 2 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P2S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P3S1H computes 1 block(s) of 16 output channels for 3 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P3S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P3S1H computes 1 block(s) of 16 output channels for 3 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P3S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P4S1H computes 1 block(s) of 16 output channels for 4 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P4S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P4S1H computes 1 block(s) of 16 output channels for 4 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P4S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P5S1H computes 1 block(s) of 16 output channels for 5 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P5S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P5S1H computes 1 block(s) of 16 output channels for 5 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P5S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P6S1H computes 1 block(s) of 16 output channels for 6 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P6S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P6S1H computes 1 block(s) of 16 output channels for 6 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P6S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P7S1H computes 1 block(s) of 16 output channels for 7 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P7S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P7S1H computes 1 block(s) of 16 output channels for 7 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P7S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P8S1H computes 1 block(s) of 16 output channels for 8 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P8S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P8S1H computes 1 block(s) of 16 output channels for 8 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P8S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P9S1H computes 1 block(s) of 16 output channels for 9 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P9S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P9S1H computes 1 block(s) of 16 output channels for 9 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P9S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P10S1H computes 1 block(s) of 16 output channels for 10 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P10S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P10S1H computes 1 block(s) of 16 output channels for 10 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P10S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P11S1H computes 1 block(s) of 16 output channels for 11 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P11S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P11S1H computes 1 block(s) of 16 output channels for 11 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P11S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P12S1H computes 1 block(s) of 16 output channels for 12 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P12S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P12S1H computes 1 block(s) of 16 output channels for 12 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P12S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P13S1H computes 1 block(s) of 16 output channels for 13 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P13S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P13S1H computes 1 block(s) of 16 output channels for 13 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P13S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P14S1H computes 1 block(s) of 16 output channels for 14 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P14S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P14S1H computes 1 block(s) of 16 output channels for 14 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P14S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P15S1H computes 1 block(s) of 16 output channels for 15 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P15S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P15S1H computes 1 block(s) of 16 output channels for 15 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P15S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P16S1H computes 1 block(s) of 16 output channels for 16 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P16S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P16S1H computes 1 block(s) of 16 output channels for 16 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P16S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P1S2H computes 1 block(s) of 16 output channels for 1 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P1S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P1S2H computes 1 block(s) of 16 output channels for 1 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P1S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P2S2H computes 1 block(s) of 16 output channels for 2 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P2S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P2S2H computes 1 block(s) of 16 output channels for 2 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P2S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P3S2H computes 1 block(s) of 16 output channels for 3 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P3S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P3S2H computes 1 block(s) of 16 output channels for 3 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P3S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P4S2H computes 1 block(s) of 16 output channels for 4 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P4S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P4S2H computes 1 block(s) of 16 output channels for 4 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P4S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P5S2H computes 1 block(s) of 16 output channels for 5 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P5S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P5S2H computes 1 block(s) of 16 output channels for 5 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P5S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P6S2H computes 1 block(s) of 16 output channels for 6 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P6S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P6S2H computes 1 block(s) of 16 output channels for 6 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P6S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P7S2H computes 1 block(s) of 16 output channels for 7 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P7S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P7S2H computes 1 block(s) of 16 output channels for 7 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P7S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P8S2H computes 1 block(s) of 16 output channels for 8 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P8S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P8S2H computes 1 block(s) of 16 output channels for 8 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P8S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P9S2H computes 1 block(s) of 16 output channels for 9 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P9S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P9S2H computes 1 block(s) of 16 output channels for 9 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P9S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P10S2H computes 1 block(s) of 16 output channels for 10 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P10S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P10S2H computes 1 block(s) of 16 output channels for 10 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P10S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P11S2H computes 1 block(s) of 16 output channels for 11 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P11S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P11S2H computes 1 block(s) of 16 output channels for 11 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P11S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P12S2H computes 1 block(s) of 16 output channels for 12 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P12S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P12S2H computes 1 block(s) of 16 output channels for 12 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P12S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P13S2H computes 1 block(s) of 16 output channels for 13 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P13S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P13S2H computes 1 block(s) of 16 output channels for 13 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P13S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P14S2H computes 1 block(s) of 16 output channels for 14 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P14S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P14S2H computes 1 block(s) of 16 output channels for 14 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P14S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P15S2H computes 1 block(s) of 16 output channels for 15 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P15S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P15S2H computes 1 block(s) of 16 output channels for 15 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P15S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P16S2H computes 1 block(s) of 16 output channels for 16 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P16S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB1P16S2H computes 1 block(s) of 16 output channels for 16 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB1P16S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P1S1H computes 2 block(s) of 16 output channels for 1 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB2P1S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P1S1H computes 2 block(s) of 16 output channels for 1 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB2P1S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P2S1H computes 2 block(s) of 16 output channels for 2 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB2P2S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P2S1H computes 2 block(s) of 16 output channels for 2 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB2P2S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P3S1H computes 2 block(s) of 16 output channels for 3 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB2P3S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P3S1H computes 2 block(s) of 16 output channels for 3 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB2P3S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P4S1H computes 2 block(s) of 16 output channels for 4 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB2P4S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P4S1H computes 2 block(s) of 16 output channels for 4 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB2P4S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P5S1H computes 2 block(s) of 16 output channels for 5 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB2P5S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P5S1H computes 2 block(s) of 16 output channels for 5 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB2P5S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P6S1H computes 2 block(s) of 16 output channels for 6 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB2P6S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P6S1H computes 2 block(s) of 16 output channels for 6 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB2P6S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P7S1H computes 2 block(s) of 16 output channels for 7 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB2P7S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P7S1H computes 2 block(s) of 16 output channels for 7 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB2P7S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P8S1H computes 2 block(s) of 16 output channels for 8 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB2P8S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P8S1H computes 2 block(s) of 16 output channels for 8 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB2P8S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P9S1H computes 2 block(s) of 16 output channels for 9 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB2P9S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P9S1H computes 2 block(s) of 16 output channels for 9 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB2P9S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P10S1H computes 2 block(s) of 16 output channels for 10 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB2P10S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P10S1H computes 2 block(s) of 16 output channels for 10 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB2P10S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P11S1H computes 2 block(s) of 16 output channels for 11 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB2P11S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P11S1H computes 2 block(s) of 16 output channels for 11 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB2P11S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P12S1H computes 2 block(s) of 16 output channels for 12 pixels at stride 1 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB2P12S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P12S1H computes 2 block(s) of 16 output channels for 12 pixels at stride 1 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB2P12S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P1S2H computes 2 block(s) of 16 output channels for 1 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB2P1S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P1S2H computes 2 block(s) of 16 output channels for 1 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB2P1S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P2S2H computes 2 block(s) of 16 output channels for 2 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB2P2S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P2S2H computes 2 block(s) of 16 output channels for 2 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB2P2S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P3S2H computes 2 block(s) of 16 output channels for 3 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB2P3S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P3S2H computes 2 block(s) of 16 output channels for 3 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB2P3S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P4S2H computes 2 block(s) of 16 output channels for 4 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB2P4S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P4S2H computes 2 block(s) of 16 output channels for 4 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB2P4S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P5S2H computes 2 block(s) of 16 output channels for 5 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB2P5S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P5S2H computes 2 block(s) of 16 output channels for 5 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB2P5S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P6S2H computes 2 block(s) of 16 output channels for 6 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB2P6S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P6S2H computes 2 block(s) of 16 output channels for 6 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB2P6S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P7S2H computes 2 block(s) of 16 output channels for 7 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB2P7S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P7S2H computes 2 block(s) of 16 output channels for 7 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB2P7S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P8S2H computes 2 block(s) of 16 output channels for 8 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB2P8S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P8S2H computes 2 block(s) of 16 output channels for 8 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB2P8S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P9S2H computes 2 block(s) of 16 output channels for 9 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB2P9S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P9S2H computes 2 block(s) of 16 output channels for 9 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB2P9S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P10S2H computes 2 block(s) of 16 output channels for 10 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB2P10S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P10S2H computes 2 block(s) of 16 output channels for 10 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB2P10S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P11S2H computes 2 block(s) of 16 output channels for 11 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB2P11S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P11S2H computes 2 block(s) of 16 output channels for 11 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB2P11S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB2P12S2H computes 2 block(s) of 16 output channels for 12 pixels at stride 2 from input blocks of 16 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB2P12S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convSkipFB2P12S2H computes 2 block(s) of 16 output channels for 12 pixels at stride 2 from input blocks of 16 channels (AVX-512), skipping zero filter vectors, the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convSkipFB2P12S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P1S1C4H computes 1 block(s) of 16 output channels for 1 pixels at stride 1 from input blocks of 4 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P1S1C4H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P2S1C4H computes 1 block(s) of 16 output channels for 2 pixels at stride 1 from input blocks of 4 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P2S1C4H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P3S1C4H computes 1 block(s) of 16 output channels for 3 pixels at stride 1 from input blocks of 4 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P3S1C4H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P4S1C4H computes 1 block(s) of 16 output channels for 4 pixels at stride 1 from input blocks of 4 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P4S1C4H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P5S1C4H computes 1 block(s) of 16 output channels for 5 pixels at stride 1 from input blocks of 4 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P5S1C4H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P6S1C4H computes 1 block(s) of 16 output channels for 6 pixels at stride 1 from input blocks of 4 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P6S1C4H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P7S1C4H computes 1 block(s) of 16 output channels for 7 pixels at stride 1 from input blocks of 4 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P7S1C4H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P8S1C4H computes 1 block(s) of 16 output channels for 8 pixels at stride 1 from input blocks of 4 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P8S1C4H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P9S1C4H computes 1 block(s) of 16 output channels for 9 pixels at stride 1 from input blocks of 4 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P9S1C4H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P10S1C4H computes 1 block(s) of 16 output channels for 10 pixels at stride 1 from input blocks of 4 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P10S1C4H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P11S1C4H computes 1 block(s) of 16 output channels for 11 pixels at stride 1 from input blocks of 4 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P11S1C4H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P12S1C4H computes 1 block(s) of 16 output channels for 12 pixels at stride 1 from input blocks of 4 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P12S1C4H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P13S1C4H computes 1 block(s) of 16 output channels for 13 pixels at stride 1 from input blocks of 4 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P13S1C4H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P14S1C4H computes 1 block(s) of 16 output channels for 14 pixels at stride 1 from input blocks of 4 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P14S1C4H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P15S1C4H computes 1 block(s) of 16 output channels for 15 pixels at stride 1 from input blocks of 4 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P15S1C4H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// convFB1P16S1C4H computes 1 block(s) of 16 output channels for 16 pixels at stride 1 from input blocks of 4 channels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func convFB1P16S1C4H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// asmKernels[h][fb-1][s-1][p-1] is the AVX-512 kernel for fb channel blocks, stride s and p pixels, the last block 8 wide if h is 1.
+var asmKernels = [2][2][2][]func(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int){
+	{ // half false
 		{
-			convFB1P1S1,
-			convFB1P2S1,
-			convFB1P3S1,
-			convFB1P4S1,
-			convFB1P5S1,
-			convFB1P6S1,
-			convFB1P7S1,
-			convFB1P8S1,
-			convFB1P9S1,
-			convFB1P10S1,
-			convFB1P11S1,
-			convFB1P12S1,
-			convFB1P13S1,
-			convFB1P14S1,
-			convFB1P15S1,
-			convFB1P16S1,
+			{
+				convFB1P1S1,
+				convFB1P2S1,
+				convFB1P3S1,
+				convFB1P4S1,
+				convFB1P5S1,
+				convFB1P6S1,
+				convFB1P7S1,
+				convFB1P8S1,
+				convFB1P9S1,
+				convFB1P10S1,
+				convFB1P11S1,
+				convFB1P12S1,
+				convFB1P13S1,
+				convFB1P14S1,
+				convFB1P15S1,
+				convFB1P16S1,
+			},
+			{
+				convFB1P1S2,
+				convFB1P2S2,
+				convFB1P3S2,
+				convFB1P4S2,
+				convFB1P5S2,
+				convFB1P6S2,
+				convFB1P7S2,
+				convFB1P8S2,
+				convFB1P9S2,
+				convFB1P10S2,
+				convFB1P11S2,
+				convFB1P12S2,
+				convFB1P13S2,
+				convFB1P14S2,
+				convFB1P15S2,
+				convFB1P16S2,
+			},
 		},
 		{
-			convFB1P1S2,
-			convFB1P2S2,
-			convFB1P3S2,
-			convFB1P4S2,
-			convFB1P5S2,
-			convFB1P6S2,
-			convFB1P7S2,
-			convFB1P8S2,
-			convFB1P9S2,
-			convFB1P10S2,
-			convFB1P11S2,
-			convFB1P12S2,
-			convFB1P13S2,
-			convFB1P14S2,
-			convFB1P15S2,
-			convFB1P16S2,
+			{
+				convFB2P1S1,
+				convFB2P2S1,
+				convFB2P3S1,
+				convFB2P4S1,
+				convFB2P5S1,
+				convFB2P6S1,
+				convFB2P7S1,
+				convFB2P8S1,
+				convFB2P9S1,
+				convFB2P10S1,
+				convFB2P11S1,
+				convFB2P12S1,
+			},
+			{
+				convFB2P1S2,
+				convFB2P2S2,
+				convFB2P3S2,
+				convFB2P4S2,
+				convFB2P5S2,
+				convFB2P6S2,
+				convFB2P7S2,
+				convFB2P8S2,
+				convFB2P9S2,
+				convFB2P10S2,
+				convFB2P11S2,
+				convFB2P12S2,
+			},
 		},
 	},
-	{
+	{ // half true
 		{
-			convFB2P1S1,
-			convFB2P2S1,
-			convFB2P3S1,
-			convFB2P4S1,
-			convFB2P5S1,
-			convFB2P6S1,
-			convFB2P7S1,
-			convFB2P8S1,
-			convFB2P9S1,
-			convFB2P10S1,
-			convFB2P11S1,
-			convFB2P12S1,
+			{
+				convFB1P1S1H,
+				convFB1P2S1H,
+				convFB1P3S1H,
+				convFB1P4S1H,
+				convFB1P5S1H,
+				convFB1P6S1H,
+				convFB1P7S1H,
+				convFB1P8S1H,
+				convFB1P9S1H,
+				convFB1P10S1H,
+				convFB1P11S1H,
+				convFB1P12S1H,
+				convFB1P13S1H,
+				convFB1P14S1H,
+				convFB1P15S1H,
+				convFB1P16S1H,
+			},
+			{
+				convFB1P1S2H,
+				convFB1P2S2H,
+				convFB1P3S2H,
+				convFB1P4S2H,
+				convFB1P5S2H,
+				convFB1P6S2H,
+				convFB1P7S2H,
+				convFB1P8S2H,
+				convFB1P9S2H,
+				convFB1P10S2H,
+				convFB1P11S2H,
+				convFB1P12S2H,
+				convFB1P13S2H,
+				convFB1P14S2H,
+				convFB1P15S2H,
+				convFB1P16S2H,
+			},
 		},
 		{
-			convFB2P1S2,
-			convFB2P2S2,
-			convFB2P3S2,
-			convFB2P4S2,
-			convFB2P5S2,
-			convFB2P6S2,
-			convFB2P7S2,
-			convFB2P8S2,
-			convFB2P9S2,
-			convFB2P10S2,
-			convFB2P11S2,
-			convFB2P12S2,
+			{
+				convFB2P1S1H,
+				convFB2P2S1H,
+				convFB2P3S1H,
+				convFB2P4S1H,
+				convFB2P5S1H,
+				convFB2P6S1H,
+				convFB2P7S1H,
+				convFB2P8S1H,
+				convFB2P9S1H,
+				convFB2P10S1H,
+				convFB2P11S1H,
+				convFB2P12S1H,
+			},
+			{
+				convFB2P1S2H,
+				convFB2P2S2H,
+				convFB2P3S2H,
+				convFB2P4S2H,
+				convFB2P5S2H,
+				convFB2P6S2H,
+				convFB2P7S2H,
+				convFB2P8S2H,
+				convFB2P9S2H,
+				convFB2P10S2H,
+				convFB2P11S2H,
+				convFB2P12S2H,
+			},
 		},
 	},
 }
 
-// asmStemKernels[p-1] is the kernel for 4-channel input blocks, one output block, stride 1 and p pixels.
-var asmStemKernels = []func(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int){
-	convFB1P1S1C4,
-	convFB1P2S1C4,
-	convFB1P3S1C4,
-	convFB1P4S1C4,
-	convFB1P5S1C4,
-	convFB1P6S1C4,
-	convFB1P7S1C4,
-	convFB1P8S1C4,
-	convFB1P9S1C4,
-	convFB1P10S1C4,
-	convFB1P11S1C4,
-	convFB1P12S1C4,
-	convFB1P13S1C4,
-	convFB1P14S1C4,
-	convFB1P15S1C4,
-	convFB1P16S1C4,
+// asmStemKernels[h][p-1] is the AVX-512 kernel for 4-channel input blocks, one output block (8 wide if h is 1), stride 1 and p pixels.
+var asmStemKernels = [2][]func(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int){
+	{
+		convFB1P1S1C4,
+		convFB1P2S1C4,
+		convFB1P3S1C4,
+		convFB1P4S1C4,
+		convFB1P5S1C4,
+		convFB1P6S1C4,
+		convFB1P7S1C4,
+		convFB1P8S1C4,
+		convFB1P9S1C4,
+		convFB1P10S1C4,
+		convFB1P11S1C4,
+		convFB1P12S1C4,
+		convFB1P13S1C4,
+		convFB1P14S1C4,
+		convFB1P15S1C4,
+		convFB1P16S1C4,
+	},
+	{
+		convFB1P1S1C4H,
+		convFB1P2S1C4H,
+		convFB1P3S1C4H,
+		convFB1P4S1C4H,
+		convFB1P5S1C4H,
+		convFB1P6S1C4H,
+		convFB1P7S1C4H,
+		convFB1P8S1C4H,
+		convFB1P9S1C4H,
+		convFB1P10S1C4H,
+		convFB1P11S1C4H,
+		convFB1P12S1C4H,
+		convFB1P13S1C4H,
+		convFB1P14S1C4H,
+		convFB1P15S1C4H,
+		convFB1P16S1C4H,
+	},
+}
+
+// skipKernels[h][fb-1][s-1][p-1] is the AVX-512 kernel skipping zero filter vectors for fb channel blocks, stride s and p pixels, the last block 8 wide if h is 1.
+var skipKernels = [2][2][2][]func(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int){
+	{ // half false
+		{
+			{
+				convSkipFB1P1S1,
+				convSkipFB1P2S1,
+				convSkipFB1P3S1,
+				convSkipFB1P4S1,
+				convSkipFB1P5S1,
+				convSkipFB1P6S1,
+				convSkipFB1P7S1,
+				convSkipFB1P8S1,
+				convSkipFB1P9S1,
+				convSkipFB1P10S1,
+				convSkipFB1P11S1,
+				convSkipFB1P12S1,
+				convSkipFB1P13S1,
+				convSkipFB1P14S1,
+				convSkipFB1P15S1,
+				convSkipFB1P16S1,
+			},
+			{
+				convSkipFB1P1S2,
+				convSkipFB1P2S2,
+				convSkipFB1P3S2,
+				convSkipFB1P4S2,
+				convSkipFB1P5S2,
+				convSkipFB1P6S2,
+				convSkipFB1P7S2,
+				convSkipFB1P8S2,
+				convSkipFB1P9S2,
+				convSkipFB1P10S2,
+				convSkipFB1P11S2,
+				convSkipFB1P12S2,
+				convSkipFB1P13S2,
+				convSkipFB1P14S2,
+				convSkipFB1P15S2,
+				convSkipFB1P16S2,
+			},
+		},
+		{
+			{
+				convSkipFB2P1S1,
+				convSkipFB2P2S1,
+				convSkipFB2P3S1,
+				convSkipFB2P4S1,
+				convSkipFB2P5S1,
+				convSkipFB2P6S1,
+				convSkipFB2P7S1,
+				convSkipFB2P8S1,
+				convSkipFB2P9S1,
+				convSkipFB2P10S1,
+				convSkipFB2P11S1,
+				convSkipFB2P12S1,
+			},
+			{
+				convSkipFB2P1S2,
+				convSkipFB2P2S2,
+				convSkipFB2P3S2,
+				convSkipFB2P4S2,
+				convSkipFB2P5S2,
+				convSkipFB2P6S2,
+				convSkipFB2P7S2,
+				convSkipFB2P8S2,
+				convSkipFB2P9S2,
+				convSkipFB2P10S2,
+				convSkipFB2P11S2,
+				convSkipFB2P12S2,
+			},
+		},
+	},
+	{ // half true
+		{
+			{
+				convSkipFB1P1S1H,
+				convSkipFB1P2S1H,
+				convSkipFB1P3S1H,
+				convSkipFB1P4S1H,
+				convSkipFB1P5S1H,
+				convSkipFB1P6S1H,
+				convSkipFB1P7S1H,
+				convSkipFB1P8S1H,
+				convSkipFB1P9S1H,
+				convSkipFB1P10S1H,
+				convSkipFB1P11S1H,
+				convSkipFB1P12S1H,
+				convSkipFB1P13S1H,
+				convSkipFB1P14S1H,
+				convSkipFB1P15S1H,
+				convSkipFB1P16S1H,
+			},
+			{
+				convSkipFB1P1S2H,
+				convSkipFB1P2S2H,
+				convSkipFB1P3S2H,
+				convSkipFB1P4S2H,
+				convSkipFB1P5S2H,
+				convSkipFB1P6S2H,
+				convSkipFB1P7S2H,
+				convSkipFB1P8S2H,
+				convSkipFB1P9S2H,
+				convSkipFB1P10S2H,
+				convSkipFB1P11S2H,
+				convSkipFB1P12S2H,
+				convSkipFB1P13S2H,
+				convSkipFB1P14S2H,
+				convSkipFB1P15S2H,
+				convSkipFB1P16S2H,
+			},
+		},
+		{
+			{
+				convSkipFB2P1S1H,
+				convSkipFB2P2S1H,
+				convSkipFB2P3S1H,
+				convSkipFB2P4S1H,
+				convSkipFB2P5S1H,
+				convSkipFB2P6S1H,
+				convSkipFB2P7S1H,
+				convSkipFB2P8S1H,
+				convSkipFB2P9S1H,
+				convSkipFB2P10S1H,
+				convSkipFB2P11S1H,
+				convSkipFB2P12S1H,
+			},
+			{
+				convSkipFB2P1S2H,
+				convSkipFB2P2S2H,
+				convSkipFB2P3S2H,
+				convSkipFB2P4S2H,
+				convSkipFB2P5S2H,
+				convSkipFB2P6S2H,
+				convSkipFB2P7S2H,
+				convSkipFB2P8S2H,
+				convSkipFB2P9S2H,
+				convSkipFB2P10S2H,
+				convSkipFB2P11S2H,
+				convSkipFB2P12S2H,
+			},
+		},
+	},
 }
 
 // conv2FW1P1S1 computes one block of 16 output channels of filters 1 block(s) wide for 1 pixels at stride 1 from input blocks of 16 channels (AVX2).
@@ -1006,164 +1882,452 @@ func conv2FW1P5S1C4(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res,
 //go:noescape
 func conv2FW1P6S1C4(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
-// avx2Kernels[fw-1][s-1][p-1] is the AVX2 kernel for filters fw blocks wide, stride s and p pixels.
-var avx2Kernels = [2][2][6]func(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int){
-	{
+// conv2FW1P1S1H computes one block of 16 output channels of filters 1 block(s) wide for 1 pixels at stride 1 from input blocks of 16 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW1P1S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW1P1S1H computes one block of 16 output channels of filters 1 block(s) wide for 1 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors, its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2SkipFW1P1S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P2S1H computes one block of 16 output channels of filters 1 block(s) wide for 2 pixels at stride 1 from input blocks of 16 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW1P2S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW1P2S1H computes one block of 16 output channels of filters 1 block(s) wide for 2 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors, its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2SkipFW1P2S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P3S1H computes one block of 16 output channels of filters 1 block(s) wide for 3 pixels at stride 1 from input blocks of 16 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW1P3S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW1P3S1H computes one block of 16 output channels of filters 1 block(s) wide for 3 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors, its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2SkipFW1P3S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P4S1H computes one block of 16 output channels of filters 1 block(s) wide for 4 pixels at stride 1 from input blocks of 16 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW1P4S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW1P4S1H computes one block of 16 output channels of filters 1 block(s) wide for 4 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors, its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2SkipFW1P4S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P5S1H computes one block of 16 output channels of filters 1 block(s) wide for 5 pixels at stride 1 from input blocks of 16 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW1P5S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW1P5S1H computes one block of 16 output channels of filters 1 block(s) wide for 5 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors, its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2SkipFW1P5S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P6S1H computes one block of 16 output channels of filters 1 block(s) wide for 6 pixels at stride 1 from input blocks of 16 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW1P6S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW1P6S1H computes one block of 16 output channels of filters 1 block(s) wide for 6 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors, its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2SkipFW1P6S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P1S2H computes one block of 16 output channels of filters 1 block(s) wide for 1 pixels at stride 2 from input blocks of 16 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW1P1S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW1P1S2H computes one block of 16 output channels of filters 1 block(s) wide for 1 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors, its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2SkipFW1P1S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P2S2H computes one block of 16 output channels of filters 1 block(s) wide for 2 pixels at stride 2 from input blocks of 16 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW1P2S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW1P2S2H computes one block of 16 output channels of filters 1 block(s) wide for 2 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors, its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2SkipFW1P2S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P3S2H computes one block of 16 output channels of filters 1 block(s) wide for 3 pixels at stride 2 from input blocks of 16 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW1P3S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW1P3S2H computes one block of 16 output channels of filters 1 block(s) wide for 3 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors, its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2SkipFW1P3S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P4S2H computes one block of 16 output channels of filters 1 block(s) wide for 4 pixels at stride 2 from input blocks of 16 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW1P4S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW1P4S2H computes one block of 16 output channels of filters 1 block(s) wide for 4 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors, its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2SkipFW1P4S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P5S2H computes one block of 16 output channels of filters 1 block(s) wide for 5 pixels at stride 2 from input blocks of 16 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW1P5S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW1P5S2H computes one block of 16 output channels of filters 1 block(s) wide for 5 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors, its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2SkipFW1P5S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P6S2H computes one block of 16 output channels of filters 1 block(s) wide for 6 pixels at stride 2 from input blocks of 16 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW1P6S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW1P6S2H computes one block of 16 output channels of filters 1 block(s) wide for 6 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors, its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2SkipFW1P6S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW2P1S1H computes one block of 16 output channels of filters 2 block(s) wide for 1 pixels at stride 1 from input blocks of 16 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW2P1S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW2P1S1H computes one block of 16 output channels of filters 2 block(s) wide for 1 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors, its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2SkipFW2P1S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW2P2S1H computes one block of 16 output channels of filters 2 block(s) wide for 2 pixels at stride 1 from input blocks of 16 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW2P2S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW2P2S1H computes one block of 16 output channels of filters 2 block(s) wide for 2 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors, its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2SkipFW2P2S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW2P3S1H computes one block of 16 output channels of filters 2 block(s) wide for 3 pixels at stride 1 from input blocks of 16 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW2P3S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW2P3S1H computes one block of 16 output channels of filters 2 block(s) wide for 3 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors, its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2SkipFW2P3S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW2P4S1H computes one block of 16 output channels of filters 2 block(s) wide for 4 pixels at stride 1 from input blocks of 16 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW2P4S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW2P4S1H computes one block of 16 output channels of filters 2 block(s) wide for 4 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors, its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2SkipFW2P4S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW2P5S1H computes one block of 16 output channels of filters 2 block(s) wide for 5 pixels at stride 1 from input blocks of 16 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW2P5S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW2P5S1H computes one block of 16 output channels of filters 2 block(s) wide for 5 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors, its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2SkipFW2P5S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW2P6S1H computes one block of 16 output channels of filters 2 block(s) wide for 6 pixels at stride 1 from input blocks of 16 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW2P6S1H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW2P6S1H computes one block of 16 output channels of filters 2 block(s) wide for 6 pixels at stride 1 from input blocks of 16 channels (AVX2), skipping zero filter vectors, its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2SkipFW2P6S1H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW2P1S2H computes one block of 16 output channels of filters 2 block(s) wide for 1 pixels at stride 2 from input blocks of 16 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW2P1S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW2P1S2H computes one block of 16 output channels of filters 2 block(s) wide for 1 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors, its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2SkipFW2P1S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW2P2S2H computes one block of 16 output channels of filters 2 block(s) wide for 2 pixels at stride 2 from input blocks of 16 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW2P2S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW2P2S2H computes one block of 16 output channels of filters 2 block(s) wide for 2 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors, its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2SkipFW2P2S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW2P3S2H computes one block of 16 output channels of filters 2 block(s) wide for 3 pixels at stride 2 from input blocks of 16 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW2P3S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW2P3S2H computes one block of 16 output channels of filters 2 block(s) wide for 3 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors, its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2SkipFW2P3S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW2P4S2H computes one block of 16 output channels of filters 2 block(s) wide for 4 pixels at stride 2 from input blocks of 16 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW2P4S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW2P4S2H computes one block of 16 output channels of filters 2 block(s) wide for 4 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors, its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2SkipFW2P4S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW2P5S2H computes one block of 16 output channels of filters 2 block(s) wide for 5 pixels at stride 2 from input blocks of 16 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW2P5S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW2P5S2H computes one block of 16 output channels of filters 2 block(s) wide for 5 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors, its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2SkipFW2P5S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW2P6S2H computes one block of 16 output channels of filters 2 block(s) wide for 6 pixels at stride 2 from input blocks of 16 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW2P6S2H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2SkipFW2P6S2H computes one block of 16 output channels of filters 2 block(s) wide for 6 pixels at stride 2 from input blocks of 16 channels (AVX2), skipping zero filter vectors, its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2SkipFW2P6S2H(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P1S1C4H computes one block of 16 output channels of filters 1 block(s) wide for 1 pixels at stride 1 from input blocks of 4 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW1P1S1C4H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P2S1C4H computes one block of 16 output channels of filters 1 block(s) wide for 2 pixels at stride 1 from input blocks of 4 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW1P2S1C4H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P3S1C4H computes one block of 16 output channels of filters 1 block(s) wide for 3 pixels at stride 1 from input blocks of 4 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW1P3S1C4H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P4S1C4H computes one block of 16 output channels of filters 1 block(s) wide for 4 pixels at stride 1 from input blocks of 4 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW1P4S1C4H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P5S1C4H computes one block of 16 output channels of filters 1 block(s) wide for 5 pixels at stride 1 from input blocks of 4 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW1P5S1C4H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// conv2FW1P6S1C4H computes one block of 16 output channels of filters 1 block(s) wide for 6 pixels at stride 1 from input blocks of 4 channels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func conv2FW1P6S1C4H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
+
+// avx2Kernels[h][fw-1][s-1][p-1] is the AVX2 kernel for one block of filters fw blocks wide, stride s and p pixels, 8 wide if h is 1.
+var avx2Kernels = [2][2][2][]func(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int){
+	{ // half false
 		{
-			conv2FW1P1S1,
-			conv2FW1P2S1,
-			conv2FW1P3S1,
-			conv2FW1P4S1,
-			conv2FW1P5S1,
-			conv2FW1P6S1,
+			{
+				conv2FW1P1S1,
+				conv2FW1P2S1,
+				conv2FW1P3S1,
+				conv2FW1P4S1,
+				conv2FW1P5S1,
+				conv2FW1P6S1,
+			},
+			{
+				conv2FW1P1S2,
+				conv2FW1P2S2,
+				conv2FW1P3S2,
+				conv2FW1P4S2,
+				conv2FW1P5S2,
+				conv2FW1P6S2,
+			},
 		},
 		{
-			conv2FW1P1S2,
-			conv2FW1P2S2,
-			conv2FW1P3S2,
-			conv2FW1P4S2,
-			conv2FW1P5S2,
-			conv2FW1P6S2,
+			{
+				conv2FW2P1S1,
+				conv2FW2P2S1,
+				conv2FW2P3S1,
+				conv2FW2P4S1,
+				conv2FW2P5S1,
+				conv2FW2P6S1,
+			},
+			{
+				conv2FW2P1S2,
+				conv2FW2P2S2,
+				conv2FW2P3S2,
+				conv2FW2P4S2,
+				conv2FW2P5S2,
+				conv2FW2P6S2,
+			},
 		},
 	},
-	{
+	{ // half true
 		{
-			conv2FW2P1S1,
-			conv2FW2P2S1,
-			conv2FW2P3S1,
-			conv2FW2P4S1,
-			conv2FW2P5S1,
-			conv2FW2P6S1,
+			{
+				conv2FW1P1S1H,
+				conv2FW1P2S1H,
+				conv2FW1P3S1H,
+				conv2FW1P4S1H,
+				conv2FW1P5S1H,
+				conv2FW1P6S1H,
+			},
+			{
+				conv2FW1P1S2H,
+				conv2FW1P2S2H,
+				conv2FW1P3S2H,
+				conv2FW1P4S2H,
+				conv2FW1P5S2H,
+				conv2FW1P6S2H,
+			},
 		},
 		{
-			conv2FW2P1S2,
-			conv2FW2P2S2,
-			conv2FW2P3S2,
-			conv2FW2P4S2,
-			conv2FW2P5S2,
-			conv2FW2P6S2,
+			{
+				conv2FW2P1S1H,
+				conv2FW2P2S1H,
+				conv2FW2P3S1H,
+				conv2FW2P4S1H,
+				conv2FW2P5S1H,
+				conv2FW2P6S1H,
+			},
+			{
+				conv2FW2P1S2H,
+				conv2FW2P2S2H,
+				conv2FW2P3S2H,
+				conv2FW2P4S2H,
+				conv2FW2P5S2H,
+				conv2FW2P6S2H,
+			},
 		},
 	},
 }
 
-// avx2StemKernels[p-1] is the AVX2 kernel for 4-channel input blocks, stride 1 and p pixels.
-var avx2StemKernels = [6]func(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int){
-	conv2FW1P1S1C4,
-	conv2FW1P2S1C4,
-	conv2FW1P3S1C4,
-	conv2FW1P4S1C4,
-	conv2FW1P5S1C4,
-	conv2FW1P6S1C4,
-}
-
-// skipKernels[fb-1][s-1][p-1] is the AVX-512 kernel skipping zero filter vectors for fb channel blocks, stride s and p pixels.
-var skipKernels = [2][2][]func(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int){
+// avx2StemKernels[h][p-1] is the AVX2 kernel for 4-channel input blocks, stride 1 and p pixels, 8 wide if h is 1.
+var avx2StemKernels = [2][]func(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int){
 	{
-		{
-			convSkipFB1P1S1,
-			convSkipFB1P2S1,
-			convSkipFB1P3S1,
-			convSkipFB1P4S1,
-			convSkipFB1P5S1,
-			convSkipFB1P6S1,
-			convSkipFB1P7S1,
-			convSkipFB1P8S1,
-			convSkipFB1P9S1,
-			convSkipFB1P10S1,
-			convSkipFB1P11S1,
-			convSkipFB1P12S1,
-			convSkipFB1P13S1,
-			convSkipFB1P14S1,
-			convSkipFB1P15S1,
-			convSkipFB1P16S1,
-		},
-		{
-			convSkipFB1P1S2,
-			convSkipFB1P2S2,
-			convSkipFB1P3S2,
-			convSkipFB1P4S2,
-			convSkipFB1P5S2,
-			convSkipFB1P6S2,
-			convSkipFB1P7S2,
-			convSkipFB1P8S2,
-			convSkipFB1P9S2,
-			convSkipFB1P10S2,
-			convSkipFB1P11S2,
-			convSkipFB1P12S2,
-			convSkipFB1P13S2,
-			convSkipFB1P14S2,
-			convSkipFB1P15S2,
-			convSkipFB1P16S2,
-		},
+		conv2FW1P1S1C4,
+		conv2FW1P2S1C4,
+		conv2FW1P3S1C4,
+		conv2FW1P4S1C4,
+		conv2FW1P5S1C4,
+		conv2FW1P6S1C4,
 	},
 	{
-		{
-			convSkipFB2P1S1,
-			convSkipFB2P2S1,
-			convSkipFB2P3S1,
-			convSkipFB2P4S1,
-			convSkipFB2P5S1,
-			convSkipFB2P6S1,
-			convSkipFB2P7S1,
-			convSkipFB2P8S1,
-			convSkipFB2P9S1,
-			convSkipFB2P10S1,
-			convSkipFB2P11S1,
-			convSkipFB2P12S1,
-		},
-		{
-			convSkipFB2P1S2,
-			convSkipFB2P2S2,
-			convSkipFB2P3S2,
-			convSkipFB2P4S2,
-			convSkipFB2P5S2,
-			convSkipFB2P6S2,
-			convSkipFB2P7S2,
-			convSkipFB2P8S2,
-			convSkipFB2P9S2,
-			convSkipFB2P10S2,
-			convSkipFB2P11S2,
-			convSkipFB2P12S2,
-		},
+		conv2FW1P1S1C4H,
+		conv2FW1P2S1C4H,
+		conv2FW1P3S1C4H,
+		conv2FW1P4S1C4H,
+		conv2FW1P5S1C4H,
+		conv2FW1P6S1C4H,
 	},
 }
 
-// skip2Kernels[fw-1][s-1][p-1] is the AVX2 kernel skipping zero filter vectors for filters fw blocks wide, stride s and p pixels.
-var skip2Kernels = [2][2][6]func(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int){
-	{
+// skip2Kernels[h][fw-1][s-1][p-1] is the AVX2 kernel skipping zero filter vectors for one block of filters fw blocks wide, stride s and p pixels, 8 wide if h is 1.
+var skip2Kernels = [2][2][2][]func(in *float32, ent *int32, nent int, w, bias, res, out *float32, outBS, relu int){
+	{ // half false
 		{
-			conv2SkipFW1P1S1,
-			conv2SkipFW1P2S1,
-			conv2SkipFW1P3S1,
-			conv2SkipFW1P4S1,
-			conv2SkipFW1P5S1,
-			conv2SkipFW1P6S1,
+			{
+				conv2SkipFW1P1S1,
+				conv2SkipFW1P2S1,
+				conv2SkipFW1P3S1,
+				conv2SkipFW1P4S1,
+				conv2SkipFW1P5S1,
+				conv2SkipFW1P6S1,
+			},
+			{
+				conv2SkipFW1P1S2,
+				conv2SkipFW1P2S2,
+				conv2SkipFW1P3S2,
+				conv2SkipFW1P4S2,
+				conv2SkipFW1P5S2,
+				conv2SkipFW1P6S2,
+			},
 		},
 		{
-			conv2SkipFW1P1S2,
-			conv2SkipFW1P2S2,
-			conv2SkipFW1P3S2,
-			conv2SkipFW1P4S2,
-			conv2SkipFW1P5S2,
-			conv2SkipFW1P6S2,
+			{
+				conv2SkipFW2P1S1,
+				conv2SkipFW2P2S1,
+				conv2SkipFW2P3S1,
+				conv2SkipFW2P4S1,
+				conv2SkipFW2P5S1,
+				conv2SkipFW2P6S1,
+			},
+			{
+				conv2SkipFW2P1S2,
+				conv2SkipFW2P2S2,
+				conv2SkipFW2P3S2,
+				conv2SkipFW2P4S2,
+				conv2SkipFW2P5S2,
+				conv2SkipFW2P6S2,
+			},
 		},
 	},
-	{
+	{ // half true
 		{
-			conv2SkipFW2P1S1,
-			conv2SkipFW2P2S1,
-			conv2SkipFW2P3S1,
-			conv2SkipFW2P4S1,
-			conv2SkipFW2P5S1,
-			conv2SkipFW2P6S1,
+			{
+				conv2SkipFW1P1S1H,
+				conv2SkipFW1P2S1H,
+				conv2SkipFW1P3S1H,
+				conv2SkipFW1P4S1H,
+				conv2SkipFW1P5S1H,
+				conv2SkipFW1P6S1H,
+			},
+			{
+				conv2SkipFW1P1S2H,
+				conv2SkipFW1P2S2H,
+				conv2SkipFW1P3S2H,
+				conv2SkipFW1P4S2H,
+				conv2SkipFW1P5S2H,
+				conv2SkipFW1P6S2H,
+			},
 		},
 		{
-			conv2SkipFW2P1S2,
-			conv2SkipFW2P2S2,
-			conv2SkipFW2P3S2,
-			conv2SkipFW2P4S2,
-			conv2SkipFW2P5S2,
-			conv2SkipFW2P6S2,
+			{
+				conv2SkipFW2P1S1H,
+				conv2SkipFW2P2S1H,
+				conv2SkipFW2P3S1H,
+				conv2SkipFW2P4S1H,
+				conv2SkipFW2P5S1H,
+				conv2SkipFW2P6S1H,
+			},
+			{
+				conv2SkipFW2P1S2H,
+				conv2SkipFW2P2S2H,
+				conv2SkipFW2P3S2H,
+				conv2SkipFW2P4S2H,
+				conv2SkipFW2P5S2H,
+				conv2SkipFW2P6S2H,
+			},
 		},
 	},
 }

@@ -5,9 +5,9 @@ package nchwc
 // stripMax returns the widest strip of pixels for fb output blocks.
 func stripMax(fb int) int { return pmaxGo[fb-1] }
 
-func kernel(cb, fb, p, s int, in []float32, inOff, inBS, inRS, ncib, ct, kh, kw int, w []float32, wOff int,
+func kernel(cb, fb, p, s int, half bool, in []float32, inOff, inBS, inRS, ncib, ct, kh, kw int, w []float32, wOff int,
 	bias []float32, res []float32, out []float32, outOff, outBS int, relu bool) {
-	kernelGo(cb, fb, p, s, in, inOff, inBS, inRS, ncib, ct, kh, kw, w, wOff, bias, res, out, outOff, outBS, relu)
+	kernelGo(cb, fb, p, s, half, in, inOff, inBS, inRS, ncib, ct, kh, kw, w, wOff, bias, res, out, outOff, outBS, relu)
 }
 
 // Fast reports whether Conv runs assembly kernels: never in this build,
@@ -15,7 +15,7 @@ func kernel(cb, fb, p, s int, in []float32, inOff, inBS, inRS, ncib, ct, kh, kw 
 // other convolutions.
 func Fast() bool { return false }
 
-func kernelSkip(fb, p, s int, in []float32, inOff, last int, ent []int32, w []float32,
+func kernelSkip(fb, p, s int, half bool, in []float32, inOff, last int, ent []int32, w []float32,
 	bias []float32, res []float32, out []float32, outOff, outBS int, relu bool) {
-	kernelSkipGo(fb, p, s, in, inOff, ent, w, bias, res, out, outOff, outBS, relu)
+	kernelSkipGo(fb, p, s, half, in, inOff, ent, w, bias, res, out, outOff, outBS, relu)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/proxgen/proxgen/internal/impl"
@@ -72,6 +73,11 @@ var convCases = []convCase{
 	{27, 30, 16, 16, 3, 1, false}, {22, 27, 16, 16, 3, 1, false}, {16, 22, 32, 32, 3, 2, false}, {16, 27, 32, 32, 1, 2, false},
 	{27, 26, 16, 16, 3, 2, false}, {5, 27, 16, 16, 3, 1, false}, {3, 5, 7, 9, 3, 2, false}, {1, 1, 4, 5, 1, 1, false},
 	{40, 33, 5, 13, 3, 1, false}, {33, 40, 9, 6, 1, 2, false}, {17, 17, 3, 3, 3, 1, false}, {12, 20, 32, 32, 3, 1, true},
+	// last blocks of at most 8 channels (the half kernels), one or two
+	// blocks wide, every stride and filter size, the stem
+	{16, 7, 8, 8, 3, 1, false}, {9, 1, 5, 6, 3, 2, false}, {20, 20, 8, 8, 3, 1, false}, {17, 24, 6, 7, 1, 1, false},
+	{33, 17, 9, 9, 3, 2, false}, {63, 33, 8, 8, 3, 1, false}, {7, 40, 6, 6, 3, 1, false}, {20, 9, 7, 7, 1, 2, false},
+	{3, 7, 8, 9, 3, 1, true}, {1, 1, 3, 2, 3, 1, true},
 }
 
 // TestConv checks Conv, under every implementation, against refConv and
@@ -242,6 +248,82 @@ func TestConvSkip(t *testing.T) {
 	}
 }
 
+// TestConvHalf checks the kernels that compute a last block of at most 8
+// output channels 8 wide (Filter.half) against the full kernels: the same
+// filters and bias with zero channels appended up to a whole block give
+// the same values bit for bit in the channels they share, under every
+// implementation, for dense and skipping filters, and the tail's lanes
+// are +0.
+func TestConvHalf(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	n := 0
+	for _, tc := range convCases {
+		coutP := (tc.cout + 15) / 16 * 16
+		if tc.cout%16 == 0 || tc.cout%16 > 8 {
+			continue
+		}
+		n++
+		wt := randSlice(rng, tc.cout*tc.cin*tc.k*tc.k, 1/math.Sqrt(float64(tc.cin*tc.k*tc.k)))
+		for i := range wt {
+			if rng.Float64() < 0.3 {
+				wt[i] = 0
+			}
+		}
+		wp := make([]float32, coutP*tc.cin*tc.k*tc.k) // zero filters appended
+		copy(wp, wt)
+		bias := randSlice(rng, tc.cout, 0.5)
+		x := randSlice(rng, tc.cin*tc.h*tc.w, 1)
+		newIn := NewAct
+		pack, packP := PackFilter(wt, tc.cout, tc.cin, tc.k), PackFilter(wp, coutP, tc.cin, tc.k)
+		if tc.img {
+			newIn = NewImage
+			pack, packP = PackImageFilter(wt, tc.cout, tc.cin, tc.k), PackImageFilter(wp, coutP, tc.cin, tc.k)
+		}
+		in := newIn(tc.cin, tc.h, tc.w)
+		in.FromNCHW(x)
+		ho, wo := pack.OutSize(tc.h, tc.w, tc.s)
+		if !pack.half((tc.cout+16*pack.FB-1)/(16*pack.FB) - 1) {
+			t.Fatalf("%v: the last group is not computed 8 wide", tc)
+		}
+		resX := randSlice(rng, tc.cout*ho*wo, 1)
+		res, resP := NewAct(tc.cout, ho, wo), NewAct(coutP, ho, wo)
+		res.FromNCHW(resX)
+		resP.FromNCHW(append(slices.Clone(resX), make([]float32, (coutP-tc.cout)*ho*wo)...))
+		type variant struct {
+			name    string
+			f, full *Filter
+		}
+		vs := []variant{{"dense", pack, packP}}
+		if !tc.img {
+			vs = append(vs, variant{"skip", PackFilterSkip(wt, tc.cout, tc.cin, tc.k, tc.h, tc.w), PackFilterSkip(wp, coutP, tc.cin, tc.k, tc.h, tc.w)})
+		}
+		for _, v := range vs {
+			for _, relu := range []bool{false, true} {
+				impl.ForEach("nchwc", func(name string) {
+					out, full := NewAct(tc.cout, ho, wo), NewAct(coutP, ho, wo)
+					Conv(in, v.f, tc.s, bias, res, relu, out)
+					Conv(in, v.full, tc.s, append(slices.Clone(bias), make([]float32, coutP-tc.cout)...), resP, relu, full)
+					for i := range out.Data {
+						c := i % 16
+						if ch := i / out.BlockStride() * 16; ch+c >= tc.cout {
+							if math.Float32bits(out.Data[i]) != 0 {
+								t.Fatalf("%v %s relu %v %s: tail value %d is %g", tc, v.name, relu, name, i, out.Data[i])
+							}
+							continue
+						}
+						if math.Float32bits(out.Data[i]) != math.Float32bits(full.Data[i]) {
+							t.Fatalf("%v %s relu %v %s: value %d: %g 8 wide, %g in a full block", tc, v.name, relu, name, i, out.Data[i], full.Data[i])
+						}
+					}
+				})
+			}
+		}
+	}
+	if n < 10 {
+		t.Fatalf("%d cases with a last block of at most 8 channels", n)
+	}
+}
+
 // TestShortcutA checks ShortcutA against the definition.
 func TestShortcutA(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
@@ -300,4 +382,21 @@ func TestConvSkipOtherSize(t *testing.T) {
 		}
 	}()
 	Conv(in, f, 1, nil, nil, false, out)
+}
+
+// TestStripMax checks that every implementation runs strips as wide as
+// its kernels allow: 16 and 12 pixels for one and two blocks (AVX-512 and
+// the Go loop), 6 (AVX2).
+func TestStripMax(t *testing.T) {
+	impl.ForEach("nchwc", func(name string) {
+		want := [2]int{16, 12}
+		if name == "avx2" {
+			want = [2]int{6, 6}
+		}
+		for fb := 1; fb <= 2; fb++ {
+			if got := stripMax(fb); got != want[fb-1] {
+				t.Errorf("%s: stripMax(%d) = %d, want %d", name, fb, got, want[fb-1])
+			}
+		}
+	})
 }

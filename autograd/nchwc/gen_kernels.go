@@ -21,6 +21,16 @@
 // filter's FB), so the caller runs it once per block; its terms and their
 // order are the AVX-512 kernels', so both give the same values bit for
 // bit.
+//
+// Every kernel has a half variant (name suffix H) for a group whose last
+// block of output channels holds at most 8 channels (the tail of a channel
+// count such as 5, 21 or 40): that block's channels 0-7 are computed in a
+// YMM register per pixel (AVX-512: EVEX-encoded, AVX512VL) with the same
+// terms in the same order, and its channels 8-15 are stored as zeros, what
+// the full kernel computes there from zero filters and bias for finite
+// inputs. On a CPU whose 512-bit multiply-adds take two 256-bit passes
+// (AMD Zen 4) a YMM multiply-add costs half a ZMM one; the AVX2 kernels
+// issue one multiply-add per pixel instead of two.
 package main
 
 import (
@@ -47,19 +57,40 @@ var asm, decl bytes.Buffer
 func a(format string, args ...any) { fmt.Fprintf(&asm, format+"\n", args...) }
 func d(format string, args ...any) { fmt.Fprintf(&decl, format+"\n", args...) }
 
-func name(fb, p, s, cb int) string {
+// name is the name of the AVX-512 kernel; half: its last block 8 wide.
+func name(fb, p, s, cb int, half bool) string {
+	n := fmt.Sprintf("convFB%dP%dS%d", fb, p, s)
 	if cb != 16 {
-		return fmt.Sprintf("convFB%dP%dS%dC%d", fb, p, s, cb)
+		n += fmt.Sprintf("C%d", cb)
 	}
-	return fmt.Sprintf("convFB%dP%dS%d", fb, p, s)
+	if half {
+		n += "H"
+	}
+	return n
 }
 
-// name2 is the name of the AVX2 kernel for filters fw blocks wide.
-func name2(fw, p, s, cb int) string {
+// name2 is the name of the AVX2 kernel for filters fw blocks wide; half:
+// the block 8 wide.
+func name2(fw, p, s, cb int, half bool) string {
+	n := fmt.Sprintf("conv2FW%dP%dS%d", fw, p, s)
 	if cb != 16 {
-		return fmt.Sprintf("conv2FW%dP%dS%dC%d", fw, p, s, cb)
+		n += fmt.Sprintf("C%d", cb)
 	}
-	return fmt.Sprintf("conv2FW%dP%dS%d", fw, p, s)
+	if half {
+		n += "H"
+	}
+	return n
+}
+
+// halves are the variants of every kernel: full, then half.
+var halves = []bool{false, true}
+
+// hs is the Go literal of the tables' first dimension, full and half.
+func hs(h bool) int {
+	if h {
+		return 1
+	}
+	return 0
 }
 
 const sig = "(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)"
@@ -104,104 +135,86 @@ func main() {
 	d("")
 	d("package nchwc")
 	d("")
-	for fb := 1; fb <= 2; fb++ {
-		for _, s := range strides {
-			for p := 1; p <= pmax[fb-1]; p++ {
-				gen(fb, p, s, 16, false)
-				gen(fb, p, s, 16, true)
+	for _, h := range halves {
+		for fb := 1; fb <= 2; fb++ {
+			for _, s := range strides {
+				for p := 1; p <= pmax[fb-1]; p++ {
+					gen(fb, p, s, 16, false, h)
+					gen(fb, p, s, 16, true, h)
+				}
 			}
 		}
+		// The stem: images of up to 4 channels (3 padded to 4), one block
+		// of output channels, stride 1.
+		for p := 1; p <= pmax[0]; p++ {
+			gen(1, p, 1, 4, false, h)
+		}
 	}
-	// The stem: images of up to 4 channels (3 padded to 4), 16 output
-	// channels, stride 1.
-	for p := 1; p <= pmax[0]; p++ {
-		gen(1, p, 1, 4, false)
-	}
-	d("// asmKernels[fb-1][s-1][p-1] is the kernel for fb channel blocks, stride s and p pixels.")
-	d("var asmKernels = [2][%d][]func%s{", len(strides), sig)
-	for fb := 1; fb <= 2; fb++ {
-		d("{")
-		for _, s := range strides {
-			d("{")
-			for p := 1; p <= pmax[fb-1]; p++ {
-				d("%s,", name(fb, p, s, 16))
+	// table emits the declaration of a table [half][fb-1][s-1][p-1] of
+	// kernels of signature sg named by nm, the strips of fb up to pm(fb).
+	table := func(doc, v, sg string, pm func(fb int) int, nm func(fb, p, s int, h bool) string) {
+		d("// %s", doc)
+		d("var %s = [2][2][%d][]func%s{", v, len(strides), sg)
+		for _, h := range halves {
+			d("{ // half %v", h)
+			for fb := 1; fb <= 2; fb++ {
+				d("{")
+				for _, s := range strides {
+					d("{")
+					for p := 1; p <= pm(fb); p++ {
+						d("%s,", nm(fb, p, s, h))
+					}
+					d("},")
+				}
+				d("},")
 			}
 			d("},")
 		}
-		d("},")
+		d("}")
+		d("")
 	}
-	d("}")
-	d("")
-	d("// asmStemKernels[p-1] is the kernel for 4-channel input blocks, one output block, stride 1 and p pixels.")
-	d("var asmStemKernels = []func%s{", sig)
-	for p := 1; p <= pmax[0]; p++ {
-		d("%s,", name(1, p, 1, 4))
+	// stem emits the declaration of a table [half][p-1] of stem kernels.
+	stem := func(doc, v string, pm int, nm func(p int, h bool) string) {
+		d("// %s", doc)
+		d("var %s = [2][]func%s{", v, sig)
+		for _, h := range halves {
+			d("{")
+			for p := 1; p <= pm; p++ {
+				d("%s,", nm(p, h))
+			}
+			d("},")
+		}
+		d("}")
+		d("")
 	}
-	d("}")
-	d("")
+	pm512 := func(fb int) int { return pmax[fb-1] }
+	table("asmKernels[h][fb-1][s-1][p-1] is the AVX-512 kernel for fb channel blocks, stride s and p pixels, the last block 8 wide if h is 1.",
+		"asmKernels", sig, pm512, func(fb, p, s int, h bool) string { return name(fb, p, s, 16, h) })
+	stem("asmStemKernels[h][p-1] is the AVX-512 kernel for 4-channel input blocks, one output block (8 wide if h is 1), stride 1 and p pixels.",
+		"asmStemKernels", pmax[0], func(p int, h bool) string { return name(1, p, 1, 4, h) })
+	table("skipKernels[h][fb-1][s-1][p-1] is the AVX-512 kernel skipping zero filter vectors for fb channel blocks, stride s and p pixels, the last block 8 wide if h is 1.",
+		"skipKernels", skipSig, pm512, func(fb, p, s int, h bool) string { return "convSkip" + name(fb, p, s, 16, h)[len("conv"):] })
 	// The AVX2 kernels.
-	for fw := 1; fw <= 2; fw++ {
-		for _, s := range strides {
-			for p := 1; p <= pmax2; p++ {
-				gen2(fw, p, s, 16, false)
-				gen2(fw, p, s, 16, true)
+	for _, h := range halves {
+		for fw := 1; fw <= 2; fw++ {
+			for _, s := range strides {
+				for p := 1; p <= pmax2; p++ {
+					gen2(fw, p, s, 16, false, h)
+					gen2(fw, p, s, 16, true, h)
+				}
 			}
 		}
-	}
-	for p := 1; p <= pmax2; p++ {
-		gen2(1, p, 1, 4, false)
-	}
-	d("// avx2Kernels[fw-1][s-1][p-1] is the AVX2 kernel for filters fw blocks wide, stride s and p pixels.")
-	d("var avx2Kernels = [2][%d][%d]func%s{", len(strides), pmax2, sig)
-	for fw := 1; fw <= 2; fw++ {
-		d("{")
-		for _, s := range strides {
-			d("{")
-			for p := 1; p <= pmax2; p++ {
-				d("%s,", name2(fw, p, s, 16))
-			}
-			d("},")
+		for p := 1; p <= pmax2; p++ {
+			gen2(1, p, 1, 4, false, h)
 		}
-		d("},")
 	}
-	d("}")
-	d("")
-	d("// avx2StemKernels[p-1] is the AVX2 kernel for 4-channel input blocks, stride 1 and p pixels.")
-	d("var avx2StemKernels = [%d]func%s{", pmax2, sig)
-	for p := 1; p <= pmax2; p++ {
-		d("%s,", name2(1, p, 1, 4))
-	}
-	d("}")
-	d("")
-	d("// skipKernels[fb-1][s-1][p-1] is the AVX-512 kernel skipping zero filter vectors for fb channel blocks, stride s and p pixels.")
-	d("var skipKernels = [2][%d][]func%s{", len(strides), skipSig)
-	for fb := 1; fb <= 2; fb++ {
-		d("{")
-		for _, s := range strides {
-			d("{")
-			for p := 1; p <= pmax[fb-1]; p++ {
-				d("convSkip%s,", name(fb, p, s, 16)[len("conv"):])
-			}
-			d("},")
-		}
-		d("},")
-	}
-	d("}")
-	d("")
-	d("// skip2Kernels[fw-1][s-1][p-1] is the AVX2 kernel skipping zero filter vectors for filters fw blocks wide, stride s and p pixels.")
-	d("var skip2Kernels = [2][%d][%d]func%s{", len(strides), pmax2, skipSig)
-	for fw := 1; fw <= 2; fw++ {
-		d("{")
-		for _, s := range strides {
-			d("{")
-			for p := 1; p <= pmax2; p++ {
-				d("conv2Skip%s,", name2(fw, p, s, 16)[len("conv2"):])
-			}
-			d("},")
-		}
-		d("},")
-	}
-	d("}")
+	pm2 := func(int) int { return pmax2 }
+	table("avx2Kernels[h][fw-1][s-1][p-1] is the AVX2 kernel for one block of filters fw blocks wide, stride s and p pixels, 8 wide if h is 1.",
+		"avx2Kernels", sig, pm2, func(fw, p, s int, h bool) string { return name2(fw, p, s, 16, h) })
+	stem("avx2StemKernels[h][p-1] is the AVX2 kernel for 4-channel input blocks, stride 1 and p pixels, 8 wide if h is 1.",
+		"avx2StemKernels", pmax2, func(p int, h bool) string { return name2(1, p, 1, 4, h) })
+	table("skip2Kernels[h][fw-1][s-1][p-1] is the AVX2 kernel skipping zero filter vectors for one block of filters fw blocks wide, stride s and p pixels, 8 wide if h is 1.",
+		"skip2Kernels", skipSig, pm2, func(fw, p, s int, h bool) string { return "conv2Skip" + name2(fw, p, s, 16, h)[len("conv2"):] })
 	src, err := format.Source(decl.Bytes())
 	if err != nil {
 		log.Fatal(err)
@@ -316,18 +329,31 @@ func skipLoop(n string, row int, body func(c int, ptr string, wOff int)) {
 	a("%s_epi:", n)
 }
 
-// acc returns the accumulator register of pixel q, block j.
-func acc(fb, q, j int) string { return fmt.Sprintf("Z%d", q*fb+j) }
+// acc returns the accumulator register of pixel q, block j of fb (its
+// YMM half where half and j is the last block).
+func acc(fb, q, j int, half bool) string { return vreg(fb, j, half, q*fb+j) }
 
-func gen(fb, p, s, cb int, skip bool) {
-	n, sg, what, ea := name(fb, p, s, cb), sig, "", sigEpi
+// vreg returns the vector register number r for block j of fb: Zr, or Yr
+// where half and j is the last block.
+func vreg(fb, j int, half bool, r int) string {
+	if half && j == fb-1 {
+		return fmt.Sprintf("Y%d", r)
+	}
+	return fmt.Sprintf("Z%d", r)
+}
+
+func gen(fb, p, s, cb int, skip, half bool) {
+	n, sg, what, ea := name(fb, p, s, cb, half), sig, "", sigEpi
 	if skip {
 		n, sg, what, ea = "convSkip"+n[len("conv"):], skipSig, ", skipping zero filter vectors", skipSigEpi
+	}
+	if half {
+		what += ", the last block's channels 0-7 only (8-15 stored as zeros)"
 	}
 	declare(n, fmt.Sprintf("%d block(s) of 16 output channels for %d pixels at stride %d from input blocks of %d channels (AVX-512)%s", fb, p, s, cb, what), sg, ea.frame)
 	for q := 0; q < p; q++ {
 		for j := 0; j < fb; j++ {
-			r := acc(fb, q, j)
+			r := acc(fb, q, j, half)
 			a("\tVPXORD %s, %s, %s", r, r, r)
 		}
 	}
@@ -337,20 +363,19 @@ func gen(fb, p, s, cb int, skip bool) {
 	}
 	lp(func(c int, ptr string, wOff int) {
 		// Alternate two sets of filter registers.
-		f := func(j int) string { return fmt.Sprintf("Z%d", 31-j-2*(c%2)) }
+		f := func(j int) string { return vreg(fb, j, half, 31-j-2*(c%2)) }
 		for j := 0; j < fb; j++ {
 			a("\tVMOVUPS %d(DI), %s", wOff+j*64, f(j))
 		}
 		for q := 0; q < p; q++ {
 			off := q*s*cb*4 + c*4
 			if fb == 1 {
-				a("\tVFMADD231PS.BCST %d(%s), %s, %s", off, ptr, f(0), acc(fb, q, 0))
+				a("\tVFMADD231PS.BCST %d(%s), %s, %s", off, ptr, f(0), acc(fb, q, 0, half))
 				continue
 			}
-			b := fmt.Sprintf("Z%d", 27-q%2)
-			a("\tVBROADCASTSS %d(%s), %s", off, ptr, b)
+			a("\tVBROADCASTSS %d(%s), Z%d", off, ptr, 27-q%2)
 			for j := 0; j < fb; j++ {
-				a("\tVFMADD231PS %s, %s, %s", b, f(j), acc(fb, q, j))
+				a("\tVFMADD231PS %s, %s, %s", vreg(fb, j, half, 27-q%2), f(j), acc(fb, q, j, half))
 			}
 		}
 	})
@@ -361,22 +386,26 @@ func gen(fb, p, s, cb int, skip bool) {
 	a("\tMOVQ %s, DX", ea.out)
 	a("\tMOVQ %s, R8", ea.outBS)
 	for j := 0; j < fb; j++ {
-		a("\tVMOVUPS %d(AX), Z%d", j*64, 31-j)
+		a("\tVMOVUPS %d(AX), %s", j*64, vreg(fb, j, half, 31-j))
 	}
 	for q := 0; q < p; q++ {
 		for j := 0; j < fb; j++ {
-			a("\tVADDPS Z%d, %s, %s", 31-j, acc(fb, q, j), acc(fb, q, j))
+			a("\tVADDPS %s, %s, %s", vreg(fb, j, half, 31-j), acc(fb, q, j, half), acc(fb, q, j, half))
 		}
+	}
+	// mem is the address of pixel q's block j of the residual or the
+	// output at R, plus off bytes.
+	mem := func(q, j, off int, r string) string {
+		if j == 1 {
+			return fmt.Sprintf("%d(%s)(R8*1)", q*64+off, r)
+		}
+		return fmt.Sprintf("%d(%s)", q*64+off, r)
 	}
 	a("\tTESTQ BX, BX")
 	a("\tJZ %s_nores", n)
 	for q := 0; q < p; q++ {
 		for j := 0; j < fb; j++ {
-			mem := fmt.Sprintf("%d(BX)", q*64)
-			if j == 1 {
-				mem = fmt.Sprintf("%d(BX)(R8*1)", q*64)
-			}
-			a("\tVADDPS %s, %s, %s", mem, acc(fb, q, j), acc(fb, q, j))
+			a("\tVADDPS %s, %s, %s", mem(q, j, 0, "BX"), acc(fb, q, j, half), acc(fb, q, j, half))
 		}
 	}
 	a("%s_nores:", n)
@@ -387,17 +416,19 @@ func gen(fb, p, s, cb int, skip bool) {
 	for q := 0; q < p; q++ {
 		for j := 0; j < fb; j++ {
 			// Intel order: max(acc, 0) = acc > 0 ? acc : 0.
-			a("\tVMAXPS Z31, %s, %s", acc(fb, q, j), acc(fb, q, j))
+			a("\tVMAXPS %s, %s, %s", vreg(fb, j, half, 31), acc(fb, q, j, half), acc(fb, q, j, half))
 		}
 	}
 	a("%s_store:", n)
+	if half {
+		a("\tVPXORD Y28, Y28, Y28")
+	}
 	for q := 0; q < p; q++ {
 		for j := 0; j < fb; j++ {
-			mem := fmt.Sprintf("%d(DX)", q*64)
-			if j == 1 {
-				mem = fmt.Sprintf("%d(DX)(R8*1)", q*64)
+			a("\tVMOVUPS %s, %s", acc(fb, q, j, half), mem(q, j, 0, "DX"))
+			if half && j == fb-1 {
+				a("\tVMOVUPS Y28, %s", mem(q, j, 32, "DX"))
 			}
-			a("\tVMOVUPS %s, %s", acc(fb, q, j), mem)
 		}
 	}
 	a("\tVZEROUPPER")
@@ -406,15 +437,26 @@ func gen(fb, p, s, cb int, skip bool) {
 
 // gen2 emits the AVX2 kernel for one block of 16 output channels of a
 // filter fw blocks wide, p pixels, stride s, input blocks of cb channels.
-// Pixel q's accumulators are Y(2q) (channels 0-7) and Y(2q+1) (8-15); the
+// Pixel q's accumulators are Y(2q) (channels 0-7) and Y(2q+1) (8-15), the
+// latter absent where half (channels 8-15 stored as zeros, from Y13); the
 // filter row is in Y12 and Y13, the broadcast input value in Y14 or Y15.
-func gen2(fw, p, s, cb int, skip bool) {
-	n, sg, what, ea := name2(fw, p, s, cb), sig, "", sigEpi
+func gen2(fw, p, s, cb int, skip, half bool) {
+	n, sg, what, ea := name2(fw, p, s, cb, half), sig, "", sigEpi
 	if skip {
 		n, sg, what, ea = "conv2Skip"+n[len("conv2"):], skipSig, ", skipping zero filter vectors", skipSigEpi
 	}
+	if half {
+		what += ", its channels 0-7 only (8-15 stored as zeros)"
+	}
 	declare(n, fmt.Sprintf("one block of 16 output channels of filters %d block(s) wide for %d pixels at stride %d from input blocks of %d channels (AVX2)%s", fw, p, s, cb, what), sg, ea.frame)
+	// The accumulators in use, in the order of the output.
+	var regs []int
 	for r := 0; r < 2*p; r++ {
+		if !half || r%2 == 0 {
+			regs = append(regs, r)
+		}
+	}
+	for _, r := range regs {
 		a("\tVXORPS Y%d, Y%d, Y%d", r, r, r)
 	}
 	lp := func(body func(c int, ptr string, wOff int)) { loops(n, cb, fw*64, body) }
@@ -423,26 +465,31 @@ func gen2(fw, p, s, cb int, skip bool) {
 	}
 	lp(func(c int, ptr string, wOff int) {
 		a("\tVMOVUPS %d(DI), Y12", wOff)
-		a("\tVMOVUPS %d(DI), Y13", wOff+32)
+		if !half {
+			a("\tVMOVUPS %d(DI), Y13", wOff+32)
+		}
 		for q := 0; q < p; q++ {
 			b := 14 + q%2
 			a("\tVBROADCASTSS %d(%s), Y%d", q*s*cb*4+c*4, ptr, b)
 			a("\tVFMADD231PS Y%d, Y12, Y%d", b, 2*q)
-			a("\tVFMADD231PS Y%d, Y13, Y%d", b, 2*q+1)
+			if !half {
+				a("\tVFMADD231PS Y%d, Y13, Y%d", b, 2*q+1)
+			}
 		}
 	})
 	a("\tMOVQ %s, AX", ea.bias)
 	a("\tMOVQ %s, BX", ea.res)
 	a("\tMOVQ %s, DX", ea.out)
 	a("\tVMOVUPS 0(AX), Y12")
-	a("\tVMOVUPS 32(AX), Y13")
-	for q := 0; q < p; q++ {
-		a("\tVADDPS Y12, Y%d, Y%d", 2*q, 2*q)
-		a("\tVADDPS Y13, Y%d, Y%d", 2*q+1, 2*q+1)
+	if !half {
+		a("\tVMOVUPS 32(AX), Y13")
+	}
+	for _, r := range regs {
+		a("\tVADDPS Y%d, Y%d, Y%d", 12+r%2, r, r)
 	}
 	a("\tTESTQ BX, BX")
 	a("\tJZ %s_nores", n)
-	for r := 0; r < 2*p; r++ {
+	for _, r := range regs {
 		a("\tVADDPS %d(BX), Y%d, Y%d", r*32, r, r)
 	}
 	a("%s_nores:", n)
@@ -450,12 +497,18 @@ func gen2(fw, p, s, cb int, skip bool) {
 	a("\tTESTQ CX, CX")
 	a("\tJZ %s_store", n)
 	a("\tVXORPS Y15, Y15, Y15")
-	for r := 0; r < 2*p; r++ {
+	for _, r := range regs {
 		a("\tVMAXPS Y15, Y%d, Y%d", r, r)
 	}
 	a("%s_store:", n)
-	for r := 0; r < 2*p; r++ {
+	if half {
+		a("\tVXORPS Y13, Y13, Y13")
+	}
+	for _, r := range regs {
 		a("\tVMOVUPS Y%d, %d(DX)", r, r*32)
+		if half {
+			a("\tVMOVUPS Y13, %d(DX)", r*32+32)
+		}
 	}
 	a("\tVZEROUPPER")
 	a("\tRET")

@@ -318,6 +318,7 @@ func ConvRows(in *Act, f *Filter, s int, bias []float32, res *Act, relu bool, ou
 			b = make([]float32, cw)
 			copy(b, bias[g*cw:])
 		}
+		half := f.half(g)
 		for y := y0; y < y1; y++ {
 			x0 := 0
 			for i := 0; i < n; i++ {
@@ -326,16 +327,52 @@ func ConvRows(in *Act, f *Filter, s int, bias []float32, res *Act, relu bool, ou
 					p++
 				}
 				if f.skip != nil {
-					kernelSkip(fb, p, s, in.Data, in.off(0, y*s+sh, x0*s+sh), f.skip.last,
+					kernelSkip(fb, p, s, half, in.Data, in.off(0, y*s+sh, x0*s+sh), f.skip.last,
 						f.skip.ent[g], f.skip.w[g], b, rd, out.Data, out.off(g*fb, y+1, x0+1), out.BlockStride(), relu)
 				} else {
-					kernel(cbk, fb, p, s, in.Data, in.off(0, y*s+sh, x0*s+sh), in.BlockStride(), in.RowStride(), full, ct, k, k,
+					kernel(cbk, fb, p, s, half, in.Data, in.off(0, y*s+sh, x0*s+sh), in.BlockStride(), in.RowStride(), full, ct, k, k,
 						f.Data, g*gsize, b, rd, out.Data, out.off(g*fb, y+1, x0+1), out.BlockStride(), relu)
 				}
 				x0 += p
 			}
 		}
 	}
+}
+
+// half reports whether the last block of output channels of group g
+// (16·FB channels) holds at most 8 of f's channels: the kernels then
+// compute its channels 0-7 alone (8 lanes) and store zeros in the others.
+func (f *Filter) half(g int) bool { return f.Cout-16*((g+1)*f.FB-1) <= 8 }
+
+// MACs returns the multiply-adds the kernels execute for one output of
+// ho×wo pixels: per output pixel, every filter vector they load (the
+// nonzero ones for PackFilterSkip's filters) times its lanes, 16 per block
+// of output channels but 8 for a last block of at most 8 channels (the
+// half kernels; on AVX-512 with AVX512VL, AVX2 and the Go loop). It counts
+// the lanes of the padding channels, which cout·cin·k·k·ho·wo does not.
+func (f *Filter) MACs(ho, wo int) int {
+	cw := 16 * f.FB
+	groups := (f.Cout + cw - 1) / cw
+	perVec := func(g int) int {
+		if f.half(g) {
+			return cw - 8
+		}
+		return cw
+	}
+	n := 0
+	for g := range groups {
+		vecs := 0
+		if f.skip != nil {
+			vecs = len(f.skip.ent[g])
+		} else {
+			vecs = f.Cin * f.K * f.K // an input's tail channels are skipped
+			if f.CB == 4 {
+				vecs = (f.Cin + 3) / 4 * 4 * f.K * f.K // the stem's blocks of 4 in full
+			}
+		}
+		n += vecs * perVec(g)
+	}
+	return n * ho * wo
 }
 
 // pmaxGo[fb-1] is the widest strip of kernelGo for fb blocks.
@@ -346,10 +383,12 @@ var pmaxGo = [2]int{16, 12}
 // gen_kernels.go), with offsets and strides in values: the taps of pixel
 // q start at in[inOff+q·s·cb], the filters of the group at w[wOff],
 // output (and residual) block j of pixel q at out[outOff+j·outBS+q·16];
-// ncib full input blocks, then the first ct channels of one more.
-func kernelGo(cb, fb, p, s int, in []float32, inOff, inBS, inRS, ncib, ct, kh, kw int, w []float32, wOff int,
+// ncib full input blocks, then the first ct channels of one more; where
+// half, the last block's channels 0-7 alone, zeros stored in the others.
+func kernelGo(cb, fb, p, s int, half bool, in []float32, inOff, inBS, inRS, ncib, ct, kh, kw int, w []float32, wOff int,
 	bias []float32, res []float32, out []float32, outOff, outBS int, relu bool) {
 	var acc [2][16][16]float32
+	lanes := lanesOf(fb, half)
 	wi := wOff
 	nb := ncib
 	if ct > 0 {
@@ -367,7 +406,7 @@ func kernelGo(cb, fb, p, s int, in []float32, inOff, inBS, inRS, ncib, ct, kh, k
 					for q := 0; q < p; q++ {
 						x := in[base+q*s*cb+c]
 						for j := 0; j < fb; j++ {
-							wv := w[wi+(c*fb+j)*16 : wi+(c*fb+j)*16+16]
+							wv := w[wi+(c*fb+j)*16 : wi+(c*fb+j)*16+lanes[j]]
 							a := &acc[j][q]
 							for l, v := range wv {
 								a[l] = kernels.FMA32(x, v, a[l])
@@ -379,16 +418,27 @@ func kernelGo(cb, fb, p, s int, in []float32, inOff, inBS, inRS, ncib, ct, kh, k
 			}
 		}
 	}
-	epilogueGo(&acc, fb, p, bias, res, out, outOff, outBS, relu)
+	epilogueGo(&acc, fb, p, lanes, bias, res, out, outOff, outBS, relu)
+}
+
+// lanesOf returns the lanes the kernels compute of each of fb blocks: 16,
+// the last one's 8 where half.
+func lanesOf(fb int, half bool) [2]int {
+	l := [2]int{16, 16}
+	if half {
+		l[fb-1] = 8
+	}
+	return l
 }
 
 // kernelSkipGo computes what the assembly kernels of a PackFilterSkip
 // filter compute: kernelGo's terms for the filter vectors listed in ent
 // (one value each: the byte offset of its input tap and channel from
 // in[inOff]; the vectors in w, 16·fb values each), in their order.
-func kernelSkipGo(fb, p, s int, in []float32, inOff int, ent []int32, w []float32,
+func kernelSkipGo(fb, p, s int, half bool, in []float32, inOff int, ent []int32, w []float32,
 	bias []float32, res []float32, out []float32, outOff, outBS int, relu bool) {
 	var acc [2][16][16]float32
+	lanes := lanesOf(fb, half)
 	for e, o := range ent {
 		base := inOff + int(o)/4
 		wv := w[e*16*fb:]
@@ -396,23 +446,25 @@ func kernelSkipGo(fb, p, s int, in []float32, inOff int, ent []int32, w []float3
 			x := in[base+q*s*16]
 			for j := 0; j < fb; j++ {
 				a := &acc[j][q]
-				for l, v := range wv[j*16 : j*16+16] {
+				for l, v := range wv[j*16 : j*16+lanes[j]] {
 					a[l] = kernels.FMA32(x, v, a[l])
 				}
 			}
 		}
 	}
-	epilogueGo(&acc, fb, p, bias, res, out, outOff, outBS, relu)
+	epilogueGo(&acc, fb, p, lanes, bias, res, out, outOff, outBS, relu)
 }
 
 // epilogueGo adds the bias and the residual (if res is not nil) to the
 // accumulators of fb blocks and p pixels, applies the ReLU if relu, and
-// stores them, as the kernels' epilogue does.
-func epilogueGo(acc *[2][16][16]float32, fb, p int, bias, res, out []float32, outOff, outBS int, relu bool) {
+// stores them, as the kernels' epilogue does: block j's first lanes[j]
+// lanes, zeros in the others.
+func epilogueGo(acc *[2][16][16]float32, fb, p int, lanes [2]int, bias, res, out []float32, outOff, outBS int, relu bool) {
 	for j := 0; j < fb; j++ {
 		for q := 0; q < p; q++ {
 			o := outOff + j*outBS + q*16
-			for l := 0; l < 16; l++ {
+			clear(out[o+lanes[j] : o+16])
+			for l := 0; l < lanes[j]; l++ {
 				v := acc[j][q][l] + bias[j*16+l]
 				if res != nil {
 					v += res[o+l]

@@ -18,6 +18,9 @@ type Features struct {
 	// AVX512BW is AVX-512 Byte and Word (VPERMW and the other 16-bit
 	// element instructions), with AVX512F.
 	AVX512BW bool
+	// AVX512VL is AVX-512 Vector Length (the AVX-512 instructions on YMM
+	// and XMM registers, Y16-Y31 included), with AVX512F.
+	AVX512VL bool
 	// AVX512BF16 is AVX512_BF16 (VCVTNE2PS2BF16, VDPBF16PS: bfloat16
 	// conversions and pairwise dot products accumulated in float32), with
 	// AVX512F and AVX512BW, as on AMD Zen 4 and Intel since Cooper Lake.

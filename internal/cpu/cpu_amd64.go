@@ -37,6 +37,7 @@ func detect() Features {
 		avx2Bit     = 1 << 5
 		avx512FBit  = 1 << 16
 		avx512BWBit = 1 << 30
+		avx512VLBit = 1 << 31
 		bf16Bit     = 1 << 5 // leaf 7, subleaf 1, EAX
 	)
 	f := Features{
@@ -45,6 +46,7 @@ func detect() Features {
 	}
 	f.AVX512F = f.AVX2 && f.FMA && ebx7&avx512FBit != 0 && xcr0&avx512State == avx512State
 	f.AVX512BW = f.AVX512F && ebx7&avx512BWBit != 0
+	f.AVX512VL = f.AVX512F && ebx7&avx512VLBit != 0
 	if f.AVX512BW && maxSub7 >= 1 {
 		eax71, _, _, _ := cpuid(7, 1)
 		f.AVX512BF16 = eax71&bf16Bit != 0

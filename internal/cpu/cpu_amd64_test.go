@@ -39,6 +39,9 @@ func TestFeatures(t *testing.T) {
 	if want := X86.AVX512F && has("avx512bw"); X86.AVX512BW != want {
 		t.Errorf("AVX512BW detected %v, /proc/cpuinfo says %v", X86.AVX512BW, want)
 	}
+	if want := X86.AVX512F && has("avx512vl"); X86.AVX512VL != want {
+		t.Errorf("AVX512VL detected %v, /proc/cpuinfo says %v", X86.AVX512VL, want)
+	}
 	if want := X86.AVX512BW && has("avx512_bf16"); X86.AVX512BF16 != want {
 		t.Errorf("AVX512BF16 detected %v, /proc/cpuinfo says %v", X86.AVX512BF16, want)
 	}

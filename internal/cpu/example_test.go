@@ -28,8 +28,8 @@ func ExampleFeatures() {
 		fmt.Printf("%+v: %s\n", f, fmaPath(f))
 	}
 	// Output:
-	// {AVX2:false FMA:false AVX512F:false AVX512BW:false AVX512BF16:false}: pure Go
-	// {AVX2:true FMA:false AVX512F:false AVX512BW:false AVX512BF16:false}: pure Go
-	// {AVX2:true FMA:true AVX512F:false AVX512BW:false AVX512BF16:false}: avx2+fma assembly
-	// {AVX2:true FMA:true AVX512F:true AVX512BW:false AVX512BF16:false}: avx2+fma assembly
+	// {AVX2:false FMA:false AVX512F:false AVX512BW:false AVX512VL:false AVX512BF16:false}: pure Go
+	// {AVX2:true FMA:false AVX512F:false AVX512BW:false AVX512VL:false AVX512BF16:false}: pure Go
+	// {AVX2:true FMA:true AVX512F:false AVX512BW:false AVX512VL:false AVX512BF16:false}: avx2+fma assembly
+	// {AVX2:true FMA:true AVX512F:true AVX512BW:false AVX512VL:false AVX512BF16:false}: avx2+fma assembly
 }
