@@ -10,13 +10,18 @@
 // each pixel's 16 channels contiguous, with a one-pixel zero border so
 // that the taps of a 3×3 filter with padding 1 need no bounds checks. When
 // C is not a multiple of 16 the last block has a tail of unused channels,
-// zero when made: the kernels skip an input's tail (ct channels of the
-// last block, a loop of its own), and compute an output's tail with zero
-// filters and bias, so they store zeros there. Filters are packed once
-// (Filter) as [⌈Cout/(16·fb)⌉][⌈Cin/16⌉][k][k][16 ci][16·fb co], zero past
-// Cin and Cout, fb = 2 where Cout rounded up to 16 is a multiple of 32,
-// else 1. An image of at most 4 channels that enters the stem uses blocks
-// of 4 (NewImage, PackImageFilter).
+// zero when made: the kernels skip an input's tail (the ct channels of the
+// last block, a loop of its own), and store zeros in an output's tail.
+// Filters are packed once (Filter) as [⌈Cout/(16·fb)⌉][⌈Cin/16⌉][k][k]
+// [16 ci][16·fb co], zero past Cin and Cout, fb = 2 where Cout rounded up
+// to 16 is a multiple of 32, else 1. Where the last block of a group holds
+// at most 8 output channels (Cout 5, 21, 40, …), half kernels compute
+// its channels 0-7 alone, 8 lanes wide (YMM registers, on AMD Zen 4 half
+// the cost of 16), and store zeros in the other 8; a tail of 9-15
+// channels is computed 16 wide with zero filters and bias (its lanes cost
+// as much as a full block's: Filter.MACs counts them). An image of at most
+// 4 channels that enters the stem uses blocks of 4 (NewImage,
+// PackImageFilter), of which the kernels read the image's channels alone.
 //
 // Conv computes a k×k (k = 1 or 3), stride-1 or stride-2 convolution with
 // padding (k-1)/2, adds the bias, optionally a residual in the output's

@@ -296,12 +296,9 @@ func ConvRows(in *Act, f *Filter, s int, bias []float32, res *Act, relu bool, ou
 	}
 	fb, k, cbk := f.FB, f.K, f.CB
 	ncib := (f.Cin + cbk - 1) / cbk
-	// Full input blocks and the channels of the tail block (none for the
-	// stem's blocks of 4, whose zero channel is computed).
-	full, ct := ncib, 0
-	if cbk == 16 {
-		full, ct = f.Cin/16, f.Cin%16
-	}
+	// Full input blocks and the channels of the tail block (the stem's
+	// image of 3 channels in a block of 4: its 3).
+	full, ct := f.Cin/cbk, f.Cin%cbk
 	pm := stripMax(fb)
 	n := (wo + pm - 1) / pm // strips per row, as even as possible
 	sh := 1 - (k-1)/2       // padded input coordinate of the first tap
@@ -366,9 +363,6 @@ func (f *Filter) MACs(ho, wo int) int {
 			vecs = len(f.skip.ent[g])
 		} else {
 			vecs = f.Cin * f.K * f.K // an input's tail channels are skipped
-			if f.CB == 4 {
-				vecs = (f.Cin + 3) / 4 * 4 * f.K * f.K // the stem's blocks of 4 in full
-			}
 		}
 		n += vecs * perVec(g)
 	}
