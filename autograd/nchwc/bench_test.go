@@ -27,6 +27,7 @@ var layers = []struct{ cin, cout, hw, k, s int }{
 	// channel counts of the compacted ResNet-20 (nn/pretrained's
 	// resnet20-compact) and the sparse one's 63-channel layer: tail blocks
 	{16, 9, 32, 3, 1}, {9, 16, 32, 3, 1}, {27, 12, 16, 3, 1}, {12, 27, 16, 3, 1}, {30, 21, 8, 3, 1}, {64, 63, 8, 3, 1}, {63, 64, 8, 3, 1},
+	{27, 5, 16, 3, 1}, {16, 22, 32, 3, 2}, // last blocks of at most 8 channels (half kernels)
 }
 
 type layer struct {
