@@ -70,6 +70,10 @@ func TestPlanMatchesEval(t *testing.T) {
 		{models.Spec{Model: "resnet34", Width: 0.125}, 0.95},
 		{models.Spec{Model: "vgg16", Width: 0.125}, 0},
 		{models.Spec{Model: "vgg16", Width: 0.125}, 0.95},
+		// per-layer widths of every kind of channel tail (1-8 channels:
+		// the half kernels; 9-15: a whole block), option B shortcuts
+		// between stages of different widths
+		{models.Spec{Model: "resnet20", Width: 1, Shortcut: "B", Widths: oddWidths}, 0},
 	} {
 		names, _ := impl.List("nchwc")
 		for _, kernels := range append([]string{"", impl.Generic}, names...) {
@@ -81,11 +85,22 @@ func TestPlanMatchesEval(t *testing.T) {
 	}
 }
 
+// oddWidths are per-layer widths of a ResNet-20 with channel counts 1, 5,
+// 7, 9, 17, 20, 33 and 63.
+var oddWidths = &models.Widths{Stem: 7, Stages: [][]models.BlockWidths{
+	{{Inner: 1, Out: 7}, {Inner: 9, Out: 7}, {Inner: 20, Out: 7}},
+	{{Inner: 17, Out: 33}, {Inner: 63, Out: 33}, {Inner: 5, Out: 33}},
+	{{Inner: 20, Out: 9}, {Inner: 33, Out: 9}, {Inner: 1, Out: 9}},
+}}
+
 // checkPlanMatchesEval is TestPlanMatchesEval for one network, with
 // package nchwc's kernels turned off if kernels is impl.Generic.
 func checkPlanMatchesEval(t *testing.T, spec models.Spec, zeros float64, kernels string) {
 	t.Helper()
 	name := fmt.Sprintf("%s_w%g_%s_z%g%s", spec.Model, spec.Width, spec.Shortcut, zeros, kernels)
+	if spec.Widths != nil {
+		name = strings.Replace(name, "_w1_", "_widths_", 1)
+	}
 	t.Run(name, func(t *testing.T) {
 		if kernels != "" {
 			if !impl.Select("nchwc", kernels) {
