@@ -35,7 +35,8 @@ type layer struct {
 	macs      float64
 	plan      *conv.Plan
 	f         *nchwc.Filter
-	x, bias   []float32
+	x, w      []float32
+	bias      []float32
 	in, out   *nchwc.Act
 	planOut   []float32
 	stride, k int
@@ -59,7 +60,7 @@ func newLayer(rng *rand.Rand, cin, cout, hw, k, s int) *layer {
 	return &layer{
 		name: fmt.Sprintf("%dto%dch_%dpx_%dx%d_s%d", cin, cout, hw, k, k, s),
 		macs: float64(cout * cin * k * k * ho * wo),
-		plan: plan, f: f, x: x.Data, bias: bias, in: in, out: nchwc.NewAct(cout, ho, wo),
+		plan: plan, f: f, x: x.Data, w: w.Data, bias: bias, in: in, out: nchwc.NewAct(cout, ho, wo),
 		planOut: make([]float32, cout*ho*wo), stride: s, k: k,
 	}
 }
@@ -105,31 +106,41 @@ func BenchmarkLayers(b *testing.B) {
 			}
 			b.ReportMetric(ly.macs/us/1e3, "GMAC/s")
 		}
-		names, ok := impl.List("nchwc")
-		for i, name := range names {
-			if !ok[i] {
-				continue
-			}
-			b.Run(ly.name+"/nchwc-"+name, func(b *testing.B) {
-				impl.Select("nchwc", name)
-				defer impl.Reset("nchwc")
+		// one times fn on one thread, under the nchwc implementation
+		// im unless it is "".
+		one := func(name, im string, fn func()) {
+			b.Run(ly.name+"/"+name, func(b *testing.B) {
+				if im != "" {
+					impl.Select("nchwc", im)
+					defer impl.Reset("nchwc")
+				}
 				defer parallel.SetWorkers(parallel.SetWorkers(1))
 				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 				cpu0, _ = procstat.CPUTime()
 				for range b.N {
-					nchwc.Conv(ly.in, ly.f, ly.stride, ly.bias, nil, true, ly.out)
+					fn()
 				}
 				report(b)
 			})
 		}
-		b.Run(ly.name+"/convplan-"+ly.plan.Algorithm(1), func(b *testing.B) {
-			defer parallel.SetWorkers(parallel.SetWorkers(1))
-			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-			cpu0, _ = procstat.CPUTime()
-			for range b.N {
-				ly.plan.Run(1, ly.x, ly.planOut, nil, true)
+		names, ok := impl.List("nchwc")
+		for i, name := range names {
+			if ok[i] {
+				one("nchwc-"+name, name, func() { nchwc.Conv(ly.in, ly.f, ly.stride, ly.bias, nil, true, ly.out) })
 			}
-			report(b)
-		})
+		}
+		if ly.k == 3 && ly.stride == 1 && l.cin > 4 {
+			// Winograd in the blocked layout, and conv.Plan's NCHW
+			// Winograd forced.
+			wf := nchwc.PackWinograd(ly.w, l.cout, l.cin)
+			for i, name := range names {
+				if ok[i] {
+					one("winograd-"+name, name, func() { nchwc.Winograd(ly.in, wf, ly.bias, nil, true, ly.out) })
+				}
+			}
+			pw := conv.NewPlan(ly.w, []int{l.cout, l.cin, 3, 3}, ly.bias, conv.Config{Stride: [2]int{1, 1}, Padding: [2]int{1, 1}, Algo: conv.AlgoWinograd}, l.hw, l.hw, nil)
+			one("convplan-winograd-forced", "", func() { pw.Run(1, ly.x, ly.planOut, nil, true) })
+		}
+		one("convplan-"+ly.plan.Algorithm(1), "", func() { ly.plan.Run(1, ly.x, ly.planOut, nil, true) })
 	}
 }

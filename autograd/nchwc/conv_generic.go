@@ -19,3 +19,11 @@ func kernelSkip(fb, p, s int, half bool, in []float32, inOff, last int, ent []in
 	bias []float32, res []float32, out []float32, outOff, outBS int, relu bool) {
 	kernelSkipGo(fb, p, s, half, in, inOff, ent, w, bias, res, out, outOff, outBS, relu)
 }
+
+func winoIn(src []float32, so, rs, n int, dst []float32, do, xs int) {
+	winoInGo(src, so, rs, n, dst, do, xs)
+}
+
+func winoOut(src []float32, so, xs, n int, bias, res, out []float32, oo, os int, relu bool) {
+	winoOutGo(src, so, xs, n, bias, res, out, oo, os, relu)
+}

@@ -118,29 +118,43 @@ func TestConv(t *testing.T) {
 								t.Fatalf("value %d: got %g, want %g", i, got[i], want[i])
 							}
 						}
-						for i, v := range out.Data {
-							c, rem := i%16, i/16
-							xx, yy := rem%(wo+2), rem/(wo+2)%(ho+2)
-							if (xx == 0 || yy == 0 || xx == wo+1 || yy == ho+1) && v != 0 {
-								t.Fatalf("border pixel (%d, %d) channel %d is %g", yy, xx, c, v)
-							}
-							if b := rem / ((wo + 2) * (ho + 2)); 16*b+c >= tc.cout && math.Float32bits(v) != 0 {
-								t.Fatalf("tail channel %d of pixel (%d, %d) is %g", 16*b+c, yy, xx, v)
-							}
-						}
+						checkBorder(t, out)
 						if first == nil {
 							first = out.Data
 						} else {
-							for i := range first {
-								if math.Float32bits(first[i]) != math.Float32bits(out.Data[i]) {
-									t.Fatalf("value %d: %g (%x) here, %g (%x) under generic", i,
-										out.Data[i], math.Float32bits(out.Data[i]), first[i], math.Float32bits(first[i]))
-								}
-							}
+							sameBits(t, "under generic", out.Data, first)
 						}
 					})
 				})
 			}
+		}
+	}
+}
+
+// checkBorder fails t unless out's border pixels and the tail channels of
+// its last block are zero.
+func checkBorder(t *testing.T, out *Act) {
+	t.Helper()
+	ho, wo := out.H, out.W
+	for i, v := range out.Data {
+		c, rem := i%16, i/16
+		xx, yy := rem%(wo+2), rem/(wo+2)%(ho+2)
+		if (xx == 0 || yy == 0 || xx == wo+1 || yy == ho+1) && v != 0 {
+			t.Fatalf("border pixel (%d, %d) channel %d is %g", yy, xx, c, v)
+		}
+		if b := rem / ((wo + 2) * (ho + 2)); 16*b+c >= out.C && math.Float32bits(v) != 0 {
+			t.Fatalf("tail channel %d of pixel (%d, %d) is %g", 16*b+c, yy, xx, v)
+		}
+	}
+}
+
+// sameBits fails t unless got and want hold the same bits; what names
+// want.
+func sameBits(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	for i := range want {
+		if math.Float32bits(want[i]) != math.Float32bits(got[i]) {
+			t.Fatalf("value %d: %g (%x) here, %g (%x) %s", i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]), what)
 		}
 	}
 }

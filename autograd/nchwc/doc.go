@@ -67,3 +67,4 @@
 package nchwc
 
 //go:generate go run gen_kernels.go
+//go:generate go run gen_wino.go

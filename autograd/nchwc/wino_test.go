@@ -1,0 +1,166 @@
+package nchwc
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/proxgen/proxgen/internal/impl"
+)
+
+// winoCases are the shapes of TestWinograd: ResNet-20's three stride-1
+// layers, then channels from 16 to 64 (tail blocks included) on sizes from
+// 4 to 32, odd ones among them, and some below.
+var winoCases = []struct{ cin, cout, h, w int }{
+	{16, 16, 32, 32}, {32, 32, 16, 16}, {64, 64, 8, 8},
+	{16, 32, 9, 7}, {48, 16, 5, 31}, {64, 63, 8, 8}, {63, 64, 7, 8}, {17, 40, 11, 13},
+	{33, 47, 4, 4}, {20, 64, 32, 5}, {64, 16, 13, 32}, {16, 48, 1, 6}, {5, 9, 3, 1}, {1, 1, 1, 1},
+}
+
+// TestWinograd checks Winograd, under every implementation, against Conv
+// on the same filters (a tolerance for float32 rounding) and against the
+// float64 reference; the implementations against each other bit for bit;
+// WinogradRows in bands against the whole, bit for bit; and that the
+// output's border and tail channels stay zero.
+func TestWinograd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range winoCases {
+		x := randSlice(rng, tc.cin*tc.h*tc.w, 1)
+		wt := randSlice(rng, tc.cout*tc.cin*9, 1/math.Sqrt(float64(tc.cin*9)))
+		bias := randSlice(rng, tc.cout, 0.5)
+		f, wf, in := PackFilter(wt, tc.cout, tc.cin, 3), PackWinograd(wt, tc.cout, tc.cin), NewAct(tc.cin, tc.h, tc.w)
+		in.FromNCHW(x)
+		resX := randSlice(rng, tc.cout*tc.h*tc.w, 1)
+		res := NewAct(tc.cout, tc.h, tc.w)
+		res.FromNCHW(resX)
+		for _, withRes := range []bool{false, true} {
+			for _, relu := range []bool{false, true} {
+				var r *Act
+				var rx []float32
+				if withRes {
+					r, rx = res, resX
+				}
+				ref := refConv(x, tc.cin, tc.h, tc.w, wt, tc.cout, 3, 1, bias, rx, relu)
+				var first []float32
+				impl.ForEach("nchwc", func(name string) {
+					t.Run(fmt.Sprintf("%v/res=%v/relu=%v/%s", tc, withRes, relu, name), func(t *testing.T) {
+						direct, out := NewAct(tc.cout, tc.h, tc.w), NewAct(tc.cout, tc.h, tc.w)
+						Conv(in, f, 1, bias, r, relu, direct)
+						Winograd(in, wf, bias, r, relu, out)
+						got, want := make([]float32, len(ref)), make([]float32, len(ref))
+						out.ToNCHW(got)
+						direct.ToNCHW(want)
+						for i := range want {
+							if d := math.Abs(float64(got[i] - want[i])); d > 1e-4*(1+math.Abs(float64(want[i]))) {
+								t.Fatalf("value %d: got %g, Conv %g", i, got[i], want[i])
+							}
+							if d := math.Abs(float64(got[i] - ref[i])); d > 1e-4*(1+math.Abs(float64(ref[i]))) {
+								t.Fatalf("value %d: got %g, float64 reference %g", i, got[i], ref[i])
+							}
+						}
+						checkBorder(t, out)
+						// Bands of 2, 4 and 6 rows: the same bits.
+						for _, band := range []int{2, 4, 6} {
+							parts := NewAct(tc.cout, tc.h, tc.w)
+							for y := 0; y < tc.h; y += band {
+								WinogradRows(in, wf, bias, r, relu, parts, y, min(y+band, tc.h))
+							}
+							sameBits(t, fmt.Sprintf("in bands of %d rows", band), out.Data, parts.Data)
+						}
+						if first == nil {
+							first = out.Data
+							return
+						}
+						sameBits(t, "under generic", out.Data, first)
+					})
+				})
+			}
+		}
+	}
+}
+
+// TestWinoTransforms checks the assembly transforms against the Go loops
+// on values with NaNs, infinities and negative zeros among them: the same
+// bits.
+func TestWinoTransforms(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	special := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.Copysign(0, -1)), 0}
+	fill := func(v []float32) {
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+			if rng.IntN(20) == 0 {
+				v[i] = special[rng.IntN(len(special))]
+			}
+		}
+	}
+	const n, rs, xs = 5, 400, 100
+	src := make([]float32, 3*rs+n*32+64)
+	m, bias, res := make([]float32, 16*xs), make([]float32, 16), make([]float32, rs+n*32+32)
+	fill(src)
+	fill(m)
+	fill(bias)
+	fill(res)
+	for _, relu := range []bool{false, true} {
+		for _, withRes := range []bool{false, true} {
+			var first [2][]float32
+			impl.ForEach("nchwc", func(name string) {
+				v := make([]float32, 16*xs)
+				winoIn(src, 0, rs, n, v, 4, xs)
+				out := make([]float32, len(res))
+				var r []float32
+				if withRes {
+					r = res
+				}
+				winoOut(m, 0, xs, n, bias, r, out, 0, rs, relu)
+				if first[0] == nil {
+					first = [2][]float32{v, out}
+					return
+				}
+				sameBits(t, name+": input transform, under generic", v, first[0])
+				sameBits(t, name+": output transform, under generic", out, first[1])
+			})
+		}
+	}
+}
+
+// BenchmarkWinogradParts times the three steps of Winograd (input
+// transform, the 16 products, output transform with bias and ReLU) on
+// ResNet-20's stride-1 layers, one thread, the whole image as bands.
+func BenchmarkWinogradParts(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, l := range winoCases[:3] {
+		wt := randSlice(rng, l.cout*l.cin*9, 1/math.Sqrt(float64(l.cin*9)))
+		wf, in, out := PackWinograd(wt, l.cout, l.cin), NewAct(l.cin, l.h, l.w), NewAct(l.cout, l.h, l.w)
+		in.FromNCHW(randSlice(rng, l.cin*l.h*l.w, 1))
+		th, tw := (l.h+1)/2, (l.w+1)/2
+		rows := max(1, (winoTarget+tw-1)/tw)
+		n := rows * tw
+		ncib, ncob := (l.cin+15)/16, (l.cout+15)/16
+		v, m := make([]float32, 16*winoStride(ncib, n)), make([]float32, 16*winoStride(ncob, n))
+		pb := wf.PaddedCout()
+		bias := make([]float32, pb)
+		name := fmt.Sprintf("%dch_%dpx", l.cin, l.h)
+		b.Run(name+"/input", func(b *testing.B) {
+			for range b.N {
+				for t0 := 0; t0 < th; t0 += rows {
+					winoInput(in, v, t0, min(t0+rows, th))
+				}
+			}
+		})
+		b.Run(name+"/products", func(b *testing.B) {
+			for range b.N {
+				for t0 := 0; t0 < th; t0 += rows {
+					winoProducts(wf, v, m, (min(t0+rows, th)-t0)*tw)
+				}
+			}
+		})
+		b.Run(name+"/output", func(b *testing.B) {
+			for range b.N {
+				for t0 := 0; t0 < th; t0 += rows {
+					winoOutput(m, ncob, (min(t0+rows, th)-t0)*tw, bias, nil, true, out, t0, min(t0+rows, th))
+				}
+			}
+		})
+	}
+}
