@@ -46,6 +46,15 @@
 // shipped resnet20-block, as many multiply-adds per second as the dense
 // kernels, docs/benchmarks.md).
 //
+// Winograd (wino.go) computes a 3×3, stride-1 convolution in the same
+// layout with Winograd's F(2×2, 3×3): filters transformed once
+// (PackWinograd), each band of 2×2 output tiles transformed into 16
+// matrices (additions on 16-channel vectors), multiplied by the kernels
+// above as 1×1 convolutions (2.25× fewer multiply-adds than Conv), and
+// transformed back with Conv's epilogue (bias, residual, ReLU) fused;
+// the same values as Conv up to rounding, bit for bit the same under
+// every implementation and for any split of the rows.
+//
 // The same package holds the sparse convolution of nn/infer's planar
 // plan (planar.go): activations channel by channel in layouts where every
 // nonzero weight of a 3×3 or 1×1 filter reads one contiguous run as long

@@ -2,6 +2,7 @@ package infer
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/proxgen/proxgen/autograd/nchwc"
 	"github.com/proxgen/proxgen/internal/parallel"
@@ -15,7 +16,10 @@ import (
 // applies the bias, the residual and the ReLU in registers, so no layer
 // copies its input. It is chosen where nchwc runs its assembly kernels
 // and every layer is dense (any channel counts: nchwc pads the last block
-// of channels); elsewhere resnetPlan or vggPlan runs the network.
+// of channels); elsewhere resnetPlan or vggPlan runs the network. Its 3×3
+// stride-1 convolutions run Winograd's F(2×2, 3×3) in the same layout
+// (nchwc.Winograd, same fusions) where that pays (directConv.winograd):
+// on the dense ResNet-20, 16 of its 21 convolutions.
 // Measured on ResNet-20 at batch 1 (one thread, AMD EPYC Zen 4): 0.742 ms
 // per image against 0.844 for resnetPlan (docs/benchmarks.md).
 //
@@ -41,17 +45,25 @@ type directNet interface {
 	features(out *nchwc.Act, dst []float32)
 	// algorithms names the algorithm of every convolution.
 	algorithms() []string
+	// winograd returns the network with the convolutions that Winograd
+	// applies to (directConv.winograd) running it, and how many they are.
+	winograd() (directNet, int)
 }
 
 // directConv is one compiled convolution of a directPlan.
 type directConv struct {
 	f         *nchwc.Filter
+	wf        *nchwc.WinoFilter // not nil: the convolution runs Winograd (nchwc.Winograd) with these filters, not f
 	bias      []float32
 	stride    int
 	relu      bool
 	skip      bool // f skips its zero filter vectors (nchwc.PackFilterSkip)
 	in, out   shape
 	inS, outS int // indexes of in and out in directPlan.shapes
+	// The layer and its batch norm (nil: none), from which winograd
+	// packs its filters.
+	conv *nn.Conv2d
+	bn   *nn.BatchNorm2d
 }
 
 // newDirectPlan compiles the network r or v (the other nil), or returns
@@ -110,7 +122,7 @@ func (p *directPlan) compile(conv *nn.Conv2d, bn *nn.BatchNorm2d, in shape, relu
 	}
 	bias = f.PadBias(bias) // whole blocks: no allocation per call
 	ho, wo := f.OutSize(in.h, in.w, conv.Stride)
-	c := directConv{f: f, bias: bias, stride: conv.Stride, relu: relu, skip: skip, in: in, out: shape{cout, ho, wo}}
+	c := directConv{f: f, bias: bias, stride: conv.Stride, relu: relu, skip: skip, in: in, out: shape{cout, ho, wo}, conv: conv, bn: bn}
 	c.outS = p.shapeIndex(c.out)
 	if !image {
 		c.inS = p.shapeIndex(in)
@@ -192,10 +204,76 @@ func (p *directPlan) images(a directActs, x, pooled, logits []float32, lo, hi, p
 	}
 }
 
+// winograd returns c running Winograd's F(2×2, 3×3) (nchwc.Winograd), or
+// false where it does not apply or does not pay: it applies to a 3×3,
+// stride-1 convolution of an activation in blocks of 16 channels (not
+// the image's) whose filters are dense (where the direct kernels skip
+// zero filter vectors, their cost follows the nonzero ones), and pays
+// from winoMinCin input channels, winoMinTiles tiles and winoMinWork.
+func (c *directConv) winograd() (directConv, bool) {
+	tiles := (c.out.h + 1) / 2 * ((c.out.w + 1) / 2)
+	if c.f.K != 3 || c.stride != 1 || c.f.CB != 16 || c.skip || c.wf != nil ||
+		c.in.c < winoMinCin || tiles < winoMinTiles || c.in.c*c.out.c*tiles < winoMinWork {
+		return *c, false
+	}
+	w, _ := foldWeights(c.conv, c.bn)
+	d := *c
+	d.wf = nchwc.PackWinograd(w.Data, c.out.c, c.in.c)
+	return d, true
+}
+
+// winoMinCin, winoMinTiles and winoMinWork are the least input
+// channels, 2×2 output tiles and product of input channels, output
+// channels and tiles from which a convolution runs Winograd in a
+// directPlan (with fewer tiles, each transformed filter, 16/9 the size of
+// the direct one, serves too few outputs). Measured on the 2-core AMD
+// EPYC Zen 4, one thread, batch 1 (µs, direct against Winograd, bias and
+// ReLU): 16→16 channels at 4×4 pixels 0.91–0.97 against 1.14–1.37, at
+// 8×8 3.0 against 2.5; 64→64 at 4×4 11.3 against 6.3, at 2×2 3.7–5.2
+// against 3.8–4.6; 5→9 at 16×16 4.1 against 6.3, 9→16 at 32×32 26–28
+// against 29–31, 12→27 at 16×16 17.8 against 15.0–15.3; 30→21 at 8×8
+// 10.5 against 6.9–7.4; 128→128 and 512→512 at 4×4 43 and 780–900
+// against 23 and 750–770; ResNet-20's stride-1 layers in
+// docs/benchmarks.md.
+const (
+	winoMinCin   = 12
+	winoMinTiles = 4
+	winoMinWork  = 16 * 16 * 16
+)
+
+// winograd returns p with the convolutions where Winograd applies and
+// pays (directConv.winograd) running it, or nil where there are none.
+func (p *directPlan) winograd() *directPlan {
+	net, n := p.net.winograd()
+	if n == 0 {
+		return nil
+	}
+	w := *p
+	w.net = net
+	return &w
+}
+
 // run computes c on in (plus res when not nil) into out, its output rows
 // in parts bands on the worker pool when parts > 1.
 func (c *directConv) run(in, res, out *nchwc.Act, parts int) {
 	ho := c.out.h
+	if c.wf != nil {
+		// Bands of whole 2×2 tiles.
+		tiles := (ho + 1) / 2
+		if parts <= 1 || tiles < 2 {
+			nchwc.Winograd(in, c.wf, c.bias, res, c.relu, out)
+			return
+		}
+		parts = min(parts, tiles)
+		per := 2 * ((tiles + parts - 1) / parts)
+		wf, bias, relu := c.wf, c.bias, c.relu // c itself stays off the heap
+		parallel.For(parts, 1, func(lo, hi int) {
+			for k := lo; k < hi; k++ {
+				nchwc.WinogradRows(in, wf, bias, res, relu, out, min(k*per, ho), min((k+1)*per, ho))
+			}
+		})
+		return
+	}
 	if parts <= 1 || ho < 2 {
 		nchwc.Conv(in, c.f, c.stride, c.bias, res, c.relu, out)
 		return
@@ -331,9 +409,34 @@ func (d *directResNet) algorithms() []string {
 	return out
 }
 
-// algorithm names c's algorithm: "direct", or "direct-skip" where its
-// filter skips zero vectors.
+func (d *directResNet) winograd() (directNet, int) {
+	w := *d
+	w.blocks = slices.Clone(d.blocks)
+	n := 0
+	for i := range w.blocks {
+		b := &w.blocks[i]
+		for _, c := range []*directConv{&b.conv1, &b.conv2} {
+			if wc, ok := c.winograd(); ok {
+				*c = wc
+				n++
+			}
+		}
+		if b.shortcut != nil {
+			if wc, ok := b.shortcut.winograd(); ok {
+				b.shortcut = &wc
+				n++
+			}
+		}
+	}
+	return &w, n
+}
+
+// algorithm names c's algorithm: "direct", "direct-skip" where its
+// filter skips zero vectors, or "winograd".
 func (c *directConv) algorithm() string {
+	if c.wf != nil {
+		return "winograd"
+	}
 	if c.skip {
 		return "direct-skip"
 	}
@@ -433,6 +536,22 @@ func (d *directVGG) features(out *nchwc.Act, dst []float32) {
 			}
 		}
 	}
+}
+
+func (d *directVGG) winograd() (directNet, int) {
+	w := &directVGG{steps: slices.Clone(d.steps)}
+	n := 0
+	for i := range w.steps {
+		st := &w.steps[i]
+		if st.conv == nil {
+			continue
+		}
+		if wc, ok := st.conv.winograd(); ok {
+			st.conv = &wc
+			n++
+		}
+	}
+	return w, n
 }
 
 func (d *directVGG) algorithms() []string {

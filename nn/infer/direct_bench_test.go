@@ -16,7 +16,9 @@ import (
 // of the direct plan of the shipped resnet20-dense, resnet20-compact and
 // resnet20-block files as the plan runs it, and for the layers that skip
 // zero filter vectors the same layer with its filters packed dense
-// ("name/dense-kernel"): µs per call, the layer's multiply-adds
+// ("name/dense-kernel"), for those where Winograd pays the same layer
+// with it ("name/winograd", its executed multiply-adds those of its 16
+// products, nchwc.WinoFilter.MACs): µs per call, the layer's multiply-adds
 // (M-MAC, cout·cin·k·k per output pixel), those the kernels execute
 // (M-exec-MAC, nchwc.Filter.MACs: the nonzero filter vectors times their
 // lanes, padding lanes included) and the executed ones' rate (G-exec-MAC/s).
@@ -60,6 +62,9 @@ func BenchmarkDirectLayers(b *testing.B) {
 			macs := float64(c.f.Cout * c.in.c * c.f.K * c.f.K * c.out.h * c.out.w)
 			run := func(name string, cc *directConv) {
 				exec := float64(cc.f.MACs(c.out.h, c.out.w))
+				if cc.wf != nil {
+					exec = float64(cc.wf.MACs(c.out.h, c.out.w))
+				}
 				b.Run(fmt.Sprintf("%s/%02d_%s_%dto%d_%dpx/%s", file, i, layers[i].name, c.in.c, c.out.c, c.in.h, name), func(b *testing.B) {
 					defer parallel.SetWorkers(parallel.SetWorkers(1))
 					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
@@ -74,6 +79,9 @@ func BenchmarkDirectLayers(b *testing.B) {
 				})
 			}
 			run(c.algorithm(), c)
+			if wc, ok := c.winograd(); ok {
+				run("winograd", &wc)
+			}
 			if c.skip {
 				w, _ := foldWeights(layers[i].conv, layers[i].bn)
 				dense := *c

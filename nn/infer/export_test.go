@@ -26,3 +26,20 @@ func NewPlanar(net nn.Module, spec models.Spec, whole bool) (*Model, bool) {
 	m.sparse.Layers[len(m.sparse.Layers)-1].Sparse = false // the classifier
 	return m, true
 }
+
+// NewDirect is New with the network on the channel-blocked layout's
+// direct convolutions alone (no Winograd), or false when it does not
+// compile there.
+func NewDirect(net nn.Module, spec models.Spec) (*Model, bool) {
+	m, err := New(net, spec, Dense())
+	if err != nil {
+		return nil, false
+	}
+	r, v := network(net)
+	p := newDirectPlan(r, v, map[string]bool{})
+	if p == nil {
+		return nil, false
+	}
+	m.plan = p
+	return m, true
+}

@@ -268,7 +268,8 @@ func New(net nn.Module, spec models.Spec, opts ...Option) (*Model, error) {
 // "winograd", "im2col" or "sparse" (see conv.Plan), or "direct"
 // for a dense ResNet run in autograd/nchwc's channel-blocked layout
 // ("direct-skip" for its convolutions with all-zero filter vectors, which
-// the kernels skip: SIMD-block sparsity); a
+// the kernels skip: SIMD-block sparsity; "winograd" for its 3×3
+// stride-1 convolutions that run nchwc.Winograd in the same layout); a
 // ResNet with every convolution sparse runs them all on planar
 // activations (nchwc.SparseFilter), "sparse", option A's selections
 // "select". It is

@@ -44,11 +44,18 @@ func newPlan(net nn.Module, rep Report) plan {
 			}
 		}
 		if direct := newDirectPlan(r, nil, sparse); direct != nil {
-			return direct // faster at every batch size
+			// Faster at every batch size; with Winograd where it pays.
+			if w := direct.winograd(); w != nil {
+				return w
+			}
+			return direct
 		}
 		return newResNetPlan(r, sparse)
 	}
 	if direct := newDirectPlan(nil, v, sparse); direct != nil {
+		if w := direct.winograd(); w != nil {
+			direct = w
+		}
 		return &byBatch{small: direct, large: newVGGPlan(v, sparse), from: vggGEMMFrom}
 	}
 	return newVGGPlan(v, sparse)

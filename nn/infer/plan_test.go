@@ -273,3 +273,71 @@ func TestPlanOfGraph(t *testing.T) {
 		}
 	}
 }
+
+// TestWinogradPlan checks the channel-blocked plans that run Winograd on
+// their 3×3 stride-1 convolutions (nchwc.Winograd, where it pays) against
+// the same networks on the direct kernels alone: within float32 rounding,
+// bit for bit the same under every nchwc implementation and for 1 and 2
+// workers; and that the shipped dense ResNet-20 runs its 16 stride-1
+// convolutions with it, as its String says.
+func TestWinogradPlan(t *testing.T) {
+	if !nchwc.Fast() {
+		t.Skip("nchwc has no fast kernels on this machine")
+	}
+	names, ok := impl.List("nchwc")
+	for _, spec := range []models.Spec{
+		{Model: "resnet20", Width: 1, Shortcut: "B"},
+		{Model: "resnet20", Width: 0.75, Shortcut: "A"}, // 12, 24 and 48 channels: tail blocks
+		{Model: "vgg16", Width: 0.25},
+	} {
+		net, err := spec.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		randomize(net, newRng(41))
+		x := randomInputs(newRng(42), 3)
+		var first []float32
+		for i, kernels := range names {
+			if !ok[i] {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s_w%g_%s/%s", spec.Model, spec.Width, spec.Shortcut, kernels), func(t *testing.T) {
+				impl.Select("nchwc", kernels)
+				defer impl.Reset("nchwc")
+				m, err := infer.New(net, spec, infer.Dense())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Contains(m.Algorithms(1), "winograd") {
+					t.Fatalf("algorithms %v: no winograd", m.Algorithms(1))
+				}
+				d, ok := infer.NewDirect(net, spec)
+				if !ok {
+					t.Fatal("no direct plan")
+				}
+				if slices.Contains(d.Algorithms(1), "winograd") {
+					t.Fatalf("direct plan: algorithms %v", d.Algorithms(1))
+				}
+				got, want := m.Probabilities(nil, x), d.Probabilities(nil, x)
+				for i := range want {
+					if d := math.Abs(float64(got[i] - want[i])); d > 2e-5 {
+						t.Fatalf("probability %d: Winograd %v, direct %v", i, got[i], want[i])
+					}
+				}
+				checkWorkers(t, m, x, got)
+				if first == nil {
+					first = got
+				} else if !slices.Equal(got, first) {
+					t.Fatalf("probabilities %v under %s, %v under %s", got, kernels, first, names[0])
+				}
+			})
+		}
+	}
+	m, err := infer.Load(filepath.Join("..", "pretrained", "models", "resnet20-dense.safetensors"), models.Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := m.String(); !strings.Contains(s, "5 direct, 16 winograd") {
+		t.Fatalf("the dense ResNet-20: %s", s)
+	}
+}
