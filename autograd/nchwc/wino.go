@@ -3,6 +3,7 @@ package nchwc
 import (
 	"fmt"
 	"sync"
+	"unsafe"
 
 	"github.com/proxgen/proxgen/autograd/internal/kernels"
 )
@@ -117,10 +118,13 @@ func WinogradRows(in *Act, f *WinoFilter, bias []float32, res *Act, relu bool, o
 		t1 := min(t0+rows, (y1+1)/2)
 		n := (t1 - t0) * tw
 		vs, ms := 16*winoStride(ncib, n), 16*winoStride(ncob, n)
-		if cap(*bp) < vs+ms {
-			*bp = make([]float32, vs+ms)
+		if cap(*bp) < vs+ms+16 {
+			*bp = make([]float32, vs+ms+16)
 		}
-		v, m := (*bp)[:vs], (*bp)[vs:vs+ms]
+		// From a 64-byte line, as the planes are.
+		buf := (*bp)[:cap(*bp)]
+		buf = buf[int(-uintptr(unsafe.Pointer(&buf[0]))&63/4):]
+		v, m := buf[:vs], buf[vs:vs+ms]
 		winoInput(in, v, t0, t1)
 		winoProducts(f, v, m, n)
 		winoOutput(m, ncob, n, pb, res, relu, out, t0, t1)
