@@ -82,13 +82,28 @@ func genIn(s isa) {
 	cols := [4]term{{0, 2, "VSUBPS"}, {1, 2, "VADDPS"}, {2, 1, "VSUBPS"}, {1, 3, "VSUBPS"}}
 	a("%s_loop:", n)
 	for h := 0; h < s.halves; h++ {
+		// AVX-512 (32 registers): the window's 16 vectors loaded once,
+		// into registers 16–31; AVX2 reads them from memory.
+		win := func(r, c int) string { return fmt.Sprintf("%d(%s)", c*64+h*32, rows[r]) }
+		if s.reg == "Z" {
+			for r := 0; r < 4; r++ {
+				for c := 0; c < 4; c++ {
+					a("\tVMOVUPS %s, Z%d", win(r, c), 16+4*r+c)
+				}
+			}
+			win = func(r, c int) string { return fmt.Sprintf("Z%d", 16+4*r+c) }
+		}
 		for j := 0; j < 4; j++ {
 			r0 := 8 * (j % 2)
 			reg := func(k int) string { return fmt.Sprintf("%s%d", s.reg, r0+k) }
 			t := cols[j]
 			for r := 0; r < 4; r++ {
-				a("\tVMOVUPS %d(%s), %s", t.c0*64+h*32, rows[r], reg(r))
-				a("\t%s %d(%s), %s, %s", t.op, t.c1*64+h*32, rows[r], reg(r), reg(r))
+				if s.reg == "Z" {
+					a("\t%s %s, %s, %s", t.op, win(r, t.c1), win(r, t.c0), reg(r))
+					continue
+				}
+				a("\tVMOVUPS %s, %s", win(r, t.c0), reg(r))
+				a("\t%s %s, %s, %s", t.op, win(r, t.c1), reg(r), reg(r))
 			}
 			// V[0] = e0 − e2, V[1] = e1 + e2, V[2] = e2 − e1, V[3] = e1 − e3.
 			a("\tVSUBPS %s, %s, %s", reg(2), reg(0), reg(4))
@@ -150,18 +165,27 @@ func genOut(s isa) {
 	a("\t%s %s, %s, %s", xor, r(14), r(14), r(14))
 	a("%s_loop:", n)
 	for h := 0; h < s.halves; h++ {
+		// m[row][c]: AVX-512 loads the 16 once, into registers 16–31;
+		// AVX2 reads them from memory.
+		m := func(row, c int) string { return plane(row, c, h*32, planes) }
+		if s.reg == "Z" {
+			for row := 0; row < 4; row++ {
+				for c := 0; c < 4; c++ {
+					a("\tVMOVUPS %s, Z%d", m(row, c), 16+4*row+c)
+				}
+			}
+			m = func(row, c int) string { return fmt.Sprintf("Z%d", 16+4*row+c) }
+		}
 		// Y[y][c] in registers 8 + 2c + y.
 		for c := 0; c < 2; c++ {
 			for row := 0; row < 4; row++ {
 				f := r(row)
 				if c == 0 { // (m0 + m1) + m2
-					a("\tVMOVUPS %s, %s", plane(row, 0, h*32, planes), f)
-					a("\tVADDPS %s, %s, %s", plane(row, 1, h*32, planes), f, f)
-					a("\tVADDPS %s, %s, %s", plane(row, 2, h*32, planes), f, f)
+					a("\tVADDPS %s, %s, %s", m(row, 1), load(s, m(row, 0), f), f)
+					a("\tVADDPS %s, %s, %s", m(row, 2), f, f)
 				} else { // (m1 − m2) − m3
-					a("\tVMOVUPS %s, %s", plane(row, 1, h*32, planes), f)
-					a("\tVSUBPS %s, %s, %s", plane(row, 2, h*32, planes), f, f)
-					a("\tVSUBPS %s, %s, %s", plane(row, 3, h*32, planes), f, f)
+					a("\tVSUBPS %s, %s, %s", m(row, 2), load(s, m(row, 1), f), f)
+					a("\tVSUBPS %s, %s, %s", m(row, 3), f, f)
 				}
 			}
 			y0, y1 := r(8+2*c), r(9+2*c)
@@ -210,6 +234,16 @@ func genOut(s isa) {
 	a("%s_done:", n)
 	a("\tVZEROUPPER")
 	a("\tRET")
+}
+
+// load returns the register that holds src: src itself where it is a
+// register, else dst after a load of src into it.
+func load(s isa, src, dst string) string {
+	if src[0] == s.reg[0] {
+		return src
+	}
+	a("\tVMOVUPS %s, %s", src, dst)
+	return dst
 }
 
 func main() {
