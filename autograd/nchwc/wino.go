@@ -92,7 +92,7 @@ func Winograd(in *Act, f *WinoFilter, bias []float32, res *Act, relu bool, out *
 }
 
 // WinogradRows is Winograd for the output rows [y0, y1) alone, y0 even
-// and y1 even or the last row's end (2×2 tiles). Every tile is computed
+// and y1 even or the last row's end (2×2 tiles), or empty. Every tile is computed
 // alike whatever the rows asked for, so that rows split among goroutines
 // give Winograd's result bit for bit.
 func WinogradRows(in *Act, f *WinoFilter, bias []float32, res *Act, relu bool, out *Act, y0, y1 int) {
@@ -101,7 +101,7 @@ func WinogradRows(in *Act, f *WinoFilter, bias []float32, res *Act, relu bool, o
 		panic(fmt.Sprintf("nchwc.Winograd: input %d×%d×%d, filters %d×%d×3×3, output %d×%d×%d: shapes do not fit",
 			in.C, in.H, in.W, f.Cout, f.Cin, out.C, out.H, out.W))
 	}
-	if y0 < 0 || y1 > out.H || y0 > y1 || y0%2 != 0 || (y1%2 != 0 && y1 != out.H) {
+	if y0 < 0 || y1 > out.H || y0 > y1 || (y0 < y1 && (y0%2 != 0 || (y1%2 != 0 && y1 != out.H))) {
 		panic(fmt.Sprintf("nchwc.WinogradRows: rows [%d, %d) of %d (2×2 tiles)", y0, y1, out.H))
 	}
 	pb := bias // whole blocks: PaddedCout values

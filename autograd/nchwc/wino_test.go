@@ -66,6 +66,7 @@ func TestWinograd(t *testing.T) {
 							for y := 0; y < tc.h; y += band {
 								WinogradRows(in, wf, bias, r, relu, parts, y, min(y+band, tc.h))
 							}
+							WinogradRows(in, wf, bias, r, relu, parts, tc.h, tc.h) // empty, as nn/infer's last bands may be
 							sameBits(t, fmt.Sprintf("in bands of %d rows", band), out.Data, parts.Data)
 						}
 						if first == nil {

@@ -277,8 +277,8 @@ func TestPlanOfGraph(t *testing.T) {
 // TestWinogradPlan checks the channel-blocked plans that run Winograd on
 // their 3×3 stride-1 convolutions (nchwc.Winograd, where it pays) against
 // the same networks on the direct kernels alone: within float32 rounding,
-// bit for bit the same under every nchwc implementation and for 1 and 2
-// workers; and that the shipped dense ResNet-20 runs its 16 stride-1
+// bit for bit the same under every nchwc implementation and for 1, 2, 3
+// and 5 workers; and that the shipped dense ResNet-20 runs its 16 stride-1
 // convolutions with it, as its String says.
 func TestWinogradPlan(t *testing.T) {
 	if !nchwc.Fast() {
@@ -325,6 +325,14 @@ func TestWinogradPlan(t *testing.T) {
 					}
 				}
 				checkWorkers(t, m, x, got)
+				for _, w := range []int{3, 5} { // bands of tiles, some empty
+					prev := parallel.SetWorkers(w)
+					one := m.Probabilities(nil, x[:infer.InputSize])
+					parallel.SetWorkers(prev)
+					if !slices.Equal(one, got[:len(one)]) {
+						t.Fatalf("%d workers, one image: %v, batch on %d: %v", w, one, prev, got[:len(one)])
+					}
+				}
 				if first == nil {
 					first = got
 				} else if !slices.Equal(got, first) {
