@@ -8,8 +8,10 @@
 //       {"impl":"ort", "img_per_s", "ms_per_batch", "ms_per_batch_min",
 //        "cpu_ms_per_batch", "steps", ...}
 //
-// Sessions use all graph optimisations, intraOpNumThreads = THREADS (1 for
-// probs) and one inter-op thread, sequential execution.
+// The images feed the model's first input, whatever its name (export.py's
+// "x", or cmd/export's). Sessions use all graph optimisations,
+// intraOpNumThreads = THREADS (1 for probs) and one inter-op thread,
+// sequential execution.
 "use strict";
 const fs = require("fs");
 const path = require("path");
@@ -43,7 +45,7 @@ async function main() {
     const buf = fs.readFileSync(inPath);
     const x = new Float32Array(buf.buffer, buf.byteOffset, buf.length / 4);
     const s = await session(ort, model, 1);
-    const out = await s.run({ x: new ort.Tensor("float32", Float32Array.from(x), [x.length / 3072, 3, 32, 32]) });
+    const out = await s.run({ [s.inputNames[0]]: new ort.Tensor("float32", Float32Array.from(x), [x.length / 3072, 3, 32, 32]) });
     const logits = out.logits;
     const p = softmaxRows(logits.data, logits.dims[1]);
     fs.writeFileSync(outPath, Buffer.from(p.buffer));
@@ -57,7 +59,7 @@ async function main() {
   const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) + 0.5) / 2147483648;
   const x = new Float32Array(batch * 3072);
   for (let i = 0; i < x.length; i++) x[i] = Math.sqrt(-2 * Math.log(rnd())) * Math.cos(2 * Math.PI * rnd());
-  const feeds = { x: new ort.Tensor("float32", x, [batch, 3, 32, 32]) };
+  const feeds = { [s.inputNames[0]]: new ort.Tensor("float32", x, [batch, 3, 32, 32]) };
   for (let i = 0; i < warmup; i++) await s.run(feeds);
   let steps = 0, fastest = Infinity;
   const cpu0 = process.cpuUsage();
