@@ -207,19 +207,35 @@ func (p *directPlan) images(a directActs, x, pooled, logits []float32, lo, hi, p
 // winograd returns c running Winograd's F(2×2, 3×3) (nchwc.Winograd), or
 // false where it does not apply or does not pay: it applies to a 3×3,
 // stride-1 convolution of an activation in blocks of 16 channels (not
-// the image's) whose filters are dense (where the direct kernels skip
-// zero filter vectors, their cost follows the nonzero ones), and pays
-// from winoMinCin input channels, winoMinTiles tiles and winoMinWork.
+// the image's), and pays from winoMinCin input channels, winoMinTiles
+// tiles and winoMinWork; where the direct kernels skip zero filter
+// vectors, only if its estimated cost is below theirs (winoPays).
 func (c *directConv) winograd() (directConv, bool) {
-	tiles := (c.out.h + 1) / 2 * ((c.out.w + 1) / 2)
-	if c.f.K != 3 || c.stride != 1 || c.f.CB != 16 || c.skip || c.wf != nil ||
-		c.in.c < winoMinCin || tiles < winoMinTiles || c.in.c*c.out.c*tiles < winoMinWork {
+	if !c.winogradFits() {
 		return *c, false
 	}
+	d := c.withWinograd()
+	if c.skip && !winoPays(c.f, d.wf.MACs(c.out.h, c.out.w), c.in.c, c.out.c, c.out.h, c.out.w) {
+		return *c, false
+	}
+	return d, true
+}
+
+// winogradFits reports whether Winograd applies to c (3×3, stride 1,
+// blocks of 16 channels, not already Winograd) and passes the dense
+// thresholds winoMinCin, winoMinTiles and winoMinWork.
+func (c *directConv) winogradFits() bool {
+	tiles := (c.out.h + 1) / 2 * ((c.out.w + 1) / 2)
+	return c.f.K == 3 && c.stride == 1 && c.f.CB == 16 && c.wf == nil &&
+		c.in.c >= winoMinCin && tiles >= winoMinTiles && c.in.c*c.out.c*tiles >= winoMinWork
+}
+
+// withWinograd returns c running Winograd with its filters transformed.
+func (c *directConv) withWinograd() directConv {
 	w, _ := foldWeights(c.conv, c.bn)
 	d := *c
 	d.wf = nchwc.PackWinograd(w.Data, c.out.c, c.in.c)
-	return d, true
+	return d
 }
 
 // winoMinCin, winoMinTiles and winoMinWork are the least input
@@ -563,3 +579,39 @@ func (d *directVGG) algorithms() []string {
 	}
 	return out
 }
+
+// winoPays reports whether Winograd is estimated to be faster than the
+// direct kernels skipping zero filter vectors (PackFilterSkip) on a
+// convolution of cin to cout channels and ho×wo output pixels whose
+// filter f has nonzero vectors of f.FB blocks, and whose Winograd
+// products execute wino multiply-adds (nchwc.WinoFilter.MACs). The cost
+// is counted in multiply-adds of the direct kernels: theirs are the
+// nonzero vectors times their full width per output pixel (the half
+// kernels of a last block of at most 8 channels took about the full
+// kernels' time per vector), Winograd's its products' weighted by
+// winoMACCost plus winoTransformCost per 16-channel block and 2×2 tile,
+// in and out. The rule depends on the weights and shapes alone, so every
+// load of a model chooses alike.
+func winoPays(f *nchwc.Filter, wino, cin, cout, ho, wo int) bool {
+	z, n := f.ZeroVectors()
+	direct := float64((n-z)*16*f.FB) * float64(ho*wo)
+	tiles := (ho + 1) / 2 * ((wo + 1) / 2)
+	blocks := (cin+15)/16 + (cout+15)/16
+	return float64(wino)*winoMACCost+float64(tiles*blocks)*winoTransformCost < direct
+}
+
+// winoMACCost and winoTransformCost are the cost of one multiply-add of
+// Winograd's products and of transforming one 16-channel block of one
+// tile (in or out), in multiply-adds of the direct kernels. Fitted to
+// BenchmarkDirectLayers on the 2-core AMD EPYC Zen 4 (one thread, batch
+// 1, shared machine): the direct kernels skipping zero vectors took
+// 18.2–19.5 ns per thousand executed multiply-adds (resnet20-compact and
+// resnet20-block, 32×32 to 8×8 pixels); Winograd at 1.049 million
+// product multiply-adds 28–34 µs at 16→16 channels and 32×32 pixels
+// (256 tiles), 24.1–24.4 µs at 32→32 and 16×16 (64 tiles), 21.4–21.6 µs
+// at 64→64 and 8×8 (16 tiles): 15.7 ns per thousand product multiply-adds
+// and 30 ns per block of a tile, 0.85 and 1,620 direct multiply-adds.
+const (
+	winoMACCost       = 0.85
+	winoTransformCost = 1620
+)

@@ -18,7 +18,9 @@ import (
 // zero filter vectors the same layer with its filters packed dense
 // ("name/dense-kernel"), for those where Winograd pays the same layer
 // with it ("name/winograd", its executed multiply-adds those of its 16
-// products, nchwc.WinoFilter.MACs): µs per call, the layer's multiply-adds
+// products, nchwc.WinoFilter.MACs), for those where it applies but the
+// plan skips zero filter vectors instead ("name/winograd-not-chosen",
+// winoPays): µs per call, the layer's multiply-adds
 // (M-MAC, cout·cin·k·k per output pixel), those the kernels execute
 // (M-exec-MAC, nchwc.Filter.MACs: the nonzero filter vectors times their
 // lanes, padding lanes included) and the executed ones' rate (G-exec-MAC/s).
@@ -81,6 +83,9 @@ func BenchmarkDirectLayers(b *testing.B) {
 			run(c.algorithm(), c)
 			if wc, ok := c.winograd(); ok {
 				run("winograd", &wc)
+			} else if c.winogradFits() {
+				wc := c.withWinograd()
+				run("winograd-not-chosen", &wc)
 			}
 			if c.skip {
 				w, _ := foldWeights(layers[i].conv, layers[i].bn)

@@ -43,3 +43,9 @@ func NewDirect(net nn.Module, spec models.Spec) (*Model, bool) {
 	m.plan = p
 	return m, true
 }
+
+// WinoMACCost and WinoTransformCost are the constants of winoPays.
+const (
+	WinoMACCost       = winoMACCost
+	WinoTransformCost = winoTransformCost
+)

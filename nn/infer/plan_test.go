@@ -349,3 +349,106 @@ func TestWinogradPlan(t *testing.T) {
 		t.Fatalf("the dense ResNet-20: %s", s)
 	}
 }
+
+// TestWinogradOnSkippedVectors checks the choice between the direct
+// kernels skipping zero filter vectors and Winograd for a ResNet-20
+// whose 3×3 stride-1 convolutions have zero 16-channel filter vectors
+// (the same input channels and taps in every block of output channels,
+// in fractions from none to most): each layer runs as the cost rule
+// says (its nonzero vectors times 16 lanes per output pixel against
+// WinoMACCost per product multiply-add plus WinoTransformCost per block
+// and tile, in and out), both choices occur, and the plan computes what
+// the evaluation graph computes, the same bits with any number of
+// workers and for one image as in a batch.
+func TestWinogradOnSkippedVectors(t *testing.T) {
+	if !nchwc.Fast() {
+		t.Skip("nchwc has no fast kernels on this machine")
+	}
+	spec := models.Spec{Model: "resnet20", Width: 1, Shortcut: "B"}
+	net, err := spec.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := newRng(51)
+	randomize(net, rng)
+	fractions := []float64{0, 0.1, 0.3, 0.5, 0.7, 0.9, 0.2, 0.6}
+	var want []string
+	i := 0
+	for _, p := range net.Params() {
+		w := p.T
+		if w.Rank() != 4 {
+			continue
+		}
+		cout, cin, k := w.Dim(0), w.Dim(1), w.Dim(2)
+		if k != 3 || p.Name == "conv1.weight" || p.Name == "layer2.0.conv1.weight" || p.Name == "layer3.0.conv1.weight" {
+			want = append(want, "") // the stem, the strided and the 1×1 convolutions: not checked
+			continue
+		}
+		// Zero a fraction of the (input channel, tap) positions in every
+		// output channel.
+		frac := fractions[i%len(fractions)]
+		i++
+		nz := 0
+		for pos := range cin * 9 {
+			if rng.Float64() < frac {
+				for co := range cout {
+					w.Data[co*cin*9+pos] = 0
+				}
+			} else {
+				nz++
+			}
+		}
+		hw := map[byte]int{'1': 32, '2': 16, '3': 8}[p.Name[5]]
+		tiles := (hw + 1) / 2 * ((hw + 1) / 2)
+		pcout := (cout + 15) / 16 * 16
+		direct := float64(nz*pcout) * float64(hw*hw)
+		wino := float64(16*cin*pcout*tiles)*infer.WinoMACCost + float64(tiles*((cin+15)/16+pcout/16))*infer.WinoTransformCost
+		switch {
+		case nz == cin*9:
+			want = append(want, "winograd") // dense: the dense rule, which these shapes pass
+		case math.Abs(wino-direct) < 0.02*direct:
+			want = append(want, "") // too close to call in float arithmetic
+		case wino < direct:
+			want = append(want, "winograd")
+		default:
+			want = append(want, "direct-skip")
+		}
+	}
+	m, err := infer.New(net, spec, infer.Dense())
+	if err != nil {
+		t.Fatal(err)
+	}
+	algs := m.Algorithms(1)
+	if len(algs) != len(want) {
+		t.Fatalf("algorithms %v for %d convolutions", algs, len(want))
+	}
+	skipWino, skip := 0, 0
+	for i, a := range algs {
+		if want[i] != "" && a != want[i] {
+			t.Errorf("convolution %d runs %s, the rule says %s (algorithms %v)", i, a, want[i], algs)
+		}
+		switch {
+		case a == "direct-skip":
+			skip++
+		case a == "winograd" && want[i] == "winograd":
+			skipWino++
+		}
+	}
+	t.Logf("algorithms %v", algs)
+	if skip == 0 || skipWino == 0 {
+		t.Fatalf("algorithms %v: not both choices", algs)
+	}
+	const n = 3
+	x := randomInputs(newRng(52), n)
+	wantP := evalLogitsSoftmax(net, x, n)
+	got := m.Probabilities(nil, x)
+	for i := range wantP {
+		if d := math.Abs(float64(got[i] - wantP[i])); d > 2e-5 {
+			t.Fatalf("probability %d: plan %v, evaluation graph %v", i, got[i], wantP[i])
+		}
+	}
+	one := checkWorkers(t, m, x, got)
+	if !slices.Equal(one, got[:len(one)]) {
+		t.Fatalf("one image: %v, in a batch: %v", one, got[:len(one)])
+	}
+}
