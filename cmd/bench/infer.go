@@ -200,6 +200,7 @@ func runInfer(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(tw, "threads\t%d (GOMAXPROCS %d)\n", res.Threads, res.GOMAXPROCS)
 	fmt.Fprintf(tw, "timed passes\t%d after %d warm-up\n", res.Steps, res.Warmup)
 	fmt.Fprintf(tw, "weights zero ratio\t%.4f\n", res.ZeroRatio)
+	fmt.Fprintf(tw, "served\t%s\n", m)
 	if err := tw.Flush(); err != nil {
 		return err
 	}

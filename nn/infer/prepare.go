@@ -82,8 +82,12 @@ func (r Report) ZeroRatio() float64 {
 // paths.
 func (r Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d of %d layers sparse (threshold %.0f%% zeros; %.1f%% of the weights are zero)\n",
-		len(r.SparseLayers()), len(r.Layers), 100*r.MinZeros, 100*r.ZeroRatio())
+	threshold := fmt.Sprintf("threshold %.0f%% zeros", 100*r.MinZeros)
+	if r.MinZeros > 1 {
+		threshold = "every layer dense"
+	}
+	fmt.Fprintf(&b, "%d of %d layers sparse (%s; %.1f%% of the weights are zero)\n",
+		len(r.SparseLayers()), len(r.Layers), threshold, 100*r.ZeroRatio())
 	for _, l := range r.Layers {
 		path := "dense"
 		if l.Sparse {
