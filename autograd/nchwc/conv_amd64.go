@@ -155,3 +155,33 @@ func kernelSkip(fb, p, s int, half bool, in []float32, inOff, last int, ent []in
 		k2(&in[inOff], ep, n, wj, &bias[j*16], rj, &out[outOff+j*outBS], outBS*f, rl)
 	}
 }
+
+// products runs the product kernels of fb blocks and p pixels (the last
+// block 8 wide where half) on the arguments of productsGo (offsets and
+// strides in float32 values).
+func products(fb, p int, half bool, in []float32, inOff, inBS, inXS, ncib, ct int, w []float32, wOff, wXS int,
+	out []float32, outOff, outBS, outXS, nxi int) {
+	if (!useAVX512 && !useAVX2) || nxi == 0 {
+		productsGo(fb, p, half, in, inOff, inBS, inXS, ncib, ct, w, wOff, wXS, out, outOff, outBS, outXS, nxi)
+		return
+	}
+	// Bounds: the last values the kernels read and write.
+	nb := ncib
+	if ct > 0 {
+		nb++
+	}
+	if inBS < 0 || inXS < 0 || wXS < 0 || outBS < 0 || outXS < 0 || nb == 0 {
+		panic("nchwc: product kernels with negative strides or no input channels")
+	}
+	_ = in[inOff+(nxi-1)*inXS+(nb-1)*inBS+(p-1)*16+15]
+	_ = w[wOff+(nxi-1)*wXS+nb*16*16*fb-1]
+	_ = out[outOff+(nxi-1)*outXS+(fb-1)*outBS+(p-1)*16+15]
+	const f = int(unsafe.Sizeof(float32(0)))
+	if useAVX512 {
+		prodKernels[halfIndex(half && hasVL)][fb-1][p-1](&in[inOff], inBS*f, inXS*f, ncib, ct, &w[wOff], wXS*f, &out[outOff], outBS*f, outXS*f, nxi)
+		return
+	}
+	for j := 0; j < fb; j++ {
+		prod2Kernels[halfIndex(half && j == fb-1)][fb-1][p-1](&in[inOff], inBS*f, inXS*f, ncib, ct, &w[wOff+j*16], wXS*f, &out[outOff+j*outBS], outBS*f, outXS*f, nxi)
+	}
+}

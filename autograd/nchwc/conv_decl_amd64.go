@@ -1284,6 +1284,286 @@ func convFB1P15S1C4H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res
 //go:noescape
 func convFB1P16S1C4H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
+// prodFB1P1 computes nxi 1×1 products of 1 block(s) of 16 output channels for 1 pixels (AVX-512).
+//
+//go:noescape
+func prodFB1P1(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P2 computes nxi 1×1 products of 1 block(s) of 16 output channels for 2 pixels (AVX-512).
+//
+//go:noescape
+func prodFB1P2(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P3 computes nxi 1×1 products of 1 block(s) of 16 output channels for 3 pixels (AVX-512).
+//
+//go:noescape
+func prodFB1P3(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P4 computes nxi 1×1 products of 1 block(s) of 16 output channels for 4 pixels (AVX-512).
+//
+//go:noescape
+func prodFB1P4(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P5 computes nxi 1×1 products of 1 block(s) of 16 output channels for 5 pixels (AVX-512).
+//
+//go:noescape
+func prodFB1P5(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P6 computes nxi 1×1 products of 1 block(s) of 16 output channels for 6 pixels (AVX-512).
+//
+//go:noescape
+func prodFB1P6(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P7 computes nxi 1×1 products of 1 block(s) of 16 output channels for 7 pixels (AVX-512).
+//
+//go:noescape
+func prodFB1P7(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P8 computes nxi 1×1 products of 1 block(s) of 16 output channels for 8 pixels (AVX-512).
+//
+//go:noescape
+func prodFB1P8(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P9 computes nxi 1×1 products of 1 block(s) of 16 output channels for 9 pixels (AVX-512).
+//
+//go:noescape
+func prodFB1P9(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P10 computes nxi 1×1 products of 1 block(s) of 16 output channels for 10 pixels (AVX-512).
+//
+//go:noescape
+func prodFB1P10(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P11 computes nxi 1×1 products of 1 block(s) of 16 output channels for 11 pixels (AVX-512).
+//
+//go:noescape
+func prodFB1P11(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P12 computes nxi 1×1 products of 1 block(s) of 16 output channels for 12 pixels (AVX-512).
+//
+//go:noescape
+func prodFB1P12(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P13 computes nxi 1×1 products of 1 block(s) of 16 output channels for 13 pixels (AVX-512).
+//
+//go:noescape
+func prodFB1P13(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P14 computes nxi 1×1 products of 1 block(s) of 16 output channels for 14 pixels (AVX-512).
+//
+//go:noescape
+func prodFB1P14(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P15 computes nxi 1×1 products of 1 block(s) of 16 output channels for 15 pixels (AVX-512).
+//
+//go:noescape
+func prodFB1P15(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P16 computes nxi 1×1 products of 1 block(s) of 16 output channels for 16 pixels (AVX-512).
+//
+//go:noescape
+func prodFB1P16(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB2P1 computes nxi 1×1 products of 2 block(s) of 16 output channels for 1 pixels (AVX-512).
+//
+//go:noescape
+func prodFB2P1(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB2P2 computes nxi 1×1 products of 2 block(s) of 16 output channels for 2 pixels (AVX-512).
+//
+//go:noescape
+func prodFB2P2(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB2P3 computes nxi 1×1 products of 2 block(s) of 16 output channels for 3 pixels (AVX-512).
+//
+//go:noescape
+func prodFB2P3(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB2P4 computes nxi 1×1 products of 2 block(s) of 16 output channels for 4 pixels (AVX-512).
+//
+//go:noescape
+func prodFB2P4(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB2P5 computes nxi 1×1 products of 2 block(s) of 16 output channels for 5 pixels (AVX-512).
+//
+//go:noescape
+func prodFB2P5(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB2P6 computes nxi 1×1 products of 2 block(s) of 16 output channels for 6 pixels (AVX-512).
+//
+//go:noescape
+func prodFB2P6(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB2P7 computes nxi 1×1 products of 2 block(s) of 16 output channels for 7 pixels (AVX-512).
+//
+//go:noescape
+func prodFB2P7(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB2P8 computes nxi 1×1 products of 2 block(s) of 16 output channels for 8 pixels (AVX-512).
+//
+//go:noescape
+func prodFB2P8(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB2P9 computes nxi 1×1 products of 2 block(s) of 16 output channels for 9 pixels (AVX-512).
+//
+//go:noescape
+func prodFB2P9(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB2P10 computes nxi 1×1 products of 2 block(s) of 16 output channels for 10 pixels (AVX-512).
+//
+//go:noescape
+func prodFB2P10(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB2P11 computes nxi 1×1 products of 2 block(s) of 16 output channels for 11 pixels (AVX-512).
+//
+//go:noescape
+func prodFB2P11(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB2P12 computes nxi 1×1 products of 2 block(s) of 16 output channels for 12 pixels (AVX-512).
+//
+//go:noescape
+func prodFB2P12(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P1H computes nxi 1×1 products of 1 block(s) of 16 output channels for 1 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB1P1H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P2H computes nxi 1×1 products of 1 block(s) of 16 output channels for 2 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB1P2H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P3H computes nxi 1×1 products of 1 block(s) of 16 output channels for 3 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB1P3H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P4H computes nxi 1×1 products of 1 block(s) of 16 output channels for 4 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB1P4H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P5H computes nxi 1×1 products of 1 block(s) of 16 output channels for 5 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB1P5H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P6H computes nxi 1×1 products of 1 block(s) of 16 output channels for 6 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB1P6H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P7H computes nxi 1×1 products of 1 block(s) of 16 output channels for 7 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB1P7H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P8H computes nxi 1×1 products of 1 block(s) of 16 output channels for 8 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB1P8H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P9H computes nxi 1×1 products of 1 block(s) of 16 output channels for 9 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB1P9H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P10H computes nxi 1×1 products of 1 block(s) of 16 output channels for 10 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB1P10H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P11H computes nxi 1×1 products of 1 block(s) of 16 output channels for 11 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB1P11H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P12H computes nxi 1×1 products of 1 block(s) of 16 output channels for 12 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB1P12H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P13H computes nxi 1×1 products of 1 block(s) of 16 output channels for 13 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB1P13H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P14H computes nxi 1×1 products of 1 block(s) of 16 output channels for 14 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB1P14H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P15H computes nxi 1×1 products of 1 block(s) of 16 output channels for 15 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB1P15H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB1P16H computes nxi 1×1 products of 1 block(s) of 16 output channels for 16 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB1P16H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB2P1H computes nxi 1×1 products of 2 block(s) of 16 output channels for 1 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB2P1H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB2P2H computes nxi 1×1 products of 2 block(s) of 16 output channels for 2 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB2P2H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB2P3H computes nxi 1×1 products of 2 block(s) of 16 output channels for 3 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB2P3H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB2P4H computes nxi 1×1 products of 2 block(s) of 16 output channels for 4 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB2P4H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB2P5H computes nxi 1×1 products of 2 block(s) of 16 output channels for 5 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB2P5H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB2P6H computes nxi 1×1 products of 2 block(s) of 16 output channels for 6 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB2P6H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB2P7H computes nxi 1×1 products of 2 block(s) of 16 output channels for 7 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB2P7H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB2P8H computes nxi 1×1 products of 2 block(s) of 16 output channels for 8 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB2P8H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB2P9H computes nxi 1×1 products of 2 block(s) of 16 output channels for 9 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB2P9H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB2P10H computes nxi 1×1 products of 2 block(s) of 16 output channels for 10 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB2P10H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB2P11H computes nxi 1×1 products of 2 block(s) of 16 output channels for 11 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB2P11H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prodFB2P12H computes nxi 1×1 products of 2 block(s) of 16 output channels for 12 pixels (AVX-512), the last block's channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prodFB2P12H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
 // asmKernels[h][fb-1][s-1][p-1] is the AVX-512 kernel for fb channel blocks, stride s and p pixels, the last block 8 wide if h is 1.
 var asmKernels = [2][2][2][]func(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int){
 	{ // half false
@@ -2152,6 +2432,126 @@ func conv2FW1P5S1C4H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res
 //go:noescape
 func conv2FW1P6S1C4H(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int)
 
+// prod2FW1P1 computes nxi 1×1 products of one block of 16 output channels of filters 1 block(s) wide for 1 pixels (AVX2).
+//
+//go:noescape
+func prod2FW1P1(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prod2FW1P2 computes nxi 1×1 products of one block of 16 output channels of filters 1 block(s) wide for 2 pixels (AVX2).
+//
+//go:noescape
+func prod2FW1P2(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prod2FW1P3 computes nxi 1×1 products of one block of 16 output channels of filters 1 block(s) wide for 3 pixels (AVX2).
+//
+//go:noescape
+func prod2FW1P3(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prod2FW1P4 computes nxi 1×1 products of one block of 16 output channels of filters 1 block(s) wide for 4 pixels (AVX2).
+//
+//go:noescape
+func prod2FW1P4(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prod2FW1P5 computes nxi 1×1 products of one block of 16 output channels of filters 1 block(s) wide for 5 pixels (AVX2).
+//
+//go:noescape
+func prod2FW1P5(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prod2FW1P6 computes nxi 1×1 products of one block of 16 output channels of filters 1 block(s) wide for 6 pixels (AVX2).
+//
+//go:noescape
+func prod2FW1P6(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prod2FW2P1 computes nxi 1×1 products of one block of 16 output channels of filters 2 block(s) wide for 1 pixels (AVX2).
+//
+//go:noescape
+func prod2FW2P1(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prod2FW2P2 computes nxi 1×1 products of one block of 16 output channels of filters 2 block(s) wide for 2 pixels (AVX2).
+//
+//go:noescape
+func prod2FW2P2(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prod2FW2P3 computes nxi 1×1 products of one block of 16 output channels of filters 2 block(s) wide for 3 pixels (AVX2).
+//
+//go:noescape
+func prod2FW2P3(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prod2FW2P4 computes nxi 1×1 products of one block of 16 output channels of filters 2 block(s) wide for 4 pixels (AVX2).
+//
+//go:noescape
+func prod2FW2P4(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prod2FW2P5 computes nxi 1×1 products of one block of 16 output channels of filters 2 block(s) wide for 5 pixels (AVX2).
+//
+//go:noescape
+func prod2FW2P5(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prod2FW2P6 computes nxi 1×1 products of one block of 16 output channels of filters 2 block(s) wide for 6 pixels (AVX2).
+//
+//go:noescape
+func prod2FW2P6(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prod2FW1P1H computes nxi 1×1 products of one block of 16 output channels of filters 1 block(s) wide for 1 pixels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prod2FW1P1H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prod2FW1P2H computes nxi 1×1 products of one block of 16 output channels of filters 1 block(s) wide for 2 pixels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prod2FW1P2H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prod2FW1P3H computes nxi 1×1 products of one block of 16 output channels of filters 1 block(s) wide for 3 pixels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prod2FW1P3H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prod2FW1P4H computes nxi 1×1 products of one block of 16 output channels of filters 1 block(s) wide for 4 pixels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prod2FW1P4H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prod2FW1P5H computes nxi 1×1 products of one block of 16 output channels of filters 1 block(s) wide for 5 pixels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prod2FW1P5H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prod2FW1P6H computes nxi 1×1 products of one block of 16 output channels of filters 1 block(s) wide for 6 pixels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prod2FW1P6H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prod2FW2P1H computes nxi 1×1 products of one block of 16 output channels of filters 2 block(s) wide for 1 pixels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prod2FW2P1H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prod2FW2P2H computes nxi 1×1 products of one block of 16 output channels of filters 2 block(s) wide for 2 pixels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prod2FW2P2H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prod2FW2P3H computes nxi 1×1 products of one block of 16 output channels of filters 2 block(s) wide for 3 pixels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prod2FW2P3H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prod2FW2P4H computes nxi 1×1 products of one block of 16 output channels of filters 2 block(s) wide for 4 pixels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prod2FW2P4H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prod2FW2P5H computes nxi 1×1 products of one block of 16 output channels of filters 2 block(s) wide for 5 pixels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prod2FW2P5H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
+// prod2FW2P6H computes nxi 1×1 products of one block of 16 output channels of filters 2 block(s) wide for 6 pixels (AVX2), its channels 0-7 only (8-15 stored as zeros).
+//
+//go:noescape
+func prod2FW2P6H(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)
+
 // avx2Kernels[h][fw-1][s-1][p-1] is the AVX2 kernel for one block of filters fw blocks wide, stride s and p pixels, 8 wide if h is 1.
 var avx2Kernels = [2][2][2][]func(in *float32, inBS, inRS, ncib, ct, kh, kw int, w, bias, res, out *float32, outBS, relu int){
 	{ // half false
@@ -2328,6 +2728,118 @@ var skip2Kernels = [2][2][2][]func(in *float32, ent *int32, nent int, w, bias, r
 				conv2SkipFW2P5S2H,
 				conv2SkipFW2P6S2H,
 			},
+		},
+	},
+}
+
+// prodKernels[h][fb-1][p-1] is the AVX-512 product kernel for fb channel blocks and p pixels, the last block 8 wide if h is 1.
+var prodKernels = [2][2][]func(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int){
+	{ // half false
+		{
+			prodFB1P1,
+			prodFB1P2,
+			prodFB1P3,
+			prodFB1P4,
+			prodFB1P5,
+			prodFB1P6,
+			prodFB1P7,
+			prodFB1P8,
+			prodFB1P9,
+			prodFB1P10,
+			prodFB1P11,
+			prodFB1P12,
+			prodFB1P13,
+			prodFB1P14,
+			prodFB1P15,
+			prodFB1P16,
+		},
+		{
+			prodFB2P1,
+			prodFB2P2,
+			prodFB2P3,
+			prodFB2P4,
+			prodFB2P5,
+			prodFB2P6,
+			prodFB2P7,
+			prodFB2P8,
+			prodFB2P9,
+			prodFB2P10,
+			prodFB2P11,
+			prodFB2P12,
+		},
+	},
+	{ // half true
+		{
+			prodFB1P1H,
+			prodFB1P2H,
+			prodFB1P3H,
+			prodFB1P4H,
+			prodFB1P5H,
+			prodFB1P6H,
+			prodFB1P7H,
+			prodFB1P8H,
+			prodFB1P9H,
+			prodFB1P10H,
+			prodFB1P11H,
+			prodFB1P12H,
+			prodFB1P13H,
+			prodFB1P14H,
+			prodFB1P15H,
+			prodFB1P16H,
+		},
+		{
+			prodFB2P1H,
+			prodFB2P2H,
+			prodFB2P3H,
+			prodFB2P4H,
+			prodFB2P5H,
+			prodFB2P6H,
+			prodFB2P7H,
+			prodFB2P8H,
+			prodFB2P9H,
+			prodFB2P10H,
+			prodFB2P11H,
+			prodFB2P12H,
+		},
+	},
+}
+
+// prod2Kernels[h][fw-1][p-1] is the AVX2 product kernel for one block of filters fw blocks wide and p pixels, 8 wide if h is 1.
+var prod2Kernels = [2][2][]func(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int){
+	{ // half false
+		{
+			prod2FW1P1,
+			prod2FW1P2,
+			prod2FW1P3,
+			prod2FW1P4,
+			prod2FW1P5,
+			prod2FW1P6,
+		},
+		{
+			prod2FW2P1,
+			prod2FW2P2,
+			prod2FW2P3,
+			prod2FW2P4,
+			prod2FW2P5,
+			prod2FW2P6,
+		},
+	},
+	{ // half true
+		{
+			prod2FW1P1H,
+			prod2FW1P2H,
+			prod2FW1P3H,
+			prod2FW1P4H,
+			prod2FW1P5H,
+			prod2FW1P6H,
+		},
+		{
+			prod2FW2P1H,
+			prod2FW2P2H,
+			prod2FW2P3H,
+			prod2FW2P4H,
+			prod2FW2P5H,
+			prod2FW2P6H,
 		},
 	},
 }

@@ -20,6 +20,11 @@ func kernelSkip(fb, p, s int, half bool, in []float32, inOff, last int, ent []in
 	kernelSkipGo(fb, p, s, half, in, inOff, ent, w, bias, res, out, outOff, outBS, relu)
 }
 
+func products(fb, p int, half bool, in []float32, inOff, inBS, inXS, ncib, ct int, w []float32, wOff, wXS int,
+	out []float32, outOff, outBS, outXS, nxi int) {
+	productsGo(fb, p, half, in, inOff, inBS, inXS, ncib, ct, w, wOff, wXS, out, outOff, outBS, outXS, nxi)
+}
+
 func winoIn(src []float32, so, rs, n int, dst []float32, do, xs int) {
 	winoInGo(src, so, rs, n, dst, do, xs)
 }

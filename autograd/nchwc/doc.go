@@ -49,8 +49,12 @@
 // Winograd (wino.go) computes a 3×3, stride-1 convolution in the same
 // layout with Winograd's F(2×2, 3×3): filters transformed once
 // (PackWinograd), each band of 2×2 output tiles transformed into 16
-// matrices (additions on 16-channel vectors), multiplied by the kernels
-// above as 1×1 convolutions (2.25× fewer multiply-adds than Conv), and
+// matrices (additions on 16-channel vectors), multiplied as 1×1
+// convolutions with the terms of the kernels above (2.25× fewer
+// multiply-adds than Conv) by product kernels that run the 16 products of
+// a strip of tiles in one call (generated with them; the products of
+// narrow layers are short, so a call per product cost up to a quarter of
+// their time), and
 // transformed back with Conv's epilogue (bias, residual, ReLU) fused;
 // the same values as Conv up to rounding, bit for bit the same under
 // every implementation and for any split of the rows.

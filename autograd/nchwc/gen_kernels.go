@@ -22,6 +22,10 @@
 // order are the AVX-512 kernels', so both give the same values bit for
 // bit.
 //
+// The product kernels of Winograd (prodSig) run these kernels' terms for
+// 1×1 filters at stride 1 several times per call (the 16 products M_ξ of
+// a strip of tiles), storing each product's sums with no epilogue.
+//
 // Every kernel has a half variant (name suffix H) for a group whose last
 // block of output channels holds at most 8 channels (the tail of a channel
 // count such as 5, 21 or 40): that block's channels 0-7 are computed in a
@@ -187,6 +191,14 @@ func main() {
 		d("}")
 		d("")
 	}
+	// The product kernels of Winograd: 1×1, several products per call.
+	for _, h := range halves {
+		for fb := 1; fb <= 2; fb++ {
+			for p := 1; p <= pmax[fb-1]; p++ {
+				genProd(fb, p, h)
+			}
+		}
+	}
 	pm512 := func(fb int) int { return pmax[fb-1] }
 	table("asmKernels[h][fb-1][s-1][p-1] is the AVX-512 kernel for fb channel blocks, stride s and p pixels, the last block 8 wide if h is 1.",
 		"asmKernels", sig, pm512, func(fb, p, s int, h bool) string { return name(fb, p, s, 16, h) })
@@ -208,6 +220,13 @@ func main() {
 			gen2(1, p, 1, 4, false, h)
 		}
 	}
+	for _, h := range halves {
+		for fw := 1; fw <= 2; fw++ {
+			for p := 1; p <= pmax2; p++ {
+				genProd2(fw, p, h)
+			}
+		}
+	}
 	pm2 := func(int) int { return pmax2 }
 	table("avx2Kernels[h][fw-1][s-1][p-1] is the AVX2 kernel for one block of filters fw blocks wide, stride s and p pixels, 8 wide if h is 1.",
 		"avx2Kernels", sig, pm2, func(fw, p, s int, h bool) string { return name2(fw, p, s, 16, h) })
@@ -215,6 +234,29 @@ func main() {
 		"avx2StemKernels", pmax2, func(p int, h bool) string { return name2(1, p, 1, 4, h) })
 	table("skip2Kernels[h][fw-1][s-1][p-1] is the AVX2 kernel skipping zero filter vectors for one block of filters fw blocks wide, stride s and p pixels, 8 wide if h is 1.",
 		"skip2Kernels", skipSig, pm2, func(fw, p, s int, h bool) string { return "conv2Skip" + name2(fw, p, s, 16, h)[len("conv2"):] })
+	// prodTable emits the declaration of a table [half][fb-1][p-1] of
+	// product kernels named by nm, the strips of fb up to pm(fb).
+	prodTable := func(doc, v string, pm func(fb int) int, nm func(fb, p int, h bool) string) {
+		d("// %s", doc)
+		d("var %s = [2][2][]func%s{", v, prodSig)
+		for _, h := range halves {
+			d("{ // half %v", h)
+			for fb := 1; fb <= 2; fb++ {
+				d("{")
+				for p := 1; p <= pm(fb); p++ {
+					d("%s,", nm(fb, p, h))
+				}
+				d("},")
+			}
+			d("},")
+		}
+		d("}")
+		d("")
+	}
+	prodTable("prodKernels[h][fb-1][p-1] is the AVX-512 product kernel for fb channel blocks and p pixels, the last block 8 wide if h is 1.",
+		"prodKernels", pm512, prodName)
+	prodTable("prod2Kernels[h][fw-1][p-1] is the AVX2 product kernel for one block of filters fw blocks wide and p pixels, 8 wide if h is 1.",
+		"prod2Kernels", pm2, prodName2)
 	src, err := format.Source(decl.Bytes())
 	if err != nil {
 		log.Fatal(err)
@@ -342,6 +384,56 @@ func vreg(fb, j int, half bool, r int) string {
 	return fmt.Sprintf("Z%d", r)
 }
 
+// terms returns the body of an AVX-512 kernel's loops: the terms of
+// input channel c (of cb per pixel) for fb blocks and p pixels at stride
+// s, the tap's input pixel 0 at ptr, the filter row at wOff(wreg).
+func terms(fb, p, s, cb int, half bool, wreg string) func(c int, ptr string, wOff int) {
+	return func(c int, ptr string, wOff int) {
+		// Alternate two sets of filter registers.
+		f := func(j int) string { return vreg(fb, j, half, 31-j-2*(c%2)) }
+		for j := 0; j < fb; j++ {
+			a("\tVMOVUPS %d(%s), %s", wOff+j*64, wreg, f(j))
+		}
+		for q := 0; q < p; q++ {
+			off := q*s*cb*4 + c*4
+			if fb == 1 {
+				a("\tVFMADD231PS.BCST %d(%s), %s, %s", off, ptr, f(0), acc(fb, q, 0, half))
+				continue
+			}
+			a("\tVBROADCASTSS %d(%s), Z%d", off, ptr, 27-q%2)
+			for j := 0; j < fb; j++ {
+				a("\tVFMADD231PS %s, %s, %s", vreg(fb, j, half, 27-q%2), f(j), acc(fb, q, j, half))
+			}
+		}
+	}
+}
+
+// mem is the address of pixel q's block j of the residual or the output
+// at r (the second block R8 bytes further), plus off bytes.
+func mem(q, j, off int, r string) string {
+	if j == 1 {
+		return fmt.Sprintf("%d(%s)(R8*1)", q*64+off, r)
+	}
+	return fmt.Sprintf("%d(%s)", q*64+off, r)
+}
+
+// store512 stores an AVX-512 kernel's accumulators for fb blocks and p
+// pixels at DX (mem), where half zeros (from Y28) in channels 8-15 of the
+// last block.
+func store512(fb, p int, half bool) {
+	if half {
+		a("\tVPXORD Y28, Y28, Y28")
+	}
+	for q := 0; q < p; q++ {
+		for j := 0; j < fb; j++ {
+			a("\tVMOVUPS %s, %s", acc(fb, q, j, half), mem(q, j, 0, "DX"))
+			if half && j == fb-1 {
+				a("\tVMOVUPS Y28, %s", mem(q, j, 32, "DX"))
+			}
+		}
+	}
+}
+
 func gen(fb, p, s, cb int, skip, half bool) {
 	n, sg, what, ea := name(fb, p, s, cb, half), sig, "", sigEpi
 	if skip {
@@ -361,24 +453,7 @@ func gen(fb, p, s, cb int, skip, half bool) {
 	if skip {
 		lp = func(body func(c int, ptr string, wOff int)) { skipLoop(n, fb*64, body) }
 	}
-	lp(func(c int, ptr string, wOff int) {
-		// Alternate two sets of filter registers.
-		f := func(j int) string { return vreg(fb, j, half, 31-j-2*(c%2)) }
-		for j := 0; j < fb; j++ {
-			a("\tVMOVUPS %d(DI), %s", wOff+j*64, f(j))
-		}
-		for q := 0; q < p; q++ {
-			off := q*s*cb*4 + c*4
-			if fb == 1 {
-				a("\tVFMADD231PS.BCST %d(%s), %s, %s", off, ptr, f(0), acc(fb, q, 0, half))
-				continue
-			}
-			a("\tVBROADCASTSS %d(%s), Z%d", off, ptr, 27-q%2)
-			for j := 0; j < fb; j++ {
-				a("\tVFMADD231PS %s, %s, %s", vreg(fb, j, half, 27-q%2), f(j), acc(fb, q, j, half))
-			}
-		}
-	})
+	lp(terms(fb, p, s, cb, half, "DI"))
 
 	// Epilogue: bias, residual, ReLU, store.
 	a("\tMOVQ %s, AX", ea.bias)
@@ -392,14 +467,6 @@ func gen(fb, p, s, cb int, skip, half bool) {
 		for j := 0; j < fb; j++ {
 			a("\tVADDPS %s, %s, %s", vreg(fb, j, half, 31-j), acc(fb, q, j, half), acc(fb, q, j, half))
 		}
-	}
-	// mem is the address of pixel q's block j of the residual or the
-	// output at R, plus off bytes.
-	mem := func(q, j, off int, r string) string {
-		if j == 1 {
-			return fmt.Sprintf("%d(%s)(R8*1)", q*64+off, r)
-		}
-		return fmt.Sprintf("%d(%s)", q*64+off, r)
 	}
 	a("\tTESTQ BX, BX")
 	a("\tJZ %s_nores", n)
@@ -420,17 +487,7 @@ func gen(fb, p, s, cb int, skip, half bool) {
 		}
 	}
 	a("%s_store:", n)
-	if half {
-		a("\tVPXORD Y28, Y28, Y28")
-	}
-	for q := 0; q < p; q++ {
-		for j := 0; j < fb; j++ {
-			a("\tVMOVUPS %s, %s", acc(fb, q, j, half), mem(q, j, 0, "DX"))
-			if half && j == fb-1 {
-				a("\tVMOVUPS Y28, %s", mem(q, j, 32, "DX"))
-			}
-		}
-	}
+	store512(fb, p, half)
 	a("\tVZEROUPPER")
 	a("\tRET")
 }
@@ -440,33 +497,14 @@ func gen(fb, p, s, cb int, skip, half bool) {
 // Pixel q's accumulators are Y(2q) (channels 0-7) and Y(2q+1) (8-15), the
 // latter absent where half (channels 8-15 stored as zeros, from Y13); the
 // filter row is in Y12 and Y13, the broadcast input value in Y14 or Y15.
-func gen2(fw, p, s, cb int, skip, half bool) {
-	n, sg, what, ea := name2(fw, p, s, cb, half), sig, "", sigEpi
-	if skip {
-		n, sg, what, ea = "conv2Skip"+n[len("conv2"):], skipSig, ", skipping zero filter vectors", skipSigEpi
-	}
-	if half {
-		what += ", its channels 0-7 only (8-15 stored as zeros)"
-	}
-	declare(n, fmt.Sprintf("one block of 16 output channels of filters %d block(s) wide for %d pixels at stride %d from input blocks of %d channels (AVX2)%s", fw, p, s, cb, what), sg, ea.frame)
-	// The accumulators in use, in the order of the output.
-	var regs []int
-	for r := 0; r < 2*p; r++ {
-		if !half || r%2 == 0 {
-			regs = append(regs, r)
-		}
-	}
-	for _, r := range regs {
-		a("\tVXORPS Y%d, Y%d, Y%d", r, r, r)
-	}
-	lp := func(body func(c int, ptr string, wOff int)) { loops(n, cb, fw*64, body) }
-	if skip {
-		lp = func(body func(c int, ptr string, wOff int)) { skipLoop(n, fw*64, body) }
-	}
-	lp(func(c int, ptr string, wOff int) {
-		a("\tVMOVUPS %d(DI), Y12", wOff)
+// terms2 returns the body of an AVX2 kernel's loops (gen2's registers):
+// the terms of input channel c for p pixels at stride s, the tap's input
+// pixel 0 at ptr, the filter row at wOff(wreg).
+func terms2(p, s, cb int, half bool, wreg string) func(c int, ptr string, wOff int) {
+	return func(c int, ptr string, wOff int) {
+		a("\tVMOVUPS %d(%s), Y12", wOff, wreg)
 		if !half {
-			a("\tVMOVUPS %d(DI), Y13", wOff+32)
+			a("\tVMOVUPS %d(%s), Y13", wOff+32, wreg)
 		}
 		for q := 0; q < p; q++ {
 			b := 14 + q%2
@@ -476,7 +514,54 @@ func gen2(fw, p, s, cb int, skip, half bool) {
 				a("\tVFMADD231PS Y%d, Y13, Y%d", b, 2*q+1)
 			}
 		}
-	})
+	}
+}
+
+// regs2 returns the accumulators of an AVX2 kernel for p pixels in use,
+// in the order of the output: Y(2q) and Y(2q+1), the latter absent where
+// half.
+func regs2(p int, half bool) []int {
+	var regs []int
+	for r := 0; r < 2*p; r++ {
+		if !half || r%2 == 0 {
+			regs = append(regs, r)
+		}
+	}
+	return regs
+}
+
+// store2 stores an AVX2 kernel's accumulators regs at DX, where half
+// zeros (from Y13) in the channels 8-15 of each pixel.
+func store2(regs []int, half bool) {
+	if half {
+		a("\tVXORPS Y13, Y13, Y13")
+	}
+	for _, r := range regs {
+		a("\tVMOVUPS Y%d, %d(DX)", r, r*32)
+		if half {
+			a("\tVMOVUPS Y13, %d(DX)", r*32+32)
+		}
+	}
+}
+
+func gen2(fw, p, s, cb int, skip, half bool) {
+	n, sg, what, ea := name2(fw, p, s, cb, half), sig, "", sigEpi
+	if skip {
+		n, sg, what, ea = "conv2Skip"+n[len("conv2"):], skipSig, ", skipping zero filter vectors", skipSigEpi
+	}
+	if half {
+		what += ", its channels 0-7 only (8-15 stored as zeros)"
+	}
+	declare(n, fmt.Sprintf("one block of 16 output channels of filters %d block(s) wide for %d pixels at stride %d from input blocks of %d channels (AVX2)%s", fw, p, s, cb, what), sg, ea.frame)
+	regs := regs2(p, half)
+	for _, r := range regs {
+		a("\tVXORPS Y%d, Y%d, Y%d", r, r, r)
+	}
+	lp := func(body func(c int, ptr string, wOff int)) { loops(n, cb, fw*64, body) }
+	if skip {
+		lp = func(body func(c int, ptr string, wOff int)) { skipLoop(n, fw*64, body) }
+	}
+	lp(terms2(p, s, cb, half, "DI"))
 	a("\tMOVQ %s, AX", ea.bias)
 	a("\tMOVQ %s, BX", ea.res)
 	a("\tMOVQ %s, DX", ea.out)
@@ -501,15 +586,124 @@ func gen2(fw, p, s, cb int, skip, half bool) {
 		a("\tVMAXPS Y15, Y%d, Y%d", r, r)
 	}
 	a("%s_store:", n)
-	if half {
-		a("\tVXORPS Y13, Y13, Y13")
-	}
-	for _, r := range regs {
-		a("\tVMOVUPS Y%d, %d(DX)", r, r*32)
-		if half {
-			a("\tVMOVUPS Y13, %d(DX)", r*32+32)
-		}
-	}
+	store2(regs, half)
 	a("\tVZEROUPPER")
 	a("\tRET")
+}
+
+// prodSig is the signature of the product kernels of Winograd (wino.go):
+// nxi 1×1 convolutions of strips of p pixels at stride 1 (tiles), the
+// x-th reading its input at in + x·inXS (ncib full blocks inBS bytes
+// apart, then the first ct channels of one more), its filters at w +
+// x·wXS (a 1×1 Filter's group: 16 rows of 16·fb values per input block)
+// and storing its accumulators, with no bias, residual or ReLU, at out +
+// x·outXS (block j at + j·outBS).
+const prodSig = "(in *float32, inBS, inXS, ncib, ct int, w *float32, wXS int, out *float32, outBS, outXS, nxi int)"
+
+// prodName is the name of the AVX-512 product kernel; half: its last
+// block 8 wide.
+func prodName(fb, p int, half bool) string {
+	n := fmt.Sprintf("prodFB%dP%d", fb, p)
+	if half {
+		n += "H"
+	}
+	return n
+}
+
+// prodName2 is the name of the AVX2 product kernel for filters fw blocks
+// wide; half: the block 8 wide.
+func prodName2(fw, p int, half bool) string {
+	n := fmt.Sprintf("prod2FW%dP%d", fw, p)
+	if half {
+		n += "H"
+	}
+	return n
+}
+
+// prodLoops emits a product kernel's loops: per product, zero(), then
+// the terms of ncib full blocks of 16 channels (body(c, "R10", c·row),
+// the filter rows at R11, row bytes each) and of the first ct channels
+// of a tail block (body(0, "R10", 0), one channel per iteration), then
+// store(), the output at DX (a second block at DX + R8).
+func prodLoops(n string, row int, zero func(), body func(c int, ptr string, wOff int), store func()) {
+	a("\tMOVQ in+0(FP), SI")
+	a("\tMOVQ w+40(FP), DI")
+	a("\tMOVQ out+56(FP), DX")
+	a("\tMOVQ outBS+64(FP), R8")
+	a("\tMOVQ inBS+8(FP), R9")
+	a("\tMOVQ nxi+80(FP), R13")
+	a("\tTESTQ R13, R13")
+	a("\tJZ %s_ret", n)
+	a("%s_xi:", n)
+	zero()
+	a("\tMOVQ SI, R10")
+	a("\tMOVQ DI, R11")
+	a("\tMOVQ ncib+24(FP), CX")
+	a("\tTESTQ CX, CX")
+	a("\tJZ %s_tail", n)
+	a("%s_cib:", n)
+	for c := 0; c < 16; c++ {
+		body(c, "R10", c*row)
+	}
+	a("\tADDQ $%d, R11", 16*row)
+	a("\tADDQ R9, R10")
+	a("\tDECQ CX")
+	a("\tJNZ %s_cib", n)
+	a("%s_tail:", n)
+	a("\tMOVQ ct+32(FP), BX")
+	a("\tTESTQ BX, BX")
+	a("\tJZ %s_store", n)
+	a("%s_tc:", n)
+	body(0, "R10", 0)
+	a("\tADDQ $4, R10")
+	a("\tADDQ $%d, R11", row)
+	a("\tDECQ BX")
+	a("\tJNZ %s_tc", n)
+	a("%s_store:", n)
+	store()
+	a("\tADDQ inXS+16(FP), SI")
+	a("\tADDQ wXS+48(FP), DI")
+	a("\tADDQ outXS+72(FP), DX")
+	a("\tDECQ R13")
+	a("\tJNZ %s_xi", n)
+	a("%s_ret:", n)
+	a("\tVZEROUPPER")
+	a("\tRET")
+}
+
+// genProd emits the AVX-512 product kernel for fb blocks and p pixels:
+// gen's registers and terms, the accumulators stored as they are.
+func genProd(fb, p int, half bool) {
+	n, what := prodName(fb, p, half), ""
+	if half {
+		what = ", the last block's channels 0-7 only (8-15 stored as zeros)"
+	}
+	declare(n, fmt.Sprintf("nxi 1×1 products of %d block(s) of 16 output channels for %d pixels (AVX-512)%s", fb, p, what), prodSig, "$0-88")
+	zero := func() {
+		for q := 0; q < p; q++ {
+			for j := 0; j < fb; j++ {
+				r := acc(fb, q, j, half)
+				a("\tVPXORD %s, %s, %s", r, r, r)
+			}
+		}
+	}
+	prodLoops(n, fb*64, zero, terms(fb, p, 1, 16, half, "R11"), func() { store512(fb, p, half) })
+}
+
+// genProd2 emits the AVX2 product kernel for one block of filters fw
+// blocks wide and p pixels: gen2's registers and terms, the accumulators
+// stored as they are.
+func genProd2(fw, p int, half bool) {
+	n, what := prodName2(fw, p, half), ""
+	if half {
+		what = ", its channels 0-7 only (8-15 stored as zeros)"
+	}
+	declare(n, fmt.Sprintf("nxi 1×1 products of one block of 16 output channels of filters %d block(s) wide for %d pixels (AVX2)%s", fw, p, what), prodSig, "$0-88")
+	regs := regs2(p, half)
+	zero := func() {
+		for _, r := range regs {
+			a("\tVXORPS Y%d, Y%d, Y%d", r, r, r)
+		}
+	}
+	prodLoops(n, fw*64, zero, terms2(p, 1, 16, half, "R11"), func() { store2(regs, half) })
 }

@@ -383,6 +383,13 @@ func kernelGo(cb, fb, p, s int, half bool, in []float32, inOff, inBS, inRS, ncib
 	bias []float32, res []float32, out []float32, outOff, outBS int, relu bool) {
 	var acc [2][16][16]float32
 	lanes := lanesOf(fb, half)
+	accumulateGo(&acc, cb, fb, p, s, lanes, in, inOff, inBS, inRS, ncib, ct, kh, kw, w, wOff)
+	epilogueGo(&acc, fb, p, lanes, bias, res, out, outOff, outBS, relu)
+}
+
+// accumulateGo adds kernelGo's terms (its arguments, the lanes of each
+// block lanes[j]) to acc, in kernelGo's order.
+func accumulateGo(acc *[2][16][16]float32, cb, fb, p, s int, lanes [2]int, in []float32, inOff, inBS, inRS, ncib, ct, kh, kw int, w []float32, wOff int) {
 	wi := wOff
 	nb := ncib
 	if ct > 0 {
@@ -412,7 +419,6 @@ func kernelGo(cb, fb, p, s int, half bool, in []float32, inOff, inBS, inRS, ncib
 			}
 		}
 	}
-	epilogueGo(&acc, fb, p, lanes, bias, res, out, outOff, outBS, relu)
 }
 
 // lanesOf returns the lanes the kernels compute of each of fb blocks: 16,

@@ -171,8 +171,9 @@ func winoInput(in *Act, v []float32, t0, t1 int) {
 }
 
 // winoProducts computes m (as [ξ][output block][tile][16], planes ξ
-// winoStride apart) from v for n
-// tiles with the kernels of Conv, each M_ξ as a 1×1 convolution.
+// winoStride apart) from v for n tiles, each M_ξ a 1×1 convolution with
+// Conv's terms, the 16 of a strip of tiles in one call of the product
+// kernels (products), which store the sums as they are.
 func winoProducts(f *WinoFilter, v, m []float32, n int) {
 	fb := f.FB
 	ncib, ncob, cw := (f.Cin+15)/16, (f.Cout+15)/16, 16*fb
@@ -181,17 +182,38 @@ func winoProducts(f *WinoFilter, v, m []float32, n int) {
 	vx, mx := winoStride(ncib, n), winoStride(ncob, n)
 	pm := stripMax(fb)
 	ns := (n + pm - 1) / pm // strips, as even as possible
-	for xi := range 16 {
-		for g := 0; g < ncob/fb; g++ {
-			t := 0
-			for i := range ns {
-				p := n / ns
-				if i < n%ns {
-					p++
-				}
-				kernel(16, fb, p, 1, f.one.half(g), v, xi*vx+t*16, n*16, 0, full, ct, 1, 1, f.u, xi*f.size+g*gsize,
-					zeroBias[:cw], nil, m, xi*mx+(g*fb*n+t)*16, n*16, false)
-				t += p
+	for g := 0; g < ncob/fb; g++ {
+		t := 0
+		for i := range ns {
+			p := n / ns
+			if i < n%ns {
+				p++
+			}
+			// The 16 products of the strip in one call.
+			products(fb, p, f.one.half(g), v, t*16, n*16, vx, full, ct, f.u, g*gsize, f.size, m, (g*fb*n+t)*16, n*16, mx, 16)
+			t += p
+		}
+	}
+}
+
+// productsGo computes what the product kernels (prodSig in
+// gen_kernels.go) compute, with offsets and strides in values: for x <
+// nxi, kernelGo's terms of a 1×1 filter at stride 1 on input blocks of 16
+// channels (the input at in[inOff+x·inXS], the filters at
+// w[wOff+x·wXS]), the accumulators stored as they are (no bias, residual
+// or ReLU) at out[outOff+x·outXS], block j at +j·outBS, pixel q at +16q;
+// where half, the last block's lanes 8-15 stored as zeros.
+func productsGo(fb, p int, half bool, in []float32, inOff, inBS, inXS, ncib, ct int, w []float32, wOff, wXS int,
+	out []float32, outOff, outBS, outXS, nxi int) {
+	lanes := lanesOf(fb, half)
+	for x := range nxi {
+		var acc [2][16][16]float32
+		accumulateGo(&acc, 16, fb, p, 1, lanes, in, inOff+x*inXS, inBS, 0, ncib, ct, 1, 1, w, wOff+x*wXS)
+		for j := range fb {
+			for q := range p {
+				o := outOff + x*outXS + j*outBS + q*16
+				copy(out[o:o+16], acc[j][q][:lanes[j]])
+				clear(out[o+lanes[j] : o+16])
 			}
 		}
 	}

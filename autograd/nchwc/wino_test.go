@@ -165,3 +165,63 @@ func BenchmarkWinogradParts(b *testing.B) {
 		})
 	}
 }
+
+// TestProducts checks the product kernels of Winograd (products: several
+// 1×1 products per call, the sums stored as they are) under every
+// implementation against Conv's kernel (kernel, zero bias) called once per
+// product, bit for bit: one and two blocks, full and 8-wide last blocks,
+// every strip width, full input blocks and tails, and lanes 8-15 of a half
+// block zero. Inputs and filters have no zeros, so no sum is -0, which
+// adding the zero bias would turn into +0.
+func TestProducts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	type shape struct{ ncib, ct, nxi int }
+	shapes := []shape{{1, 0, 1}, {0, 9, 3}, {2, 5, 2}, {1, 15, 4}, {3, 0, 2}}
+	impl.ForEach("nchwc", func(name string) {
+		for fb := 1; fb <= 2; fb++ {
+			for _, half := range []bool{false, true} {
+				for p := 1; p <= stripMax(fb); p++ {
+					for _, sh := range shapes {
+						nb := sh.ncib
+						if sh.ct > 0 {
+							nb++
+						}
+						inBS, outBS := p*16+16, p*16+32 // gaps between blocks, to catch a wrong stride
+						inXS, wXS, outXS := nb*inBS+48, nb*16*16*fb+32, fb*outBS+16
+						in := randSlice(rng, 8+sh.nxi*inXS, 1)
+						w := randSlice(rng, 16+sh.nxi*wXS, 1)
+						for _, s := range [][]float32{in, w} {
+							for i, v := range s {
+								if v == 0 {
+									s[i] = 0.5
+								}
+							}
+						}
+						got, want := make([]float32, 4+sh.nxi*outXS), make([]float32, 4+sh.nxi*outXS)
+						for i := range got {
+							got[i], want[i] = -7, -7 // values not written stay
+						}
+						products(fb, p, half, in, 8, inBS, inXS, sh.ncib, sh.ct, w, 16, wXS, got, 4, outBS, outXS, sh.nxi)
+						for x := range sh.nxi {
+							kernel(16, fb, p, 1, half, in, 8+x*inXS, inBS, 0, sh.ncib, sh.ct, 1, 1, w, 16+x*wXS, zeroBias[:16*fb], nil, want, 4+x*outXS, outBS, false)
+						}
+						what := fmt.Sprintf("%s: fb %d half %v p %d %+v", name, fb, half, p, sh)
+						sameBits(t, what, got, want)
+						if half {
+							for x := range sh.nxi {
+								for q := range p {
+									o := 4 + x*outXS + (fb-1)*outBS + q*16
+									for l := 8; l < 16; l++ {
+										if math.Float32bits(got[o+l]) != 0 {
+											t.Fatalf("%s: product %d pixel %d lane %d is %g, not zero", what, x, q, l, got[o+l])
+										}
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+}
