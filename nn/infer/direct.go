@@ -207,27 +207,27 @@ func (p *directPlan) images(a directActs, x, pooled, logits []float32, lo, hi, p
 // winograd returns c running Winograd's F(2×2, 3×3) (nchwc.Winograd), or
 // false where it does not apply or does not pay: it applies to a 3×3,
 // stride-1 convolution of an activation in blocks of 16 channels (not
-// the image's), and pays from winoMinCin input channels, winoMinTiles
-// tiles and winoMinWork; where the direct kernels skip zero filter
-// vectors, only if its estimated cost is below theirs (winoPays).
+// the image's) from winoMinTiles tiles and winoMinWork, and pays where
+// its estimated cost is below the direct kernels' (winoPays), for dense
+// filters as for those that skip zero filter vectors.
 func (c *directConv) winograd() (directConv, bool) {
 	if !c.winogradFits() {
 		return *c, false
 	}
 	d := c.withWinograd()
-	if c.skip && !winoPays(c.f, d.wf.MACs(c.out.h, c.out.w), c.in.c, c.out.c, c.out.h, c.out.w) {
+	if !winoPays(c.f, d.wf.MACs(c.out.h, c.out.w), c.in.c, c.out.c, c.out.h, c.out.w) {
 		return *c, false
 	}
 	return d, true
 }
 
 // winogradFits reports whether Winograd applies to c (3×3, stride 1,
-// blocks of 16 channels, not already Winograd) and passes the dense
-// thresholds winoMinCin, winoMinTiles and winoMinWork.
+// blocks of 16 channels, not already Winograd) and passes the thresholds
+// winoMinTiles and winoMinWork.
 func (c *directConv) winogradFits() bool {
 	tiles := (c.out.h + 1) / 2 * ((c.out.w + 1) / 2)
 	return c.f.K == 3 && c.stride == 1 && c.f.CB == 16 && c.wf == nil &&
-		c.in.c >= winoMinCin && tiles >= winoMinTiles && c.in.c*c.out.c*tiles >= winoMinWork
+		tiles >= winoMinTiles && c.in.c*c.out.c*tiles >= winoMinWork
 }
 
 // withWinograd returns c running Winograd with its filters transformed.
@@ -238,21 +238,22 @@ func (c *directConv) withWinograd() directConv {
 	return d
 }
 
-// winoMinCin, winoMinTiles and winoMinWork are the least input
-// channels, 2×2 output tiles and product of input channels, output
-// channels and tiles from which a convolution runs Winograd in a
-// directPlan (with fewer tiles, each transformed filter, 16/9 the size of
-// the direct one, serves too few outputs). Measured on the 2-core AMD
-// EPYC Zen 4, one thread, batch 1 (µs, direct against Winograd, bias and
-// ReLU): 16→16 channels at 4×4 pixels 0.91–0.97 against 1.14–1.37, at
-// 8×8 3.0 against 2.5; 64→64 at 4×4 11.3 against 6.3, at 2×2 3.7–5.2
-// against 3.8–4.6; 5→9 at 16×16 4.1 against 6.3, 9→16 at 32×32 26–28
-// against 29–31, 12→27 at 16×16 17.8 against 15.0–15.3; 30→21 at 8×8
-// 10.5 against 6.9–7.4; 128→128 and 512→512 at 4×4 43 and 780–900
-// against 23 and 750–770; ResNet-20's stride-1 layers in
-// docs/benchmarks.md.
+// winoMinTiles and winoMinWork are the least 2×2 output tiles and
+// product of input channels, output channels and tiles from which a
+// convolution runs Winograd in a directPlan (with fewer tiles, each
+// transformed filter, 16/9 the size of the direct one, serves too few
+// outputs). Measured on the 2-core AMD EPYC Zen 4, one thread, batch 1
+// (µs, direct against Winograd, bias and ReLU, before Winograd's product
+// kernels ran 16 products a call): 16→16 channels at 4×4 pixels
+// 0.91–0.97 against 1.14–1.37, at 8×8 3.0 against 2.5; 64→64 at 4×4
+// 11.3 against 6.3, at 2×2 3.7–5.2 against 3.8–4.6; 5→9 at 16×16 4.1
+// against 6.3; 128→128 and 512→512 at 4×4 43 and 780–900 against 23
+// and 750–770. Above them winoPays decides; below 12 input channels it
+// chose direct kernels until the product kernels made narrow products
+// cheaper (9→16 at 32×32, 5→27 at 16×16 and 10→30 at 8×8 from
+// resnet20-compact: 24.0, 7.0 and 3.3 µs direct against 17.9, 6.4 and
+// 2.2 with Winograd).
 const (
-	winoMinCin   = 12
 	winoMinTiles = 4
 	winoMinWork  = 16 * 16 * 16
 )
@@ -581,18 +582,18 @@ func (d *directVGG) algorithms() []string {
 }
 
 // winoPays reports whether Winograd is estimated to be faster than the
-// direct kernels skipping zero filter vectors (PackFilterSkip) on a
-// convolution of cin to cout channels and ho×wo output pixels whose
-// filter f has nonzero vectors of f.FB blocks, and whose Winograd
-// products execute wino multiply-adds (nchwc.WinoFilter.MACs). The cost
-// is counted in multiply-adds of the direct kernels: theirs are the
-// nonzero vectors times their full width per output pixel (the half
-// kernels of a last block of at most 8 channels took 22–29 ns per
-// thousand of their 8-lane multiply-adds against 18–19.5 for the full
-// ones, so they count as 16 lanes), Winograd's its products' weighted by
-// winoMACCost plus winoTransformCost per 16-channel block and 2×2 tile,
-// in and out. The rule depends on the weights and shapes alone, so every
-// load of a model chooses alike.
+// direct kernels (skipping zero filter vectors where f does,
+// PackFilterSkip) on a convolution of cin to cout channels and ho×wo
+// output pixels whose filter f has nonzero vectors of f.FB blocks, and
+// whose Winograd products execute wino multiply-adds
+// (nchwc.WinoFilter.MACs). The cost is counted in multiply-adds of the
+// direct kernels: theirs are the nonzero vectors times their full width
+// per output pixel (the half kernels of a last block of at most 8
+// channels took 22–29 ns per thousand of their 8-lane multiply-adds
+// against 18–19.5 for the full ones, so they count as 16 lanes),
+// Winograd's its products' weighted by winoMACCost plus winoTransformCost
+// per 16-channel block and 2×2 tile, in and out. The rule depends on the
+// weights and shapes alone, so every load of a model chooses alike.
 func winoPays(f *nchwc.Filter, wino, cin, cout, ho, wo int) bool {
 	z, n := f.ZeroVectors()
 	direct := float64((n-z)*16*f.FB) * float64(ho*wo)
@@ -603,16 +604,17 @@ func winoPays(f *nchwc.Filter, wino, cin, cout, ho, wo int) bool {
 
 // winoMACCost and winoTransformCost are the cost of one multiply-add of
 // Winograd's products and of transforming one 16-channel block of one
-// tile (in or out), in multiply-adds of the direct kernels. Fitted to
-// BenchmarkDirectLayers on the 2-core AMD EPYC Zen 4 (one thread, batch
-// 1, shared machine): the direct kernels skipping zero vectors took
-// 18.2–19.5 ns per thousand executed multiply-adds (resnet20-compact and
-// resnet20-block, 32×32 to 8×8 pixels); Winograd at 1.049 million
-// product multiply-adds 28–34 µs at 16→16 channels and 32×32 pixels
-// (256 tiles), 24.1–24.4 µs at 32→32 and 16×16 (64 tiles), 21.4–21.6 µs
-// at 64→64 and 8×8 (16 tiles): 15.7 ns per thousand product multiply-adds
-// and 30 ns per block of a tile, 0.85 and 1,620 direct multiply-adds.
+// tile (in or out), in multiply-adds of the direct kernels. Fitted (least
+// squares) to BenchmarkDirectLayers on the 2-core AMD EPYC Zen 4 (one
+// thread, batch 1, shared machine) with the product kernels that run a
+// strip's 16 products per call: 18 Winograd layers of resnet20-compact and
+// resnet20-block, 0.08–1.05 million product multiply-adds, 48–512 blocks
+// of tiles, 2.2–26.5 µs, took 18.0 ns per thousand product multiply-adds
+// and 15.5 ns per block of a tile, the direct kernels 18.2 ns per
+// thousand executed multiply-adds (55 G/s; 53–56 on these layers): 0.99
+// and 851 direct multiply-adds. (With a call per product, before: 0.85
+// and 1,620, the calls counted in the transforms.)
 const (
-	winoMACCost       = 0.85
-	winoTransformCost = 1620
+	winoMACCost       = 1.0
+	winoTransformCost = 850
 )
