@@ -19,7 +19,7 @@ import (
 // ("name/dense-kernel"), for those where Winograd pays the same layer
 // with it ("name/winograd", its executed multiply-adds those of its 16
 // products, nchwc.WinoFilter.MACs), for those where it applies but the
-// plan skips zero filter vectors instead ("name/winograd-not-chosen",
+// plan runs the direct kernels instead ("name/winograd-not-chosen",
 // winoPays): µs per call, the layer's multiply-adds
 // (M-MAC, cout·cin·k·k per output pixel), those the kernels execute
 // (M-exec-MAC, nchwc.Filter.MACs: the nonzero filter vectors times their
