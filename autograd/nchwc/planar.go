@@ -220,20 +220,32 @@ func (f *SparseFilter) OutSize() int { return f.Ho * f.Wo }
 // weights in the order of the weights, one fused multiply-add each, so
 // the result does not depend on how the channels are split among calls.
 func (f *SparseFilter) Rows(in *Planar, bias []float32, out []float32, lo, hi int) {
+	f.Block(in, bias, out, lo, hi, 0, f.OutSize())
+}
+
+// Block is Rows for the output pixels [p0, p1) alone (in row order,
+// p = y·Wo + x): it writes only those columns of out's rows, so calls on
+// disjoint channels or pixels may run concurrently, and every value is
+// the same bits as Rows computes, however the pixels and channels are
+// split among calls.
+func (f *SparseFilter) Block(in *Planar, bias []float32, out []float32, lo, hi, p0, p1 int) {
 	if in.C != f.Cin || in.H != f.H || in.W != f.W || in.Layout != f.InLayout() {
 		panic(fmt.Sprintf("nchwc.SparseFilter.Rows: input %d×%d×%d (layout %d) for filters %d×%d×%d×%d on %d×%d (layout %d)",
 			in.C, in.H, in.W, in.Layout, f.Cout, f.Cin, f.K, f.K, f.H, f.W, f.InLayout()))
 	}
 	n := f.OutSize()
+	if p0 < 0 || p1 > n || lo < 0 || hi > f.Cout {
+		panic(fmt.Sprintf("nchwc.SparseFilter.Block: channels [%d, %d) of %d, pixels [%d, %d) of %d", lo, hi, f.Cout, p0, p1, n))
+	}
 	if bias == nil {
 		for r := range hi - lo {
-			clear(out[r*n : (r+1)*n])
+			clear(out[r*n+p0 : r*n+p1])
 		}
 	}
 	// Blocks of rowBlock output pixels: the runs a block reads stay in the
 	// L1 cache while every output channel passes over them.
-	for c0 := 0; c0 < n; c0 += rowBlock {
-		kernels.SparseRows(out[c0:], n, min(rowBlock, n-c0), f.m, in.Data[c0:], bias, lo, hi, 0)
+	for c0 := p0; c0 < p1; c0 += rowBlock {
+		kernels.SparseRows(out[c0:], n, min(rowBlock, p1-c0), f.m, in.Data[c0:], bias, lo, hi, 0)
 	}
 }
 
@@ -251,10 +263,28 @@ const rowBlock = 64
 // dst's channels and pixels) and through a ReLU if relu. With a
 // residual, relu must hold. y may be changed.
 func Store(dst *Planar, y []float32, res *Planar, relu bool, lo, hi int) {
+	StoreRows(dst, y, res, relu, lo, hi, 0, dst.H)
+}
+
+// StoreRows is Store for the image rows [r0, r1) alone (r0 even for a
+// Split dst): it reads only those rows of y and res, and writes those
+// rows of dst's channels [lo, hi) with their padding columns (in a Split
+// dst, the plane rows they map to) and, in a Shifted dst, zeros into the
+// padding columns of the rows either side; each value is the same bits
+// as Store writes. Calls on runs of rows of one dst that are not next to
+// each other, or on disjoint channels, may run concurrently.
+func StoreRows(dst *Planar, y []float32, res *Planar, relu bool, lo, hi, r0, r1 int) {
 	if res != nil && (!relu || res.C != dst.C || res.H != dst.H || res.W != dst.W) {
 		panic(fmt.Sprintf("nchwc.Store: residual %d×%d×%d (relu %v) for %d×%d×%d", res.C, res.H, res.W, relu, dst.C, dst.H, dst.W))
 	}
-	n := dst.H * dst.W
+	if r0 < 0 || r1 > dst.H || (dst.Layout == Split && r0%2 != 0) {
+		panic(fmt.Sprintf("nchwc.StoreRows: rows [%d, %d) of %d (layout %d)", r0, r1, dst.H, dst.Layout))
+	}
+	if lo >= hi || r0 >= r1 {
+		return
+	}
+	w := dst.W
+	n := dst.H * w
 	e := kernels.Plain
 	switch {
 	case res != nil:
@@ -262,37 +292,76 @@ func Store(dst *Planar, y []float32, res *Planar, relu bool, lo, hi int) {
 	case relu:
 		e = kernels.ReLU
 	}
-	if dst.Layout == Shifted && lo < hi {
+	if dst.Layout == Shifted {
 		// Every channel in one pass.
 		var r []float32
 		ldr := 0
 		if res != nil {
 			// Channel lo's image on, a channel every ldr values.
-			r, ldr = res.Data[res.plane(lo, 0):], res.planes*res.ps
+			r, ldr = res.Data[res.plane(lo, 0)+r0*w:], res.planes*res.ps
 			if res.Layout == Shifted {
-				r = res.Data[res.plane(lo, 1)+res.W:]
+				r = res.Data[res.plane(lo, 1)+(r0+1)*w:]
 			}
 		}
-		w := dst.W
-		at := dst.plane(lo, 0)
-		kernels.ShiftStores(dst.Data[at:], dst.ps+w, w, 2*dst.ps+w-1, 3*dst.ps, y, n, r, ldr, hi-lo, n, w, e)
+		at := dst.plane(lo, 0) + r0*w
+		kernels.ShiftStores(dst.Data[at:], dst.ps+w, w, 2*dst.ps+w-1, 3*dst.ps, y[r0*w:], n, r, ldr, hi-lo, (r1-r0)*w, w, e)
 		return
 	}
 	for c := lo; c < hi; c++ {
-		v := y[(c-lo)*n : (c-lo+1)*n]
+		v := y[(c-lo)*n+r0*w : (c-lo)*n+r1*w]
 		var r []float32
 		if res != nil {
-			r = res.Image(c)
+			r = res.Image(c)[r0*w : r1*w]
 		}
 		if dst.Layout != Split {
-			kernels.Affine(dst.Image(c), v, r, 0, 1, 0, e) // Plain: a copy
+			kernels.Affine(dst.Image(c)[r0*w:r1*w], v, r, 0, 1, 0, e) // Plain: a copy
 			continue
 		}
 		if e != kernels.Plain {
 			kernels.Affine(v, v, r, 0, 1, 0, e)
 		}
 	}
-	if dst.Layout == Split && lo < hi {
-		kernels.SplitStores(dst.Data, dst.plane(lo, 0), dst.ps, 6*dst.ps, y, n, hi-lo, dst.H, dst.W)
+	if dst.Layout == Split {
+		// Image row y goes to plane row (y+1)/2 of its parity: rows from
+		// an even r0 on start r0/2 plane rows down.
+		kernels.SplitStores(dst.Data, dst.plane(lo, 0)+r0/2*dst.cols, dst.ps, 6*dst.ps, y[r0*w:], n, hi-lo, r1-r0, w)
+	}
+}
+
+// CopyRows copies the image rows [r0, r1) of every channel of src, in
+// every plane of its layout where they appear (the padding columns of
+// those plane rows included), into p, of the same shape and layout: so
+// that a worker computing a band of a convolution's output on its own
+// buffers can take the rows next to its band (the halo its filters read)
+// from the buffers of the worker that computed them. It writes nothing
+// else of p.
+func (p *Planar) CopyRows(src *Planar, r0, r1 int) {
+	if src.C != p.C || src.H != p.H || src.W != p.W || src.Layout != p.Layout || r0 < 0 || r1 > p.H {
+		panic(fmt.Sprintf("nchwc.Planar.CopyRows: rows [%d, %d) of %d×%d×%d (layout %d) into %d×%d×%d (layout %d)",
+			r0, r1, src.C, src.H, src.W, src.Layout, p.C, p.H, p.W, p.Layout))
+	}
+	if r0 >= r1 {
+		return
+	}
+	for c := range p.C {
+		switch p.Layout {
+		case Flat:
+			o := p.plane(c, 0)
+			copy(p.Data[o+r0*p.W:o+r1*p.W], src.Data[o+r0*p.W:o+r1*p.W])
+		case Shifted:
+			for k := range 3 {
+				o := p.plane(c, k)
+				copy(p.Data[o+(r0+1)*p.W:o+(r1+1)*p.W], src.Data[o+(r0+1)*p.W:o+(r1+1)*p.W])
+			}
+		case Split:
+			// Image row y is row (y+1)/2 of the planes of parity (y+1)%2.
+			for y := r0; y < r1; y++ {
+				ph, r := (y+1)%2, (y+1)/2
+				for kx := range 3 {
+					o := p.plane(c, kx*2+ph) + r*p.cols
+					copy(p.Data[o:o+p.cols], src.Data[o:o+p.cols])
+				}
+			}
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/proxgen/proxgen/internal/impl"
@@ -109,4 +110,114 @@ func TestSparseConv(t *testing.T) {
 		}
 	}
 	impl.Reset("kernels")
+}
+
+// TestSparseConvParts checks SparseFilter.Block and StoreRows on parts of
+// an output (bands of rows, runs of channels, both) into every layout,
+// with and without residual: together they write the same bits as Rows
+// and Store on the whole, padding included, and each part writes nothing
+// but its own rows and zeros into the rows either side (a part's writes
+// into a buffer of sentinels), under every implementation of the
+// kernels.
+func TestSparseConvParts(t *testing.T) {
+	const sentinel = 0x7fc01234 // a NaN no store produces
+	names, _ := impl.List("kernels")
+	defer impl.Reset("kernels")
+	for _, kernels := range append([]string{impl.Generic}, names...) {
+		if !impl.Select("kernels", kernels) {
+			continue
+		}
+		rng := rand.New(rand.NewPCG(9, 10))
+		for _, tc := range []struct{ cin, cout, h, w, k, s int }{
+			{16, 16, 32, 32, 3, 1}, {16, 32, 32, 32, 3, 2}, {32, 32, 16, 16, 3, 1}, {64, 52, 8, 8, 3, 1}, {6, 5, 12, 10, 1, 1},
+		} {
+			x := randSlice(rng, tc.cin*tc.h*tc.w, 1)
+			wt := randSlice(rng, tc.cout*tc.cin*tc.k*tc.k, 0.3)
+			for i := range wt {
+				if rng.Float64() < 0.7 {
+					wt[i] = 0
+				}
+			}
+			bias := randSlice(rng, tc.cout, 0.5)
+			f := PackSparse(wt, tc.cout, tc.cin, tc.k, tc.s, tc.h, tc.w)
+			in := NewPlanar(tc.cin, tc.h, tc.w, f.InLayout())
+			for c := range tc.cin {
+				in.SetImage(c, x[c*tc.h*tc.w:(c+1)*tc.h*tc.w])
+			}
+			n, ho, wo := f.OutSize(), f.Ho, f.Wo
+			res := NewPlanar(tc.cout, ho, wo, Shifted)
+			for c := range tc.cout {
+				res.SetImage(c, randSlice(rng, n, 1))
+			}
+			// Parts as bands of rows [r0, r1) by runs of channels [lo, hi).
+			type part struct{ lo, hi, r0, r1 int }
+			splits := map[string][]part{
+				"rows/2":     {{0, tc.cout, 0, ho / 2 &^ 1}, {0, tc.cout, ho / 2 &^ 1, ho}},
+				"rows/3":     {{0, tc.cout, 0, 2}, {0, tc.cout, 2, ho - 2}, {0, tc.cout, ho - 2, ho}},
+				"rows/each2": nil,
+				"channels/2": {{0, tc.cout / 2, 0, ho}, {tc.cout / 2, tc.cout, 0, ho}},
+				"both":       {{0, tc.cout / 2, 0, 4}, {tc.cout / 2, tc.cout, 0, 4}, {0, tc.cout, 4, ho}},
+			}
+			for r := 0; r < ho; r += 2 {
+				splits["rows/each2"] = append(splits["rows/each2"], part{0, tc.cout, r, min(r+2, ho)})
+			}
+			for _, l := range []Layout{Shifted, Split, Flat} {
+				for _, r := range []*Planar{nil, res} {
+					whole := NewPlanar(tc.cout, ho, wo, l)
+					y := make([]float32, tc.cout*n)
+					f.Rows(in, bias, y, 0, tc.cout)
+					Store(whole, y, r, true, 0, tc.cout)
+					for name, parts := range splits {
+						name := fmt.Sprintf("%s/%+v/layout %d/res %v/%s", kernels, tc, l, r != nil, name)
+						// The rows of each value of the layout (−1: none).
+						ref := NewPlanar(tc.cout, ho, wo, l)
+						rowOf := make([]int, len(ref.Data))
+						for i := range rowOf {
+							rowOf[i] = -1
+						}
+						for yy := range ho {
+							for i := range ref.Data {
+								ref.Data[i] = 0
+							}
+							one := make([]float32, tc.cout*n)
+							for i := range one {
+								one[i] = 1
+							}
+							StoreRows(ref, one, nil, false, 0, tc.cout, yy&^1, min(yy&^1+2, ho))
+							for i, v := range ref.Data {
+								if v == 1 && (rowOf[i] == -1) {
+									rowOf[i] = yy &^ 1 // the pair of rows (Split's rule)
+								}
+							}
+						}
+						all := NewPlanar(tc.cout, ho, wo, l) // every part in turn
+						for k, p := range parts {
+							out := NewPlanar(tc.cout, ho, wo, l)
+							for i := range out.Data {
+								out.Data[i] = math.Float32frombits(sentinel)
+							}
+							y := make([]float32, tc.cout*n)
+							f.Block(in, bias, y[p.lo*n:], p.lo, p.hi, p.r0*wo, p.r1*wo)
+							y2 := slices.Clone(y) // StoreRows may change y
+							StoreRows(out, y[p.lo*n:], r, true, p.lo, p.hi, p.r0, p.r1)
+							StoreRows(all, y2[p.lo*n:], r, true, p.lo, p.hi, p.r0, p.r1)
+							for i, v := range out.Data {
+								if math.Float32bits(v) == sentinel {
+									continue
+								}
+								if inside := rowOf[i] >= p.r0&^1 && rowOf[i] < p.r1; !inside && v != 0 {
+									t.Fatalf("%s: part %d (rows [%d, %d)) wrote %v at value %d (rows from %d)", name, k, p.r0, p.r1, v, i, rowOf[i])
+								}
+							}
+						}
+						for i, v := range whole.Data {
+							if math.Float32bits(all.Data[i]) != math.Float32bits(v) {
+								t.Fatalf("%s: value %d is %v after every part, the whole %v", name, i, all.Data[i], v)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
 }

@@ -210,3 +210,91 @@ func Grain(n, minGrain int) int {
 	g := (n + 4*Workers() - 1) / (4 * Workers())
 	return max(g, minGrain, 1)
 }
+
+// Phases calls body(phase, part) once for every phase in [0, phases) and
+// part in [0, parts), and returns when all calls have returned. Every call
+// of a phase returns before any call of the next phase starts (a barrier
+// between phases); the parts of one phase run concurrently on up to parts
+// workers. Part k of every phase runs on the same worker where it can, so
+// that it finds what its earlier phases wrote in that worker's cache: one
+// call of For for all the phases, not one per phase, and a barrier that
+// costs an atomic counter, not a meeting of the pool. A worker that has
+// finished its own part of a phase takes any part of that phase that no
+// worker has started (a late or descheduled worker's), so Phases also
+// completes on the calling goroutine alone, when no worker is idle (a
+// nested call) or the pool has one worker. Which goroutine runs a call
+// depends on timing; the calls, their order within a part and the
+// barriers do not, so a body whose parts write disjoint results gives the
+// same results for every number of workers.
+//
+// A worker waiting at a barrier polls, and yields to the Go scheduler
+// only after spinFor: Phases suits phases of microseconds, where parking
+// would cost more than the phase, and two workers that yielded at once
+// could trade their goroutines, and so their parts' data, between cores.
+func Phases(parts, phases int, body func(phase, part int)) {
+	if parts <= 0 || phases <= 0 {
+		return
+	}
+	if parts == 1 || Workers() <= 1 {
+		for ph := range phases {
+			for k := range parts {
+				body(ph, k)
+			}
+		}
+		return
+	}
+	s := &phaseState{claim: make([]atomic.Int64, parts)}
+	For(parts, 1, func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			s.run(k, parts, phases, body)
+		}
+	})
+}
+
+// phaseState is the shared state of one call of Phases.
+type phaseState struct {
+	// claim[k] is the number of phases whose part k a worker has taken:
+	// part k of phase ph is taken by the compare-and-swap of claim[k]
+	// from ph to ph+1.
+	claim []atomic.Int64
+	// done counts the calls that have returned. A call of phase ph starts
+	// only once every call of the earlier phases has returned, so done ≥
+	// ph·parts means exactly that phases [0, ph) are complete.
+	done atomic.Int64
+}
+
+// run is the loop of the worker that owns part own: phase by phase, its
+// own part first, then any part no worker has taken.
+func (s *phaseState) run(own, parts, phases int, body func(phase, part int)) {
+	for ph := range phases {
+		for i := range parts {
+			k := (own + i) % parts
+			if !s.claim[k].CompareAndSwap(int64(ph), int64(ph)+1) {
+				continue
+			}
+			// Every part of phase ph−1 has been taken (each worker tries
+			// them all before it moves on) by a worker that is running it.
+			s.wait(int64(ph * parts))
+			body(ph, k)
+			s.done.Add(1)
+		}
+	}
+}
+
+// wait polls until done reaches n: for spinFor, then yielding to the Go
+// scheduler between polls (so that a worker it waits for can run when
+// there are fewer threads than workers).
+func (s *phaseState) wait(n int64) {
+	var start time.Time
+	for i := 0; s.done.Load() < n; i++ {
+		if i%64 != 63 {
+			continue
+		}
+		switch {
+		case start.IsZero():
+			start = time.Now()
+		case time.Since(start) > spinFor:
+			runtime.Gosched()
+		}
+	}
+}

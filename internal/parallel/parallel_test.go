@@ -148,3 +148,36 @@ func TestForFromSeveralGoroutines(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// TestPhases checks that Phases makes every call once, that no call of a
+// phase starts before every call of the earlier phase has returned, and
+// that it completes with 1, 2 and 8 workers, nested inside For (no idle
+// worker: the caller alone) and with more parts than workers.
+func TestPhases(t *testing.T) {
+	for _, workers := range []int{1, 2, 8} {
+		old := SetWorkers(workers)
+		for _, tc := range []struct{ parts, phases int }{{1, 5}, {2, 40}, {3, 17}, {16, 9}} {
+			check := func(t *testing.T) {
+				hits := make([]atomic.Int32, tc.parts*tc.phases)
+				var finished atomic.Int64 // calls returned
+				Phases(tc.parts, tc.phases, func(ph, k int) {
+					if n := finished.Load(); n < int64(ph*tc.parts) {
+						t.Errorf("phase %d part %d started after %d calls returned, want %d", ph, k, n, ph*tc.parts)
+					}
+					hits[ph*tc.parts+k].Add(1)
+					finished.Add(1)
+				})
+				for i := range hits {
+					if n := hits[i].Load(); n != 1 {
+						t.Fatalf("phase %d part %d called %d times", i/tc.parts, i%tc.parts, n)
+					}
+				}
+			}
+			t.Run(fmt.Sprintf("workers=%d/parts=%d/phases=%d", workers, tc.parts, tc.phases), check)
+			t.Run(fmt.Sprintf("workers=%d/parts=%d/phases=%d/nested", workers, tc.parts, tc.phases), func(t *testing.T) {
+				For(workers, 1, func(int, int) { check(t) })
+			})
+		}
+		SetWorkers(old)
+	}
+}

@@ -1,8 +1,6 @@
 package infer
 
 import (
-	"sort"
-
 	"github.com/proxgen/proxgen/autograd/nchwc"
 	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/nn"
@@ -19,9 +17,19 @@ import (
 // plans.
 //
 // A batch gives each worker a run of images; a batch smaller than the
-// workers splits every convolution's output channels among them in runs
-// of about equal nonzero weights, and a channel is computed alike however
-// they are split, so the results do not depend on the number of workers.
+// workers splits each image over them (unless whole): one call of
+// parallel.Phases per image, whose phases are the network's layers (a
+// block's shortcut and first convolution in one phase, its second in the
+// next) and whose part k is the same band of output rows of every layer
+// (planarConv.band), so that the workers meet at an atomic barrier
+// between layers, not at a call of the pool. Part k computes its band on
+// its own activation buffers (set k of the scratch), taking only the
+// rows next to its band that its filters read (the halo) from its
+// neighbours' buffers (nchwc.Planar.CopyRows): two workers storing bands
+// of one shared buffer ran its store 2–4× slower than on their own
+// buffers, even with rows between the bands (measured on AMD EPYC Zen 4,
+// docs/benchmarks.md). Every output value is computed alike however the
+// image is split, so the results do not depend on the number of workers.
 type planarPlan struct {
 	stem       planarConv
 	blocks     []planarBlock
@@ -32,14 +40,35 @@ type planarPlan struct {
 	nonzero [][]int32
 	bufs    []planarBuf // the activation buffers, one of each per worker
 	maxOut  int         // the largest convolution output, in values
+	// phases lists the convolutions in the order they run, those of one
+	// phase independent of each other (read by images).
+	phases [][]planarStep
+	convs  int // the convolutions (planarConv.id)
 	// whole keeps each image on one worker when a call has fewer images
-	// than workers (the others idle) instead of splitting its
-	// convolutions' output channels over the workers: choose times both,
-	// since a split image meets the workers at every convolution (21 times
-	// in a ResNet-20), which costs more than it saves where each
-	// convolution is a few microseconds of work. The logits are the same
-	// bits either way.
+	// than workers (the others idle) instead of splitting it over the
+	// workers: choose times both, since a split image meets the workers
+	// at every phase (19 times in a ResNet-20), which can cost more than
+	// it saves where a phase is a few microseconds of work. The logits
+	// are the same bits either way.
 	whole bool
+}
+
+// planarStep is one convolution of a phase: conv on buffer in (−1: the
+// input image), plus the residual buffer res (−1: none, else of rows the
+// same band of the step writes), its products in the scratch y from yOff
+// on (steps of one phase apart).
+type planarStep struct {
+	conv    *planarConv
+	in, res int
+	yOff    int
+	// producer and resConv are the convolutions that write buffers in
+	// and res (nil: the input image, or none).
+	producer, resConv *planarConv
+	// exchange: the rows of in that a band reads and did not compute come
+	// from the other bands' buffers (nchwc.Planar.CopyRows), which stops
+	// the recomputed rows from growing back through the network (rows);
+	// copied: an earlier step of the phase has copied them.
+	exchange, copied bool
 }
 
 // planarConv is one compiled convolution of a planarPlan; its output goes
@@ -52,8 +81,8 @@ type planarConv struct {
 	// selection: option A's shortcut, a 1×1 filter of zeros and ones
 	// (Algorithms names it "select").
 	selection bool
-	// cost[o] is the cost of the output channels before o (split).
-	cost []int
+	// id numbers the convolutions in the order they run (rows).
+	id int
 }
 
 // planarBlock is a compiled residual block: out = relu(conv2(conv1(x)) +
@@ -137,6 +166,40 @@ func newPlanarPlan(r *resnetNet, sparseLinear bool) *planarPlan {
 	}
 	// The last block's output, read by the head.
 	producer.out = p.buffer(planarBuf{cur.c, cur.h, cur.w, nchwc.Flat}, -1)
+	p.phases = [][]planarStep{{{conv: &p.stem, in: -1, res: -1}}}
+	in, producer := p.stem.out, &p.stem
+	since := 0 // blocks since the last exchange
+	for j := range p.blocks {
+		b := &p.blocks[j]
+		// Exchange rows at the block's input where its resolution
+		// changes (a band of a strided layer reads twice the rows, so
+		// recomputing them would double at every stage) or after
+		// exchangeEvery blocks.
+		since++
+		ex := b.conv1.f.S != 1 || b.conv1.single() != producer.single() || since >= exchangeEvery
+		if ex {
+			since = 0
+		}
+		first := []planarStep{{conv: &b.conv1, in: in, res: -1, producer: producer, exchange: ex}}
+		res, resConv := in, producer
+		if b.shortcut != nil {
+			// Its 1×1 filter reads no row outside those conv1 reads, which
+			// conv1's step has in place before it runs.
+			first = append(first, planarStep{conv: b.shortcut, in: in, res: -1, yOff: p.maxOut, producer: producer, exchange: ex, copied: ex})
+			res, resConv = b.shortcut.out, b.shortcut
+		}
+		p.phases = append(p.phases, first, []planarStep{{conv: &b.conv2, in: b.conv1.out, res: res,
+			producer: &b.conv1, resConv: resConv}})
+		in, producer = b.conv2.out, &b.conv2
+	}
+	id := 0
+	for _, ph := range p.phases {
+		for _, t := range ph {
+			t.conv.id = id
+			id++
+		}
+	}
+	p.convs = id
 	if feat := cur.c * ((cur.h-p.pool)/p.pool + 1) * ((cur.w-p.pool)/p.pool + 1); feat != r.linear.Weight.Dim(1) {
 		return nil
 	}
@@ -174,11 +237,7 @@ func (p *planarPlan) compile(l convLayer, in shape) (planarConv, bool) {
 		bias = make([]float32, cout)
 	}
 	p.maxOut = max(p.maxOut, cout*f.OutSize())
-	cost := make([]int, cout+1)
-	for o := range cout {
-		cost[o+1] = cost[o] + f.RowNNZ(o) + storeTerms
-	}
-	return planarConv{f: f, bias: bias, relu: l.relu, selection: l.selection, cost: cost}, true
+	return planarConv{f: f, bias: bias, relu: l.relu, selection: l.selection}, true
 }
 
 func (p *planarPlan) algorithms(int) []string {
@@ -203,6 +262,7 @@ type planarActs struct {
 	bufs  []*nchwc.Planar
 	image *nchwc.Planar
 	y     []float32
+	rows  [][2]int // per convolution, the output rows this set computes (planarPlan.rows)
 }
 
 // planarActs returns n sets of activations, made on first use.
@@ -212,7 +272,7 @@ func (s *scratch) planarActs(p *planarPlan, n int) []*planarActs {
 	}
 	s.planarOf = p
 	for len(s.planar) < n {
-		a := &planarActs{y: make([]float32, p.maxOut)}
+		a := &planarActs{y: make([]float32, 2*p.maxOut)}
 		for _, b := range p.bufs {
 			a.bufs = append(a.bufs, nchwc.NewPlanar(b.c, b.h, b.w, b.l))
 		}
@@ -226,42 +286,108 @@ func (p *planarPlan) forward(s *scratch, x []float32, n int) []float32 {
 	pooled, logits := s.head(n*p.features(), n*p.classifier.Weight.Dim(0))
 	switch w := parallel.Workers(); {
 	case w <= 1:
-		p.images(s.planarActs(p, 1)[0], x, pooled, logits, 0, n, 1)
+		p.images(s.planarActs(p, 1), x, pooled, logits, 0, n)
 	case n < w && !p.whole:
-		p.images(s.planarActs(p, 1)[0], x, pooled, logits, 0, n, w)
+		p.images(s.planarActs(p, w), x, pooled, logits, 0, n)
 	default: // whole images per worker (one each when n < w)
 		grain := (n + w - 1) / w
 		acts := s.planarActs(p, parallel.Chunks(n, grain))
-		parallel.For(n, grain, func(lo, hi int) { p.images(acts[lo/grain], x, pooled, logits, lo, hi, 1) })
+		parallel.For(n, grain, func(lo, hi int) { p.images(acts[lo/grain:lo/grain+1], x, pooled, logits, lo, hi) })
 	}
 	return logits
 }
 
-// images computes the logits of the images [lo, hi) of x in a, each
-// convolution's output channels in parts runs.
-func (p *planarPlan) images(a *planarActs, x, pooled, logits []float32, lo, hi, parts int) {
+// images computes the logits of the images [lo, hi) of x, each image's
+// layers in len(acts) bands of rows, band k on acts[k] (on the worker
+// pool when there are several).
+func (p *planarPlan) images(acts []*planarActs, x, pooled, logits []float32, lo, hi int) {
 	classes, feat := p.classifier.Weight.Dim(0), p.features()
-	size := inputShape.h * inputShape.w
+	parts := len(acts)
+	for k, a := range acts {
+		p.rows(k, parts, a)
+	}
+	last := p.blocks[len(p.blocks)-1].conv2
 	for i := lo; i < hi; i++ {
 		img := x[i*InputSize : (i+1)*InputSize]
+		if parts == 1 {
+			for ph := range p.phases {
+				p.phase(acts, img, ph, 0)
+			}
+		} else {
+			parallel.Phases(parts, len(p.phases), func(ph, k int) { p.phase(acts, img, ph, k) })
+		}
+		out := acts[0].bufs[last.out]
+		for k := 1; k < parts; k++ {
+			r0, r1 := last.band(k, parts)
+			out.CopyRows(acts[k].bufs[last.out], r0, r1)
+		}
+		p.head(out, pooled[i*feat:(i+1)*feat])
+		p.linear(pooled[i*feat:(i+1)*feat], logits[i*classes:(i+1)*classes])
+	}
+}
+
+// phase runs band k of phase ph of image img on acts[k].
+func (p *planarPlan) phase(acts []*planarActs, img []float32, ph, k int) {
+	if ph == 0 {
+		a, size := acts[k], inputShape.h*inputShape.w
 		for c := range inputShape.c {
 			a.image.SetImage(c, img[c*size:(c+1)*size])
 		}
-		p.stem.run(a, a.image, nil, parts)
-		cur := a.bufs[p.stem.out]
-		for j := range p.blocks {
-			b := &p.blocks[j]
-			res := cur
-			if b.shortcut != nil {
-				b.shortcut.run(a, cur, nil, parts)
-				res = a.bufs[b.shortcut.out]
-			}
-			b.conv1.run(a, cur, nil, parts)
-			b.conv2.run(a, a.bufs[b.conv1.out], res, parts)
-			cur = a.bufs[b.conv2.out]
+	}
+	for i := range p.phases[ph] {
+		p.phases[ph][i].run(acts, k)
+	}
+}
+
+// rows sets a.rows, the output rows [r0, r1) that band k of parts
+// computes of every convolution: its band, and the rows around it that
+// the later convolutions of band k read (as input or residual) up to
+// the next exchange, which band k computes again rather than take from
+// the other bands' buffers. Between two exchanges the bands meet at the
+// barriers alone: taking each layer's rows next to a band from another
+// worker's cache costs more than computing them (docs/benchmarks.md).
+func (p *planarPlan) rows(k, parts int, a *planarActs) {
+	if len(a.rows) != p.convs {
+		a.rows = make([][2]int, p.convs)
+	}
+	r := a.rows
+	grow := func(c *planarConv, lo, hi int) {
+		if lo >= hi {
+			return
 		}
-		p.head(cur, pooled[i*feat:(i+1)*feat])
-		p.linear(pooled[i*feat:(i+1)*feat], logits[i*classes:(i+1)*classes])
+		if q := &r[c.id]; q[0] >= q[1] {
+			*q = [2]int{lo, hi}
+		} else {
+			q[0], q[1] = min(q[0], lo), max(q[1], hi)
+		}
+	}
+	for _, ph := range p.phases {
+		for _, t := range ph {
+			r[t.conv.id][0], r[t.conv.id][1] = t.conv.band(k, parts)
+		}
+	}
+	for ph := len(p.phases) - 1; ph >= 0; ph-- {
+		for i := len(p.phases[ph]) - 1; i >= 0; i-- {
+			t := &p.phases[ph][i]
+			q := r[t.conv.id]
+			if q[0] >= q[1] {
+				continue
+			}
+			if t.resConv != nil {
+				grow(t.resConv, q[0], q[1])
+			}
+			if t.producer != nil && !t.exchange {
+				n0, n1 := t.conv.inRows(q[0], q[1])
+				grow(t.producer, n0, n1)
+			}
+		}
+	}
+	for _, ph := range p.phases {
+		for _, t := range ph {
+			if q := &r[t.conv.id]; q[0] < q[1] && p.bufs[t.conv.out].l == nchwc.Split {
+				q[0] &^= 1 // StoreRows' rule for a Split output
+			}
+		}
 	}
 }
 
@@ -288,43 +414,89 @@ func (p *planarPlan) linear(x, out []float32) {
 	}
 }
 
-// run computes c on in (plus the residual res, if not nil) into its
-// output buffer of a, its output channels in parts runs on the worker
-// pool when parts > 1.
-func (c *planarConv) run(a *planarActs, in, res *nchwc.Planar, parts int) {
-	out := a.bufs[c.out]
-	cout, n := c.f.Cout, c.f.OutSize()
-	if parts <= 1 {
-		c.f.Rows(in, c.bias, a.y, 0, cout)
-		nchwc.Store(out, a.y, res, c.relu, 0, cout)
+// run computes the rows of s's convolution that band k of len(acts)
+// computes (planarPlan.rows) on acts[k], first, at an exchange, copying
+// the rows of its input that those read and band k did not compute from
+// the buffers of the bands that did.
+func (s *planarStep) run(acts []*planarActs, k int) {
+	c, a, parts := s.conv, acts[k], len(acts)
+	r0, r1 := a.rows[c.id][0], a.rows[c.id][1]
+	if r0 >= r1 {
 		return
 	}
-	f, bias, relu, y := c.f, c.bias, c.relu, a.y
-	parallel.For(parts, 1, func(lo, hi int) {
-		for k := lo; k < hi; k++ {
-			c0, c1 := c.split(k, parts), c.split(k+1, parts)
-			f.Rows(in, bias, y[c0*n:], c0, c1)
-			nchwc.Store(out, y[c0*n:], res, relu, c0, c1)
-		}
-	})
-}
-
-// split returns the first output channel of run k of parts: the runs
-// take about equal shares of the nonzero weights (plus storeTerms per
-// channel for its epilogue), so that workers finish together however the
-// zeros fall.
-func (c *planarConv) split(k, parts int) int {
-	cout := c.f.Cout
-	if k >= parts {
-		return cout
+	in := a.image
+	if s.in >= 0 {
+		in = a.bufs[s.in]
 	}
-	total := c.cost[cout]
-	return sort.Search(cout, func(o int) bool { return c.cost[o]*parts >= total*k })
+	if s.exchange && !s.copied {
+		n0, n1 := c.inRows(r0, r1)
+		own := a.rows[s.producer.id]
+		for j := range parts {
+			if j == k {
+				continue
+			}
+			q0, q1 := s.producer.band(j, parts)
+			// The rows of band j's that band k reads and did not compute
+			// (outside own, which is one run with the band inside).
+			for _, g := range [2][2]int{{max(q0, n0), min(q1, n1, own[0])}, {max(q0, n0, own[1]), min(q1, n1)}} {
+				if g[0] < g[1] {
+					in.CopyRows(acts[j].bufs[s.in], g[0], g[1])
+				}
+			}
+		}
+	}
+	var res *nchwc.Planar
+	if s.res >= 0 {
+		res = a.bufs[s.res]
+	}
+	n, wo := c.f.OutSize(), c.f.Wo
+	y := a.y[s.yOff : s.yOff+c.f.Cout*n]
+	c.f.Block(in, c.bias, y, 0, c.f.Cout, r0*wo, r1*wo)
+	nchwc.StoreRows(a.bufs[c.out], y, res, c.relu, 0, c.f.Cout, r0, r1)
 }
 
-// storeTerms is the cost of a channel's epilogue (Store) counted in
-// nonzero weights.
-const storeTerms = 8
+// inRows returns the input rows [n0, n1) that c's output rows [r0, r1)
+// read (the image's rows; padding rows left out).
+func (c *planarConv) inRows(r0, r1 int) (n0, n1 int) {
+	pad := (c.f.K - 1) / 2
+	return max(r0*c.f.S-pad, 0), min((r1-1)*c.f.S-pad+c.f.K, c.f.H)
+}
+
+// band returns band k of parts of c's output rows, [r0, r1): bands of
+// about equal rows (a row costs the same in every row), each starting at
+// an even row; a single convolution's rows all in band 0.
+func (c *planarConv) band(k, parts int) (r0, r1 int) {
+	ho := c.f.Ho
+	if c.single() {
+		if k == 0 {
+			return 0, ho
+		}
+		return ho, ho
+	}
+	at := func(k int) int {
+		if k >= parts {
+			return ho
+		}
+		return (k*ho + parts/2) / parts &^ 1
+	}
+	return at(k), at(k + 1)
+}
+
+// single reports whether c runs on one band alone: its output image is
+// less than minBandImage pixels.
+func (c *planarConv) single() bool { return c.f.OutSize() < minBandImage }
+
+// minBandImage is the least output image, in pixels, that runs in bands:
+// measured on the shipped sparse file (AMD EPYC Zen 4, 2 workers), its
+// 8×8 layers ran 2–3× slower in two bands of 4 rows than on one worker
+// (a band's halo row is a quarter of its rows, and kernels.SparseRows'
+// register tile of 64 pixels holds half a band), its 32×32 ones about
+// 0.6× (docs/benchmarks.md).
+const minBandImage = 256
+
+// exchangeEvery is the most blocks between two exchanges (planarStep):
+// see docs/benchmarks.md for the measured choice.
+var exchangeEvery = 2
 
 // head is the average pooling with window and stride p.pool of out's
 // image (avgPool).

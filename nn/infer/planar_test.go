@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/proxgen/proxgen/internal/impl"
+	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 	"github.com/proxgen/proxgen/nn/infer"
@@ -21,8 +22,9 @@ import (
 // sparse row kernels: ResNet-20, -56 and -18, both shortcut kinds (option
 // A's selections named "select"), stride-1 and stride-2 layers, channel
 // counts of 4, 8 and 16 per stage and odd ones (the compacted files), any
-// zero fraction; a single image the same whether its convolutions are
-// split over the workers or it stays on one (planarPlan.whole).
+// zero fraction; a single image the same whether it is split over the
+// workers in bands of rows (2 or 3, also inside calls of the pool) or it
+// stays on one (planarPlan.whole).
 func TestPlanarMatchesEval(t *testing.T) {
 	type netCase struct {
 		name string
@@ -105,6 +107,24 @@ func TestPlanarMatchesEval(t *testing.T) {
 				for i, v := range whole.Probabilities(nil, x[:infer.InputSize]) {
 					if math.Float32bits(v) != math.Float32bits(got[i]) {
 						t.Fatalf("batch 1 on one worker: probability %d: %v, split over the workers: %v", i, v, got[i])
+					}
+				}
+				// A single image in 2 and 3 bands, on that many workers and
+				// inside calls of the pool (no idle worker: the bands one
+				// after another, or some on a worker freed early): the same
+				// bits.
+				for _, w := range []int{2, 3} {
+					prev := parallel.SetWorkers(w)
+					split := m.Probabilities(nil, x[:infer.InputSize])
+					nested := make([][]float32, w)
+					parallel.For(w, 1, func(lo, _ int) { nested[lo] = m.Probabilities(nil, x[:infer.InputSize]) })
+					parallel.SetWorkers(prev)
+					for _, p := range append(nested, split) {
+						for i, v := range p {
+							if math.Float32bits(v) != math.Float32bits(got[i]) {
+								t.Fatalf("batch 1 in %d bands: probability %d: %v, in a batch: %v", w, i, v, got[i])
+							}
+						}
 					}
 				}
 			})

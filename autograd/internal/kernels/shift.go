@@ -63,7 +63,7 @@ func SplitStores(dst []float32, at, ps, ld int, x []float32, ldx int, c, h, w in
 	}
 	cols, rows := (w+1)/2, (h+1)/2+1
 	if w <= 0 || at < 0 || ps < rows*cols || ld < 6*ps ||
-		at+(c-1)*ld+6*ps > len(dst) || (c-1)*ldx+h*w > len(x) {
+		at+(c-1)*ld+5*ps+rows*cols > len(dst) || (c-1)*ldx+h*w > len(x) {
 		panic(fmt.Sprintf("kernels.SplitStores: %d channels of %d×%d values do not fit", c, h, w))
 	}
 	if useAsm && shiftAsm && w%16 == 0 {
