@@ -354,12 +354,17 @@ func (p *Planar) CopyRows(src *Planar, r0, r1 int) {
 				copy(p.Data[o+(r0+1)*p.W:o+(r1+1)*p.W], src.Data[o+(r0+1)*p.W:o+(r1+1)*p.W])
 			}
 		case Split:
-			// Image row y is row (y+1)/2 of the planes of parity (y+1)%2.
-			for y := r0; y < r1; y++ {
-				ph, r := (y+1)%2, (y+1)/2
+			// Image row y is row (y+1)/2 of the planes of parity (y+1)%2:
+			// the rows of one parity are a run of plane rows.
+			for ph := range 2 {
+				y0 := r0 + (r0+ph+1)%2 // the first row of the band with (y+1)%2 = ph
+				if y0 >= r1 {
+					continue
+				}
+				a, b := (y0+1)/2*p.cols, ((r1-1-(r1-1+ph+1)%2)+1)/2*p.cols+p.cols
 				for kx := range 3 {
-					o := p.plane(c, kx*2+ph) + r*p.cols
-					copy(p.Data[o:o+p.cols], src.Data[o:o+p.cols])
+					o := p.plane(c, kx*2+ph)
+					copy(p.Data[o+a:o+b], src.Data[o+a:o+b])
 				}
 			}
 		}

@@ -221,3 +221,39 @@ func TestSparseConvParts(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyRows checks Planar.CopyRows in every layout and for every run
+// of rows: the destination holds, in every plane, the image made of the
+// source's rows in the run and its own elsewhere (as SetImage writes it).
+func TestCopyRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, l := range []Layout{Flat, Shifted, Split} {
+		for _, sz := range [][2]int{{8, 8}, {7, 5}, {16, 16}, {1, 3}} {
+			h, w := sz[0], sz[1]
+			src, dst := NewPlanar(3, h, w, l), NewPlanar(3, h, w, l)
+			imgs := [2][]float32{randSlice(rng, 3*h*w, 1), randSlice(rng, 3*h*w, 1)}
+			for c := range 3 {
+				src.SetImage(c, imgs[0][c*h*w:(c+1)*h*w])
+				dst.SetImage(c, imgs[1][c*h*w:(c+1)*h*w])
+			}
+			for r0 := range h {
+				for r1 := r0; r1 <= h; r1++ {
+					got := NewPlanar(3, h, w, l)
+					copy(got.Data, dst.Data)
+					got.CopyRows(src, r0, r1)
+					want := NewPlanar(3, h, w, l)
+					for c := range 3 {
+						mixed := slices.Clone(imgs[1][c*h*w : (c+1)*h*w])
+						copy(mixed[r0*w:r1*w], imgs[0][c*h*w+r0*w:c*h*w+r1*w])
+						want.SetImage(c, mixed)
+					}
+					for i := range got.Data {
+						if math.Float32bits(got.Data[i]) != math.Float32bits(want.Data[i]) {
+							t.Fatalf("layout %d %d×%d rows [%d, %d): value %d is %v, want %v", l, h, w, r0, r1, i, got.Data[i], want.Data[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}

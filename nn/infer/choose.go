@@ -62,7 +62,8 @@ type choice struct {
 // workers and kept on one), each distinct set once, timed on random images at
 // the batch sizes of chooseBatches (the median of chooseRuns passes after
 // a warm-up, the candidates in turn pass by pass, the worker pool as it
-// is). It returns the plan, byBatch when the two batch sizes prefer
+// is; with fewer images than workers each timed pass right after an
+// untimed one of the same candidate). It returns the plan, byBatch when the two batch sizes prefer
 // different sets, and the report of the set chosen for a single image; a
 // nil plan (and the all-dense report) for a network that newPlan does not
 // compile. Given the choice, every result is deterministic; the choice
@@ -132,6 +133,15 @@ func choose(net nn.Module, m *Model) (plan, Report) {
 		}
 		for range chooseRuns[b] {
 			for k, c := range ts {
+				if n < parallel.Workers() {
+					// An untimed pass first: a pass of a few hundred
+					// microseconds that follows another candidate's
+					// would find the pool's helpers parked, as a call in
+					// a stream of calls does not (waking one costs tens
+					// of microseconds, which a split image pays and an
+					// image kept on one worker does not).
+					c.m.forward(c.s, x[:n*InputSize], n)
+				}
 				t0 := time.Now()
 				c.m.forward(c.s, x[:n*InputSize], n)
 				t[k] = append(t[k], time.Since(t0))
