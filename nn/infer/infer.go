@@ -482,7 +482,9 @@ func (m *Model) getScratch() *scratch {
 // String describes the model, for logs and model cards: its network, how
 // many of its layers run sparse (Sparsity says which) and how many of its
 // convolutions run on each algorithm at batch 1 and 64 (Algorithms says
-// which; the algorithms depend on the CPU's kernels).
+// which; the algorithms depend on the CPU's kernels), and for the planar
+// sparse plan whether a call of fewer images than workers splits each
+// image over the workers (measured at load, as the algorithms).
 func (m *Model) String() string {
 	s := m.spec
 	var b strings.Builder
@@ -501,6 +503,9 @@ func (m *Model) String() string {
 		fmt.Fprintf(&b, "; convolutions: %s", one)
 	} else {
 		fmt.Fprintf(&b, "; convolutions at batch 1: %s, at batch 64: %s", one, many)
+	}
+	if s := singleImage(m.plan); s != "" {
+		b.WriteString("; " + s)
 	}
 	return b.String()
 }
