@@ -54,19 +54,7 @@ func TestSparseConv(t *testing.T) {
 		} {
 			for _, zeros := range []float64{0, 0.5, 0.95, 1} {
 				name := fmt.Sprintf("%s/%+v/z%g", kernels, tc, zeros)
-				x := randSlice(rng, tc.cin*tc.h*tc.w, 1)
-				wt := randSlice(rng, tc.cout*tc.cin*tc.k*tc.k, 0.3)
-				for i := range wt {
-					if rng.Float64() < zeros {
-						wt[i] = 0
-					}
-				}
-				bias := randSlice(rng, tc.cout, 0.5)
-				f := PackSparse(wt, tc.cout, tc.cin, tc.k, tc.s, tc.h, tc.w)
-				in := NewPlanar(tc.cin, tc.h, tc.w, f.InLayout())
-				for c := range tc.cin {
-					in.SetImage(c, x[c*tc.h*tc.w:(c+1)*tc.h*tc.w])
-				}
+				x, wt, bias, f, in := randSparseConv(rng, tc.cin, tc.cout, tc.h, tc.w, tc.k, tc.s, zeros)
 				n := f.OutSize()
 				resX := randSlice(rng, tc.cout*n, 1)
 				res := NewPlanar(tc.cout, f.Ho, f.Wo, Flat)
@@ -131,19 +119,7 @@ func TestSparseConvParts(t *testing.T) {
 		for _, tc := range []struct{ cin, cout, h, w, k, s int }{
 			{16, 16, 32, 32, 3, 1}, {16, 32, 32, 32, 3, 2}, {32, 32, 16, 16, 3, 1}, {64, 52, 8, 8, 3, 1}, {6, 5, 12, 10, 1, 1},
 		} {
-			x := randSlice(rng, tc.cin*tc.h*tc.w, 1)
-			wt := randSlice(rng, tc.cout*tc.cin*tc.k*tc.k, 0.3)
-			for i := range wt {
-				if rng.Float64() < 0.7 {
-					wt[i] = 0
-				}
-			}
-			bias := randSlice(rng, tc.cout, 0.5)
-			f := PackSparse(wt, tc.cout, tc.cin, tc.k, tc.s, tc.h, tc.w)
-			in := NewPlanar(tc.cin, tc.h, tc.w, f.InLayout())
-			for c := range tc.cin {
-				in.SetImage(c, x[c*tc.h*tc.w:(c+1)*tc.h*tc.w])
-			}
+			_, _, bias, f, in := randSparseConv(rng, tc.cin, tc.cout, tc.h, tc.w, tc.k, tc.s, 0.7)
 			n, ho, wo := f.OutSize(), f.Ho, f.Wo
 			res := NewPlanar(tc.cout, ho, wo, Shifted)
 			for c := range tc.cout {
@@ -256,4 +232,24 @@ func TestCopyRows(t *testing.T) {
 			}
 		}
 	}
+}
+
+// randSparseConv returns a random input image x, filters wt with about
+// the fraction zeros of exact zeros and a bias, the sparse filter and
+// its planar input.
+func randSparseConv(rng *rand.Rand, cin, cout, h, w, k, s int, zeros float64) (x, wt, bias []float32, f *SparseFilter, in *Planar) {
+	x = randSlice(rng, cin*h*w, 1)
+	wt = randSlice(rng, cout*cin*k*k, 0.3)
+	for i := range wt {
+		if rng.Float64() < zeros {
+			wt[i] = 0
+		}
+	}
+	bias = randSlice(rng, cout, 0.5)
+	f = PackSparse(wt, cout, cin, k, s, h, w)
+	in = NewPlanar(cin, h, w, f.InLayout())
+	for c := range cin {
+		in.SetImage(c, x[c*h*w:(c+1)*h*w])
+	}
+	return x, wt, bias, f, in
 }

@@ -32,6 +32,15 @@ func planarSparseFile(b *testing.B) *planarPlan {
 	return p
 }
 
+// planarImage returns an input image of fixed values.
+func planarImage() []float32 {
+	x := make([]float32, InputSize)
+	for i := range x {
+		x[i] = float32(i%13) * 0.1
+	}
+	return x
+}
+
 // medianUs returns the median of t (µs) and sorts t.
 func medianUs(t []float64) float64 {
 	slices.Sort(t)
@@ -46,11 +55,7 @@ func medianUs(t []float64) float64 {
 // each (logged), and the split's speed-up by the medians (reported).
 // With -v it adds the split with other exchange intervals.
 func BenchmarkPlanarSplit(b *testing.B) {
-	p := planarSparseFile(b)
-	x := make([]float32, InputSize)
-	for i := range x {
-		x[i] = float32(i%13) * 0.1
-	}
+	p, x := planarSparseFile(b), planarImage()
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	defer parallel.SetWorkers(parallel.SetWorkers(2))
 	pooled, logits := make([]float32, p.features()), make([]float32, p.classifier.Weight.Dim(0))
@@ -115,11 +120,7 @@ func BenchmarkPlanarSplit(b *testing.B) {
 // and how often the two bands did not overlap at all): medians over 3000
 // images, logged per phase.
 func BenchmarkPlanarPhases(b *testing.B) {
-	p := planarSparseFile(b)
-	x := make([]float32, InputSize)
-	for i := range x {
-		x[i] = float32(i%13) * 0.1
-	}
+	p, x := planarSparseFile(b), planarImage()
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	defer parallel.SetWorkers(parallel.SetWorkers(2))
 	one, two := (&scratch{}).planarActs(p, 1), (&scratch{}).planarActs(p, 2)
