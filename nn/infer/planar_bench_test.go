@@ -115,10 +115,11 @@ func BenchmarkPlanarSplit(b *testing.B) {
 }
 
 // BenchmarkPlanarPhases times every phase of resnet20-sparse's planar
-// plan on one image: on one worker, and split over 2 (each band's time,
-// the phase's span from the first band's start to the last one's end,
-// and how often the two bands did not overlap at all): medians over 3000
-// images, logged per phase.
+// plan on one image: on one worker, split over 2 (each band's time, the
+// phase's span from the first band's start to the last one's end, and
+// how often the two bands did not overlap at all), and the two bands one
+// after the other on one worker: medians over 3000 images, logged per
+// phase.
 func BenchmarkPlanarPhases(b *testing.B) {
 	p, x := planarSparseFile(b), planarImage()
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
@@ -138,10 +139,24 @@ func BenchmarkPlanarPhases(b *testing.B) {
 	alone := make([][]float64, np)
 	band := make([][2][]float64, np)
 	span := make([][]float64, np)
+	serial := make([][2][]float64, np)
 	apart := make([]int, np)
 	start, end := make([][2]time.Time, np), make([][2]time.Time, np)
 	for range b.N {
 		for r := range reps {
+			if r%100 == 50 {
+				for range 100 {
+					for ph := range np {
+						for k := range 2 {
+							t0 := time.Now()
+							for i := range p.phases[ph] {
+								p.phases[ph][i].run(two, k)
+							}
+							serial[ph][k] = append(serial[ph][k], float64(time.Since(t0).Nanoseconds())/1e3)
+						}
+					}
+				}
+			}
 			if r%100 == 0 {
 				for range 100 {
 					for ph := range np {
@@ -183,8 +198,8 @@ func BenchmarkPlanarPhases(b *testing.B) {
 		c := p.phases[ph][0].conv
 		m1, b0, b1, w := medianUs(alone[ph]), medianUs(band[ph][0]), medianUs(band[ph][1]), medianUs(span[ph])
 		sa, sb, ss = sa+m1, sb+max(b0, b1), ss+w
-		b.Logf("phase %2d (%d steps) %2d→%2d %2d×%2d: one worker %5.2f µs; bands %5.2f %5.2f, span %5.2f; bands apart %d of %d",
-			ph, len(p.phases[ph]), c.f.Cin, c.f.Cout, c.f.Ho, c.f.Wo, m1, b0, b1, w, apart[ph], reps)
+		b.Logf("phase %2d (%d steps) %2d→%2d %2d×%2d: one worker %5.2f µs; bands %5.2f %5.2f, span %5.2f; bands apart %d of %d; serial bands %5.2f %5.2f",
+			ph, len(p.phases[ph]), c.f.Cin, c.f.Cout, c.f.Ho, c.f.Wo, m1, b0, b1, w, apart[ph], reps, medianUs(serial[ph][0]), medianUs(serial[ph][1]))
 	}
 	b.Logf("sums of the medians: one worker %.1f µs, slower band %.1f, span %.1f", sa, sb, ss)
 }
