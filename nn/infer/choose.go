@@ -32,6 +32,15 @@ var chooseBatches = [2]int{1, 16}
 // plan's, its median twice as slow), few batches.
 var chooseRuns = [2]int{15, 5}
 
+// chooseStreak is the passes in a row that choose times of a candidate at
+// a time with fewer images than workers, after as many untimed ones: on
+// the shared 2-core Zen 4 the split image's single passes, each right
+// after one untimed pass, had a median of 316–375 µs where a stream of
+// them ran 165–178 (the image on one worker: 212–214 and 208), and
+// choose kept each image on one worker; timed in streaks of 3, 169–176
+// against 208–212 (docs/benchmarks.md).
+const chooseStreak = 3
+
 // minConvZeros returns the least zero fraction of net's convolutions (1
 // without any).
 func minConvZeros(net nn.Module) float64 {
@@ -62,8 +71,8 @@ type choice struct {
 // workers and kept on one), each distinct set once, timed on random images at
 // the batch sizes of chooseBatches (the median of chooseRuns passes after
 // a warm-up, the candidates in turn pass by pass, the worker pool as it
-// is; with fewer images than workers each timed pass right after an
-// untimed one of the same candidate). It returns the plan, byBatch when the two batch sizes prefer
+// is; with fewer images than workers, streaks of chooseStreak passes
+// timed after as many untimed ones). It returns the plan, byBatch when the two batch sizes prefer
 // different sets, and the report of the set chosen for a single image; a
 // nil plan (and the all-dense report) for a network that newPlan does not
 // compile. Given the choice, every result is deterministic; the choice
@@ -133,18 +142,26 @@ func choose(net nn.Module, m *Model) (plan, Report) {
 		}
 		for range chooseRuns[b] {
 			for k, c := range ts {
+				streak := 1
 				if n < parallel.Workers() {
-					// An untimed pass first: a pass of a few hundred
-					// microseconds that follows another candidate's
-					// would find the pool's helpers parked, as a call in
-					// a stream of calls does not (waking one costs tens
-					// of microseconds, which a split image pays and an
-					// image kept on one worker does not).
-					c.m.forward(c.s, x[:n*InputSize], n)
+					// A streak of passes, timed after its first half: a
+					// single image's pass of a few hundred microseconds
+					// that follows another candidate's finds the caches
+					// and the pool's helpers as that one left them, not
+					// as a stream of calls keeps them (a split image,
+					// whose bands' buffers live in two cores' caches and
+					// which needs the helper awake, pays for that; an
+					// image kept on one worker hardly).
+					streak = chooseStreak
+					for range streak {
+						c.m.forward(c.s, x[:n*InputSize], n)
+					}
 				}
 				t0 := time.Now()
-				c.m.forward(c.s, x[:n*InputSize], n)
-				t[k] = append(t[k], time.Since(t0))
+				for range streak {
+					c.m.forward(c.s, x[:n*InputSize], n)
+				}
+				t[k] = append(t[k], time.Since(t0)/time.Duration(streak))
 			}
 		}
 		med := make([]time.Duration, len(ts))
@@ -159,6 +176,7 @@ func choose(net nn.Module, m *Model) (plan, Report) {
 			}
 		}
 		best[b] = idx[bk]
+
 	}
 	one, many := cands[best[0]], cands[best[1]]
 	if best[0] == best[1] {
