@@ -13,7 +13,9 @@
 // it. Calls may nest: a nested For that finds no idle worker runs
 // its chunks on the calling goroutine, so nesting never deadlocks. An idle
 // worker polls for the next call for a short while (spinFor) before it
-// parks, so calls in quick succession find their helpers awake.
+// parks, so calls in quick succession find their helpers awake. Phases
+// runs a sequence of short phases in one call of For, with a barrier
+// between phases and each part kept on one worker where it can.
 package parallel
 
 import (
