@@ -23,13 +23,16 @@ import (
 // next) and whose part k is the same band of output rows of every layer
 // (planarConv.band), so that the workers meet at an atomic barrier
 // between layers, not at a call of the pool. Part k computes its band on
-// its own activation buffers (set k of the scratch), taking only the
-// rows next to its band that its filters read (the halo) from its
-// neighbours' buffers (nchwc.Planar.CopyRows): two workers storing bands
-// of one shared buffer ran its store 2–4× slower than on their own
+// its own activation buffers (set k of the scratch): two workers storing
+// bands of one shared buffer ran its store 2–4× slower than on their own
 // buffers, even with rows between the bands (measured on AMD EPYC Zen 4,
-// docs/benchmarks.md). Every output value is computed alike however the
-// image is split, so the results do not depend on the number of workers.
+// docs/benchmarks.md). The rows next to its band that its filters read
+// (the halo) it computes again itself (planarPlan.rows) and, at each
+// block's input, copies from its neighbours' buffers
+// (nchwc.Planar.CopyRows); the convolutions of fewer than minBandImage
+// output pixels run on band 0 alone. Every output value is computed
+// alike however the image is split, so the results do not depend on the
+// number of workers.
 type planarPlan struct {
 	stem       planarConv
 	blocks     []planarBlock
