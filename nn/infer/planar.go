@@ -1,6 +1,8 @@
 package infer
 
 import (
+	"slices"
+
 	"github.com/proxgen/proxgen/autograd/nchwc"
 	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/nn"
@@ -126,7 +128,7 @@ func newPlanarPlan(r *resnetNet, sparseLinear bool) *planarPlan {
 	// producer writes the next block's input, whose buffer is chosen once
 	// its consumers' layout is known, other than avoid (the buffer the
 	// producer reads).
-	avoid := -1
+	avoid, prevIn := -1, -1
 	cur := shape{p.stem.f.Cout, p.stem.f.Ho, p.stem.f.Wo}
 	producer := &p.stem
 	for _, b := range r.blocks {
@@ -153,10 +155,14 @@ func newPlanarPlan(r *resnetNet, sparseLinear bool) *planarPlan {
 		if !pb.conv2.relu {
 			return nil
 		}
-		// The input's buffer, in the layout conv1 (and the shortcut) read.
-		// An identity block's output overwrites its input (Store reads
-		// each residual channel before it writes that channel).
-		in := p.buffer(planarBuf{cur.c, cur.h, cur.w, inL}, avoid)
+		// The input's buffer, in the layout conv1 (and the shortcut) read:
+		// with pingPong, not the previous block's input, so that an
+		// identity block's output does not overwrite its input (else
+		// Store reads each residual value before it writes it).
+		in := p.buffer(planarBuf{cur.c, cur.h, cur.w, inL}, avoid, prevIn)
+		if pingPong {
+			prevIn = in
+		}
 		producer.out = in
 		pb.conv1.out = p.buffer(planarBuf{mid.c, mid.h, mid.w, pb.conv2.f.InLayout()}, in)
 		avoid = pb.conv1.out
@@ -210,10 +216,10 @@ func newPlanarPlan(r *resnetNet, sparseLinear bool) *planarPlan {
 }
 
 // buffer returns the index of a buffer of shape and layout b other than
-// avoid, adding one if needed.
-func (p *planarPlan) buffer(b planarBuf, avoid int) int {
+// those in avoid, adding one if needed.
+func (p *planarPlan) buffer(b planarBuf, avoid ...int) int {
 	for i, t := range p.bufs {
-		if t == b && i != avoid {
+		if t == b && !slices.Contains(avoid, i) {
 			return i
 		}
 	}
@@ -512,6 +518,14 @@ func (c *planarConv) single() bool { return c.f.OutSize() < minBandImage }
 // register tile of 64 pixels holds half a band), its 32×32 ones about
 // 0.6× (docs/benchmarks.md).
 const minBandImage = 256
+
+// pingPong gives each block's input a buffer other than the previous
+// block's input, so that an identity block writes its output next to its
+// input instead of over it: a split image ran 3.5 % faster (167–168
+// against 173–174 µs an image on the shared Zen 4, the same run), an
+// image on one worker 0.5 % slower (docs/benchmarks.md). A variable for
+// BenchmarkPlanarSplit.
+var pingPong = true
 
 // exchangeEvery is the most blocks between two exchanges (planarStep):
 // every block's input, against every 2, 3 or only at the strided blocks,

@@ -53,7 +53,8 @@ func medianUs(t []float64) float64 {
 // 50 images, the first dropped) so that load from other processes falls
 // on both alike: the 10th percentile and the median µs per image of
 // each (logged), and the split's speed-up by the medians (reported).
-// With -v it adds the split with other exchange intervals.
+// With -v it adds controls and the split with other exchange intervals
+// and with and without pingPong.
 func BenchmarkPlanarSplit(b *testing.B) {
 	p, x := planarSparseFile(b), planarImage()
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
@@ -71,10 +72,16 @@ func BenchmarkPlanarSplit(b *testing.B) {
 		// one per worker (µs per pair: the second core's state).
 		vs = append(vs, variant{"split, on one worker", p, -2, &scratch{}}, variant{"two images, one per worker", p, 0, &scratch{}})
 		// Other exchange intervals, for the choice of exchangeEvery.
-		defer func(e int) { exchangeEvery = e }(exchangeEvery)
+		defer func(e int, pp bool) { exchangeEvery, pingPong = e, pp }(exchangeEvery, pingPong)
 		for _, e := range []int{1, 2, 3, 100} {
 			exchangeEvery = e
 			vs = append(vs, variant{fmt.Sprintf("split, exchange every %d blocks", e), planarSparseFile(b), 2, &scratch{}})
+		}
+		exchangeEvery = 1
+		for _, pp := range []bool{false, true} {
+			pingPong = pp
+			vs = append(vs, variant{fmt.Sprintf("split, ping-pong %v", pp), planarSparseFile(b), 2, &scratch{}})
+			vs = append(vs, variant{fmt.Sprintf("whole, ping-pong %v", pp), planarSparseFile(b), 1, &scratch{}})
 		}
 	}
 	const rounds, per = 60, 50
