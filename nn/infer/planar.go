@@ -265,13 +265,13 @@ func (p *planarPlan) algorithms(int) []string {
 
 // singleImage says, for Model.String, how pl runs a call of fewer images
 // than workers when it runs it on a planarPlan (choose's choice between
-// the split and whole), else "".
+// the split and whole), else "" (also with one worker).
 func singleImage(pl plan) string {
 	if b, ok := pl.(*byBatch); ok {
 		pl = b.small
 	}
 	switch p, ok := pl.(*planarPlan); {
-	case !ok:
+	case !ok || parallel.Workers() <= 1:
 		return ""
 	case p.whole:
 		return "fewer images than workers: each on one worker"
