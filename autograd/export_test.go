@@ -3,7 +3,7 @@ package autograd
 import "github.com/proxgen/proxgen/autograd/conv"
 
 // ConvAlgos names the algorithms a test can force on a convolution.
-var ConvAlgos = []string{"auto", "im2col", "winograd", "gather"}
+var ConvAlgos = []string{"auto", "im2col", "winograd", "gather", "blocked"}
 
 // WithConvAlgo returns cfg with the convolution algorithm forced to the
 // named one of ConvAlgos; an algorithm that does not apply to a layer

@@ -6,6 +6,7 @@ import (
 
 	"github.com/proxgen/proxgen/autograd/blas"
 	"github.com/proxgen/proxgen/autograd/internal/kernels"
+	"github.com/proxgen/proxgen/autograd/nchwc"
 	"github.com/proxgen/proxgen/internal/parallel"
 )
 
@@ -19,7 +20,8 @@ type Config struct {
 	// Algo forces an algorithm (tests, benchmarks, a choice measured at
 	// load); AlgoAuto, the zero value, chooses by the rules of Forward and
 	// Plan. An algorithm that does not apply to a layer falls back to
-	// im2col.
+	// im2col, except AlgoBlocked, which falls back to AlgoAuto's choice
+	// (and leaves the weight gradient to it).
 	Algo Algo
 }
 
@@ -31,10 +33,11 @@ const (
 	AlgoIm2col               // im2col and a GEMM (the fallback of every other)
 	AlgoWinograd             // Winograd's F(2×2, 3×3), where it applies (3×3, stride 1, no dilation)
 	AlgoGather               // gatherConv: the im2col matrix read in place, where it applies
+	AlgoBlocked              // nchwc's channel-blocked Winograd (blocked.go) for the output and input gradient, where it applies (3×3, stride 1, padding 1, no dilation, float32)
 )
 
-// String returns the algorithm's name: "auto", "im2col", "winograd" or
-// "gather", the names Plan.Algorithm reports.
+// String returns the algorithm's name: "auto", "im2col", "winograd",
+// "gather" or "blocked", the names Plan.Algorithm reports.
 func (a Algo) String() string {
 	switch a {
 	case AlgoAuto:
@@ -45,6 +48,8 @@ func (a Algo) String() string {
 		return "winograd"
 	case AlgoGather:
 		return "gather"
+	case AlgoBlocked:
+		return "blocked"
 	}
 	return fmt.Sprintf("Algo(%d)", uint8(a))
 }
@@ -101,6 +106,10 @@ func Forward(g *Geom, n, m int, x, w, bias, out []float32) {
 		newPairConv(g, m, func(o, c, ki, kj int) float32 {
 			return w[(o*cin+c)*khw+ki*g.kw+kj]
 		}).run(n, x, xSize, out, ySize, bias != nil)
+		return
+	}
+	if useBlocked(g, n, m) {
+		blockedConv(g, n, blockedFilters(w, m, g.c, false), bias, x, out, false)
 		return
 	}
 	wino := useWinograd(g, n, m)
@@ -292,6 +301,7 @@ func Backward(g *Geom, n, m int, x, w, gy, gx, gw []float32, store bool) {
 	var u *[16]*blas.PackedA
 	var gd *Geom       // geometry of the input-gradient convolution
 	wino := false      // whether it runs with Winograd
+	blocked := false   // whether it runs with the channel-blocked Winograd
 	overwrite := false // whether the stride-1 input gradient may be stored, not added
 	if needX {
 		if !strideOne {
@@ -306,20 +316,30 @@ func Backward(g *Geom, n, m int, x, w, gy, gx, gw []float32, store bool) {
 				dh: g.dh, dw: g.dw, ho: g.h, wo: g.w,
 				rows: cout * g.kh * g.kw, cols: hw, algo: g.algo, bf16: g.bf16,
 			}
-			if wino = useWinograd(gd, n, g.c); wino {
+			switch blocked, wino = useBlocked(gd, n, g.c), useWinograd(gd, n, g.c); {
+			case blocked: // blockedFilters packs the filters below
+			case wino:
 				wf = partialScratch.get(winoFiltersSize(g.c, cout))
 				u = winoFilters(w, g.c, cout, true, wf)
-			} else {
+			default:
 				wf = partialScratch.get(len(w))
 				flipFilters(g, cout, w, wf)
 			}
-			defer partialScratch.put(wf)
+			if wf != nil {
+				defer partialScratch.put(wf)
+			}
 		}
 	}
 	// Both gradients from one padded output gradient where the weight
 	// gradient would be gathered too (dot products, at most 64 inputs).
+	// The channel-blocked input gradient takes the place of gatherConv's
+	// there.
+	var bf *nchwc.WinoFilter
+	if blocked {
+		bf = blockedFilters(w, cout, g.c, true)
+	}
 	if needW && needX && strideOne && !wino && gatherWeightGrad(gd, g.c) {
-		gatherBackward(g, gd, n, cout, x, wf, gy, gx, gw, !overwrite)
+		gatherBackward(g, gd, n, cout, x, wf, gy, gx, gw, !overwrite, bf)
 		return
 	}
 	if needW {
@@ -367,6 +387,10 @@ func Backward(g *Geom, n, m int, x, w, gy, gx, gw []float32, store bool) {
 		newPairConv(gd, g.c, func(ci, co, ki, kj int) float32 {
 			return wd[(co*cin+ci)*khw+(g.kh-1-ki)*g.kw+(g.kw-1-kj)]
 		}).run(n, gy, ySize, gx, xSize, !overwrite)
+		return
+	}
+	if blocked {
+		blockedConv(gd, n, bf, nil, gy, gx, !overwrite)
 		return
 	}
 	if strideOne && !wino && useGather(gd) {

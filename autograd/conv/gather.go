@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/proxgen/proxgen/autograd/blas"
+	"github.com/proxgen/proxgen/autograd/nchwc"
 	"github.com/proxgen/proxgen/internal/parallel"
 )
 
@@ -681,12 +682,23 @@ func stackRuns(runs []int32, cnt, stride int) []int32 {
 // (blas.Engine.SgemmGatherT), summed over the images of each group and the
 // groups in order as Backward does. gx is added to if accumulate;
 // the weight gradient is added to dw.
-func gatherBackward(g, gd *Geom, n, cout int, x, wf, gy, gx, dw []float32, accumulate bool) {
+//
+// With bf not nil (the input-gradient filters of blockedFilters) the
+// input gradient is the channel-blocked Winograd's (blockedImages) and wf
+// is not read.
+func gatherBackward(g, gd *Geom, n, cout int, x, wf, gy, gx, dw []float32, accumulate bool, bf *nchwc.WinoFilter) {
 	cin, hw := g.c, g.h*g.w
 	xSize, ySize := cin*hw, cout*g.cols
-	buf := partialScratch.get(gatherPackedSize(gd, cin))
-	defer partialScratch.put(buf)
-	gc := newGatherConv(gd, cin, wf, true, buf)
+	var gc *gatherConv
+	var rows, runs []int32
+	if bf == nil {
+		buf := partialScratch.get(gatherPackedSize(gd, cin))
+		defer partialScratch.put(buf)
+		gc = newGatherConv(gd, cin, wf, true, buf)
+		rows, runs = gc.rows, gc.runs
+	} else {
+		rows, runs = gatherOffsets(gd)
+	}
 	beta := float32(0)
 	if accumulate {
 		beta = 1
@@ -696,7 +708,7 @@ func gatherBackward(g, gd *Geom, n, cout int, x, wf, gy, gx, dw []float32, accum
 	merge, acc := newOrderedSum(chunks, cin*gd.rows) // acc in (Cin; Cout, a, b) order
 	defer partialScratch.put(acc)
 	ps := gd.gatherSize()
-	gp := newGroupProductT(cin, gd.rows, hw, min(ws, n), planeOffsets(cin, hw), denseRuns(hw), xSize, gc.rows, gc.runs, ps)
+	gp := newGroupProductT(cin, gd.rows, hw, min(ws, n), planeOffsets(cin, hw), denseRuns(hw), xSize, rows, runs, ps)
 	parallel.For(n, ws, func(lo, hi int) {
 		cnt := hi - lo
 		pad := colScratch.get(cnt * ps)
@@ -704,8 +716,13 @@ func gatherBackward(g, gd *Geom, n, cout int, x, wf, gy, gx, dw []float32, accum
 		for j := 0; j < cnt; j++ {
 			dy := pad[j*ps : (j+1)*ps]
 			gatherImage(gd, gy[(lo+j)*ySize:(lo+j+1)*ySize], dy)
-			b := blas.Gathered{Src: dy, Rows: gc.rows, Runs: gc.runs}
-			gc.pa.SgemmGather(hw, b, beta, gx[(lo+j)*xSize:(lo+j+1)*xSize], hw)
+			if gc != nil {
+				b := blas.Gathered{Src: dy, Rows: rows, Runs: runs}
+				gc.pa.SgemmGather(hw, b, beta, gx[(lo+j)*xSize:(lo+j+1)*xSize], hw)
+			}
+		}
+		if bf != nil {
+			blockedImages(gd, bf, nil, gy, gx, accumulate, lo, hi)
 		}
 		part := partialScratch.get(cin * gd.rows)
 		gp.sum(cnt, x[lo*xSize:hi*xSize], pad, part)

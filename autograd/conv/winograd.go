@@ -465,6 +465,10 @@ func useWinograd(g *Geom, n, m int) bool {
 	switch g.algo {
 	case AlgoIm2col, AlgoGather:
 		return false
+	case AlgoBlocked:
+		if blockedOK(g) {
+			return false
+		}
 	case AlgoWinograd:
 		return true
 	}

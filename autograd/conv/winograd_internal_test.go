@@ -347,7 +347,7 @@ func TestWinogradError(t *testing.T) {
 			w[i] = float32(std * rng.NormFloat64())
 		}
 		ref := directConv64(x, w, l.n, l.c, l.c, l.hw)
-		for _, algo := range []Algo{AlgoIm2col, AlgoWinograd} {
+		for _, algo := range []Algo{AlgoIm2col, AlgoWinograd, AlgoBlocked} {
 			g, err := NewGeom(l.c, l.hw, l.hw, 3, 3, Config{Padding: [2]int{1, 1}, Algo: algo})
 			if err != nil {
 				t.Fatal(err)

@@ -67,33 +67,33 @@ func (a *Act) At(c, y, x int) float32 { return a.Data[a.off(c/a.CB, y+1, x+1)+c%
 func (a *Act) Set(c, y, x int, v float32) { a.Data[a.off(c/a.CB, y+1, x+1)+c%a.CB] = v }
 
 // FromNCHW copies the image x (C×H×W values, channel-major) into a,
-// leaving the border zero.
+// leaving the border zero: for each block of channels and row, a
+// transpose of the channels' rows (kernels.TransposeStrided, eight by
+// eight).
 func (a *Act) FromNCHW(x []float32) {
 	if len(x) != a.C*a.H*a.W {
 		panic(fmt.Sprintf("nchwc.Act.FromNCHW: %d values for %d×%d×%d", len(x), a.C, a.H, a.W))
 	}
-	for c := 0; c < a.C; c++ {
+	hw := a.H * a.W
+	for c0 := 0; c0 < a.C; c0 += a.CB {
+		ct := min(a.CB, a.C-c0)
 		for y := 0; y < a.H; y++ {
-			o := a.off(c/a.CB, y+1, 1) + c%a.CB
-			for xx, v := range x[(c*a.H+y)*a.W : (c*a.H+y+1)*a.W] {
-				a.Data[o+xx*a.CB] = v
-			}
+			kernels.TransposeStrided(a.W, 0, ct, x[c0*hw+y*a.W:], hw, a.Data[a.off(c0/a.CB, y+1, 1):], a.CB)
 		}
 	}
 }
 
-// ToNCHW copies a into x (C×H×W values, channel-major).
+// ToNCHW copies a into x (C×H×W values, channel-major), by the transposes
+// of FromNCHW.
 func (a *Act) ToNCHW(x []float32) {
 	if len(x) != a.C*a.H*a.W {
 		panic(fmt.Sprintf("nchwc.Act.ToNCHW: %d values for %d×%d×%d", len(x), a.C, a.H, a.W))
 	}
-	for c := 0; c < a.C; c++ {
+	hw := a.H * a.W
+	for c0 := 0; c0 < a.C; c0 += a.CB {
+		ct := min(a.CB, a.C-c0)
 		for y := 0; y < a.H; y++ {
-			o := a.off(c/a.CB, y+1, 1) + c%a.CB
-			row := x[(c*a.H+y)*a.W : (c*a.H+y+1)*a.W]
-			for xx := range row {
-				row[xx] = a.Data[o+xx*a.CB]
-			}
+			kernels.TransposeStrided(ct, 0, a.W, a.Data[a.off(c0/a.CB, y+1, 1):], a.CB, x[c0*hw+y*a.W:], hw)
 		}
 	}
 }

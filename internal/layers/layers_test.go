@@ -37,7 +37,7 @@ internal/cpu, internal/impl, internal/parallel < INTERNALS;
 # Kernels: never autograd, models or anything above.
 INTERNALS < autograd/blas, autograd/internal/kernels;
 autograd/internal/kernels < autograd/nchwc; # the sparse row kernels
-autograd/blas, autograd/internal/kernels < autograd/conv; # the convolution engine, its plans and sparse weights
+autograd/blas, autograd/internal/kernels, autograd/nchwc < autograd/conv; # the convolution engine, its plans and sparse weights
 autograd/blas, autograd/internal/kernels, autograd/nchwc, autograd/conv < KERNELS;
 
 # Autograd: tensors and differentiable ops over the kernels.

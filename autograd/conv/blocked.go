@@ -1,0 +1,145 @@
+package conv
+
+import (
+	"unsafe"
+
+	"github.com/proxgen/proxgen/autograd/nchwc"
+	"github.com/proxgen/proxgen/internal/parallel"
+)
+
+// The channel-blocked Winograd (AlgoBlocked): a 3×3, stride-1, padding-1
+// convolution computed by package nchwc's Winograd F(2×2, 3×3) on
+// activations converted, image by image, from NCHW to its blocked layout
+// (blocks of 16 channels, each pixel's 16 channels contiguous, nchwc.Act)
+// and the result converted back. The filters are transformed and packed
+// once per call (nchwc.PackWinograd; the weights change every training
+// step), for the input gradient flipped in space with their input and
+// output channels swapped (blockedFilters). Each image is computed alone,
+// by the same code whatever the chunk it falls in, so the results are
+// bit-identical for every number of workers; they differ from im2col's
+// only in rounding, as Winograd's do.
+
+// blockedGrain is the number of images of a chunk of blockedConv: enough
+// to pay for clearing the chunk's blocked input once.
+const blockedGrain = 4
+
+// blockedOK reports whether the channel-blocked Winograd applies to
+// geometry g: a 3×3 kernel with stride 1, dilation 1 and padding 1 on
+// both axes (the output as large as the input, nchwc's one-pixel border),
+// in float32.
+func blockedOK(g *Geom) bool {
+	return winogradOK(g) && g.ph == 1 && g.pw == 1 && !g.bf16
+}
+
+// useBlocked reports whether a convolution with geometry g, n images and
+// m output channels runs with the channel-blocked Winograd: where it
+// applies, if forced by g.algo or else if blockedPays.
+func useBlocked(g *Geom, n, m int) bool {
+	if !blockedOK(g) {
+		return false
+	}
+	switch g.algo {
+	case AlgoBlocked:
+		return true
+	case AlgoAuto:
+		return blockedPays(g, n, m)
+	}
+	return false
+}
+
+// blockedPays is the per-layer rule of the channel-blocked Winograd,
+// measured by BenchmarkBlockedLayers (batch 128, CPU time per pass with
+// the conversions and the filter packing, docs/benchmarks.md) against
+// the rules' choice: where nchwc's assembly kernels run (nchwc.Fast),
+// channels in whole blocks of 16 (a tail computes as many lanes as a
+// full block), at least 64 tiles an image (16×16 outputs: 16 channels at
+// 32×32 1.4× faster, 32 at 16×16 1.4×, 64 at 32×32 1.3×; 64 channels at
+// 8×8, 16 tiles, no faster, each image rereading the filters for few
+// tiles), filters of at most 64×64 channels (their 16 transformed
+// matrices, 256 KiB, stay in the core's cache: 128 channels at 16×16 no
+// faster, 256 at 8×8 and 512 at 4×4 slower) and at least two chunks of
+// images.
+func blockedPays(g *Geom, n, m int) bool {
+	th, tw := winoTiles(g)
+	return nchwc.Fast() && g.c%16 == 0 && m%16 == 0 && g.c*m <= 64*64 && th*tw >= 64 && n >= 2*blockedGrain
+}
+
+// blockedFilters returns w (m × c × 3 × 3) transformed and packed for
+// nchwc.Winograd, or, if flip, the filters of the input gradient: c × m
+// × 3 × 3 with wf[ci][co][a][b] = w[co][ci][2−a][2−b].
+func blockedFilters(w []float32, m, c int, flip bool) *nchwc.WinoFilter {
+	if !flip {
+		return nchwc.PackWinograd(w, m, c)
+	}
+	wf := partialScratch.get(len(w))
+	defer partialScratch.put(wf)
+	for co := 0; co < m; co++ {
+		for ci := 0; ci < c; ci++ {
+			src := w[(co*c+ci)*9 : (co*c+ci+1)*9]
+			dst := wf[(ci*m+co)*9 : (ci*m+co+1)*9]
+			for t, v := range src {
+				dst[8-t] = v
+			}
+		}
+	}
+	return nchwc.PackWinograd(wf, c, m)
+}
+
+// blockedConv sets dst (n images of f.Cout × g.h × g.w values), or adds
+// to it if accumulate, to the convolution of geometry g (blockedOK) of
+// the n images in src (f.Cin × g.h × g.w values each) with f, plus bias
+// (f.Cout values, or nil). Chunks of blockedGrain images run in parallel.
+func blockedConv(g *Geom, n int, f *nchwc.WinoFilter, bias, src, dst []float32, accumulate bool) {
+	pb := blockedBias(f, bias)
+	parallel.For(n, blockedGrain, func(lo, hi int) {
+		blockedImages(g, f, pb, src, dst, accumulate, lo, hi)
+	})
+}
+
+// blockedBias returns bias (f.Cout values, or nil) padded with zeros to
+// f.PaddedCout values, or nil.
+func blockedBias(f *nchwc.WinoFilter, bias []float32) []float32 {
+	if bias == nil {
+		return nil
+	}
+	pb := make([]float32, f.PaddedCout())
+	copy(pb, bias)
+	return pb
+}
+
+// blockedImages is blockedConv for the images [lo, hi), on the calling
+// goroutine, with the bias pb padded by blockedBias. Each image is
+// computed alike whatever the range.
+func blockedImages(g *Geom, f *nchwc.WinoFilter, pb, src, dst []float32, accumulate bool, lo, hi int) {
+	hw := g.h * g.w
+	xSize, ySize := f.Cin*hw, f.Cout*hw
+	inLen := (f.Cin + 15) / 16 * 16 * (g.h + 2) * (g.w + 2)
+	outLen := f.PaddedCout() * (g.h + 2) * (g.w + 2)
+	buf := colScratch.get(inLen + outLen + 32)
+	defer colScratch.put(buf)
+	var sum []float32 // an image of the result, to add to dst
+	if accumulate {
+		sum = colScratch.get(ySize)
+		defer colScratch.put(sum)
+	}
+	in := &nchwc.Act{C: f.Cin, H: g.h, W: g.w, CB: 16, Data: lineAligned(buf, inLen)}
+	out := &nchwc.Act{C: f.Cout, H: g.h, W: g.w, CB: 16, Data: lineAligned(buf[len(buf)-outLen-16:], outLen)}
+	clear(in.Data) // the border and the tail channels stay zero
+	for i := lo; i < hi; i++ {
+		in.FromNCHW(src[i*xSize : (i+1)*xSize])
+		nchwc.Winograd(in, f, pb, nil, false, out)
+		if accumulate {
+			out.ToNCHW(sum)
+			addTo(dst[i*ySize:(i+1)*ySize], sum)
+		} else {
+			out.ToNCHW(dst[i*ySize : (i+1)*ySize])
+		}
+	}
+}
+
+// lineAligned returns the n values of b (which holds at least n+15) that
+// start on a 64-byte line.
+func lineAligned(b []float32, n int) []float32 {
+	skip := int(-uintptr(unsafe.Pointer(&b[0])) & 63 / 4)
+	return b[skip : skip+n : skip+n]
+}

@@ -1,0 +1,103 @@
+package conv
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/proxgen/proxgen/autograd/nchwc"
+	"github.com/proxgen/proxgen/internal/parallel"
+	"github.com/proxgen/proxgen/internal/procstat"
+)
+
+// BenchmarkBlockedLayers times the stride-1 3×3 layers of ResNet-20 (16
+// channels at 32×32, 32 at 16×16, 64 at 8×8) and VGG-16 (64 to 512
+// channels at 32 down to 2 pixels) at batch 128, the forward
+// pass (fwd), the input gradient (dx) alone and both gradients (bwd, where
+// the rules may share work between them), with the algorithm the
+// rules choose (auto), with the channel-blocked Winograd (blocked: the
+// conversions to and from nchwc's layout and the filter packing of each
+// call included) and with Winograd, alternating; run it with -cpu 1,2 for
+// the worker counts and -count to repeat the alternation. It reports the
+// process CPU time per pass beside the wall time.
+func BenchmarkBlockedLayers(b *testing.B) {
+	const n = 128
+	for _, l := range []struct{ c, hw int }{{16, 32}, {32, 16}, {64, 8}, {64, 32}, {128, 16}, {256, 8}, {512, 4}, {512, 2}} {
+		rng := rand.New(rand.NewPCG(uint64(l.c), 3))
+		x := make([]float32, n*l.c*l.hw*l.hw)
+		gy := make([]float32, len(x))
+		w := make([]float32, l.c*l.c*9)
+		for _, s := range [][]float32{x, gy, w} {
+			for i := range s {
+				s[i] = float32(rng.NormFloat64())
+			}
+		}
+		out, gw := make([]float32, len(x)), make([]float32, len(w))
+		for _, pass := range []string{"fwd", "dx", "bwd"} {
+			for _, algo := range []Algo{AlgoAuto, AlgoBlocked, AlgoWinograd} {
+				b.Run(fmt.Sprintf("%dch_%dpx/%s/%v", l.c, l.hw, pass, algo), func(b *testing.B) {
+					defer parallel.SetWorkers(parallel.SetWorkers(0))
+					g, err := NewGeom(l.c, l.hw, l.hw, 3, 3, Config{Padding: [2]int{1, 1}, Algo: algo})
+					if err != nil {
+						b.Fatal(err)
+					}
+					step := func() {
+						switch pass {
+						case "fwd":
+							Forward(g, n, l.c, x, w, nil, out)
+						case "dx":
+							Backward(g, n, l.c, x, w, gy, out, nil, true)
+						default:
+							Backward(g, n, l.c, x, w, gy, out, gw, true)
+						}
+					}
+					step() // grow the scratch buffers
+					b.ResetTimer()
+					c0, ok := procstat.CPUTime()
+					for range b.N {
+						step()
+					}
+					if c1, ok1 := procstat.CPUTime(); ok && ok1 {
+						b.ReportMetric(float64(c1-c0)/1e6/float64(b.N), "cpu-ms/op")
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestBlockedRule checks the per-layer choice of the channel-blocked
+// Winograd on the layers it was measured on.
+func TestBlockedRule(t *testing.T) {
+	cases := []struct {
+		n, cin, cout, hw, pad, stride int
+		want                          bool
+	}{
+		{128, 16, 16, 32, 1, 1, true}, // ResNet-20
+		{128, 32, 32, 16, 1, 1, true},
+		{128, 64, 64, 8, 1, 1, false}, // 16 tiles an image
+		{128, 64, 64, 32, 1, 1, true}, // VGG-16
+		{128, 128, 128, 16, 1, 1, false},
+		{128, 256, 256, 8, 1, 1, false},
+		{128, 3, 16, 32, 1, 1, false},  // first layer: a tail
+		{128, 24, 24, 32, 1, 1, false}, // tails
+		{4, 16, 16, 32, 1, 1, false},   // one chunk
+		{128, 16, 16, 32, 0, 1, false}, // padding 0
+		{128, 16, 32, 32, 1, 2, false}, // stride 2
+	}
+	for _, c := range cases {
+		ho := OutSize(c.hw, 3, c.stride, c.pad, 1)
+		g := &Geom{
+			c: c.cin, h: c.hw, w: c.hw, kh: 3, kw: 3, sh: c.stride, sw: c.stride,
+			ph: c.pad, pw: c.pad, dh: 1, dw: 1, ho: ho, wo: ho,
+		}
+		want := c.want && nchwc.Fast()
+		if got := useBlocked(g, c.n, c.cout); got != want {
+			t.Errorf("%d images, %d→%d channels at %d px, padding %d, stride %d: blocked %v, want %v",
+				c.n, c.cin, c.cout, c.hw, c.pad, c.stride, got, want)
+		}
+		if got := useBlocked(g.BF16(), c.n, c.cout); got {
+			t.Errorf("%d→%d channels at %d px in bfloat16: blocked", c.cin, c.cout, c.hw)
+		}
+	}
+}
