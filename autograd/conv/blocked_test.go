@@ -14,10 +14,11 @@ import (
 // channels at 32×32, 32 at 16×16, 64 at 8×8) and VGG-16 (64 to 512
 // channels at 32 down to 2 pixels) at batch 128, the forward
 // pass (fwd), the input gradient (dx) alone and both gradients (bwd, where
-// the rules may share work between them), with the algorithm the
-// rules choose (auto), with the channel-blocked Winograd (blocked: the
-// conversions to and from nchwc's layout and the filter packing of each
-// call included) and with Winograd, alternating; run it with -cpu 1,2 for
+// the rules may share work between them), with the algorithm the rules
+// chose before the channel-blocked Winograd (before: Winograd where
+// winogradPays, else gatherConv), with the channel-blocked Winograd
+// (blocked: the conversions to and from nchwc's layout and the filter
+// packing of each call included) and with Winograd, alternating; run it with -cpu 1,2 for
 // the worker counts and -count to repeat the alternation. It reports the
 // process CPU time per pass beside the wall time.
 func BenchmarkBlockedLayers(b *testing.B) {
@@ -34,12 +35,20 @@ func BenchmarkBlockedLayers(b *testing.B) {
 		}
 		out, gw := make([]float32, len(x)), make([]float32, len(w))
 		for _, pass := range []string{"fwd", "dx", "bwd"} {
-			for _, algo := range []Algo{AlgoAuto, AlgoBlocked, AlgoWinograd} {
-				b.Run(fmt.Sprintf("%dch_%dpx/%s/%v", l.c, l.hw, pass, algo), func(b *testing.B) {
+			for _, name := range []string{"before", "blocked", "winograd"} {
+				b.Run(fmt.Sprintf("%dch_%dpx/%s/%s", l.c, l.hw, pass, name), func(b *testing.B) {
 					defer parallel.SetWorkers(parallel.SetWorkers(0))
-					g, err := NewGeom(l.c, l.hw, l.hw, 3, 3, Config{Padding: [2]int{1, 1}, Algo: algo})
+					g, err := NewGeom(l.c, l.hw, l.hw, 3, 3, Config{Padding: [2]int{1, 1}})
 					if err != nil {
 						b.Fatal(err)
+					}
+					switch {
+					case name == "blocked":
+						g.algo = AlgoBlocked
+					case name == "winograd" || winogradPays(g, n, l.c):
+						g.algo = AlgoWinograd
+					default:
+						g.algo = AlgoGather // where it applies, as before
 					}
 					step := func() {
 						switch pass {

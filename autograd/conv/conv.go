@@ -83,6 +83,13 @@ func (a Algo) String() string {
 // rounding (about 4e-6 at most on outputs of unit scale with 512
 // channels, docs/benchmarks.md).
 //
+// 3×3 convolutions with stride 1, padding 1 and dilation 1 whose channels
+// come in whole blocks of 16, at most 64×64 of them, on outputs of at
+// least 16×16 pixels and at least 8 images (blockedPays) run on package
+// nchwc's Winograd in its channel-blocked layout instead, each image
+// converted to it and back (blocked.go); also bit-identical for every
+// number of workers, and differing from im2col's only in rounding.
+//
 // With a geometry from Geom.BF16 (on a CPU with AVX512_BF16) the product
 // runs in bfloat16 with float32 accumulation (bf16.go): for strides 1 and
 // 2 without an im2col matrix (pairConv), otherwise through im2col and
@@ -282,7 +289,9 @@ func convGroup(mu multiplier, g *Geom, m int, aT, src []float32, srcSize int, ds
 // For stride 1 the input gradient is itself a convolution: of dY, padded by
 // dilation·(k−1) − padding, with the filters flipped in space and with
 // input and output channels swapped, which Winograd computes where it
-// pays. Larger strides fold Wᵀ·dY back onto each image with col2im. With
+// pays, or the channel-blocked Winograd where it pays (as for Forward;
+// beside gatherBackward's weight gradient where that applies). Larger
+// strides fold Wᵀ·dY back onto each image with col2im. With
 // a geometry from Geom.BF16 all products run in bfloat16: pairConv for
 // the stride-1 input gradient, weightGradWords for the weight gradient of
 // strides 1 and 2, otherwise im2col or col2im and blas.SgemmBF16.

@@ -57,7 +57,10 @@
 // their time), and
 // transformed back with Conv's epilogue (bias, residual, ReLU) fused;
 // the same values as Conv up to rounding, bit for bit the same under
-// every implementation and for any split of the rows.
+// every implementation and for any split of the rows. Training runs it
+// too: autograd/conv computes the 3×3 layers where it pays on images
+// converted from NCHW and back (FromNCHW, ToNCHW: transposes of eight
+// channels by eight pixels) with the filters packed on every call.
 //
 // The same package holds the sparse convolution of nn/infer's planar
 // plan (planar.go): activations channel by channel in layouts where every
