@@ -21,7 +21,7 @@ type Config struct {
 	// load); AlgoAuto, the zero value, chooses by the rules of Forward and
 	// Plan. An algorithm that does not apply to a layer falls back to
 	// im2col, except AlgoBlocked, which falls back to AlgoAuto's choice
-	// (and leaves the weight gradient to it).
+	// (and leaves the weight gradient, and Plan, to it).
 	Algo Algo
 }
 
@@ -37,7 +37,7 @@ const (
 )
 
 // String returns the algorithm's name: "auto", "im2col", "winograd",
-// "gather" or "blocked", the names Plan.Algorithm reports.
+// "gather" (the names Plan.Algorithm reports) or "blocked".
 func (a Algo) String() string {
 	switch a {
 	case AlgoAuto:

@@ -58,7 +58,7 @@ func NewPlan(w []float32, shape []int, bias []float32, cfg Config, h, wd int, sp
 		mustMatchSparse("NewPlan", shape, sparse)
 	}
 	cout := shape[0]
-	wino := winogradOK(g) && (g.algo == AlgoWinograd || g.algo == AlgoAuto && g.c >= 32 && cout >= 32)
+	wino := winogradOK(g) && (g.algo == AlgoWinograd || (g.algo == AlgoAuto || g.algo == AlgoBlocked) && g.c >= 32 && cout >= 32)
 	p := newPlan(g, w, cout, bias, sparse, wino)
 	if sparse == nil && cout >= 2*splitRows && cout%(2*splitRows) == 0 {
 		// The halves of the filters, for the two workers of a small batch.
@@ -347,7 +347,7 @@ func (c *planCall) after(i, j0, j1 int, withBias bool) {
 // 97-105) and win at 64 (36 against 64-87); with 16 channels the two are
 // level within the noise, and the gathered product stays.
 func planWinograd(g *Geom, n, m int) bool {
-	if g.algo != AlgoAuto {
+	if g.algo != AlgoAuto && g.algo != AlgoBlocked { // Plan has no blocked path: AlgoAuto's choice
 		return useWinograd(g, n, m) // forced
 	}
 	th, tw := winoTiles(g)
