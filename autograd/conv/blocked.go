@@ -65,11 +65,12 @@ func blockedPays(g *Geom, n, m int) bool {
 }
 
 // blockedFilters returns w (m × c × 3 × 3) transformed and packed for
-// nchwc.Winograd, or, if flip, the filters of the input gradient: c × m
-// × 3 × 3 with wf[ci][co][a][b] = w[co][ci][2−a][2−b].
-func blockedFilters(w []float32, m, c int, flip bool) *nchwc.WinoFilter {
+// nchwc.Winograd into buf (nchwc.WinogradSize(m, c) values), or, if
+// flip, the filters of the input gradient: c × m × 3 × 3 with
+// wf[ci][co][a][b] = w[co][ci][2−a][2−b].
+func blockedFilters(w []float32, m, c int, flip bool, buf []float32) *nchwc.WinoFilter {
 	if !flip {
-		return nchwc.PackWinograd(w, m, c)
+		return nchwc.PackWinogradInto(w, m, c, buf)
 	}
 	wf := partialScratch.get(len(w))
 	defer partialScratch.put(wf)
@@ -82,7 +83,7 @@ func blockedFilters(w []float32, m, c int, flip bool) *nchwc.WinoFilter {
 			}
 		}
 	}
-	return nchwc.PackWinograd(wf, c, m)
+	return nchwc.PackWinogradInto(wf, c, m, buf)
 }
 
 // blockedConv sets dst (n images of f.Cout × g.h × g.w values), or adds

@@ -116,7 +116,9 @@ func Forward(g *Geom, n, m int, x, w, bias, out []float32) {
 		return
 	}
 	if useBlocked(g, n, m) {
-		blockedConv(g, n, blockedFilters(w, m, g.c, false), bias, x, out, false)
+		buf := partialScratch.get(nchwc.WinogradSize(m, g.c))
+		blockedConv(g, n, blockedFilters(w, m, g.c, false, buf), bias, x, out, false)
+		partialScratch.put(buf)
 		return
 	}
 	wino := useWinograd(g, n, m)
@@ -345,7 +347,9 @@ func Backward(g *Geom, n, m int, x, w, gy, gx, gw []float32, store bool) {
 	// there.
 	var bf *nchwc.WinoFilter
 	if blocked {
-		bf = blockedFilters(w, cout, g.c, true)
+		buf := partialScratch.get(nchwc.WinogradSize(g.c, cout))
+		defer partialScratch.put(buf)
+		bf = blockedFilters(w, cout, g.c, true, buf)
 	}
 	if needW && needX && strideOne && !wino && gatherWeightGrad(gd, g.c) {
 		gatherBackward(g, gd, n, cout, x, wf, gy, gx, gw, !overwrite, bf)

@@ -41,25 +41,46 @@ type WinoFilter struct {
 // on inputs in blocks of 16 channels (NewAct). The transform is computed
 // in float64 (kernels.WinogradFilter).
 func PackWinograd(w []float32, cout, cin int) *WinoFilter {
-	if cout <= 0 || cin <= 0 || len(w) != cout*cin*9 {
-		panic(fmt.Sprintf("nchwc.PackWinograd: %d values for %d×%d×3×3", len(w), cout, cin))
+	return PackWinogradInto(w, cout, cin, make([]float32, WinogradSize(max(cout, 1), max(cin, 1))))
+}
+
+// WinogradSize returns the number of values that PackWinogradInto stores
+// for cout × cin filters (cout, cin ≥ 1).
+func WinogradSize(cout, cin int) int {
+	return 16 * ((cout + 15) / 16 * 16) * ((cin + 15) / 16 * 16)
+}
+
+// PackWinogradInto is PackWinograd with the transformed filters stored
+// in buf (at least WinogradSize(cout, cin) values, its contents
+// unspecified), which the filter returned reads until the caller reuses
+// buf: the same filter, with no allocation but the WinoFilter's own, for
+// callers that pack filters that change on every call (training).
+func PackWinogradInto(w []float32, cout, cin int, buf []float32) *WinoFilter {
+	if cout <= 0 || cin <= 0 || len(w) != cout*cin*9 || len(buf) < WinogradSize(cout, cin) {
+		panic(fmt.Sprintf("nchwc.PackWinograd: %d values for %d×%d×3×3, %d to pack them into", len(w), cout, cin, len(buf)))
 	}
-	u := make([]float32, 16*cout*cin) // [ξ][co][ci]
+	// Each U_ξ is packed as packFilter packs a 1×1 filter of cout × cin
+	// weights: [⌈Cout/(16·FB)⌉][⌈Cin/16⌉][16 ci][16·FB co], zero past Cin
+	// and Cout.
+	coutP, ncib := (cout+15)/16*16, (cin+15)/16
+	fb := 1
+	if coutP%32 == 0 {
+		fb = 2
+	}
+	cw, size := 16*fb, coutP*ncib*16
+	f := &WinoFilter{Cout: cout, Cin: cin, FB: fb, u: buf[:16*size], size: size,
+		one: Filter{Cout: cout, Cin: cin, K: 1, FB: fb, CB: 16}}
+	clear(f.u)
 	var t [16]float32
-	for i := 0; i < cout*cin; i++ {
-		kernels.WinogradFilter(t[:], 1, w[i*9:i*9+9], false)
-		for xi, v := range t {
-			u[xi*cout*cin+i] = v
+	for co := 0; co < cout; co++ {
+		g, jj := co/cw, co%cw
+		for ci := 0; ci < cin; ci++ {
+			kernels.WinogradFilter(t[:], 1, w[(co*cin+ci)*9:(co*cin+ci+1)*9], false)
+			at := ((g*ncib+ci/16)*16+ci%16)*cw + jj
+			for xi, v := range t {
+				f.u[xi*size+at] = v
+			}
 		}
-	}
-	var f *WinoFilter
-	for xi := range 16 {
-		p := packFilter(u[xi*cout*cin:(xi+1)*cout*cin], cout, cin, 1, 16, 2)
-		if f == nil {
-			f = &WinoFilter{Cout: cout, Cin: cin, FB: p.FB, size: len(p.Data), u: make([]float32, 16*len(p.Data)), one: *p}
-			f.one.Data = nil
-		}
-		copy(f.u[xi*f.size:], p.Data)
 	}
 	return f
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/proxgen/proxgen/autograd/internal/kernels"
 	"github.com/proxgen/proxgen/internal/impl"
 )
 
@@ -224,4 +225,41 @@ func TestProducts(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestPackWinogradInto checks that the transformed filters are packed as
+// PackFilter packs each matrix U_ξ as a 1×1 filter (kernels.WinogradFilter
+// per filter), whatever buf held before, and that PackWinograd packs the
+// same.
+func TestPackWinogradInto(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, s := range []struct{ cout, cin int }{{16, 16}, {32, 16}, {5, 3}, {40, 24}, {64, 64}, {17, 33}} {
+		w := make([]float32, s.cout*s.cin*9)
+		for i := range w {
+			w[i] = float32(rng.NormFloat64())
+		}
+		buf := make([]float32, WinogradSize(s.cout, s.cin)+5)
+		for i := range buf {
+			buf[i] = float32(i) // stale values
+		}
+		f := PackWinogradInto(w, s.cout, s.cin, buf)
+		g := PackWinograd(w, s.cout, s.cin)
+		u := make([]float32, s.cout*s.cin)
+		var tr [16]float32
+		for xi := range 16 {
+			for i := range u {
+				kernels.WinogradFilter(tr[:], 1, w[i*9:i*9+9], false)
+				u[i] = tr[xi]
+			}
+			want := PackFilter(u, s.cout, s.cin, 1)
+			if f.FB != want.FB || f.size != len(want.Data) {
+				t.Fatalf("%d×%d: FB %d, %d values per matrix, want %d, %d", s.cout, s.cin, f.FB, f.size, want.FB, len(want.Data))
+			}
+			for i, v := range want.Data {
+				if f.u[xi*f.size+i] != v || g.u[xi*g.size+i] != v {
+					t.Fatalf("%d×%d: U_%d value %d = %g (PackWinograd %g), want %g", s.cout, s.cin, xi, i, f.u[xi*f.size+i], g.u[xi*g.size+i], v)
+				}
+			}
+		}
+	}
 }
