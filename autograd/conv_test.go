@@ -493,12 +493,8 @@ func benchConvIn(b *testing.B, n, cin, cout, hw, stride int, algo string, prec a
 	}
 	step() // grow the scratch buffers
 	b.ResetTimer()
-	c0, ok := procstat.CPUTime()
-	for range b.N {
-		step()
-	}
-	if c1, ok1 := procstat.CPUTime(); ok && ok1 {
-		b.ReportMetric(float64(c1-c0)/1e6/float64(b.N), "cpu-ms/op")
+	if ms, ok := procstat.CPUPerOp(b.N, step); ok {
+		b.ReportMetric(ms, "cpu-ms/op")
 	}
 }
 

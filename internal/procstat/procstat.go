@@ -39,3 +39,19 @@ func parseVmHWM(status []byte) (int64, bool) {
 	}
 	return 0, false
 }
+
+// CPUPerOp calls op n times and returns the process's CPU time per call
+// in milliseconds (all threads, so a call that keeps two cores busy counts
+// twice its wall time): the steadier figure on a machine shared with other
+// work. ok is false where CPUTime is not available.
+func CPUPerOp(n int, op func()) (ms float64, ok bool) {
+	c0, ok0 := CPUTime()
+	for range n {
+		op()
+	}
+	c1, ok1 := CPUTime()
+	if !ok0 || !ok1 || n <= 0 {
+		return 0, false
+	}
+	return float64(c1-c0) / 1e6 / float64(n), true
+}

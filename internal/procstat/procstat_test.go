@@ -47,3 +47,23 @@ func TestCPUTime(t *testing.T) {
 		t.Errorf("CPU time did not advance: %v then %v", before, after)
 	}
 }
+
+func TestCPUPerOp(t *testing.T) {
+	calls := 0
+	ms, ok := CPUPerOp(3, func() {
+		calls++
+		for s, i := 0.0, 0; i < 1e6; i++ {
+			s += float64(i)
+			_ = s
+		}
+	})
+	if calls != 3 {
+		t.Fatalf("CPUPerOp(3) made %d calls", calls)
+	}
+	if _, has := CPUTime(); has && (!ok || ms < 0) {
+		t.Fatalf("CPUPerOp = %v, %v; want a non-negative time", ms, ok)
+	}
+	if _, ok := CPUPerOp(0, func() {}); ok {
+		t.Fatal("CPUPerOp(0) reported a time")
+	}
+}

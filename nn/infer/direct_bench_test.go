@@ -2,14 +2,11 @@ package infer
 
 import (
 	"fmt"
-	"path/filepath"
 	"runtime"
 	"testing"
 
 	"github.com/proxgen/proxgen/autograd/nchwc"
 	"github.com/proxgen/proxgen/internal/parallel"
-	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
-	"github.com/proxgen/proxgen/nn/models"
 )
 
 // BenchmarkDirectLayers times, one image on one thread, every convolution
@@ -30,15 +27,7 @@ func BenchmarkDirectLayers(b *testing.B) {
 		b.Skip("nchwc has no fast kernels on this machine")
 	}
 	for _, file := range []string{"dense", "compact", "block"} {
-		f, err := safetensors.ReadFile(filepath.Join("..", "pretrained", "models", "resnet20-"+file+".safetensors"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		net, _, err := Network(f, models.Spec{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		r, _ := network(net)
+		r := shippedResNet(b, file)
 		p := newDirectPlan(r, nil, map[string]bool{})
 		if p == nil {
 			b.Fatalf("resnet20-%s does not compile to the direct plan", file)

@@ -16,20 +16,30 @@ import (
 
 // planarSparseFile returns the planar plan of the shipped resnet20-sparse.
 func planarSparseFile(b *testing.B) *planarPlan {
-	f, err := safetensors.ReadFile(filepath.Join("..", "pretrained", "models", "resnet20-sparse.safetensors"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	net, _, err := Network(f, models.Spec{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	r, _ := network(net)
-	p := newPlanarPlan(r, false)
+	p := newPlanarPlan(shippedResNet(b, "sparse"), false)
 	if p == nil {
 		b.Fatal("resnet20-sparse does not compile to the planar plan")
 	}
 	return p
+}
+
+// shippedResNet returns the graph of the shipped file resnet20-NAME of
+// nn/pretrained.
+func shippedResNet(tb testing.TB, name string) *resnetNet {
+	tb.Helper()
+	f, err := safetensors.ReadFile(filepath.Join("..", "pretrained", "models", "resnet20-"+name+".safetensors"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	net, _, err := Network(f, models.Spec{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r, _ := network(net)
+	if r == nil {
+		tb.Fatalf("resnet20-%s is not a ResNet", name)
+	}
+	return r
 }
 
 // planarImage returns an input image of fixed values.
