@@ -176,7 +176,6 @@ func choose(net nn.Module, m *Model) (plan, Report) {
 			}
 		}
 		best[b] = idx[bk]
-
 	}
 	one, many := cands[best[0]], cands[best[1]]
 	if best[0] == best[1] {
