@@ -11,7 +11,11 @@
 # Usage: scripts/scaling.sh
 # Environment: MAX_THREADS (nproc), REPEAT (3), MODEL (resnet20),
 #   TRAIN_BATCH (128), MIN_TIME (3s per measurement), OUT (folder for the
-#   JSON lines; default a temporary folder).
+#   JSON lines; default a temporary folder), BENCH (a prebuilt `bench`
+#   binary, for machines without Go; default: built here), TORCH=1 (also
+#   time PyTorch's ResNet-20 training step, scripts/bench_torch.py, at each
+#   thread count, alternating with the engine; PYTHON picks the
+#   interpreter, default python3).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -23,9 +27,16 @@ MIN_TIME=${MIN_TIME:-3s}
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 
-bin=$(mktemp -d)
-trap 'rm -rf "$bin"' EXIT
-CGO_ENABLED=0 go build -o "$bin/" ./cmd/bench
+if [[ -n ${BENCH:-} ]]; then
+	bench=$BENCH
+else
+	bin=$(mktemp -d)
+	trap 'rm -rf "$bin"' EXIT
+	CGO_ENABLED=0 go build -o "$bin/" ./cmd/bench
+	bench=$bin/bench
+fi
+TORCH=${TORCH:-0}
+PYTHON=${PYTHON:-python3}
 
 threads=()
 for ((t = 1; t < MAX_THREADS; t *= 2)); do threads+=("$t"); done
@@ -33,9 +44,12 @@ threads+=("$MAX_THREADS")
 
 for ((r = 1; r <= REPEAT; r++)); do
 	for t in "${threads[@]}"; do
-		"$bin/bench" train -model "$MODEL" -batch "$TRAIN_BATCH" -threads "$t" -warmup 1 -steps 2 -min-time "$MIN_TIME" -json >>"$OUT/train.jsonl"
-		"$bin/bench" infer -model "$MODEL" -batch 64 -threads "$t" -warmup 2 -steps 5 -min-time "$MIN_TIME" -json >>"$OUT/infer64.jsonl"
-		"$bin/bench" infer -model "$MODEL" -batch 1 -threads "$t" -warmup 20 -steps 200 -min-time "$MIN_TIME" -json >>"$OUT/infer1.jsonl"
+		"$bench" train -model "$MODEL" -batch "$TRAIN_BATCH" -threads "$t" -warmup 1 -steps 2 -min-time "$MIN_TIME" -json >>"$OUT/train.jsonl"
+		"$bench" infer -model "$MODEL" -batch 64 -threads "$t" -warmup 2 -steps 5 -min-time "$MIN_TIME" -json >>"$OUT/infer64.jsonl"
+		"$bench" infer -model "$MODEL" -batch 1 -threads "$t" -warmup 20 -steps 200 -min-time "$MIN_TIME" -json >>"$OUT/infer1.jsonl"
+		if [[ $TORCH == 1 ]]; then
+			"$PYTHON" scripts/bench_torch.py --model "$MODEL" --batch "$TRAIN_BATCH" --threads "$t" --warmup 1 --steps 2 --min-time "${MIN_TIME%s}" --json >>"$OUT/torch.jsonl"
+		fi
 	done
 done
 
@@ -46,7 +60,11 @@ out, cpu, ncpu, tb, model = sys.argv[1:6]
 print(f"{model} on {cpu}, {ncpu} CPUs; images/s, median [range] over the repeats\n")
 print("| workload | threads | images/s | speed-up | efficiency per thread |")
 print("|---|---:|---:|---:|---:|")
-for name, label in [("train", f"training, batch {tb}"), ("infer64", "inference, batch 64"), ("infer1", "inference, batch 1")]:
+import os
+workloads = [("train", f"training, batch {tb}"), ("infer64", "inference, batch 64"), ("infer1", "inference, batch 1")]
+if os.path.exists(f"{out}/torch.jsonl"):
+    workloads.append(("torch", f"PyTorch training, batch {tb}"))
+for name, label in workloads:
     by = {}
     for line in open(f"{out}/{name}.jsonl"):
         r = json.loads(line)
@@ -56,6 +74,19 @@ for name, label in [("train", f"training, batch {tb}"), ("infer64", "inference, 
         v = by[t]
         m = statistics.median(v)
         print(f"| {label} | {t} | {m:,.0f} [{min(v):,.0f}–{max(v):,.0f}] | {m/base:.2f} | {m/base/t:.2f} |")
+if any(name == "torch" for name, _ in workloads):
+    med = {}
+    for name in ("train", "torch"):
+        by = {}
+        for line in open(f"{out}/{name}.jsonl"):
+            r = json.loads(line)
+            by.setdefault(r["threads"], []).append(r["img_per_s"])
+        med[name] = {t: statistics.median(v) for t, v in by.items()}
+    print("\n| threads | training ÷ PyTorch (medians) |")
+    print("|---:|---:|")
+    for t in sorted(med["train"]):
+        if t in med["torch"]:
+            print(f"| {t} | {med['train'][t] / med['torch'][t]:.2f} |")
 PY
 echo
 echo "JSON lines in $OUT"
