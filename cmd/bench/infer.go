@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/proxgen/proxgen/autograd/blas"
+	"github.com/proxgen/proxgen/cmd/internal/benchrun"
 	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/nn"
@@ -148,7 +149,7 @@ func runInfer(args []string, stdout, stderr io.Writer) error {
 	for range c.warmup {
 		forward()
 	}
-	lt := timeLoop(c.steps, c.minTime, forward)
+	lt := benchrun.TimeLoop(c.steps, c.minTime, forward)
 	ms := func(d time.Duration) float64 { return math.Round(float64(d.Microseconds())) / 1000 }
 	res := &inferResult{
 		Impl:         "go",
@@ -157,10 +158,10 @@ func runInfer(args []string, stdout, stderr io.Writer) error {
 		Threads:      parallel.Workers(),
 		Batch:        c.batch,
 		Dense:        c.dense,
-		ImgPerS:      math.Round(float64(c.batch)*float64(lt.n)/lt.elapsed.Seconds()*100) / 100,
-		MsPerBatch:   ms(lt.elapsed / time.Duration(lt.n)),
-		MsMin:        ms(lt.fastest),
-		Steps:        lt.n,
+		ImgPerS:      math.Round(float64(c.batch)*float64(lt.N)/lt.Elapsed.Seconds()*100) / 100,
+		MsPerBatch:   ms(lt.Elapsed / time.Duration(lt.N)),
+		MsMin:        ms(lt.Fastest),
+		Steps:        lt.N,
 		Warmup:       c.warmup,
 		KernelMix:    map[string]string{},
 		SparseLayers: len(rep.SparseLayers()),
@@ -172,8 +173,8 @@ func runInfer(args []string, stdout, stderr io.Writer) error {
 		GoVersion:    runtime.Version(),
 		GOMAXPROCS:   runtime.GOMAXPROCS(0),
 	}
-	if lt.cpuOK {
-		res.CPUMs = ms(lt.cpu / time.Duration(lt.n))
+	if lt.CPUOK {
+		res.CPUMs = ms(lt.CPU / time.Duration(lt.N))
 	}
 	for _, l := range rep.Layers {
 		res.KernelMix[l.Name] = "dense"

@@ -23,6 +23,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -100,4 +101,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	// Bad flags exit 2, other failures 1.
 	return cli.ExitCode(err)
+}
+
+// writeJSON prints v as one line of JSON.
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/proxgen/proxgen/cmd/internal/experiment"
-	"github.com/proxgen/proxgen/internal/procstat"
 )
 
 // checkLoopFlags checks the flags the timing subcommands share.
@@ -33,34 +32,6 @@ func setThreads(n int) (restore func()) {
 	}
 	_, restore = experiment.SetThreads(n)
 	return restore
-}
-
-// loopTiming is what timeLoop measured.
-type loopTiming struct {
-	n                     int           // timed calls
-	elapsed, fastest, cpu time.Duration // wall time of all, of the fastest, CPU time of all
-	cpuOK                 bool          // whether cpu was measured
-}
-
-// timeLoop calls step until both steps calls and minTime have passed and
-// returns the wall and CPU times.
-func timeLoop(steps int, minTime time.Duration, step func()) loopTiming {
-	lt := loopTiming{fastest: time.Duration(math.MaxInt64)}
-	cpu0, ok := procstat.CPUTime()
-	start := time.Now()
-	for {
-		t := time.Now()
-		step()
-		lt.fastest = min(lt.fastest, time.Since(t))
-		lt.n++
-		if lt.n >= steps && time.Since(start) >= minTime {
-			break
-		}
-	}
-	lt.elapsed = time.Since(start)
-	cpu1, _ := procstat.CPUTime()
-	lt.cpu, lt.cpuOK = cpu1-cpu0, ok
-	return lt
 }
 
 // writeMemProfile writes the cumulative allocation profile to path and

@@ -27,6 +27,7 @@ import (
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/autograd/blas"
+	"github.com/proxgen/proxgen/cmd/internal/benchrun"
 	"github.com/proxgen/proxgen/internal/cli"
 	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/internal/procstat"
@@ -268,8 +269,8 @@ func timeSteps(c *trainConfig, step func() float32, timed func()) (*trainResult,
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	var loss float32
-	lt := timeLoop(c.steps, c.minTime, func() { loss = step() })
-	n, elapsed, fastest := lt.n, lt.elapsed, lt.fastest
+	lt := benchrun.TimeLoop(c.steps, c.minTime, func() { loss = step() })
+	n, elapsed, fastest := lt.N, lt.Elapsed, lt.Fastest
 	runtime.ReadMemStats(&after)
 	if c.memprofile != "" {
 		if err := writeMemProfile(c.memprofile, memBase.Bytes()); err != nil {
@@ -281,8 +282,8 @@ func timeSteps(c *trainConfig, step func() float32, timed func()) (*trainResult,
 	}
 	ms := func(d time.Duration) float64 { return math.Round(float64(d.Microseconds())) / 1000 }
 	var cpuMs float64
-	if lt.cpuOK {
-		cpuMs = ms(lt.cpu / time.Duration(n))
+	if lt.CPUOK {
+		cpuMs = ms(lt.CPU / time.Duration(n))
 	}
 	var rssMB float64
 	if b, ok := procstat.PeakRSS(); ok {

@@ -76,8 +76,9 @@ KERNELS, internal/cli < cmd/internal/compute;
 LIBRARY, DATA, internal/cli, internal/procstat, cmd/internal/compute
 < cmd/internal/experiment
 < cmd/internal/cifarrun, cmd/internal/ptbrun
-< cmd/internal/sweep
-< APP;
+< cmd/internal/sweep;
+LIBRARY, internal/procstat < cmd/internal/benchrun; # the harnesses of cmd/bench
+cmd/internal/sweep, cmd/internal/benchrun < APP;
 
 # Programs: main packages; nothing imports them.
 APP < cmd/bench, cmd/cifar, cmd/export, cmd/lasso, cmd/ptb, cmd/serve, cmd/sweep;
