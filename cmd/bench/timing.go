@@ -1,13 +1,10 @@
 package main
 
-// The timing helpers the train and infer subcommands share.
+// The flag checks and thread setting the train and infer subcommands share.
 
 import (
 	"fmt"
 	"math"
-	"os"
-	"runtime"
-	"runtime/pprof"
 	"time"
 
 	"github.com/proxgen/proxgen/cmd/internal/experiment"
@@ -32,26 +29,4 @@ func setThreads(n int) (restore func()) {
 	}
 	_, restore = experiment.SetThreads(n)
 	return restore
-}
-
-// writeMemProfile writes the cumulative allocation profile to path and
-// the baseline taken before the timed steps to path+".base", for
-// "go tool pprof -sample_index=alloc_space -base path.base path".
-func writeMemProfile(path string, base []byte) error {
-	runtime.GC()
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("bench train: %w", err)
-	}
-	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
-		f.Close()
-		return fmt.Errorf("bench train: memory profile: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("bench train: %w", err)
-	}
-	if err := os.WriteFile(path+".base", base, 0o644); err != nil {
-		return fmt.Errorf("bench train: %w", err)
-	}
-	return nil
 }
