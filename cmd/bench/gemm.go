@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"strings"
 	"time"
@@ -31,17 +30,11 @@ func runGemm(args []string, stdout, stderr io.Writer) error {
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	switch {
-	case c.M < 1 || c.N < 1 || c.K < 1:
-		return cli.Usagef("-m, -n and -k must be positive, got m=%d n=%d k=%d", c.M, c.N, c.K)
-	case *threads < 1:
+	if *threads < 1 {
 		return cli.Usagef("-threads must be at least 1, got %d", *threads)
-	case c.Reps < 1:
-		return cli.Usagef("-reps must be at least 1, got %d", c.Reps)
-	case c.Warmup < 0 || c.WarmupTime < 0:
-		return cli.Usagef("-warmup and -warmup-time must not be negative, got %d and %v", c.Warmup, c.WarmupTime)
-	case float64(c.M)*float64(c.K)+float64(c.K)*float64(c.N)+float64(c.M)*float64(c.N) > benchrun.MaxGemmElements:
-		return cli.Usagef("matrices of m=%d n=%d k=%d need more than 8 GiB", c.M, c.N, c.K)
+	}
+	if err := c.Check(); err != nil {
+		return &cli.UsageError{Err: err}
 	}
 	eng := blas.Default()
 	if *kernel != "" {
@@ -55,13 +48,5 @@ func runGemm(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		return writeJSON(stdout, r)
-	}
-	fmt.Fprintf(stdout, "kernel %s, chosen as %s\n", r.Kernel, r.KernelChoice)
-	fmt.Fprintf(stdout, "%-7s %6s %6s %6s %6s %6s %7s %12s %10s %12s %10s %10s\n",
-		"kernel", "m", "n", "k", "transA", "transB", "threads", "best_s", "best_GF/s", "median_s", "median_GF/s", "cpu_GF/s")
-	_, err = fmt.Fprintf(stdout, "%-7s %6d %6d %6d %6v %6v %7d %12.6f %10.1f %12.6f %10.1f %10.1f\n",
-		r.Kernel, r.M, r.N, r.K, r.TransA, r.TransB, r.Threads, r.Seconds, r.GFLOPS, r.MedianSeconds, r.MedianGFLOPS, r.CPUGFLOPS)
-	return err
+	return report(stdout, *asJSON, r)
 }

@@ -12,8 +12,9 @@
 //
 // Run "bench <command> -h" for a command's flags. Each command prints a
 // readable table, or with -json a JSON object as the last line of standard
-// output for scripts to parse. Bad flags print an error to standard error
-// and exit with status 1 (2 for an unknown command).
+// output for scripts to parse. Bad flags and an unknown command print an
+// error to standard error and exit with status 2, other failures with 1.
+// The measurements are cmd/internal/benchrun's.
 //
 // Examples:
 //
@@ -32,6 +33,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/proxgen/proxgen/cmd/internal/benchrun"
 	"github.com/proxgen/proxgen/cmd/internal/compute"
 	"github.com/proxgen/proxgen/internal/cli"
 )
@@ -103,12 +105,51 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return cli.ExitCode(err)
 }
 
-// writeJSON prints v as one line of JSON.
-func writeJSON(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
+// report prints res to w as one line of JSON if asJSON is set, else as
+// its table.
+func report(w io.Writer, asJSON bool, res interface{ WriteTable(io.Writer) error }) error {
+	if !asJSON {
+		return res.WriteTable(w)
+	}
+	b, err := json.Marshal(res)
 	if err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
+}
+
+// threadsFlag defines the -threads flag of the train and infer commands.
+func threadsFlag(fs *flag.FlagSet) *int {
+	return fs.Int("threads", 0, "GOMAXPROCS and worker-pool size (0: keep GOMAXPROCS)")
+}
+
+// loopFlags defines the flags of l, its values the defaults, whose steps
+// the help calls noun.
+func loopFlags(fs *flag.FlagSet, l *benchrun.Loop, noun string) {
+	fs.IntVar(&l.Warmup, "warmup", l.Warmup, "untimed warm-up "+noun)
+	fs.IntVar(&l.Steps, "steps", l.Steps, "timed "+noun+" (at least)")
+	fs.DurationVar(&l.MinTime, "min-time", l.MinTime, "keep timing "+noun+" until this much time has passed")
+}
+
+// checkConfig returns a usage error if threads is negative or c's Check
+// fails.
+func checkConfig(threads int, c interface{ Check() error }) error {
+	if threads < 0 {
+		return cli.Usagef("-threads must not be negative, got %d", threads)
+	}
+	if err := c.Check(); err != nil {
+		return &cli.UsageError{Err: err}
+	}
+	return nil
+}
+
+// setThreads sets GOMAXPROCS and the worker-pool size to n when n > 0 and
+// returns the function that restores both.
+func setThreads(n int) (restore func()) {
+	if n <= 0 {
+		return func() {}
+	}
+	_, restore = compute.SetThreads(n)
+	return restore
 }

@@ -37,7 +37,7 @@ func TestTrainFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"tokens/s", "2 columns × 3 steps", "ms/step", "GEMM kernel", "optimizer step"} {
+	for _, want := range []string{"tokens/s", "optimizer step"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

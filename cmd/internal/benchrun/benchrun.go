@@ -31,10 +31,16 @@ type Loop struct {
 	MinTime time.Duration // least wall time of the timed steps, at least 0
 }
 
+// defaultLoop is the loop of the default configurations.
+var defaultLoop = Loop{Warmup: 2, Steps: 10}
+
 // check reports a loop that cannot run.
 func (l Loop) check() error {
-	if l.Warmup < 0 || l.Steps < 1 || l.MinTime < 0 {
-		return fmt.Errorf("loop of %d warm-up and %d timed steps for %v: want warm-up ≥ 0, steps ≥ 1, time ≥ 0", l.Warmup, l.Steps, l.MinTime)
+	if l.Steps < 1 {
+		return fmt.Errorf("steps must be at least 1, got %d", l.Steps)
+	}
+	if l.Warmup < 0 || l.MinTime < 0 {
+		return fmt.Errorf("warmup and min-time must not be negative, got %d and %v", l.Warmup, l.MinTime)
 	}
 	return nil
 }

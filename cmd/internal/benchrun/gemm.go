@@ -2,6 +2,7 @@ package benchrun
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -22,9 +23,9 @@ type GemmConfig struct {
 	WarmupTime     time.Duration // keep warming up until this much time has passed, so the CPU clock settles
 }
 
-// MaxGemmElements bounds M·K + K·N + M·N, the float32 elements of the
+// maxGemmElements bounds M·K + K·N + M·N, the float32 elements of the
 // three matrices (8 GiB).
-const MaxGemmElements = 1 << 31
+const maxGemmElements = 1 << 31
 
 // GemmResult is what Gemm measured; its JSON keys are those of
 // bench gemm -json.
@@ -55,20 +56,44 @@ type GemmResult struct {
 	CPUGFLOPS  float64 `json:"cpu_gflops"`
 }
 
+// WriteTable prints r as a readable table, as bench gemm does without
+// -json.
+func (r *GemmResult) WriteTable(w io.Writer) error {
+	fmt.Fprintf(w, "kernel %s, chosen as %s\n", r.Kernel, r.KernelChoice)
+	fmt.Fprintf(w, "%-7s %6s %6s %6s %6s %6s %7s %12s %10s %12s %10s %10s\n",
+		"kernel", "m", "n", "k", "transA", "transB", "threads", "best_s", "best_GF/s", "median_s", "median_GF/s", "cpu_GF/s")
+	_, err := fmt.Fprintf(w, "%-7s %6d %6d %6d %6v %6v %7d %12.6f %10.1f %12.6f %10.1f %10.1f\n",
+		r.Kernel, r.M, r.N, r.K, r.TransA, r.TransB, r.Threads, r.Seconds, r.GFLOPS, r.MedianSeconds, r.MedianGFLOPS, r.CPUGFLOPS)
+	return err
+}
+
+// Check reports a configuration that Gemm cannot run: a size below 1,
+// matrices of more than 8 GiB, no timed repetition, or a
+// negative warm-up. The error names the setting by the name of bench
+// gemm's flag for it.
+func (c *GemmConfig) Check() error {
+	switch {
+	case c.M < 1 || c.N < 1 || c.K < 1:
+		return fmt.Errorf("m, n and k must be positive, got m=%d n=%d k=%d", c.M, c.N, c.K)
+	case c.Reps < 1:
+		return fmt.Errorf("reps must be at least 1, got %d", c.Reps)
+	case c.Warmup < 0 || c.WarmupTime < 0:
+		return fmt.Errorf("warmup and warmup-time must not be negative, got %d and %v", c.Warmup, c.WarmupTime)
+	case float64(c.M)*float64(c.K)+float64(c.K)*float64(c.N)+float64(c.M)*float64(c.N) > maxGemmElements:
+		return fmt.Errorf("matrices of m=%d n=%d k=%d need more than 8 GiB", c.M, c.N, c.K)
+	}
+	return nil
+}
+
 // Gemm times eng.Sgemm on the matrices c describes, filled with uniform
 // random numbers in [-1, 1) from a fixed seed: the best and the median
 // wall time of c.Reps repetitions after the warm-up, and the least
 // process CPU time of one. It runs on the worker pool the program sized
 // (parallel.Workers, reported as Threads) and returns an error, having
-// run nothing, if c is out of range.
+// run nothing, if Check rejects c.
 func Gemm(eng *blas.Engine, c GemmConfig) (*GemmResult, error) {
-	switch {
-	case c.M < 1 || c.N < 1 || c.K < 1:
-		return nil, fmt.Errorf("gemm: sizes must be positive, got m=%d n=%d k=%d", c.M, c.N, c.K)
-	case c.Reps < 1 || c.Warmup < 0 || c.WarmupTime < 0:
-		return nil, fmt.Errorf("gemm: %d repetitions after %d warm-up and %v: want at least 1, 0 and 0", c.Reps, c.Warmup, c.WarmupTime)
-	case float64(c.M)*float64(c.K)+float64(c.K)*float64(c.N)+float64(c.M)*float64(c.N) > MaxGemmElements:
-		return nil, fmt.Errorf("gemm: matrices of m=%d n=%d k=%d need more than 8 GiB", c.M, c.N, c.K)
+	if err := c.Check(); err != nil {
+		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	fill := func(n int) []float32 {

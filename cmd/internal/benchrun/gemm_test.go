@@ -1,6 +1,7 @@
 package benchrun
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -34,6 +35,11 @@ func TestGemmKernel(t *testing.T) {
 	if r.Kernel != "generic" || !strings.HasPrefix(r.KernelChoice, `NewEngine("generic")`) || !r.TransA {
 		t.Errorf("result %+v: want the generic engine, A transposed", r)
 	}
+	var out bytes.Buffer
+	if err := r.WriteTable(&out); err != nil {
+		t.Fatal(err)
+	}
+	checkTable(t, out.String(), "best_GF/s", `kernel generic, chosen as NewEngine("generic")`)
 }
 
 func TestGemmBadConfig(t *testing.T) {

@@ -7,11 +7,13 @@ package benchrun
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/proxgen/proxgen/autograd/blas"
 	"github.com/proxgen/proxgen/internal/parallel"
@@ -52,6 +54,17 @@ type InferConfig struct {
 	Loop
 }
 
+// DefaultInferConfig returns the configuration of bench infer without
+// flags: DefaultInferModel at full width with option-A shortcuts and
+// random dense weights, batches of 64 images, the sparse layers chosen by
+// measured cost, seed 1, 2 warm-up and 10 timed passes.
+func DefaultInferConfig() InferConfig {
+	return InferConfig{
+		Spec:  models.Spec{Model: DefaultInferModel, Width: 1, Shortcut: "A"},
+		Batch: 64, Seed: 1, Loop: defaultLoop,
+	}
+}
+
 // InferResult is what Infer measured; its JSON keys are those of
 // bench infer -json.
 type InferResult struct {
@@ -78,25 +91,49 @@ type InferResult struct {
 	GEMMKernel   string            `json:"gemm_kernel"`
 	GoVersion    string            `json:"go_version"`
 	GOMAXPROCS   int               `json:"gomaxprocs"`
+
+	// Served describes the prepared model (infer.Model's String) and
+	// Sparsity its layers' zeros and paths.
+	Served   string       `json:"-"`
+	Sparsity infer.Report `json:"-"`
+}
+
+// Check reports a configuration that Infer cannot run: a model other
+// than InferModels (an empty one is taken from the file or
+// DefaultInferModel), a negative or infinite width, a batch below 1,
+// zeros outside [0, 1], negative min zeros, or a loop of no timed steps
+// or a negative warm-up or time. The error names the setting by the name
+// of bench infer's flag for it.
+func (c *InferConfig) Check() error {
+	switch {
+	case c.Spec.Model != "" && !slices.Contains(inferModels, c.Spec.Model):
+		return fmt.Errorf("unknown model %q (known: %s)", c.Spec.Model, strings.Join(inferModels, ", "))
+	case !(c.Spec.Width >= 0) || math.IsInf(c.Spec.Width, 0):
+		return fmt.Errorf("width must not be negative, got %g", c.Spec.Width)
+	case c.Batch < 1:
+		return fmt.Errorf("batch must be at least 1, got %d", c.Batch)
+	case !(c.Zeros >= 0 && c.Zeros <= 1):
+		return fmt.Errorf("zeros must be in [0, 1], got %g", c.Zeros)
+	case !(c.MinZeros >= 0):
+		return fmt.Errorf("min-zeros must not be negative, got %g", c.MinZeros)
+	}
+	return c.Loop.check()
 }
 
 // Infer prepares the model c describes (inferModel), runs c.Warmup
 // forward passes of Model.Probabilities on a fixed batch of random
 // preprocessed images, then times passes as TimeLoop does. It returns the
-// result and the prepared model (for its Sparsity report), computing
-// with the thread count and GEMM engine the program set, or an error for
-// a configuration out of range or a model file that cannot be loaded.
-func Infer(c InferConfig) (*InferResult, *infer.Model, error) {
-	if c.Batch < 1 || !(c.Zeros >= 0 && c.Zeros <= 1) || !(c.MinZeros >= 0) {
-		return nil, nil, fmt.Errorf("batch %d, zeros %g, min zeros %g: want batch ≥ 1, zeros in [0, 1], min zeros ≥ 0", c.Batch, c.Zeros, c.MinZeros)
-	}
-	if err := c.Loop.check(); err != nil {
-		return nil, nil, err
+// result, computing with the thread count and GEMM engine the program
+// set, or an error for a configuration Check rejects or a model file that
+// cannot be loaded.
+func Infer(c InferConfig) (*InferResult, error) {
+	if err := c.Check(); err != nil {
+		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(c.Seed, seedStream))
 	m, params, err := inferModel(&c, rng)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	rep := m.Sparsity()
 	x := make([]float32, c.Batch*infer.InputSize)
@@ -130,6 +167,8 @@ func Infer(c InferConfig) (*InferResult, *infer.Model, error) {
 		GEMMKernel:   blas.Kernel(),
 		GoVersion:    runtime.Version(),
 		GOMAXPROCS:   runtime.GOMAXPROCS(0),
+		Served:       m.String(),
+		Sparsity:     rep,
 	}
 	for _, l := range rep.Layers {
 		res.KernelMix[l.Name] = "dense"
@@ -137,7 +176,29 @@ func Infer(c InferConfig) (*InferResult, *infer.Model, error) {
 			res.KernelMix[l.Name] = "sparse"
 		}
 	}
-	return res, m, nil
+	return res, nil
+}
+
+// WriteTable prints r as a readable table, then the layers and the path
+// each runs (infer.Report), as bench infer does without -json.
+func (r *InferResult) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "model\t%s\n", r.Model)
+	fmt.Fprintf(tw, "images/s\t%.1f\n", r.ImgPerS)
+	fmt.Fprintf(tw, "ms/batch\t%.2f (min %.2f)\n", r.MsPerBatch, r.MsMin)
+	if r.CPUMs > 0 {
+		fmt.Fprintf(tw, "CPU ms/batch\t%.2f (all threads)\n", r.CPUMs)
+	}
+	fmt.Fprintf(tw, "batch\t%d\n", r.Batch)
+	fmt.Fprintf(tw, "threads\t%d (GOMAXPROCS %d)\n", r.Threads, r.GOMAXPROCS)
+	fmt.Fprintf(tw, "timed passes\t%d after %d warm-up\n", r.Steps, r.Warmup)
+	fmt.Fprintf(tw, "weights zero ratio\t%.4f\n", r.ZeroRatio)
+	fmt.Fprintf(tw, "served\t%s\n", r.Served)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprint(w, r.Sparsity.String())
+	return err
 }
 
 // inferModel returns the model c describes: with c.Weights, the network

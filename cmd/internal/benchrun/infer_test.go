@@ -1,6 +1,7 @@
 package benchrun
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -36,7 +37,7 @@ func TestInfer(t *testing.T) {
 		{"forced dense", tinyInfer(3, func(c *InferConfig) { c.Zeros, c.Dense = 0.97, true }), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, m, err := Infer(tc.c)
+			r, err := Infer(tc.c)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,7 +47,7 @@ func TestInfer(t *testing.T) {
 			if !(r.ImgPerS > 0) || !(r.MsPerBatch > 0) || r.MsMin > r.MsPerBatch || r.Batch != 3 || r.Steps != 2 || r.Threads != 1 || r.Model != "resnet20" {
 				t.Errorf("result %+v", r)
 			}
-			if len(r.KernelMix) != 20 || r.Layers != 20 || len(m.Sparsity().Layers) != 20 {
+			if len(r.KernelMix) != 20 || r.Layers != 20 || len(r.Sparsity.Layers) != 20 {
 				t.Fatalf("kernel_mix = %v, want 20 layers", r.KernelMix)
 			}
 			want := "dense"
@@ -94,7 +95,7 @@ func TestInferWeights(t *testing.T) {
 	if err := checkpoint.SaveCompressedModel(path, m, nil); err != nil {
 		t.Fatal(err)
 	}
-	r, _, err := Infer(tinyInfer(1, func(c *InferConfig) { c.Weights, c.MinZeros = path, 0.85 }))
+	r, err := Infer(tinyInfer(1, func(c *InferConfig) { c.Weights, c.MinZeros = path, 0.85 }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestInferWeights(t *testing.T) {
 	if r.SparseLayers != 20 || r.Weights != path {
 		t.Errorf("sparse_layers = %v, weights %q; want 20, %q", r.SparseLayers, r.Weights, path)
 	}
-	if _, _, err := Infer(tinyInfer(1, func(c *InferConfig) { c.Weights, c.Spec.Width = path, 1 })); err == nil || !strings.Contains(err.Error(), "shape") {
+	if _, err := Infer(tinyInfer(1, func(c *InferConfig) { c.Weights, c.Spec.Width = path, 1 })); err == nil || !strings.Contains(err.Error(), "shape") {
 		t.Errorf("full-width model from a width-0.25 file: error %v, want a shape mismatch", err)
 	}
 }
@@ -123,20 +124,20 @@ func TestInferWeightsMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 	fromFile := func(c *InferConfig) { c.Weights, c.Spec = path, models.Spec{} }
-	r, m, err := Infer(tinyInfer(2, fromFile))
+	r, err := Infer(tinyInfer(2, fromFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Model != "resnet8" || m.NumClasses() != 7 {
-		t.Errorf("model %v with %d classes, want resnet8 with 7 from the metadata", r.Model, m.NumClasses())
+	if want := "resnet8 width 0.25 shortcut B, 7 classes"; r.Model != "resnet8" || !strings.HasPrefix(r.Served, want) {
+		t.Errorf("model %v served as %q, want resnet8 and %q from the metadata", r.Model, r.Served, want)
 	}
 	if r.KernelMix["layer2.0.shortcut.0"] == "" {
 		t.Errorf("kernel_mix %v lacks the option-B shortcut", r.KernelMix)
 	}
-	if _, _, err := Infer(tinyInfer(1, fromFile, func(c *InferConfig) { c.Spec.Shortcut = "A" })); err == nil || !strings.Contains(err.Error(), "unexpected") {
+	if _, err := Infer(tinyInfer(1, fromFile, func(c *InferConfig) { c.Spec.Shortcut = "A" })); err == nil || !strings.Contains(err.Error(), "unexpected") {
 		t.Errorf("shortcut A over an option-B file: error %v, want unexpected keys", err)
 	}
-	if _, _, err := Infer(tinyInfer(1, fromFile, func(c *InferConfig) { c.Spec.Model = "resnet20" })); err == nil {
+	if _, err := Infer(tinyInfer(1, fromFile, func(c *InferConfig) { c.Spec.Model = "resnet20" })); err == nil {
 		t.Error("resnet20 over a resnet8 file succeeded")
 	}
 }
@@ -145,9 +146,21 @@ func TestInferWeightsMetadata(t *testing.T) {
 // built with the per-layer widths of its metadata.
 func TestInferCompacted(t *testing.T) {
 	path := filepath.Join("..", "..", "..", "testdata", "compact", "resnet20_A.compact.safetensors")
-	if _, _, err := Infer(tinyInfer(2, func(c *InferConfig) { c.Weights = path })); err != nil {
+	if _, err := Infer(tinyInfer(2, func(c *InferConfig) { c.Weights = path })); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestInferTable(t *testing.T) {
+	r, err := Infer(tinyInfer(1, func(c *InferConfig) { c.Spec, c.Zeros = models.Spec{Model: "vgg16", Width: 0.0625}, 0.7 }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := r.WriteTable(&out); err != nil {
+		t.Fatal(err)
+	}
+	checkTable(t, out.String(), "images/s", "ms/batch", "vgg16 width 0.0625", "layers sparse", "features.0")
 }
 
 func TestInferBadConfig(t *testing.T) {
@@ -160,7 +173,7 @@ func TestInferBadConfig(t *testing.T) {
 		"min zeros": func(c *InferConfig) { c.MinZeros = -1 },
 		"weights":   func(c *InferConfig) { c.Weights = filepath.Join(t.TempDir(), "missing.safetensors") },
 	} {
-		if _, _, err := Infer(tinyInfer(1, change)); err == nil {
+		if _, err := Infer(tinyInfer(1, change)); err == nil {
 			t.Errorf("%s: Infer succeeded, want an error", name)
 		}
 	}

@@ -86,7 +86,7 @@ func DefaultTrainConfig() TrainConfig {
 	return TrainConfig{
 		Model: "resnet20", BPTT: 35, Vocab: 10000, Emb: 300, Hidden: 300,
 		Width: 1, Seed: 1, LR: 1e-3, Precision: autograd.FP32, Arena: true,
-		Loop: Loop{Warmup: 2, Steps: 10},
+		Loop: defaultLoop,
 	}
 }
 
@@ -124,14 +124,31 @@ type TrainResult struct {
 	Profile *OpProfile `json:"-"`
 }
 
-// check reports a configuration that cannot run.
-func (c *TrainConfig) check() error {
+// Check reports a configuration that Train cannot run: an unknown model,
+// a negative batch, an LSTM size below 1, a width or learning rate not
+// positive (or an infinite width), or a loop of no timed steps or a
+// negative warm-up or time. The error names the setting by the name of
+// bench train's flag for it.
+func (c *TrainConfig) Check() error {
 	if !slices.Contains(trainModels, c.Model) {
 		return fmt.Errorf("unknown model %q (known: %s)", c.Model, strings.Join(trainModels, ", "))
 	}
-	if min(c.Batch, c.BPTT, c.Vocab, c.Emb, c.Hidden) < 1 || !(c.Width > 0) || math.IsInf(c.Width, 0) || !(c.LR > 0) {
-		return fmt.Errorf("batch %d, bptt %d, vocab %d, emb %d, hidden %d, width %g, lr %g: want all positive",
-			c.Batch, c.BPTT, c.Vocab, c.Emb, c.Hidden, c.Width, c.LR)
+	if c.Batch < 0 {
+		return fmt.Errorf("batch must not be negative, got %d", c.Batch)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"bptt", c.BPTT}, {"vocab", c.Vocab}, {"emb", c.Emb}, {"hidden", c.Hidden}} {
+		if f.v < 1 {
+			return fmt.Errorf("%s must be at least 1, got %d", f.name, f.v)
+		}
+	}
+	if !(c.Width > 0) || math.IsInf(c.Width, 0) {
+		return fmt.Errorf("width must be positive, got %g", c.Width)
+	}
+	if !(c.LR > 0) {
+		return fmt.Errorf("lr must be positive, got %g", c.LR)
 	}
 	return c.Loop.check()
 }
@@ -144,11 +161,11 @@ func (c *TrainConfig) check() error {
 // for a configuration out of range, a profile that cannot be written, or
 // a loss that is not finite.
 func Train(c TrainConfig) (*TrainResult, error) {
+	if err := c.Check(); err != nil {
+		return nil, err
+	}
 	if c.Batch == 0 {
 		c.Batch = DefaultBatch(c.Model)
-	}
-	if err := c.check(); err != nil {
-		return nil, err
 	}
 	s, err := newTrainStep(&c)
 	if err != nil {
@@ -174,6 +191,36 @@ func Train(c TrainConfig) (*TrainResult, error) {
 		res.ImgPerS = &rate
 	}
 	return res, nil
+}
+
+// WriteTable prints r as a readable table, as bench train does without
+// -json.
+func (r *TrainResult) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "model\t%s\n", r.Model)
+	if r.TokPerS != nil {
+		fmt.Fprintf(tw, "tokens/s\t%.1f\n", *r.TokPerS)
+		fmt.Fprintf(tw, "batch\t%d columns × %d steps\n", r.Batch, r.BPTT)
+	} else {
+		fmt.Fprintf(tw, "images/s\t%.1f\n", *r.ImgPerS)
+		fmt.Fprintf(tw, "batch\t%d\n", r.Batch)
+	}
+	fmt.Fprintf(tw, "ms/step\t%.1f (min %.1f)\n", r.MsPerStep, r.MsMin)
+	if r.CPUMs > 0 {
+		fmt.Fprintf(tw, "CPU ms/step\t%.1f (all threads)\n", r.CPUMs)
+	}
+	fmt.Fprintf(tw, "timed steps\t%d in %.2f s after %d warm-up\n", r.Steps, r.Seconds, r.Warmup)
+	fmt.Fprintf(tw, "threads\t%d (GOMAXPROCS %d)\n", r.Threads, r.GOMAXPROCS)
+	fmt.Fprintf(tw, "GEMM kernel\t%s\n", r.Kernel)
+	fmt.Fprintf(tw, "precision\t%s\n", r.Precision)
+	fmt.Fprintf(tw, "parameters\t%d\n", r.Params)
+	fmt.Fprintf(tw, "arena\t%v\n", r.Arena)
+	fmt.Fprintf(tw, "allocated/step\t%.1f MB, %.2f GCs\n", r.AllocMB, r.GCPerStep)
+	if r.PeakRSSMB > 0 {
+		fmt.Fprintf(tw, "peak RSS\t%.1f MB (process high-water mark)\n", r.PeakRSSMB)
+	}
+	fmt.Fprintf(tw, "last loss\t%.4f\n", r.Loss)
+	return tw.Flush()
 }
 
 // timeSteps runs the warm-up steps, then timed steps until both c.Steps

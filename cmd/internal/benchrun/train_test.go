@@ -40,6 +40,16 @@ func jsonKeys(t *testing.T, v any) []string {
 	return keys
 }
 
+// checkTable reports the strings of want that table lacks.
+func checkTable(t *testing.T, table string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(table, w) {
+			t.Errorf("table lacks %q:\n%s", w, table)
+		}
+	}
+}
+
 // tinyTrain is a configuration that trains a small model quickly.
 func tinyTrain(model string) TrainConfig {
 	c := DefaultTrainConfig()
@@ -178,15 +188,15 @@ func TestTrainProfiles(t *testing.T) {
 	if r.Profile == nil {
 		t.Fatal("no op profile")
 	}
-	var out bytes.Buffer
-	if err := r.Profile.WriteTable(&out); err != nil {
+	var table, prof bytes.Buffer
+	if err := r.WriteTable(&table); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"calls/step", "optimizer step", "rest", "Embedding"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("op profile lacks %q:\n%s", want, out.String())
-		}
+	if err := r.Profile.WriteTable(&prof); err != nil {
+		t.Fatal(err)
 	}
+	checkTable(t, table.String(), "tokens/s", "3 columns × 4 steps", "ms/step", "GEMM kernel", "parameters", "last loss")
+	checkTable(t, prof.String(), "calls/step", "optimizer step", "rest", "Embedding")
 }
 
 func TestTrainBadConfig(t *testing.T) {
