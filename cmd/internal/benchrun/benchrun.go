@@ -1,8 +1,10 @@
 // Package benchrun holds the measurement harnesses of cmd/bench: the GEMM
 // timing (Gemm), training steps of the paper's models on random data
 // (Train) and inference of a prepared model on random images (Infer),
-// each timed by TimeLoop and reported as a result whose JSON keys the
-// scripts under scripts/ parse.
+// each timed by TimeLoop. A configuration (TrainConfig, InferConfig,
+// GemmConfig) says what to run, and its Check what is out of range; a
+// result says what was measured, as a JSON object whose keys the scripts
+// under scripts/ parse, or as a table (WriteTable).
 //
 // The harnesses compute with the thread count and GEMM engine the program
 // chose (cmd/internal/compute) and change no setting of the process; the

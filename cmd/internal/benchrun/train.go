@@ -323,9 +323,7 @@ type trainStep struct {
 }
 
 // newTrainStep builds the model, its Adam optimizer and a fixed batch of
-// random data, and returns a function that runs one training step and
-// reports its loss, the number of samples (images or tokens) one step
-// processes and the model's parameter count.
+// random data, and returns the training step on them.
 func newTrainStep(c *TrainConfig) (*trainStep, error) {
 	rng := rand.New(rand.NewPCG(c.Seed, seedStream))
 	var (
