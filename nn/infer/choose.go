@@ -64,8 +64,26 @@ type choice struct {
 	single bool
 }
 
+// splits returns c's plan, when it is a directPlan, splitting a call of
+// fewer images than workers over 1, 2, 4, ... workers short of all of
+// them (directPlan.split), as candidates timed at batch 1 only.
+func splits(c choice) []choice {
+	dp, ok := c.plan.(*directPlan)
+	if !ok {
+		return nil
+	}
+	var out []choice
+	for k := 1; k < parallel.Workers(); k *= 2 {
+		p := *dp
+		p.split = k
+		out = append(out, choice{rep: c.rep, plan: &p, single: true})
+	}
+	return out
+}
+
 // choose compiles net (in evaluation mode) with the layer set that runs
-// fastest, measured at load: the all-dense network, the networks with the
+// fastest, measured at load: the all-dense network (also with a single
+// image split over fewer workers, splits), the networks with the
 // layers above each fraction of sparseFrom sparse and the one with every
 // convolution sparse (on planarPlan, with each image split over the
 // workers and kept on one), each distinct set once, timed on random images at
@@ -84,6 +102,7 @@ func choose(net nn.Module, m *Model) (plan, Report) {
 	if cands[0].plan == nil {
 		return nil, dense
 	}
+	cands = append(cands, splits(cands[0])...)
 	for _, f := range sparseFrom {
 		rep := report(net, prepOptions{MinZeros: f}, true)
 		if len(rep.SparseLayers()) == 0 {
@@ -111,8 +130,14 @@ func choose(net nn.Module, m *Model) (plan, Report) {
 			}
 		}
 	}
+	return fastest(net, m, cands)
+}
+
+// fastest returns the plan of cands that runs fastest, as choose
+// describes, and the report of the one chosen for a single image.
+func fastest(net nn.Module, m *Model, cands []choice) (plan, Report) {
 	if len(cands) == 1 {
-		return cands[0].plan, dense
+		return cands[0].plan, cands[0].rep
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	x := make([]float32, chooseBatches[1]*InputSize)
@@ -132,6 +157,10 @@ func choose(net nn.Module, m *Model) (plan, Report) {
 				cm := &Model{net: net, spec: m.spec, norm: m.norm, sparse: c.rep, plan: c.plan}
 				ts, idx = append(ts, timed{cm, cm.getScratch()}), append(idx, i)
 			}
+		}
+		if len(ts) == 1 {
+			best[b] = idx[0]
+			continue
 		}
 		// The candidates in turn, pass by pass, so that a burst of load
 		// from other processes falls on all of them alike; each is judged

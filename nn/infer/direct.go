@@ -25,13 +25,20 @@ import (
 //
 // A batch gives each worker a run of images, which it takes through the
 // whole network in one set of activations; a batch smaller than the
-// workers splits every layer's output rows among them (nchwc.ConvRows),
-// which computes every value alike, so the results do not depend on the
-// number of workers.
+// workers splits every layer's output rows among split of them
+// (nchwc.ConvRows; choose picks split by timing), which computes every
+// value alike, so the results do not depend on the number of workers.
 type directPlan struct {
 	net        directNet
 	classifier *nn.Linear
 	shapes     []shape // the activation shapes, the image's first; 3 buffers each
+	// split is the workers among which a call of fewer images than
+	// workers splits each layer's rows: 0 all of them, 1 none (each image
+	// on one worker). Past a few workers the bands of a small image's
+	// layers are too thin to pay for their meetings: on a 16-core Intel
+	// Xeon, ResNet-20's single image ran 3,297 images/s on 2 workers
+	// and 2,768 split over 16 (docs/benchmarks.md, "Thread scaling").
+	split int
 }
 
 // directNet is the network of a directPlan.
@@ -179,9 +186,13 @@ func (p *directPlan) forward(s *scratch, x []float32, n int) []float32 {
 	switch w := parallel.Workers(); {
 	case w <= 1:
 		p.images(s.acts(p, 1)[0], x, pooled, logits, 0, n, 1)
-	case n < w:
+	case n < w && p.split != 1:
 		// Few images: each layer's output rows split among the workers.
-		p.images(s.acts(p, 1)[0], x, pooled, logits, 0, n, w)
+		parts := w
+		if p.split > 1 {
+			parts = min(p.split, w)
+		}
+		p.images(s.acts(p, 1)[0], x, pooled, logits, 0, n, parts)
 	default:
 		// A run of images per worker, each run through one set of
 		// activations, which stays in that core's caches.

@@ -44,6 +44,23 @@ func NewDirect(net nn.Module, spec models.Spec) (*Model, bool) {
 	return m, true
 }
 
+// WithSplit returns m with a call of fewer images than workers split over
+// k workers (directPlan.split), or false when m does not run on a
+// directPlan.
+func WithSplit(m *Model, k int) (*Model, bool) {
+	pl := m.plan
+	if b, ok := pl.(*byBatch); ok {
+		pl = b.small
+	}
+	dp, ok := pl.(*directPlan)
+	if !ok {
+		return nil, false
+	}
+	p := *dp
+	p.split = k
+	return &Model{net: m.net, spec: m.spec, norm: m.norm, sparse: m.sparse, plan: &p}, true
+}
+
 // WinoMACCost and WinoTransformCost are the constants of winoPays.
 const (
 	WinoMACCost       = winoMACCost

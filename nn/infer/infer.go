@@ -64,6 +64,7 @@ import (
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/internal/cifarinfo"
+	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/nn"
 	"github.com/proxgen/proxgen/nn/checkpoint"
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
@@ -250,8 +251,9 @@ func New(net nn.Module, spec models.Spec, opts ...Option) (*Model, error) {
 	if o.prep.MinZeros == 0 && !o.prep.Dense {
 		m.plan, m.sparse = choose(net, m)
 	} else {
-		m.sparse = report(net, o.prep, true)
-		m.plan = newPlan(net, m.sparse)
+		rep := report(net, o.prep, true)
+		c := choice{rep: rep, plan: newPlan(net, rep)}
+		m.plan, m.sparse = fastest(net, m, append([]choice{c}, splits(c)...))
 	}
 	if m.plan == nil {
 		if o.prep.MinZeros == 0 {
@@ -508,6 +510,36 @@ func (m *Model) String() string {
 		b.WriteString("; " + s)
 	}
 	return b.String()
+}
+
+// singleImage says, for Model.String, how pl runs a call of fewer images
+// than workers (choose's choice between splitting each image and keeping
+// it on one worker), else "" (also with one worker).
+func singleImage(pl plan) string {
+	if b, ok := pl.(*byBatch); ok {
+		pl = b.small
+	}
+	w := parallel.Workers()
+	if w <= 1 {
+		return ""
+	}
+	const one = "fewer images than workers: each on one worker"
+	switch p := pl.(type) {
+	case *planarPlan:
+		if p.whole {
+			return one
+		}
+	case *directPlan:
+		switch {
+		case p.split == 1:
+			return one
+		case p.split > 1 && p.split < w:
+			return fmt.Sprintf("fewer images than workers: each split over %d workers in bands of rows", p.split)
+		}
+	default:
+		return ""
+	}
+	return "fewer images than workers: each split over the workers in bands of rows"
 }
 
 // algorithmMix counts the convolutions of each algorithm in algs, in the

@@ -326,11 +326,18 @@ func TestWinogradPlan(t *testing.T) {
 				}
 				checkWorkers(t, m, x, got)
 				for _, w := range []int{3, 5} { // bands of tiles, some empty
-					prev := parallel.SetWorkers(w)
-					one := m.Probabilities(nil, x[:infer.InputSize])
-					parallel.SetWorkers(prev)
-					if !slices.Equal(one, got[:len(one)]) {
-						t.Fatalf("%d workers, one image: %v, batch on %d: %v", w, one, prev, got[:len(one)])
+					for _, split := range []int{0, 1, 2, 4} { // 0: all the workers
+						ms, ok := infer.WithSplit(m, split)
+						if !ok {
+							t.Fatalf("%s: not on the direct plan", m)
+						}
+						prev := parallel.SetWorkers(w)
+						one := ms.Probabilities(nil, x[:infer.InputSize])
+						two := ms.Probabilities(nil, x[:2*infer.InputSize])
+						parallel.SetWorkers(prev)
+						if !slices.Equal(one, got[:len(one)]) || !slices.Equal(two, got[:len(two)]) {
+							t.Fatalf("%d workers, split %d, one and two images: %v %v, batch on %d: %v", w, split, one, two, prev, got[:len(two)])
+						}
 					}
 				}
 				if first == nil {

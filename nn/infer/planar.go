@@ -263,22 +263,6 @@ func (p *planarPlan) algorithms(int) []string {
 	return out
 }
 
-// singleImage says, for Model.String, how pl runs a call of fewer images
-// than workers when it runs it on a planarPlan (choose's choice between
-// the split and whole), else "" (also with one worker).
-func singleImage(pl plan) string {
-	if b, ok := pl.(*byBatch); ok {
-		pl = b.small
-	}
-	switch p, ok := pl.(*planarPlan); {
-	case !ok || parallel.Workers() <= 1:
-		return ""
-	case p.whole:
-		return "fewer images than workers: each on one worker"
-	}
-	return "fewer images than workers: each split over the workers in bands of rows"
-}
-
 func (p *planarPlan) features() int { return p.classifier.Weight.Dim(1) }
 
 // planarActs is one worker's activations: p.bufs, the input image and
