@@ -52,16 +52,16 @@ func useBlocked(g *Geom, n, m int) bool {
 // the conversions and the filter packing, docs/benchmarks.md) against
 // the rules' choice: where nchwc's assembly kernels run (nchwc.Fast),
 // channels in whole blocks of 16 (a tail computes as many lanes as a
-// full block), at least 64 tiles an image (16×16 outputs: 16 channels at
+// full block), at least 16 tiles an image (8×8 outputs: 16 channels at
 // 32×32 1.4× faster, 32 at 16×16 1.4×, 64 at 32×32 1.3×; 64 channels at
-// 8×8, 16 tiles, no faster, each image rereading the filters for few
-// tiles), filters of at most 64×64 channels (their 16 transformed
-// matrices, 256 KiB, stay in the core's cache: 128 channels at 16×16 no
-// faster, 256 at 8×8 and 512 at 4×4 slower) and at least two chunks of
-// images.
+// 8×8 1.1–1.2× forward and, with the Winograd weight gradient taking each
+// group's output gradients while they are in cache, 1.1× both gradients),
+// filters of at most 64×64 channels (their 16 transformed matrices, 256
+// KiB, stay in the core's cache: 128 channels at 16×16 no faster, 256 at
+// 8×8 and 512 at 4×4 slower) and at least two chunks of images.
 func blockedPays(g *Geom, n, m int) bool {
 	th, tw := winoTiles(g)
-	return nchwc.Fast() && g.c%16 == 0 && m%16 == 0 && g.c*m <= 64*64 && th*tw >= 64 && n >= 2*blockedGrain
+	return nchwc.Fast() && g.c%16 == 0 && m%16 == 0 && g.c*m <= 64*64 && th*tw >= 16 && n >= 2*blockedGrain
 }
 
 // blockedFilters returns w (m × c × 3 × 3) transformed and packed for

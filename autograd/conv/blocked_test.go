@@ -3,6 +3,7 @@ package conv
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/proxgen/proxgen/autograd/nchwc"
@@ -34,18 +35,23 @@ func BenchmarkBlockedLayers(b *testing.B) {
 			}
 		}
 		out, gw := make([]float32, len(x)), make([]float32, len(w))
-		for _, pass := range []string{"fwd", "dx", "bwd"} {
-			for _, name := range []string{"before", "blocked", "winograd"} {
+		for _, pass := range []string{"fwd", "dx", "bwd", "dw"} {
+			names := []string{"before", "blocked", "winograd"}
+			if pass == "bwd" || pass == "dw" {
+				names = []string{"before", "blocked", "blocked-old", "winograd", "winograd-old"}
+			}
+			for _, name := range names {
 				b.Run(fmt.Sprintf("%dch_%dpx/%s/%s", l.c, l.hw, pass, name), func(b *testing.B) {
 					defer parallel.SetWorkers(parallel.SetWorkers(0))
 					g, err := NewGeom(l.c, l.hw, l.hw, 3, 3, Config{Padding: [2]int{1, 1}})
 					if err != nil {
 						b.Fatal(err)
 					}
+					g.noWinoWeight = name == "before" || strings.HasSuffix(name, "-old")
 					switch {
-					case name == "blocked":
+					case strings.HasPrefix(name, "blocked"):
 						g.algo = AlgoBlocked
-					case name == "winograd" || winogradPays(g, n, l.c):
+					case strings.HasPrefix(name, "winograd") || winogradPays(g, n, l.c):
 						g.algo = AlgoWinograd
 					default:
 						g.algo = AlgoGather // where it applies, as before
@@ -56,6 +62,8 @@ func BenchmarkBlockedLayers(b *testing.B) {
 							Forward(g, n, l.c, x, w, nil, out)
 						case "dx":
 							Backward(g, n, l.c, x, w, gy, out, nil, true)
+						case "dw":
+							Backward(g, n, l.c, x, w, gy, nil, gw, true)
 						default:
 							Backward(g, n, l.c, x, w, gy, out, gw, true)
 						}
@@ -71,6 +79,38 @@ func BenchmarkBlockedLayers(b *testing.B) {
 	}
 }
 
+// TestWinoWeightRule checks the per-layer choice of the Winograd weight
+// gradient on the layers it was measured on.
+func TestWinoWeightRule(t *testing.T) {
+	cases := []struct {
+		n, c, hw, pad, stride int
+		want                  bool
+	}{
+		{128, 16, 32, 1, 1, false}, // ResNet-20: the transforms cost more than they save
+		{128, 32, 16, 1, 1, true},
+		{128, 64, 8, 1, 1, true},
+		{128, 64, 32, 1, 1, true}, // VGG-16
+		{128, 512, 4, 1, 1, true},
+		{128, 512, 2, 1, 1, false}, // 128 tiles in the batch
+		{128, 64, 3, 1, 1, false},  // tiles past the edges
+		{32, 64, 8, 1, 1, true},    // 512 tiles in the batch
+		{16, 64, 8, 1, 1, false},
+		{128, 32, 32, 1, 2, false},
+	}
+	for _, c := range cases {
+		g, err := NewGeom(c.c, c.hw, c.hw, 3, 3, Config{Padding: [2]int{c.pad, c.pad}, Stride: [2]int{c.stride, c.stride}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := useWinoWeight(g, c.n, c.c); got != c.want {
+			t.Errorf("%d images, %d channels at %d px, stride %d: Winograd weight gradient %v, want %v", c.n, c.c, c.hw, c.stride, got, c.want)
+		}
+		if got := useWinoWeight(g.BF16(), c.n, c.c); got {
+			t.Errorf("%d channels at %d px in bfloat16: Winograd weight gradient", c.c, c.hw)
+		}
+	}
+}
+
 // TestBlockedRule checks the per-layer choice of the channel-blocked
 // Winograd on the layers it was measured on.
 func TestBlockedRule(t *testing.T) {
@@ -80,7 +120,8 @@ func TestBlockedRule(t *testing.T) {
 	}{
 		{128, 16, 16, 32, 1, 1, true}, // ResNet-20
 		{128, 32, 32, 16, 1, 1, true},
-		{128, 64, 64, 8, 1, 1, false}, // 16 tiles an image
+		{128, 64, 64, 8, 1, 1, true},  // 16 tiles an image
+		{128, 64, 64, 6, 1, 1, false}, // 9 tiles an image
 		{128, 64, 64, 32, 1, 1, true}, // VGG-16
 		{128, 128, 128, 16, 1, 1, false},
 		{128, 256, 256, 8, 1, 1, false},

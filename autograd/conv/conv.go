@@ -18,10 +18,11 @@ type Config struct {
 	Dilation [2]int // spacing between kernel taps
 
 	// Algo forces an algorithm (tests, benchmarks, a choice measured at
-	// load); AlgoAuto, the zero value, chooses by the rules of Forward and
-	// Plan. An algorithm that does not apply to a layer falls back to
-	// im2col, except AlgoBlocked, which falls back to AlgoAuto's choice
-	// (and leaves the weight gradient, and Plan, to it).
+	// load); AlgoAuto, the zero value, chooses by the rules of Forward,
+	// Backward and Plan. An algorithm that does not apply to a layer falls
+	// back to im2col, except AlgoBlocked, which falls back to AlgoAuto's
+	// choice (and leaves Plan to it). AlgoWinograd, and AlgoBlocked where
+	// it applies, compute the weight gradient with Winograd too.
 	Algo Algo
 }
 
@@ -31,9 +32,9 @@ type Algo uint8
 const (
 	AlgoAuto     Algo = iota // chosen by the rules of Forward, Backward and Plan
 	AlgoIm2col               // im2col and a GEMM (the fallback of every other)
-	AlgoWinograd             // Winograd's F(2×2, 3×3), where it applies (3×3, stride 1, no dilation)
+	AlgoWinograd             // Winograd's F(2×2, 3×3), where it applies (3×3, stride 1, no dilation), weight gradient included
 	AlgoGather               // gatherConv: the im2col matrix read in place, where it applies
-	AlgoBlocked              // nchwc's channel-blocked Winograd (blocked.go) for the output and input gradient, where it applies (3×3, stride 1, padding 1, no dilation, float32)
+	AlgoBlocked              // nchwc's channel-blocked Winograd (blocked.go) for the output and input gradient, where it applies (3×3, stride 1, padding 1, no dilation, float32), and Winograd's weight gradient there
 )
 
 // String returns the algorithm's name: "auto", "im2col", "winograd",
@@ -292,7 +293,14 @@ func convGroup(mu multiplier, g *Geom, m int, aT, src []float32, srcSize int, ds
 // dilation·(k−1) − padding, with the filters flipped in space and with
 // input and output channels swapped, which Winograd computes where it
 // pays, or the channel-blocked Winograd where it pays (as for Forward;
-// beside gatherBackward's weight gradient where that applies). Larger
+// beside gatherBackward's weight gradient where that applies). The
+// weight gradient of 3×3, stride-1 float32 convolutions with at least 32
+// input and output channels and 512 tiles in the batch (winoWeightPays)
+// is Winograd's F(2×2, 3×3) transposed (winoweight.go): 16 products of
+// the transformed output gradients and images, summed over groups of
+// images in a fixed order and transformed into filters once; beside the
+// channel-blocked input gradient, each group's input gradient is computed
+// first, on the output gradients the group then reads. Larger
 // strides fold Wᵀ·dY back onto each image with col2im. With
 // a geometry from Geom.BF16 all products run in bfloat16: pairConv for
 // the stride-1 input gradient, weightGradWords for the weight gradient of
@@ -351,11 +359,22 @@ func Backward(g *Geom, n, m int, x, w, gy, gx, gw []float32, store bool) {
 		defer partialScratch.put(buf)
 		bf = blockedFilters(w, cout, g.c, true, buf)
 	}
-	if needW && needX && strideOne && !wino && gatherWeightGrad(gd, g.c) {
+	winoW := needW && useWinoWeight(g, n, cout)
+	if needW && needX && strideOne && !wino && !winoW && gatherWeightGrad(gd, g.c) {
 		gatherBackward(g, gd, n, cout, x, wf, gy, gx, gw, !overwrite, bf)
 		return
 	}
-	if needW {
+	if winoW {
+		if blocked {
+			// The input gradient of each group of images first, on the
+			// output gradients the weight gradient then reads.
+			winoWeightGrad(g, n, cout, x, gy, gw, func(lo, hi int) {
+				blockedImages(gd, bf, nil, gy, gx, !overwrite, lo, hi)
+			})
+			return
+		}
+		winoWeightGrad(g, n, cout, x, gy, gw, nil)
+	} else if needW {
 		ws := weightGroupSize(p)
 		chunks := parallel.Chunks(n, ws)
 		serial := serialGemm(chunks)

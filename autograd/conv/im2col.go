@@ -16,6 +16,8 @@ type Geom struct {
 	rows, cols int  // im2col matrix size: c·kh·kw rows × ho·wo columns
 	algo       Algo // algorithm forced by the caller, or AlgoAuto
 	bf16       bool // products in bfloat16 (with algo im2col)
+
+	noWinoWeight bool // tests and benchmarks: the weight gradient off Winograd (useWinoWeight)
 }
 
 // OutSize returns the PyTorch output length of a convolution along one axis:

@@ -382,42 +382,18 @@ func winoBand(serial bool, g *Geom, m int, u *[16]*blas.PackedA, src []float32, 
 	tpi := th * tw // tiles per image
 	cnt := hi - lo
 	p := cnt * tpi
-	hp, wp := 2*th+2, 2*tw+2
-	r0 := 2*t0 - g.ph // the image row of the plane's first row
 	ho := min(2*t1, g.ho) - 2*t0
 	v := colScratch.get(16 * k * p)
 	defer colScratch.put(v)
 	prod := colScratch.get(16 * m * p)
 	defer colScratch.put(prod)
-	// A padded plane and the windows transformed along one axis.
-	work := colScratch.get(hp*wp + 16*p)
+	work := colScratch.get(winoInputWork(g, cnt, t0, t1))
 	defer colScratch.put(work)
-	plane, half := work[:hp*wp], work[hp*wp:]
-	var ins, outs [4][]float32
+	half := work[len(work)-16*p:]
+	var ins [4][]float32
 	var two [2][]float32
-	hw := g.h * g.w
 
-	// Input transform: half[l·4+s] = Σ_j Bᵀ[s][j]·window[l][j], then
-	// V[r·4+s][c] = Σ_l Bᵀ[r][l]·half[l·4+s]. Every image fills the same
-	// part of the plane, so its zero border is written once.
-	clear(plane)
-	for c := 0; c < k; c++ {
-		for j := 0; j < cnt; j++ {
-			img := src[(lo+j)*srcSize+c*hw : (lo+j)*srcSize+(c+1)*hw]
-			for ih := max(0, r0); ih < min(g.h, r0+hp); ih++ {
-				copy(plane[(ih-r0)*wp+g.pw:], img[ih*g.w:(ih+1)*g.w])
-			}
-			winoInRows(half[j*tpi:], p, plane, wp, th, tw, true)
-		}
-		for s := 0; s < 4; s++ {
-			for r := 0; r < 4; r++ {
-				ins[r] = half[(r*4+s)*p : (r*4+s+1)*p]
-				off := ((r*4+s)*k + c) * p
-				outs[r] = v[off : off+p]
-			}
-			winoInCols(&outs, &ins, true)
-		}
-	}
+	winoInput(g, src, srcSize, lo, hi, t0, t1, v, work)
 
 	for xi, pa := range u {
 		packedProduct(serial, pa, p, v[xi*k*p:(xi+1)*k*p], prod[xi*m*p:(xi+1)*m*p])
@@ -444,6 +420,54 @@ func winoBand(serial bool, g *Geom, m int, u *[16]*blas.PackedA, src []float32, 
 		for j := 0; j < cnt; j++ {
 			at := (lo+j)*dstSize + o*g.ho*g.wo + 2*t0*g.wo
 			winoOutRows(dst[at:at+ho*g.wo], ho, g.wo, half[j*tpi:], p, th, tw, mode, bo, true)
+		}
+	}
+}
+
+// winoInputWork returns the scratch values winoInput needs for cnt
+// images and the tile rows [t0, t1) of geometry g.
+func winoInputWork(g *Geom, cnt, t0, t1 int) int {
+	_, tw := winoTiles(g)
+	th := t1 - t0
+	return (2*th+2)*(2*tw+2) + 16*cnt*th*tw
+}
+
+// winoInput writes into v the transformed input windows V_ξ = Bᵀ·d·B of
+// the tiles of the tile rows [t0, t1) of the images [lo, hi) of src
+// (srcSize values each, geometry g): with p = (hi−lo)·(t1−t0)·tw tiles,
+// image j's tile (i, q) at column t = j·(t1−t0)·tw + (i−t0)·tw + q,
+// V_ξ[c][t] at v[(ξ·g.c + c)·p + t]. work holds winoInputWork(g, hi−lo,
+// t0, t1) values of scratch, of which winoBand reuses the last 16·p.
+//
+// Along the rows, half[l·4+s] = Σ_j Bᵀ[s][j]·window[l][j], then
+// V[r·4+s][c] = Σ_l Bᵀ[r][l]·half[l·4+s]. Every image fills the same part
+// of a zero-padded plane, so its border is written once.
+func winoInput(g *Geom, src []float32, srcSize, lo, hi, t0, t1 int, v, work []float32) {
+	k, hw, cnt := g.c, g.h*g.w, hi-lo
+	_, tw := winoTiles(g)
+	th := t1 - t0
+	tpi := th * tw
+	p := cnt * tpi
+	hp, wp := 2*th+2, 2*tw+2
+	r0 := 2*t0 - g.ph // the image row of the plane's first row
+	plane, half := work[:hp*wp], work[hp*wp:hp*wp+16*p]
+	var ins, outs [4][]float32
+	clear(plane)
+	for c := 0; c < k; c++ {
+		for j := 0; j < cnt; j++ {
+			img := src[(lo+j)*srcSize+c*hw : (lo+j)*srcSize+(c+1)*hw]
+			for ih := max(0, r0); ih < min(g.h, r0+hp); ih++ {
+				copy(plane[(ih-r0)*wp+g.pw:], img[ih*g.w:(ih+1)*g.w])
+			}
+			winoInRows(half[j*tpi:], p, plane, wp, th, tw, true)
+		}
+		for s := 0; s < 4; s++ {
+			for r := 0; r < 4; r++ {
+				ins[r] = half[(r*4+s)*p : (r*4+s+1)*p]
+				off := ((r*4+s)*k + c) * p
+				outs[r] = v[off : off+p]
+			}
+			winoInCols(&outs, &ins, true)
 		}
 	}
 }

@@ -44,3 +44,17 @@ func winoOutRows2AVX2(row, d0, d1, d2, d3 *float32, n int, mode int, bias float3
 //
 //go:noescape
 func winoFilterAVX2(dst *float32, pitch int, src *float32, stride, n int, swap bool)
+
+// winoGradRowsAVX2 is the row transform of winoGradRows for n tiles (a
+// positive multiple of 8), taking the pairs of the first four of every
+// eight tiles at row and those of the other four half elements further,
+// then moving row on by adv elements, as winoInRowsAVX2 does.
+//
+//go:noescape
+func winoGradRowsAVX2(row, o0, o1, o2, o3 *float32, n, half, adv int)
+
+// winoGradColsAVX2 is winoGradCols for n elements, a positive multiple of
+// 8.
+//
+//go:noescape
+func winoGradColsAVX2(o0, o1, o2, o3, d0, d1 *float32, n int)

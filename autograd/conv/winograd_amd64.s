@@ -350,3 +350,62 @@ outrows2_store:
 	JLT     outrows2_loop
 	VZEROUPPER
 	RET
+
+// func winoGradRowsAVX2(row, o0, o1, o2, o3 *float32, n, half, adv int)
+TEXT ·winoGradRowsAVX2(SB), NOSPLIT, $0-64
+	MOVQ row+0(FP), SI
+	MOVQ o0+8(FP), DI
+	MOVQ o1+16(FP), R8
+	MOVQ o2+24(FP), R9
+	MOVQ o3+32(FP), R10
+	MOVQ n+40(FP), CX
+	MOVQ half+48(FP), DX
+	MOVQ adv+56(FP), R11
+	SHLQ $2, DX
+	SHLQ $2, R11
+
+gradrows_loop:
+	VMOVUPS (SI), Y0
+	VMOVUPS (SI)(DX*1), Y1
+	DEINTERLEAVE(Y0, Y1, Y4, Y5) // a = row[2q], b = row[2q+1]
+	VADDPS  Y5, Y4, Y6           // a + b
+	VSUBPS  Y5, Y4, Y7           // a − b
+	VMOVUPS Y4, (DI)
+	VMOVUPS Y6, (R8)
+	VMOVUPS Y7, (R9)
+	VMOVUPS Y5, (R10)
+	ADDQ    R11, SI
+	ADDQ    $32, DI
+	ADDQ    $32, R8
+	ADDQ    $32, R9
+	ADDQ    $32, R10
+	SUBQ    $8, CX
+	JNZ     gradrows_loop
+	VZEROUPPER
+	RET
+
+// func winoGradColsAVX2(o0, o1, o2, o3, d0, d1 *float32, n int)
+TEXT ·winoGradColsAVX2(SB), NOSPLIT, $0-56
+	MOVQ o0+0(FP), DI
+	MOVQ o1+8(FP), R8
+	MOVQ o2+16(FP), R9
+	MOVQ o3+24(FP), R10
+	MOVQ d0+32(FP), SI
+	MOVQ d1+40(FP), R11
+	MOVQ n+48(FP), CX
+	XORQ AX, AX
+
+gradcols_loop:
+	VMOVUPS (SI)(AX*4), Y0  // a
+	VMOVUPS (R11)(AX*4), Y1 // b
+	VADDPS  Y1, Y0, Y2      // a + b
+	VSUBPS  Y1, Y0, Y3      // a − b
+	VMOVUPS Y0, (DI)(AX*4)
+	VMOVUPS Y2, (R8)(AX*4)
+	VMOVUPS Y3, (R9)(AX*4)
+	VMOVUPS Y1, (R10)(AX*4)
+	ADDQ    $8, AX
+	CMPQ    AX, CX
+	JLT     gradcols_loop
+	VZEROUPPER
+	RET

@@ -1,0 +1,312 @@
+package conv
+
+import (
+	"github.com/proxgen/proxgen/internal/parallel"
+)
+
+// The weight gradient on Winograd F(2×2, 3×3). Forward computes each 2×2
+// output tile of output channel o as Y = Aᵀ·[Σ_c U[o][c] ⊙ V[c]]·A, with
+// U = G·f·Gᵀ the transform of the 3×3 filter f of (o, c) and V = Bᵀ·d·B
+// that of the tile's 4×4 input window d in channel c (winograd.go's
+// matrices, which package nchwc's kernels compute alike). Its gradient
+// follows by transposing each step: the tile's 4×4 product receives
+// D = A·dY·Aᵀ from the tile's output gradient dY, the transformed filter
+// dU[o][c] = Σ_tiles D[o] ⊙ V[c], and the filter df = Gᵀ·dU·G. Over a
+// group of images the sums over tiles become 16 products, one per
+// transform point ξ,
+//
+//	M_ξ (Cout × Cin) = D_ξ (Cout × P) · V_ξ (Cin × P)ᵀ,
+//
+// P the group's tiles: 16 multiplications per tile and filter where the
+// weight gradient of im2col takes 9 per output pixel, 36 per tile, at the
+// price of the transforms of the images (winoInput, as Forward's Winograd
+// computes them) and of their output gradients (winoGradOut). The rows of
+// both operands lie along the tiles, so the products are dot products of
+// rows (blas.Sgemm with B transposed). The groups' M_ξ are added up in
+// group order, whatever the worker that computed them, and transformed
+// once (winoWeightFilters).
+//
+// The signs: A's last row is (0, −1), so D's row and column 3 carry a
+// minus sign. The transforms of the output gradients leave it out (they
+// compute D' = A'·dY·A'ᵀ with A' = diag(1, 1, 1, −1)·A, only additions),
+// and winoWeightFilters puts it back with G' = diag(1, 1, 1, −1)·G: the
+// products change only in sign, exactly, so the result is the same.
+
+// useWinoWeight reports whether the weight gradient of a convolution with
+// geometry g, n images and cout filters runs with Winograd
+// (winoWeightGrad): where Winograd applies in float32, if forced by g.algo
+// (AlgoWinograd, or AlgoBlocked where the channel-blocked Winograd
+// applies) or else if winoWeightPays.
+func useWinoWeight(g *Geom, n, cout int) bool {
+	if !winogradOK(g) || g.bf16 || g.noWinoWeight {
+		return false
+	}
+	switch g.algo {
+	case AlgoWinograd:
+		return true
+	case AlgoBlocked:
+		return blockedOK(g)
+	case AlgoAuto:
+		return winoWeightPays(g, n, cout)
+	}
+	return false
+}
+
+// winoWeightPays is the per-layer rule of the Winograd weight gradient,
+// measured by BenchmarkBlockedLayers (batch 128, CPU time per pass,
+// docs/benchmarks.md) against the weight gradients of gatherConv and
+// im2col: at least 32 input and output channels (with 16 the transforms
+// of the images and of the output gradients, which grow with the channels
+// while the products' saving grows with their product, cost more than
+// the saving: 16 channels at 32×32 1.4× slower; 32 at 16×16 1.1× faster,
+// 64 at 8×8 1.3×, 64 to 512 channels on VGG-16's layers 1.3–1.4× down to
+// 4×4), tiles that waste little of their outputs past the edges
+// (winoEdgeOK) and at least 512 tiles in the batch (the sums of the
+// products' lanes and their transform into filters, costs that grow with
+// the filters alone, are otherwise not paid back: 512 channels at 2×2,
+// 128 tiles, 1.4× slower).
+func winoWeightPays(g *Geom, n, cout int) bool {
+	th, tw := winoTiles(g)
+	return g.c >= 32 && cout >= 32 && n*th*tw >= 512 && winoEdgeOK(g)
+}
+
+// winoGradSigns are the signs of A' = diag(winoGradSigns)·A.
+var winoGradSigns = [4]float64{1, 1, 1, -1}
+
+// winoWeightTarget is the number of tiles that a group of images of
+// winoWeightGrad aims at: enough for the dot products to pay for their
+// final sums across the vector lanes, few enough for the group's
+// transformed images and output gradients to stay in the caches.
+const winoWeightTarget = 512
+
+// winoWeightScratch bounds the transformed images and output gradients of
+// a group, 16·(Cin + Cout)·P values: as much as Forward's Winograd takes
+// for 512 channels (winoGroupSize).
+const winoWeightScratch = 16 * 1024 * 256
+
+// winoWeightGroupSize returns how many images of geometry g with cout
+// filters make one group of winoWeightGrad: about winoWeightTarget tiles,
+// fewer where they would take more than winoWeightScratch values. It
+// depends only on the layer, so the groups never depend on the worker
+// count.
+func winoWeightGroupSize(g *Geom, cout int) int {
+	th, tw := winoTiles(g)
+	p := min(winoWeightTarget, winoWeightScratch/(16*(g.c+cout)))
+	return max(1, (p+th*tw-1)/(th*tw))
+}
+
+// winoWeightGrad adds to gw (cout × g.c × 3 × 3) the weight gradient of
+// the convolution of geometry g (winogradOK) of the n images in x with
+// cout filters, given its output gradient gy, computed with Winograd as
+// the comment above says. Groups of winoWeightGroupSize images run in
+// parallel; before each group's weight gradient, each calls each(lo, hi)
+// for its images [lo, hi) unless each is nil (the input gradient, on the
+// output gradients the group is about to read). The result is
+// bit-identical for every number of workers.
+func winoWeightGrad(g *Geom, n, cout int, x, gy, gw []float32, each func(lo, hi int)) {
+	gs := winoWeightGroupSize(g, cout)
+	chunks := parallel.Chunks(n, gs)
+	serial := serialGemm(chunks)
+	merge, acc := newOrderedSum(chunks, 16*cout*g.c)
+	defer partialScratch.put(acc)
+	parallel.For(n, gs, func(lo, hi int) {
+		if each != nil {
+			each(lo, hi)
+		}
+		merge.done(lo/gs, winoWeightGroup(serial, g, cout, x, gy, lo, hi))
+	})
+	winoWeightFilters(acc, cout, g.c, gw)
+}
+
+// winoWeightGroup returns, in a buffer from partialScratch, the products
+// M'_ξ (cout × g.c, at [ξ·cout·g.c]) of the images [lo, hi): with D'
+// in place of D (the signs above). The products run on the calling
+// goroutine if serial.
+func winoWeightGroup(serial bool, g *Geom, cout int, x, gy []float32, lo, hi int) []float32 {
+	k, cnt := g.c, hi-lo
+	th, tw := winoTiles(g)
+	p := cnt * th * tw
+	xSize, ySize := k*g.h*g.w, cout*g.ho*g.wo
+	v := colScratch.get(16 * k * p)
+	defer colScratch.put(v)
+	d := colScratch.get(16 * cout * p)
+	defer colScratch.put(d)
+	work := colScratch.get(max(winoInputWork(g, cnt, 0, th), winoGradOutWork(g, cnt)))
+	defer colScratch.put(work)
+	winoInput(g, x, xSize, lo, hi, 0, th, v, work)
+	winoGradOut(g, cout, gy, ySize, lo, hi, d, work)
+	part := partialScratch.get(16 * cout * k)
+	gemm := gemmOf(false, serial)
+	for xi := range 16 {
+		gemm(false, true, cout, k, p, 1, d[xi*cout*p:(xi+1)*cout*p], p, v[xi*k*p:(xi+1)*k*p], p, 0, part[xi*cout*k:(xi+1)*cout*k], k)
+	}
+	return part
+}
+
+// winoGradOutWork returns the scratch values winoGradOut needs for cnt
+// images of geometry g.
+func winoGradOutWork(g *Geom, cnt int) int {
+	th, tw := winoTiles(g)
+	return 4*th*tw + 8*cnt*th*tw
+}
+
+// winoGradOut writes into d the transformed output gradients D'_ξ =
+// A'·dY·A'ᵀ of the tiles of the images [lo, hi) of gy (ySize values each,
+// m channels of geometry g's output), in the order of winoInput's V:
+// with p = (hi−lo)·th·tw tiles, D'_ξ[o][t] at d[(ξ·m + o)·p + t]. work
+// holds winoGradOutWork(g, hi−lo) values of scratch.
+//
+// Along the rows, half[y·4+s] = Σ_x A'[s][x]·dY[y][x], then D'[r·4+s] =
+// Σ_y A'[r][y]·half[y·4+s]. An output of odd height or width is copied
+// into a plane of whole tiles whose last row or column stays zero (the
+// outputs past the edge, which forward drops, have no gradient); one of
+// even size is read in place.
+func winoGradOut(g *Geom, m int, gy []float32, ySize, lo, hi int, d, work []float32) {
+	cnt := hi - lo
+	th, tw := winoTiles(g)
+	tpi := th * tw
+	p := cnt * tpi
+	hp, wp := 2*th, 2*tw
+	plane, half := work[:hp*wp], work[hp*wp:hp*wp+8*p]
+	pad := g.ho%2 != 0 || g.wo%2 != 0
+	if pad {
+		clear(plane)
+	}
+	var ins [2][]float32
+	var outs [4][]float32
+	hw := g.ho * g.wo
+	for o := 0; o < m; o++ {
+		for j := 0; j < cnt; j++ {
+			img := gy[(lo+j)*ySize+o*hw : (lo+j)*ySize+(o+1)*hw]
+			src, ld := img, g.wo
+			if pad {
+				for r := 0; r < g.ho; r++ {
+					copy(plane[r*wp:], img[r*g.wo:(r+1)*g.wo])
+				}
+				src, ld = plane, wp
+			}
+			winoGradRows(half[j*tpi:], p, src, ld, th, tw, true)
+		}
+		for s := 0; s < 4; s++ {
+			ins[0], ins[1] = half[s*p:(s+1)*p], half[(4+s)*p:(5+s)*p]
+			for r := 0; r < 4; r++ {
+				off := ((r*4+s)*m + o) * p
+				outs[r] = d[off : off+p]
+			}
+			winoGradCols(&outs, &ins, true)
+		}
+	}
+}
+
+// winoGradRows applies A' along the rows of the th×tw tiles of a plane of
+// 2·th rows of at least 2·tw values, ld apart: h[(y·4+s)·stride + i·tw+q]
+// = Σ_x A'[s][x]·plane[(2i+y)·ld + 2q+x], that is (a, a+b, a−b, b) for the
+// pair (a, b) of the tile's row y.
+//
+// asm allows the AVX2 kernel where the CPU has it, so that the tests can
+// compare it with the Go loop; the results are bit-identical.
+func winoGradRows(h []float32, stride int, plane []float32, ld, th, tw int, asm bool) {
+	n := th * tw
+	_ = h[7*stride+n-1]
+	for y := range 2 {
+		o := h[4*y*stride:] // the outputs of row y, stride apart
+		i0 := 0             // the tile rows before i0 are done
+		switch {
+		case asm && haveAVX2 && (tw == 8 || tw == 4 && th >= 2):
+			// The whole plane in one call: eight tiles at a time from one
+			// tile row, or four from each of two, whose row y lies two
+			// plane rows apart.
+			half, adv := 8, 2*ld
+			i0 = th
+			if tw == 4 {
+				half, adv = 2*ld, 4*ld
+				i0 = th &^ 1
+			}
+			_ = plane[(2*i0-2+y)*ld+2*tw-1]
+			winoGradRowsAVX2(&plane[y*ld], &o[0], &o[stride], &o[2*stride], &o[3*stride], i0*tw, half, adv)
+		case asm && haveAVX2 && tw%8 == 0:
+			// A call per tile row, eight tiles at a time along it.
+			_ = plane[(2*th-2+y)*ld+2*tw-1]
+			for i := range th {
+				r, t := (2*i+y)*ld, i*tw
+				winoGradRowsAVX2(&plane[r], &o[t], &o[stride+t], &o[2*stride+t], &o[3*stride+t], tw, 8, 16)
+			}
+			i0 = th
+		}
+		h0, h1, h2, h3 := o[:n], o[stride:stride+n], o[2*stride:2*stride+n], o[3*stride:3*stride+n]
+		for i := i0; i < th; i++ {
+			row := plane[(2*i+y)*ld : (2*i+y)*ld+2*tw]
+			t0 := i * tw
+			o0, o1, o2, o3 := h0[t0:t0+tw], h1[t0:t0+tw], h2[t0:t0+tw], h3[t0:t0+tw]
+			q0 := 0
+			if asm && haveAVX2 && tw >= 8 {
+				q0 = tw &^ 7
+				winoGradRowsAVX2(&row[0], &o0[0], &o1[0], &o2[0], &o3[0], q0, 8, 16)
+			}
+			for q := q0; q < tw; q++ {
+				a, b := row[2*q], row[2*q+1]
+				o0[q] = a
+				o1[q] = a + b
+				o2[q] = a - b
+				o3[q] = b
+			}
+		}
+	}
+}
+
+// winoGradCols sets o[r][x] = Σ_y A'[r][y]·d[y][x] for x < len(o[0]):
+// (a, a+b, a−b, b) for a = d[0][x], b = d[1][x].
+func winoGradCols(o *[4][]float32, d *[2][]float32, asm bool) {
+	n := len(o[0])
+	o0, o1, o2, o3 := o[0][:n], o[1][:n], o[2][:n], o[3][:n]
+	d0, d1 := d[0][:n], d[1][:n]
+	x0 := 0
+	if asm && haveAVX2 && n >= 8 {
+		x0 = n &^ 7
+		winoGradColsAVX2(&o0[0], &o1[0], &o2[0], &o3[0], &d0[0], &d1[0], x0)
+	}
+	for x := x0; x < n; x++ {
+		a, b := d0[x], d1[x]
+		o0[x] = a
+		o1[x] = a + b
+		o2[x] = a - b
+		o3[x] = b
+	}
+}
+
+// winoWeightFilters adds to gw (m × k × 3 × 3) the filters df = G'ᵀ·M'·G'
+// of the products mp (M'_ξ[o][c] at mp[(ξ·m + o)·k + c]), G' =
+// diag(winoGradSigns)·G, computed in float64: along the columns, t[a][s]
+// = Σ_r G'[r][a]·M'[r][s], then df[a][b] = Σ_s t[a][s]·G'[s][b].
+func winoWeightFilters(mp []float32, m, k int, gw []float32) {
+	var gs [4][3]float64 // G'
+	for r := range 4 {
+		for a := range 3 {
+			gs[r][a] = winoGradSigns[r] * winoG[r][a]
+		}
+	}
+	mk := m * k
+	_ = mp[16*mk-1]
+	_ = gw[9*mk-1]
+	for i := range mk {
+		var t [3][4]float64
+		for r := range 4 {
+			for s := range 4 {
+				v := float64(mp[(r*4+s)*mk+i])
+				for a, c := range gs[r] {
+					t[a][s] += c * v
+				}
+			}
+		}
+		dst := gw[i*9 : i*9+9 : i*9+9]
+		for a := range 3 {
+			for b := range 3 {
+				var f float64
+				for s := range 4 {
+					f += t[a][s] * gs[s][b]
+				}
+				dst[a*3+b] += float32(f)
+			}
+		}
+	}
+}

@@ -1,0 +1,201 @@
+package conv
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/proxgen/proxgen/internal/parallel"
+)
+
+// TestWinoGradTransforms checks the transforms of the output gradients
+// against A' = diag(winoGradSigns)·A, A the transpose of Forward's winoAT,
+// and the AVX2 kernels against the Go loops bit for bit, on planes whose
+// tile rows take every path of winoGradRows.
+func TestWinoGradTransforms(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	randVec := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	// aT[s][x] = A'[s][x] = winoGradSigns[s]·Aᵀ[x][s].
+	var aT [4][2]float64
+	for s := range 4 {
+		for x := range 2 {
+			aT[s][x] = winoGradSigns[s] * winoAT[x][s]
+		}
+	}
+	asms := []bool{false}
+	if haveAVX2 {
+		asms = append(asms, true)
+	}
+	for _, sz := range [][2]int{{1, 8}, {3, 8}, {1, 4}, {3, 4}, {4, 4}, {2, 16}, {2, 17}, {3, 24}, {2, 2}, {5, 3}} {
+		th, tw := sz[0], sz[1]
+		n, ld := th*tw, 2*tw+3
+		plane := randVec(2 * th * ld)
+		stride := n + 5
+		var h [2][]float32
+		for k, asm := range asms {
+			h[k] = make([]float32, 8*stride)
+			winoGradRows(h[k], stride, plane, ld, th, tw, asm)
+		}
+		for y := range 2 {
+			for s := range 4 {
+				for i := range th {
+					for q := range tw {
+						want := aT[s][0]*float64(plane[(2*i+y)*ld+2*q]) + aT[s][1]*float64(plane[(2*i+y)*ld+2*q+1])
+						if got := h[0][(y*4+s)*stride+i*tw+q]; float64(got) != float64(float32(want)) {
+							t.Fatalf("%d×%d tiles: winoGradRows row %d, output %d, tile (%d, %d) = %g, want %g", th, tw, y, s, i, q, got, want)
+						}
+					}
+				}
+			}
+		}
+		if len(asms) == 2 && !slices.Equal(h[0], h[1]) {
+			t.Fatalf("%d×%d tiles: winoGradRows in AVX2 differs from Go", th, tw)
+		}
+		d := [2][]float32{randVec(n), randVec(n)}
+		var o [2][4][]float32
+		for k, asm := range asms {
+			for r := range o[k] {
+				o[k][r] = make([]float32, n)
+			}
+			winoGradCols(&o[k], &d, asm)
+		}
+		for r := range 4 {
+			for x := range n {
+				want := aT[r][0]*float64(d[0][x]) + aT[r][1]*float64(d[1][x])
+				if got := o[0][r][x]; float64(got) != float64(float32(want)) {
+					t.Fatalf("n=%d: winoGradCols[%d][%d] = %g, want %g", n, r, x, got, want)
+				}
+			}
+			if len(asms) == 2 && !slices.Equal(o[0][r], o[1][r]) {
+				t.Fatalf("n=%d: winoGradCols vector %d in AVX2 differs from Go", n, r)
+			}
+		}
+	}
+}
+
+// TestWinoWeightError compares the weight gradient of Winograd and those
+// of the other algorithms (im2col's GEMM and gatherConv's dot products,
+// which the PyTorch fixtures accept) with one accumulated in float64, on
+// random images and output gradients of unit scale and ResNet-20's and
+// VGG-16's channel counts. Each weight is a sum of n·h·w products (about
+// 100 in size here), so the fixtures' tolerance, 1e-5 plus 1e-5 relative,
+// is not the measure; Winograd sums products of transformed values, V
+// and D, each a sum of up to four values of the window or tile, twice
+// their scale for random signs, so its terms and their rounding are up to
+// four times those of the direct sums: its largest error must stay within
+// four times the larger of the other two's (measured: at most 1.3× with
+// the AVX-512 kernels, 2.1× with the pure-Go ones).
+func TestWinoWeightError(t *testing.T) {
+	layers := []struct{ n, c, hw int }{
+		{8, 16, 32}, {8, 32, 16}, {16, 64, 8}, {4, 128, 8}, {8, 256, 4},
+	}
+	if testing.Short() {
+		layers = layers[:3]
+	}
+	for _, l := range layers {
+		rng := rand.New(rand.NewPCG(uint64(l.c), 6))
+		x := make([]float32, l.n*l.c*l.hw*l.hw)
+		gy := make([]float32, len(x))
+		for _, s := range [][]float32{x, gy} {
+			for i := range s {
+				s[i] = float32(rng.NormFloat64())
+			}
+		}
+		w := make([]float32, l.c*l.c*9)
+		ref := directWeightGrad64(x, gy, l.n, l.c, l.c, l.hw)
+		maxAbs := map[Algo]float64{}
+		for _, algo := range []Algo{AlgoIm2col, AlgoGather, AlgoWinograd} {
+			g, err := NewGeom(l.c, l.hw, l.hw, 3, 3, Config{Padding: [2]int{1, 1}, Algo: algo})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := useWinoWeight(g, l.n, l.c); got != (algo == AlgoWinograd) {
+				t.Fatalf("%v: Winograd weight gradient %v", algo, got)
+			}
+			gw := make([]float32, len(w))
+			Backward(g, l.n, l.c, x, w, gy, nil, gw, true)
+			maxRel := 0.0
+			for i, v := range gw {
+				e := math.Abs(float64(v) - ref[i])
+				maxAbs[algo] = max(maxAbs[algo], e)
+				maxRel = max(maxRel, e/max(math.Abs(ref[i]), 1e-3))
+			}
+			t.Logf("%d×%d×%d, %d images, %s: max abs error %.2g, max rel error %.2g",
+				l.c, l.hw, l.hw, l.n, algo, maxAbs[algo], maxRel)
+		}
+		if bound := 4 * max(maxAbs[AlgoIm2col], maxAbs[AlgoGather]); maxAbs[AlgoWinograd] > bound {
+			t.Errorf("%d channels at %d px: Winograd's weight gradient is off by up to %.2g, more than %.2g",
+				l.c, l.hw, maxAbs[AlgoWinograd], bound)
+		}
+	}
+}
+
+// directWeightGrad64 returns the weight gradient (cout × c × 3 × 3) of the
+// 3×3, stride-1, padding-1 convolution of x (n × c × hw × hw) given its
+// output gradient gy, accumulated in float64.
+func directWeightGrad64(x, gy []float32, n, c, cout, hw int) []float64 {
+	gw := make([]float64, cout*c*9)
+	for i := 0; i < n; i++ {
+		for o := 0; o < cout; o++ {
+			dy := gy[(i*cout+o)*hw*hw : (i*cout+o+1)*hw*hw]
+			for ci := 0; ci < c; ci++ {
+				img := x[(i*c+ci)*hw*hw : (i*c+ci+1)*hw*hw]
+				for ki := range 3 {
+					for kj := range 3 {
+						s := 0.0
+						for oh := max(0, 1-ki); oh < min(hw, hw+1-ki); oh++ {
+							for ow := max(0, 1-kj); ow < min(hw, hw+1-kj); ow++ {
+								s += float64(dy[oh*hw+ow]) * float64(img[(oh+ki-1)*hw+ow+kj-1])
+							}
+						}
+						gw[(o*c+ci)*9+ki*3+kj] += s
+					}
+				}
+			}
+		}
+	}
+	return gw
+}
+
+// TestWinoWeightGroups checks that the Winograd weight gradient does not
+// depend on the number of workers, on a layer with several groups and on
+// one with a single group whose products run in parallel.
+func TestWinoWeightGroups(t *testing.T) {
+	for _, l := range []struct{ n, c, hw int }{{9, 32, 16}, {3, 32, 6}} {
+		rng := rand.New(rand.NewPCG(uint64(l.hw), 9))
+		x := make([]float32, l.n*l.c*l.hw*l.hw)
+		gy := make([]float32, len(x))
+		for _, s := range [][]float32{x, gy} {
+			for i := range s {
+				s[i] = float32(rng.NormFloat64())
+			}
+		}
+		g, err := NewGeom(l.c, l.hw, l.hw, 3, 3, Config{Padding: [2]int{1, 1}, Algo: AlgoWinograd})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []float32
+		for _, workers := range []int{1, 2, 3, 8} {
+			t.Run(fmt.Sprintf("%dpx/workers=%d", l.hw, workers), func(t *testing.T) {
+				defer parallel.SetWorkers(parallel.SetWorkers(workers))
+				gw := make([]float32, l.c*l.c*9)
+				winoWeightGrad(g, l.n, l.c, x, gy, gw, nil)
+				if want == nil {
+					want = gw
+					return
+				}
+				if !slices.Equal(gw, want) {
+					t.Errorf("%d workers differ from 1", workers)
+				}
+			})
+		}
+	}
+}
