@@ -330,55 +330,83 @@ const dotKC = 1024
 func gemmDot(kern *microKernel, workers int, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	gm, gn := ceilDiv(m, 4), ceilDiv(n, 6)
 	wm, wn := grid(workers, gm, gn)
-	region := func(lo, hi int) {
-		var rows [10]*float32
-		var out [24]float32
-		for u := lo; u < hi; u++ {
-			g0, g1 := split(gm, wm, u/wn)
-			h0, h1 := split(gn, wn, u%wn)
-			for pc := 0; pc < k; pc += dotKC {
-				kcb := min(dotKC, k-pc)
-				betaEff := beta
-				if pc > 0 {
-					betaEff = 1
+	g := dotGEMM{kern: kern, m: m, n: n, k: k, alpha: alpha, beta: beta, a: a, b: b, c: c, lda: lda, ldb: ldb, ldc: ldc,
+		gm: gm, gn: gn, wm: wm, wn: wn}
+	if wm*wn > 1 {
+		shared := g // only a parallel product puts its state on the heap
+		parallel.For(wm*wn, 1, shared.region)
+		return
+	}
+	g.region(0, 1)
+}
+
+// dotGEMM is one product of gemmDot, split into a wm × wn grid of regions
+// of C, each gm × gn blocks of 4×6.
+type dotGEMM struct {
+	kern           *microKernel
+	m, n, k        int
+	alpha, beta    float32
+	a, b, c        []float32
+	lda, ldb, ldc  int
+	gm, gn, wm, wn int
+}
+
+// dotBuf holds the rows and the results of a call of a dot kernel, kept
+// for reuse (dotFree) so that a product allocates nothing.
+type dotBuf struct {
+	rows [10]*float32
+	out  [24]float32
+}
+
+var dotFree freeList[dotBuf]
+
+// region computes the regions [lo, hi) of the grid.
+func (g *dotGEMM) region(lo, hi int) {
+	buf := dotFree.get()
+	defer dotFree.put(buf)
+	rows, out := &buf.rows, &buf.out
+	m, n, k, a, b, c := g.m, g.n, g.k, g.a, g.b, g.c
+	lda, ldb, ldc, alpha := g.lda, g.ldb, g.ldc, g.alpha
+	for u := lo; u < hi; u++ {
+		g0, g1 := split(g.gm, g.wm, u/g.wn)
+		h0, h1 := split(g.gn, g.wn, u%g.wn)
+		for pc := 0; pc < k; pc += dotKC {
+			kcb := min(dotKC, k-pc)
+			betaEff := g.beta
+			if pc > 0 {
+				betaEff = 1
+			}
+			for h := h0; h < h1; h++ {
+				j0 := h * 6
+				nj := min(6, n-j0)
+				// Rows past the edge repeat the last one; their
+				// results are dropped.
+				for j := range 6 {
+					rows[4+j] = &b[(j0+min(j, nj-1))*ldb+pc]
 				}
-				for h := h0; h < h1; h++ {
-					j0 := h * 6
-					nj := min(6, n-j0)
-					// Rows past the edge repeat the last one; their
-					// results are dropped.
-					for j := range 6 {
-						rows[4+j] = &b[(j0+min(j, nj-1))*ldb+pc]
+				for gi := g0; gi < g1; gi++ {
+					i0 := gi * 4
+					ni := min(4, m-i0)
+					for i := range 4 {
+						rows[i] = &a[(i0+min(i, ni-1))*lda+pc]
 					}
-					for g := g0; g < g1; g++ {
-						i0 := g * 4
-						ni := min(4, m-i0)
-						for i := range 4 {
-							rows[i] = &a[(i0+min(i, ni-1))*lda+pc]
-						}
-						kern.dot(kcb, &rows, &out)
-						for i := 0; i < ni; i++ {
-							crow := c[(i0+i)*ldc+j0 : (i0+i)*ldc+j0+nj]
-							res := out[i*6 : i*6+nj]
-							if betaEff == 0 {
-								for j, v := range res {
-									crow[j] = alpha * v
-								}
-							} else {
-								for j, v := range res {
-									crow[j] = alpha*v + betaEff*crow[j]
-								}
+					g.kern.dot(kcb, rows, out)
+					for i := 0; i < ni; i++ {
+						crow := c[(i0+i)*ldc+j0 : (i0+i)*ldc+j0+nj]
+						res := out[i*6 : i*6+nj]
+						if betaEff == 0 {
+							for j, v := range res {
+								crow[j] = alpha * v
+							}
+						} else {
+							for j, v := range res {
+								crow[j] = alpha*v + betaEff*crow[j]
 							}
 						}
 					}
 				}
 			}
 		}
-	}
-	if wm*wn > 1 {
-		parallel.For(wm*wn, 1, region)
-	} else {
-		region(0, 1)
 	}
 }
 

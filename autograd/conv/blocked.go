@@ -97,12 +97,10 @@ func blockedConv(g *Geom, n int, f *nchwc.WinoFilter, bias, src, dst []float32, 
 	})
 }
 
-// blockedBias returns bias (f.Cout values, or nil) padded with zeros to
-// f.PaddedCout values, or nil.
+// blockedBias returns bias (f.Cout values, or nil: zeros) padded with
+// zeros to f.PaddedCout values, the length with which nchwc.Winograd
+// allocates nothing.
 func blockedBias(f *nchwc.WinoFilter, bias []float32) []float32 {
-	if bias == nil {
-		return nil
-	}
 	pb := make([]float32, f.PaddedCout())
 	copy(pb, bias)
 	return pb

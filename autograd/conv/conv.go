@@ -368,8 +368,9 @@ func Backward(g *Geom, n, m int, x, w, gy, gx, gw []float32, store bool) {
 		if blocked {
 			// The input gradient of each group of images first, on the
 			// output gradients the weight gradient then reads.
+			pb := blockedBias(bf, nil)
 			winoWeightGrad(g, n, cout, x, gy, gw, func(lo, hi int) {
-				blockedImages(gd, bf, nil, gy, gx, !overwrite, lo, hi)
+				blockedImages(gd, bf, pb, gy, gx, !overwrite, lo, hi)
 			})
 			return
 		}

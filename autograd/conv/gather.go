@@ -691,6 +691,7 @@ func gatherBackward(g, gd *Geom, n, cout int, x, wf, gy, gx, dw []float32, accum
 	xSize, ySize := cin*hw, cout*g.cols
 	var gc *gatherConv
 	var rows, runs []int32
+	var pb []float32 // the blocked input gradient's zero bias
 	if bf == nil {
 		buf := partialScratch.get(gatherPackedSize(gd, cin))
 		defer partialScratch.put(buf)
@@ -698,6 +699,7 @@ func gatherBackward(g, gd *Geom, n, cout int, x, wf, gy, gx, dw []float32, accum
 		rows, runs = gc.rows, gc.runs
 	} else {
 		rows, runs = gatherOffsets(gd)
+		pb = blockedBias(bf, nil)
 	}
 	beta := float32(0)
 	if accumulate {
@@ -722,7 +724,7 @@ func gatherBackward(g, gd *Geom, n, cout int, x, wf, gy, gx, dw []float32, accum
 			}
 		}
 		if bf != nil {
-			blockedImages(gd, bf, nil, gy, gx, accumulate, lo, hi)
+			blockedImages(gd, bf, pb, gy, gx, accumulate, lo, hi)
 		}
 		part := partialScratch.get(cin * gd.rows)
 		gp.sum(cnt, x[lo*xSize:hi*xSize], pad, part)
