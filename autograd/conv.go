@@ -60,11 +60,13 @@ func Conv2d(x, w, b *Tensor, stride, padding, dilation int) *Tensor {
 // from im2col's only in rounding (about 4e-6 at most on outputs of unit
 // scale with 512 channels, docs/benchmarks.md). Where their channels
 // come in whole blocks of 16, at most 64×64 of them, on outputs of at
-// least 16×16 pixels and batches of at least 8 images, such layers with
+// least 8×8 pixels and batches of at least 8 images, such layers with
 // padding 1 compute the output and the input gradient with the
 // channel-blocked Winograd of package autograd/nchwc instead (each image
 // converted to its layout and back), bit-identical for every number of
-// workers too.
+// workers too. The weight gradient of 3×3, stride-1 layers with at least
+// 32 input and output channels is Winograd's too (F(2×2, 3×3)
+// transposed, summed over groups of images in a fixed order).
 //
 // In a context with Precision BF16 (on a CPU with AVX512_BF16) all three
 // products, the output and both gradients, run in bfloat16 with float32

@@ -86,7 +86,7 @@ func (a Algo) String() string {
 //
 // 3×3 convolutions with stride 1, padding 1 and dilation 1 whose channels
 // come in whole blocks of 16, at most 64×64 of them, on outputs of at
-// least 16×16 pixels and at least 8 images (blockedPays) run on package
+// least 8×8 pixels and at least 8 images (blockedPays) run on package
 // nchwc's Winograd in its channel-blocked layout instead, each image
 // converted to it and back (blocked.go); also bit-identical for every
 // number of workers, and differing from im2col's only in rounding.

@@ -18,7 +18,11 @@
 //     the weight gradient as gathered dot products;
 //   - winograd.go: Winograd's F(2×2, 3×3), its transforms with AVX2
 //     kernels (winograd_amd64.s, registered with internal/impl as package
-//     "conv" and tested against the Go loops);
+//     "conv" and tested against the Go loops); winoweight.go: its weight
+//     gradient, F(2×2, 3×3) transposed, with the AVX2 transforms of the
+//     output gradients beside the others;
+//   - blocked.go: package nchwc's channel-blocked Winograd for the output
+//     and the input gradient, images converted to its layout and back;
 //   - bf16.go: the bfloat16 products of a geometry from Geom.BF16;
 //   - plan.go, chain.go: Plan, the filters packed once, the epilogue (bias,
 //     residual, ReLU) applied while the output is in the cache, a small
