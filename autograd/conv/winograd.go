@@ -136,32 +136,14 @@ func winoInRows(h []float32, stride int, plane []float32, wp, th, tw int, asm bo
 	for l := range 4 {
 		o := h[4*l*stride:] // the outputs of row l, stride apart
 		i0 := 0             // the tile rows before i0 are done
-		if asm && haveAVX2 && (tw == 8 || tw == 4 && th >= 2) {
-			// The whole plane in one call: eight tiles at a time from one
-			// tile row, or from two, whose windows' row l lies two plane
-			// rows apart.
-			half, adv := 8, 2*wp
-			i0 = th
-			if tw == 4 {
-				half, adv = 2*wp, 4*wp
+		if asm && haveAVX2 {
+			i0 = rowsAVX2(winoInRowsAVX2, o, stride, plane, wp, th, tw, l, 2*tw+2)
+			if i0 == 0 && tw == 2 && th >= 2 {
+				// Four tiles at a time from two tile rows.
 				i0 = th &^ 1
+				_ = plane[(2*i0-2+l)*wp+2*tw+1]
+				winoInRows2AVX2(&plane[l*wp], &o[0], &o[stride], &o[2*stride], &o[3*stride], i0*tw, wp)
 			}
-			_ = plane[(2*i0-2+l)*wp+2*tw+1]
-			winoInRowsAVX2(&plane[l*wp], &o[0], &o[stride], &o[2*stride], &o[3*stride], i0*tw, half, adv)
-		} else if asm && haveAVX2 && tw == 2 && th >= 2 {
-			// Four tiles at a time from two tile rows.
-			i0 = th &^ 1
-			_ = plane[(2*i0-2+l)*wp+2*tw+1]
-			winoInRows2AVX2(&plane[l*wp], &o[0], &o[stride], &o[2*stride], &o[3*stride], i0*tw, wp)
-		}
-		if asm && haveAVX2 && i0 == 0 && tw%8 == 0 {
-			// A call per tile row, eight tiles at a time along it.
-			_ = plane[(2*th-2+l)*wp+2*tw+1]
-			for i := range th {
-				r, t := (2*i+l)*wp, i*tw
-				winoInRowsAVX2(&plane[r], &o[t], &o[stride+t], &o[2*stride+t], &o[3*stride+t], tw, 8, 16)
-			}
-			continue
 		}
 		if i0 == th {
 			continue
@@ -186,6 +168,41 @@ func winoInRows(h []float32, stride int, plane []float32, wp, th, tw int, asm bo
 			}
 		}
 	}
+}
+
+// rowsKernel is an AVX2 row transform of winograd_amd64.s
+// (winoInRowsAVX2, winoGradRowsAVX2): n tiles, the values of the first
+// four of every eight at row and those of the other four half elements
+// further, then row moved on by adv elements.
+type rowsKernel func(row, o0, o1, o2, o3 *float32, n, half, adv int)
+
+// rowsAVX2 runs kern over the th×tw tiles of row y of their windows
+// (plane row 2i+y for tile row i, rows ld apart, kern reading span values
+// of each from its first), writing tile t's outputs at o[s·stride + t],
+// as far as the kernel's steps allow: the whole plane in one call for
+// tw = 8 (a tile row a step) and tw = 4 (four tiles from each of two tile
+// rows), a call per tile row for other multiples of 8. It returns the
+// number of tile rows done, 0 or from the first; the caller's Go loop
+// does the rest.
+func rowsAVX2(kern rowsKernel, o []float32, stride int, plane []float32, ld, th, tw, y, span int) int {
+	switch {
+	case tw == 8 || tw == 4 && th >= 2:
+		half, adv, i0 := 8, 2*ld, th
+		if tw == 4 {
+			half, adv, i0 = 2*ld, 4*ld, th&^1
+		}
+		_ = plane[(2*i0-2+y)*ld+span-1]
+		kern(&plane[y*ld], &o[0], &o[stride], &o[2*stride], &o[3*stride], i0*tw, half, adv)
+		return i0
+	case tw%8 == 0:
+		_ = plane[(2*th-2+y)*ld+span-1]
+		for i := range th {
+			r, t := (2*i+y)*ld, i*tw
+			kern(&plane[r], &o[t], &o[stride+t], &o[2*stride+t], &o[3*stride+t], tw, 8, 16)
+		}
+		return th
+	}
+	return 0
 }
 
 // winoInCols sets o[r][x] = Σ_l Bᵀ[r][l]·d[l][x] for x < len(o[0]).

@@ -211,27 +211,8 @@ func winoGradRows(h []float32, stride int, plane []float32, ld, th, tw int, asm 
 	for y := range 2 {
 		o := h[4*y*stride:] // the outputs of row y, stride apart
 		i0 := 0             // the tile rows before i0 are done
-		switch {
-		case asm && haveAVX2 && (tw == 8 || tw == 4 && th >= 2):
-			// The whole plane in one call: eight tiles at a time from one
-			// tile row, or four from each of two, whose row y lies two
-			// plane rows apart.
-			half, adv := 8, 2*ld
-			i0 = th
-			if tw == 4 {
-				half, adv = 2*ld, 4*ld
-				i0 = th &^ 1
-			}
-			_ = plane[(2*i0-2+y)*ld+2*tw-1]
-			winoGradRowsAVX2(&plane[y*ld], &o[0], &o[stride], &o[2*stride], &o[3*stride], i0*tw, half, adv)
-		case asm && haveAVX2 && tw%8 == 0:
-			// A call per tile row, eight tiles at a time along it.
-			_ = plane[(2*th-2+y)*ld+2*tw-1]
-			for i := range th {
-				r, t := (2*i+y)*ld, i*tw
-				winoGradRowsAVX2(&plane[r], &o[t], &o[stride+t], &o[2*stride+t], &o[3*stride+t], tw, 8, 16)
-			}
-			i0 = th
+		if asm && haveAVX2 {
+			i0 = rowsAVX2(winoGradRowsAVX2, o, stride, plane, ld, th, tw, y, 2*tw)
 		}
 		h0, h1, h2, h3 := o[:n], o[stride:stride+n], o[2*stride:2*stride+n], o[3*stride:3*stride+n]
 		for i := i0; i < th; i++ {
