@@ -133,6 +133,13 @@ func NewEngine(name string, opts ...Option) (*Engine, error) {
 // platform), "avx2" or "avx512" (amd64) or "neon" (arm64).
 func (e *Engine) Kernel() string { return e.k.name }
 
+// DotProducts reports whether e computes C = A·Bᵀ with few rows of C
+// (at most 64) as dot products of the rows of A and B read where they lie
+// (the AVX-512 kernel), for Sgemm and for SgemmGatherT, which otherwise
+// copy or pack both operands: the products of convolutions' weight
+// gradients, whose fastest algorithm depends on it.
+func (e *Engine) DotProducts() bool { return e.k.dot != nil && e.k.dotGather != nil }
+
 // KernelChoice says how the engine's kernel was chosen (by default, by
 // NewEngine, or as ChosenBy recorded, for example from the PROXGEN_GEMM
 // environment variable) and why it can run here, for example "the fastest

@@ -1,6 +1,7 @@
 package conv
 
 import (
+	"github.com/proxgen/proxgen/autograd/blas"
 	"github.com/proxgen/proxgen/internal/parallel"
 )
 
@@ -55,19 +56,31 @@ func useWinoWeight(g *Geom, n, cout int) bool {
 // winoWeightPays is the per-layer rule of the Winograd weight gradient,
 // measured by BenchmarkBlockedLayers (batch 128, CPU time per pass,
 // docs/benchmarks.md) against the weight gradients of gatherConv and
-// im2col: at least 32 input and output channels (with 16 the transforms
-// of the images and of the output gradients, which grow with the channels
-// while the products' saving grows with their product, cost more than
-// the saving: 16 channels at 32×32 1.4× slower; 32 at 16×16 1.1× faster,
-// 64 at 8×8 1.3×, 64 to 512 channels on VGG-16's layers 1.3–1.4× down to
-// 4×4), tiles that waste little of their outputs past the edges
-// (winoEdgeOK) and at least 512 tiles in the batch (the sums of the
-// products' lanes and their transform into filters, costs that grow with
-// the filters alone, are otherwise not paid back: 512 channels at 2×2,
-// 128 tiles, 1.4× slower).
+// im2col:
+//   - at least 32 input and output channels where the GEMM engine
+//     computes those gradients' products as dot products of rows read in
+//     place (blas.Engine.DotProducts, the AVX-512 engine): with 16 the
+//     transforms of the images and of the output gradients, which grow
+//     with the channels while the products' saving grows with their
+//     product, cost more than the saving (16 channels at 32×32 1.4×
+//     slower; 32 at 16×16 1.1× faster, 64 at 8×8 1.3×, VGG-16's 64 to
+//     512 channels down to 4×4 1.3–1.4×);
+//   - at least 16 where it packs their operands instead (the AVX2 engine:
+//     16 channels at 32×32 1.5× faster for both gradients, 32 at 16×16
+//     1.7×, 64 at 8×8 1.1×);
+//   - tiles that waste little of their outputs past the edges
+//     (winoEdgeOK);
+//   - at least 512 tiles in the batch: the products' final sums across
+//     the lanes and their transform into filters, costs that grow with
+//     the filters alone, are otherwise not paid back (512 channels at
+//     2×2, 128 tiles, 1.4× slower).
 func winoWeightPays(g *Geom, n, cout int) bool {
 	th, tw := winoTiles(g)
-	return g.c >= 32 && cout >= 32 && n*th*tw >= 512 && winoEdgeOK(g)
+	least := 32
+	if !blas.Default().DotProducts() {
+		least = 16
+	}
+	return g.c >= least && cout >= least && n*th*tw >= 512 && winoEdgeOK(g)
 }
 
 // winoGradSigns are the signs of A' = diag(winoGradSigns)·A.

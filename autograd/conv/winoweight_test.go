@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/proxgen/proxgen/autograd/blas"
 	"github.com/proxgen/proxgen/internal/parallel"
 )
 
@@ -92,7 +93,8 @@ func TestWinoGradTransforms(t *testing.T) {
 // their scale for random signs, so its terms and their rounding are up to
 // four times those of the direct sums: its largest error must stay within
 // four times the larger of the other two's (measured: at most 1.3× with
-// the AVX-512 kernels, 2.1× with the pure-Go ones).
+// the AVX-512 kernels, 2.1× with the pure-Go ones). It runs with every
+// GEMM engine this CPU has, the default one on all the layers.
 func TestWinoWeightError(t *testing.T) {
 	layers := []struct{ n, c, hw int }{
 		{8, 16, 32}, {8, 32, 16}, {16, 64, 8}, {4, 128, 8}, {8, 256, 4},
@@ -100,6 +102,24 @@ func TestWinoWeightError(t *testing.T) {
 	if testing.Short() {
 		layers = layers[:3]
 	}
+	def := blas.Default()
+	for _, name := range blas.Kernels() {
+		e, err := blas.NewEngine(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls := layers
+		if name != def.Kernel() {
+			ls = layers[1:3]
+		}
+		t.Run(name, func(t *testing.T) {
+			defer blas.SetDefault(blas.SetDefault(e))
+			testWinoWeightError(t, ls)
+		})
+	}
+}
+
+func testWinoWeightError(t *testing.T, layers []struct{ n, c, hw int }) {
 	for _, l := range layers {
 		rng := rand.New(rand.NewPCG(uint64(l.c), 6))
 		x := make([]float32, l.n*l.c*l.hw*l.hw)
