@@ -65,8 +65,9 @@ func Conv2d(x, w, b *Tensor, stride, padding, dilation int) *Tensor {
 // channel-blocked Winograd of package autograd/nchwc instead (each image
 // converted to its layout and back), bit-identical for every number of
 // workers too. The weight gradient of 3×3, stride-1 layers with at least
-// 32 input and output channels is Winograd's too (F(2×2, 3×3)
-// transposed, summed over groups of images in a fixed order).
+// 32 input and output channels (16 where the GEMM engine has no
+// dot-product kernels) is Winograd's too (F(2×2, 3×3) transposed, summed
+// over groups of images in a fixed order).
 //
 // In a context with Precision BF16 (on a CPU with AVX512_BF16) all three
 // products, the output and both gradients, run in bfloat16 with float32

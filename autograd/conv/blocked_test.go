@@ -3,6 +3,7 @@ package conv
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
@@ -22,8 +23,18 @@ import (
 // (blocked: the conversions to and from nchwc's layout and the filter
 // packing of each call included) and with Winograd, alternating; run it with -cpu 1,2 for
 // the worker counts and -count to repeat the alternation. It reports the
-// process CPU time per pass beside the wall time.
+// process CPU time per pass beside the wall time. The passes dw (the
+// weight gradient alone) and bwd also run with the weight gradient off
+// Winograd (the names ending in -old), and PROXGEN_GEMM names the GEMM
+// engine (blas.NewEngine) as it does for the programs.
 func BenchmarkBlockedLayers(b *testing.B) {
+	if name := os.Getenv("PROXGEN_GEMM"); name != "" {
+		e, err := blas.NewEngine(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer blas.SetDefault(blas.SetDefault(e))
+	}
 	const n = 128
 	for _, l := range []struct{ c, hw int }{{16, 32}, {32, 16}, {64, 8}, {64, 32}, {128, 16}, {256, 8}, {512, 4}, {512, 2}} {
 		rng := rand.New(rand.NewPCG(uint64(l.c), 3))
