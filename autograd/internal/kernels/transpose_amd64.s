@@ -82,3 +82,103 @@ t8_loop:
 	JNZ  t8_loop
 	VZEROUPPER
 	RET
+
+// TRANSPOSE8 transposes Y0-Y7 (eight rows of eight) into Y8-Y15, columns
+// 0-7 in order, using nothing else.
+#define TRANSPOSE8 \
+	VUNPCKLPS  Y1, Y0, Y8         \
+	VUNPCKHPS  Y1, Y0, Y9         \
+	VUNPCKLPS  Y3, Y2, Y10        \
+	VUNPCKHPS  Y3, Y2, Y11        \
+	VUNPCKLPS  Y5, Y4, Y12        \
+	VUNPCKHPS  Y5, Y4, Y13        \
+	VUNPCKLPS  Y7, Y6, Y14        \
+	VUNPCKHPS  Y7, Y6, Y15        \
+	VSHUFPS    $0x44, Y10, Y8, Y0 \
+	VSHUFPS    $0xEE, Y10, Y8, Y1 \
+	VSHUFPS    $0x44, Y11, Y9, Y2 \
+	VSHUFPS    $0xEE, Y11, Y9, Y3 \
+	VSHUFPS    $0x44, Y14, Y12, Y4 \
+	VSHUFPS    $0xEE, Y14, Y12, Y5 \
+	VSHUFPS    $0x44, Y15, Y13, Y6 \
+	VSHUFPS    $0xEE, Y15, Y13, Y7 \
+	VPERM2F128 $0x20, Y4, Y0, Y8  \
+	VPERM2F128 $0x20, Y5, Y1, Y9  \
+	VPERM2F128 $0x20, Y6, Y2, Y10 \
+	VPERM2F128 $0x20, Y7, Y3, Y11 \
+	VPERM2F128 $0x31, Y4, Y0, Y12 \
+	VPERM2F128 $0x31, Y5, Y1, Y13 \
+	VPERM2F128 $0x31, Y6, Y2, Y14 \
+	VPERM2F128 $0x31, Y7, Y3, Y15
+
+// func transpose16AVX2(src *float32, lds int, dst *float32, ldd int, n int)
+//
+// Transposes the 16×n block at src (rows lds values apart) into the n×16
+// block at dst (rows ldd values apart), n a positive multiple of 8: for
+// each eight columns, rows 0-7 and then rows 8-15 through the 8×8
+// register transpose, so that each destination row receives its sixteen
+// values (a whole 64-byte line where dst is aligned) at once.
+TEXT ·transpose16AVX2(SB), NOSPLIT, $0-40
+	MOVQ src+0(FP), SI
+	MOVQ lds+8(FP), R8
+	MOVQ dst+16(FP), DI
+	MOVQ ldd+24(FP), DX
+	MOVQ n+32(FP), CX
+	SHLQ $2, R8           // source row stride in bytes
+	SHLQ $2, DX           // destination row stride in bytes
+	LEAQ (R8)(R8*2), R10  // 3 source rows
+	LEAQ (SI)(R8*4), BX   // source row 4
+	LEAQ (BX)(R8*4), R9   // source row 8
+	LEAQ (R9)(R8*4), R14  // source row 12
+	LEAQ (DX)(DX*2), R11  // 3 destination rows
+	LEAQ (DI)(DX*4), R12  // destination row 4
+	MOVQ DX, R13
+	SHLQ $3, R13          // 8 destination rows
+
+t16_loop:
+	VMOVUPS (SI), Y0
+	VMOVUPS (SI)(R8*1), Y1
+	VMOVUPS (SI)(R8*2), Y2
+	VMOVUPS (SI)(R10*1), Y3
+	VMOVUPS (BX), Y4
+	VMOVUPS (BX)(R8*1), Y5
+	VMOVUPS (BX)(R8*2), Y6
+	VMOVUPS (BX)(R10*1), Y7
+	TRANSPOSE8
+	VMOVUPS Y8, (DI)
+	VMOVUPS Y9, (DI)(DX*1)
+	VMOVUPS Y10, (DI)(DX*2)
+	VMOVUPS Y11, (DI)(R11*1)
+	VMOVUPS Y12, (R12)
+	VMOVUPS Y13, (R12)(DX*1)
+	VMOVUPS Y14, (R12)(DX*2)
+	VMOVUPS Y15, (R12)(R11*1)
+
+	VMOVUPS (R9), Y0
+	VMOVUPS (R9)(R8*1), Y1
+	VMOVUPS (R9)(R8*2), Y2
+	VMOVUPS (R9)(R10*1), Y3
+	VMOVUPS (R14), Y4
+	VMOVUPS (R14)(R8*1), Y5
+	VMOVUPS (R14)(R8*2), Y6
+	VMOVUPS (R14)(R10*1), Y7
+	TRANSPOSE8
+	VMOVUPS Y8, 32(DI)
+	VMOVUPS Y9, 32(DI)(DX*1)
+	VMOVUPS Y10, 32(DI)(DX*2)
+	VMOVUPS Y11, 32(DI)(R11*1)
+	VMOVUPS Y12, 32(R12)
+	VMOVUPS Y13, 32(R12)(DX*1)
+	VMOVUPS Y14, 32(R12)(DX*2)
+	VMOVUPS Y15, 32(R12)(R11*1)
+
+	ADDQ $32, SI
+	ADDQ $32, BX
+	ADDQ $32, R9
+	ADDQ $32, R14
+	ADDQ R13, DI
+	ADDQ R13, R12
+	SUBQ $8, CX
+	JNZ  t16_loop
+	VZEROUPPER
+	RET

@@ -9,9 +9,10 @@ import (
 )
 
 // TestTransposeStrided checks TransposeStrided, with and without its AVX2
-// kernel, against the definition dst[j·ldd + i] = src[i·lds + j], on row
-// ranges and column counts around multiples of 8 and with strides wider
-// than the rows, and that it writes nothing else.
+// kernels, against the definition dst[j·ldd + i] = src[i·lds + j], on row
+// ranges and column counts around multiples of 8 and 16 and with strides
+// wider than the rows (destination strides wider than the source's take
+// the sixteen-row kernel), and that it writes nothing else.
 func TestTransposeStrided(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	impl.ForEach("kernels", func(name string) {
@@ -19,6 +20,8 @@ func TestTransposeStrided(t *testing.T) {
 			{8, 8, 0, 8, 8, 8}, {16, 32, 0, 16, 32, 16}, {16, 32, 0, 16, 1024, 16},
 			{13, 21, 0, 13, 21, 13}, {24, 17, 3, 20, 40, 30}, {9, 7, 0, 9, 7, 9},
 			{64, 8, 0, 64, 64, 64}, {40, 33, 8, 40, 35, 41}, {5, 50, 1, 4, 50, 5},
+			// wider destination strides: sixteen rows at a time
+			{32, 16, 0, 32, 16, 1024}, {19, 12, 1, 19, 12, 40}, {16, 5, 0, 16, 5, 20}, {48, 24, 5, 45, 30, 64},
 		} {
 			src := make([]float32, (c.rows-1)*c.lds+c.cols)
 			for i := range src {
