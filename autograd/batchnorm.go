@@ -3,6 +3,7 @@ package autograd
 import (
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/proxgen/proxgen/autograd/internal/kernels"
 	"github.com/proxgen/proxgen/internal/parallel"
@@ -23,7 +24,8 @@ import (
 // runVar. The gradient flows through the batch statistics. In evaluation
 // mode the running statistics are used and the op is an affine map.
 //
-// Statistics are accumulated in float64, one channel per task and in a
+// Statistics are accumulated in float64, per (n, c) plane in one sweep
+// over the batch in memory order and then per channel in image order, a
 // fixed order, so results are bit-identical for any number of workers.
 func BatchNorm2d(x, gamma, beta, runMean, runVar *Tensor, training bool, momentum, eps float32) *Tensor {
 	mustRank("BatchNorm2d", "x", x, 4)
@@ -77,6 +79,22 @@ func plane(s []float32, o, n int) []float32 {
 // planeGrain is the number of (n, c) planes of size s per parallel chunk.
 func planeGrain(s int) int { return max(1, (1<<14)/max(s, 1)) }
 
+// planeSums returns room for two float64 sums per plane of n planes, from
+// c's arena where it has one (which hands out float32 buffers starting on
+// an allocation's first byte: 4n of them, read as 2n float64), else from
+// make; done hands the buffer back.
+func planeSums(c *Context, n int) (s []float64, done func()) {
+	if c == nil || c.Arena == nil {
+		return make([]float64, 2*n), func() {}
+	}
+	b := c.alloc(4*n, false)
+	if uintptr(unsafe.Pointer(&b[0]))%unsafe.Alignof(float64(0)) != 0 {
+		c.release(b)
+		return make([]float64, 2*n), func() {}
+	}
+	return unsafe.Slice((*float64)(unsafe.Pointer(&b[0])), 2*n), func() { c.release(b) }
+}
+
 // batchNorm normalises x as BatchNorm2d does, followed by the epilogue epi:
 // nothing, a ReLU, or adding res (set only for kernels.AddReLU) and a ReLU.
 func batchNorm(op string, x, res *Tensor, epi kernels.Epilogue, gamma, beta, runMean, runVar *Tensor, training bool, momentum, eps float32) *Tensor {
@@ -127,41 +145,43 @@ func batchNorm(op string, x, res *Tensor, epi kernels.Epilogue, gamma, beta, run
 		kernels.Affine(out.Data[o:o+sp], x.Data[o:o+sp], plane(rd, o, sp), meanF[c], scale[c], shift[c], epi)
 	}
 	if useBatch {
-		// One task per channel: its statistics in a fixed order, then
-		// its planes while they are still in cache.
-		parallel.For(ch, 1, func(lo, hi int) {
-			for c := lo; c < hi; c++ {
-				k := float64(x.Data[c*sp]) // shift against cancellation
-				var s1, s2 float64
-				for n := 0; n < batch; n++ {
-					o := (n*ch + c) * sp
-					a, b := kernels.Stats(x.Data[o:o+sp], k)
-					s1 += a
-					s2 += b
-				}
-				m := s1 / float64(cnt)
-				v := max((s2-s1*m)/float64(cnt), 0)
-				setChannel(c, k+m, 1/math.Sqrt(v+float64(eps)))
-				if training && runMean != nil {
-					unbiased := v * float64(cnt) / float64(cnt-1)
-					runMean.Data[c] = (1-momentum)*runMean.Data[c] + momentum*float32(mean[c])
-					runVar.Data[c] = (1-momentum)*runVar.Data[c] + momentum*float32(unbiased)
-				}
-				for n := 0; n < batch; n++ {
-					normPlane(n*ch + c)
-				}
+		// The statistics of each (n, c) plane in one sweep over x in
+		// memory order, then each channel's in image order: the sums
+		// one task per channel would make, with x read as one stream.
+		part, done := planeSums(ctx, batch*ch)
+		defer done()
+		parallel.For(batch*ch, planeGrain(sp), func(lo, hi int) {
+			for p := lo; p < hi; p++ {
+				k := float64(x.Data[p%ch*sp]) // shift against cancellation
+				part[2*p], part[2*p+1] = kernels.Stats(x.Data[p*sp:(p+1)*sp], k)
 			}
 		})
+		for c := range ch {
+			k := float64(x.Data[c*sp])
+			var s1, s2 float64
+			for n := 0; n < batch; n++ {
+				s1 += part[2*(n*ch+c)]
+				s2 += part[2*(n*ch+c)+1]
+			}
+			m := s1 / float64(cnt)
+			v := max((s2-s1*m)/float64(cnt), 0)
+			setChannel(c, k+m, 1/math.Sqrt(v+float64(eps)))
+			if training && runMean != nil {
+				unbiased := v * float64(cnt) / float64(cnt-1)
+				runMean.Data[c] = (1-momentum)*runMean.Data[c] + momentum*float32(mean[c])
+				runVar.Data[c] = (1-momentum)*runVar.Data[c] + momentum*float32(unbiased)
+			}
+		}
 	} else {
 		for c := range ch {
 			setChannel(c, float64(runMean.Data[c]), 1/math.Sqrt(float64(runVar.Data[c])+float64(eps)))
 		}
-		parallel.For(batch*ch, planeGrain(sp), func(lo, hi int) {
-			for p := lo; p < hi; p++ {
-				normPlane(p)
-			}
-		})
 	}
+	parallel.For(batch*ch, planeGrain(sp), func(lo, hi int) {
+		for p := lo; p < hi; p++ {
+			normPlane(p)
+		}
+	})
 
 	inputs := []*Tensor{x, gamma, beta}
 	if res != nil {
@@ -197,45 +217,70 @@ func batchNorm(op string, x, res *Tensor, epi kernels.Epilogue, gamma, beta, run
 		if gr != nil && rFresh && res != x {
 			dy, mask = gr, nil
 		}
-		// One task per channel: Σdy and Σdy·(x − mean) in a fixed order,
-		// then the channel's planes of dx. With batch statistics
-		// dx = gamma·invStd·(dy − Σdy/n − x̂·Σ(dy·x̂)/n), x̂ = (x − mean)·invStd,
-		// where dy is g masked by the ReLU.
-		parallel.For(ch, 1, func(lo, hi int) {
-			for c := lo; c < hi; c++ {
-				var sdy, sdyx float64
-				for n := 0; n < batch; n++ {
-					o := (n*ch + c) * sp
-					if gr != nil {
-						kernels.MaskedGrad(gr[o:o+sp], g[o:o+sp], y[o:o+sp], rFresh)
-					}
-					if needSums {
-						a, b := kernels.GradSums(dy[o:o+sp], plane(mask, o, sp), x.Data[o:o+sp], mean[c])
-						sdy += a
-						sdyx += b
-					}
+		// Behind the ReLU alone, y > 0 exactly where the affine map of
+		// the forward pass is: the kernels recompute the mask from x
+		// (where they can) instead of reading y.
+		reluMask := epi == kernels.ReLU && mask != nil
+		// Σdy and Σdy·(x − mean) of each plane in one sweep in memory
+		// order, then each channel's in image order (the sums one task
+		// per channel would make), then dx in a second sweep. With batch
+		// statistics dx = gamma·invStd·(dy − Σdy/n − x̂·Σ(dy·x̂)/n),
+		// x̂ = (x − mean)·invStd, where dy is g masked by the ReLU.
+		var part []float64
+		if needSums {
+			var done func()
+			part, done = planeSums(ctx, batch*ch)
+			defer done()
+		}
+		parallel.For(batch*ch, planeGrain(sp), func(lo, hi int) {
+			for p := lo; p < hi; p++ {
+				c, o := p%ch, p*sp
+				if gr != nil {
+					kernels.MaskedGrad(gr[o:o+sp], g[o:o+sp], y[o:o+sp], rFresh)
 				}
-				if gg != nil {
-					gg[c] += float32(sdyx * invStd[c])
+				switch {
+				case needSums && reluMask:
+					part[2*p], part[2*p+1] = kernels.GradSumsReLU(dy[o:o+sp], mask[o:o+sp], x.Data[o:o+sp], mean[c], meanF[c], scale[c], shift[c])
+				case needSums:
+					part[2*p], part[2*p+1] = kernels.GradSums(dy[o:o+sp], plane(mask, o, sp), x.Data[o:o+sp], mean[c])
 				}
-				if gb != nil {
-					gb[c] += float32(sdy)
-				}
-				if gx == nil {
-					continue
-				}
-				a := invStd[c]
-				if gamma != nil {
-					a *= float64(gamma.Data[c])
-				}
-				var k2, k3 float32
-				if useBatch {
-					k2 = float32(-a * invStd[c] * invStd[c] * sdyx / float64(cnt))
-					k3 = float32(-a * sdy / float64(cnt))
-				}
-				for n := 0; n < batch; n++ {
-					o := (n*ch + c) * sp
-					kernels.AffineGrad(gx[o:o+sp], dy[o:o+sp], plane(mask, o, sp), x.Data[o:o+sp], meanF[c], float32(a), k2, k3, xFresh)
+			}
+		})
+		k1 := make([]float32, ch)
+		k2 := make([]float32, ch)
+		k3 := make([]float32, ch)
+		for c := range ch {
+			var sdy, sdyx float64
+			for n := 0; needSums && n < batch; n++ {
+				sdy += part[2*(n*ch+c)]
+				sdyx += part[2*(n*ch+c)+1]
+			}
+			if gg != nil {
+				gg[c] += float32(sdyx * invStd[c])
+			}
+			if gb != nil {
+				gb[c] += float32(sdy)
+			}
+			a := invStd[c]
+			if gamma != nil {
+				a *= float64(gamma.Data[c])
+			}
+			k1[c] = float32(a)
+			if useBatch {
+				k2[c] = float32(-a * invStd[c] * invStd[c] * sdyx / float64(cnt))
+				k3[c] = float32(-a * sdy / float64(cnt))
+			}
+		}
+		if gx == nil {
+			return
+		}
+		parallel.For(batch*ch, planeGrain(sp), func(lo, hi int) {
+			for p := lo; p < hi; p++ {
+				c, o := p%ch, p*sp
+				if reluMask {
+					kernels.AffineGradReLU(gx[o:o+sp], dy[o:o+sp], mask[o:o+sp], x.Data[o:o+sp], meanF[c], k1[c], k2[c], k3[c], scale[c], shift[c], xFresh)
+				} else {
+					kernels.AffineGrad(gx[o:o+sp], dy[o:o+sp], plane(mask, o, sp), x.Data[o:o+sp], meanF[c], k1[c], k2[c], k3[c], xFresh)
 				}
 			}
 		})

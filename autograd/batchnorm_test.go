@@ -1,13 +1,16 @@
 package autograd_test
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/autograd/gradcheck"
 	"github.com/proxgen/proxgen/internal/parallel"
+	"github.com/proxgen/proxgen/internal/procstat"
 )
 
 // refChannelStats returns the float64 mean and biased variance of every
@@ -532,6 +535,67 @@ func TestBatchNormReLUUnderArena(t *testing.T) {
 		for range 12 {
 			for i, d := 0, ctx.New(shape...).Data; i < len(d); i++ {
 				d[i] = float32(math.NaN())
+			}
+		}
+	}
+}
+
+// BenchmarkBatchNormResNet20 times the fused batch-norm ops of ResNet-20's
+// blocks (BatchNormReLU after a block's first convolution,
+// BatchNormAddReLU at its end) at batch 128 in the three stages, the
+// forward pass (fwd) and the backward pass (bwd, after an untimed forward
+// pass; BackwardWith adds the seed to the output's gradient, one pass
+// more than inside a network), with the buffers from an arena as in a
+// training step. It reports the process CPU time per pass beside the
+// wall time of both.
+func BenchmarkBatchNormResNet20(b *testing.B) {
+	rng := newRNG(62)
+	for _, st := range []struct{ c, hw int }{{16, 32}, {32, 16}, {64, 8}} {
+		shape := []int{128, st.c, st.hw, st.hw}
+		x0, r0 := param(rng, shape...), param(rng, shape...)
+		gamma, beta := param(rng, st.c), param(rng, st.c)
+		rm, rv := autograd.New(st.c), autograd.Full(1, st.c)
+		dy := autograd.RandN(rng, shape...).Data
+		for _, op := range []string{"relu", "addrelu"} {
+			for _, pass := range []string{"fwd", "bwd"} {
+				b.Run(fmt.Sprintf("%dch_%dpx/%s/%s", st.c, st.hw, op, pass), func(b *testing.B) {
+					// x and r bound to the context: their gradients
+					// come from the arena, as a layer's inside a
+					// network do.
+					ctx := &autograd.Context{Arena: autograd.NewArena()}
+					x, r := x0.In(ctx), r0.In(ctx)
+					var cpu time.Duration
+					cpuOK := true
+					step := func() {
+						ctx.Arena.Reset()
+						x.Grad, r.Grad = nil, nil // their buffers went back to the arena
+						c0, ok0 := procstat.CPUTime()
+						var y *autograd.Tensor
+						if op == "relu" {
+							y = autograd.BatchNormReLU(x, gamma, beta, rm, rv, true, 0.1, 1e-5)
+						} else {
+							y = autograd.BatchNormAddReLU(x, r, gamma, beta, rm, rv, true, 0.1, 1e-5)
+						}
+						if pass == "bwd" {
+							b.StopTimer()
+							c0, ok0 = procstat.CPUTime()
+							b.StartTimer()
+							y.BackwardWith(dy)
+						}
+						c1, ok1 := procstat.CPUTime()
+						cpu += c1 - c0
+						cpuOK = cpuOK && ok0 && ok1
+					}
+					step() // fill the arena
+					b.ResetTimer()
+					cpu = 0
+					for b.Loop() {
+						step()
+					}
+					if cpuOK {
+						b.ReportMetric(float64(cpu)/1e6/float64(b.N), "cpu-ms/op")
+					}
+				})
 			}
 		}
 	}

@@ -108,6 +108,66 @@ func GradSums(g, y, x []float32, mean float64) (sdy, sdyx float64) {
 	return sdy, sdyx
 }
 
+// GradSumsReLU is GradSums with dy = g masked by y > 0, where y is the
+// output of Affine with the ReLU epilogue: y = ReLU((x−m)·a + b). y > 0
+// exactly where (x−m)·a + b, rounded as Affine rounds it, is > 0, so the
+// AVX2 kernel recomputes the mask from x, reading one stream fewer than
+// GradSums; the other implementations read y. The results are GradSums's
+// (g, y, x, mean), bit for bit. x and y must be at least as long as g.
+func GradSumsReLU(g, y, x []float32, mean float64, m, a, b float32) (sdy, sdyx float64) {
+	if !useAsm || !asmReLUMask {
+		return GradSums(g, y, x, mean)
+	}
+	x = x[:len(g)]
+	n := len(g) &^ (lanes - 1)
+	if n > 0 {
+		sdy, sdyx = gradSumsReLUAsm(&g[0], &x[0], n, mean, m, a, b)
+	}
+	for i := n; i < len(g); i++ {
+		d := g[i]
+		if !(float32((x[i]-m)*a)+b > 0) {
+			d = 0
+		}
+		sdy += float64(d)
+		sdyx += float64(float64(d) * (float64(x[i]) - mean))
+	}
+	return sdy, sdyx
+}
+
+// AffineGradReLU is AffineGrad with dy = g masked by y > 0, where y =
+// ReLU((x−m)·a + b) is the output of Affine with the ReLU epilogue and m
+// the mean of both maps: as GradSumsReLU, the AVX2 kernel recomputes the
+// mask from x (one stream fewer) and the other implementations read y,
+// with AffineGrad's results bit for bit. g, x and y must be at least as
+// long as dst.
+func AffineGradReLU(dst, g, y, x []float32, m, k1, k2, k3, a, b float32, store bool) {
+	if !useAsm || !asmReLUMask {
+		AffineGrad(dst, g, y, x, m, k1, k2, k3, store)
+		return
+	}
+	g, x = g[:len(dst)], x[:len(dst)]
+	n := len(dst) &^ (lanes - 1)
+	if n > 0 {
+		mode := 0
+		if store {
+			mode = 2
+		}
+		affineGradReLUAsm(&dst[0], &g[0], &x[0], n, m, k1, k2, k3, a, b, mode)
+	}
+	for i := n; i < len(dst); i++ {
+		d := g[i]
+		xm := x[i] - m
+		if !(float32(xm*a)+b > 0) {
+			d = 0
+		}
+		v := float32(k1*d) + float32(k2*xm) + k3
+		if !store {
+			v = dst[i] + v
+		}
+		dst[i] = v
+	}
+}
+
 // Epilogue selects what Affine does after the affine map.
 type Epilogue int
 

@@ -320,3 +320,96 @@ relu_loop:
 	JNZ     relu_loop
 	VZEROUPPER
 	RET
+
+// RELUMASK leaves in dst the mask (x − m)·a + b > 0 of the 8 values of x
+// in xv (m, a, b broadcast in Y13, ma, mb; zero in Y14): where the output
+// of Affine with the ReLU epilogue is > 0, rounded as affineAsm rounds it.
+#define RELUMASK(xv, ma, mb, dst) \
+	VSUBPS Y13, xv, dst; \
+	VMULPS ma, dst, dst; \
+	VADDPS mb, dst, dst; \
+	VCMPPS $0x1e, Y14, dst, dst
+
+// func gradSumsReLUAsm(dy, x *float32, n int, mean float64, m, a, b float32) (sdy, sdyx float64)
+TEXT ·gradSumsReLUAsm(SB), NOSPLIT, $0-64
+	MOVQ         dy+0(FP), SI
+	MOVQ         x+8(FP), DI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSD mean+24(FP), Y15
+	VBROADCASTSS m+32(FP), Y13
+	VBROADCASTSS a+36(FP), Y12
+	VBROADCASTSS b+40(FP), Y11
+	VXORPS       Y14, Y14, Y14
+	ZERO4
+
+gsumsr_loop:
+	VMOVUPS      (DI), Y9
+	RELUMASK(Y9, Y12, Y11, Y9)
+	VANDPS       (SI), Y9, Y8
+	VCVTPS2PD    X8, Y4
+	VEXTRACTF128 $1, Y8, X5
+	VCVTPS2PD    X5, Y5
+	GSUMS
+	ADDQ         $32, SI
+	ADDQ         $32, DI
+	SUBQ         $8, CX
+	JNZ          gsumsr_loop
+
+	COMBINE8(Y0, Y1, X0, X4)
+	COMBINE8(Y2, Y3, X2, X4)
+	VMOVSD X0, sdy+48(FP)
+	VMOVSD X2, sdyx+56(FP)
+	VZEROUPPER
+	RET
+
+// RGRADVAL leaves k1·g + k2·(x − m) + k3 for the next 8 elements in Y0,
+// g (at SI) masked by RELUMASK (a, b in Y9, Y8).
+#define RGRADVAL \
+	VMOVUPS (BX), Y2; \
+	RELUMASK(Y2, Y9, Y8, Y3); \
+	VSUBPS  Y13, Y2, Y2; \
+	VANDPS  (SI), Y3, Y0; \
+	VMULPS  Y12, Y0, Y0; \
+	VMULPS  Y11, Y2, Y2; \
+	VADDPS  Y2, Y0, Y0; \
+	VADDPS  Y10, Y0, Y0
+
+// func affineGradReLUAsm(dst, dy, x *float32, n int, m, k1, k2, k3, a, b float32, mode int)
+TEXT ·affineGradReLUAsm(SB), NOSPLIT, $0-64
+	MOVQ         dst+0(FP), DI
+	MOVQ         dy+8(FP), SI
+	MOVQ         x+16(FP), BX
+	MOVQ         n+24(FP), CX
+	VBROADCASTSS m+32(FP), Y13
+	VBROADCASTSS k1+36(FP), Y12
+	VBROADCASTSS k2+40(FP), Y11
+	VBROADCASTSS k3+44(FP), Y10
+	VBROADCASTSS a+48(FP), Y9
+	VBROADCASTSS b+52(FP), Y8
+	MOVQ         mode+56(FP), AX
+	VXORPS       Y14, Y14, Y14
+	CMPQ         AX, $2
+	JEQ          rgrad_store
+
+rgrad_add:
+	RGRADVAL
+	VADDPS  (DI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, BX
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JNZ     rgrad_add
+	VZEROUPPER
+	RET
+
+rgrad_store:
+	RGRADVAL
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, BX
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JNZ     rgrad_store
+	VZEROUPPER
+	RET

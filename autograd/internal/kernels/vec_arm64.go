@@ -13,6 +13,10 @@ const haveAsm = true
 // asmSums: the float64 sums have NEON kernels too.
 const asmSums = true
 
+// asmReLUMask: GradSumsReLU and AffineGradReLU have no NEON kernels that
+// recompute the ReLU mask; they run the NEON kernels that read it.
+const asmReLUMask = false
+
 // The kernels process n elements, n a positive multiple of 8; the Go
 // wrappers in vec.go handle the rest. Each computes what the Go loop of
 // its wrapper computes, bit for bit.
@@ -69,4 +73,12 @@ func gradSumsMaskedAsm(dy, y, x *float32, n int, mean float64) (sdy, sdyx float6
 	var out [16]float64
 	gradSumsNEON(dy, y, x, n, mean, &out, 1)
 	return combine16(&out)
+}
+
+func gradSumsReLUAsm(dy, x *float32, n int, mean float64, m, a, b float32) (sdy, sdyx float64) {
+	panic("vec: no NEON kernel for GradSumsReLU")
+}
+
+func affineGradReLUAsm(dst, dy, x *float32, n int, m, k1, k2, k3, a, b float32, mode int) {
+	panic("vec: no NEON kernel for AffineGradReLU")
 }

@@ -111,6 +111,39 @@ func TestKernelsMatchGoLoops(t *testing.T) {
 					}
 				}
 			}
+			// The ReLU mask recomputed from x: the same bits as the
+			// kernels that read y, the output of Affine with the ReLU
+			// epilogue, with an affine map that is exactly zero where x
+			// is m, and for AffineGradReLU on x with NaNs and
+			// infinities too (which make every sum NaN).
+			xn := append([]float32(nil), x...)
+			for i := 5; i < n; i += 11 {
+				xn[i] = []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}[i%3]
+			}
+			for _, ab := range [][2]float32{{-1.5, 0.5}, {2, 0}} {
+				yr := make([]float32, n)
+				Affine(yr, x, nil, m, ab[0], ab[1], ReLU)
+				want := func() [2]float64 { p, q := GradSums(g, yr, x, k); return [2]float64{p, q} }()
+				a, b := both(func() [2]float64 { p, q := GradSumsReLU(g, yr, x, k, m, ab[0], ab[1]); return [2]float64{p, q} })
+				if a != want || b != want {
+					t.Fatalf("GradSumsReLU n=%d off=%d a,b=%v: Go %v, asm %v, GradSums %v", n, off, ab, a, b, want)
+				}
+				Affine(yr, xn, nil, m, ab[0], ab[1], ReLU)
+				for _, store := range []bool{false, true} {
+					want := append([]float32(nil), init...)
+					AffineGrad(want, g, yr, xn, m, 1.25, -0.75, 0.375, store)
+					a, b := both(func() []float32 {
+						dst := append([]float32(nil), init...)
+						AffineGradReLU(dst, g, yr, xn, m, 1.25, -0.75, 0.375, ab[0], ab[1], store)
+						return dst
+					})
+					for _, got := range [][]float32{a, b} {
+						if i := sameBits(got, want); i >= 0 {
+							t.Fatalf("AffineGradReLU n=%d off=%d a,b=%v store=%v: element %d %v, AffineGrad %v (Go %v, asm %v)", n, off, ab, store, i, got[i], want[i], a[i], b[i])
+						}
+					}
+				}
+			}
 			a, b := both(func() []float32 {
 				dst := make([]float32, n)
 				ReLUForward(dst, x)
