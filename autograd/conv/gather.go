@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/proxgen/proxgen/autograd/blas"
+	"github.com/proxgen/proxgen/autograd/internal/kernels"
 	"github.com/proxgen/proxgen/autograd/nchwc"
 	"github.com/proxgen/proxgen/internal/parallel"
 )
@@ -94,32 +95,42 @@ func phaseRows(g *Geom, x, buf []float32, c0, c1, r0, rows int) {
 		for a := 0; a < pa; a++ {
 			for b := 0; b < pb; b++ {
 				dst := buf[((ci*pa+a)*pb+b)*plane : ((ci*pa+a)*pb+b+1)*plane]
-				// Columns c whose image column s·c + b − pw lies in [0, w).
+				// Columns c whose image column s·c + b − pw lies in [0,
+				// w), rows r whose image row s·(r0 + r) + a − ph lies in
+				// [0, h).
 				lo, hi := validRange(b-g.pw, s, g.w, pw)
-				for r := 0; r < rows; r++ {
+				off := s*r0 + a - g.ph
+				rlo, rhi := validRange(off, s, g.h, rows)
+				clear(dst[:rlo*pw])
+				clear(dst[rhi*pw:])
+				for r := rlo; r < rhi; r++ {
+					// The columns outside the image: a few stores
+					// per row, cheaper than a call.
 					row := dst[r*pw : (r+1)*pw]
-					ih := s*(r0+r) + a - g.ph
-					if ih < 0 || ih >= g.h {
-						clear(row)
-						continue
+					for c := range lo {
+						row[c] = 0
 					}
-					clear(row[:lo])
-					if lo < hi {
-						// Image columns s·c + b − pw of row ih, c in [lo, hi).
-						at := ih*g.w + s*lo + b - g.pw
-						src := img[at : at+s*(hi-lo-1)+1]
-						d := row[lo:hi]
-						if s == 2 {
-							for c := range d {
-								d[c] = src[2*c]
-							}
-						} else {
-							for c := range d {
-								d[c] = src[s*c]
-							}
-						}
+					for c := hi; c < pw; c++ {
+						row[c] = 0
 					}
-					clear(row[hi:])
+				}
+				if lo == hi || rlo == rhi {
+					continue
+				}
+				// Image columns s·c + b − pw, c in [lo, hi), of the rows
+				// s·(r0 + r) + a − ph, r in [rlo, rhi).
+				at := (off+s*rlo)*g.w + s*lo + b - g.pw
+				if s == 2 {
+					kernels.Stride2Rows(dst[rlo*pw+lo:], pw, img[at:], 2*g.w, rhi-rlo, hi-lo)
+					continue
+				}
+				for r := rlo; r < rhi; r++ {
+					src := img[at+(r-rlo)*s*g.w:]
+					d := dst[r*pw+lo : r*pw+hi]
+					src = src[:s*(len(d)-1)+1]
+					for c := range d {
+						d[c] = src[s*c]
+					}
 				}
 			}
 		}

@@ -1,0 +1,12 @@
+//go:build !purego
+
+package kernels
+
+// stride2Asm: Stride2Rows has an AVX2 kernel (run while useAsm).
+const stride2Asm = true
+
+// stride2AVX2 is Stride2Rows' loop for n a positive multiple of 8 whose
+// rows may be read to their value 2n − 1, strides in bytes.
+//
+//go:noescape
+func stride2AVX2(dst *float32, ldd int, src *float32, lds int, rows, n int)

@@ -1,0 +1,10 @@
+//go:build !amd64 || purego
+
+package kernels
+
+// stride2Asm: Stride2Rows has no assembly kernel here.
+const stride2Asm = false
+
+func stride2AVX2(dst *float32, ldd int, src *float32, lds int, rows, n int) {
+	panic("kernels: no Stride2Rows kernel")
+}
