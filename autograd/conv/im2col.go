@@ -1,6 +1,10 @@
 package conv
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/proxgen/proxgen/autograd/internal/kernels"
+)
 
 // Geom is the geometry of one 2-D convolution over a single C×H×W image:
 // the image, the kernel, the stride, padding and dilation, the output
@@ -129,6 +133,15 @@ func im2colWide(g *Geom, x, pad, col []float32, ld int) {
 // g.cols) to the input element of dx (c×h×w) it was copied from, skipping
 // padding positions. Additions happen in a fixed order.
 func col2im(g *Geom, col, dx []float32) {
+	if g.sw == 2 && g.sh == 2 {
+		col2imStride2(g, col, dx)
+		return
+	}
+	col2imRows(g, col, dx)
+}
+
+// col2imRows is col2im for any geometry, one output row at a time.
+func col2imRows(g *Geom, col, dx []float32) {
 	hw, p := g.h*g.w, g.cols
 	for ci := 0; ci < g.c; ci++ {
 		img := dx[ci*hw : (ci+1)*hw]
@@ -163,6 +176,38 @@ func col2im(g *Geom, col, dx []float32) {
 						d[i*g.sw] += v
 					}
 				}
+			}
+		}
+	}
+}
+
+// col2imStride2 is col2im for strides of 2 on both axes: each row (ci,
+// ki, kj) of col is added to every second value of the input rows it
+// came from, all of them in one call (kernels.AddStride2Rows). Each input
+// value receives at most one value per (ki, kj), and the rows are taken
+// in (ki, kj) order, so the order of the additions to each value is that
+// of col2im's.
+func col2imStride2(g *Geom, col, dx []float32) {
+	hw, p := g.h*g.w, g.cols
+	for ci := 0; ci < g.c; ci++ {
+		img := dx[ci*hw : (ci+1)*hw]
+		for ki := 0; ki < g.kh; ki++ {
+			// Output rows oh whose input row 2·oh − ph + ki·dh lies in
+			// the image.
+			offH := ki*g.dh - g.ph
+			olo, ohi := validRange(offH, 2, g.h, g.ho)
+			if olo == ohi {
+				continue
+			}
+			for kj := 0; kj < g.kw; kj++ {
+				r := (ci*g.kh+ki)*g.kw + kj
+				off := kj*g.dw - g.pw
+				lo, hi := validRange(off, 2, g.w, g.wo)
+				if lo == hi {
+					continue
+				}
+				at := (2*olo+offH)*g.w + 2*lo + off
+				kernels.AddStride2Rows(img[at:], 2*g.w, col[r*p+olo*g.wo+lo:], g.wo, ohi-olo, hi-lo)
 			}
 		}
 	}

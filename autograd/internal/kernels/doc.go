@@ -11,8 +11,9 @@
 //     sparse-weight inference path; AVX2 on amd64 (spmm_amd64.s);
 //   - transpose.go: the matrix transposes of the ops and the convolution
 //     engine; AVX2 on amd64 (transpose_amd64.s);
-//   - stride2.go: every second value of rows, the phase layout of the
-//     stride-2 convolutions; AVX2 on amd64 (stride2_amd64.s).
+//   - stride2.go: every second value of rows, copied out (the phase
+//     layout of the stride-2 convolutions) and added into (their input
+//     gradient's col2im); AVX2 on amd64 (stride2_amd64.s).
 //
 // The assembly implementations are registered with internal/impl as
 // package "kernels" ("avx2" on amd64, "neon" on arm64); tests run every

@@ -2,7 +2,8 @@
 
 package kernels
 
-// stride2Asm: Stride2Rows has an AVX2 kernel (run while useAsm).
+// stride2Asm: Stride2Rows and AddStride2Rows have AVX2 kernels (run while
+// useAsm).
 const stride2Asm = true
 
 // stride2AVX2 is Stride2Rows' loop for n a positive multiple of 8 whose
@@ -10,3 +11,10 @@ const stride2Asm = true
 //
 //go:noescape
 func stride2AVX2(dst *float32, ldd int, src *float32, lds int, rows, n int)
+
+// addStride2AVX2 is AddStride2Rows' loop for n a positive multiple of 8
+// whose dst rows may be read and written back to their value 2n − 1,
+// strides in bytes.
+//
+//go:noescape
+func addStride2AVX2(dst *float32, ldd int, src *float32, lds int, rows, n int)

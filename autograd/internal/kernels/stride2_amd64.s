@@ -2,8 +2,9 @@
 
 #include "textflag.h"
 
-// AVX2 kernel of Stride2Rows (stride2.go): a copy, so every bit of every
-// value is kept.
+// AVX2 kernels of Stride2Rows and AddStride2Rows (stride2.go): a copy,
+// which keeps every bit of every value, and single additions rounded as
+// the Go loop rounds them.
 
 // func stride2AVX2(dst *float32, ldd int, src *float32, lds int, rows, n int)
 //
@@ -39,5 +40,52 @@ s2_col:
 	ADDQ R8, SI
 	DECQ BX
 	JNZ  s2_row
+	VZEROUPPER
+	RET
+
+// func addStride2AVX2(dst *float32, ldd int, src *float32, lds int, rows, n int)
+//
+// For each of rows rows (dst rows ldd bytes apart, src rows lds bytes
+// apart), n a positive multiple of 8: eight values of src at a time,
+// spread over the even lanes of two vectors (VUNPCKLPS/VUNPCKHPS with
+// zeros, VPERM2F128 to put the halves in order), added to 16 values of
+// dst, whose odd lanes VBLENDPS then takes back unchanged.
+TEXT ·addStride2AVX2(SB), NOSPLIT, $0-48
+	MOVQ   dst+0(FP), DI
+	MOVQ   ldd+8(FP), DX
+	MOVQ   src+16(FP), SI
+	MOVQ   lds+24(FP), R8
+	MOVQ   rows+32(FP), BX
+	MOVQ   n+40(FP), R9
+	VXORPS Y15, Y15, Y15
+
+as2_row:
+	MOVQ DI, R10
+	MOVQ SI, R11
+	MOVQ R9, CX
+
+as2_col:
+	VMOVUPS    (R11), Y0
+	VUNPCKLPS  Y15, Y0, Y1        // per lane: s0 0 s1 0 | s4 0 s5 0
+	VUNPCKHPS  Y15, Y0, Y2        // per lane: s2 0 s3 0 | s6 0 s7 0
+	VPERM2F128 $0x20, Y2, Y1, Y3  // s0 0 s1 0 s2 0 s3 0
+	VPERM2F128 $0x31, Y2, Y1, Y4  // s4 0 s5 0 s6 0 s7 0
+	VMOVUPS    (R10), Y5
+	VMOVUPS    32(R10), Y6
+	VADDPS     Y3, Y5, Y3
+	VADDPS     Y4, Y6, Y4
+	VBLENDPS   $0x55, Y3, Y5, Y3  // the sums in the even lanes
+	VBLENDPS   $0x55, Y4, Y6, Y4
+	VMOVUPS    Y3, (R10)
+	VMOVUPS    Y4, 32(R10)
+	ADDQ       $32, R11
+	ADDQ       $64, R10
+	SUBQ       $8, CX
+	JNZ        as2_col
+
+	ADDQ DX, DI
+	ADDQ R8, SI
+	DECQ BX
+	JNZ  as2_row
 	VZEROUPPER
 	RET
