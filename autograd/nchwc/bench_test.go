@@ -147,12 +147,12 @@ func BenchmarkLayers(b *testing.B) {
 
 // BenchmarkConvert times the conversions of a batch of 128 images of the
 // channel-blocked training layers of ResNet-20 (16 channels of 32×32, 32
-// of 16×16) between NCHW and Act, one image at a time through one Act, as
+// of 16×16, 64 of 8×8) between NCHW and Act, one image at a time through one Act, as
 // conv's AlgoBlocked does: ToNCHW writes the batch (the output of a
 // layer) and FromNCHW reads it.
 func BenchmarkConvert(b *testing.B) {
 	const n = 128
-	for _, l := range []struct{ c, hw int }{{16, 32}, {32, 16}} {
+	for _, l := range []struct{ c, hw int }{{16, 32}, {32, 16}, {64, 8}} {
 		a := nchwc.NewAct(l.c, l.hw, l.hw)
 		size := l.c * l.hw * l.hw
 		batch := make([]float32, n*size)

@@ -7,44 +7,7 @@ import "fmt"
 // at a time in AVX2 registers where the CPU has it (a copy: the same
 // bits). It panics if a range falls outside its slice.
 func Stride2Rows(dst []float32, ldd int, src []float32, lds, rows, n int) {
-	if rows <= 0 || n <= 0 {
-		return
-	}
-	if (rows-1)*ldd+n > len(dst) || (rows-1)*lds+2*n-1 > len(src) {
-		panic(fmt.Sprintf("kernels.Stride2Rows: %d rows of %d values (strides %d, %d) do not fit in %d and %d values", rows, n, ldd, lds, len(dst), len(src)))
-	}
-	i0 := 0
-	if full := n &^ 7; useAsm && stride2Asm && full > 0 {
-		// The kernel reads the 2·full values from each row's first:
-		// the last row's may run one past its last value read here,
-		// so where that is past src the last row goes to the Go loop.
-		r := rows
-		if (rows-1)*lds+2*full > len(src) {
-			r--
-		}
-		if r > 0 {
-			const f = 4 // bytes per value
-			stride2AVX2(&dst[0], ldd*f, &src[0], lds*f, r, full)
-		}
-		for y := r; y < rows; y++ {
-			stride2Go(dst[y*ldd:y*ldd+full], src[y*lds:])
-		}
-		i0 = full
-	}
-	if i0 == n {
-		return
-	}
-	for y := range rows {
-		stride2Go(dst[y*ldd+i0:y*ldd+n], src[y*lds+2*i0:])
-	}
-}
-
-// stride2Go sets d[i] = s[2i] for every i of d.
-func stride2Go(d, s []float32) {
-	s = s[:2*len(d)-1]
-	for i := range d {
-		d[i] = s[2*i]
-	}
+	stride2Rows("Stride2Rows", dst, ldd, src, lds, rows, n, false)
 }
 
 // AddStride2Rows adds rows rows of src into every second value of dst:
@@ -53,27 +16,43 @@ func stride2Go(d, s []float32) {
 // where the CPU has it, each sum rounded as the Go loop rounds it. It
 // panics if a range falls outside its slice.
 func AddStride2Rows(dst []float32, ldd int, src []float32, lds, rows, n int) {
+	stride2Rows("AddStride2Rows", dst, ldd, src, lds, rows, n, true)
+}
+
+// stride2Rows is Stride2Rows, or AddStride2Rows if add, named name.
+func stride2Rows(name string, dst []float32, ldd int, src []float32, lds, rows, n int, add bool) {
 	if rows <= 0 || n <= 0 {
 		return
 	}
-	if (rows-1)*ldd+2*n-1 > len(dst) || (rows-1)*lds+n > len(src) {
-		panic(fmt.Sprintf("kernels.AddStride2Rows: %d rows of %d values (strides %d, %d) do not fit in %d and %d values", rows, n, ldd, lds, len(dst), len(src)))
+	// The wide side holds the values at every second place, the dense
+	// side the n consecutive ones.
+	wide, lw, dense, ld := src, lds, dst, ldd
+	if add {
+		wide, lw, dense, ld = dst, ldd, src, lds
+	}
+	if (rows-1)*ld+n > len(dense) || (rows-1)*lw+2*n-1 > len(wide) {
+		panic(fmt.Sprintf("kernels.%s: %d rows of %d values (strides %d, %d) do not fit in %d and %d values", name, rows, n, ldd, lds, len(dst), len(src)))
 	}
 	i0 := 0
 	if full := n &^ 7; useAsm && stride2Asm && full > 0 {
-		// The kernel reads and writes back the 2·full values from
-		// each row's first: where the last row's would run past dst,
-		// that row goes to the Go loop.
+		// The kernels take 2·full values of each wide row from its
+		// first: the last row's may run one past its last value used
+		// here, so where that is past the slice the last row goes to
+		// the Go loop.
 		r := rows
-		if (rows-1)*ldd+2*full > len(dst) {
+		if (rows-1)*lw+2*full > len(wide) {
 			r--
 		}
 		if r > 0 {
 			const f = 4 // bytes per value
-			addStride2AVX2(&dst[0], ldd*f, &src[0], lds*f, r, full)
+			if add {
+				addStride2AVX2(&dst[0], ldd*f, &src[0], lds*f, r, full)
+			} else {
+				stride2AVX2(&dst[0], ldd*f, &src[0], lds*f, r, full)
+			}
 		}
 		for y := r; y < rows; y++ {
-			addStride2Go(dst[y*ldd:], src[y*lds:y*lds+full])
+			stride2Go(dense[y*ld:y*ld+full], wide[y*lw:], add)
 		}
 		i0 = full
 	}
@@ -81,14 +60,21 @@ func AddStride2Rows(dst []float32, ldd int, src []float32, lds, rows, n int) {
 		return
 	}
 	for y := range rows {
-		addStride2Go(dst[y*ldd+2*i0:], src[y*lds+i0:y*lds+n])
+		stride2Go(dense[y*ld+i0:y*ld+n], wide[y*lw+2*i0:], add)
 	}
 }
 
-// addStride2Go adds s[i] to d[2i] for every i of s.
-func addStride2Go(d, s []float32) {
-	d = d[:2*len(s)-1]
-	for i, v := range s {
-		d[2*i] += v
+// stride2Go sets d[i] = w[2i] for every i of d, or if add adds d[i] to
+// w[2i].
+func stride2Go(d, w []float32, add bool) {
+	w = w[:2*len(d)-1]
+	if add {
+		for i, v := range d {
+			w[2*i] += v
+		}
+		return
+	}
+	for i := range d {
+		d[i] = w[2*i]
 	}
 }

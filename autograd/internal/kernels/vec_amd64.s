@@ -37,6 +37,13 @@
 	VADDPD    Y6, Y2, Y2; \
 	VADDPD    Y7, Y3, Y3
 
+// WIDEN8 converts the 8 gradients in Y8 to float64 in Y4 (lanes 0-3) and
+// Y5 (lanes 4-7), as GSUMS takes them.
+#define WIDEN8 \
+	VCVTPS2PD    X8, Y4; \
+	VEXTRACTF128 $1, Y8, X5; \
+	VCVTPS2PD    X5, Y5
+
 // AFFINE computes (x − m)·a + b for the next 8 x at SI into Y0 (m, a, b
 // broadcast in Y13, Y12, Y11).
 #define AFFINE \
@@ -113,9 +120,7 @@ gsumsm_loop:
 	VMOVUPS      (DX), Y9
 	VCMPPS       $0x1e, Y14, Y9, Y9 // y > 0
 	VANDPS       Y9, Y8, Y8
-	VCVTPS2PD    X8, Y4
-	VEXTRACTF128 $1, Y8, X5
-	VCVTPS2PD    X5, Y5
+	WIDEN8
 	GSUMS
 	ADDQ         $32, SI
 	ADDQ         $32, DX
@@ -346,9 +351,7 @@ gsumsr_loop:
 	VMOVUPS      (DI), Y9
 	RELUMASK(Y9, Y12, Y11, Y9)
 	VANDPS       (SI), Y9, Y8
-	VCVTPS2PD    X8, Y4
-	VEXTRACTF128 $1, Y8, X5
-	VCVTPS2PD    X5, Y5
+	WIDEN8
 	GSUMS
 	ADDQ         $32, SI
 	ADDQ         $32, DI
