@@ -602,7 +602,9 @@ func testConvPoolUnderArena(t *testing.T, algo string) {
 // computes (output and input gradient) are bit-identical to the im2col
 // GEMM's, whose products it reads in place instead of copying out, and
 // that the weight gradients, whose sums are grouped differently, agree
-// to rounding.
+// to rounding, as do the input gradients of stride-2 3×3 convolutions
+// (by phases, not by the column matrix and col2im, under the rule of
+// the non-forced algorithms).
 func TestConvGatherMatchesIm2col(t *testing.T) {
 	rng := newRNG(23)
 	for _, c := range []struct {
@@ -624,7 +626,14 @@ func TestConvGatherMatchesIm2col(t *testing.T) {
 		}
 		want, got := run("im2col"), run("gather")
 		closeTo(t, fmt.Sprintf("%+v: weight gradient", c), got[2], want[2], 1e-4, 1e-4)
-		for i, what := range []string{"output", "input gradient", "", "bias gradient"} {
+		exact := []string{"output", "input gradient", "", "bias gradient"}
+		if c.stride == 2 && c.k > 2 {
+			// The input gradient by phases, not by col2im, out of the
+			// same products summed in another order.
+			closeTo(t, fmt.Sprintf("%+v: input gradient", c), got[1], want[1], 1e-4, 1e-4)
+			exact[1] = ""
+		}
+		for i, what := range exact {
 			if what != "" && !slices.Equal(got[i], want[i]) {
 				t.Errorf("%+v: %s differs between gather and im2col", c, what)
 			}

@@ -301,8 +301,12 @@ func convGroup(mu multiplier, g *Geom, m int, aT, src []float32, srcSize int, ds
 // the transformed output gradients and images, summed over groups of
 // images in a fixed order and transformed into filters once; beside the
 // channel-blocked input gradient, each group's input gradient is computed
-// first, on the output gradients the group then reads. Larger
-// strides fold Wᵀ·dY back onto each image with col2im. With
+// first, on the output gradients the group then reads. The input
+// gradient of stride-2 float32 convolutions with kernels larger than 2×2
+// and inputs twice their outputs is computed by phases (phasegrad.go:
+// four small gathered products over one padded copy of dY, each phase
+// added into every second value of dX); other larger strides fold Wᵀ·dY
+// back onto each image with col2im. With
 // a geometry from Geom.BF16 all products run in bfloat16: pairConv for
 // the stride-1 input gradient, weightGradWords for the weight gradient of
 // strides 1 and 2, otherwise im2col or col2im and blas.SgemmBF16.
@@ -433,6 +437,16 @@ func Backward(g *Geom, n, m int, x, w, gy, gx, gw []float32, store bool) {
 		partialScratch.put(buf)
 		return
 	}
+	if !strideOne {
+		if usePhaseGrad(g, cout) {
+			buf := partialScratch.get(phaseGradPackedSize(g, cout))
+			newPhaseGrad(g, cout, w, buf).run(n, gy, gx)
+			partialScratch.put(buf)
+			return
+		}
+		col2imGrad(g, n, cout, w, gy, gx)
+		return
+	}
 	gs := groupSize(p)
 	if wino {
 		gs = winoGroupSize(gd)
@@ -444,10 +458,19 @@ func Backward(g *Geom, n, m int, x, w, gy, gx, gw []float32, store bool) {
 			winoGroup(serial, gd, g.c, u, gy, ySize, gx, xSize, lo, hi, !overwrite, nil)
 			return
 		}
-		if strideOne {
-			convGroup(multiplier{gemm: gemm}, gd, g.c, wf, gy, ySize, gx, xSize, lo, hi, !overwrite)
-			return
-		}
+		convGroup(multiplier{gemm: gemm}, gd, g.c, wf, gy, ySize, gx, xSize, lo, hi, !overwrite)
+	})
+}
+
+// col2imGrad adds the input gradients of the n images of gy to gx for a
+// convolution of geometry g with the cout filters w, each image's as the
+// column matrix Wᵀ·dY_i folded back onto the image by col2im.
+func col2imGrad(g *Geom, n, cout int, w, gy, gx []float32) {
+	k, p := g.rows, g.cols
+	xSize, ySize := g.c*g.h*g.w, cout*p
+	gs := groupSize(p)
+	gemm := gemmOf(g.bf16, serialGemm(parallel.Chunks(n, gs)))
+	parallel.For(n, gs, func(lo, hi int) {
 		dcol := colScratch.get(k * p)
 		defer colScratch.put(dcol)
 		for i := lo; i < hi; i++ {

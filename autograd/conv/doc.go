@@ -12,10 +12,14 @@
 // Config.Algo):
 //
 //   - im2col.go: im2col and a GEMM (autograd/blas), the wide layout for
-//     stride 1 and col2im for the input gradient of larger strides;
+//     stride 1 and col2im for the input gradient of the other strides
+//     above 1;
 //   - gather.go: the im2col matrix read in place from one padded copy of
 //     each image (blas.GatherA), in the wide, flat or phase layout, and
 //     the weight gradient as gathered dot products;
+//   - phasegrad.go: the input gradient of stride-2 convolutions with
+//     kernels larger than 2×2 by the four phases of the input, each a
+//     gathered product over one padded copy of the output gradient;
 //   - winograd.go: Winograd's F(2×2, 3×3), its transforms with AVX2
 //     kernels (winograd_amd64.s, registered with internal/impl as package
 //     "conv" and tested against the Go loops); winoweight.go: its weight
