@@ -121,14 +121,15 @@ func TestPhaseGrad(t *testing.T) {
 }
 
 // BenchmarkStride2InputGrad times the input gradient of ResNet-20's
-// stride-2 3×3 layers (16→32 channels at 32×32, 32→64 at 16×16) and of a
-// wider one (64→128 at 16×16) for a batch of 128 images, by the column
+// stride-2 3×3 layers (16→32 channels at 32×32, 32→64 at 16×16) and
+// ResNet-34's (64→128 at 32×32, 128→256 at 16×16, 256→512 at 8×8) for a
+// batch of 128 images, by the column
 // matrix and col2im (col2im) and by phases (phases), alternating;
 // cpu-ms/op is the process's CPU time per pass.
 func BenchmarkStride2InputGrad(b *testing.B) {
 	const n = 128
 	defer parallel.SetWorkers(parallel.SetWorkers(0))
-	for _, l := range []struct{ cin, cout, hw int }{{16, 32, 32}, {32, 64, 16}, {64, 128, 16}} {
+	for _, l := range []struct{ cin, cout, hw int }{{16, 32, 32}, {32, 64, 16}, {64, 128, 32}, {128, 256, 16}, {256, 512, 8}} {
 		g, err := NewGeom(l.cin, l.hw, l.hw, 3, 3, Config{Stride: [2]int{2, 2}, Padding: [2]int{1, 1}})
 		if err != nil {
 			b.Fatal(err)
