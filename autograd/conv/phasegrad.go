@@ -18,8 +18,10 @@ import (
 // gathered product (blas.GatherA.SgemmGather) over shifted reads of one
 // zero-padded copy of dY in the flat layout (flatImage), instead of the
 // column matrix Wᵀ·dY, 9/4 the size of dX, and col2im. Each phase is
-// computed into a plane of its own and added into every second value of
-// dX (kernels.AddStride2Rows).
+// computed into planes of its own and added into every second value of
+// dX, the phases (α, 0) and (α, 1) together (kernels.AddInterleaveRows,
+// each value's one addition as kernels.AddStride2Rows of each phase
+// would make it).
 
 // phaseGradOK reports whether the input gradient of a convolution of
 // geometry g with cout filters can be computed by phases: stride 2 on both axes, no
@@ -168,19 +170,31 @@ func (pg *phaseGrad) run(n int, gy, gx []float32) {
 	p := g.ho * g.wo
 	parallel.For(n, 1, func(lo, hi int) {
 		pad := colScratch.get(q.kw * q.flatCopySize())
-		planes := colScratch.get(g.c * p)
+		planes := colScratch.get(2 * g.c * p)
 		defer colScratch.put(pad)
 		defer colScratch.put(planes)
+		even, odd := planes[:g.c*p], planes[g.c*p:]
 		for i := lo; i < hi; i++ {
 			flatImage(q, gy[i*ySize:(i+1)*ySize], pad, 0, q.c)
 			dx := gx[i*xSize : (i+1)*xSize]
-			for _, ph := range pg.phases {
+			// Channel ci's row i of phase (a, b) is dX row 2i + a of
+			// channel ci, that is row ci·ho + i of dX seen as rows of 2w
+			// values (h = 2·ho), at every second value from b on.
+			phs := pg.phases
+			for len(phs) > 0 {
+				ph := phs[0]
 				b := blas.Gathered{Src: pad, Rows: ph.rows, Runs: pg.runs}
-				ph.pa.SgemmGather(p, b, 0, planes, p)
-				// Channel ci's row i of the phase is dX row 2i + a of
-				// channel ci, that is row ci·ho + i of dX seen as rows
-				// of 2w values (h = 2·ho).
-				kernels.AddStride2Rows(dx[ph.a*g.w+ph.b:], 2*g.w, planes, g.wo, g.c*g.ho, g.wo)
+				ph.pa.SgemmGather(p, b, 0, even, p)
+				if len(phs) > 1 && phs[1].a == ph.a {
+					// Phases (a, 0) and (a, 1): both in one pass.
+					b.Rows = phs[1].rows
+					phs[1].pa.SgemmGather(p, b, 0, odd, p)
+					kernels.AddInterleaveRows(dx[ph.a*g.w:], 2*g.w, even, odd, g.wo, g.c*g.ho, g.wo)
+					phs = phs[2:]
+					continue
+				}
+				kernels.AddStride2Rows(dx[ph.a*g.w+ph.b:], 2*g.w, even, g.wo, g.c*g.ho, g.wo)
+				phs = phs[1:]
 			}
 		}
 	})

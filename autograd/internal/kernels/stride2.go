@@ -19,6 +19,39 @@ func AddStride2Rows(dst []float32, ldd int, src []float32, lds, rows, n int) {
 	stride2Rows("AddStride2Rows", dst, ldd, src, lds, rows, n, true)
 }
 
+// AddInterleaveRows adds rows rows of a into the even values and those of
+// b into the odd values of dst: dst[r·ldd + 2i] += a[r·lds + i] and
+// dst[r·ldd + 2i + 1] += b[r·lds + i] for r < rows and i < n, eight
+// values of each at a time in AVX2 registers where the CPU has it, each
+// sum rounded as the Go loop rounds it (the same bits as AddStride2Rows
+// of a into dst, then of b into dst[1:]). It panics if a range falls
+// outside its slice.
+func AddInterleaveRows(dst []float32, ldd int, a, b []float32, lds, rows, n int) {
+	if rows <= 0 || n <= 0 {
+		return
+	}
+	if (rows-1)*ldd+2*n > len(dst) || (rows-1)*lds+n > min(len(a), len(b)) {
+		panic(fmt.Sprintf("kernels.AddInterleaveRows: %d rows of %d values (strides %d, %d) do not fit in %d, %d and %d values", rows, n, ldd, lds, len(dst), len(a), len(b)))
+	}
+	i0 := 0
+	if full := n &^ 7; useAsm && stride2Asm && full > 0 {
+		const f = 4 // bytes per value
+		addInterleaveAVX2(&dst[0], ldd*f, &a[0], &b[0], lds*f, rows, full)
+		i0 = full
+	}
+	if i0 == n {
+		return
+	}
+	for y := range rows {
+		d := dst[y*ldd+2*i0 : y*ldd+2*n]
+		ra, rb := a[y*lds+i0:y*lds+n], b[y*lds+i0:y*lds+n]
+		for i, v := range ra {
+			d[2*i] += v
+			d[2*i+1] += rb[i]
+		}
+	}
+}
+
 // stride2Rows is Stride2Rows, or AddStride2Rows if add, named name.
 func stride2Rows(name string, dst []float32, ldd int, src []float32, lds, rows, n int, add bool) {
 	if rows <= 0 || n <= 0 {

@@ -2,8 +2,8 @@
 
 package kernels
 
-// stride2Asm: Stride2Rows and AddStride2Rows have AVX2 kernels (run while
-// useAsm).
+// stride2Asm: Stride2Rows, AddStride2Rows and AddInterleaveRows have AVX2
+// kernels (run while useAsm).
 const stride2Asm = true
 
 // stride2AVX2 is Stride2Rows' loop for n a positive multiple of 8 whose
@@ -18,3 +18,9 @@ func stride2AVX2(dst *float32, ldd int, src *float32, lds int, rows, n int)
 //
 //go:noescape
 func addStride2AVX2(dst *float32, ldd int, src *float32, lds int, rows, n int)
+
+// addInterleaveAVX2 is AddInterleaveRows' loop for n a positive multiple
+// of 8, strides in bytes.
+//
+//go:noescape
+func addInterleaveAVX2(dst *float32, ldd int, a, b *float32, lds int, rows, n int)

@@ -2,7 +2,8 @@
 
 #include "textflag.h"
 
-// AVX2 kernels of Stride2Rows and AddStride2Rows (stride2.go): a copy,
+// AVX2 kernels of Stride2Rows, AddStride2Rows and AddInterleaveRows
+// (stride2.go): a copy,
 // which keeps every bit of every value, and single additions rounded as
 // the Go loop rounds them.
 
@@ -87,5 +88,51 @@ as2_col:
 	ADDQ R8, SI
 	DECQ BX
 	JNZ  as2_row
+	VZEROUPPER
+	RET
+
+// func addInterleaveAVX2(dst *float32, ldd int, a, b *float32, lds int, rows, n int)
+//
+// For each of rows rows (dst rows ldd bytes apart, a and b rows lds bytes
+// apart), n a positive multiple of 8: eight values of a and of b at a
+// time, interleaved (VUNPCKLPS/VUNPCKHPS, VPERM2F128 to put the halves in
+// order) and added to 16 values of dst.
+TEXT ·addInterleaveAVX2(SB), NOSPLIT, $0-56
+	MOVQ dst+0(FP), DI
+	MOVQ ldd+8(FP), DX
+	MOVQ a+16(FP), SI
+	MOVQ b+24(FP), R12
+	MOVQ lds+32(FP), R8
+	MOVQ rows+40(FP), BX
+	MOVQ n+48(FP), R9
+
+ai_row:
+	MOVQ DI, R10
+	XORQ R11, R11
+	MOVQ R9, CX
+
+ai_col:
+	VMOVUPS    (SI)(R11*1), Y0
+	VMOVUPS    (R12)(R11*1), Y1
+	VUNPCKLPS  Y1, Y0, Y2         // per lane: a0 b0 a1 b1 | a4 b4 a5 b5
+	VUNPCKHPS  Y1, Y0, Y3         // per lane: a2 b2 a3 b3 | a6 b6 a7 b7
+	VPERM2F128 $0x20, Y3, Y2, Y4  // a0 b0 a1 b1 a2 b2 a3 b3
+	VPERM2F128 $0x31, Y3, Y2, Y5  // a4 b4 ... a7 b7
+	VMOVUPS    (R10), Y6
+	VMOVUPS    32(R10), Y7
+	VADDPS     Y4, Y6, Y4         // dst + a, dst + b: the Go loop's operand order
+	VADDPS     Y5, Y7, Y5
+	VMOVUPS    Y4, (R10)
+	VMOVUPS    Y5, 32(R10)
+	ADDQ       $32, R11
+	ADDQ       $64, R10
+	SUBQ       $8, CX
+	JNZ        ai_col
+
+	ADDQ DX, DI
+	ADDQ R8, SI
+	ADDQ R8, R12
+	DECQ BX
+	JNZ  ai_row
 	VZEROUPPER
 	RET
