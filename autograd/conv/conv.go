@@ -302,7 +302,7 @@ func convGroup(mu multiplier, g *Geom, m int, aT, src []float32, srcSize int, ds
 // images in a fixed order and transformed into filters once; beside the
 // channel-blocked input gradient, each group's input gradient is computed
 // first, on the output gradients the group then reads. The input
-// gradient of stride-2 float32 convolutions with kernels larger than 2×2
+// gradient of stride-2 float32 convolutions with kernels of more than four taps
 // and inputs twice their outputs is computed by phases (phasegrad.go:
 // four small gathered products over one padded copy of dY, each phase
 // added into every second value of dX); other larger strides fold Wᵀ·dY

@@ -18,7 +18,7 @@
 //     each image (blas.GatherA), in the wide, flat or phase layout, and
 //     the weight gradient as gathered dot products;
 //   - phasegrad.go: the input gradient of stride-2 convolutions with
-//     kernels larger than 2×2 by the four phases of the input, each a
+//     kernels of more than four taps by the four phases of the input, each a
 //     gathered product over one padded copy of the output gradient;
 //   - winograd.go: Winograd's F(2×2, 3×3), its transforms with AVX2
 //     kernels (winograd_amd64.s, registered with internal/impl as package

@@ -24,10 +24,10 @@ import (
 // would make it).
 
 // phaseGradOK reports whether the input gradient of a convolution of
-// geometry g with cout filters can be computed by phases: stride 2 on both axes, no
-// dilation, non-negative padding, an input twice the output on both axes
-// (each phase of dX then as large as dY), float32, offsets that fit an
-// int32.
+// geometry g with cout filters can be computed by phases: stride 2 on
+// both axes, no dilation, non-negative padding, an input twice the output
+// on both axes (each phase of dX then as large as dY), float32, offsets
+// that fit an int32.
 func phaseGradOK(g *Geom, cout int) bool {
 	if g.sh != 2 || g.sw != 2 || g.dh != 1 || g.dw != 1 || g.ph < 0 || g.pw < 0 ||
 		g.h != 2*g.ho || g.w != 2*g.wo || g.bf16 {
@@ -38,17 +38,17 @@ func phaseGradOK(g *Geom, cout int) bool {
 }
 
 // usePhaseGrad reports whether the input gradient of a convolution of
-// geometry g with cout filters runs by phases: where it can, for kernels larger than the
-// stride (a 1×1 kernel's column matrix is dY's size, a quarter of dX's,
-// and col2im adds each value once: the same work), unless the caller
-// forced im2col.
+// geometry g with cout filters runs by phases: where it can, for kernels
+// of more than four taps (a 1×1 kernel's column matrix is dY's size, a
+// quarter of dX's, and col2im adds each value once: the same work),
+// unless the caller forced im2col.
 func usePhaseGrad(g *Geom, cout int) bool {
 	return phaseGradOK(g, cout) && g.kh*g.kw > 4 && g.algo != AlgoIm2col
 }
 
-// phaseTaps returns the taps k of a kernel of size k with padding p
-// that land on phase a (k ≡ a + p mod 2) in increasing order, and the
-// shift (a + p − k)/2 of each.
+// phaseTaps returns the taps k of a kernel axis of size size with
+// padding p that land on phase a (k ≡ a + p mod 2) in increasing order,
+// and the shift (a + p − k)/2 of each.
 func phaseTaps(a, size, p int) (taps, shifts []int) {
 	for k := 0; k < size; k++ {
 		if (a+p-k)%2 == 0 {
