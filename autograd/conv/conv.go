@@ -302,12 +302,12 @@ func convGroup(mu multiplier, g *Geom, m int, aT, src []float32, srcSize int, ds
 // images in a fixed order and transformed into filters once; beside the
 // channel-blocked input gradient, each group's input gradient is computed
 // first, on the output gradients the group then reads. The input
-// gradient of stride-2 float32 convolutions with kernels of more than four taps
-// and inputs twice their outputs is computed by phases (phasegrad.go:
-// four small gathered products over one padded copy of dY, each phase
-// added into every second value of dX); other larger strides fold Wᵀ·dY
-// back onto each image with col2im. With
-// a geometry from Geom.BF16 all products run in bfloat16: pairConv for
+// gradient of stride-2 float32 convolutions with kernels of more than
+// four taps and inputs twice their outputs is computed by phases
+// (phasegrad.go: four small gathered products over one padded copy of
+// dY, each phase added into every second value of dX); other larger
+// strides fold Wᵀ·dY back onto each image with col2im. With a geometry
+// from Geom.BF16 all products run in bfloat16: pairConv for
 // the stride-1 input gradient, weightGradWords for the weight gradient of
 // strides 1 and 2, otherwise im2col or col2im and blas.SgemmBF16.
 func Backward(g *Geom, n, m int, x, w, gy, gx, gw []float32, store bool) {
