@@ -69,9 +69,10 @@ func useWinoWeight(g *Geom, n, cout int) bool {
 //     512 channels down to 4×4 1.3–1.4×);
 //   - at least 16 where it packs their operands instead (the AVX2 engine:
 //     16 channels at 32×32 1.5× faster for both gradients, 32 at 16×16
-//     1.7×, 64 at 8×8 1.1×), or where the products of 16 input channels
-//     run as outer products in the blocked layout (winoWeightBlocked: 16
-//     channels at 32×32 1.6× faster, both gradients 1.3×);
+//     1.7×, 64 at 8×8 1.1×), or where the products run as outer
+//     products in the blocked layout (winoWeightBlocked: 16 channels at
+//     32×32 1.6× faster than gatherConv's weight gradient, both gradients
+//     1.3×);
 //   - tiles that waste little of their outputs past the edges
 //     (winoEdgeOK);
 //   - at least 512 tiles in the batch: the products' final sums across
@@ -169,16 +170,17 @@ func winoWeightGroup(serial bool, g *Geom, cout int, x, gy []float32, lo, hi int
 // (nchwc.WinogradInput) and the output gradients with winoGradIn, both
 // into planes ξ of [block of 16 channels][tile][16 channels], and adds
 // the products M'_ξ[o][c] = Σ_t D'_ξ[t][o]·V_ξ[t][c] up as outer products
-// of those vectors (outer), 16 output channels at a time, in runs of
-// winoOuterRun tiles. d holds 16·cout·p values of scratch; part, the
-// group's sums, is returned.
+// of those vectors (outer), a 16×16 block of (output, input) channels at
+// a time, in runs of winoOuterRun tiles. d holds 16·cout·p + 272 values
+// of scratch; part (16·cout·g.c values), the group's sums, is returned.
 func winoWeightOuter(g *Geom, cout int, x, gy []float32, lo, hi int, d, part []float32) []float32 {
 	k, cnt := g.c, hi-lo
 	th, tw := winoTiles(g)
 	tpi := th * tw
 	p := cnt * tpi
 	xSize, ySize := k*g.h*g.w, cout*g.ho*g.wo
-	xs := p*16 + 16 // a line more: the 16 planes not 4 KiB apart
+	nb := k / 16
+	xs := nb*p*16 + 16 // a line more: the 16 planes not 4 KiB apart
 	ys := cout*p + 16
 	buf := colScratch.get(16*xs + 16)
 	defer colScratch.put(buf)
@@ -197,7 +199,7 @@ func winoWeightOuter(g *Geom, cout int, x, gy []float32, lo, hi int, d, part []f
 	rs, bs := dy.RowStride(), dy.BlockStride()
 	for j := range cnt {
 		in.FromNCHW(x[(lo+j)*xSize : (lo+j+1)*xSize])
-		nchwc.WinogradInput(in, v, j*tpi*16, 0, xs, 0, th)
+		nchwc.WinogradInput(in, v, j*tpi*16, p*16, xs, 0, th)
 		dy.FromNCHW(gy[(lo+j)*ySize : (lo+j+1)*ySize])
 		for b := range cout / 16 {
 			for i := range th {
@@ -207,13 +209,20 @@ func winoWeightOuter(g *Geom, cout int, x, gy []float32, lo, hi int, d, part []f
 			}
 		}
 	}
-	clear(part)
+	var c [256]float32
 	for xi := range 16 {
-		for b := range cout / 16 {
-			dx := dv[xi*ys+b*p*16 : xi*ys+(b+1)*p*16]
-			c := part[(xi*cout+16*b)*16 : (xi*cout+16*b+16)*16]
-			for t := 0; t < p; t += winoOuterRun {
-				outer(dx[16*t:], min(winoOuterRun, p-t), v[xi*xs+16*t:], c)
+		for ob := range cout / 16 {
+			dx := dv[xi*ys+ob*p*16 : xi*ys+(ob+1)*p*16]
+			for b := range nb {
+				vx := v[xi*xs+b*p*16 : xi*xs+(b+1)*p*16]
+				clear(c[:])
+				for t := 0; t < p; t += winoOuterRun {
+					outer(dx[16*t:], min(winoOuterRun, p-t), vx[16*t:], c[:])
+				}
+				for o := range 16 {
+					at := (xi*cout+16*ob+o)*k + 16*b
+					copy(part[at:at+16], c[16*o:16*o+16])
+				}
 			}
 		}
 	}
@@ -223,12 +232,18 @@ func winoWeightOuter(g *Geom, cout int, x, gy []float32, lo, hi int, d, part []f
 // winoWeightBlocked reports whether winoWeightGroup computes the products
 // of geometry g and cout filters as outer products (outer) of the output
 // gradients' transforms with the images' transformed in nchwc's
-// channel-blocked layout (nchwc.WinogradInput): where that layout applies
-// (blockedOK), for one block of 16 input channels, whole blocks of output
-// channels and the AVX-512 kernel, which keeps all 16×16 sums of a
-// product in registers.
+// channel-blocked layout (nchwc.WinogradInput), rather than as dot
+// products of the NCHW transforms: where that layout applies (blockedOK),
+// for whole blocks of 16 input and output channels, with the AVX-512
+// kernel, which keeps all 16×16 sums of a block of a product in
+// registers. Measured by BenchmarkBlockedLayers (batch 128, the weight
+// gradient alone, 1 worker, against the NCHW transforms and dot
+// products): 16 channels at 32×32 9.4–9.5 → 5.0–5.2 ms, 32 at 16×16 6.8–9.0 →
+// 4.9–5.2, 64 at 8×8 6.3–6.8 → 4.4–4.6, 64 at 32×32 93–95 → 64–67, 128
+// at 16×16 101–108 → 63–70, 256 at 8×8 79–82 → 64–73, 512 at 4×4 124 →
+// 107–110.
 func winoWeightBlocked(g *Geom, cout int) bool {
-	return haveAVX512 && blockedOK(g) && g.c == 16 && cout%16 == 0 && !g.nchwWinoWeight
+	return haveAVX512 && blockedOK(g) && g.c%16 == 0 && cout%16 == 0 && !g.nchwWinoWeight
 }
 
 // winoOuterRun is the number of tiles whose outer products winoWeightGroup
