@@ -237,11 +237,11 @@ func winoWeightOuter(g *Geom, cout int, x, gy []float32, lo, hi int, d, part []f
 // for whole blocks of 16 input and output channels, with the AVX-512
 // kernel, which keeps all 16×16 sums of a block of a product in
 // registers. Measured by BenchmarkBlockedLayers (batch 128, the weight
-// gradient alone, 1 worker, against the NCHW transforms and dot
-// products): 16 channels at 32×32 9.4–9.5 → 5.0–5.2 ms, 32 at 16×16 6.8–9.0 →
-// 4.9–5.2, 64 at 8×8 6.3–6.8 → 4.4–4.6, 64 at 32×32 93–95 → 64–67, 128
-// at 16×16 101–108 → 63–70, 256 at 8×8 79–82 → 64–73, 512 at 4×4 124 →
-// 107–110.
+// gradient alone, 1 worker, CPU ms, against the NCHW transforms and dot
+// products): 16 channels at 32×32 9.4–11.6 → 5.0–5.4, 32 at 16×16
+// 6.8–9.0 → 4.9–5.2, 64 at 8×8 6.3–8.4 → 4.4–6.2, 64 at 32×32 93–95 →
+// 64–67, 128 at 16×16 101–108 → 63–70, 256 at 8×8 79–82 → 64–73, 512 at
+// 4×4 124 → 107–110.
 func winoWeightBlocked(g *Geom, cout int) bool {
 	return haveAVX512 && blockedOK(g) && g.c%16 == 0 && cout%16 == 0 && !g.nchwWinoWeight
 }
