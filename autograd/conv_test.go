@@ -298,6 +298,7 @@ func TestConv2dGradients(t *testing.T) {
 		{"3x3 s1 p1 width 16", []int{2, 2, 3, 16}, []int{3, 2, 3, 3}, true, convCfg(1, 1, 1, 1, 1, 1), false, false},
 		{"3x3 s1 p1 8x8 flat", []int{1, 2, 8, 8}, []int{3, 2, 3, 3}, false, convCfg(1, 1, 1, 1, 1, 1), false, false},
 		{"3x3 s2 p1 phase", []int{1, 2, 5, 32}, []int{3, 2, 3, 3}, true, convCfg(2, 2, 1, 1, 1, 1), false, false},
+		{"3x3 s1 p1 16 channels", []int{1, 16, 3, 5}, []int{16, 16, 3, 3}, false, convCfg(1, 1, 1, 1, 1, 1), false, false}, // outer products of the blocked layout
 	}
 	for _, algo := range autograd.ConvAlgos {
 		for i, c := range cases {

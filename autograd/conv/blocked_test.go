@@ -25,7 +25,8 @@ import (
 // the worker counts and -count to repeat the alternation. It reports the
 // process CPU time per pass beside the wall time. The passes dw (the
 // weight gradient alone) and bwd also run with the weight gradient off
-// Winograd (the names ending in -old), and PROXGEN_GEMM names the GEMM
+// Winograd (the names ending in -old) or with its images transformed in
+// NCHW (-nchw, winoWeightBlocked), and PROXGEN_GEMM names the GEMM
 // engine (blas.NewEngine) as it does for the programs.
 func BenchmarkBlockedLayers(b *testing.B) {
 	if name := os.Getenv("PROXGEN_GEMM"); name != "" {
@@ -50,7 +51,7 @@ func BenchmarkBlockedLayers(b *testing.B) {
 		for _, pass := range []string{"fwd", "dx", "bwd", "dw"} {
 			names := []string{"before", "blocked", "winograd"}
 			if pass == "bwd" || pass == "dw" {
-				names = []string{"before", "blocked", "blocked-old", "winograd", "winograd-old"}
+				names = []string{"before", "blocked", "blocked-nchw", "blocked-old", "winograd", "winograd-old"}
 			}
 			for _, name := range names {
 				b.Run(fmt.Sprintf("%dch_%dpx/%s/%s", l.c, l.hw, pass, name), func(b *testing.B) {
@@ -60,6 +61,7 @@ func BenchmarkBlockedLayers(b *testing.B) {
 						b.Fatal(err)
 					}
 					g.noWinoWeight = name == "before" || strings.HasSuffix(name, "-old")
+					g.nchwWinoWeight = strings.HasSuffix(name, "-nchw")
 					switch {
 					case strings.HasPrefix(name, "blocked"):
 						g.algo = AlgoBlocked
@@ -112,7 +114,7 @@ func testWinoWeightRule(t *testing.T) {
 		n, c, hw, pad, stride int
 		want                  bool
 	}{
-		{128, 16, 32, 1, 1, false}, // ResNet-20: with dot products the transforms cost more than they save
+		{128, 16, 32, 1, 1, false}, // ResNet-20: with dot products the NCHW transforms cost more than they save
 		{128, 32, 16, 1, 1, true},
 		{128, 64, 8, 1, 1, true},
 		{128, 64, 32, 1, 1, true}, // VGG-16
@@ -131,6 +133,9 @@ func testWinoWeightRule(t *testing.T) {
 		want := c.want
 		if c.c == 16 && !blas.Default().DotProducts() {
 			want = true // without them, the gathered weight gradient packs both operands
+		}
+		if c.c == 16 && c.pad == 1 && c.stride == 1 && haveAVX512 {
+			want = true // the outer products of the blocked layout (winoWeightOuter)
 		}
 		if got := useWinoWeight(g, c.n, c.c); got != want {
 			t.Errorf("%d images, %d channels at %d px, stride %d: Winograd weight gradient %v, want %v", c.n, c.c, c.hw, c.stride, got, want)

@@ -296,7 +296,8 @@ func convGroup(mu multiplier, g *Geom, m int, aT, src []float32, srcSize int, ds
 // beside gatherBackward's weight gradient where that applies). The
 // weight gradient of 3×3, stride-1 float32 convolutions with at least 32
 // input and output channels (16 where the GEMM engine has no dot-product
-// kernels) and 512 tiles in the batch (winoWeightPays)
+// kernels, or where the products run as outer products in nchwc's
+// blocked layout on AVX-512) and 512 tiles in the batch (winoWeightPays)
 // is Winograd's F(2×2, 3×3) transposed (winoweight.go): 16 products of
 // the transformed output gradients and images, summed over groups of
 // images in a fixed order and transformed into filters once; beside the

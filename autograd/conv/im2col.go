@@ -21,7 +21,8 @@ type Geom struct {
 	algo       Algo // algorithm forced by the caller, or AlgoAuto
 	bf16       bool // products in bfloat16 (with algo im2col)
 
-	noWinoWeight bool // tests and benchmarks: the weight gradient off Winograd (useWinoWeight)
+	noWinoWeight   bool // tests and benchmarks: the weight gradient off Winograd (useWinoWeight)
+	nchwWinoWeight bool // tests and benchmarks: its images transformed in NCHW (winoWeightBlocked false)
 }
 
 // OutSize returns the PyTorch output length of a convolution along one axis:

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/proxgen/proxgen/autograd/blas"
+	"github.com/proxgen/proxgen/autograd/nchwc"
+	"github.com/proxgen/proxgen/internal/impl"
 	"github.com/proxgen/proxgen/internal/parallel"
 )
 
@@ -189,7 +191,7 @@ func directWeightGrad64(x, gy []float32, n, c, cout, hw int) []float64 {
 // depend on the number of workers, on a layer with several groups and on
 // one with a single group whose products run in parallel.
 func TestWinoWeightGroups(t *testing.T) {
-	for _, l := range []struct{ n, c, hw int }{{9, 32, 16}, {3, 32, 6}} {
+	for _, l := range []struct{ n, c, hw int }{{9, 32, 16}, {3, 32, 6}, {9, 16, 16}, {40, 16, 7}} {
 		rng := rand.New(rand.NewPCG(uint64(l.hw), 9))
 		x := make([]float32, l.n*l.c*l.hw*l.hw)
 		gy := make([]float32, len(x))
@@ -204,7 +206,7 @@ func TestWinoWeightGroups(t *testing.T) {
 		}
 		var want []float32
 		for _, workers := range []int{1, 2, 3, 8} {
-			t.Run(fmt.Sprintf("%dpx/workers=%d", l.hw, workers), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%dch_%dpx/workers=%d", l.c, l.hw, workers), func(t *testing.T) {
 				defer parallel.SetWorkers(parallel.SetWorkers(workers))
 				gw := make([]float32, l.c*l.c*9)
 				winoWeightGrad(g, l.n, l.c, x, gy, gw, nil)
@@ -217,5 +219,86 @@ func TestWinoWeightGroups(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestWinoWeightOuterKernels checks the kernels of winoWeightOuter: every
+// implementation of outer and winoGradIn against the Go loops bit for bit
+// (impl.ForEach), outerGo against float64 sums, and winoGradIn on blocked
+// output gradients against winoGradOut's D' on the same gradients in NCHW
+// bit for bit, on odd and even sizes (the blocked layout's zero border in
+// place of winoGradOut's padded plane).
+func TestWinoWeightOuterKernels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	randVec := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	for _, n := range []int{1, 3, 64, 100} {
+		d, v, base := randVec(16*n), randVec(16*n), randVec(256)
+		var want []float32
+		impl.ForEach("conv", func(name string) {
+			c := slices.Clone(base)
+			outer(d, n, v, c)
+			if want == nil {
+				want = c
+				for o := range 16 {
+					for l := range 16 {
+						ref := float64(base[16*o+l])
+						for tt := range n {
+							ref += float64(d[16*tt+o]) * float64(v[16*tt+l])
+						}
+						if e := math.Abs(float64(c[16*o+l]) - ref); e > 1e-5*float64(n+1) {
+							t.Fatalf("outerGo, %d tiles: c[%d][%d] = %v, want %v", n, o, l, c[16*o+l], ref)
+						}
+					}
+				}
+				return
+			}
+			if !slices.Equal(c, want) {
+				t.Errorf("outer (%s), %d tiles: differs from the Go loop", name, n)
+			}
+		})
+	}
+	for _, sz := range [][2]int{{8, 8}, {7, 9}, {3, 2}, {1, 5}} {
+		h, w := sz[0], sz[1]
+		th, tw := (h+1)/2, (w+1)/2
+		p := th * tw
+		g, err := NewGeom(16, h, w, 3, 3, Config{Padding: [2]int{1, 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gy := randVec(32 * h * w) // two blocks of 16 channels
+		ref := make([]float32, 16*32*p)
+		winoGradOut(g, 32, gy, len(gy), 0, 1, ref, make([]float32, winoGradOutWork(g, 1)))
+		a := nchwc.NewAct(32, h, w)
+		a.FromNCHW(gy)
+		xs := 32*p + 3
+		var want []float32
+		impl.ForEach("conv", func(name string) {
+			dv := make([]float32, 16*xs)
+			for b := range 2 {
+				for i := range th {
+					winoGradIn(a.Data, b*a.BlockStride()+(2*i+1)*a.RowStride()+16, a.RowStride(), tw, dv, (b*p+i*tw)*16, xs)
+				}
+			}
+			for xi := range 16 {
+				for o := range 32 {
+					for tt := range p {
+						if got, r := dv[xi*xs+((o/16)*p+tt)*16+o%16], ref[(xi*32+o)*p+tt]; got != r {
+							t.Fatalf("winoGradIn (%s), %d×%d: D'_%d of channel %d, tile %d: %v, winoGradOut %v", name, h, w, xi, o, tt, got, r)
+						}
+					}
+				}
+			}
+			if want == nil {
+				want = dv
+			} else if !slices.Equal(dv, want) {
+				t.Errorf("winoGradIn (%s), %d×%d: differs from the Go loop", name, h, w)
+			}
+		})
 	}
 }

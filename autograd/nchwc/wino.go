@@ -164,12 +164,29 @@ func winoStride(nb, n int) int { return nb*n*16 + 16 }
 func winoInput(in *Act, v []float32, t0, t1 int) {
 	ncib, tw := (in.C+15)/16, (in.W+1)/2
 	n := (t1 - t0) * tw
-	xs := winoStride(ncib, n)
+	WinogradInput(in, v, 0, n*16, winoStride(ncib, n), t0, t1)
+}
+
+// WinogradInput writes into v the transforms V_ξ = Bᵀ·d·B (ξ = 0..15)
+// that Winograd computes, with the same kernels, of the 4×4 input windows
+// of the 2×2 tiles in tile rows [t0, t1) of in (in.CB 16; ⌈W/2⌉ tiles a
+// row, ⌈H/2⌉ rows; a window's pixels past the padded input read as zero):
+// the 16 channels of block b of tile (ty, tx) at v[off + ξ·xs + b·bs +
+// ((ty−t0)·⌈W/2⌉ + tx)·16]. The values of v between those are left as
+// they are. It panics if the shapes or offsets do not fit.
+func WinogradInput(in *Act, v []float32, off, bs, xs, t0, t1 int) {
+	ncib, tw := (in.C+15)/16, (in.W+1)/2
+	n := (t1 - t0) * tw
+	if in.CB != 16 || t0 < 0 || t0 > t1 || t1 > (in.H+1)/2 || off < 0 || bs < 0 || xs < 0 ||
+		(n > 0 && off+15*xs+(ncib-1)*bs+n*16 > len(v)) {
+		panic(fmt.Sprintf("nchwc.WinogradInput: tile rows [%d, %d) of %d×%d×%d (%d channels a block) into %d values at %d, blocks %d and planes %d apart",
+			t0, t1, in.C, in.H, in.W, in.CB, len(v), off, bs, xs))
+	}
 	full := in.W / 2 // tiles whose 4×4 windows lie in the padded input
 	var win [4 * 4 * 16]float32
 	for b := range ncib {
 		for ty := t0; ty < t1; ty++ {
-			d := (b*n + (ty-t0)*tw) * 16
+			d := off + b*bs + (ty-t0)*tw*16
 			tx := 0
 			if 2*ty+3 <= in.H+1 {
 				winoIn(in.Data, in.off(b, 2*ty, 0), in.RowStride(), full, v, d, xs)

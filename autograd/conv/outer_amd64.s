@@ -1,0 +1,160 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// func outerAVX512(d *float32, n int, v, c *float32)
+//
+// For o < 16: c[16o:16o+16] += Σ_{t<n} d[16t + o]·v[16t:16t+16], the sums
+// in registers from zero in the order of t, one fused multiply-add per
+// term (outerGo's order), then added to c.
+TEXT ·outerAVX512(SB), NOSPLIT, $0-32
+	MOVQ d+0(FP), SI
+	MOVQ n+8(FP), CX
+	MOVQ v+16(FP), DI
+	MOVQ c+24(FP), DX
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	TESTQ CX, CX
+	JZ    store
+
+loop:
+	VMOVUPS (DI), Z16
+	VFMADD231PS.BCST 0(SI), Z16, Z0
+	VFMADD231PS.BCST 4(SI), Z16, Z1
+	VFMADD231PS.BCST 8(SI), Z16, Z2
+	VFMADD231PS.BCST 12(SI), Z16, Z3
+	VFMADD231PS.BCST 16(SI), Z16, Z4
+	VFMADD231PS.BCST 20(SI), Z16, Z5
+	VFMADD231PS.BCST 24(SI), Z16, Z6
+	VFMADD231PS.BCST 28(SI), Z16, Z7
+	VFMADD231PS.BCST 32(SI), Z16, Z8
+	VFMADD231PS.BCST 36(SI), Z16, Z9
+	VFMADD231PS.BCST 40(SI), Z16, Z10
+	VFMADD231PS.BCST 44(SI), Z16, Z11
+	VFMADD231PS.BCST 48(SI), Z16, Z12
+	VFMADD231PS.BCST 52(SI), Z16, Z13
+	VFMADD231PS.BCST 56(SI), Z16, Z14
+	VFMADD231PS.BCST 60(SI), Z16, Z15
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  loop
+
+store:
+	VADDPS  0(DX), Z0, Z0
+	VMOVUPS Z0, 0(DX)
+	VADDPS  64(DX), Z1, Z1
+	VMOVUPS Z1, 64(DX)
+	VADDPS  128(DX), Z2, Z2
+	VMOVUPS Z2, 128(DX)
+	VADDPS  192(DX), Z3, Z3
+	VMOVUPS Z3, 192(DX)
+	VADDPS  256(DX), Z4, Z4
+	VMOVUPS Z4, 256(DX)
+	VADDPS  320(DX), Z5, Z5
+	VMOVUPS Z5, 320(DX)
+	VADDPS  384(DX), Z6, Z6
+	VMOVUPS Z6, 384(DX)
+	VADDPS  448(DX), Z7, Z7
+	VMOVUPS Z7, 448(DX)
+	VADDPS  512(DX), Z8, Z8
+	VMOVUPS Z8, 512(DX)
+	VADDPS  576(DX), Z9, Z9
+	VMOVUPS Z9, 576(DX)
+	VADDPS  640(DX), Z10, Z10
+	VMOVUPS Z10, 640(DX)
+	VADDPS  704(DX), Z11, Z11
+	VMOVUPS Z11, 704(DX)
+	VADDPS  768(DX), Z12, Z12
+	VMOVUPS Z12, 768(DX)
+	VADDPS  832(DX), Z13, Z13
+	VMOVUPS Z13, 832(DX)
+	VADDPS  896(DX), Z14, Z14
+	VMOVUPS Z14, 896(DX)
+	VADDPS  960(DX), Z15, Z15
+	VMOVUPS Z15, 960(DX)
+	VZEROUPPER
+	RET
+
+// func winoGradAVX512(src *float32, rs, n int, dst *float32, xs int)
+//
+// winoGradInGo's transform D' = A'·dY·A'ᵀ of n tiles (rs and xs in
+// bytes): tile t's 2×2 output gradients at src + y·rs + 128t + 64x, its
+// D'_ξ stored at dst + ξ·xs + 64t. Along the rows first, h[y] = (a, a+b,
+// a−b, b) of the pair (a, b) of row y, then D'[·][s] = (h0, h0+h1,
+// h0−h1, h1).
+TEXT ·winoGradAVX512(SB), NOSPLIT, $0-40
+	MOVQ src+0(FP), SI
+	MOVQ rs+8(FP), R8
+	MOVQ n+16(FP), CX
+	MOVQ dst+24(FP), DI
+	MOVQ xs+32(FP), R9
+	LEAQ (R9)(R9*2), R10 // 3·xs
+	LEAQ (DI)(R9*4), R11 // plane 4
+	LEAQ (R11)(R9*4), R12 // plane 8
+	LEAQ (R12)(R9*4), R13 // plane 12
+	TESTQ CX, CX
+	JZ    done
+
+tile:
+	VMOVUPS (SI), Z0      // a0
+	VMOVUPS 64(SI), Z1    // b0
+	VMOVUPS (SI)(R8*1), Z2   // a1
+	VMOVUPS 64(SI)(R8*1), Z3 // b1
+	VADDPS  Z1, Z0, Z4    // h0[1] = a0+b0
+	VSUBPS  Z1, Z0, Z5    // h0[2] = a0−b0
+	VADDPS  Z3, Z2, Z6    // h1[1] = a1+b1
+	VSUBPS  Z3, Z2, Z7    // h1[2] = a1−b1
+	// row 0: h0
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z4, (DI)(R9*1)
+	VMOVUPS Z5, (DI)(R9*2)
+	VMOVUPS Z1, (DI)(R10*1)
+	// row 3: h1
+	VMOVUPS Z2, (R13)
+	VMOVUPS Z6, (R13)(R9*1)
+	VMOVUPS Z7, (R13)(R9*2)
+	VMOVUPS Z3, (R13)(R10*1)
+	// row 1: h0 + h1
+	VADDPS  Z2, Z0, Z8
+	VADDPS  Z6, Z4, Z9
+	VADDPS  Z7, Z5, Z10
+	VADDPS  Z3, Z1, Z11
+	VMOVUPS Z8, (R11)
+	VMOVUPS Z9, (R11)(R9*1)
+	VMOVUPS Z10, (R11)(R9*2)
+	VMOVUPS Z11, (R11)(R10*1)
+	// row 2: h0 − h1
+	VSUBPS  Z2, Z0, Z8
+	VSUBPS  Z6, Z4, Z9
+	VSUBPS  Z7, Z5, Z10
+	VSUBPS  Z3, Z1, Z11
+	VMOVUPS Z8, (R12)
+	VMOVUPS Z9, (R12)(R9*1)
+	VMOVUPS Z10, (R12)(R9*2)
+	VMOVUPS Z11, (R12)(R10*1)
+	ADDQ $128, SI
+	ADDQ $64, DI
+	ADDQ $64, R11
+	ADDQ $64, R12
+	ADDQ $64, R13
+	DECQ CX
+	JNZ  tile
+
+done:
+	VZEROUPPER
+	RET
