@@ -366,7 +366,8 @@ func Backward(g *Geom, n, m int, x, w, gy, gx, gw []float32, store bool) {
 		bf = blockedFilters(w, cout, g.c, true, buf)
 	}
 	winoW := needW && useWinoWeight(g, n, cout)
-	if needW && needX && strideOne && !wino && !winoW && gatherWeightGrad(gd, g.c) {
+	dense := needW && !winoW && denseWeightOK(g, n, cout)
+	if needW && needX && strideOne && !wino && !winoW && !dense && gatherWeightGrad(gd, g.c) {
 		gatherBackward(g, gd, n, cout, x, wf, gy, gx, gw, !overwrite, bf)
 		return
 	}
@@ -381,6 +382,8 @@ func Backward(g *Geom, n, m int, x, w, gy, gx, gw []float32, store bool) {
 			return
 		}
 		winoWeightGrad(g, n, cout, x, gy, gw, nil)
+	} else if dense {
+		denseWeightGrad(g, n, cout, x, gy, gw)
 	} else if needW {
 		ws := weightGroupSize(p)
 		chunks := parallel.Chunks(n, ws)

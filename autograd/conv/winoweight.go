@@ -366,36 +366,78 @@ func winoGradCols(o *[4][]float32, d *[2][]float32, asm bool) {
 // winoWeightFilters adds to gw (m × k × 3 × 3) the filters df = G'ᵀ·M'·G'
 // of the products mp (M'_ξ[o][c] at mp[(ξ·m + o)·k + c]), G' =
 // diag(winoGradSigns)·G, computed in float64: along the columns, t[a][s]
-// = Σ_r G'[r][a]·M'[r][s], then df[a][b] = Σ_s t[a][s]·G'[s][b].
+// = Σ_r G'[r][a]·M'[r][s], then df[a][b] = Σ_s t[a][s]·G'[s][b], each sum
+// from zero in the order of its index (winoWeightFiltersRef, the test's
+// loop, computes the same bits). The filters are independent of each
+// other: ranges of winoFilterGrain of them run in parallel, with the same
+// results for every number of workers.
 func winoWeightFilters(mp []float32, m, k int, gw []float32) {
+	mk := m * k
+	_ = mp[16*mk-1]
+	_ = gw[9*mk-1]
+	parallel.For(mk, winoFilterGrain, func(lo, hi int) {
+		winoWeightFilterRange(mp, mk, gw, lo, hi)
+	})
+}
+
+// winoFilterGrain is the number of filters a call of
+// winoWeightFilterRange transforms: enough to pay for handing them to a
+// worker (about 40 µs).
+const winoFilterGrain = 4096
+
+// winoWeightFilterRange is winoWeightFilters for the filters [lo, hi) of
+// the mk in mp and gw, the loops over G' unrolled with its entries held in
+// variables (the products by its zeros kept: the same operations in the
+// same order as the loops).
+func winoWeightFilterRange(mp []float32, mk int, gw []float32, lo, hi int) {
 	var gs [4][3]float64 // G'
 	for r := range 4 {
 		for a := range 3 {
 			gs[r][a] = winoGradSigns[r] * winoG[r][a]
 		}
 	}
-	mk := m * k
-	_ = mp[16*mk-1]
-	_ = gw[9*mk-1]
-	for i := range mk {
-		var t [3][4]float64
-		for r := range 4 {
-			for s := range 4 {
-				v := float64(mp[(r*4+s)*mk+i])
-				for a, c := range gs[r] {
-					t[a][s] += c * v
-				}
-			}
+	g00, g01, g02 := gs[0][0], gs[0][1], gs[0][2]
+	g10, g11, g12 := gs[1][0], gs[1][1], gs[1][2]
+	g20, g21, g22 := gs[2][0], gs[2][1], gs[2][2]
+	g30, g31, g32 := gs[3][0], gs[3][1], gs[3][2]
+	var ms [16][]float32
+	for xi := range ms {
+		ms[xi] = mp[xi*mk+lo : xi*mk+hi : xi*mk+hi]
+	}
+	gw = gw[9*lo : 9*hi : 9*hi]
+	for i := range hi - lo {
+		var f [9]float64
+		for s := range 4 {
+			v0 := float64(ms[s][i])
+			v1 := float64(ms[4+s][i])
+			v2 := float64(ms[8+s][i])
+			v3 := float64(ms[12+s][i])
+			t0 := 0 + g00*v0
+			t1 := 0 + g01*v0
+			t2 := 0 + g02*v0
+			t0 += g10 * v1
+			t1 += g11 * v1
+			t2 += g12 * v1
+			t0 += g20 * v2
+			t1 += g21 * v2
+			t2 += g22 * v2
+			t0 += g30 * v3
+			t1 += g31 * v3
+			t2 += g32 * v3
+			gs0, gs1, gs2 := gs[s][0], gs[s][1], gs[s][2]
+			f[0] += t0 * gs0
+			f[1] += t0 * gs1
+			f[2] += t0 * gs2
+			f[3] += t1 * gs0
+			f[4] += t1 * gs1
+			f[5] += t1 * gs2
+			f[6] += t2 * gs0
+			f[7] += t2 * gs1
+			f[8] += t2 * gs2
 		}
 		dst := gw[i*9 : i*9+9 : i*9+9]
-		for a := range 3 {
-			for b := range 3 {
-				var f float64
-				for s := range 4 {
-					f += t[a][s] * gs[s][b]
-				}
-				dst[a*3+b] += float32(f)
-			}
+		for j, v := range f {
+			dst[j] += float32(v)
 		}
 	}
 }

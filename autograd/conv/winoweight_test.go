@@ -302,3 +302,92 @@ func TestWinoWeightOuterKernels(t *testing.T) {
 		})
 	}
 }
+
+// winoWeightFiltersRef is winoWeightFilters as loops over G', the
+// reference its unrolled, parallel form must match bit for bit.
+func winoWeightFiltersRef(mp []float32, m, k int, gw []float32) {
+	var gs [4][3]float64 // G'
+	for r := range 4 {
+		for a := range 3 {
+			gs[r][a] = winoGradSigns[r] * winoG[r][a]
+		}
+	}
+	mk := m * k
+	for i := range mk {
+		var t [3][4]float64
+		for r := range 4 {
+			for s := range 4 {
+				v := float64(mp[(r*4+s)*mk+i])
+				for a, c := range gs[r] {
+					t[a][s] += c * v
+				}
+			}
+		}
+		for a := range 3 {
+			for b := range 3 {
+				var f float64
+				for s := range 4 {
+					f += t[a][s] * gs[s][b]
+				}
+				gw[i*9+a*3+b] += float32(f)
+			}
+		}
+	}
+}
+
+// TestWinoWeightFilters checks winoWeightFilters against the loops of
+// winoWeightFiltersRef bit for bit, with 1 and 3 workers, on sizes that
+// leave a partial range of filters.
+func TestWinoWeightFilters(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for _, mk := range [][2]int{{3, 5}, {64, 96}, {96, 128}} {
+		m, k := mk[0], mk[1]
+		mp := make([]float32, 16*m*k)
+		for i := range mp {
+			if i%7 != 3 {
+				mp[i] = float32(rng.NormFloat64())
+			}
+		}
+		gw0 := make([]float32, 9*m*k)
+		for i := range gw0 {
+			gw0[i] = float32(rng.NormFloat64())
+		}
+		want := slices.Clone(gw0)
+		winoWeightFiltersRef(mp, m, k, want)
+		for _, workers := range []int{1, 3} {
+			got := slices.Clone(gw0)
+			func() {
+				defer parallel.SetWorkers(parallel.SetWorkers(workers))
+				winoWeightFilters(mp, m, k, got)
+			}()
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%d×%d, %d workers: gw[%d] = %v, want %v", m, k, workers, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkWinoWeightFilters times the transform of the products into
+// filters of a 512 × 512-channel layer, the loops (ref) against
+// winoWeightFilters.
+func BenchmarkWinoWeightFilters(b *testing.B) {
+	const m, k = 512, 512
+	mp := make([]float32, 16*m*k)
+	for i := range mp {
+		mp[i] = float32(i%13) - 6
+	}
+	gw := make([]float32, 9*m*k)
+	for _, name := range []string{"ref", "new"} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if name == "ref" {
+					winoWeightFiltersRef(mp, m, k, gw)
+				} else {
+					winoWeightFilters(mp, m, k, gw)
+				}
+			}
+		})
+	}
+}
