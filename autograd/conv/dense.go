@@ -18,16 +18,15 @@ import (
 
 // denseWeightOK reports whether the weight gradient of a convolution of
 // geometry g with n images and cout filters runs as one dense product
-// (denseWeightGrad): in float32 under the default rules, 3×3 filters,
-// stride 1, padding 1, no dilation, 2×2 images; at least 64 input and
+// (denseWeightGrad): under the default rules, where the channel-blocked
+// Winograd's geometry applies (blockedOK: float32, 3×3 filters, stride
+// 1, padding 1, no dilation), on 2×2 images; at least 64 input and
 // output channels and 32 images, where it was measured (512 channels at
 // batch 128: 10.3 + 7.0 ms for the product and the fold against 30.3 ms
 // for the im2col weight gradient the rules chose, 1 worker,
 // docs/benchmarks.md).
 func denseWeightOK(g *Geom, n, cout int) bool {
-	return !g.bf16 && g.algo == AlgoAuto && g.kh == 3 && g.kw == 3 &&
-		g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.ph == 1 && g.pw == 1 &&
-		g.h == 2 && g.w == 2 && g.c >= 64 && cout >= 64 && n >= 32
+	return blockedOK(g) && g.algo == AlgoAuto && g.h == 2 && g.w == 2 && g.c >= 64 && cout >= 64 && n >= 32
 }
 
 // denseWeightGrad adds to gw (cout × g.c × 3 × 3) the weight gradient of

@@ -148,10 +148,10 @@ func winoWeightGroup(serial bool, g *Geom, cout int, x, gy []float32, lo, hi int
 	d := colScratch.get(16*cout*p + 16*16 + 16) // winoWeightOuter's planes a line apart
 	defer colScratch.put(d)
 	part := partialScratch.get(16 * cout * k)
-	gemm := gemmOf(false, serial)
 	if winoWeightBlocked(g, cout) {
 		return winoWeightOuter(g, cout, x, gy, lo, hi, d, part)
 	}
+	gemm := gemmOf(false, serial)
 	v := colScratch.get(16 * k * p)
 	defer colScratch.put(v)
 	work := colScratch.get(max(winoInputWork(g, cnt, 0, th), winoGradOutWork(g, cnt)))
