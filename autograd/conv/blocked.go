@@ -110,28 +110,61 @@ func blockedBias(f *nchwc.WinoFilter, bias []float32) []float32 {
 // goroutine, with the bias pb padded by blockedBias. Each image is
 // computed alike whatever the range.
 func blockedImages(g *Geom, f *nchwc.WinoFilter, pb, src, dst []float32, accumulate bool, lo, hi int) {
-	hw := g.h * g.w
-	xSize, ySize := f.Cin*hw, f.Cout*hw
+	xSize := f.Cin * g.h * g.w
 	inLen := (f.Cin + 15) / 16 * 16 * (g.h + 2) * (g.w + 2)
-	outLen := f.PaddedCout() * (g.h + 2) * (g.w + 2)
-	buf := colScratch.get(inLen + outLen + 32)
+	buf := colScratch.get(inLen + 16)
 	defer colScratch.put(buf)
-	var sum []float32 // an image of the result, to add to dst
-	if accumulate {
-		sum = colScratch.get(ySize)
-		defer colScratch.put(sum)
-	}
 	in := &nchwc.Act{C: f.Cin, H: g.h, W: g.w, CB: 16, Data: lineAligned(buf, inLen)}
-	out := &nchwc.Act{C: f.Cout, H: g.h, W: g.w, CB: 16, Data: lineAligned(buf[len(buf)-outLen-16:], outLen)}
 	clear(in.Data) // the border and the tail channels stay zero
+	b := blockedImager{g: g, f: f, pb: pb, dst: dst, accumulate: accumulate}
+	defer b.release()
 	for i := lo; i < hi; i++ {
 		in.FromNCHW(src[i*xSize : (i+1)*xSize])
-		nchwc.Winograd(in, f, pb, nil, false, out)
-		if accumulate {
-			out.ToNCHW(sum)
-			addTo(dst[i*ySize:(i+1)*ySize], sum)
-		} else {
-			out.ToNCHW(dst[i*ySize : (i+1)*ySize])
+		b.image(i, in)
+	}
+}
+
+// blockedImager computes images of blockedImages from inputs already in
+// the channel-blocked layout, with scratch of its own (release returns
+// it): the filters f, padded bias pb and destination dst (NCHW, added to
+// if accumulate) of geometry g.
+type blockedImager struct {
+	g          *Geom
+	f          *nchwc.WinoFilter
+	pb, dst    []float32
+	accumulate bool
+	buf, sum   []float32 // scratch, got on first use
+	out        *nchwc.Act
+}
+
+// image writes (or adds) into image i of dst the convolution of in, image
+// i's input in the blocked layout with zero borders.
+func (b *blockedImager) image(i int, in *nchwc.Act) {
+	g, f := b.g, b.f
+	ySize := f.Cout * g.h * g.w
+	if b.out == nil {
+		outLen := f.PaddedCout() * (g.h + 2) * (g.w + 2)
+		b.buf = colScratch.get(outLen + 16)
+		b.out = &nchwc.Act{C: f.Cout, H: g.h, W: g.w, CB: 16, Data: lineAligned(b.buf, outLen)}
+		if b.accumulate {
+			b.sum = colScratch.get(ySize) // an image of the result, to add to dst
+		}
+	}
+	nchwc.Winograd(in, f, b.pb, nil, false, b.out)
+	if b.accumulate {
+		b.out.ToNCHW(b.sum)
+		addTo(b.dst[i*ySize:(i+1)*ySize], b.sum)
+	} else {
+		b.out.ToNCHW(b.dst[i*ySize : (i+1)*ySize])
+	}
+}
+
+// release returns b's scratch.
+func (b *blockedImager) release() {
+	if b.out != nil {
+		colScratch.put(b.buf)
+		if b.sum != nil {
+			colScratch.put(b.sum)
 		}
 	}
 }

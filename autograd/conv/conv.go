@@ -375,10 +375,7 @@ func Backward(g *Geom, n, m int, x, w, gy, gx, gw []float32, store bool) {
 		if blocked {
 			// The input gradient of each group of images first, on the
 			// output gradients the weight gradient then reads.
-			pb := blockedBias(bf, nil)
-			winoWeightGrad(g, n, cout, x, gy, gw, func(lo, hi int) {
-				blockedImages(gd, bf, pb, gy, gx, !overwrite, lo, hi)
-			})
+			winoWeightGrad(g, n, cout, x, gy, gw, &fusedInputGrad{g: gd, f: bf, pb: blockedBias(bf, nil), gx: gx, accumulate: !overwrite})
 			return
 		}
 		winoWeightGrad(g, n, cout, x, gy, gw, nil)

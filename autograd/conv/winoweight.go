@@ -117,30 +117,39 @@ func winoWeightGroupSize(g *Geom, cout int) int {
 // the convolution of geometry g (winogradOK) of the n images in x with
 // cout filters, given its output gradient gy, computed with Winograd as
 // the comment above says. Groups of winoWeightGroupSize images run in
-// parallel; before each group's weight gradient, each calls each(lo, hi)
-// for its images [lo, hi) unless each is nil (the input gradient, on the
-// output gradients the group is about to read). The result is
-// bit-identical for every number of workers.
-func winoWeightGrad(g *Geom, n, cout int, x, gy, gw []float32, each func(lo, hi int)) {
+// parallel. Unless gx is nil, each group also computes its images' input
+// gradient with the channel-blocked Winograd (blockedImages), on the
+// output gradients it is about to read — where the products run in the
+// blocked layout (winoWeightBlocked), on the same conversion of each
+// output gradient to that layout. The result is bit-identical for every
+// number of workers.
+func winoWeightGrad(g *Geom, n, cout int, x, gy, gw []float32, gx *fusedInputGrad) {
 	gs := winoWeightGroupSize(g, cout)
 	chunks := parallel.Chunks(n, gs)
 	serial := serialGemm(chunks)
 	merge, acc := newOrderedSum(chunks, 16*cout*g.c)
 	defer partialScratch.put(acc)
 	parallel.For(n, gs, func(lo, hi int) {
-		if each != nil {
-			each(lo, hi)
-		}
-		merge.done(lo/gs, winoWeightGroup(serial, g, cout, x, gy, lo, hi))
+		merge.done(lo/gs, winoWeightGroup(serial, g, cout, x, gy, lo, hi, gx))
 	})
 	winoWeightFilters(acc, cout, g.c, gw)
+}
+
+// fusedInputGrad is the input gradient winoWeightGrad computes beside the
+// weight gradient: blockedImages' geometry, filters, padded bias,
+// destination and whether it adds to it.
+type fusedInputGrad struct {
+	g          *Geom
+	f          *nchwc.WinoFilter
+	pb, gx     []float32
+	accumulate bool
 }
 
 // winoWeightGroup returns, in a buffer from partialScratch, the products
 // M'_ξ (cout × g.c, at [ξ·cout·g.c]) of the images [lo, hi): with D'
 // in place of D (the signs above). The products run on the calling
 // goroutine if serial.
-func winoWeightGroup(serial bool, g *Geom, cout int, x, gy []float32, lo, hi int) []float32 {
+func winoWeightGroup(serial bool, g *Geom, cout int, x, gy []float32, lo, hi int, gx *fusedInputGrad) []float32 {
 	k, cnt := g.c, hi-lo
 	th, tw := winoTiles(g)
 	p := cnt * th * tw
@@ -149,7 +158,10 @@ func winoWeightGroup(serial bool, g *Geom, cout int, x, gy []float32, lo, hi int
 	defer colScratch.put(d)
 	part := partialScratch.get(16 * cout * k)
 	if winoWeightBlocked(g, cout) {
-		return winoWeightOuter(g, cout, x, gy, lo, hi, d, part)
+		return winoWeightOuter(g, cout, x, gy, lo, hi, d, part, gx)
+	}
+	if gx != nil {
+		blockedImages(gx.g, gx.f, gx.pb, gy, gx.gx, gx.accumulate, lo, hi)
 	}
 	gemm := gemmOf(false, serial)
 	v := colScratch.get(16 * k * p)
@@ -173,7 +185,9 @@ func winoWeightGroup(serial bool, g *Geom, cout int, x, gy []float32, lo, hi int
 // of those vectors (outer), a 16×16 block of (output, input) channels at
 // a time, in runs of winoOuterRun tiles. d holds 16·cout·p + 272 values
 // of scratch; part (16·cout·g.c values), the group's sums, is returned.
-func winoWeightOuter(g *Geom, cout int, x, gy []float32, lo, hi int, d, part []float32) []float32 {
+// Unless gx is nil, each output gradient, once in the blocked layout,
+// also gives its image's input gradient (blockedImager).
+func winoWeightOuter(g *Geom, cout int, x, gy []float32, lo, hi int, d, part []float32, gx *fusedInputGrad) []float32 {
 	k, cnt := g.c, hi-lo
 	th, tw := winoTiles(g)
 	tpi := th * tw
@@ -197,10 +211,18 @@ func winoWeightOuter(g *Geom, cout int, x, gy []float32, lo, hi int, d, part []f
 	dy := &nchwc.Act{C: cout, H: g.h, W: g.w, CB: 16, Data: lineAligned(abuf[len(abuf)-bLen-16:], bLen)}
 	clear(abuf) // the borders stay zero
 	rs, bs := dy.RowStride(), dy.BlockStride()
+	var inputGrad *blockedImager
+	if gx != nil {
+		inputGrad = &blockedImager{g: gx.g, f: gx.f, pb: gx.pb, dst: gx.gx, accumulate: gx.accumulate}
+		defer inputGrad.release()
+	}
 	for j := range cnt {
 		in.FromNCHW(x[(lo+j)*xSize : (lo+j+1)*xSize])
 		nchwc.WinogradInput(in, v, j*tpi*16, p*16, xs, 0, th)
 		dy.FromNCHW(gy[(lo+j)*ySize : (lo+j+1)*ySize])
+		if inputGrad != nil {
+			inputGrad.image(lo+j, dy)
+		}
 		for b := range cout / 16 {
 			for i := range th {
 				// Tile row i's output gradients: padded rows 2i+1 and 2i+2
