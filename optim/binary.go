@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/optim/prox"
 )
 
 // ProxQuantConfig is the original ProxQuant update (Bai et al. 2019): an
@@ -27,12 +28,19 @@ func Sign(v float32) float32 {
 	return 1
 }
 
-// HardQuantize sets every parameter of g to Sign(w) and freezes the group,
-// as ProxQuant does at the end of its quantisation phase.
+// HardQuantize sets every parameter of g to s·Sign(w) and freezes the
+// group, as ProxQuant does at the end of its quantisation phase; s is the
+// scale of the group's W-shaped regularizer (prox.BinaryScale: 1 for
+// prox.BinaryW, and for a group without one).
 func HardQuantize(g *Group) {
+	s, ok := prox.BinaryScale(g.Reg)
+	if !ok {
+		s = 1
+	}
+	v32 := float32(s)
 	for _, p := range g.Params {
 		for i, v := range p.Data {
-			p.Data[i] = Sign(v)
+			p.Data[i] = v32 * Sign(v)
 		}
 	}
 	g.Frozen = true

@@ -757,4 +757,11 @@ func TestHardQuantizeAndProxQuant(t *testing.T) {
 	if fmt.Sprint(w.Data) != "[1 -1 1]" || !g.Frozen {
 		t.Fatalf("HardQuantize: %v frozen=%v", w.Data, g.Frozen)
 	}
+	// With its wells at ±s, the weights go to ±s.
+	w = param(0.2, -0.01, 0, 3)
+	g = &Group{Params: []*autograd.Tensor{w}, Reg: prox.BinaryWAt(1, 0.125)}
+	HardQuantize(g)
+	if fmt.Sprint(w.Data) != "[0.125 -0.125 0.125 0.125]" || !g.Frozen {
+		t.Fatalf("HardQuantize at ±0.125: %v frozen=%v", w.Data, g.Frozen)
+	}
 }

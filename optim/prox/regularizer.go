@@ -171,9 +171,13 @@ func (r *lq) AddSubgradient(g, theta []float32, scale, eps float32) {
 	}
 }
 
-// binaryW is the W-shaped regularizer r(x) = ||x| − 1|^q, the distance to
-// {−1, +1} raised to q (|x − sign(x)|^q for x ≠ 0).
-type binaryW struct{ base *lq }
+// binaryW is the W-shaped regularizer with wells at ±s,
+// r(x) = s²·||x|/s − 1|^q: s² times the q-th power of the distance of x/s
+// to {−1, +1}.
+type binaryW struct {
+	base *lq
+	s    float64
+}
 
 // BinaryW returns the revised-ProxQuant W-shaped regularizer for binary
 // weights, r(x) = |x − sign(x)|^q, for q in {0, 1/2, 2/3, 1} (closed forms)
@@ -182,11 +186,33 @@ type binaryW struct{ base *lq }
 // {−1, +1}. The prox of z shrinks |z| − 1 with the ℓq map and keeps the sign
 // of z (z = 0 maps to the non-negative minimiser; its mirror image ties).
 // BinaryW panics if q is outside [0, 1].
-func BinaryW(q float64) Regularizer {
+func BinaryW(q float64) Regularizer { return BinaryWAt(q, 1) }
+
+// BinaryWAt returns the W-shaped regularizer with its wells at ±s,
+// r(x) = s²·r₁(x/s) with r₁ = BinaryW(q): binary weights ±s, as a binary
+// layer with one scale per tensor stores them. The factor s² makes its
+// prox scale-free: prox(z) = s·prox₁(z/s) under the same η and λ, so a
+// tensor of small weights and one of large weights move the same fraction
+// of their scale towards ±s in a step. BinaryWAt(q, 1) is BinaryW(q). It
+// panics if q is outside [0, 1] or s is not a positive finite number.
+func BinaryWAt(q, s float64) Regularizer {
 	if !(q >= 0 && q <= 1) {
 		panic(fmt.Sprintf("prox.BinaryW: q = %v outside [0, 1]", q))
 	}
-	return &binaryW{base: Lq(q).(*lq)}
+	if !(s > 0) || math.IsInf(s, 1) {
+		panic(fmt.Sprintf("prox.BinaryWAt: scale %v is not a positive finite number", s))
+	}
+	return &binaryW{base: Lq(q).(*lq), s: s}
+}
+
+// BinaryScale returns the scale s of a W-shaped binary regularizer (its
+// wells at ±s; 1 for BinaryW) and whether r is one.
+func BinaryScale(r Regularizer) (float64, bool) {
+	b, ok := r.(*binaryW)
+	if !ok {
+		return 0, false
+	}
+	return b.s, true
 }
 
 // Q returns the exponent q.
@@ -195,8 +221,14 @@ func (r *binaryW) Q() float64 { return r.base.q }
 // HasSubgradient reports whether AddSubgradient works (q > 0).
 func (r *binaryW) HasSubgradient() bool { return r.base.q > 0 }
 
-// String names the regularizer as Parse accepts it.
-func (r *binaryW) String() string { return "bin-" + r.base.String() }
+// String names the regularizer as Parse accepts it (the scale, which
+// Parse does not spell, after an @ when it is not 1).
+func (r *binaryW) String() string {
+	if r.s != 1 {
+		return fmt.Sprintf("bin-%v@%.4g", r.base, r.s)
+	}
+	return "bin-" + r.base.String()
+}
 
 // Prox implements Regularizer.
 func (r *binaryW) Prox(dst, z, eta []float32, lambda float32) {
@@ -208,9 +240,10 @@ func (r *binaryW) Prox(dst, z, eta []float32, lambda float32) {
 	lam2 := 2 * float64(lambda)
 	q := r.base.q
 	kind := r.base.kind
+	s := r.s
 	for i, zi := range z {
 		zz := float64(zi)
-		a := math.Abs(zz) - 1 // signed distance of |z| from 1
+		a := math.Abs(zz)/s - 1 // signed distance of |z|/s from 1
 		kappa := lam2 * float64(eta[i])
 		var y float64
 		switch kind {
@@ -227,7 +260,7 @@ func (r *binaryW) Prox(dst, z, eta []float32, lambda float32) {
 		default:
 			y = proxk.ProxLqNumeric(a, kappa, q)
 		}
-		x := 1 + y
+		x := s * (1 + y)
 		if zz < 0 {
 			x = -x
 		}
@@ -237,26 +270,26 @@ func (r *binaryW) Prox(dst, z, eta []float32, lambda float32) {
 
 // Penalty implements Regularizer.
 func (r *binaryW) Penalty(theta []float32) float64 {
-	var s float64
-	q := r.base.q
+	var sum float64
+	q, s := r.base.q, r.s
 	for _, v := range theta {
-		d := math.Abs(math.Abs(float64(v)) - 1)
+		d := math.Abs(math.Abs(float64(v))/s - 1)
 		switch {
 		case d == 0:
 		case q == 0:
-			s++
+			sum++
 		case q == 1:
-			s += d
+			sum += d
 		default:
-			s += math.Pow(d, q)
+			sum += math.Pow(d, q)
 		}
 	}
-	return s
+	return s * s * sum
 }
 
 // AddSubgradient implements Subdifferentiable: it adds
-// scale·q·sign(x − s)·(|x − s| + eps)^(q−1) with s the nearest of ±1
-// (nothing at x = ±1 or x = 0). It panics for q = 0.
+// scale·s·q·sign(x/s − w)·(|x/s − w| + eps)^(q−1) with w the nearest of ±1
+// (nothing at x = ±s or x = 0). It panics for q = 0.
 func (r *binaryW) AddSubgradient(g, theta []float32, scale, eps float32) {
 	if len(g) != len(theta) {
 		panic(fmt.Sprintf("prox.BinaryW.AddSubgradient: len(g) = %d, len(theta) = %d", len(g), len(theta)))
@@ -265,10 +298,10 @@ func (r *binaryW) AddSubgradient(g, theta []float32, scale, eps float32) {
 	if q == 0 {
 		panic("prox.BinaryW.AddSubgradient: q = 0 has no subgradient; use the proximal update")
 	}
-	c := float64(scale) * q
+	c := float64(scale) * q * r.s
 	e := float64(eps)
 	for i, v := range theta {
-		x := float64(v)
+		x := float64(v) / r.s
 		if x == 0 {
 			continue
 		}

@@ -79,6 +79,11 @@ type config struct {
 
 	Homotopy       string `json:"homotopy"`
 	HardQuantEpoch int    `json:"hard_quant_epoch"`
+	// BinScale is where a binary regularizer puts each tensor's weights:
+	// "1" for ±1, "mean" for ±(the tensor's mean |w| at the start of each
+	// epoch) (experiment.MethodConfig.ScaleBinary). Checkpoints written
+	// before it existed read as "", which is "1".
+	BinScale string `json:"bin_scale,omitempty"`
 	// Recalibrate is the number of training batches over which the
 	// batch-norm running statistics are re-estimated with the current
 	// weights (nn.RecalibrateBatchNorm): after hard quantisation and
@@ -138,7 +143,7 @@ var mutableOnResume = []string{"data", "no-download", "download", "allow-subset"
 func defaultConfig() *config {
 	return &config{
 		Model: "resnet20", Width: 1, Shortcut: "A",
-		Optimizer: "proxgen", Reg: "auto", Lambda: math.NaN(), LambdaScale: "auto",
+		Optimizer: "proxgen", Reg: "auto", Lambda: math.NaN(), LambdaScale: "auto", BinScale: "1",
 		LR: math.NaN(), WD: math.NaN(), Momentum: 0.9, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8,
 		Schedule: "auto", Homotopy: "auto", HardQuantEpoch: -2, Recalibrate: -1, GMPEnd: -2,
 		Epochs: 30, Batch: 128, EvalBatch: 500, Seed: 1,
@@ -184,6 +189,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 
 	fs.BoolVar(&c.NoCoupleBN, "no-couple-bn", c.NoCoupleBN, "gl0/gl21 over output filters group each convolution filter with the γ and β of the batch norm after it (a zero group is a zero channel); this flag groups the filter alone")
 
+	fs.StringVar(&c.BinScale, "bin-scale", c.BinScale, "binary regularizers: 1 pulls the binarised weights to ±1; mean pulls each tensor to ±s, s its mean |w| at the start of each epoch (prox.BinaryWAt: the prox of z is s·prox₁(z/s)), so that a warm start trains at its own weight scale (momentum SGD's step sizes) and hard quantisation sets ±s")
 	fs.StringVar(&c.Homotopy, "homotopy", c.Homotopy, "on: ProxQuant homotopy λ_t = λ·epoch (epoch counted from 0); off; auto: on for binary regularizers")
 	fs.Var(cli.OptionalInt{P: &c.Recalibrate, Unset: -1}, "recalibrate", "re-estimate the batch-norm running statistics over this many training batches with the current weights (cumulative average, as PyTorch's momentum=None): after hard quantisation and after -prune-filters/-prune-flops in a training run, and before evaluating with -eval-only; 0: never (default: 200 for training runs, 0 for -eval-only)")
 	fs.Var(cli.OptionalInt{P: &c.HardQuantEpoch, Unset: -2}, "hard-quant-epoch", "after this many epochs set binarised weights to sign(w) and freeze them (0: never; default: 2/3 of -epochs for binary runs, never otherwise)")
@@ -232,6 +238,15 @@ func parseConfig(args []string, out io.Writer) (*config, error) {
 func (c *config) binaryReg() bool {
 	r, err := prox.Parse(c.Reg)
 	return err == nil && prox.IsBinary(r)
+}
+
+// binaryLevels names the values of a binarised weight: ±1, or ±s for
+// -bin-scale mean (s per tensor).
+func (c *config) binaryLevels() string {
+	if c.BinScale == "mean" {
+		return "±s"
+	}
+	return "±1"
 }
 
 // binary reports whether the run trains a binary network (its metrics
@@ -472,6 +487,19 @@ func (c *config) resolve() error {
 		return err
 	} else if err := sp.Check(c.Epochs); err != nil {
 		return fmt.Errorf("-schedule: %w", err)
+	}
+	switch c.BinScale {
+	case "", "1":
+		c.BinScale = ""
+	case "mean":
+		if !c.binaryReg() {
+			return fmt.Errorf("-bin-scale mean needs a binary regularizer (-reg bin-...), not -reg %s", c.Reg)
+		}
+		if c.Optimizer == "bc" {
+			return errors.New("-bin-scale mean: BinaryConnect binarises to ±1")
+		}
+	default:
+		return fmt.Errorf("-bin-scale %q: want 1 or mean", c.BinScale)
 	}
 	switch c.Homotopy {
 	case "auto":

@@ -64,6 +64,7 @@ func newMethod(c *config, model nn.Module, nTrain, perEpoch int) (*experiment.Me
 		Schedule:     sched,
 		CoupleBN:     !c.NoCoupleBN,
 		Seed:         c.Seed,
+		ScaleBinary:  c.BinScale == "mean",
 	})
 }
 

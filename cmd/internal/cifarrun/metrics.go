@@ -36,7 +36,7 @@ type EpochRecord struct {
 	FLOPsRatio  float64      `json:"flops_ratio"`
 	ParamsRatio float64      `json:"params_ratio"`
 	Remaining   *prune.Count `json:"remaining,omitempty"`
-	// Binary is the fraction of the binarised weights at exactly ±1; only
+	// Binary is the fraction of the binarised weights at exactly ±s (±1, or their tensor's scale with -bin-scale mean); only
 	// binary runs have it.
 	Binary      *float64                `json:"binary_ratio,omitempty"`
 	LR          float64                 `json:"lr"`

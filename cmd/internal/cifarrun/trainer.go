@@ -212,7 +212,7 @@ func (t *trainer) endEpoch(ctx context.Context, epoch int, s train.EpochStats) (
 		// Repeating this after an interrupted evaluation changes nothing.
 		t.meth.HardQuantize()
 		t.frozen = true
-		t.prog.Logf("epoch %d: binarised weights set to sign(w) and frozen", epoch+1)
+		t.prog.Logf("epoch %d: binarised weights set to s·sign(w) (s = 1, or the tensor's scale with -bin-scale mean) and frozen", epoch+1)
 		// The running statistics were estimated with the real-valued
 		// weights: re-estimate them with the binary ones.
 		if recal, err = t.recalibrate(ctx, epoch); err != nil {
@@ -486,7 +486,7 @@ func (t *trainer) releaseArena(ops *autograd.Context) {
 func (t *trainer) stats() experiment.WeightStats {
 	t.meth.UseEffective()
 	defer t.meth.Restore()
-	s := experiment.ComputeWeightStats(t.meth.Weights)
+	s := experiment.ComputeWeightStatsAt(t.meth.Weights, t.meth.BinaryScale)
 	if !t.cfg.binary() {
 		for i := range s.Layers {
 			s.Layers[i].PM1 = 0
@@ -508,7 +508,7 @@ func (t *trainer) printEpoch(r *EpochRecord) {
 	}
 	bin := ""
 	if r.Binary != nil {
-		bin = fmt.Sprintf("±1 %.2f%%", 100**r.Binary)
+		bin = fmt.Sprintf("%s %.2f%%", t.cfg.binaryLevels(), 100**r.Binary)
 	}
 	// One line on a wide terminal, more lines (indented) on a narrow one.
 	fmt.Fprintln(t.stdout, train.WrapFields(train.TerminalWidth(t.stdout), "  ", []string{
@@ -599,7 +599,7 @@ func printSummary(out io.Writer, s Summary, files []string) {
 			r.Channels, r.ChannelsTotal, r.Params, r.ParamsTotal, 100*s.ParamsRatio, r.FLOPs, r.FLOPsTotal, 100*s.FLOPsRatio)
 	}
 	if s.Binary != nil {
-		fmt.Fprintf(&w, "  binarised       %.2f%% at exactly ±1\n", 100**s.Binary)
+		fmt.Fprintf(&w, "  binarised       %.2f%% at exactly ±s (s = 1, or per tensor with -bin-scale mean)\n", 100**s.Binary)
 	}
 	if s.Init != "" {
 		fmt.Fprintf(&w, "  started from    %s (sha256 %s)\n", s.Init, s.InitSHA256)

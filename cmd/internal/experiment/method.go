@@ -46,6 +46,13 @@ type MethodConfig struct {
 	CoupleBN bool
 	// Seed seeds the ℓ0 hard-concrete gates.
 	Seed uint64
+	// ScaleBinary gives each binarised tensor its own W-shaped
+	// regularizer with its wells at ±s instead of ±1 (prox.BinaryWAt), s
+	// the tensor's mean |w| at the start of each epoch, so that a network
+	// trained at its own weight scale (a warm start, SGD's step sizes)
+	// is pulled to ±s per tensor and hard quantisation sets ±s. It needs
+	// a W-shaped Reg.
+	ScaleBinary bool
 }
 
 // Method is a training method over one model: the optimizer with its
@@ -71,6 +78,9 @@ type Method struct {
 	lambda   float64
 	homotopy bool
 	weights  []float64 // λ multiplier of each of Regs
+	binQ     float64   // the exponent of the W-shaped regularizer, with scaleBinary
+	// scaleBinary: each of Regs holds one tensor, pulled to ±(its mean |w|).
+	scaleBinary bool
 }
 
 // NewMethod builds the method c over the parameters of model.
@@ -79,7 +89,13 @@ func NewMethod(model nn.Module, c MethodConfig) (*Method, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Method{Schedule: c.Schedule, lambda: c.Lambda, homotopy: c.Homotopy}
+	m := &Method{Schedule: c.Schedule, lambda: c.Lambda, homotopy: c.Homotopy, scaleBinary: c.ScaleBinary}
+	if c.ScaleBinary {
+		if !prox.IsBinary(c.Reg) {
+			return nil, fmt.Errorf("binary weights at ±(mean |w|) need a W-shaped binary regularizer, not %v", c.Reg)
+		}
+		m.binQ = c.Reg.(interface{ Q() float64 }).Q()
+	}
 	if m.Schedule == nil {
 		m.Schedule = schedule.Constant{}
 	}
@@ -95,6 +111,9 @@ func NewMethod(model nn.Module, c MethodConfig) (*Method, error) {
 		if len(g.Params) > 0 && c.Regularized(g.Names[0], g.Params[0]) {
 			// The group of the regularized (binarised) weights.
 			m.Regs, m.weights = splitByWeight(g, c.LambdaWeight)
+			if c.ScaleBinary {
+				m.Regs, m.weights = splitPerTensor(m.Regs, m.weights)
+			}
 			groups = slices.Replace(groups, i, i+1, m.Regs...)
 			break
 		}
@@ -147,13 +166,46 @@ func (m *Method) LambdaAt(epoch int) float64 {
 }
 
 // SetEpoch sets the hyperparameters of epoch (counted from 0): λ, times
-// each group's multiplier.
+// each group's multiplier, and with ScaleBinary each binarised tensor's
+// wells at ±(its mean |w| now).
 func (m *Method) SetEpoch(epoch int) {
 	for i, g := range m.Regs {
-		if g.Reg != nil {
-			g.Lambda = m.LambdaAt(epoch) * m.weights[i]
+		if g.Reg == nil {
+			continue
+		}
+		g.Lambda = m.LambdaAt(epoch) * m.weights[i]
+		if m.scaleBinary && !g.Frozen {
+			if s := meanAbs(g.Params[0].Data); s > 0 && !math.IsInf(s, 0) {
+				g.Reg = prox.BinaryWAt(m.binQ, s)
+			}
 		}
 	}
+}
+
+// BinaryScale returns the magnitude s that the binarised weight named name
+// is pulled to (±s): its group's W-shaped regularizer's scale, 1 for
+// weights that are not binarised.
+func (m *Method) BinaryScale(name string) float32 {
+	for _, g := range m.Regs {
+		if slices.Contains(g.Names, name) {
+			if s, ok := prox.BinaryScale(g.Reg); ok {
+				return float32(s)
+			}
+		}
+	}
+	return 1
+}
+
+// meanAbs returns the mean magnitude of x, summed in order in float64.
+func meanAbs(x []float32) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	var s float64
+	for _, v := range x {
+		s += math.Abs(float64(v))
+	}
+	return s / float64(len(x))
 }
 
 // LR returns the step size of the first group's next update.
@@ -268,6 +320,20 @@ func (m *Method) Restore() {
 	if m.Gates != nil {
 		m.Gates.Restore()
 	}
+}
+
+// splitPerTensor splits each group of groups into one group per
+// parameter, each keeping its group's λ multiplier.
+func splitPerTensor(groups []*optim.Group, ws []float64) ([]*optim.Group, []float64) {
+	var out []*optim.Group
+	var outW []float64
+	for i, g := range groups {
+		for j, p := range g.Params {
+			out = append(out, &optim.Group{Params: []*autograd.Tensor{p}, Names: []string{g.Names[j]}, Reg: g.Reg, Lambda: g.Lambda, WeightDecay: g.WeightDecay, LR: g.LR, Clip: g.Clip})
+			outW = append(outW, ws[i])
+		}
+	}
+	return out, outW
 }
 
 // splitByWeight splits the regularized group g into one group per λ
