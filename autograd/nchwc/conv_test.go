@@ -267,7 +267,7 @@ func TestConvSkip(t *testing.T) {
 // filters and bias with zero channels appended up to a whole block give
 // the same values bit for bit in the channels they share, under every
 // implementation, for dense and skipping filters, and the tail's lanes
-// are +0.
+// are +0; such filters are packed one block wide (groupWidth).
 func TestConvHalf(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	n := 0
@@ -298,6 +298,9 @@ func TestConvHalf(t *testing.T) {
 		ho, wo := pack.OutSize(tc.h, tc.w, tc.s)
 		if !pack.half((tc.cout+16*pack.FB-1)/(16*pack.FB) - 1) {
 			t.Fatalf("%v: the last group is not computed 8 wide", tc)
+		}
+		if pack.FB != 1 {
+			t.Fatalf("%v: a last block of %d channels packed %d blocks wide, want 1", tc, tc.cout%16, pack.FB)
 		}
 		resX := randSlice(rng, tc.cout*ho*wo, 1)
 		res, resP := NewAct(tc.cout, ho, wo), NewAct(coutP, ho, wo)

@@ -14,8 +14,9 @@
 // last block, a loop of its own), and store zeros in an output's tail.
 // Filters are packed once (Filter) as [⌈Cout/(16·fb)⌉][⌈Cin/16⌉][k][k]
 // [16 ci][16·fb co], zero past Cin and Cout, fb = 2 where Cout rounded up
-// to 16 is a multiple of 32, else 1. Where the last block of a group holds
-// at most 8 output channels (Cout 5, 21, 40, …), half kernels compute
+// to 16 is a multiple of 32 and its last block holds more than 8
+// channels, else 1. Where the last block holds at most 8 output channels
+// (Cout 5, 21, 40, …), half kernels compute
 // its channels 0-7 alone, 8 lanes wide (YMM registers, on AMD Zen 4 half
 // the cost of 16), and store zeros in the other 8; a tail of 9-15
 // channels is computed 16 wide with zero filters and bias (its lanes cost

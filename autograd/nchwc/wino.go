@@ -63,10 +63,7 @@ func PackWinogradInto(w []float32, cout, cin int, buf []float32) *WinoFilter {
 	// weights: [⌈Cout/(16·FB)⌉][⌈Cin/16⌉][16 ci][16·FB co], zero past Cin
 	// and Cout.
 	coutP, ncib := (cout+15)/16*16, (cin+15)/16
-	fb := 1
-	if coutP%32 == 0 {
-		fb = 2
-	}
+	fb := groupWidth(cout)
 	cw, size := 16*fb, coutP*ncib*16
 	f := &WinoFilter{Cout: cout, Cin: cin, FB: fb, u: buf[:16*size], size: size,
 		one: Filter{Cout: cout, Cin: cin, K: 1, FB: fb, CB: 16}}
