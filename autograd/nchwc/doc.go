@@ -58,7 +58,9 @@
 // their time), and
 // transformed back with Conv's epilogue (bias, residual, ReLU) fused;
 // the same values as Conv up to rounding, bit for bit the same under
-// every implementation and for any split of the rows. Training runs it
+// every implementation and for any split of the rows. A block of 16
+// output channels whose filters are all zero (PackWinograd) has its
+// products skipped and its outputs stored by Conv's epilogue alone. Training runs it
 // too: autograd/conv computes the 3×3 layers where it pays on images
 // converted from NCHW and back (FromNCHW, ToNCHW: transposes of eight
 // channels by eight pixels) with the filters packed on every call.

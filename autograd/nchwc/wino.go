@@ -2,6 +2,7 @@ package nchwc
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -34,14 +35,23 @@ type WinoFilter struct {
 	u             []float32 // [16 ξ][size]
 	size          int       // values per ξ
 	one           Filter    // the shape of each U_ξ as a 1×1 Filter (no data)
+	// zero reports, per group of 16·FB output channels, whether all its
+	// filters are zero (nil: none): its products are skipped and its
+	// outputs are the bias and residual alone (zeroBlocks).
+	zero []bool
 }
 
 // PackWinograd transforms and packs w (cout × cin × 3 × 3 values, the
 // layout of autograd's Conv2d weights, any cout, cin ≥ 1) for Winograd
 // on inputs in blocks of 16 channels (NewAct). The transform is computed
-// in float64 (kernels.WinogradFilter).
+// in float64 (kernels.WinogradFilter). Where the filters of a whole
+// block of 16 output channels are zero (a compacted network's residual
+// channels that a block passes through unchanged, moved into one block
+// by nn/infer), it packs one block at a time and Winograd skips that
+// block's products: its outputs are the bias plus the residual (ReLU
+// applied), what the products of zero filters give for finite inputs.
 func PackWinograd(w []float32, cout, cin int) *WinoFilter {
-	return PackWinogradInto(w, cout, cin, make([]float32, WinogradSize(max(cout, 1), max(cin, 1))))
+	return packWinograd(w, cout, cin, make([]float32, WinogradSize(max(cout, 1), max(cin, 1))), true)
 }
 
 // WinogradSize returns the number of values that PackWinogradInto stores
@@ -54,8 +64,16 @@ func WinogradSize(cout, cin int) int {
 // in buf (at least WinogradSize(cout, cin) values, its contents
 // unspecified), which the filter returned reads until the caller reuses
 // buf: the same filter, with no allocation but the WinoFilter's own, for
-// callers that pack filters that change on every call (training).
+// callers that pack filters that change on every call (training). It
+// skips no block of zero filters (PackWinograd does), so that the
+// products of non-finite inputs stay NaN as the other algorithms give.
 func PackWinogradInto(w []float32, cout, cin int, buf []float32) *WinoFilter {
+	return packWinograd(w, cout, cin, buf, false)
+}
+
+// packWinograd is PackWinogradInto, skipping the blocks of zero filters
+// where skipZero.
+func packWinograd(w []float32, cout, cin int, buf []float32, skipZero bool) *WinoFilter {
 	if cout <= 0 || cin <= 0 || len(w) != cout*cin*9 || len(buf) < WinogradSize(cout, cin) {
 		panic(fmt.Sprintf("nchwc.PackWinograd: %d values for %d×%d×3×3, %d to pack them into", len(w), cout, cin, len(buf)))
 	}
@@ -63,10 +81,17 @@ func PackWinogradInto(w []float32, cout, cin int, buf []float32) *WinoFilter {
 	// weights: [⌈Cout/(16·FB)⌉][⌈Cin/16⌉][16 ci][16·FB co], zero past Cin
 	// and Cout.
 	coutP, ncib := (cout+15)/16*16, (cin+15)/16
+	var zero []bool
+	if skipZero {
+		zero = zeroBlocks(w, cout, cin*9)
+	}
 	fb := groupWidth(cout)
+	if zero != nil {
+		fb = 1
+	}
 	cw, size := 16*fb, coutP*ncib*16
 	f := &WinoFilter{Cout: cout, Cin: cin, FB: fb, u: buf[:16*size], size: size,
-		one: Filter{Cout: cout, Cin: cin, K: 1, FB: fb, CB: 16}}
+		one: Filter{Cout: cout, Cin: cin, K: 1, FB: fb, CB: 16}, zero: zero}
 	clear(f.u)
 	var t [16]float32
 	for co := 0; co < cout; co++ {
@@ -82,14 +107,50 @@ func PackWinogradInto(w []float32, cout, cin int, buf []float32) *WinoFilter {
 	return f
 }
 
+// zeroBlocks reports, per block of 16 of the cout filters of n weights
+// each in w, whether all its filters are zero; nil where none is.
+func zeroBlocks(w []float32, cout, n int) []bool {
+	var zero []bool
+	for b := range (cout + 15) / 16 {
+		if !slices.ContainsFunc(w[16*b*n:min(16*(b+1), cout)*n], func(x float32) bool { return x != 0 }) {
+			if zero == nil {
+				zero = make([]bool, (cout+15)/16)
+			}
+			zero[b] = true
+		}
+	}
+	return zero
+}
+
 // PaddedCout returns the output channels of f's blocks: Cout rounded up
 // to a multiple of 16.
 func (f *WinoFilter) PaddedCout() int { return (f.Cout + 15) / 16 * 16 }
 
+// ZeroBlocks returns how many blocks of 16 output channels have zero
+// filters alone, whose products Winograd skips.
+func (f *WinoFilter) ZeroBlocks() int {
+	n := 0
+	for _, z := range f.zero {
+		if z {
+			n++
+		}
+	}
+	return n
+}
+
 // MACs returns the multiply-adds that Winograd's 16 products execute for
 // one output of ho×wo pixels, counted as Filter.MACs counts them for a
-// 1×1 filter on the ⌈ho/2⌉×⌈wo/2⌉ tiles (padding lanes included).
-func (f *WinoFilter) MACs(ho, wo int) int { return 16 * f.one.MACs((ho+1)/2, (wo+1)/2) }
+// 1×1 filter on the ⌈ho/2⌉×⌈wo/2⌉ tiles (padding lanes included), less
+// those of the blocks it skips.
+func (f *WinoFilter) MACs(ho, wo int) int {
+	n := 16 * f.one.MACs((ho+1)/2, (wo+1)/2)
+	for g, z := range f.zero {
+		if z {
+			n -= 16 * f.Cin * ((ho + 1) / 2) * ((wo + 1) / 2) * lanesOf(1, f.one.half(g))[0]
+		}
+	}
+	return n
+}
 
 // winoScratch holds the transformed inputs and products of a band of
 // tiles, per goroutine.
@@ -145,7 +206,7 @@ func WinogradRows(in *Act, f *WinoFilter, bias []float32, res *Act, relu bool, o
 		v, m := buf[:vs], buf[vs:vs+ms]
 		winoInput(in, v, t0, t1)
 		winoProducts(f, v, m, n)
-		winoOutput(m, ncob, n, pb, res, relu, out, t0, t1)
+		winoOutput(m, f.zero, n, pb, res, relu, out, t0, t1)
 	}
 }
 
@@ -218,6 +279,9 @@ func winoProducts(f *WinoFilter, v, m []float32, n int) {
 	pm := stripMax(fb)
 	ns := (n + pm - 1) / pm // strips, as even as possible
 	for g := 0; g < ncob/fb; g++ {
+		if f.zero != nil && f.zero[g] {
+			continue // zero filters: winoOutput stores the bias and residual
+		}
 		t := 0
 		for i := range ns {
 			p := n / ns
@@ -254,10 +318,12 @@ func productsGo(fb, p int, half bool, in []float32, inOff, inBS, inXS, ncib, ct 
 	}
 }
 
-// winoOutput transforms m (ncob output blocks, n tiles) into the tile
-// rows [t0, t1) of out, with the bias pb (whole blocks), the residual and
-// the ReLU.
-func winoOutput(m []float32, ncob, n int, pb []float32, res *Act, relu bool, out *Act, t0, t1 int) {
+// winoOutput transforms m (out's blocks, n tiles) into the tile rows
+// [t0, t1) of out, with the bias pb (whole blocks), the residual and the
+// ReLU; a block whose filters are zero (zero[b], zero nil: none) is the
+// bias and residual alone, stored by the epilogue of Conv's kernels.
+func winoOutput(m []float32, zero []bool, n int, pb []float32, res *Act, relu bool, out *Act, t0, t1 int) {
+	ncob := (out.C + 15) / 16
 	tw := (out.W + 1) / 2
 	xs := winoStride(ncob, n)
 	full := out.W / 2 // tiles whose 2×2 outputs lie in the image
@@ -268,6 +334,10 @@ func winoOutput(m []float32, ncob, n int, pb []float32, res *Act, relu bool, out
 	var tmp, tres [2 * 2 * 16]float32
 	for b := range ncob {
 		bias := pb[b*16 : b*16+16]
+		if zero != nil && zero[b] {
+			biasRows(out, b, bias, rd, relu, 2*t0, min(2*t1, out.H))
+			continue
+		}
 		for ty := t0; ty < t1; ty++ {
 			s := (b*n + (ty-t0)*tw) * 16
 			tx := 0
@@ -299,6 +369,27 @@ func winoOutput(m []float32, ncob, n int, pb []float32, res *Act, relu bool, out
 					}
 				}
 			}
+		}
+	}
+}
+
+// biasRows stores relu?(bias + res) into rows [y0, y1) of out's block b
+// (res nil or the residual's data, of out's layout): what Conv's kernels
+// store for filters that are all zero (finite inputs), with their
+// epilogue (kernelSkip without filter vectors, which reads no input).
+func biasRows(out *Act, b int, bias, res []float32, relu bool, y0, y1 int) {
+	pm := stripMax(1)
+	n := (out.W + pm - 1) / pm
+	for y := y0; y < y1; y++ {
+		x0 := 0
+		for i := range n {
+			p := out.W / n
+			if i < out.W%n {
+				p++
+			}
+			o := out.off(b, y+1, x0+1)
+			kernelSkip(1, p, 1, false, out.Data, o, 0, nil, nil, bias, res, out.Data, o, out.BlockStride(), relu)
+			x0 += p
 		}
 	}
 }

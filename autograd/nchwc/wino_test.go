@@ -160,7 +160,7 @@ func BenchmarkWinogradParts(b *testing.B) {
 		b.Run(name+"/output", func(b *testing.B) {
 			for range b.N {
 				for t0 := 0; t0 < th; t0 += rows {
-					winoOutput(m, ncob, (min(t0+rows, th)-t0)*tw, bias, nil, true, out, t0, min(t0+rows, th))
+					winoOutput(m, nil, (min(t0+rows, th)-t0)*tw, bias, nil, true, out, t0, min(t0+rows, th))
 				}
 			}
 		})
@@ -259,6 +259,77 @@ func TestPackWinogradInto(t *testing.T) {
 				if f.u[xi*f.size+i] != v || g.u[xi*g.size+i] != v {
 					t.Fatalf("%d×%d: U_%d value %d = %g (PackWinograd %g), want %g", s.cout, s.cin, xi, i, f.u[xi*f.size+i], g.u[xi*g.size+i], v)
 				}
+			}
+		}
+	}
+}
+
+// TestWinogradZeroBlocks checks the filters of PackWinograd whose blocks
+// of 16 output channels have zero filters alone (the skipped products)
+// against PackWinogradInto's, which computes them: the same values bit for
+// bit, under every implementation, with and without residual and ReLU,
+// whole and in bands of rows; that the skipped blocks are counted
+// (ZeroBlocks, MACs); and that a filter with none of them packs as
+// PackWinogradInto does.
+func TestWinogradZeroBlocks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, tc := range []struct {
+		cin, cout, h, w int
+		zero            []int // blocks of zero filters
+	}{
+		{12, 27, 16, 16, []int{1}}, {27, 30, 8, 8, []int{0}}, {16, 40, 9, 7, []int{0, 2}}, {5, 21, 6, 6, []int{1}}, {20, 16, 4, 5, []int{0}}, {16, 32, 8, 8, nil},
+	} {
+		wt := randSlice(rng, tc.cout*tc.cin*9, 1/math.Sqrt(float64(tc.cin*9)))
+		for i := range wt {
+			if rng.Float64() < 0.2 {
+				wt[i] = 0 // scattered zeros too
+			}
+		}
+		for _, b := range tc.zero {
+			clear(wt[16*b*tc.cin*9 : min(16*(b+1), tc.cout)*tc.cin*9])
+		}
+		wf := PackWinograd(wt, tc.cout, tc.cin)
+		all := PackWinogradInto(wt, tc.cout, tc.cin, make([]float32, WinogradSize(tc.cout, tc.cin)))
+		if wf.ZeroBlocks() != len(tc.zero) || all.ZeroBlocks() != 0 {
+			t.Fatalf("%v: %d and %d zero blocks", tc, wf.ZeroBlocks(), all.ZeroBlocks())
+		}
+		if len(tc.zero) == 0 && wf.FB != all.FB {
+			t.Fatalf("%v: packed %d and %d blocks wide", tc, wf.FB, all.FB)
+		}
+		if len(tc.zero) > 0 && wf.FB != 1 {
+			t.Fatalf("%v: packed %d blocks wide, want 1", tc, wf.FB)
+		}
+		tiles := (tc.h + 1) / 2 * ((tc.w + 1) / 2)
+		skipped := 0
+		for _, b := range tc.zero {
+			lanes := 16
+			if tc.cout-16*b <= 8 {
+				lanes = 8
+			}
+			skipped += 16 * tc.cin * tiles * lanes
+		}
+		if got, want := wf.MACs(tc.h, tc.w), all.MACs(tc.h, tc.w)-skipped; got != want || (len(tc.zero) > 0 && got >= all.MACs(tc.h, tc.w)) {
+			t.Fatalf("%v: MACs %d, want %d", tc, got, want)
+		}
+		in := NewAct(tc.cin, tc.h, tc.w)
+		in.FromNCHW(randSlice(rng, tc.cin*tc.h*tc.w, 1))
+		res := NewAct(tc.cout, tc.h, tc.w)
+		res.FromNCHW(randSlice(rng, tc.cout*tc.h*tc.w, 1))
+		bias := randSlice(rng, tc.cout, 0.5)
+		for _, r := range []*Act{nil, res} {
+			for _, relu := range []bool{false, true} {
+				impl.ForEach("nchwc", func(name string) {
+					want, got := NewAct(tc.cout, tc.h, tc.w), NewAct(tc.cout, tc.h, tc.w)
+					Winograd(in, all, bias, r, relu, want)
+					Winograd(in, wf, bias, r, relu, got)
+					sameBits(t, fmt.Sprintf("%v res %v relu %v %s", tc, r != nil, relu, name), got.Data, want.Data)
+					parts := NewAct(tc.cout, tc.h, tc.w)
+					for y := 0; y < tc.h; y += 4 {
+						WinogradRows(in, wf, bias, r, relu, parts, y, min(y+4, tc.h))
+					}
+					sameBits(t, fmt.Sprintf("%v res %v relu %v %s in bands", tc, r != nil, relu, name), parts.Data, want.Data)
+					checkBorder(t, got)
+				})
 			}
 		}
 	}

@@ -19,7 +19,10 @@ import (
 // of channels); elsewhere resnetPlan or vggPlan runs the network. Its 3×3
 // stride-1 convolutions run Winograd's F(2×2, 3×3) in the same layout
 // (nchwc.Winograd, same fusions) where that pays (directConv.winograd):
-// on the dense ResNet-20, 16 of its 21 convolutions.
+// on the dense ResNet-20, 16 of its 21 convolutions. A ResNet's trunk
+// channels are reordered so that channels a compacted network's blocks
+// pass through share a block of 16 whose products are skipped
+// (directResNet.reorderTrunks).
 // Measured on ResNet-20 at batch 1 (one thread, AMD EPYC Zen 4): 0.742 ms
 // per image against 0.844 for resnetPlan (docs/benchmarks.md).
 //
@@ -66,11 +69,15 @@ type directConv struct {
 	relu      bool
 	skip      bool // f skips its zero filter vectors (nchwc.PackFilterSkip)
 	in, out   shape
-	inS, outS int // indexes of in and out in directPlan.shapes
-	// The layer and its batch norm (nil: none), from which winograd
-	// packs its filters.
-	conv *nn.Conv2d
-	bn   *nn.BatchNorm2d
+	inS, outS int  // indexes of in and out in directPlan.shapes
+	image     bool // the first layer, reading the image in blocks of 4 channels
+	// w is the filters with the batch norm folded (out.c × in.c × k × k),
+	// their channels in the order of the activations' layout
+	// (reorderTrunks), from which winograd packs its filters.
+	w []float32
+	// inPerm and outPerm are the original channels of the input's and
+	// the output's channels in the layout (nil: the same order).
+	inPerm, outPerm []int
 }
 
 // newDirectPlan compiles the network r or v (the other nil), or returns
@@ -117,24 +124,60 @@ func (p *directPlan) compile(conv *nn.Conv2d, bn *nn.BatchNorm2d, in shape, relu
 		return directConv{}, false
 	}
 	fw, bias := foldWeights(conv, bn)
-	f := nchwc.PackFilter(fw.Data, cout, cin, k)
-	skip := false
-	switch z, _ := f.ZeroVectors(); {
-	case image:
-		f = nchwc.PackImageFilter(fw.Data, cout, cin, k)
-	case z > 0:
-		// Zero filter vectors skipped: never slower, and the more zero
-		// vectors the faster (docs/benchmarks.md).
-		f, skip = nchwc.PackFilterSkip(fw.Data, cout, cin, k, in.h, in.w), true
-	}
-	bias = f.PadBias(bias) // whole blocks: no allocation per call
-	ho, wo := f.OutSize(in.h, in.w, conv.Stride)
-	c := directConv{f: f, bias: bias, stride: conv.Stride, relu: relu, skip: skip, in: in, out: shape{cout, ho, wo}, conv: conv, bn: bn}
+	pad := (k - 1) / 2
+	ho, wo := (in.h+2*pad-k)/conv.Stride+1, (in.w+2*pad-k)/conv.Stride+1
+	c := directConv{stride: conv.Stride, relu: relu, in: in, out: shape{cout, ho, wo}, image: image}
+	c.pack(fw.Data, bias)
 	c.outS = p.shapeIndex(c.out)
 	if !image {
 		c.inS = p.shapeIndex(in)
 	}
 	return c, true
+}
+
+// pack packs the folded filters w (out.c × in.c × k × k, k from their
+// size) and bias for c's shapes.
+func (c *directConv) pack(w, bias []float32) {
+	cout, cin := c.out.c, c.in.c
+	k := 1
+	if len(w) == 9*cout*cin {
+		k = 3
+	}
+	f := nchwc.PackFilter(w, cout, cin, k)
+	skip := false
+	switch z, _ := f.ZeroVectors(); {
+	case c.image:
+		f = nchwc.PackImageFilter(w, cout, cin, k)
+	case z > 0:
+		// Zero filter vectors skipped: never slower, and the more zero
+		// vectors the faster (docs/benchmarks.md).
+		f, skip = nchwc.PackFilterSkip(w, cout, cin, k, c.in.h, c.in.w), true
+	}
+	c.w, c.f, c.skip = w, f, skip
+	c.bias = f.PadBias(bias) // whole blocks: no allocation per call
+}
+
+// permute packs c again with its channels in the orders inPerm and
+// outPerm.
+func (c *directConv) permute() {
+	cout, cin := c.out.c, c.in.c
+	kk := len(c.w) / (cout * cin)
+	w, bias := make([]float32, len(c.w)), make([]float32, cout)
+	for o := range cout {
+		po := o
+		if c.outPerm != nil {
+			po = c.outPerm[o]
+		}
+		bias[o] = c.bias[po]
+		for i := range cin {
+			pi := i
+			if c.inPerm != nil {
+				pi = c.inPerm[i]
+			}
+			copy(w[(o*cin+i)*kk:(o*cin+i+1)*kk], c.w[(po*cin+pi)*kk:(po*cin+pi+1)*kk])
+		}
+	}
+	c.pack(w, bias)
 }
 
 // shapeIndex returns the index of s in p.shapes, adding it if new; the
@@ -243,9 +286,8 @@ func (c *directConv) winogradFits() bool {
 
 // withWinograd returns c running Winograd with its filters transformed.
 func (c *directConv) withWinograd() directConv {
-	w, _ := foldWeights(c.conv, c.bn)
 	d := *c
-	d.wf = nchwc.PackWinograd(w.Data, c.out.c, c.in.c)
+	d.wf = nchwc.PackWinograd(c.w, c.out.c, c.in.c)
 	return d
 }
 
@@ -321,6 +363,9 @@ type directResNet struct {
 	stem   directConv
 	blocks []directBlock
 	pool   int // the average-pooling window before the classifier
+	// order is the original channels of the last activation's channels
+	// in the layout (nil: the same order; reorderTrunks).
+	order []int
 }
 
 // directBlock is a compiled residual block: out = relu(conv2(conv1(x))
@@ -366,7 +411,143 @@ func (p *directPlan) resnet(r *resnetNet) (*directResNet, bool) {
 	if feat := cur.c * ((cur.h-d.pool)/d.pool + 1) * ((cur.w-d.pool)/d.pool + 1); feat != r.linear.Weight.Dim(1) {
 		return nil, false
 	}
+	d.reorderTrunks()
 	return d, true
+}
+
+// reorderTrunks reorders the channels of each trunk, the activation that
+// a stage's residual blocks add to (written by the stem or a block's
+// shortcut and by the second convolution of every block of the stage,
+// read by the first convolution of every block of the stage and of the
+// next one, that one's shortcut, and the pooling), so that the filters of
+// the last block of 16 channels are zero in as many of its writers as can
+// be (trunkOrder). A compacted network keeps a channel in the trunk for
+// the blocks that use it and zeroes its filters in the others, which pass
+// it through; with the zero filters in one block of channels, the
+// Winograd convolutions skip that block's products
+// (nchwc.PackWinograd) and the direct kernels its filter vectors
+// (nchwc.PackFilterSkip). Each convolution computes the same sums over
+// its input channels in another order (the same values up to rounding).
+func (d *directResNet) reorderTrunks() {
+	var touched []*directConv
+	reorder := func(writers, readers []*directConv) []int {
+		order := trunkOrder(writers)
+		if order == nil {
+			return nil
+		}
+		for _, c := range writers {
+			c.outPerm = order
+		}
+		for _, c := range readers {
+			c.inPerm = order
+		}
+		touched = append(touched, writers...)
+		touched = append(touched, readers...)
+		return order
+	}
+	writers, readers := []*directConv{&d.stem}, []*directConv(nil)
+	for i := range d.blocks {
+		b := &d.blocks[i]
+		readers = append(readers, &b.conv1)
+		if b.shortcut != nil { // a new trunk
+			reorder(writers, append(readers, b.shortcut))
+			writers, readers = []*directConv{b.shortcut}, nil
+		}
+		writers = append(writers, &b.conv2)
+	}
+	d.order = reorder(writers, readers)
+	for i, c := range touched {
+		if !slices.Contains(touched[:i], c) {
+			c.permute()
+		}
+	}
+}
+
+// trunkOrder returns an order of the channels of the trunk that writers
+// (the convolutions that write it, batch norm folded) write, which puts
+// into its last block of 16 channels (the C − 16·(⌈C/16⌉−1) channels of
+// the tail, or 16) channels whose filters are zero in as many writers as
+// it can: the writers taken greedily in order of decreasing
+// multiply-adds, each whose zero filters leave enough channels in common
+// with those taken before; among the channels left, those zero in most
+// writers, then the first. It returns nil where the trunk has one block or
+// no writer has that many zero filters.
+func trunkOrder(writers []*directConv) []int {
+	c := writers[0].out.c
+	nb := (c + 15) / 16
+	if nb < 2 {
+		return nil
+	}
+	last := c - 16*(nb-1)
+	zero := make([][]bool, len(writers))
+	for k, w := range writers {
+		zero[k] = make([]bool, c)
+		n := len(w.w) / c
+		for o := range c {
+			zero[k][o] = !slices.ContainsFunc(w.w[o*n:(o+1)*n], func(x float32) bool { return x != 0 })
+		}
+	}
+	byCost := make([]int, len(writers))
+	for k := range byCost {
+		byCost[k] = k
+	}
+	macs := func(k int) int { w := writers[k]; return len(w.w) * w.out.h * w.out.w }
+	slices.SortStableFunc(byCost, func(a, b int) int { return macs(b) - macs(a) })
+	cand := make([]bool, c)
+	for o := range cand {
+		cand[o] = true
+	}
+	taken := 0
+	for _, k := range byCost {
+		n := 0
+		for o := range c {
+			if cand[o] && zero[k][o] {
+				n++
+			}
+		}
+		if n < last {
+			continue
+		}
+		for o := range c {
+			cand[o] = cand[o] && zero[k][o]
+		}
+		taken++
+	}
+	if taken == 0 {
+		return nil
+	}
+	var pick []int
+	for o := range c {
+		if cand[o] {
+			pick = append(pick, o)
+		}
+	}
+	score := func(o int) int {
+		n := 0
+		for k := range zero {
+			if zero[k][o] {
+				n++
+			}
+		}
+		return n
+	}
+	slices.SortStableFunc(pick, func(a, b int) int { return score(b) - score(a) })
+	inLast := make([]bool, c)
+	for _, o := range pick[:last] {
+		inLast[o] = true
+	}
+	order := make([]int, 0, c)
+	for o := range c {
+		if !inLast[o] {
+			order = append(order, o)
+		}
+	}
+	for o := range c {
+		if inLast[o] {
+			order = append(order, o)
+		}
+	}
+	return order
 }
 
 // image runs the ResNet. A block whose output has its input's shape
@@ -412,6 +593,10 @@ func (d *directResNet) features(out *nchwc.Act, dst []float32) {
 	ho, wo := (out.H-d.pool)/d.pool+1, (out.W-d.pool)/d.pool+1
 	div := float32(d.pool * d.pool)
 	for c := range out.C {
+		oc := c // the channel's place among the features
+		if d.order != nil {
+			oc = d.order[c]
+		}
 		for oh := range ho {
 			for ow := range wo {
 				var sum float32
@@ -420,7 +605,7 @@ func (d *directResNet) features(out *nchwc.Act, dst []float32) {
 						sum += out.At(c, y, x)
 					}
 				}
-				dst[(c*ho+oh)*wo+ow] = sum / div
+				dst[(oc*ho+oh)*wo+ow] = sum / div
 			}
 		}
 	}

@@ -66,3 +66,34 @@ const (
 	WinoMACCost       = winoMACCost
 	WinoTransformCost = winoTransformCost
 )
+
+// SkippedBlocks returns how many blocks of 16 output channels the
+// Winograd convolutions of m's channel-blocked plan skip (zero filters
+// alone, nchwc.WinoFilter.ZeroBlocks), at batch 1.
+func SkippedBlocks(m *Model) int {
+	pl := m.plan
+	if b, ok := pl.(*byBatch); ok {
+		pl = b.small
+	}
+	dp, ok := pl.(*directPlan)
+	if !ok {
+		return 0
+	}
+	d, ok := dp.net.(*directResNet)
+	if !ok {
+		return 0
+	}
+	n := 0
+	count := func(c *directConv) {
+		if c != nil && c.wf != nil {
+			n += c.wf.ZeroBlocks()
+		}
+	}
+	for i := range d.blocks {
+		b := &d.blocks[i]
+		count(&b.conv1)
+		count(&b.conv2)
+		count(b.shortcut)
+	}
+	return n
+}

@@ -457,3 +457,57 @@ func TestWinogradOnSkippedVectors(t *testing.T) {
 		t.Fatalf("one image: %v, in a batch: %v", one, got[:len(one)])
 	}
 }
+
+// TestPlanReordersTrunks checks a ResNet whose blocks pass trunk channels
+// through (zero filters in their second convolution, as compaction leaves
+// them) on the channel-blocked plan: it moves those channels into the
+// trunk's last block of 16 so that Winograd skips that block's products
+// (one block in each of two layers, 8 of 24 and 16 of 48 channels
+// scattered among the others), and computes what the evaluation graph
+// computes, the same bits with any number of workers.
+func TestPlanReordersTrunks(t *testing.T) {
+	if !nchwc.Fast() {
+		t.Skip("nchwc has no fast kernels on this machine")
+	}
+	spec := models.Spec{Model: "resnet20", Width: 0.75, Shortcut: "B"} // trunks of 12, 24 and 48 channels
+	net, err := spec.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	randomize(net, newRng(61))
+	zeroed := map[string][]int{
+		"layer2.1.conv2.weight": {1, 3, 5, 7, 9, 11, 13, 15},
+		"layer3.1.conv2.weight": {0, 2, 5, 8, 11, 14, 17, 20, 23, 26, 29, 32, 35, 38, 41, 47},
+	}
+	for _, p := range net.Params() {
+		chans, ok := zeroed[p.Name]
+		if !ok {
+			continue
+		}
+		n := len(p.T.Data) / p.T.Dim(0)
+		for _, c := range chans {
+			clear(p.T.Data[c*n : (c+1)*n])
+		}
+		delete(zeroed, p.Name)
+	}
+	if len(zeroed) != 0 {
+		t.Fatalf("no layers %v", zeroed)
+	}
+	m, err := infer.New(net, spec, infer.Dense())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := infer.SkippedBlocks(m); n != 2 {
+		t.Fatalf("%d blocks of zero filters skipped, want 2 (algorithms %v)", n, m.Algorithms(1))
+	}
+	const n = 3
+	x := randomInputs(newRng(62), n)
+	want := evalLogitsSoftmax(net, x, n)
+	got := m.Probabilities(nil, x)
+	for i := range want {
+		if d := math.Abs(float64(got[i] - want[i])); d > 2e-5 {
+			t.Fatalf("probability %d: plan %v, evaluation graph %v", i, got[i], want[i])
+		}
+	}
+	checkWorkers(t, m, x, got)
+}
