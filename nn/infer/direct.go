@@ -470,8 +470,9 @@ func (d *directResNet) reorderTrunks() {
 // it can: the writers taken greedily in order of decreasing
 // multiply-adds, each whose zero filters leave enough channels in common
 // with those taken before; among the channels left, those zero in most
-// writers, then the first. It returns nil where the trunk has one block or
-// no writer has that many zero filters.
+// writers, then the first. It returns nil where the trunk has one block,
+// no writer has that many zero filters, or the order would leave the
+// writers more nonzero filter vectors (nonzeroVectors) than they have.
 func trunkOrder(writers []*directConv) []int {
 	c := writers[0].out.c
 	nb := (c + 15) / 16
@@ -547,7 +548,37 @@ func trunkOrder(writers []*directConv) []int {
 			order = append(order, o)
 		}
 	}
+	if nonzeroVectors(writers, order) >= nonzeroVectors(writers, nil) {
+		return nil // other zeros (SIMD-block sparsity) are aligned with the blocks as they are
+	}
 	return order
+}
+
+// nonzeroVectors returns how many filter vectors of the writers — the
+// weights of one block of 16 output channels at one input channel and
+// tap, the output channels in order (nil: as they are) — are not all
+// zero: the vectors that the kernels skipping zero ones load.
+func nonzeroVectors(writers []*directConv, order []int) int {
+	n := 0
+	for _, w := range writers {
+		c := w.out.c
+		per := len(w.w) / c // input channels × taps
+		for b := 0; b < c; b += 16 {
+			for i := range per {
+				for pos := b; pos < min(b+16, c); pos++ {
+					o := pos
+					if order != nil {
+						o = order[pos]
+					}
+					if w.w[o*per+i] != 0 {
+						n++
+						break
+					}
+				}
+			}
+		}
+	}
+	return n
 }
 
 // image runs the ResNet. A block whose output has its input's shape

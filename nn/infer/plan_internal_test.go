@@ -2,6 +2,7 @@ package infer
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/proxgen/proxgen/internal/impl"
@@ -42,5 +43,47 @@ func TestResNetPlanChainsSparseBlocks(t *testing.T) {
 				t.Errorf("zeros %g block %d: chained %v padded %v, want %v %v", zeros, i, b.chained, b.padded, wantChained, wantPadded)
 			}
 		}
+	}
+}
+
+// TestTrunkOrder checks trunkOrder on the writers of a trunk of 24
+// channels (blocks of 16 and 8) with 1 input channel and tap: filters
+// zero in channels 1, 3, …, 15 of one writer are moved into the last
+// block, those zero in most writers first, the others kept in order; a
+// writer whose zeros fill whole blocks as they are (SIMD-block sparsity)
+// keeps the order, where moving would leave more nonzero filter vectors.
+func TestTrunkOrder(t *testing.T) {
+	writer := func(zero func(o int) bool) *directConv {
+		c := &directConv{out: shape{24, 1, 1}, w: make([]float32, 24*2)}
+		for o := range 24 {
+			for i := range 2 {
+				if !zero(o) {
+					c.w[o*2+i] = 1
+				}
+			}
+		}
+		return c
+	}
+	odd := writer(func(o int) bool { return o < 16 && o%2 == 1 })
+	some := writer(func(o int) bool { return o == 3 || o == 5 })
+	want := []int{0, 2, 4, 6, 8, 10, 12, 14, 16, 17, 18, 19, 20, 21, 22, 23, 1, 3, 5, 7, 9, 11, 13, 15}
+	if got := trunkOrder([]*directConv{odd, some}); !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
+	}
+	// Nine zero filters, eight places: those zero in both writers (3, 5,
+	// 15, 17) first, then the first (13 left out).
+	nine := writer(func(o int) bool { return o < 18 && o%2 == 1 })
+	want = []int{0, 2, 4, 6, 8, 10, 12, 13, 14, 16, 18, 19, 20, 21, 22, 23, 1, 3, 5, 7, 9, 11, 15, 17}
+	if got := trunkOrder([]*directConv{nine, writer(func(o int) bool { return o == 3 || o == 5 || o == 15 || o == 17 })}); !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
+	}
+	// Whole blocks zero in three writers: moving the odd channels would
+	// mix them.
+	blocks := writer(func(o int) bool { return o >= 16 })
+	if got := trunkOrder([]*directConv{odd, blocks, blocks, blocks}); got != nil {
+		t.Fatalf("order %v, want none", got)
+	}
+	if got := trunkOrder([]*directConv{writer(func(int) bool { return false })}); got != nil {
+		t.Fatalf("dense writers: order %v, want none", got)
 	}
 }
