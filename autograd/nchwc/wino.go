@@ -35,10 +35,13 @@ type WinoFilter struct {
 	u             []float32 // [16 ξ][size]
 	size          int       // values per ξ
 	one           Filter    // the shape of each U_ξ as a 1×1 Filter (no data)
-	// zero reports, per group of 16·FB output channels, whether all its
-	// filters are zero (nil: none): its products are skipped and its
-	// outputs are the bias and residual alone (zeroBlocks).
-	zero []bool
+	// zero and half report, per group of 16·FB output channels (FB 1
+	// where not nil), whether all its filters are zero (its products are
+	// skipped, its outputs the bias and residual alone), or those of its
+	// channels 8-15 (computed 8 wide by the half kernels, whose zeros in
+	// those channels are what zero filters give); nil: neither, the
+	// channels decide (Filter.half). See zeroBlocks.
+	zero, half []bool
 }
 
 // PackWinograd transforms and packs w (cout × cin × 3 × 3 values, the
@@ -49,7 +52,9 @@ type WinoFilter struct {
 // channels that a block passes through unchanged, moved into one block
 // by nn/infer), it packs one block at a time and Winograd skips that
 // block's products: its outputs are the bias plus the residual (ReLU
-// applied), what the products of zero filters give for finite inputs.
+// applied), what the products of zero filters give for finite inputs;
+// where the filters of a block's channels 8-15 are zero, it computes
+// that block 8 wide as it does a last block of at most 8 channels.
 func PackWinograd(w []float32, cout, cin int) *WinoFilter {
 	return packWinograd(w, cout, cin, make([]float32, WinogradSize(max(cout, 1), max(cin, 1))), true)
 }
@@ -81,9 +86,9 @@ func packWinograd(w []float32, cout, cin int, buf []float32, skipZero bool) *Win
 	// weights: [⌈Cout/(16·FB)⌉][⌈Cin/16⌉][16 ci][16·FB co], zero past Cin
 	// and Cout.
 	coutP, ncib := (cout+15)/16*16, (cin+15)/16
-	var zero []bool
+	var zero, half []bool
 	if skipZero {
-		zero = zeroBlocks(w, cout, cin*9)
+		zero, half = zeroBlocks(w, cout, cin*9)
 	}
 	fb := groupWidth(cout)
 	if zero != nil {
@@ -91,7 +96,7 @@ func packWinograd(w []float32, cout, cin int, buf []float32, skipZero bool) *Win
 	}
 	cw, size := 16*fb, coutP*ncib*16
 	f := &WinoFilter{Cout: cout, Cin: cin, FB: fb, u: buf[:16*size], size: size,
-		one: Filter{Cout: cout, Cin: cin, K: 1, FB: fb, CB: 16}, zero: zero}
+		one: Filter{Cout: cout, Cin: cin, K: 1, FB: fb, CB: 16}, zero: zero, half: half}
 	clear(f.u)
 	var t [16]float32
 	for co := 0; co < cout; co++ {
@@ -108,18 +113,36 @@ func packWinograd(w []float32, cout, cin int, buf []float32, skipZero bool) *Win
 }
 
 // zeroBlocks reports, per block of 16 of the cout filters of n weights
-// each in w, whether all its filters are zero; nil where none is.
-func zeroBlocks(w []float32, cout, n int) []bool {
-	var zero []bool
-	for b := range (cout + 15) / 16 {
-		if !slices.ContainsFunc(w[16*b*n:min(16*(b+1), cout)*n], func(x float32) bool { return x != 0 }) {
-			if zero == nil {
-				zero = make([]bool, (cout+15)/16)
-			}
-			zero[b] = true
-		}
+// each in w, whether all its filters are zero, and whether those of its
+// channels 8-15 are (not all: a block of at most 8 channels has none);
+// nil, nil where no block has either but a last one of at most 8
+// channels, which the kernels compute 8 wide anyway.
+func zeroBlocks(w []float32, cout, n int) (zero, half []bool) {
+	nb := (cout + 15) / 16
+	zero, half = make([]bool, nb), make([]bool, nb)
+	nonzero := func(lo, hi int) bool {
+		return slices.ContainsFunc(w[lo*n:hi*n], func(x float32) bool { return x != 0 })
 	}
-	return zero
+	found := false
+	for b := range nb {
+		lo, mid, hi := 16*b, min(16*b+8, cout), min(16*b+16, cout)
+		zero[b] = !nonzero(lo, hi)
+		half[b] = !zero[b] && !nonzero(mid, hi)
+		found = found || zero[b] || (half[b] && hi > mid)
+	}
+	if !found {
+		return nil, nil
+	}
+	return zero, half
+}
+
+// halfGroup reports whether group g is computed 8 wide: its channels 8-15
+// are padding or have zero filters.
+func (f *WinoFilter) halfGroup(g int) bool {
+	if f.half != nil {
+		return f.half[g]
+	}
+	return f.one.half(g)
 }
 
 // PaddedCout returns the output channels of f's blocks: Cout rounded up
@@ -143,13 +166,20 @@ func (f *WinoFilter) ZeroBlocks() int {
 // 1×1 filter on the ⌈ho/2⌉×⌈wo/2⌉ tiles (padding lanes included), less
 // those of the blocks it skips.
 func (f *WinoFilter) MACs(ho, wo int) int {
-	n := 16 * f.one.MACs((ho+1)/2, (wo+1)/2)
+	if f.zero == nil {
+		return 16 * f.one.MACs((ho+1)/2, (wo+1)/2)
+	}
+	lanes := 0
 	for g, z := range f.zero {
-		if z {
-			n -= 16 * f.Cin * ((ho + 1) / 2) * ((wo + 1) / 2) * lanesOf(1, f.one.half(g))[0]
+		switch {
+		case z:
+		case f.half[g]:
+			lanes += 8
+		default:
+			lanes += 16
 		}
 	}
-	return n
+	return 16 * f.Cin * ((ho + 1) / 2) * ((wo + 1) / 2) * lanes
 }
 
 // winoScratch holds the transformed inputs and products of a band of
@@ -289,7 +319,7 @@ func winoProducts(f *WinoFilter, v, m []float32, n int) {
 				p++
 			}
 			// The 16 products of the strip in one call.
-			products(fb, p, f.one.half(g), v, t*16, n*16, vx, full, ct, f.u, g*gsize, f.size, m, (g*fb*n+t)*16, n*16, mx, 16)
+			products(fb, p, f.halfGroup(g), v, t*16, n*16, vx, full, ct, f.u, g*gsize, f.size, m, (g*fb*n+t)*16, n*16, mx, 16)
 			t += p
 		}
 	}

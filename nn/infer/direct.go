@@ -470,7 +470,10 @@ func (d *directResNet) reorderTrunks() {
 // it can: the writers taken greedily in order of decreasing
 // multiply-adds, each whose zero filters leave enough channels in common
 // with those taken before; among the channels left, those zero in most
-// writers, then the first. It returns nil where the trunk has one block,
+// writers, then the first; in that block first the channels that writers
+// need, so that as many writers as can have zero filters in its channels
+// 8-15 (computed 8 wide, nchwc.PackWinograd). It returns nil where the
+// trunk has one block,
 // no writer has that many zero filters, or the order would leave the
 // writers more nonzero filter vectors (nonzeroVectors) than they have.
 func trunkOrder(writers []*directConv) []int {
@@ -537,15 +540,37 @@ func trunkOrder(writers []*directConv) []int {
 	for _, o := range pick[:last] {
 		inLast[o] = true
 	}
-	order := make([]int, 0, c)
-	for o := range c {
-		if !inLast[o] {
-			order = append(order, o)
+	// In the last block, first (its channels 0-7) the channels with
+	// nonzero filters in the writers taken greedily in the same order,
+	// each whose nonzero ones there fit among the 8 with those taken
+	// before: Winograd computes the block 8 wide for those writers.
+	front := make([]bool, c)
+	nfront := 0
+	for _, k := range byCost {
+		n := nfront
+		for o := range c {
+			if inLast[o] && !front[o] && !zero[k][o] {
+				n++
+			}
 		}
+		if n > 8 {
+			continue
+		}
+		for o := range c {
+			front[o] = front[o] || inLast[o] && !zero[k][o]
+		}
+		nfront = n
 	}
-	for o := range c {
-		if inLast[o] {
-			order = append(order, o)
+	order := make([]int, 0, c)
+	for _, in := range []func(o int) bool{
+		func(o int) bool { return !inLast[o] },
+		func(o int) bool { return front[o] },
+		func(o int) bool { return inLast[o] && !front[o] },
+	} {
+		for o := range c {
+			if in(o) {
+				order = append(order, o)
+			}
 		}
 	}
 	if nonzeroVectors(writers, order) >= nonzeroVectors(writers, nil) {
