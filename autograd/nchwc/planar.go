@@ -244,8 +244,8 @@ func (f *SparseFilter) Block(in *Planar, bias []float32, out []float32, lo, hi, 
 	}
 	// Blocks of rowBlock output pixels: the runs a block reads stay in the
 	// L1 cache while every output channel passes over them.
-	for c0 := p0; c0 < p1; c0 += rowBlock {
-		kernels.SparseRows(out[c0:], n, min(rowBlock, p1-c0), f.m, in.Data[c0:], bias, lo, hi, 0)
+	if p0 < p1 {
+		kernels.SparseRowsBlock(out[p0:], n, p1-p0, f.m, in.Data[p0:], bias, lo, hi, 0, rowBlock)
 	}
 }
 

@@ -2,6 +2,7 @@ package infer
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -10,15 +11,24 @@ import (
 
 	"github.com/proxgen/proxgen/autograd/nchwc"
 	"github.com/proxgen/proxgen/internal/parallel"
+	"github.com/proxgen/proxgen/internal/procstat"
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
 	"github.com/proxgen/proxgen/nn/models"
 )
 
-// planarSparseFile returns the planar plan of the shipped resnet20-sparse.
+// planarSparseFile returns the planar plan of the shipped resnet20-sparse,
+// or of the model file named by $PLANAR_FILE (a ResNet-20 safetensors
+// file, as for infer.Load) when it is set.
 func planarSparseFile(b *testing.B) *planarPlan {
-	p := newPlanarPlan(shippedResNet(b, "sparse"), false)
+	var r *resnetNet
+	if path := os.Getenv("PLANAR_FILE"); path != "" {
+		r = resNetFile(b, path)
+	} else {
+		r = shippedResNet(b, "sparse")
+	}
+	p := newPlanarPlan(r, false)
 	if p == nil {
-		b.Fatal("resnet20-sparse does not compile to the planar plan")
+		b.Fatal("the sparse file does not compile to the planar plan")
 	}
 	return p
 }
@@ -27,7 +37,13 @@ func planarSparseFile(b *testing.B) *planarPlan {
 // nn/pretrained.
 func shippedResNet(tb testing.TB, name string) *resnetNet {
 	tb.Helper()
-	f, err := safetensors.ReadFile(filepath.Join("..", "pretrained", "models", "resnet20-"+name+".safetensors"))
+	return resNetFile(tb, filepath.Join("..", "pretrained", "models", "resnet20-"+name+".safetensors"))
+}
+
+// resNetFile returns the graph of the ResNet in the model file path.
+func resNetFile(tb testing.TB, path string) *resnetNet {
+	tb.Helper()
+	f, err := safetensors.ReadFile(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -37,7 +53,7 @@ func shippedResNet(tb testing.TB, name string) *resnetNet {
 	}
 	r, _ := network(net)
 	if r == nil {
-		tb.Fatalf("resnet20-%s is not a ResNet", name)
+		tb.Fatalf("%s is not a ResNet", path)
 	}
 	return r
 }
@@ -271,4 +287,44 @@ func BenchmarkPlanarSharedStore(b *testing.B) {
 				fmt.Sprintf("%d×%d×%d", c.f.Cout, ho, c.f.Wo), s0[0], s0[1], s2[0], s2[1], so[0], so[1])
 		}
 	}
+}
+
+// BenchmarkPlanarImage times single images of the planar plan of
+// resnet20-sparse (or $PLANAR_FILE) on one worker (whole) and split over
+// two (split): a profile target for the sparse kernels.
+func BenchmarkPlanarImage(b *testing.B) {
+	p, x := planarSparseFile(b), planarImage()
+	pooled, logits := make([]float32, p.features()), make([]float32, p.classifier.Weight.Dim(0))
+	for _, parts := range []int{1, 2} {
+		b.Run(fmt.Sprintf("parts=%d", parts), func(b *testing.B) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(parts))
+			defer parallel.SetWorkers(parallel.SetWorkers(parts))
+			acts := (&scratch{}).planarActs(p, parts)
+			p.images(acts, x, pooled, logits, 0, 1)
+			b.ResetTimer()
+			cpu0, _ := procstat.CPUTime()
+			for range b.N {
+				p.images(acts, x, pooled, logits, 0, 1)
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "img/s")
+			if cpu1, _ := procstat.CPUTime(); cpu1 > cpu0 {
+				// CPU time: less sensitive than wall time to other
+				// processes on a shared machine.
+				b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(b.N), "cpu-µs/img")
+			}
+			b.ReportMetric(float64(b.N)*float64(p.macs())/b.Elapsed().Seconds()/1e9, "GMAC/s")
+		})
+	}
+}
+
+// macs returns the multiply-adds of one image's convolutions on p: each
+// nonzero weight once per output pixel.
+func (p *planarPlan) macs() int {
+	n := 0
+	for _, ph := range p.phases {
+		for _, t := range ph {
+			n += t.conv.f.NNZ() * t.conv.f.OutSize()
+		}
+	}
+	return n
 }

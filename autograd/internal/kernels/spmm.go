@@ -38,6 +38,7 @@ type CSR struct {
 	off    []int
 	val    []float32
 	maxOff []int // per row, the largest offset (−1 for a row without terms)
+	maxAll int   // the largest of maxOff (−1 without rows)
 	sorted bool  // the offsets of every row do not decrease
 }
 
@@ -51,7 +52,7 @@ func NewCSR(rowPtr []int32, off []int, val []float32) *CSR {
 	if len(rowPtr) == 0 || rowPtr[0] != 0 {
 		panic(fmt.Sprintf("spmm.NewCSR: %d row pointers, the first of which must be 0", len(rowPtr)))
 	}
-	m := &CSR{rowPtr: rowPtr, off: off, val: val, maxOff: make([]int, len(rowPtr)-1), sorted: true}
+	m := &CSR{rowPtr: rowPtr, off: off, val: val, maxOff: make([]int, len(rowPtr)-1), maxAll: -1, sorted: true}
 	for i := range m.maxOff {
 		p, q := int(rowPtr[i]), int(rowPtr[i+1])
 		if q < p || q > len(off) || q > len(val) {
@@ -67,6 +68,7 @@ func NewCSR(rowPtr []int32, off []int, val []float32) *CSR {
 			}
 			m.maxOff[i] = max(m.maxOff[i], o)
 		}
+		m.maxAll = max(m.maxAll, m.maxOff[i])
 	}
 	return m
 }
@@ -94,6 +96,18 @@ func (m *CSR) Terms(i int) int { return int(m.rowPtr[i+1] - m.rowPtr[i]) }
 // It panics if an offset or an output row falls outside b or dst, or, with
 // span > 0, the offsets of a row decrease.
 func SparseRows(dst []float32, ldd, n int, m *CSR, b, init []float32, lo, hi, span int) {
+	SparseRowsBlock(dst, ldd, n, m, b, init, lo, hi, span, colBlock)
+}
+
+// SparseRowsBlock is SparseRows in blocks of block columns (SparseRows:
+// colBlock, 256) instead, so that a caller whose rows of b are long runs
+// its column blocks in one call (one check of the offsets for all of
+// them); the results are the same bits as SparseRows computes. block must
+// be a positive multiple of 16 no larger than 256.
+func SparseRowsBlock(dst []float32, ldd, n int, m *CSR, b, init []float32, lo, hi, span, block int) {
+	if block <= 0 || block > colBlock || block%16 != 0 {
+		panic(fmt.Sprintf("spmm.Rows: column block %d", block))
+	}
 	if n <= 0 || lo >= hi {
 		return
 	}
@@ -107,9 +121,12 @@ func SparseRows(dst []float32, ldd, n int, m *CSR, b, init []float32, lo, hi, sp
 	if span > 0 && !m.sorted {
 		panic("spmm.Rows: offset windows need the offsets of every row in increasing order")
 	}
-	maxOff := -1
-	for _, o := range m.maxOff[lo:hi] {
-		maxOff = max(maxOff, o)
+	maxOff := m.maxAll
+	if lo != 0 || hi != m.Rows() {
+		maxOff = -1
+		for _, o := range m.maxOff[lo:hi] {
+			maxOff = max(maxOff, o)
+		}
 	}
 	if maxOff > len(b)-n {
 		panic(fmt.Sprintf("spmm.Rows: offset %d with %d columns outside b of %d elements", maxOff, n, len(b)))
@@ -118,6 +135,28 @@ func SparseRows(dst []float32, ldd, n int, m *CSR, b, init []float32, lo, hi, sp
 	if span <= 0 {
 		span = maxOff + 1
 	}
+	if span > maxOff && (useAVX512 || useAsm && spmmAsm && n%8 == 0) {
+		// One window: every row of a column block in one call.
+		var vp *float32
+		var op *int
+		if len(val) > 0 {
+			vp, op = &val[0], &off[0]
+		}
+		var ip *float32
+		if init != nil {
+			ip = &init[lo]
+		}
+		for c0 := 0; c0 < n; c0 += block {
+			vec := min(block, n-c0)
+			if useAVX512 {
+				nv := (vec + 15) / 16 // the last vector masked
+				rowsAVX512[nv-1](&dst[c0], ldd, &rowPtr[lo], vp, op, hi-lo, &b[c0], ip, 1<<(vec-16*(nv-1))-1)
+			} else {
+				rowsAVX2(&dst[c0], ldd, vec, &rowPtr[lo], vp, op, hi-lo, &b[c0], ip)
+			}
+		}
+		return
+	}
 	var posBuf [512]int // rows of the usual layers, without an allocation
 	pos := posBuf[:0]
 	if hi-lo <= len(posBuf) {
@@ -125,43 +164,14 @@ func SparseRows(dst []float32, ldd, n int, m *CSR, b, init []float32, lo, hi, sp
 	} else {
 		pos = make([]int, hi-lo)
 	}
-	for c0 := 0; c0 < n; c0 += colBlock {
-		c1 := min(c0+colBlock, n)
+	for c0 := 0; c0 < n; c0 += block {
+		c1 := min(c0+block, n)
 		vec := (c1 - c0) &^ 7 // columns the assembly kernel handles
 		switch {
 		case useAVX512:
 			vec = c1 - c0 // the last vector masked
 		case !useAsm || !spmmAsm:
 			vec = 0
-		}
-		if useAVX512 && span > maxOff {
-			// One window: every row of the block in one call.
-			nv := (vec + 15) / 16
-			var vp *float32
-			var op *int
-			if len(val) > 0 {
-				vp, op = &val[0], &off[0]
-			}
-			var ip *float32
-			if init != nil {
-				ip = &init[lo]
-			}
-			rowsAVX512[nv-1](&dst[c0], ldd, &rowPtr[lo], vp, op, hi-lo, &b[c0], ip, 1<<(vec-16*(nv-1))-1)
-			continue
-		}
-		if !useAVX512 && vec == c1-c0 && vec > 0 && span > maxOff {
-			// One window, whole vectors: every row in one AVX2 call.
-			var vp *float32
-			var op *int
-			if len(val) > 0 {
-				vp, op = &val[0], &off[0]
-			}
-			var ip *float32
-			if init != nil {
-				ip = &init[lo]
-			}
-			rowsAVX2(&dst[c0], ldd, vec, &rowPtr[lo], vp, op, hi-lo, &b[c0], ip)
-			continue
 		}
 		for i := range pos {
 			pos[i] = int(rowPtr[lo+i])

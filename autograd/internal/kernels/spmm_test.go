@@ -241,4 +241,17 @@ func TestBlockingKeepsResults(t *testing.T) {
 			}
 		}
 	}
+	// Other column blocks (SparseRowsBlock), with one window and with
+	// several.
+	for _, block := range []int{16, 64, 112, 256} {
+		for _, span := range []int{0, 13} {
+			d := make([]float32, rows*n)
+			SparseRowsBlock(d, n, n, NewCSR(rowPtr, off, val), b, init, 0, rows, span, block)
+			for i := range d {
+				if math.Float32bits(d[i]) != math.Float32bits(first[i]) {
+					t.Fatalf("block %d, span %d: element %d = %v, SparseRows %v", block, span, i, d[i], first[i])
+				}
+			}
+		}
+	}
 }
