@@ -26,7 +26,7 @@ const kmax = 16
 
 const sig = "(dst *float32, val *float32, off *int, nnz int, b *float32, init *float32, mask int)"
 
-const rowsSig = "(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)"
+const rowsSig = "(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)"
 
 func main() {
 	var asm, decl bytes.Buffer
@@ -62,14 +62,15 @@ func main() {
 		a("\tMOVQ mask+48(FP), AX")
 		a("\tKMOVW AX, K1")
 		a("\tXORQ R11, R11")
-		row(a, n, k)
+		row(a, n, k, false)
 		a("\tVZEROUPPER")
 		a("\tRET")
 	}
 	// Kernel rowsAVX512K{k} is rowAVX512K{k} for the rows of one column
 	// block, one after the other (row r from rowPtr[r] to rowPtr[r+1],
 	// starting from init[r] when init is not nil, its output at dst +
-	// r·ldd values): one call instead of one per row.
+	// r·ldd values): one call instead of one per row; its terms are
+	// CSR.terms' records (row's packed).
 	for k := 1; k <= kmax; k++ {
 		n := fmt.Sprintf("rowsAVX512K%d", k)
 		d("// %s computes the rows of one column block of SparseRows for %d vectors of 16 columns, the last masked (AVX-512).", n, k)
@@ -79,24 +80,23 @@ func main() {
 		d("")
 		a("")
 		a("// func %s%s", n, rowsSig)
-		a("TEXT ·%s(SB), NOSPLIT, $0-72", n)
+		a("TEXT ·%s(SB), NOSPLIT, $0-64", n)
 		a("\tMOVQ dst+0(FP), DI")
 		a("\tMOVQ ldd+8(FP), BX")
 		a("\tSHLQ $2, BX")
 		a("\tMOVQ rowPtr+16(FP), R12")
-		a("\tMOVQ val+24(FP), SI")
-		a("\tMOVQ off+32(FP), DX")
-		a("\tMOVQ rows+40(FP), R14")
-		a("\tMOVQ b+48(FP), R9")
-		a("\tMOVQ init+56(FP), R10")
-		a("\tMOVQ mask+64(FP), AX")
+		a("\tMOVQ terms+24(FP), SI")
+		a("\tMOVQ rows+32(FP), R14")
+		a("\tMOVQ b+40(FP), R9")
+		a("\tMOVQ init+48(FP), R10")
+		a("\tMOVQ mask+56(FP), AX")
 		a("\tKMOVW AX, K1")
 		a("\tTESTQ R14, R14")
 		a("\tJZ %s_done", n)
 		a("%s_row:", n)
 		a("\tMOVLQSX (R12), R11")
 		a("\tMOVLQSX 4(R12), R8")
-		row(a, n, k)
+		row(a, n, k, true)
 		a("\tADDQ BX, DI")
 		a("\tADDQ $4, R12")
 		a("\tDECQ R14")
@@ -135,7 +135,13 @@ func main() {
 // (values at SI, offsets at DX, rows of b at R9) added one after the
 // other, and the accumulators stored back to dst; the last vector masked
 // by K1.
-func row(a func(format string, args ...any), n string, k int) {
+//
+// With packed, the terms are CSR.terms' records at SI instead (DX
+// unused): one 8-byte load gives a term's value (its low 32 bits,
+// broadcast from the register) and its offset (the high 32 bits), where
+// the value's broadcast and the offset were two loads beside the k loads
+// of b that a term's multiply-adds make.
+func row(a func(format string, args ...any), n string, k int, packed bool) {
 	mk := func(i int) string { // the mask operand of vector i
 		if i == k-1 {
 			return "K1, "
@@ -158,8 +164,14 @@ func row(a func(format string, args ...any), n string, k int) {
 	a("\tCMPQ R11, R8")
 	a("\tJGE %s_store", n)
 	a("%s_term:", n)
-	a("\tVBROADCASTSS (SI)(R11*4), Z31")
-	a("\tMOVQ (DX)(R11*8), R13")
+	if packed {
+		a("\tMOVQ (SI)(R11*8), R13")
+		a("\tVPBROADCASTD R13, Z31")
+		a("\tSHRQ $32, R13")
+	} else {
+		a("\tVBROADCASTSS (SI)(R11*4), Z31")
+		a("\tMOVQ (DX)(R11*8), R13")
+	}
 	a("\tLEAQ (R9)(R13*4), R13")
 	for i := 0; i < k; i++ {
 		a("\tVFMADD231PS %d(R13), Z31, %sZ%d", i*64, mk(i), i)

@@ -1028,18 +1028,17 @@ rowAVX512K16_store:
 	VZEROUPPER
 	RET
 
-// func rowsAVX512K1(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
-TEXT ·rowsAVX512K1(SB), NOSPLIT, $0-72
+// func rowsAVX512K1(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
+TEXT ·rowsAVX512K1(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), DI
 	MOVQ ldd+8(FP), BX
 	SHLQ $2, BX
 	MOVQ rowPtr+16(FP), R12
-	MOVQ val+24(FP), SI
-	MOVQ off+32(FP), DX
-	MOVQ rows+40(FP), R14
-	MOVQ b+48(FP), R9
-	MOVQ init+56(FP), R10
-	MOVQ mask+64(FP), AX
+	MOVQ terms+24(FP), SI
+	MOVQ rows+32(FP), R14
+	MOVQ b+40(FP), R9
+	MOVQ init+48(FP), R10
+	MOVQ mask+56(FP), AX
 	KMOVW AX, K1
 	TESTQ R14, R14
 	JZ rowsAVX512K1_done
@@ -1057,8 +1056,9 @@ rowsAVX512K1_start:
 	CMPQ R11, R8
 	JGE rowsAVX512K1_store
 rowsAVX512K1_term:
-	VBROADCASTSS (SI)(R11*4), Z31
-	MOVQ (DX)(R11*8), R13
+	MOVQ (SI)(R11*8), R13
+	VPBROADCASTD R13, Z31
+	SHRQ $32, R13
 	LEAQ (R9)(R13*4), R13
 	VFMADD231PS 0(R13), Z31, K1, Z0
 	INCQ R11
@@ -1074,18 +1074,17 @@ rowsAVX512K1_done:
 	VZEROUPPER
 	RET
 
-// func rowsAVX512K2(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
-TEXT ·rowsAVX512K2(SB), NOSPLIT, $0-72
+// func rowsAVX512K2(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
+TEXT ·rowsAVX512K2(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), DI
 	MOVQ ldd+8(FP), BX
 	SHLQ $2, BX
 	MOVQ rowPtr+16(FP), R12
-	MOVQ val+24(FP), SI
-	MOVQ off+32(FP), DX
-	MOVQ rows+40(FP), R14
-	MOVQ b+48(FP), R9
-	MOVQ init+56(FP), R10
-	MOVQ mask+64(FP), AX
+	MOVQ terms+24(FP), SI
+	MOVQ rows+32(FP), R14
+	MOVQ b+40(FP), R9
+	MOVQ init+48(FP), R10
+	MOVQ mask+56(FP), AX
 	KMOVW AX, K1
 	TESTQ R14, R14
 	JZ rowsAVX512K2_done
@@ -1105,8 +1104,9 @@ rowsAVX512K2_start:
 	CMPQ R11, R8
 	JGE rowsAVX512K2_store
 rowsAVX512K2_term:
-	VBROADCASTSS (SI)(R11*4), Z31
-	MOVQ (DX)(R11*8), R13
+	MOVQ (SI)(R11*8), R13
+	VPBROADCASTD R13, Z31
+	SHRQ $32, R13
 	LEAQ (R9)(R13*4), R13
 	VFMADD231PS 0(R13), Z31, Z0
 	VFMADD231PS 64(R13), Z31, K1, Z1
@@ -1124,18 +1124,17 @@ rowsAVX512K2_done:
 	VZEROUPPER
 	RET
 
-// func rowsAVX512K3(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
-TEXT ·rowsAVX512K3(SB), NOSPLIT, $0-72
+// func rowsAVX512K3(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
+TEXT ·rowsAVX512K3(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), DI
 	MOVQ ldd+8(FP), BX
 	SHLQ $2, BX
 	MOVQ rowPtr+16(FP), R12
-	MOVQ val+24(FP), SI
-	MOVQ off+32(FP), DX
-	MOVQ rows+40(FP), R14
-	MOVQ b+48(FP), R9
-	MOVQ init+56(FP), R10
-	MOVQ mask+64(FP), AX
+	MOVQ terms+24(FP), SI
+	MOVQ rows+32(FP), R14
+	MOVQ b+40(FP), R9
+	MOVQ init+48(FP), R10
+	MOVQ mask+56(FP), AX
 	KMOVW AX, K1
 	TESTQ R14, R14
 	JZ rowsAVX512K3_done
@@ -1157,8 +1156,9 @@ rowsAVX512K3_start:
 	CMPQ R11, R8
 	JGE rowsAVX512K3_store
 rowsAVX512K3_term:
-	VBROADCASTSS (SI)(R11*4), Z31
-	MOVQ (DX)(R11*8), R13
+	MOVQ (SI)(R11*8), R13
+	VPBROADCASTD R13, Z31
+	SHRQ $32, R13
 	LEAQ (R9)(R13*4), R13
 	VFMADD231PS 0(R13), Z31, Z0
 	VFMADD231PS 64(R13), Z31, Z1
@@ -1178,18 +1178,17 @@ rowsAVX512K3_done:
 	VZEROUPPER
 	RET
 
-// func rowsAVX512K4(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
-TEXT ·rowsAVX512K4(SB), NOSPLIT, $0-72
+// func rowsAVX512K4(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
+TEXT ·rowsAVX512K4(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), DI
 	MOVQ ldd+8(FP), BX
 	SHLQ $2, BX
 	MOVQ rowPtr+16(FP), R12
-	MOVQ val+24(FP), SI
-	MOVQ off+32(FP), DX
-	MOVQ rows+40(FP), R14
-	MOVQ b+48(FP), R9
-	MOVQ init+56(FP), R10
-	MOVQ mask+64(FP), AX
+	MOVQ terms+24(FP), SI
+	MOVQ rows+32(FP), R14
+	MOVQ b+40(FP), R9
+	MOVQ init+48(FP), R10
+	MOVQ mask+56(FP), AX
 	KMOVW AX, K1
 	TESTQ R14, R14
 	JZ rowsAVX512K4_done
@@ -1213,8 +1212,9 @@ rowsAVX512K4_start:
 	CMPQ R11, R8
 	JGE rowsAVX512K4_store
 rowsAVX512K4_term:
-	VBROADCASTSS (SI)(R11*4), Z31
-	MOVQ (DX)(R11*8), R13
+	MOVQ (SI)(R11*8), R13
+	VPBROADCASTD R13, Z31
+	SHRQ $32, R13
 	LEAQ (R9)(R13*4), R13
 	VFMADD231PS 0(R13), Z31, Z0
 	VFMADD231PS 64(R13), Z31, Z1
@@ -1236,18 +1236,17 @@ rowsAVX512K4_done:
 	VZEROUPPER
 	RET
 
-// func rowsAVX512K5(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
-TEXT ·rowsAVX512K5(SB), NOSPLIT, $0-72
+// func rowsAVX512K5(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
+TEXT ·rowsAVX512K5(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), DI
 	MOVQ ldd+8(FP), BX
 	SHLQ $2, BX
 	MOVQ rowPtr+16(FP), R12
-	MOVQ val+24(FP), SI
-	MOVQ off+32(FP), DX
-	MOVQ rows+40(FP), R14
-	MOVQ b+48(FP), R9
-	MOVQ init+56(FP), R10
-	MOVQ mask+64(FP), AX
+	MOVQ terms+24(FP), SI
+	MOVQ rows+32(FP), R14
+	MOVQ b+40(FP), R9
+	MOVQ init+48(FP), R10
+	MOVQ mask+56(FP), AX
 	KMOVW AX, K1
 	TESTQ R14, R14
 	JZ rowsAVX512K5_done
@@ -1273,8 +1272,9 @@ rowsAVX512K5_start:
 	CMPQ R11, R8
 	JGE rowsAVX512K5_store
 rowsAVX512K5_term:
-	VBROADCASTSS (SI)(R11*4), Z31
-	MOVQ (DX)(R11*8), R13
+	MOVQ (SI)(R11*8), R13
+	VPBROADCASTD R13, Z31
+	SHRQ $32, R13
 	LEAQ (R9)(R13*4), R13
 	VFMADD231PS 0(R13), Z31, Z0
 	VFMADD231PS 64(R13), Z31, Z1
@@ -1298,18 +1298,17 @@ rowsAVX512K5_done:
 	VZEROUPPER
 	RET
 
-// func rowsAVX512K6(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
-TEXT ·rowsAVX512K6(SB), NOSPLIT, $0-72
+// func rowsAVX512K6(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
+TEXT ·rowsAVX512K6(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), DI
 	MOVQ ldd+8(FP), BX
 	SHLQ $2, BX
 	MOVQ rowPtr+16(FP), R12
-	MOVQ val+24(FP), SI
-	MOVQ off+32(FP), DX
-	MOVQ rows+40(FP), R14
-	MOVQ b+48(FP), R9
-	MOVQ init+56(FP), R10
-	MOVQ mask+64(FP), AX
+	MOVQ terms+24(FP), SI
+	MOVQ rows+32(FP), R14
+	MOVQ b+40(FP), R9
+	MOVQ init+48(FP), R10
+	MOVQ mask+56(FP), AX
 	KMOVW AX, K1
 	TESTQ R14, R14
 	JZ rowsAVX512K6_done
@@ -1337,8 +1336,9 @@ rowsAVX512K6_start:
 	CMPQ R11, R8
 	JGE rowsAVX512K6_store
 rowsAVX512K6_term:
-	VBROADCASTSS (SI)(R11*4), Z31
-	MOVQ (DX)(R11*8), R13
+	MOVQ (SI)(R11*8), R13
+	VPBROADCASTD R13, Z31
+	SHRQ $32, R13
 	LEAQ (R9)(R13*4), R13
 	VFMADD231PS 0(R13), Z31, Z0
 	VFMADD231PS 64(R13), Z31, Z1
@@ -1364,18 +1364,17 @@ rowsAVX512K6_done:
 	VZEROUPPER
 	RET
 
-// func rowsAVX512K7(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
-TEXT ·rowsAVX512K7(SB), NOSPLIT, $0-72
+// func rowsAVX512K7(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
+TEXT ·rowsAVX512K7(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), DI
 	MOVQ ldd+8(FP), BX
 	SHLQ $2, BX
 	MOVQ rowPtr+16(FP), R12
-	MOVQ val+24(FP), SI
-	MOVQ off+32(FP), DX
-	MOVQ rows+40(FP), R14
-	MOVQ b+48(FP), R9
-	MOVQ init+56(FP), R10
-	MOVQ mask+64(FP), AX
+	MOVQ terms+24(FP), SI
+	MOVQ rows+32(FP), R14
+	MOVQ b+40(FP), R9
+	MOVQ init+48(FP), R10
+	MOVQ mask+56(FP), AX
 	KMOVW AX, K1
 	TESTQ R14, R14
 	JZ rowsAVX512K7_done
@@ -1405,8 +1404,9 @@ rowsAVX512K7_start:
 	CMPQ R11, R8
 	JGE rowsAVX512K7_store
 rowsAVX512K7_term:
-	VBROADCASTSS (SI)(R11*4), Z31
-	MOVQ (DX)(R11*8), R13
+	MOVQ (SI)(R11*8), R13
+	VPBROADCASTD R13, Z31
+	SHRQ $32, R13
 	LEAQ (R9)(R13*4), R13
 	VFMADD231PS 0(R13), Z31, Z0
 	VFMADD231PS 64(R13), Z31, Z1
@@ -1434,18 +1434,17 @@ rowsAVX512K7_done:
 	VZEROUPPER
 	RET
 
-// func rowsAVX512K8(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
-TEXT ·rowsAVX512K8(SB), NOSPLIT, $0-72
+// func rowsAVX512K8(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
+TEXT ·rowsAVX512K8(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), DI
 	MOVQ ldd+8(FP), BX
 	SHLQ $2, BX
 	MOVQ rowPtr+16(FP), R12
-	MOVQ val+24(FP), SI
-	MOVQ off+32(FP), DX
-	MOVQ rows+40(FP), R14
-	MOVQ b+48(FP), R9
-	MOVQ init+56(FP), R10
-	MOVQ mask+64(FP), AX
+	MOVQ terms+24(FP), SI
+	MOVQ rows+32(FP), R14
+	MOVQ b+40(FP), R9
+	MOVQ init+48(FP), R10
+	MOVQ mask+56(FP), AX
 	KMOVW AX, K1
 	TESTQ R14, R14
 	JZ rowsAVX512K8_done
@@ -1477,8 +1476,9 @@ rowsAVX512K8_start:
 	CMPQ R11, R8
 	JGE rowsAVX512K8_store
 rowsAVX512K8_term:
-	VBROADCASTSS (SI)(R11*4), Z31
-	MOVQ (DX)(R11*8), R13
+	MOVQ (SI)(R11*8), R13
+	VPBROADCASTD R13, Z31
+	SHRQ $32, R13
 	LEAQ (R9)(R13*4), R13
 	VFMADD231PS 0(R13), Z31, Z0
 	VFMADD231PS 64(R13), Z31, Z1
@@ -1508,18 +1508,17 @@ rowsAVX512K8_done:
 	VZEROUPPER
 	RET
 
-// func rowsAVX512K9(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
-TEXT ·rowsAVX512K9(SB), NOSPLIT, $0-72
+// func rowsAVX512K9(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
+TEXT ·rowsAVX512K9(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), DI
 	MOVQ ldd+8(FP), BX
 	SHLQ $2, BX
 	MOVQ rowPtr+16(FP), R12
-	MOVQ val+24(FP), SI
-	MOVQ off+32(FP), DX
-	MOVQ rows+40(FP), R14
-	MOVQ b+48(FP), R9
-	MOVQ init+56(FP), R10
-	MOVQ mask+64(FP), AX
+	MOVQ terms+24(FP), SI
+	MOVQ rows+32(FP), R14
+	MOVQ b+40(FP), R9
+	MOVQ init+48(FP), R10
+	MOVQ mask+56(FP), AX
 	KMOVW AX, K1
 	TESTQ R14, R14
 	JZ rowsAVX512K9_done
@@ -1553,8 +1552,9 @@ rowsAVX512K9_start:
 	CMPQ R11, R8
 	JGE rowsAVX512K9_store
 rowsAVX512K9_term:
-	VBROADCASTSS (SI)(R11*4), Z31
-	MOVQ (DX)(R11*8), R13
+	MOVQ (SI)(R11*8), R13
+	VPBROADCASTD R13, Z31
+	SHRQ $32, R13
 	LEAQ (R9)(R13*4), R13
 	VFMADD231PS 0(R13), Z31, Z0
 	VFMADD231PS 64(R13), Z31, Z1
@@ -1586,18 +1586,17 @@ rowsAVX512K9_done:
 	VZEROUPPER
 	RET
 
-// func rowsAVX512K10(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
-TEXT ·rowsAVX512K10(SB), NOSPLIT, $0-72
+// func rowsAVX512K10(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
+TEXT ·rowsAVX512K10(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), DI
 	MOVQ ldd+8(FP), BX
 	SHLQ $2, BX
 	MOVQ rowPtr+16(FP), R12
-	MOVQ val+24(FP), SI
-	MOVQ off+32(FP), DX
-	MOVQ rows+40(FP), R14
-	MOVQ b+48(FP), R9
-	MOVQ init+56(FP), R10
-	MOVQ mask+64(FP), AX
+	MOVQ terms+24(FP), SI
+	MOVQ rows+32(FP), R14
+	MOVQ b+40(FP), R9
+	MOVQ init+48(FP), R10
+	MOVQ mask+56(FP), AX
 	KMOVW AX, K1
 	TESTQ R14, R14
 	JZ rowsAVX512K10_done
@@ -1633,8 +1632,9 @@ rowsAVX512K10_start:
 	CMPQ R11, R8
 	JGE rowsAVX512K10_store
 rowsAVX512K10_term:
-	VBROADCASTSS (SI)(R11*4), Z31
-	MOVQ (DX)(R11*8), R13
+	MOVQ (SI)(R11*8), R13
+	VPBROADCASTD R13, Z31
+	SHRQ $32, R13
 	LEAQ (R9)(R13*4), R13
 	VFMADD231PS 0(R13), Z31, Z0
 	VFMADD231PS 64(R13), Z31, Z1
@@ -1668,18 +1668,17 @@ rowsAVX512K10_done:
 	VZEROUPPER
 	RET
 
-// func rowsAVX512K11(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
-TEXT ·rowsAVX512K11(SB), NOSPLIT, $0-72
+// func rowsAVX512K11(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
+TEXT ·rowsAVX512K11(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), DI
 	MOVQ ldd+8(FP), BX
 	SHLQ $2, BX
 	MOVQ rowPtr+16(FP), R12
-	MOVQ val+24(FP), SI
-	MOVQ off+32(FP), DX
-	MOVQ rows+40(FP), R14
-	MOVQ b+48(FP), R9
-	MOVQ init+56(FP), R10
-	MOVQ mask+64(FP), AX
+	MOVQ terms+24(FP), SI
+	MOVQ rows+32(FP), R14
+	MOVQ b+40(FP), R9
+	MOVQ init+48(FP), R10
+	MOVQ mask+56(FP), AX
 	KMOVW AX, K1
 	TESTQ R14, R14
 	JZ rowsAVX512K11_done
@@ -1717,8 +1716,9 @@ rowsAVX512K11_start:
 	CMPQ R11, R8
 	JGE rowsAVX512K11_store
 rowsAVX512K11_term:
-	VBROADCASTSS (SI)(R11*4), Z31
-	MOVQ (DX)(R11*8), R13
+	MOVQ (SI)(R11*8), R13
+	VPBROADCASTD R13, Z31
+	SHRQ $32, R13
 	LEAQ (R9)(R13*4), R13
 	VFMADD231PS 0(R13), Z31, Z0
 	VFMADD231PS 64(R13), Z31, Z1
@@ -1754,18 +1754,17 @@ rowsAVX512K11_done:
 	VZEROUPPER
 	RET
 
-// func rowsAVX512K12(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
-TEXT ·rowsAVX512K12(SB), NOSPLIT, $0-72
+// func rowsAVX512K12(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
+TEXT ·rowsAVX512K12(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), DI
 	MOVQ ldd+8(FP), BX
 	SHLQ $2, BX
 	MOVQ rowPtr+16(FP), R12
-	MOVQ val+24(FP), SI
-	MOVQ off+32(FP), DX
-	MOVQ rows+40(FP), R14
-	MOVQ b+48(FP), R9
-	MOVQ init+56(FP), R10
-	MOVQ mask+64(FP), AX
+	MOVQ terms+24(FP), SI
+	MOVQ rows+32(FP), R14
+	MOVQ b+40(FP), R9
+	MOVQ init+48(FP), R10
+	MOVQ mask+56(FP), AX
 	KMOVW AX, K1
 	TESTQ R14, R14
 	JZ rowsAVX512K12_done
@@ -1805,8 +1804,9 @@ rowsAVX512K12_start:
 	CMPQ R11, R8
 	JGE rowsAVX512K12_store
 rowsAVX512K12_term:
-	VBROADCASTSS (SI)(R11*4), Z31
-	MOVQ (DX)(R11*8), R13
+	MOVQ (SI)(R11*8), R13
+	VPBROADCASTD R13, Z31
+	SHRQ $32, R13
 	LEAQ (R9)(R13*4), R13
 	VFMADD231PS 0(R13), Z31, Z0
 	VFMADD231PS 64(R13), Z31, Z1
@@ -1844,18 +1844,17 @@ rowsAVX512K12_done:
 	VZEROUPPER
 	RET
 
-// func rowsAVX512K13(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
-TEXT ·rowsAVX512K13(SB), NOSPLIT, $0-72
+// func rowsAVX512K13(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
+TEXT ·rowsAVX512K13(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), DI
 	MOVQ ldd+8(FP), BX
 	SHLQ $2, BX
 	MOVQ rowPtr+16(FP), R12
-	MOVQ val+24(FP), SI
-	MOVQ off+32(FP), DX
-	MOVQ rows+40(FP), R14
-	MOVQ b+48(FP), R9
-	MOVQ init+56(FP), R10
-	MOVQ mask+64(FP), AX
+	MOVQ terms+24(FP), SI
+	MOVQ rows+32(FP), R14
+	MOVQ b+40(FP), R9
+	MOVQ init+48(FP), R10
+	MOVQ mask+56(FP), AX
 	KMOVW AX, K1
 	TESTQ R14, R14
 	JZ rowsAVX512K13_done
@@ -1897,8 +1896,9 @@ rowsAVX512K13_start:
 	CMPQ R11, R8
 	JGE rowsAVX512K13_store
 rowsAVX512K13_term:
-	VBROADCASTSS (SI)(R11*4), Z31
-	MOVQ (DX)(R11*8), R13
+	MOVQ (SI)(R11*8), R13
+	VPBROADCASTD R13, Z31
+	SHRQ $32, R13
 	LEAQ (R9)(R13*4), R13
 	VFMADD231PS 0(R13), Z31, Z0
 	VFMADD231PS 64(R13), Z31, Z1
@@ -1938,18 +1938,17 @@ rowsAVX512K13_done:
 	VZEROUPPER
 	RET
 
-// func rowsAVX512K14(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
-TEXT ·rowsAVX512K14(SB), NOSPLIT, $0-72
+// func rowsAVX512K14(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
+TEXT ·rowsAVX512K14(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), DI
 	MOVQ ldd+8(FP), BX
 	SHLQ $2, BX
 	MOVQ rowPtr+16(FP), R12
-	MOVQ val+24(FP), SI
-	MOVQ off+32(FP), DX
-	MOVQ rows+40(FP), R14
-	MOVQ b+48(FP), R9
-	MOVQ init+56(FP), R10
-	MOVQ mask+64(FP), AX
+	MOVQ terms+24(FP), SI
+	MOVQ rows+32(FP), R14
+	MOVQ b+40(FP), R9
+	MOVQ init+48(FP), R10
+	MOVQ mask+56(FP), AX
 	KMOVW AX, K1
 	TESTQ R14, R14
 	JZ rowsAVX512K14_done
@@ -1993,8 +1992,9 @@ rowsAVX512K14_start:
 	CMPQ R11, R8
 	JGE rowsAVX512K14_store
 rowsAVX512K14_term:
-	VBROADCASTSS (SI)(R11*4), Z31
-	MOVQ (DX)(R11*8), R13
+	MOVQ (SI)(R11*8), R13
+	VPBROADCASTD R13, Z31
+	SHRQ $32, R13
 	LEAQ (R9)(R13*4), R13
 	VFMADD231PS 0(R13), Z31, Z0
 	VFMADD231PS 64(R13), Z31, Z1
@@ -2036,18 +2036,17 @@ rowsAVX512K14_done:
 	VZEROUPPER
 	RET
 
-// func rowsAVX512K15(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
-TEXT ·rowsAVX512K15(SB), NOSPLIT, $0-72
+// func rowsAVX512K15(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
+TEXT ·rowsAVX512K15(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), DI
 	MOVQ ldd+8(FP), BX
 	SHLQ $2, BX
 	MOVQ rowPtr+16(FP), R12
-	MOVQ val+24(FP), SI
-	MOVQ off+32(FP), DX
-	MOVQ rows+40(FP), R14
-	MOVQ b+48(FP), R9
-	MOVQ init+56(FP), R10
-	MOVQ mask+64(FP), AX
+	MOVQ terms+24(FP), SI
+	MOVQ rows+32(FP), R14
+	MOVQ b+40(FP), R9
+	MOVQ init+48(FP), R10
+	MOVQ mask+56(FP), AX
 	KMOVW AX, K1
 	TESTQ R14, R14
 	JZ rowsAVX512K15_done
@@ -2093,8 +2092,9 @@ rowsAVX512K15_start:
 	CMPQ R11, R8
 	JGE rowsAVX512K15_store
 rowsAVX512K15_term:
-	VBROADCASTSS (SI)(R11*4), Z31
-	MOVQ (DX)(R11*8), R13
+	MOVQ (SI)(R11*8), R13
+	VPBROADCASTD R13, Z31
+	SHRQ $32, R13
 	LEAQ (R9)(R13*4), R13
 	VFMADD231PS 0(R13), Z31, Z0
 	VFMADD231PS 64(R13), Z31, Z1
@@ -2138,18 +2138,17 @@ rowsAVX512K15_done:
 	VZEROUPPER
 	RET
 
-// func rowsAVX512K16(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
-TEXT ·rowsAVX512K16(SB), NOSPLIT, $0-72
+// func rowsAVX512K16(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
+TEXT ·rowsAVX512K16(SB), NOSPLIT, $0-64
 	MOVQ dst+0(FP), DI
 	MOVQ ldd+8(FP), BX
 	SHLQ $2, BX
 	MOVQ rowPtr+16(FP), R12
-	MOVQ val+24(FP), SI
-	MOVQ off+32(FP), DX
-	MOVQ rows+40(FP), R14
-	MOVQ b+48(FP), R9
-	MOVQ init+56(FP), R10
-	MOVQ mask+64(FP), AX
+	MOVQ terms+24(FP), SI
+	MOVQ rows+32(FP), R14
+	MOVQ b+40(FP), R9
+	MOVQ init+48(FP), R10
+	MOVQ mask+56(FP), AX
 	KMOVW AX, K1
 	TESTQ R14, R14
 	JZ rowsAVX512K16_done
@@ -2197,8 +2196,9 @@ rowsAVX512K16_start:
 	CMPQ R11, R8
 	JGE rowsAVX512K16_store
 rowsAVX512K16_term:
-	VBROADCASTSS (SI)(R11*4), Z31
-	MOVQ (DX)(R11*8), R13
+	MOVQ (SI)(R11*8), R13
+	VPBROADCASTD R13, Z31
+	SHRQ $32, R13
 	LEAQ (R9)(R13*4), R13
 	VFMADD231PS 0(R13), Z31, Z0
 	VFMADD231PS 64(R13), Z31, Z1

@@ -87,85 +87,85 @@ func rowAVX512K16(dst *float32, val *float32, off *int, nnz int, b *float32, ini
 // rowsAVX512K1 computes the rows of one column block of SparseRows for 1 vectors of 16 columns, the last masked (AVX-512).
 //
 //go:noescape
-func rowsAVX512K1(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
+func rowsAVX512K1(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
 
 // rowsAVX512K2 computes the rows of one column block of SparseRows for 2 vectors of 16 columns, the last masked (AVX-512).
 //
 //go:noescape
-func rowsAVX512K2(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
+func rowsAVX512K2(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
 
 // rowsAVX512K3 computes the rows of one column block of SparseRows for 3 vectors of 16 columns, the last masked (AVX-512).
 //
 //go:noescape
-func rowsAVX512K3(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
+func rowsAVX512K3(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
 
 // rowsAVX512K4 computes the rows of one column block of SparseRows for 4 vectors of 16 columns, the last masked (AVX-512).
 //
 //go:noescape
-func rowsAVX512K4(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
+func rowsAVX512K4(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
 
 // rowsAVX512K5 computes the rows of one column block of SparseRows for 5 vectors of 16 columns, the last masked (AVX-512).
 //
 //go:noescape
-func rowsAVX512K5(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
+func rowsAVX512K5(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
 
 // rowsAVX512K6 computes the rows of one column block of SparseRows for 6 vectors of 16 columns, the last masked (AVX-512).
 //
 //go:noescape
-func rowsAVX512K6(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
+func rowsAVX512K6(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
 
 // rowsAVX512K7 computes the rows of one column block of SparseRows for 7 vectors of 16 columns, the last masked (AVX-512).
 //
 //go:noescape
-func rowsAVX512K7(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
+func rowsAVX512K7(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
 
 // rowsAVX512K8 computes the rows of one column block of SparseRows for 8 vectors of 16 columns, the last masked (AVX-512).
 //
 //go:noescape
-func rowsAVX512K8(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
+func rowsAVX512K8(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
 
 // rowsAVX512K9 computes the rows of one column block of SparseRows for 9 vectors of 16 columns, the last masked (AVX-512).
 //
 //go:noescape
-func rowsAVX512K9(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
+func rowsAVX512K9(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
 
 // rowsAVX512K10 computes the rows of one column block of SparseRows for 10 vectors of 16 columns, the last masked (AVX-512).
 //
 //go:noescape
-func rowsAVX512K10(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
+func rowsAVX512K10(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
 
 // rowsAVX512K11 computes the rows of one column block of SparseRows for 11 vectors of 16 columns, the last masked (AVX-512).
 //
 //go:noescape
-func rowsAVX512K11(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
+func rowsAVX512K11(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
 
 // rowsAVX512K12 computes the rows of one column block of SparseRows for 12 vectors of 16 columns, the last masked (AVX-512).
 //
 //go:noescape
-func rowsAVX512K12(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
+func rowsAVX512K12(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
 
 // rowsAVX512K13 computes the rows of one column block of SparseRows for 13 vectors of 16 columns, the last masked (AVX-512).
 //
 //go:noescape
-func rowsAVX512K13(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
+func rowsAVX512K13(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
 
 // rowsAVX512K14 computes the rows of one column block of SparseRows for 14 vectors of 16 columns, the last masked (AVX-512).
 //
 //go:noescape
-func rowsAVX512K14(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
+func rowsAVX512K14(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
 
 // rowsAVX512K15 computes the rows of one column block of SparseRows for 15 vectors of 16 columns, the last masked (AVX-512).
 //
 //go:noescape
-func rowsAVX512K15(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
+func rowsAVX512K15(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
 
 // rowsAVX512K16 computes the rows of one column block of SparseRows for 16 vectors of 16 columns, the last masked (AVX-512).
 //
 //go:noescape
-func rowsAVX512K16(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int)
+func rowsAVX512K16(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
 
 // rowsAVX512[k-1] is the AVX-512 kernel of a column block's rows for k vectors.
-var rowsAVX512 = [16]func(dst *float32, ldd int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32, mask int){
+var rowsAVX512 = [16]func(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int){
 	rowsAVX512K1,
 	rowsAVX512K2,
 	rowsAVX512K3,
