@@ -285,24 +285,9 @@ func StoreRows(dst *Planar, y []float32, res *Planar, relu bool, lo, hi, r0, r1 
 	}
 	w := dst.W
 	n := dst.H * w
-	e := kernels.Plain
-	switch {
-	case res != nil:
-		e = kernels.AddReLU
-	case relu:
-		e = kernels.ReLU
-	}
+	e, r, ldr := epilogue(res, relu, lo, r0, w)
 	if dst.Layout == Shifted {
 		// Every channel in one pass.
-		var r []float32
-		ldr := 0
-		if res != nil {
-			// Channel lo's image on, a channel every ldr values.
-			r, ldr = res.Data[res.plane(lo, 0)+r0*w:], res.planes*res.ps
-			if res.Layout == Shifted {
-				r = res.Data[res.plane(lo, 1)+(r0+1)*w:]
-			}
-		}
 		at := dst.plane(lo, 0) + r0*w
 		kernels.ShiftStores(dst.Data[at:], dst.ps+w, w, 2*dst.ps+w-1, 3*dst.ps, y[r0*w:], n, r, ldr, hi-lo, (r1-r0)*w, w, e)
 		return
@@ -326,6 +311,56 @@ func StoreRows(dst *Planar, y []float32, res *Planar, relu bool, lo, hi, r0, r1 
 		// an even r0 on start r0/2 plane rows down.
 		kernels.SplitStores(dst.Data, dst.plane(lo, 0)+r0/2*dst.cols, dst.ps, 6*dst.ps, y[r0*w:], n, hi-lo, r1-r0, w)
 	}
+}
+
+// epilogue returns the epilogue of a store with residual res (nil: none)
+// and ReLU relu and, with a residual, its values from channel lo's image
+// row r0 on (rows of w values), a channel every ldr values.
+func epilogue(res *Planar, relu bool, lo, r0, w int) (e kernels.Epilogue, r []float32, ldr int) {
+	switch {
+	case res != nil:
+		e = kernels.AddReLU
+		r, ldr = res.Data[res.plane(lo, 0)+r0*w:], res.planes*res.ps
+		if res.Layout == Shifted {
+			r = res.Data[res.plane(lo, 1)+(r0+1)*w:]
+		}
+	case relu:
+		e = kernels.ReLU
+	}
+	return e, r, ldr
+}
+
+// BlockStore is Block for the output rows [r0, r1) (pixels [r0·Wo,
+// r1·Wo)) into y followed by StoreRows(dst, y, res, relu, lo, hi, r0, r1),
+// with the same results in dst and the same contract; y's contents are
+// then undefined. Into a Shifted dst with a bias it stores each block of
+// a channel's sums from the registers that summed it, as they are
+// computed (kernels.SparseShiftRows), without writing y and reading it
+// back: that store was about a sixth of the sparse ResNet-20's time on
+// AMD EPYC Zen 4 (docs/benchmarks.md).
+func (f *SparseFilter) BlockStore(in *Planar, bias, y []float32, dst, res *Planar, relu bool, lo, hi, r0, r1 int) {
+	if dst.Layout != Shifted || bias == nil {
+		f.Block(in, bias, y, lo, hi, r0*f.Wo, r1*f.Wo)
+		StoreRows(dst, y, res, relu, lo, hi, r0, r1)
+		return
+	}
+	if in.C != f.Cin || in.H != f.H || in.W != f.W || in.Layout != f.InLayout() || dst.C != f.Cout || dst.H != f.Ho || dst.W != f.Wo {
+		panic(fmt.Sprintf("nchwc.SparseFilter.BlockStore: input %d×%d×%d (layout %d), output %d×%d×%d for filters %d×%d×%d×%d on %d×%d (layout %d)",
+			in.C, in.H, in.W, in.Layout, dst.C, dst.H, dst.W, f.Cout, f.Cin, f.K, f.K, f.H, f.W, f.InLayout()))
+	}
+	if res != nil && (!relu || res.C != dst.C || res.H != dst.H || res.W != dst.W) {
+		panic(fmt.Sprintf("nchwc.SparseFilter.BlockStore: residual %d×%d×%d (relu %v) for %d×%d×%d", res.C, res.H, res.W, relu, dst.C, dst.H, dst.W))
+	}
+	if r0 < 0 || r1 > dst.H || lo < 0 || hi > f.Cout {
+		panic(fmt.Sprintf("nchwc.SparseFilter.BlockStore: channels [%d, %d) of %d, rows [%d, %d) of %d", lo, hi, f.Cout, r0, r1, dst.H))
+	}
+	if lo >= hi || r0 >= r1 {
+		return
+	}
+	w := dst.W
+	e, r, ldr := epilogue(res, relu, lo, r0, w)
+	at := dst.plane(lo, 0) + r0*w
+	kernels.SparseShiftRows(dst.Data[at:], dst.ps+w, w, 2*dst.ps+w-1, 3*dst.ps, y, f.m, in.Data[r0*w:], bias, lo, hi, (r1-r0)*w, w, r, ldr, e, rowBlock)
 }
 
 // CopyRows copies the image rows [r0, r1) of every channel of src, in

@@ -105,8 +105,8 @@ func TestSparseConv(t *testing.T) {
 // with and without residual: together they write the same bits as Rows
 // and Store on the whole, padding included, and each part writes nothing
 // but its own rows and zeros into the rows either side (a part's writes
-// into a buffer of sentinels), under every implementation of the
-// kernels.
+// into a buffer of sentinels), and BlockStore the same bits in the same
+// places as the two, under every implementation of the kernels.
 func TestSparseConvParts(t *testing.T) {
 	const sentinel = 0x7fc01234 // a NaN no store produces
 	names, _ := impl.List("kernels")
@@ -177,6 +177,17 @@ func TestSparseConvParts(t *testing.T) {
 							y2 := slices.Clone(y) // StoreRows may change y
 							StoreRows(out, y[p.lo*n:], r, true, p.lo, p.hi, p.r0, p.r1)
 							StoreRows(all, y2[p.lo*n:], r, true, p.lo, p.hi, p.r0, p.r1)
+							// BlockStore: the same bits in the same places.
+							fused := NewPlanar(tc.cout, ho, wo, l)
+							for i := range fused.Data {
+								fused.Data[i] = math.Float32frombits(sentinel)
+							}
+							f.BlockStore(in, bias, make([]float32, tc.cout*n), fused, r, true, p.lo, p.hi, p.r0, p.r1)
+							for i, v := range out.Data {
+								if math.Float32bits(fused.Data[i]) != math.Float32bits(v) {
+									t.Fatalf("%s: part %d: BlockStore wrote %v at value %d, Block and StoreRows %v", name, k, fused.Data[i], i, v)
+								}
+							}
 							for i, v := range out.Data {
 								if math.Float32bits(v) == sentinel {
 									continue

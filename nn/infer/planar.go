@@ -458,10 +458,8 @@ func (s *planarStep) run(acts []*planarActs, k int) {
 	if s.res >= 0 {
 		res = a.bufs[s.res]
 	}
-	n, wo := c.f.OutSize(), c.f.Wo
-	y := a.y[s.yOff : s.yOff+c.f.Cout*n]
-	c.f.Block(in, c.bias, y, 0, c.f.Cout, r0*wo, r1*wo)
-	nchwc.StoreRows(a.bufs[c.out], y, res, c.relu, 0, c.f.Cout, r0, r1)
+	y := a.y[s.yOff : s.yOff+c.f.Cout*c.f.OutSize()]
+	c.f.BlockStore(in, c.bias, y, a.bufs[c.out], res, c.relu, 0, c.f.Cout, r0, r1)
 }
 
 // inRows returns the input rows [n0, n1) that c's output rows [r0, r1)

@@ -231,8 +231,12 @@ func BenchmarkPlanarPhases(b *testing.B) {
 		c := p.phases[ph][0].conv
 		m1, b0, b1, w := medianUs(alone[ph]), medianUs(band[ph][0]), medianUs(band[ph][1]), medianUs(span[ph])
 		sa, sb, ss = sa+m1, sb+max(b0, b1), ss+w
-		b.Logf("phase %2d (%d steps) %2d→%2d %2d×%2d: one worker %5.2f µs; bands %5.2f %5.2f, span %5.2f; bands apart %d of %d; serial bands %5.2f %5.2f",
-			ph, len(p.phases[ph]), c.f.Cin, c.f.Cout, c.f.Ho, c.f.Wo, m1, b0, b1, w, apart[ph], reps, medianUs(serial[ph][0]), medianUs(serial[ph][1]))
+		macs := 0
+		for _, t := range p.phases[ph] {
+			macs += t.conv.f.NNZ() * t.conv.f.OutSize()
+		}
+		b.Logf("phase %2d (%d steps) %2d→%2d %2d×%2d: one worker %5.2f µs (%4.1f GMAC/s); bands %5.2f %5.2f, span %5.2f; bands apart %d of %d; serial bands %5.2f %5.2f",
+			ph, len(p.phases[ph]), c.f.Cin, c.f.Cout, c.f.Ho, c.f.Wo, m1, float64(macs)/m1/1e3, b0, b1, w, apart[ph], reps, medianUs(serial[ph][0]), medianUs(serial[ph][1]))
 	}
 	b.Logf("sums of the medians: one worker %.1f µs, slower band %.1f, span %.1f", sa, sb, ss)
 }

@@ -26,6 +26,12 @@ const kmax = 16
 
 const sig = "(dst *float32, val *float32, off *int, nnz int, b *float32, init *float32, mask int)"
 
+const shiftSig = "(d0, d1, d2 *float32, ldc int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, res *float32, ldr int, masks *uint16, flags int)"
+
+// kmaxShift is the most vectors of the kernels with ShiftStores'
+// epilogue (SparseShiftRows' column blocks).
+const kmaxShift = 4
+
 const rowsSig = "(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)"
 
 func main() {
@@ -105,6 +111,104 @@ func main() {
 		a("\tVZEROUPPER")
 		a("\tRET")
 	}
+	// Kernel shiftRowsAVX512K{k} is rowsAVX512K{k} with ShiftStores'
+	// epilogue: each row starts from init[r] (not nil), then, instead of
+	// being stored to dst, has the residual res (nil: none; row r at
+	// res + r·ldr values) added and, with relu (flags bit 16), values
+	// below zero set to zero, and goes to three places, a channel ldc
+	// bytes apart: d1 itself, d0 with the vectors' lanes of the masks'
+	// cleared bits zero (masks[2i] for vector i) and d2 likewise
+	// (masks[2i+1]); the last vector masked by flags' low 16 bits.
+	for k := 1; k <= kmaxShift; k++ {
+		n := fmt.Sprintf("shiftRowsAVX512K%d", k)
+		d("// %s computes the rows of one column block of SparseRows for %d vectors of 16 columns, the last masked, and stores them as ShiftStores does (AVX-512).", n, k)
+		d("//")
+		d("//go:noescape")
+		d("func %s%s", n, shiftSig)
+		d("")
+		a("")
+		a("// func %s%s", n, shiftSig)
+		a("TEXT ·%s(SB), NOSPLIT, $0-104", n)
+		a("\tMOVQ d0+0(FP), CX")
+		a("\tMOVQ d1+8(FP), DI")
+		a("\tMOVQ d2+16(FP), R15")
+		a("\tMOVQ ldc+24(FP), BX")
+		a("\tMOVQ rowPtr+32(FP), R12")
+		a("\tMOVQ terms+40(FP), SI")
+		a("\tMOVQ rows+48(FP), R14")
+		a("\tMOVQ b+56(FP), R9")
+		a("\tMOVQ init+64(FP), R10")
+		a("\tMOVQ res+72(FP), DX")
+		a("\tMOVQ masks+88(FP), AX")
+		a("\tMOVQ flags+96(FP), R13")
+		a("\tKMOVW R13, K1")
+		a("\tVPXORD Z30, Z30, Z30")
+		a("\tTESTQ R14, R14")
+		a("\tJZ %s_done", n)
+		a("%s_row:", n)
+		a("\tMOVLQSX (R12), R11")
+		a("\tMOVLQSX 4(R12), R8")
+		a("\tVBROADCASTSS (R10), Z0")
+		for i := 1; i < k; i++ {
+			a("\tVMOVAPS Z0, Z%d", i)
+		}
+		a("\tADDQ $4, R10")
+		terms(a, n, k, true)
+		mk := func(i int) string {
+			if i == k-1 {
+				return "K1, "
+			}
+			return ""
+		}
+		a("\tTESTQ DX, DX")
+		a("\tJZ %s_nores", n)
+		for i := 0; i < k; i++ {
+			a("\tVADDPS %d(DX), Z%d, %sZ%d", i*64, i, mk(i), i)
+		}
+		a("\tMOVQ ldr+80(FP), R13")
+		a("\tLEAQ (DX)(R13*4), DX")
+		a("%s_nores:", n)
+		a("\tMOVQ flags+96(FP), R13")
+		a("\tTESTQ $0x10000, R13")
+		a("\tJZ %s_norelu", n)
+		for i := 0; i < k; i++ {
+			// (0 > v) ? 0 : v: NaN and −0 pass, as ShiftStores' v < 0 test.
+			a("\tVMAXPS Z%d, Z30, Z%d", i, i)
+		}
+		a("%s_norelu:", n)
+		for i := 0; i < k; i++ {
+			a("\tVMOVUPS Z%d, %s%d(DI)", i, mk(i), i*64)
+			a("\tKMOVW %d(AX), K2", 4*i)
+			a("\tVMOVAPS.Z Z%d, K2, Z29", i)
+			a("\tVMOVUPS Z29, %s%d(CX)", mk(i), i*64)
+			a("\tKMOVW %d(AX), K3", 4*i+2)
+			a("\tVMOVAPS.Z Z%d, K3, Z28", i)
+			a("\tVMOVUPS Z28, %s%d(R15)", mk(i), i*64)
+		}
+		a("\tADDQ BX, CX")
+		a("\tADDQ BX, DI")
+		a("\tADDQ BX, R15")
+		a("\tADDQ $4, R12")
+		a("\tDECQ R14")
+		a("\tJNZ %s_row", n)
+		a("%s_done:", n)
+		a("\tVZEROUPPER")
+		a("\tRET")
+	}
+	d("// kmaxShift is the most vectors of the kernels shiftRowsAVX512.")
+	d("const kmaxShift = %d", kmaxShift)
+	d("// shiftRowsAVX512 runs the AVX-512 kernel of a column block's rows with ShiftStores' epilogue for k vectors")
+	d("// (called directly, so that masks, on the caller's stack, does not escape).")
+	d("func shiftRowsAVX512(k int, d0, d1, d2 *float32, ldc int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, res *float32, ldr int, masks *uint16, flags int) {")
+	d("switch k {")
+	for k := 1; k <= kmaxShift; k++ {
+		d("case %d:", k)
+		d("shiftRowsAVX512K%d(d0, d1, d2, ldc, rowPtr, terms, rows, b, init, res, ldr, masks, flags)", k)
+	}
+	d("default:")
+	d("panic(\"kernels: no shiftRowsAVX512 kernel\")")
+	d("}")
+	d("}")
 	d("// rowsAVX512[k-1] is the AVX-512 kernel of a column block's rows for k vectors.")
 	d("var rowsAVX512 = [%d]func%s{", kmax, rowsSig)
 	for k := 1; k <= kmax; k++ {
@@ -161,6 +265,21 @@ func row(a func(format string, args ...any), n string, k int, packed bool) {
 		a("\tVMOVUPS %d(DI), %sZ%d", i*64, mk(i), i)
 	}
 	a("%s_start:", n)
+	terms(a, n, k, packed)
+	for i := 0; i < k; i++ {
+		a("\tVMOVUPS Z%d, %s%d(DI)", i, mk(i), i*64)
+	}
+}
+
+// terms emits the terms loop of a row of kernel n for k vectors (row),
+// ending at label n_store.
+func terms(a func(format string, args ...any), n string, k int, packed bool) {
+	mk := func(i int) string { // the mask operand of vector i
+		if i == k-1 {
+			return "K1, "
+		}
+		return ""
+	}
 	a("\tCMPQ R11, R8")
 	a("\tJGE %s_store", n)
 	a("%s_term:", n)
@@ -180,7 +299,4 @@ func row(a func(format string, args ...any), n string, k int, packed bool) {
 	a("\tCMPQ R11, R8")
 	a("\tJLT %s_term", n)
 	a("%s_store:", n)
-	for i := 0; i < k; i++ {
-		a("\tVMOVUPS Z%d, %s%d(DI)", i, mk(i), i*64)
-	}
 }

@@ -92,3 +92,90 @@ func SplitStores(dst []float32, at, ps, ld int, x []float32, ldx int, c, h, w in
 		}
 	}
 }
+
+// SparseShiftRows computes the rows [lo, hi) of the product of m and b
+// as SparseRowsBlock(y, n, n, m, b, init, lo, hi, 0, block) does, each
+// row starting from init (not nil), and stores them as ShiftStores(dst,
+// img, left, right, ld, y, n, r, ldr, hi−lo, n, w, e) does: the same
+// bits in the same places. Where it can (AVX-512, blocks of at most 64
+// columns) it stores each block of a row from the registers that summed
+// it, without y, whose contents are then undefined; elsewhere it runs the
+// two. y holds at least (hi−lo)·n values.
+func SparseShiftRows(dst []float32, img, left, right, ld int, y []float32, m *CSR, b, init []float32, lo, hi, n, w int, r []float32, ldr int, e Epilogue, block int) {
+	if n <= 0 || lo >= hi {
+		return
+	}
+	if init == nil || len(init) < hi {
+		panic(fmt.Sprintf("kernels.SparseShiftRows: initial values for rows [%d, %d): %d", lo, hi, len(init)))
+	}
+	if !useAVX512 || m.terms == nil || block > 16*kmaxShift || n%w != 0 {
+		SparseRowsBlock(y, n, n, m, b, init, lo, hi, 0, block)
+		ShiftStores(dst, img, left, right, ld, y, n, r, ldr, hi-lo, n, w, e)
+		return
+	}
+	c := hi - lo
+	if lo < 0 || hi > m.Rows() || block <= 0 || block%16 != 0 || w <= 0 || img < 0 || left < 0 || right < 0 || ld < 0 ||
+		(c-1)*ld+max(img+n, left+n+1, right+n+1) > len(dst) || (e == AddReLU && (c-1)*ldr+n > len(r)) {
+		panic(fmt.Sprintf("kernels.SparseShiftRows: rows [%d, %d) of %d, %d columns in blocks of %d (rows of %d) do not fit", lo, hi, m.Rows(), n, block, w))
+	}
+	maxOff := m.maxAll
+	if lo != 0 || hi != m.Rows() {
+		maxOff = -1
+		for _, o := range m.maxOff[lo:hi] {
+			maxOff = max(maxOff, o)
+		}
+	}
+	if maxOff > len(b)-n {
+		panic(fmt.Sprintf("kernels.SparseShiftRows: offset %d with %d columns outside b of %d elements", maxOff, n, len(b)))
+	}
+	var tp *uint64
+	if len(m.terms) > 0 {
+		tp = &m.terms[0]
+	}
+	flags := 0
+	if e != Plain {
+		flags = 1 << 16
+	}
+	var rp *float32
+	if e == AddReLU {
+		rp = &r[0]
+	}
+	var masks [2 * kmaxShift]uint16
+	at := -1 // the column of the block whose masks are in masks
+	for c0 := 0; c0 < n; c0 += block {
+		vec := min(block, n-c0)
+		nv := (vec + 15) / 16
+		// Each vector's lanes of column w−1 (left: they land on the next
+		// row's zero column) and of column 0 (right: on the previous
+		// row's), which store zeros; the same for every block that starts
+		// at the same column.
+		if x := c0 % w; x != at {
+			at = x
+			for i := range kmaxShift {
+				m0, m2 := uint16(0xffff), uint16(0xffff)
+				for l := range 16 {
+					if x == w-1 {
+						m0 &^= 1 << l
+					}
+					if x == 0 {
+						m2 &^= 1 << l
+					}
+					if x++; x == w {
+						x = 0
+					}
+				}
+				masks[2*i], masks[2*i+1] = m0, m2
+			}
+		}
+		var rc *float32
+		if rp != nil {
+			rc = &r[c0]
+		}
+		shiftRowsAVX512(nv, &dst[left+c0+1], &dst[img+c0], &dst[right+c0], 4*ld, &m.rowPtr[lo], tp, c,
+			&b[c0], &init[lo], rc, ldr, &masks[0], flags|(1<<(vec-16*(nv-1))-1))
+	}
+	// The zero columns no lane reaches: left's first and right's last.
+	for k := range c {
+		dst[left+k*ld], dst[right+k*ld+n] = 0, 0
+	}
+}

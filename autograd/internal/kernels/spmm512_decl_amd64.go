@@ -164,6 +164,46 @@ func rowsAVX512K15(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int
 //go:noescape
 func rowsAVX512K16(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
 
+// shiftRowsAVX512K1 computes the rows of one column block of SparseRows for 1 vectors of 16 columns, the last masked, and stores them as ShiftStores does (AVX-512).
+//
+//go:noescape
+func shiftRowsAVX512K1(d0, d1, d2 *float32, ldc int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, res *float32, ldr int, masks *uint16, flags int)
+
+// shiftRowsAVX512K2 computes the rows of one column block of SparseRows for 2 vectors of 16 columns, the last masked, and stores them as ShiftStores does (AVX-512).
+//
+//go:noescape
+func shiftRowsAVX512K2(d0, d1, d2 *float32, ldc int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, res *float32, ldr int, masks *uint16, flags int)
+
+// shiftRowsAVX512K3 computes the rows of one column block of SparseRows for 3 vectors of 16 columns, the last masked, and stores them as ShiftStores does (AVX-512).
+//
+//go:noescape
+func shiftRowsAVX512K3(d0, d1, d2 *float32, ldc int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, res *float32, ldr int, masks *uint16, flags int)
+
+// shiftRowsAVX512K4 computes the rows of one column block of SparseRows for 4 vectors of 16 columns, the last masked, and stores them as ShiftStores does (AVX-512).
+//
+//go:noescape
+func shiftRowsAVX512K4(d0, d1, d2 *float32, ldc int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, res *float32, ldr int, masks *uint16, flags int)
+
+// kmaxShift is the most vectors of the kernels shiftRowsAVX512.
+const kmaxShift = 4
+
+// shiftRowsAVX512 runs the AVX-512 kernel of a column block's rows with ShiftStores' epilogue for k vectors
+// (called directly, so that masks, on the caller's stack, does not escape).
+func shiftRowsAVX512(k int, d0, d1, d2 *float32, ldc int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, res *float32, ldr int, masks *uint16, flags int) {
+	switch k {
+	case 1:
+		shiftRowsAVX512K1(d0, d1, d2, ldc, rowPtr, terms, rows, b, init, res, ldr, masks, flags)
+	case 2:
+		shiftRowsAVX512K2(d0, d1, d2, ldc, rowPtr, terms, rows, b, init, res, ldr, masks, flags)
+	case 3:
+		shiftRowsAVX512K3(d0, d1, d2, ldc, rowPtr, terms, rows, b, init, res, ldr, masks, flags)
+	case 4:
+		shiftRowsAVX512K4(d0, d1, d2, ldc, rowPtr, terms, rows, b, init, res, ldr, masks, flags)
+	default:
+		panic("kernels: no shiftRowsAVX512 kernel")
+	}
+}
+
 // rowsAVX512[k-1] is the AVX-512 kernel of a column block's rows for k vectors.
 var rowsAVX512 = [16]func(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int){
 	rowsAVX512K1,

@@ -19,3 +19,10 @@ var rowsAVX512 [16]func(dst *float32, ldd int, rowPtr *int32, terms *uint64, row
 func rowsAVX2(dst *float32, ldd int, n int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32) {
 	panic("kernels: no AVX2 kernel")
 }
+
+// kmaxShift: as in gen_spmm512.go (no such kernels here).
+const kmaxShift = 4
+
+func shiftRowsAVX512(k int, d0, d1, d2 *float32, ldc int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, res *float32, ldr int, masks *uint16, flags int) {
+	panic("kernels: no AVX-512 kernel")
+}
