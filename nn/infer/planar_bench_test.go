@@ -75,7 +75,8 @@ func medianUs(t []float64) float64 {
 
 // BenchmarkPlanarSplit times single images of resnet20-sparse on the
 // planar plan with 2 workers, kept on one worker (whole) and split over
-// both in bands of rows (split), alternated round by round (60 rounds of
+// both in bands of rows (split; also with the single convolutions on band
+// 0 alone instead of split by channels), alternated round by round (60 rounds of
 // 50 images, the first dropped) so that load from other processes falls
 // on both alike: the 10th percentile and the median µs per image of
 // each (logged), and the split's speed-up by the medians (reported).
@@ -91,23 +92,28 @@ func BenchmarkPlanarSplit(b *testing.B) {
 		p     *planarPlan
 		parts int
 		s     *scratch
+		// bandOnly runs the single convolutions on band 0 alone
+		// (chanSplit false).
+		bandOnly bool
 	}
-	vs := []variant{{"whole", p, 1, &scratch{}}, {fmt.Sprintf("split, exchange every %d blocks", exchangeEvery), p, 2, &scratch{}}}
+	vs := []variant{{"whole", p, 1, &scratch{}, false}, {fmt.Sprintf("split, exchange every %d blocks", exchangeEvery), p, 2, &scratch{}, false},
+		{"split, 8×8 layers on band 0 alone", p, 2, &scratch{}, true}}
+	defer func(c bool) { chanSplit = c }(chanSplit)
 	if testing.Verbose() {
 		// Controls: the split's work on one worker; two images at once,
 		// one per worker (µs per pair: the second core's state).
-		vs = append(vs, variant{"split, on one worker", p, -2, &scratch{}}, variant{"two images, one per worker", p, 0, &scratch{}})
+		vs = append(vs, variant{"split, on one worker", p, -2, &scratch{}, false}, variant{"two images, one per worker", p, 0, &scratch{}, false})
 		// Other exchange intervals, for the choice of exchangeEvery.
 		defer func(e int, pp bool) { exchangeEvery, pingPong = e, pp }(exchangeEvery, pingPong)
 		for _, e := range []int{1, 2, 3, 100} {
 			exchangeEvery = e
-			vs = append(vs, variant{fmt.Sprintf("split, exchange every %d blocks", e), planarSparseFile(b), 2, &scratch{}})
+			vs = append(vs, variant{fmt.Sprintf("split, exchange every %d blocks", e), planarSparseFile(b), 2, &scratch{}, false})
 		}
 		exchangeEvery = 1
 		for _, pp := range []bool{false, true} {
 			pingPong = pp
-			vs = append(vs, variant{fmt.Sprintf("split, ping-pong %v", pp), planarSparseFile(b), 2, &scratch{}})
-			vs = append(vs, variant{fmt.Sprintf("whole, ping-pong %v", pp), planarSparseFile(b), 1, &scratch{}})
+			vs = append(vs, variant{fmt.Sprintf("split, ping-pong %v", pp), planarSparseFile(b), 2, &scratch{}, false})
+			vs = append(vs, variant{fmt.Sprintf("whole, ping-pong %v", pp), planarSparseFile(b), 1, &scratch{}, false})
 		}
 	}
 	const rounds, per = 60, 50
@@ -120,6 +126,7 @@ func BenchmarkPlanarSplit(b *testing.B) {
 					parts = -parts
 					parallel.SetWorkers(1)
 				}
+				chanSplit = !v.bandOnly
 				run := func() {
 					acts := v.s.planarActs(v.p, parts)
 					v.p.images(acts, x, pooled, logits, 0, 1)
