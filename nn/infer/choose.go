@@ -86,7 +86,8 @@ func splits(c choice) []choice {
 // image split over fewer workers, splits), the networks with the
 // layers above each fraction of sparseFrom sparse and the one with every
 // convolution sparse (on planarPlan, with each image split over the
-// workers and kept on one), each distinct set once, timed on random images at
+// workers, its single convolutions by channels or on one worker, and kept
+// on one), each distinct set once, timed on random images at
 // the batch sizes of chooseBatches (the median of chooseRuns passes after
 // a warm-up, the candidates in turn pass by pass, the worker pool as it
 // is; with fewer images than workers, streaks of chooseStreak passes
@@ -127,6 +128,10 @@ func choose(net nn.Module, m *Model) (plan, Report) {
 				whole := *pp
 				whole.whole = true
 				cands = append(cands, choice{rep: all, plan: &whole, single: true})
+				// Its 8×8 layers on one worker (planarPlan.bandOnly).
+				band := *pp
+				band.bandOnly = true
+				cands = append(cands, choice{rep: all, plan: &band, single: true})
 			}
 		}
 	}

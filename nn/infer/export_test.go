@@ -27,6 +27,12 @@ func NewPlanar(net nn.Module, spec models.Spec, whole bool) (*Model, bool) {
 	return m, true
 }
 
+// SetBandOnly makes m's planar plan run the single convolutions of a
+// split image on band 0 alone (planarPlan.bandOnly).
+func SetBandOnly(m *Model) {
+	m.plan.(*planarPlan).bandOnly = true
+}
+
 // NewDirect is New with the network on the channel-blocked layout's
 // direct convolutions alone (no Winograd), or false when it does not
 // compile there.

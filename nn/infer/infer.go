@@ -526,9 +526,13 @@ func singleImage(pl plan) string {
 	const one = "fewer images than workers: each on one worker"
 	switch p := pl.(type) {
 	case *planarPlan:
-		if p.whole {
+		switch {
+		case p.whole:
 			return one
+		case p.bandOnly:
+			return "fewer images than workers: each split over the workers in bands of rows, its smallest layers on one worker"
 		}
+		return "fewer images than workers: each split over the workers in bands of rows, its smallest layers by output channels"
 	case *directPlan:
 		switch {
 		case p.split == 1:

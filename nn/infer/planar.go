@@ -56,6 +56,16 @@ type planarPlan struct {
 	// it saves where a phase is a few microseconds of work. The logits
 	// are the same bits either way.
 	whole bool
+	// bandOnly runs the single convolutions (shared) of a split image on
+	// band 0 alone, the other workers waiting, instead of splitting them
+	// by output channels (each band its channels of every row, written
+	// into band 0's buffers that all read: the planes of distinct
+	// channels share no cache line, nothing is computed twice, and each
+	// band reads the other bands' channels of its input from their
+	// caches, where the rows of an 8×8 image in bands would be a quarter
+	// halo). choose times both where it splits images; the logits are
+	// the same bits.
+	bandOnly bool
 }
 
 // planarStep is one convolution of a phase: conv on buffer in (−1: the
@@ -326,8 +336,8 @@ func (p *planarPlan) images(acts []*planarActs, x, pooled, logits []float32, lo,
 			parallel.Phases(parts, len(p.phases), func(ph, k int) { p.phase(acts, img, ph, k) })
 		}
 		out := acts[0].bufs[last.out]
-		for k := 1; k < parts && !last.shared(); k++ {
-			r0, r1 := last.band(k, parts)
+		for k := 1; k < parts && !p.shared(&last); k++ {
+			r0, r1 := p.band(&last, k, parts)
 			out.CopyRows(acts[k].bufs[last.out], r0, r1)
 		}
 		p.head(out, pooled[i*feat:(i+1)*feat])
@@ -344,7 +354,7 @@ func (p *planarPlan) phase(acts []*planarActs, img []float32, ph, k int) {
 		}
 	}
 	for i := range p.phases[ph] {
-		p.phases[ph][i].run(acts, k)
+		p.phases[ph][i].run(p, acts, k)
 	}
 }
 
@@ -372,7 +382,7 @@ func (p *planarPlan) rows(k, parts int, a *planarActs) {
 	}
 	for _, ph := range p.phases {
 		for _, t := range ph {
-			r[t.conv.id][0], r[t.conv.id][1] = t.conv.band(k, parts)
+			r[t.conv.id][0], r[t.conv.id][1] = p.band(t.conv, k, parts)
 		}
 	}
 	for ph := len(p.phases) - 1; ph >= 0; ph-- {
@@ -427,16 +437,16 @@ func (p *planarPlan) linear(x, out []float32) {
 // computes (planarPlan.rows) on acts[k], first, at an exchange, copying
 // the rows of its input that those read and band k did not compute from
 // the buffers of the bands that did.
-func (s *planarStep) run(acts []*planarActs, k int) {
+func (s *planarStep) run(p *planarPlan, acts []*planarActs, k int) {
 	c, a, parts := s.conv, acts[k], len(acts)
 	r0, r1 := a.rows[c.id][0], a.rows[c.id][1]
-	lo, hi := c.chans(k, parts)
+	lo, hi := p.chans(c, k, parts)
 	if r0 >= r1 || lo >= hi {
 		return
 	}
 	// The buffers of a convolution split by channels are acts[0]'s.
 	set := func(c *planarConv) *planarActs {
-		if c != nil && c.shared() {
+		if p.shared(c) {
 			return acts[0]
 		}
 		return a
@@ -445,14 +455,14 @@ func (s *planarStep) run(acts []*planarActs, k int) {
 	if s.in >= 0 {
 		in = set(s.producer).bufs[s.in]
 	}
-	if s.exchange && !s.copied && !s.producer.shared() {
+	if s.exchange && !s.copied && !p.shared(s.producer) {
 		n0, n1 := c.inRows(r0, r1)
 		own := a.rows[s.producer.id]
 		for j := range parts {
 			if j == k {
 				continue
 			}
-			q0, q1 := s.producer.band(j, parts)
+			q0, q1 := p.band(s.producer, j, parts)
 			// The rows of band j's that band k reads and did not compute
 			// (outside own, which is one run with the band inside).
 			for _, g := range [2][2]int{{max(q0, n0), min(q1, n1, own[0])}, {max(q0, n0, own[1]), min(q1, n1)}} {
@@ -481,9 +491,9 @@ func (c *planarConv) inRows(r0, r1 int) (n0, n1 int) {
 // about equal rows (a row costs the same in every row), each starting at
 // an even row; a single convolution's rows all in band 0, a shared one's
 // in every band (chans splits it).
-func (c *planarConv) band(k, parts int) (r0, r1 int) {
+func (p *planarPlan) band(c *planarConv, k, parts int) (r0, r1 int) {
 	ho := c.f.Ho
-	if c.shared() {
+	if p.shared(c) {
 		return 0, ho
 	}
 	if c.single() {
@@ -509,28 +519,18 @@ func (c *planarConv) single() bool { return c.f.OutSize() < minBandImage }
 // shared reports whether c is split by output channels among the bands
 // (chans), each band computing its channels of every row into the
 // buffers of band 0 (planarActs), which every band then reads: a single
-// convolution, with chanSplit (nil: the input image, not shared).
-func (c *planarConv) shared() bool { return c != nil && chanSplit && c.single() }
+// convolution, unless p.bandOnly (nil: the input image, not shared).
+func (p *planarPlan) shared(c *planarConv) bool { return c != nil && !p.bandOnly && c.single() }
 
 // chans returns the output channels [lo, hi) that band k of parts
-// computes: a run of about Cout/parts of a shared convolution, all of
-// them otherwise.
-func (c *planarConv) chans(k, parts int) (lo, hi int) {
-	if !c.shared() || parts <= 1 {
+// computes of c: a run of about Cout/parts of a shared convolution, all
+// of them otherwise.
+func (p *planarPlan) chans(c *planarConv, k, parts int) (lo, hi int) {
+	if !p.shared(c) || parts <= 1 {
 		return 0, c.f.Cout
 	}
 	return k * c.f.Cout / parts, (k + 1) * c.f.Cout / parts
 }
-
-// chanSplit splits the single convolutions (an 8×8 output in a CIFAR
-// ResNet) of an image split over the workers by output channels, every
-// band writing its channels into one set of buffers that all read (the
-// planes of distinct channels share no cache line), instead of running
-// them on band 0 while the other bands wait: a band's halo row would be
-// a quarter of its rows there, while a split by channels computes
-// nothing twice and copies nothing, the other bands' channels read
-// straight from their caches. A variable for BenchmarkPlanarSplit.
-var chanSplit = true
 
 // minBandImage is the least output image, in pixels, that runs in bands:
 // measured on the shipped sparse file (AMD EPYC Zen 4, 2 workers), its

@@ -92,28 +92,26 @@ func BenchmarkPlanarSplit(b *testing.B) {
 		p     *planarPlan
 		parts int
 		s     *scratch
-		// bandOnly runs the single convolutions on band 0 alone
-		// (chanSplit false).
-		bandOnly bool
 	}
-	vs := []variant{{"whole", p, 1, &scratch{}, false}, {fmt.Sprintf("split, exchange every %d blocks", exchangeEvery), p, 2, &scratch{}, false},
-		{"split, 8×8 layers on band 0 alone", p, 2, &scratch{}, true}}
-	defer func(c bool) { chanSplit = c }(chanSplit)
+	bandOnly := *p
+	bandOnly.bandOnly = true
+	vs := []variant{{"whole", p, 1, &scratch{}}, {fmt.Sprintf("split, exchange every %d blocks", exchangeEvery), p, 2, &scratch{}},
+		{"split, 8×8 layers on band 0 alone", &bandOnly, 2, &scratch{}}}
 	if testing.Verbose() {
 		// Controls: the split's work on one worker; two images at once,
 		// one per worker (µs per pair: the second core's state).
-		vs = append(vs, variant{"split, on one worker", p, -2, &scratch{}, false}, variant{"two images, one per worker", p, 0, &scratch{}, false})
+		vs = append(vs, variant{"split, on one worker", p, -2, &scratch{}}, variant{"two images, one per worker", p, 0, &scratch{}})
 		// Other exchange intervals, for the choice of exchangeEvery.
 		defer func(e int, pp bool) { exchangeEvery, pingPong = e, pp }(exchangeEvery, pingPong)
 		for _, e := range []int{1, 2, 3, 100} {
 			exchangeEvery = e
-			vs = append(vs, variant{fmt.Sprintf("split, exchange every %d blocks", e), planarSparseFile(b), 2, &scratch{}, false})
+			vs = append(vs, variant{fmt.Sprintf("split, exchange every %d blocks", e), planarSparseFile(b), 2, &scratch{}})
 		}
 		exchangeEvery = 1
 		for _, pp := range []bool{false, true} {
 			pingPong = pp
-			vs = append(vs, variant{fmt.Sprintf("split, ping-pong %v", pp), planarSparseFile(b), 2, &scratch{}, false})
-			vs = append(vs, variant{fmt.Sprintf("whole, ping-pong %v", pp), planarSparseFile(b), 1, &scratch{}, false})
+			vs = append(vs, variant{fmt.Sprintf("split, ping-pong %v", pp), planarSparseFile(b), 2, &scratch{}})
+			vs = append(vs, variant{fmt.Sprintf("whole, ping-pong %v", pp), planarSparseFile(b), 1, &scratch{}})
 		}
 	}
 	const rounds, per = 60, 50
@@ -126,7 +124,6 @@ func BenchmarkPlanarSplit(b *testing.B) {
 					parts = -parts
 					parallel.SetWorkers(1)
 				}
-				chanSplit = !v.bandOnly
 				run := func() {
 					acts := v.s.planarActs(v.p, parts)
 					v.p.images(acts, x, pooled, logits, 0, 1)
@@ -190,7 +187,7 @@ func BenchmarkPlanarPhases(b *testing.B) {
 						for k := range 2 {
 							t0 := time.Now()
 							for i := range p.phases[ph] {
-								p.phases[ph][i].run(two, k)
+								p.phases[ph][i].run(p, two, k)
 							}
 							serial[ph][k] = append(serial[ph][k], float64(time.Since(t0).Nanoseconds())/1e3)
 						}
@@ -202,7 +199,7 @@ func BenchmarkPlanarPhases(b *testing.B) {
 					for ph := range np {
 						t0 := time.Now()
 						for i := range p.phases[ph] {
-							p.phases[ph][i].run(one, 0)
+							p.phases[ph][i].run(p, one, 0)
 						}
 						alone[ph] = append(alone[ph], float64(time.Since(t0).Nanoseconds())/1e3)
 					}
@@ -211,7 +208,7 @@ func BenchmarkPlanarPhases(b *testing.B) {
 			parallel.Phases(2, np, func(ph, k int) {
 				start[ph][k] = time.Now()
 				for i := range p.phases[ph] {
-					p.phases[ph][i].run(two, k)
+					p.phases[ph][i].run(p, two, k)
 				}
 				end[ph][k] = time.Now()
 			})

@@ -23,8 +23,9 @@ import (
 // A's selections named "select"), stride-1 and stride-2 layers, channel
 // counts of 4, 8 and 16 per stage and odd ones (the compacted files), any
 // zero fraction; a single image the same whether it is split over the
-// workers in bands of rows (2 or 3, also inside calls of the pool) or it
-// stays on one (planarPlan.whole).
+// workers in bands of rows (2 or 3, also inside calls of the pool; its
+// single convolutions split by channels or on band 0 alone) or it stays
+// on one (planarPlan.whole).
 func TestPlanarMatchesEval(t *testing.T) {
 	type netCase struct {
 		name string
@@ -113,13 +114,18 @@ func TestPlanarMatchesEval(t *testing.T) {
 				// inside calls of the pool (no idle worker: the bands one
 				// after another, or some on a worker freed early): the same
 				// bits.
+				// Also with the single convolutions on band 0 alone instead
+				// of split by channels.
+				bandOnly, _ := infer.NewPlanar(net, spec, false)
+				infer.SetBandOnly(bandOnly)
 				for _, w := range []int{2, 3} {
 					prev := parallel.SetWorkers(w)
 					split := m.Probabilities(nil, x[:infer.InputSize])
 					nested := make([][]float32, w)
 					parallel.For(w, 1, func(lo, _ int) { nested[lo] = m.Probabilities(nil, x[:infer.InputSize]) })
+					band := bandOnly.Probabilities(nil, x[:infer.InputSize])
 					parallel.SetWorkers(prev)
-					for _, p := range append(nested, split) {
+					for _, p := range append(nested, split, band) {
 						for i, v := range p {
 							if math.Float32bits(v) != math.Float32bits(got[i]) {
 								t.Fatalf("batch 1 in %d bands: probability %d: %v, in a batch: %v", w, i, v, got[i])
