@@ -31,10 +31,12 @@ import (
 // docs/benchmarks.md). The rows next to its band that its filters read
 // (the halo) it computes again itself (planarPlan.rows) and, at each
 // block's input, copies from its neighbours' buffers
-// (nchwc.Planar.CopyRows); the convolutions of fewer than minBandImage
-// output pixels run on band 0 alone. Every output value is computed
-// alike however the image is split, so the results do not depend on the
-// number of workers.
+// (nchwc.Planar.CopyRows). The convolutions of fewer than minBandImage
+// output pixels are split by output channels instead, every band
+// computing its channels of every row into band 0's buffers, which all
+// bands read (shared), or, with bandOnly, run on band 0 alone. Every
+// output value is computed alike however the image is split, so the
+// results do not depend on the number of workers.
 type planarPlan struct {
 	stem       planarConv
 	blocks     []planarBlock
@@ -532,8 +534,9 @@ func (p *planarPlan) chans(c *planarConv, k, parts int) (lo, hi int) {
 	return k * c.f.Cout / parts, (k + 1) * c.f.Cout / parts
 }
 
-// minBandImage is the least output image, in pixels, that runs in bands:
-// measured on the shipped sparse file (AMD EPYC Zen 4, 2 workers), its
+// minBandImage is the least output image, in pixels, that runs in bands
+// of rows (smaller ones are split by channels, shared): measured on the
+// shipped sparse file (AMD EPYC Zen 4, 2 workers), its
 // 8×8 layers ran 2–3× slower in two bands of 4 rows than on one worker
 // (a band's halo row is a quarter of its rows, and kernels.SparseRows'
 // register tile of 64 pixels holds half a band), its 32×32 ones about
