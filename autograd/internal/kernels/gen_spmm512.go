@@ -51,14 +51,7 @@ func main() {
 	d("")
 	for k := 1; k <= kmax; k++ {
 		n := fmt.Sprintf("rowAVX512K%d", k)
-		d("// %s computes one row of SparseRows for %d vectors of 16 columns, the last masked (AVX-512).", n, k)
-		d("//")
-		d("//go:noescape")
-		d("func %s%s", n, sig)
-		d("")
-		a("")
-		a("// func %s%s", n, sig)
-		a("TEXT ·%s(SB), NOSPLIT, $0-56", n)
+		declare(a, d, n, fmt.Sprintf("%s computes one row of SparseRows for %d vectors of 16 columns, the last masked (AVX-512).", n, k), sig, 56)
 		a("\tMOVQ dst+0(FP), DI")
 		a("\tMOVQ val+8(FP), SI")
 		a("\tMOVQ off+16(FP), DX")
@@ -79,14 +72,7 @@ func main() {
 	// CSR.terms' records (row's packed).
 	for k := 1; k <= kmax; k++ {
 		n := fmt.Sprintf("rowsAVX512K%d", k)
-		d("// %s computes the rows of one column block of SparseRows for %d vectors of 16 columns, the last masked (AVX-512).", n, k)
-		d("//")
-		d("//go:noescape")
-		d("func %s%s", n, rowsSig)
-		d("")
-		a("")
-		a("// func %s%s", n, rowsSig)
-		a("TEXT ·%s(SB), NOSPLIT, $0-64", n)
+		declare(a, d, n, fmt.Sprintf("%s computes the rows of one column block of SparseRows for %d vectors of 16 columns, the last masked (AVX-512).", n, k), rowsSig, 64)
 		a("\tMOVQ dst+0(FP), DI")
 		a("\tMOVQ ldd+8(FP), BX")
 		a("\tSHLQ $2, BX")
@@ -121,14 +107,7 @@ func main() {
 	// (masks[2i+1]); the last vector masked by flags' low 16 bits.
 	for k := 1; k <= kmaxShift; k++ {
 		n := fmt.Sprintf("shiftRowsAVX512K%d", k)
-		d("// %s computes the rows of one column block of SparseRows for %d vectors of 16 columns, the last masked, and stores them as ShiftStores does (AVX-512).", n, k)
-		d("//")
-		d("//go:noescape")
-		d("func %s%s", n, shiftSig)
-		d("")
-		a("")
-		a("// func %s%s", n, shiftSig)
-		a("TEXT ·%s(SB), NOSPLIT, $0-104", n)
+		declare(a, d, n, fmt.Sprintf("%s computes the rows of one column block of SparseRows for %d vectors of 16 columns, the last masked, and stores them as ShiftStores does (AVX-512).", n, k), shiftSig, 104)
 		a("\tMOVQ d0+0(FP), CX")
 		a("\tMOVQ d1+8(FP), DI")
 		a("\tMOVQ d2+16(FP), R15")
@@ -299,4 +278,18 @@ func terms(a func(format string, args ...any), n string, k int, packed bool) {
 	a("\tCMPQ R11, R8")
 	a("\tJLT %s_term", n)
 	a("%s_store:", n)
+}
+
+// declare emits the Go declaration of kernel n (its doc comment doc,
+// signature sig) and the start of its assembly (an argument frame of
+// frame bytes).
+func declare(a, d func(format string, args ...any), n, doc, sig string, frame int) {
+	d("// %s", doc)
+	d("//")
+	d("//go:noescape")
+	d("func %s%s", n, sig)
+	d("")
+	a("")
+	a("// func %s%s", n, sig)
+	a("TEXT ·%s(SB), NOSPLIT, $0-%d", n, frame)
 }

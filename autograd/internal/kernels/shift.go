@@ -118,14 +118,7 @@ func SparseShiftRows(dst []float32, img, left, right, ld int, y []float32, m *CS
 		(c-1)*ld+max(img+n, left+n+1, right+n+1) > len(dst) || (e == AddReLU && (c-1)*ldr+n > len(r)) {
 		panic(fmt.Sprintf("kernels.SparseShiftRows: rows [%d, %d) of %d, %d columns in blocks of %d (rows of %d) do not fit", lo, hi, m.Rows(), n, block, w))
 	}
-	maxOff := m.maxAll
-	if lo != 0 || hi != m.Rows() {
-		maxOff = -1
-		for _, o := range m.maxOff[lo:hi] {
-			maxOff = max(maxOff, o)
-		}
-	}
-	if maxOff > len(b)-n {
+	if maxOff := m.largest(lo, hi); maxOff > len(b)-n {
 		panic(fmt.Sprintf("kernels.SparseShiftRows: offset %d with %d columns outside b of %d elements", maxOff, n, len(b)))
 	}
 	var tp *uint64

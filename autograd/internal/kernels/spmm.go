@@ -93,6 +93,19 @@ func NewCSR(rowPtr []int32, off []int, val []float32) *CSR {
 	return m
 }
 
+// largest returns the largest offset of the rows [lo, hi) (−1 without
+// terms).
+func (m *CSR) largest(lo, hi int) int {
+	if lo == 0 && hi == m.Rows() {
+		return m.maxAll
+	}
+	o := -1
+	for _, r := range m.maxOff[lo:hi] {
+		o = max(o, r)
+	}
+	return o
+}
+
 // Rows returns the number of rows.
 func (m *CSR) Rows() int { return len(m.maxOff) }
 
@@ -141,13 +154,7 @@ func SparseRowsBlock(dst []float32, ldd, n int, m *CSR, b, init []float32, lo, h
 	if span > 0 && !m.sorted {
 		panic("spmm.Rows: offset windows need the offsets of every row in increasing order")
 	}
-	maxOff := m.maxAll
-	if lo != 0 || hi != m.Rows() {
-		maxOff = -1
-		for _, o := range m.maxOff[lo:hi] {
-			maxOff = max(maxOff, o)
-		}
-	}
+	maxOff := m.largest(lo, hi)
 	if maxOff > len(b)-n {
 		panic(fmt.Sprintf("spmm.Rows: offset %d with %d columns outside b of %d elements", maxOff, n, len(b)))
 	}
