@@ -336,13 +336,14 @@ func epilogue(res *Planar, relu bool, lo, r0, w int) (e kernels.Epilogue, r []fl
 // BlockStore is Block for the output rows [r0, r1) (pixels [r0·Wo,
 // r1·Wo)) into y followed by StoreRows(dst, y, res, relu, lo, hi, r0, r1),
 // with the same results in dst and the same contract; y's contents are
-// then undefined. Into a Shifted dst with a bias it stores each block of
-// a channel's sums from the registers that summed it, as they are
-// computed (kernels.SparseShiftRows), without writing y and reading it
-// back: that store was about a sixth of the sparse ResNet-20's time on
-// AMD EPYC Zen 4 (docs/benchmarks.md).
+// then undefined. With a bias it applies the epilogue to the registers
+// that summed each block of a channel (kernels.SparseShiftRows,
+// kernels.SparseAffineRows) and stores a Shifted or Flat output from
+// them, without writing y and reading it back (a Split output from y,
+// without a pass of the epilogue over it): that store was about a sixth
+// of the sparse ResNet-20's time on AMD EPYC Zen 4 (docs/benchmarks.md).
 func (f *SparseFilter) BlockStore(in *Planar, bias, y []float32, dst, res *Planar, relu bool, lo, hi, r0, r1 int) {
-	if dst.Layout != Shifted || bias == nil {
+	if bias == nil {
 		f.Block(in, bias, y, lo, hi, r0*f.Wo, r1*f.Wo)
 		StoreRows(dst, y, res, relu, lo, hi, r0, r1)
 		return
@@ -354,16 +355,29 @@ func (f *SparseFilter) BlockStore(in *Planar, bias, y []float32, dst, res *Plana
 	if res != nil && (!relu || res.C != dst.C || res.H != dst.H || res.W != dst.W) {
 		panic(fmt.Sprintf("nchwc.SparseFilter.BlockStore: residual %d×%d×%d (relu %v) for %d×%d×%d", res.C, res.H, res.W, relu, dst.C, dst.H, dst.W))
 	}
-	if r0 < 0 || r1 > dst.H || lo < 0 || hi > f.Cout {
-		panic(fmt.Sprintf("nchwc.SparseFilter.BlockStore: channels [%d, %d) of %d, rows [%d, %d) of %d", lo, hi, f.Cout, r0, r1, dst.H))
+	if r0 < 0 || r1 > dst.H || lo < 0 || hi > f.Cout || (dst.Layout == Split && r0%2 != 0) {
+		panic(fmt.Sprintf("nchwc.SparseFilter.BlockStore: channels [%d, %d) of %d, rows [%d, %d) of %d (layout %d)", lo, hi, f.Cout, r0, r1, dst.H, dst.Layout))
 	}
 	if lo >= hi || r0 >= r1 {
 		return
 	}
-	w := dst.W
+	w, n := dst.W, f.OutSize()
 	e, r, ldr := epilogue(res, relu, lo, r0, w)
-	at := dst.plane(lo, 0) + r0*w
-	kernels.SparseShiftRows(dst.Data[at:], dst.ps+w, w, 2*dst.ps+w-1, 3*dst.ps, y, f.m, in.Data[r0*w:], bias, lo, hi, (r1-r0)*w, w, r, ldr, e, rowBlock)
+	b := in.Data[r0*w:]
+	switch dst.Layout {
+	case Shifted:
+		at := dst.plane(lo, 0) + r0*w
+		kernels.SparseShiftRows(dst.Data[at:], dst.ps+w, w, 2*dst.ps+w-1, 3*dst.ps, y, f.m, b, bias, lo, hi, (r1-r0)*w, w, r, ldr, e, rowBlock)
+	case Flat:
+		kernels.SparseAffineRows(dst.Data[dst.plane(lo, 0)+r0*w:], dst.ps, f.m, b, bias, lo, hi, (r1-r0)*w, r, ldr, e, rowBlock)
+	case Split:
+		if e == kernels.Plain {
+			f.Block(in, bias, y, lo, hi, r0*w, r1*w)
+		} else {
+			kernels.SparseAffineRows(y[r0*w:], n, f.m, b, bias, lo, hi, (r1-r0)*w, r, ldr, e, rowBlock)
+		}
+		kernels.SplitStores(dst.Data, dst.plane(lo, 0)+r0/2*dst.cols, dst.ps, 6*dst.ps, y[r0*w:], n, hi-lo, r1-r0, w)
+	}
 }
 
 // CopyRows copies the image rows [r0, r1) of every channel of src, in

@@ -138,13 +138,17 @@ func TestSparseConvParts(t *testing.T) {
 				splits["rows/each2"] = append(splits["rows/each2"], part{0, tc.cout, r, min(r+2, ho)})
 			}
 			for _, l := range []Layout{Shifted, Split, Flat} {
-				for _, r := range []*Planar{nil, res} {
+				for _, ep := range []struct {
+					r    *Planar
+					relu bool
+				}{{nil, true}, {nil, false}, {res, true}} {
+					r, relu := ep.r, ep.relu
 					whole := NewPlanar(tc.cout, ho, wo, l)
 					y := make([]float32, tc.cout*n)
 					f.Rows(in, bias, y, 0, tc.cout)
-					Store(whole, y, r, true, 0, tc.cout)
+					Store(whole, y, r, relu, 0, tc.cout)
 					for name, parts := range splits {
-						name := fmt.Sprintf("%s/%+v/layout %d/res %v/%s", kernels, tc, l, r != nil, name)
+						name := fmt.Sprintf("%s/%+v/layout %d/res %v relu %v/%s", kernels, tc, l, r != nil, relu, name)
 						// The rows of each value of the layout (−1: none).
 						ref := NewPlanar(tc.cout, ho, wo, l)
 						rowOf := make([]int, len(ref.Data))
@@ -175,14 +179,14 @@ func TestSparseConvParts(t *testing.T) {
 							y := make([]float32, tc.cout*n)
 							f.Block(in, bias, y[p.lo*n:], p.lo, p.hi, p.r0*wo, p.r1*wo)
 							y2 := slices.Clone(y) // StoreRows may change y
-							StoreRows(out, y[p.lo*n:], r, true, p.lo, p.hi, p.r0, p.r1)
-							StoreRows(all, y2[p.lo*n:], r, true, p.lo, p.hi, p.r0, p.r1)
+							StoreRows(out, y[p.lo*n:], r, relu, p.lo, p.hi, p.r0, p.r1)
+							StoreRows(all, y2[p.lo*n:], r, relu, p.lo, p.hi, p.r0, p.r1)
 							// BlockStore: the same bits in the same places.
 							fused := NewPlanar(tc.cout, ho, wo, l)
 							for i := range fused.Data {
 								fused.Data[i] = math.Float32frombits(sentinel)
 							}
-							f.BlockStore(in, bias, make([]float32, tc.cout*n), fused, r, true, p.lo, p.hi, p.r0, p.r1)
+							f.BlockStore(in, bias, make([]float32, tc.cout*n), fused, r, relu, p.lo, p.hi, p.r0, p.r1)
 							for i, v := range out.Data {
 								if math.Float32bits(fused.Data[i]) != math.Float32bits(v) {
 									t.Fatalf("%s: part %d: BlockStore wrote %v at value %d, Block and StoreRows %v", name, k, fused.Data[i], i, v)

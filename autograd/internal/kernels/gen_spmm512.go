@@ -99,12 +99,13 @@ func main() {
 	}
 	// Kernel shiftRowsAVX512K{k} is rowsAVX512K{k} with ShiftStores'
 	// epilogue: each row starts from init[r] (not nil), then, instead of
-	// being stored to dst, has the residual res (nil: none; row r at
-	// res + r·ldr values) added and, with relu (flags bit 16), values
-	// below zero set to zero, and goes to three places, a channel ldc
-	// bytes apart: d1 itself, d0 with the vectors' lanes of the masks'
-	// cleared bits zero (masks[2i] for vector i) and d2 likewise
-	// (masks[2i+1]); the last vector masked by flags' low 16 bits.
+	// being stored to dst, has 0 added (flags bit 18: Affine's map), the
+	// residual res (nil: none; row r at res + r·ldr values) added and,
+	// with relu (flags bit 16), values below zero set to zero, and goes
+	// to three places, a channel ldc bytes apart: d1 itself, d0 with the
+	// vectors' lanes of the masks' cleared bits zero (masks[2i] for
+	// vector i) and d2 likewise (masks[2i+1]), or to d1 alone (flags bit
+	// 17); the last vector masked by flags' low 16 bits.
 	for k := 1; k <= kmaxShift; k++ {
 		n := fmt.Sprintf("shiftRowsAVX512K%d", k)
 		declare(a, d, n, fmt.Sprintf("%s computes the rows of one column block of SparseRows for %d vectors of 16 columns, the last masked, and stores them as ShiftStores does (AVX-512).", n, k), shiftSig, 104)
@@ -139,6 +140,14 @@ func main() {
 			}
 			return ""
 		}
+		a("\tMOVQ flags+96(FP), R13")
+		a("\tTESTQ $0x40000, R13")
+		a("\tJZ %s_nozero", n)
+		for i := 0; i < k; i++ {
+			// v + 0: −0 becomes +0, as Affine's (v−0)·1 + 0.
+			a("\tVADDPS Z30, Z%d, Z%d", i, i)
+		}
+		a("%s_nozero:", n)
 		a("\tTESTQ DX, DX")
 		a("\tJZ %s_nores", n)
 		for i := 0; i < k; i++ {
@@ -157,6 +166,10 @@ func main() {
 		a("%s_norelu:", n)
 		for i := 0; i < k; i++ {
 			a("\tVMOVUPS Z%d, %s%d(DI)", i, mk(i), i*64)
+		}
+		a("\tTESTQ $0x20000, R13")
+		a("\tJNZ %s_next", n)
+		for i := 0; i < k; i++ {
 			a("\tKMOVW %d(AX), K2", 4*i)
 			a("\tVMOVAPS.Z Z%d, K2, Z29", i)
 			a("\tVMOVUPS Z29, %s%d(CX)", mk(i), i*64)
@@ -164,6 +177,7 @@ func main() {
 			a("\tVMOVAPS.Z Z%d, K3, Z28", i)
 			a("\tVMOVUPS Z28, %s%d(R15)", mk(i), i*64)
 		}
+		a("%s_next:", n)
 		a("\tADDQ BX, CX")
 		a("\tADDQ BX, DI")
 		a("\tADDQ BX, R15")

@@ -118,21 +118,7 @@ func SparseShiftRows(dst []float32, img, left, right, ld int, y []float32, m *CS
 		(c-1)*ld+max(img+n, left+n+1, right+n+1) > len(dst) || (e == AddReLU && (c-1)*ldr+n > len(r)) {
 		panic(fmt.Sprintf("kernels.SparseShiftRows: rows [%d, %d) of %d, %d columns in blocks of %d (rows of %d) do not fit", lo, hi, m.Rows(), n, block, w))
 	}
-	if maxOff := m.largest(lo, hi); maxOff > len(b)-n {
-		panic(fmt.Sprintf("kernels.SparseShiftRows: offset %d with %d columns outside b of %d elements", maxOff, n, len(b)))
-	}
-	var tp *uint64
-	if len(m.terms) > 0 {
-		tp = &m.terms[0]
-	}
-	flags := 0
-	if e != Plain {
-		flags = 1 << 16
-	}
-	var rp *float32
-	if e == AddReLU {
-		rp = &r[0]
-	}
+	tp, rp, flags := storeArgs("SparseShiftRows", m, b, r, lo, hi, n, e)
 	var masks [2 * kmaxShift]uint16
 	at := -1 // the column of the block whose masks are in masks
 	for c0 := 0; c0 < n; c0 += block {
@@ -170,5 +156,75 @@ func SparseShiftRows(dst []float32, img, left, right, ld int, y []float32, m *CS
 	// The zero columns no lane reaches: left's first and right's last.
 	for k := range c {
 		dst[left+k*ld], dst[right+k*ld+n] = 0, 0
+	}
+}
+
+// Flags of the kernels shiftRowsAVX512 beside the last vector's mask.
+const (
+	storeReLU = 1 << 16 // values below zero set to zero
+	storeFlat = 1 << 17 // d1 alone
+	storeZero = 1 << 18 // 0 added first (Affine's map)
+)
+
+// storeArgs checks b's offsets for the rows [lo, hi) of m and n columns
+// and returns the kernels' arguments: the terms, the residual (AddReLU)
+// and the flags of e.
+func storeArgs(name string, m *CSR, b, r []float32, lo, hi, n int, e Epilogue) (tp *uint64, rp *float32, flags int) {
+	if maxOff := m.largest(lo, hi); maxOff > len(b)-n {
+		panic(fmt.Sprintf("kernels.%s: offset %d with %d columns outside b of %d elements", name, maxOff, n, len(b)))
+	}
+	if len(m.terms) > 0 {
+		tp = &m.terms[0]
+	}
+	if e != Plain {
+		flags = storeReLU
+	}
+	if e == AddReLU {
+		rp = &r[0]
+	}
+	return tp, rp, flags
+}
+
+// SparseAffineRows computes the rows [lo, hi) of the product of m and b
+// into dst (row i at dst[(i−lo)·ldd]) as SparseRowsBlock(dst, ldd, n, m,
+// b, init, lo, hi, 0, block) does, each row starting from init (not
+// nil), followed on each row d by Affine(d, d, rr, 0, 1, 0, e), rr the
+// row's residual (r from row lo on, a row every ldr values): the same
+// bits. Where it can (AVX-512, blocks of at most 64 columns) it applies
+// the map to the registers that summed a block, without a second pass.
+func SparseAffineRows(dst []float32, ldd int, m *CSR, b, init []float32, lo, hi, n int, r []float32, ldr int, e Epilogue, block int) {
+	if n <= 0 || lo >= hi {
+		return
+	}
+	if init == nil || len(init) < hi {
+		panic(fmt.Sprintf("kernels.SparseAffineRows: initial values for rows [%d, %d): %d", lo, hi, len(init)))
+	}
+	c := hi - lo
+	if !useAVX512 || m.terms == nil || block > 16*kmaxShift {
+		SparseRowsBlock(dst, ldd, n, m, b, init, lo, hi, 0, block)
+		for i := range c {
+			var rr []float32
+			if e == AddReLU {
+				rr = r[i*ldr : i*ldr+n]
+			}
+			Affine(dst[i*ldd:i*ldd+n], dst[i*ldd:i*ldd+n], rr, 0, 1, 0, e)
+		}
+		return
+	}
+	if lo < 0 || hi > m.Rows() || block <= 0 || block%16 != 0 || ldd < n || (c-1)*ldd+n > len(dst) ||
+		(e == AddReLU && (ldr < 0 || (c-1)*ldr+n > len(r))) {
+		panic(fmt.Sprintf("kernels.SparseAffineRows: rows [%d, %d) of %d, %d columns in blocks of %d do not fit", lo, hi, m.Rows(), n, block))
+	}
+	tp, rp, flags := storeArgs("SparseAffineRows", m, b, r, lo, hi, n, e)
+	flags |= storeFlat | storeZero
+	for c0 := 0; c0 < n; c0 += block {
+		vec := min(block, n-c0)
+		nv := (vec + 15) / 16
+		var rc *float32
+		if rp != nil {
+			rc = &r[c0]
+		}
+		d := &dst[c0]
+		shiftRowsAVX512(nv, d, d, d, 4*ldd, &m.rowPtr[lo], tp, c, &b[c0], &init[lo], rc, ldr, nil, flags|(1<<(vec-16*(nv-1))-1))
 	}
 }
