@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/proxgen/proxgen/autograd/nchwc"
+	"github.com/proxgen/proxgen/internal/impl"
 	"github.com/proxgen/proxgen/internal/parallel"
 	"github.com/proxgen/proxgen/internal/procstat"
 	"github.com/proxgen/proxgen/nn/checkpoint/safetensors"
@@ -298,30 +299,39 @@ func BenchmarkPlanarSharedStore(b *testing.B) {
 }
 
 // BenchmarkPlanarImage times single images of the planar plan of
-// resnet20-sparse (or $PLANAR_FILE) on one worker (whole) and split over
-// two (split): a profile target for the sparse kernels.
+// resnet20-sparse (or $PLANAR_FILE) on one worker (parts=1) and split
+// over two (parts=2), under each implementation of the kernels that the
+// CPU supports: a profile target for the sparse kernels.
 func BenchmarkPlanarImage(b *testing.B) {
 	p, x := planarSparseFile(b), planarImage()
 	pooled, logits := make([]float32, p.features()), make([]float32, p.classifier.Weight.Dim(0))
-	for _, parts := range []int{1, 2} {
-		b.Run(fmt.Sprintf("parts=%d", parts), func(b *testing.B) {
-			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(parts))
-			defer parallel.SetWorkers(parallel.SetWorkers(parts))
-			acts := (&scratch{}).planarActs(p, parts)
-			p.images(acts, x, pooled, logits, 0, 1)
-			b.ResetTimer()
-			cpu0, _ := procstat.CPUTime()
-			for range b.N {
+	names, supported := impl.List("kernels")
+	for i, kern := range names {
+		if !supported[i] {
+			continue
+		}
+		for _, parts := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/parts=%d", kern, parts), func(b *testing.B) {
+				impl.Select("kernels", kern)
+				defer impl.Reset("kernels")
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(parts))
+				defer parallel.SetWorkers(parallel.SetWorkers(parts))
+				acts := (&scratch{}).planarActs(p, parts)
 				p.images(acts, x, pooled, logits, 0, 1)
-			}
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "img/s")
-			if cpu1, _ := procstat.CPUTime(); cpu1 > cpu0 {
-				// CPU time: less sensitive than wall time to other
-				// processes on a shared machine.
-				b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(b.N), "cpu-µs/img")
-			}
-			b.ReportMetric(float64(b.N)*float64(p.macs())/b.Elapsed().Seconds()/1e9, "GMAC/s")
-		})
+				b.ResetTimer()
+				cpu0, _ := procstat.CPUTime()
+				for range b.N {
+					p.images(acts, x, pooled, logits, 0, 1)
+				}
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "img/s")
+				if cpu1, _ := procstat.CPUTime(); cpu1 > cpu0 {
+					// CPU time: less sensitive than wall time to other
+					// processes on a shared machine.
+					b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(b.N), "cpu-µs/img")
+				}
+				b.ReportMetric(float64(b.N)*float64(p.macs())/b.Elapsed().Seconds()/1e9, "GMAC/s")
+			})
+		}
 	}
 }
 

@@ -162,14 +162,9 @@ func SparseRowsBlock(dst []float32, ldd, n int, m *CSR, b, init []float32, lo, h
 	if span <= 0 {
 		span = maxOff + 1
 	}
-	if span > maxOff && (useAVX512 && m.terms != nil || !useAVX512 && useAsm && spmmAsm && n%8 == 0) {
+	if span > maxOff && m.terms != nil && (useAVX512 || useAsm && spmmAsm && n%8 == 0) {
 		// One window: every row of a column block in one call.
-		var vp *float32
-		var op *int
 		var tp *uint64
-		if len(val) > 0 {
-			vp, op = &val[0], &off[0]
-		}
 		if len(m.terms) > 0 {
 			tp = &m.terms[0]
 		}
@@ -183,7 +178,7 @@ func SparseRowsBlock(dst []float32, ldd, n int, m *CSR, b, init []float32, lo, h
 				nv := (vec + 15) / 16 // the last vector masked
 				rowsAVX512[nv-1](&dst[c0], ldd, &rowPtr[lo], tp, hi-lo, &b[c0], ip, 1<<(vec-16*(nv-1))-1)
 			} else {
-				rowsAVX2(&dst[c0], ldd, vec, &rowPtr[lo], vp, op, hi-lo, &b[c0], ip)
+				rowsAVX2(&dst[c0], ldd, vec, &rowPtr[lo], tp, hi-lo, &b[c0], ip)
 			}
 		}
 		return
@@ -201,7 +196,7 @@ func SparseRowsBlock(dst []float32, ldd, n int, m *CSR, b, init []float32, lo, h
 		switch {
 		case useAVX512:
 			vec = c1 - c0 // the last vector masked
-		case !useAsm || !spmmAsm:
+		case !useAsm || !spmmAsm || m.terms == nil:
 			vec = 0
 		}
 		for i := range pos {
@@ -234,7 +229,7 @@ func SparseRowsBlock(dst []float32, ldd, n int, m *CSR, b, init []float32, lo, h
 					rowAVX512[nv-1](&d[0], &val[p], &off[p], e-p, &b[c0], start, 1<<(vec-16*(nv-1))-1)
 					continue
 				case vec > 0:
-					rowAVX2(&d[0], vec, &val[p], &off[p], e-p, &b[c0], start)
+					rowAVX2(&d[0], vec, &m.terms[p], e-p, &b[c0], start)
 				}
 				rowGo(d[vec:], val[p:e], off[p:e], b, c0+vec, start)
 			}

@@ -5,7 +5,7 @@
 // AVX2 kernel of SparseRows (package kernels). Every term is one fused
 // multiply-add (FMA3), rounded once, as the Go loop in spmm.go computes it.
 //
-// Registers: DI dst (the row's), CX n·4 (bytes), SI val, DX off, R8 the
+// Registers: DI dst (the row's), CX n·4 (bytes), SI terms, R8 the
 // row's end term, R9 b, R10 column position in bytes, R11 term index t
 // (from BX, the row's first), R12 b + R10,
 // R13 address of the dense row of term t, R14 init (or 0), Y15 the
@@ -16,11 +16,16 @@
 #define TERM(disp, acc, tmp) \
 	VFMADD231PS disp(R13), Y15, acc
 
-// NEXT loads value t into Y15 and the address of its dense row at the
-// current columns into R13.
+// NEXT loads term t's record (CSR.terms: the value's bits low, the
+// offset high) into R13, broadcasts the value into Y15 from the register
+// and leaves the address of its dense row at the current columns in R13:
+// one load a term beside the loads of b (the value's broadcast load and
+// the offset's load before).
 #define NEXT \
-	VBROADCASTSS (SI)(R11*4), Y15; \
-	MOVQ         (DX)(R11*8), R13; \
+	MOVQ         (SI)(R11*8), R13; \
+	VMOVD        R13, X15; \
+	VPBROADCASTD X15, Y15; \
+	SHRQ         $32, R13; \
 	LEAQ         (R12)(R13*4), R13
 
 // START1 broadcasts *init into Y0 when R14 is not nil; otherwise it jumps
@@ -30,23 +35,22 @@
 	JZ           label; \
 	VBROADCASTSS (R14), Y0
 
-// func rowsAVX2(dst *float32, ldd int, n int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32)
+// func rowsAVX2(dst *float32, ldd int, n int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32)
 //
 // Row r (of rows) adds the terms rowPtr[r] to rowPtr[r+1] to its n
 // columns at dst + r·ldd, from init[r] when init is not nil (R14 walks
 // init); 0(SP) holds the current row's pointer, 8(SP) the rows left, BX
 // the row's first term.
-TEXT ·rowsAVX2(SB), NOSPLIT, $16-72
+TEXT ·rowsAVX2(SB), NOSPLIT, $16-64
 	MOVQ  dst+0(FP), DI
 	MOVQ  n+16(FP), CX
-	MOVQ  val+32(FP), SI
-	MOVQ  off+40(FP), DX
-	MOVQ  b+56(FP), R9
-	MOVQ  init+64(FP), R14
+	MOVQ  terms+32(FP), SI
+	MOVQ  b+48(FP), R9
+	MOVQ  init+56(FP), R14
 	SHLQ  $2, CX
 	MOVQ  rowPtr+24(FP), AX
 	MOVQ  AX, 0(SP)
-	MOVQ  rows+48(FP), AX
+	MOVQ  rows+40(FP), AX
 	MOVQ  AX, 8(SP)
 	TESTQ AX, AX
 	JZ    done

@@ -10,13 +10,13 @@ const useAVX512 = false
 
 var rowAVX512 [16]func(dst *float32, val *float32, off *int, nnz int, b *float32, init *float32, mask int)
 
-func rowAVX2(dst *float32, n int, val *float32, off *int, nnz int, b *float32, init *float32) {
+func rowAVX2(dst *float32, n int, terms *uint64, nnz int, b *float32, init *float32) {
 	panic("kernels: no AVX2 kernel")
 }
 
 var rowsAVX512 [16]func(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)
 
-func rowsAVX2(dst *float32, ldd int, n int, rowPtr *int32, val *float32, off *int, rows int, b *float32, init *float32) {
+func rowsAVX2(dst *float32, ldd int, n int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32) {
 	panic("kernels: no AVX2 kernel")
 }
 
