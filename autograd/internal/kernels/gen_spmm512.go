@@ -1,7 +1,8 @@
 //go:build ignore
 
 // This program generates spmm512_amd64.s and spmm512_decl_amd64.go, the
-// AVX-512 kernels of SparseRows. Run it with go generate.
+// AVX-512 kernels of SparseRows and the AVX2 ones with ShiftStores'
+// epilogue. Run it with go generate.
 //
 // Kernel rowAVX512K{k} computes one row of the product for 16·k columns
 // or fewer (the last vector masked by mask, 16 bits, one per column): its
@@ -31,6 +32,13 @@ const shiftSig = "(d0, d1, d2 *float32, ldc int, rowPtr *int32, terms *uint64, r
 // kmaxShift is the most vectors of the kernels with ShiftStores'
 // epilogue (SparseShiftRows' column blocks).
 const kmaxShift = 4
+
+// shiftSigAVX2 is shiftSig with masks of 32-bit lanes.
+const shiftSigAVX2 = "(d0, d1, d2 *float32, ldc int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, res *float32, ldr int, masks *uint32, flags int)"
+
+// kmaxShiftAVX2 is the most vectors of 8 columns of the AVX2 kernels
+// with ShiftStores' epilogue (SparseShiftRows' blocks of 64 columns).
+const kmaxShiftAVX2 = 8
 
 const rowsSig = "(dst *float32, ldd int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, mask int)"
 
@@ -109,17 +117,7 @@ func main() {
 	for k := 1; k <= kmaxShift; k++ {
 		n := fmt.Sprintf("shiftRowsAVX512K%d", k)
 		declare(a, d, n, fmt.Sprintf("%s computes the rows of one column block of SparseRows for %d vectors of 16 columns, the last masked, and stores them as ShiftStores does (AVX-512).", n, k), shiftSig, 104)
-		a("\tMOVQ d0+0(FP), CX")
-		a("\tMOVQ d1+8(FP), DI")
-		a("\tMOVQ d2+16(FP), R15")
-		a("\tMOVQ ldc+24(FP), BX")
-		a("\tMOVQ rowPtr+32(FP), R12")
-		a("\tMOVQ terms+40(FP), SI")
-		a("\tMOVQ rows+48(FP), R14")
-		a("\tMOVQ b+56(FP), R9")
-		a("\tMOVQ init+64(FP), R10")
-		a("\tMOVQ res+72(FP), DX")
-		a("\tMOVQ masks+88(FP), AX")
+		shiftArgs(a)
 		a("\tMOVQ flags+96(FP), R13")
 		a("\tKMOVW R13, K1")
 		a("\tVPXORD Z30, Z30, Z30")
@@ -140,33 +138,7 @@ func main() {
 			}
 			return ""
 		}
-		a("\tMOVQ flags+96(FP), R13")
-		a("\tTESTQ $0x40000, R13")
-		a("\tJZ %s_nozero", n)
-		for i := 0; i < k; i++ {
-			// v + 0: −0 becomes +0, as Affine's (v−0)·1 + 0.
-			a("\tVADDPS Z30, Z%d, Z%d", i, i)
-		}
-		a("%s_nozero:", n)
-		a("\tTESTQ DX, DX")
-		a("\tJZ %s_nores", n)
-		for i := 0; i < k; i++ {
-			a("\tVADDPS %d(DX), Z%d, %sZ%d", i*64, i, mk(i), i)
-		}
-		a("\tMOVQ ldr+80(FP), R13")
-		a("\tLEAQ (DX)(R13*4), DX")
-		a("%s_nores:", n)
-		a("\tMOVQ flags+96(FP), R13")
-		a("\tTESTQ $0x10000, R13")
-		a("\tJZ %s_norelu", n)
-		for i := 0; i < k; i++ {
-			// (0 > v) ? 0 : v: NaN and −0 pass, as ShiftStores' v < 0 test.
-			a("\tVMAXPS Z%d, Z30, Z%d", i, i)
-		}
-		a("%s_norelu:", n)
-		for i := 0; i < k; i++ {
-			a("\tVMOVUPS Z%d, %s%d(DI)", i, mk(i), i*64)
-		}
+		epilogue(a, n, k, "Z", 64, "Z30", mk)
 		a("\tTESTQ $0x20000, R13")
 		a("\tJNZ %s_next", n)
 		for i := 0; i < k; i++ {
@@ -188,6 +160,75 @@ func main() {
 		a("\tVZEROUPPER")
 		a("\tRET")
 	}
+	// Kernel shiftRowsAVX2K{k} is shiftRowsAVX512K{k} for k vectors of 8
+	// columns (AVX2 and FMA3, no last vector masked): masks holds 8 lanes
+	// of 0 or all ones per vector and plane (d0's at masks + 64i bytes,
+	// d2's 32 bytes on), the value broadcast from the register by VMOVD
+	// and VPBROADCASTD.
+	for k := 1; k <= kmaxShiftAVX2; k++ {
+		n := fmt.Sprintf("shiftRowsAVX2K%d", k)
+		declare(a, d, n, fmt.Sprintf("%s computes the rows of one column block of SparseRows for %d vectors of 8 columns and stores them as ShiftStores does (AVX2 and FMA3).", n, k), shiftSigAVX2, 104)
+		shiftArgs(a)
+		a("\tVXORPS Y14, Y14, Y14")
+		a("\tTESTQ R14, R14")
+		a("\tJZ %s_done", n)
+		a("%s_row:", n)
+		a("\tMOVLQSX (R12), R11")
+		a("\tMOVLQSX 4(R12), R8")
+		a("\tVBROADCASTSS (R10), Y0")
+		for i := 1; i < k; i++ {
+			a("\tVMOVAPS Y0, Y%d", i)
+		}
+		a("\tADDQ $4, R10")
+		a("\tCMPQ R11, R8")
+		a("\tJGE %s_store", n)
+		a("%s_term:", n)
+		a("\tMOVQ (SI)(R11*8), R13")
+		a("\tVMOVD R13, X15")
+		a("\tVPBROADCASTD X15, Y15")
+		a("\tSHRQ $32, R13")
+		a("\tLEAQ (R9)(R13*4), R13")
+		for i := 0; i < k; i++ {
+			a("\tVFMADD231PS %d(R13), Y15, Y%d", i*32, i)
+		}
+		a("\tINCQ R11")
+		a("\tCMPQ R11, R8")
+		a("\tJLT %s_term", n)
+		a("%s_store:", n)
+		epilogue(a, n, k, "Y", 32, "Y14", func(int) string { return "" })
+		a("\tTESTQ $0x20000, R13")
+		a("\tJNZ %s_next", n)
+		for i := 0; i < k; i++ {
+			a("\tVANDPS %d(AX), Y%d, Y13", i*64, i)
+			a("\tVMOVUPS Y13, %d(CX)", i*32)
+			a("\tVANDPS %d(AX), Y%d, Y12", i*64+32, i)
+			a("\tVMOVUPS Y12, %d(R15)", i*32)
+		}
+		a("%s_next:", n)
+		a("\tADDQ BX, CX")
+		a("\tADDQ BX, DI")
+		a("\tADDQ BX, R15")
+		a("\tADDQ $4, R12")
+		a("\tDECQ R14")
+		a("\tJNZ %s_row", n)
+		a("%s_done:", n)
+		a("\tVZEROUPPER")
+		a("\tRET")
+	}
+	d("// kmaxShiftAVX2 is the most vectors of the kernels shiftRowsAVX2.")
+	d("const kmaxShiftAVX2 = %d", kmaxShiftAVX2)
+	d("// shiftRowsAVX2 runs the AVX2 kernel of a column block's rows with ShiftStores' epilogue for k vectors of 8")
+	d("// (called directly, so that masks, on the caller's stack, does not escape).")
+	d("func shiftRowsAVX2(k int, d0, d1, d2 *float32, ldc int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, res *float32, ldr int, masks *uint32, flags int) {")
+	d("switch k {")
+	for k := 1; k <= kmaxShiftAVX2; k++ {
+		d("case %d:", k)
+		d("shiftRowsAVX2K%d(d0, d1, d2, ldc, rowPtr, terms, rows, b, init, res, ldr, masks, flags)", k)
+	}
+	d("default:")
+	d("panic(\"kernels: no shiftRowsAVX2 kernel\")")
+	d("}")
+	d("}")
 	d("// kmaxShift is the most vectors of the kernels shiftRowsAVX512.")
 	d("const kmaxShift = %d", kmaxShift)
 	d("// shiftRowsAVX512 runs the AVX-512 kernel of a column block's rows with ShiftStores' epilogue for k vectors")
@@ -306,4 +347,48 @@ func declare(a, d func(format string, args ...any), n, doc, sig string, frame in
 	a("")
 	a("// func %s%s", n, sig)
 	a("TEXT ·%s(SB), NOSPLIT, $0-%d", n, frame)
+}
+
+// shiftArgs emits the loads of the arguments of a kernel with
+// ShiftStores' epilogue (shiftSig, shiftSigAVX2) into their registers.
+func shiftArgs(a func(format string, args ...any)) {
+	for _, r := range [][2]string{{"d0+0", "CX"}, {"d1+8", "DI"}, {"d2+16", "R15"}, {"ldc+24", "BX"}, {"rowPtr+32", "R12"},
+		{"terms+40", "SI"}, {"rows+48", "R14"}, {"b+56", "R9"}, {"init+64", "R10"}, {"res+72", "DX"}, {"masks+88", "AX"}} {
+		a("\tMOVQ %s(FP), %s", r[0], r[1])
+	}
+}
+
+// epilogue emits the epilogue of a row of a kernel with ShiftStores'
+// epilogue for k vectors (registers reg0…, vb bytes each, zero a register
+// of zeros, mk(i) vector i's mask operand): 0 added (flags bit 18), the
+// residual at DX added (not nil; DX then advanced by ldr values), the
+// ReLU (flags bit 16), the vectors stored at DI; flags is left in R13.
+func epilogue(a func(format string, args ...any), n string, k int, reg string, vb int, zero string, mk func(int) string) {
+	a("\tMOVQ flags+96(FP), R13")
+	a("\tTESTQ $0x40000, R13")
+	a("\tJZ %s_nozero", n)
+	for i := 0; i < k; i++ {
+		// v + 0: −0 becomes +0, as Affine's (v−0)·1 + 0.
+		a("\tVADDPS %s, %s%d, %s%d", zero, reg, i, reg, i)
+	}
+	a("%s_nozero:", n)
+	a("\tTESTQ DX, DX")
+	a("\tJZ %s_nores", n)
+	for i := 0; i < k; i++ {
+		a("\tVADDPS %d(DX), %s%d, %s%s%d", i*vb, reg, i, mk(i), reg, i)
+	}
+	a("\tMOVQ ldr+80(FP), R13")
+	a("\tLEAQ (DX)(R13*4), DX")
+	a("%s_nores:", n)
+	a("\tMOVQ flags+96(FP), R13")
+	a("\tTESTQ $0x10000, R13")
+	a("\tJZ %s_norelu", n)
+	for i := 0; i < k; i++ {
+		// (0 > v) ? 0 : v: NaN and −0 pass, as ShiftStores' v < 0 test.
+		a("\tVMAXPS %s%d, %s, %s%d", reg, i, zero, reg, i)
+	}
+	a("%s_norelu:", n)
+	for i := 0; i < k; i++ {
+		a("\tVMOVUPS %s%d, %s%d(DI)", reg, i, mk(i), i*vb)
+	}
 }

@@ -97,10 +97,11 @@ func SplitStores(dst []float32, at, ps, ld int, x []float32, ldx int, c, h, w in
 // as SparseRowsBlock(y, n, n, m, b, init, lo, hi, 0, block) does, each
 // row starting from init (not nil), and stores them as ShiftStores(dst,
 // img, left, right, ld, y, n, r, ldr, hi−lo, n, w, e) does: the same
-// bits in the same places. Where it can (AVX-512, blocks of at most 64
-// columns) it stores each block of a row from the registers that summed
-// it, without y, whose contents are then undefined; elsewhere it runs the
-// two. y holds at least (hi−lo)·n values.
+// bits in the same places. Where it can (AVX-512, or AVX2 for n a
+// multiple of 8; blocks of at most 64 columns) it stores each block of a
+// row from the registers that summed it, without y, whose contents are
+// then undefined; elsewhere it runs the two. y holds at least (hi−lo)·n
+// values.
 func SparseShiftRows(dst []float32, img, left, right, ld int, y []float32, m *CSR, b, init []float32, lo, hi, n, w int, r []float32, ldr int, e Epilogue, block int) {
 	if n <= 0 || lo >= hi {
 		return
@@ -108,7 +109,8 @@ func SparseShiftRows(dst []float32, img, left, right, ld int, y []float32, m *CS
 	if init == nil || len(init) < hi {
 		panic(fmt.Sprintf("kernels.SparseShiftRows: initial values for rows [%d, %d): %d", lo, hi, len(init)))
 	}
-	if !useAVX512 || m.terms == nil || block > 16*kmaxShift || n%w != 0 {
+	avx2 := !useAVX512 && useAsm && spmmAsm && n%8 == 0 && block <= 8*kmaxShiftAVX2
+	if m.terms == nil || !(useAVX512 && block <= 16*kmaxShift || avx2) || n%w != 0 {
 		SparseRowsBlock(y, n, n, m, b, init, lo, hi, 0, block)
 		ShiftStores(dst, img, left, right, ld, y, n, r, ldr, hi-lo, n, w, e)
 		return
@@ -119,6 +121,21 @@ func SparseShiftRows(dst []float32, img, left, right, ld int, y []float32, m *CS
 		panic(fmt.Sprintf("kernels.SparseShiftRows: rows [%d, %d) of %d, %d columns in blocks of %d (rows of %d) do not fit", lo, hi, m.Rows(), n, block, w))
 	}
 	tp, rp, flags := storeArgs("SparseShiftRows", m, b, r, lo, hi, n, e)
+	if avx2 {
+		shiftRowsAVX2Blocks(dst, img, left, right, ld, m, b, init, lo, hi, n, w, r, tp, rp, ldr, flags, block)
+	} else {
+		shiftRowsAVX512Blocks(dst, img, left, right, ld, m, b, init, lo, hi, n, w, r, tp, rp, ldr, flags, block)
+	}
+	// The zero columns no lane reaches: left's first and right's last.
+	for k := range c {
+		dst[left+k*ld], dst[right+k*ld+n] = 0, 0
+	}
+}
+
+// shiftRowsAVX512Blocks runs SparseShiftRows' blocks on the AVX-512
+// kernels.
+func shiftRowsAVX512Blocks(dst []float32, img, left, right, ld int, m *CSR, b, init []float32, lo, hi, n, w int, r []float32, tp *uint64, rp *float32, ldr, flags, block int) {
+	c := hi - lo
 	var masks [2 * kmaxShift]uint16
 	at := -1 // the column of the block whose masks are in masks
 	for c0 := 0; c0 < n; c0 += block {
@@ -153,9 +170,40 @@ func SparseShiftRows(dst []float32, img, left, right, ld int, y []float32, m *CS
 		shiftRowsAVX512(nv, &dst[left+c0+1], &dst[img+c0], &dst[right+c0], 4*ld, &m.rowPtr[lo], tp, c,
 			&b[c0], &init[lo], rc, ldr, &masks[0], flags|(1<<(vec-16*(nv-1))-1))
 	}
-	// The zero columns no lane reaches: left's first and right's last.
-	for k := range c {
-		dst[left+k*ld], dst[right+k*ld+n] = 0, 0
+}
+
+// shiftRowsAVX2Blocks runs SparseShiftRows' blocks (n a multiple of 8)
+// on the AVX2 kernels, whose masks are lanes of 0 or all ones.
+func shiftRowsAVX2Blocks(dst []float32, img, left, right, ld int, m *CSR, b, init []float32, lo, hi, n, w int, r []float32, tp *uint64, rp *float32, ldr, flags, block int) {
+	c := hi - lo
+	var masks [2 * kmaxShiftAVX2 * 8]uint32
+	at := -1 // the column of the block whose masks are in masks
+	for c0 := 0; c0 < n; c0 += block {
+		vec := min(block, n-c0)
+		if x := c0 % w; x != at {
+			at = x
+			for i := range kmaxShiftAVX2 {
+				for l := range 8 {
+					m0, m2 := uint32(0xffffffff), uint32(0xffffffff)
+					if x == w-1 {
+						m0 = 0
+					}
+					if x == 0 {
+						m2 = 0
+					}
+					masks[16*i+l], masks[16*i+8+l] = m0, m2
+					if x++; x == w {
+						x = 0
+					}
+				}
+			}
+		}
+		var rc *float32
+		if rp != nil {
+			rc = &r[c0]
+		}
+		shiftRowsAVX2(vec/8, &dst[left+c0+1], &dst[img+c0], &dst[right+c0], 4*ld, &m.rowPtr[lo], tp, c,
+			&b[c0], &init[lo], rc, ldr, &masks[0], flags)
 	}
 }
 
@@ -190,8 +238,9 @@ func storeArgs(name string, m *CSR, b, r []float32, lo, hi, n int, e Epilogue) (
 // b, init, lo, hi, 0, block) does, each row starting from init (not
 // nil), followed on each row d by Affine(d, d, rr, 0, 1, 0, e), rr the
 // row's residual (r from row lo on, a row every ldr values): the same
-// bits. Where it can (AVX-512, blocks of at most 64 columns) it applies
-// the map to the registers that summed a block, without a second pass.
+// bits. Where it can (AVX-512, or AVX2 for n a multiple of 8; blocks of
+// at most 64 columns) it applies the map to the registers that summed a
+// block, without a second pass.
 func SparseAffineRows(dst []float32, ldd int, m *CSR, b, init []float32, lo, hi, n int, r []float32, ldr int, e Epilogue, block int) {
 	if n <= 0 || lo >= hi {
 		return
@@ -200,7 +249,8 @@ func SparseAffineRows(dst []float32, ldd int, m *CSR, b, init []float32, lo, hi,
 		panic(fmt.Sprintf("kernels.SparseAffineRows: initial values for rows [%d, %d): %d", lo, hi, len(init)))
 	}
 	c := hi - lo
-	if !useAVX512 || m.terms == nil || block > 16*kmaxShift {
+	avx2 := !useAVX512 && useAsm && spmmAsm && n%8 == 0 && block <= 8*kmaxShiftAVX2
+	if m.terms == nil || !(useAVX512 && block <= 16*kmaxShift || avx2) {
 		SparseRowsBlock(dst, ldd, n, m, b, init, lo, hi, 0, block)
 		for i := range c {
 			var rr []float32
@@ -225,6 +275,10 @@ func SparseAffineRows(dst []float32, ldd int, m *CSR, b, init []float32, lo, hi,
 			rc = &r[c0]
 		}
 		d := &dst[c0]
+		if avx2 {
+			shiftRowsAVX2(vec/8, d, d, d, 4*ldd, &m.rowPtr[lo], tp, c, &b[c0], &init[lo], rc, ldr, nil, flags)
+			continue
+		}
 		shiftRowsAVX512(nv, d, d, d, 4*ldd, &m.rowPtr[lo], tp, c, &b[c0], &init[lo], rc, ldr, nil, flags|(1<<(vec-16*(nv-1))-1))
 	}
 }

@@ -184,6 +184,74 @@ func shiftRowsAVX512K3(d0, d1, d2 *float32, ldc int, rowPtr *int32, terms *uint6
 //go:noescape
 func shiftRowsAVX512K4(d0, d1, d2 *float32, ldc int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, res *float32, ldr int, masks *uint16, flags int)
 
+// shiftRowsAVX2K1 computes the rows of one column block of SparseRows for 1 vectors of 8 columns and stores them as ShiftStores does (AVX2 and FMA3).
+//
+//go:noescape
+func shiftRowsAVX2K1(d0, d1, d2 *float32, ldc int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, res *float32, ldr int, masks *uint32, flags int)
+
+// shiftRowsAVX2K2 computes the rows of one column block of SparseRows for 2 vectors of 8 columns and stores them as ShiftStores does (AVX2 and FMA3).
+//
+//go:noescape
+func shiftRowsAVX2K2(d0, d1, d2 *float32, ldc int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, res *float32, ldr int, masks *uint32, flags int)
+
+// shiftRowsAVX2K3 computes the rows of one column block of SparseRows for 3 vectors of 8 columns and stores them as ShiftStores does (AVX2 and FMA3).
+//
+//go:noescape
+func shiftRowsAVX2K3(d0, d1, d2 *float32, ldc int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, res *float32, ldr int, masks *uint32, flags int)
+
+// shiftRowsAVX2K4 computes the rows of one column block of SparseRows for 4 vectors of 8 columns and stores them as ShiftStores does (AVX2 and FMA3).
+//
+//go:noescape
+func shiftRowsAVX2K4(d0, d1, d2 *float32, ldc int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, res *float32, ldr int, masks *uint32, flags int)
+
+// shiftRowsAVX2K5 computes the rows of one column block of SparseRows for 5 vectors of 8 columns and stores them as ShiftStores does (AVX2 and FMA3).
+//
+//go:noescape
+func shiftRowsAVX2K5(d0, d1, d2 *float32, ldc int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, res *float32, ldr int, masks *uint32, flags int)
+
+// shiftRowsAVX2K6 computes the rows of one column block of SparseRows for 6 vectors of 8 columns and stores them as ShiftStores does (AVX2 and FMA3).
+//
+//go:noescape
+func shiftRowsAVX2K6(d0, d1, d2 *float32, ldc int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, res *float32, ldr int, masks *uint32, flags int)
+
+// shiftRowsAVX2K7 computes the rows of one column block of SparseRows for 7 vectors of 8 columns and stores them as ShiftStores does (AVX2 and FMA3).
+//
+//go:noescape
+func shiftRowsAVX2K7(d0, d1, d2 *float32, ldc int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, res *float32, ldr int, masks *uint32, flags int)
+
+// shiftRowsAVX2K8 computes the rows of one column block of SparseRows for 8 vectors of 8 columns and stores them as ShiftStores does (AVX2 and FMA3).
+//
+//go:noescape
+func shiftRowsAVX2K8(d0, d1, d2 *float32, ldc int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, res *float32, ldr int, masks *uint32, flags int)
+
+// kmaxShiftAVX2 is the most vectors of the kernels shiftRowsAVX2.
+const kmaxShiftAVX2 = 8
+
+// shiftRowsAVX2 runs the AVX2 kernel of a column block's rows with ShiftStores' epilogue for k vectors of 8
+// (called directly, so that masks, on the caller's stack, does not escape).
+func shiftRowsAVX2(k int, d0, d1, d2 *float32, ldc int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, res *float32, ldr int, masks *uint32, flags int) {
+	switch k {
+	case 1:
+		shiftRowsAVX2K1(d0, d1, d2, ldc, rowPtr, terms, rows, b, init, res, ldr, masks, flags)
+	case 2:
+		shiftRowsAVX2K2(d0, d1, d2, ldc, rowPtr, terms, rows, b, init, res, ldr, masks, flags)
+	case 3:
+		shiftRowsAVX2K3(d0, d1, d2, ldc, rowPtr, terms, rows, b, init, res, ldr, masks, flags)
+	case 4:
+		shiftRowsAVX2K4(d0, d1, d2, ldc, rowPtr, terms, rows, b, init, res, ldr, masks, flags)
+	case 5:
+		shiftRowsAVX2K5(d0, d1, d2, ldc, rowPtr, terms, rows, b, init, res, ldr, masks, flags)
+	case 6:
+		shiftRowsAVX2K6(d0, d1, d2, ldc, rowPtr, terms, rows, b, init, res, ldr, masks, flags)
+	case 7:
+		shiftRowsAVX2K7(d0, d1, d2, ldc, rowPtr, terms, rows, b, init, res, ldr, masks, flags)
+	case 8:
+		shiftRowsAVX2K8(d0, d1, d2, ldc, rowPtr, terms, rows, b, init, res, ldr, masks, flags)
+	default:
+		panic("kernels: no shiftRowsAVX2 kernel")
+	}
+}
+
 // kmaxShift is the most vectors of the kernels shiftRowsAVX512.
 const kmaxShift = 4
 

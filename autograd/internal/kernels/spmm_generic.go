@@ -26,3 +26,10 @@ const kmaxShift = 4
 func shiftRowsAVX512(k int, d0, d1, d2 *float32, ldc int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, res *float32, ldr int, masks *uint16, flags int) {
 	panic("kernels: no AVX-512 kernel")
 }
+
+// kmaxShiftAVX2: as in gen_spmm512.go (no such kernels here).
+const kmaxShiftAVX2 = 8
+
+func shiftRowsAVX2(k int, d0, d1, d2 *float32, ldc int, rowPtr *int32, terms *uint64, rows int, b *float32, init *float32, res *float32, ldr int, masks *uint32, flags int) {
+	panic("kernels: no AVX2 kernel")
+}
