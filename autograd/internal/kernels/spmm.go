@@ -26,13 +26,14 @@ package kernels
 // whole vectors of 8) computes every row of a column block, which saves
 // the Go loop's per-row call: 12 to 47 % faster on the planar
 // convolutions of package nchwc with AVX-512, 2 to 30 % with AVX2 (AMD
-// EPYC Zen 4). rowsAVX512 reads each term as one 8-byte record
+// EPYC Zen 4). rowsAVX512 and rowsAVX2 read each term as one 8-byte record
 // (CSR.terms: the value's bits and the offset), the value broadcast from
 // the register, so that a term costs one scalar load beside its loads of
 // b instead of two (a broadcast load and an offset load): the kernel is
 // bound by its loads, and this made the sparse ResNet-20 about 8 %
-// faster on Zen 4. SparseShiftRows (shift.go) is the same product with
-// ShiftStores' epilogue applied to the registers.
+// faster on Zen 4 (AVX-512; about 5 % with the AVX2 kernel).
+// SparseShiftRows and SparseAffineRows (shift.go) are the same product
+// with ShiftStores' or Affine's epilogue applied to the registers.
 
 import (
 	"fmt"
