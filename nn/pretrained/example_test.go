@@ -28,5 +28,5 @@ func ExampleOpen() {
 	}
 	top := m.Predict([]image.Image{img}, 1)[0][0]
 	fmt.Printf("%s %.2f\n", top.Name, top.Prob)
-	// Output: airplane 0.49
+	// Output: airplane 0.34
 }
