@@ -121,9 +121,13 @@ func TestSparseConvParts(t *testing.T) {
 		} {
 			_, _, bias, f, in := randSparseConv(rng, tc.cin, tc.cout, tc.h, tc.w, tc.k, tc.s, 0.7)
 			n, ho, wo := f.OutSize(), f.Ho, f.Wo
-			res := NewPlanar(tc.cout, ho, wo, Shifted)
-			for c := range tc.cout {
-				res.SetImage(c, randSlice(rng, n, 1))
+			// The residual in each layout with an image plane.
+			resOf := map[Layout]*Planar{}
+			for _, l := range []Layout{Shifted, Flat} {
+				resOf[l] = NewPlanar(tc.cout, ho, wo, l)
+				for c := range tc.cout {
+					resOf[l].SetImage(c, randSlice(rng, n, 1))
+				}
 			}
 			// Parts as bands of rows [r0, r1) by runs of channels [lo, hi).
 			type part struct{ lo, hi, r0, r1 int }
@@ -141,7 +145,7 @@ func TestSparseConvParts(t *testing.T) {
 				for _, ep := range []struct {
 					r    *Planar
 					relu bool
-				}{{nil, true}, {nil, false}, {res, true}} {
+				}{{nil, true}, {nil, false}, {resOf[Shifted], true}, {resOf[Flat], true}} {
 					r, relu := ep.r, ep.relu
 					whole := NewPlanar(tc.cout, ho, wo, l)
 					y := make([]float32, tc.cout*n)

@@ -238,7 +238,7 @@ func storeArgs(name string, m *CSR, b, r []float32, lo, hi, n int, e Epilogue) (
 // b, init, lo, hi, 0, block) does, each row starting from init (not
 // nil), followed on each row d by Affine(d, d, rr, 0, 1, 0, e), rr the
 // row's residual (r from row lo on, a row every ldr values): the same
-// bits. Where it can (AVX-512, or AVX2 for n a multiple of 8; blocks of
+// bits. r may be dst itself (each row's residual where its output goes). Where it can (AVX-512, or AVX2 for n a multiple of 8; blocks of
 // at most 64 columns) it applies the map to the registers that summed a
 // block, without a second pass.
 func SparseAffineRows(dst []float32, ldd int, m *CSR, b, init []float32, lo, hi, n int, r []float32, ldr int, e Epilogue, block int) {
@@ -251,13 +251,20 @@ func SparseAffineRows(dst []float32, ldd int, m *CSR, b, init []float32, lo, hi,
 	c := hi - lo
 	avx2 := !useAVX512 && useAsm && spmmAsm && n%8 == 0 && block <= 8*kmaxShiftAVX2
 	if m.terms == nil || !(useAVX512 && block <= 16*kmaxShift || avx2) {
-		SparseRowsBlock(dst, ldd, n, m, b, init, lo, hi, 0, block)
-		for i := range c {
-			var rr []float32
-			if e == AddReLU {
-				rr = r[i*ldr : i*ldr+n]
+		if e != AddReLU {
+			SparseRowsBlock(dst, ldd, n, m, b, init, lo, hi, 0, block)
+			for i := range c {
+				Affine(dst[i*ldd:i*ldd+n], dst[i*ldd:i*ldd+n], nil, 0, 1, 0, e)
 			}
-			Affine(dst[i*ldd:i*ldd+n], dst[i*ldd:i*ldd+n], rr, 0, 1, 0, e)
+			return
+		}
+		// The residual may be dst itself (a block's output written over
+		// its input): each row's sums go through a row of scratch, so
+		// that its residual is read before it is overwritten.
+		sums := make([]float32, n)
+		for i := range c {
+			SparseRowsBlock(sums, n, n, m, b, init, lo+i, lo+i+1, 0, block)
+			Affine(dst[i*ldd:i*ldd+n], sums, r[i*ldr:i*ldr+n], 0, 1, 0, e)
 		}
 		return
 	}

@@ -181,14 +181,45 @@ func TestSparseAffineRows(t *testing.T) {
 						SparseAffineRows(dst, ldd, m, b, init, lo, hi, n, r, ldr, e, block)
 						return dst
 					}
+					// In place: the residual is dst itself (a block's
+					// output written over its input).
+					inPlace := func() []float32 {
+						dst := make([]float32, rows*ldd)
+						for i := range dst {
+							dst[i] = math.Float32frombits(sentinel)
+						}
+						for i := lo; i < hi; i++ {
+							copy(dst[(i-lo)*ldd:(i-lo)*ldd+n], r[(i-lo)*ldr:])
+						}
+						SparseAffineRows(dst, ldd, m, b, init, lo, hi, n, dst, ldd, e, block)
+						return dst
+					}
 					impl.Select("kernels", impl.Generic)
 					want := run()
+					// The contract: SparseRowsBlock's sums, then Affine.
+					sums := make([]float32, rows*n)
+					SparseRowsBlock(sums, n, n, m, b, init, lo, hi, 0, block)
+					for i := range hi - lo {
+						var rr []float32
+						if e == AddReLU {
+							rr = r[i*ldr : i*ldr+n]
+						}
+						ref := make([]float32, n)
+						Affine(ref, sums[i*n:], rr, 0, 1, 0, e)
+						for j, v := range ref {
+							if got := want[i*ldd+j]; math.Float32bits(got) != math.Float32bits(v) {
+								t.Fatalf("generic n=%d block=%d e=%d rows [%d, %d): row %d column %d = %v, SparseRowsBlock and Affine %v", n, block, e, lo, hi, i, j, got, v)
+							}
+						}
+					}
 					impl.Reset("kernels")
 					impl.ForEach("kernels", func(name string) {
-						got := run()
-						for i := range want {
-							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-								t.Fatalf("%s n=%d block=%d e=%d rows [%d, %d): value %d = %v, want %v", name, n, block, e, lo, hi, i, got[i], want[i])
+						for how, f := range map[string]func() []float32{"": run, " in place": inPlace} {
+							got := f()
+							for i := range want {
+								if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+									t.Fatalf("%s%s n=%d block=%d e=%d rows [%d, %d): value %d = %v, want %v", name, how, n, block, e, lo, hi, i, got[i], want[i])
+								}
 							}
 						}
 					})
