@@ -1,6 +1,9 @@
 package kernels
 
-import "fmt"
+import (
+	"fmt"
+	"sync"
+)
 
 // ShiftStores stores c channels of n values, each in three places: value
 // i of channel k, v = x[k·ldx + i] through the epilogue e (plus the
@@ -233,13 +236,18 @@ func storeArgs(name string, m *CSR, b, r []float32, lo, hi, n int, e Epilogue) (
 	return tp, rp, flags
 }
 
+// rowScratch holds the rows of sums of SparseAffineRows without its
+// register epilogue.
+var rowScratch = sync.Pool{New: func() any { return new([]float32) }}
+
 // SparseAffineRows computes the rows [lo, hi) of the product of m and b
 // into dst (row i at dst[(i−lo)·ldd]) as SparseRowsBlock(dst, ldd, n, m,
 // b, init, lo, hi, 0, block) does, each row starting from init (not
 // nil), followed on each row d by Affine(d, d, rr, 0, 1, 0, e), rr the
 // row's residual (r from row lo on, a row every ldr values): the same
-// bits. r may be dst itself (each row's residual where its output goes). Where it can (AVX-512, or AVX2 for n a multiple of 8; blocks of
-// at most 64 columns) it applies the map to the registers that summed a
+// bits. r may be dst itself (each row's residual where its output goes).
+// Where it can (AVX-512, or AVX2 for n a multiple of 8; blocks of at
+// most 64 columns) it applies the map to the registers that summed a
 // block, without a second pass.
 func SparseAffineRows(dst []float32, ldd int, m *CSR, b, init []float32, lo, hi, n int, r []float32, ldr int, e Epilogue, block int) {
 	if n <= 0 || lo >= hi {
@@ -251,21 +259,23 @@ func SparseAffineRows(dst []float32, ldd int, m *CSR, b, init []float32, lo, hi,
 	c := hi - lo
 	avx2 := !useAVX512 && useAsm && spmmAsm && n%8 == 0 && block <= 8*kmaxShiftAVX2
 	if m.terms == nil || !(useAVX512 && block <= 16*kmaxShift || avx2) {
-		if e != AddReLU {
-			SparseRowsBlock(dst, ldd, n, m, b, init, lo, hi, 0, block)
-			for i := range c {
-				Affine(dst[i*ldd:i*ldd+n], dst[i*ldd:i*ldd+n], nil, 0, 1, 0, e)
-			}
-			return
+		// Each row's sums go through a row of scratch, so that a residual
+		// that is dst itself (a block's output written over its input)
+		// is read before it is overwritten.
+		sp := rowScratch.Get().(*[]float32)
+		if cap(*sp) < n {
+			*sp = make([]float32, n)
 		}
-		// The residual may be dst itself (a block's output written over
-		// its input): each row's sums go through a row of scratch, so
-		// that its residual is read before it is overwritten.
-		sums := make([]float32, n)
+		sums := (*sp)[:n]
 		for i := range c {
 			SparseRowsBlock(sums, n, n, m, b, init, lo+i, lo+i+1, 0, block)
-			Affine(dst[i*ldd:i*ldd+n], sums, r[i*ldr:i*ldr+n], 0, 1, 0, e)
+			var rr []float32
+			if e == AddReLU {
+				rr = r[i*ldr : i*ldr+n]
+			}
+			Affine(dst[i*ldd:i*ldd+n], sums, rr, 0, 1, 0, e)
 		}
+		rowScratch.Put(sp)
 		return
 	}
 	if lo < 0 || hi > m.Rows() || block <= 0 || block%16 != 0 || ldd < n || (c-1)*ldd+n > len(dst) ||
