@@ -2,6 +2,8 @@ package optim
 
 import (
 	"fmt"
+	"math"
+	"slices"
 
 	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/optim/prox"
@@ -48,20 +50,37 @@ func HardQuantize(g *Group) {
 
 // BinaryConnect (Courbariaux et al. 2015) trains binary weights through
 // real-valued shadow weights: the network computes forward and backward
-// with Sign(w) in the parameters' Data, Step applies the inner optimizer
+// with s·Sign(w) in the parameters' Data, Step applies the inner optimizer
 // to the real weights with that gradient, clips them to [−1, 1] and writes
-// their signs back into Data.
+// s times their signs back into Data. The scale s is 1, or with
+// NewScaledBinaryConnect each tensor's mean |w| over its real weights at
+// that moment (the binary-weight networks of Rastegari et al. 2016).
 type BinaryConnect struct {
 	inner  Optimizer
 	params []*autograd.Tensor
 	names  []string
 	real   [][]float32
+	scaled bool
+	scale  []float32 // each parameter's current s
 }
 
 // NewBinaryConnect wraps inner, binarising the parameters of group g
-// (which must be one of inner's groups). It copies the current Data as the
-// real weights (clipped to [−1, 1]) and replaces Data with their signs.
+// (which must be one of inner's groups) to ±1. It copies the current Data
+// as the real weights (clipped to [−1, 1]) and replaces Data with their
+// signs.
 func NewBinaryConnect(inner Optimizer, g *Group) *BinaryConnect {
+	return newBinaryConnect(inner, g, false)
+}
+
+// NewScaledBinaryConnect is NewBinaryConnect with each parameter binarised
+// to ±s, s the mean magnitude of its real weights (summed in order in
+// float64), recomputed after every step: a warm start keeps its weights'
+// scale, which matters where no normalisation follows (a classifier).
+func NewScaledBinaryConnect(inner Optimizer, g *Group) *BinaryConnect {
+	return newBinaryConnect(inner, g, true)
+}
+
+func newBinaryConnect(inner Optimizer, g *Group, scaled bool) *BinaryConnect {
 	gi := -1
 	for i, h := range inner.Groups() {
 		if h == g {
@@ -71,21 +90,52 @@ func NewBinaryConnect(inner Optimizer, g *Group) *BinaryConnect {
 	if gi < 0 {
 		panic("optim.NewBinaryConnect: group is not one of the inner optimizer's groups")
 	}
-	b := &BinaryConnect{inner: inner, params: g.Params}
+	b := &BinaryConnect{inner: inner, params: g.Params, scaled: scaled, scale: make([]float32, len(g.Params))}
 	for j, p := range g.Params {
 		r := append([]float32(nil), p.Data...)
 		clip(r, 1)
 		b.real = append(b.real, r)
 		b.names = append(b.names, g.name(gi, j))
-		for i, v := range r {
-			p.Data[i] = Sign(v)
+	}
+	b.binarize()
+	return b
+}
+
+// binarize writes s·Sign(w) of the real weights into each parameter's Data.
+func (b *BinaryConnect) binarize() {
+	for i, p := range b.params {
+		r := b.real[i]
+		s := float32(1)
+		if b.scaled {
+			sum := 0.0
+			for _, v := range r {
+				sum += math.Abs(float64(v))
+			}
+			if sum > 0 {
+				s = float32(sum / float64(len(r)))
+			}
+		}
+		b.scale[i] = s
+		for j, v := range r {
+			p.Data[j] = s * Sign(v)
 		}
 	}
-	return b
 }
 
 // Real returns the real-valued weights of the i-th binarised parameter.
 func (b *BinaryConnect) Real(i int) []float32 { return b.real[i] }
+
+// Scale returns the magnitude s of the i-th binarised parameter's weights
+// (its Data holds ±s): 1 unless the optimizer was made by
+// NewScaledBinaryConnect.
+func (b *BinaryConnect) Scale(i int) float32 { return b.scale[i] }
+
+// Binarised reports the index of the parameter called name among the
+// binarised ones, and whether it is one of them.
+func (b *BinaryConnect) Binarised(name string) (int, bool) {
+	i := slices.Index(b.names, name)
+	return i, i >= 0
+}
 
 // Step implements Optimizer.
 func (b *BinaryConnect) Step() {
@@ -94,13 +144,10 @@ func (b *BinaryConnect) Step() {
 	}
 	b.inner.Step()
 	for i, p := range b.params {
-		r := b.real[i]
-		copy(r, p.Data)
-		clip(r, 1)
-		for j, v := range r {
-			p.Data[j] = Sign(v)
-		}
+		copy(b.real[i], p.Data)
+		clip(b.real[i], 1)
 	}
+	b.binarize()
 }
 
 // ZeroGrad implements Optimizer.
@@ -139,10 +186,6 @@ func (b *BinaryConnect) LoadState(st *State) error {
 	for _, f := range loads {
 		f()
 	}
-	for i, p := range b.params {
-		for j, v := range b.real[i] {
-			p.Data[j] = Sign(v)
-		}
-	}
+	b.binarize()
 	return nil
 }

@@ -481,6 +481,10 @@ func optCases() []optCase {
 			gs := DefaultGroups(names, ps, nil, 0, 0, 1e-2)
 			return NewBinaryConnect(New(gs, AdamConfig(0.9, 0.999, 1e-8)), gs[0])
 		}},
+		{"binaryconnect-scaled-sgd", func(ps []*autograd.Tensor) Optimizer {
+			gs := DefaultGroups(names, ps, nil, 0, 5e-4, 1e-2)
+			return NewScaledBinaryConnect(New(gs, SGDConfig(0.9, false)), gs[0])
+		}},
 	}
 }
 
@@ -736,6 +740,30 @@ func TestBinaryConnect(t *testing.T) {
 	}
 	if fmt.Sprint(w.Data) != "[1 1 -1 1]" {
 		t.Fatalf("data after step %v", w.Data)
+	}
+}
+
+// TestScaledBinaryConnect checks the ±s binarisation, s the mean |w| of
+// the real weights after each step, and the lookup of a parameter's scale.
+func TestScaledBinaryConnect(t *testing.T) {
+	w := param(0.5, -0.2, 0, 1.7)
+	g := &Group{Names: []string{"w"}, Params: []*autograd.Tensor{w}, LR: 0.1}
+	bc := NewScaledBinaryConnect(New([]*Group{g}, SGDConfig(0, false)), g)
+	// Real weights 0.5, −0.2, 0, 1 (clipped): s = 1.7/4 = 0.425.
+	if fmt.Sprint(w.Data) != "[0.425 -0.425 0.425 0.425]" || bc.Scale(0) != 0.425 {
+		t.Fatalf("binarised data %v, scale %v", w.Data, bc.Scale(0))
+	}
+	w.Grad = []float32{1, -3, 2, -1}
+	bc.Step()
+	// Real weights 0.4, 0.1, −0.2, 1: s = 1.7/4 again, signs + + − +.
+	if fmt.Sprint(w.Data) != "[0.425 0.425 -0.425 0.425]" {
+		t.Fatalf("data after step %v", w.Data)
+	}
+	if i, ok := bc.Binarised("w"); !ok || i != 0 {
+		t.Fatalf(`Binarised("w") = %d, %v`, i, ok)
+	}
+	if _, ok := bc.Binarised("b"); ok {
+		t.Fatal(`Binarised("b") found a parameter that is not binarised`)
 	}
 }
 

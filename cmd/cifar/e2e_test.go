@@ -139,6 +139,7 @@ func TestEndToEndResume(t *testing.T) {
 	t.Run("proxgen", func(t *testing.T) { checkResume(t, 0.1/20) })
 	t.Run("l0hc", func(t *testing.T) { checkResume(t, 0.1/20, "-optimizer", "l0hc") })
 	t.Run("bc", func(t *testing.T) { checkResume(t, 0, "-optimizer", "bc", "-lr", "1e-3") })
+	t.Run("bc-sgd-mean", func(t *testing.T) { checkResume(t, 0, "-optimizer", "bc-sgd", "-bin-scale", "mean", "-lr", "1e-3") })
 	// In bfloat16: resumed with another thread count, bit for bit.
 	t.Run("bf16", func(t *testing.T) { checkResume(t, 0.1/20, "-precision", "bf16") })
 	t.Run("proxsgd", func(t *testing.T) {
@@ -302,6 +303,7 @@ func TestBinaryRuns(t *testing.T) {
 	}{
 		{"proxquant", []string{"-optimizer", "proxquant", "-epochs", "2", "-hard-quant-epoch", "1", "-shortcut", "B"}},
 		{"bc", []string{"-optimizer", "bc", "-epochs", "1"}},
+		{"bc-sgd-mean", []string{"-optimizer", "bc-sgd", "-bin-scale", "mean", "-epochs", "1"}},
 	} {
 		out := filepath.Join(base, tc.name)
 		code, _, stderr := runCmd(context.Background(), tinyArgs(data, out, tc.args...)...)
@@ -324,9 +326,13 @@ func TestBinaryRuns(t *testing.T) {
 				continue
 			}
 			pm1 := !strings.Contains(n, "shortcut")
+			scale := float32(1)
+			if tc.name == "bc-sgd-mean" && pm1 {
+				scale = float32(math.Abs(float64(v[0]))) // ±(the tensor's mean |w|)
+			}
 			for _, x := range v {
-				if pm1 != (x == 1 || x == -1) {
-					t.Fatalf("%s: %s holds %v", tc.name, n, x)
+				if pm1 != (x == scale || x == -scale) {
+					t.Fatalf("%s: %s holds %v (scale %v)", tc.name, n, x, scale)
 				}
 			}
 		}

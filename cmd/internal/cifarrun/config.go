@@ -185,11 +185,11 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.Float64Var(&c.Beta1, "beta1", c.Beta1, "first-moment decay ρ of the Adam family")
 	fs.Float64Var(&c.Beta2, "beta2", c.Beta2, "second-moment decay β of the Adam family")
 	fs.Float64Var(&c.Eps, "eps", c.Eps, "δ added to the preconditioner")
-	fs.StringVar(&c.Schedule, "schedule", c.Schedule, "step-size schedule: const, multistep:E1,E2[:GAMMA] (epochs), step:EVERY:GAMMA (epochs), invsqrt[:OFFSET] (lr/sqrt(t+OFFSET), t = update), plateau:FACTOR (on the test loss), cosine[:FLOOR] (per update down to FLOOR at the end), onecycle[:PCT[:DIV[:FINALDIV]]][:three][:linear] (peak -lr), any but plateau preceded by warmup:EPOCHS[:START]+ (linear from START·lr, default 1/3); auto: multistep at 1/2 and 5/6 of -epochs, const for proxquant/bc, invsqrt:4 (Prox-SGD's ε_t) for proxsgd")
+	fs.StringVar(&c.Schedule, "schedule", c.Schedule, "step-size schedule: const, multistep:E1,E2[:GAMMA] (epochs), step:EVERY:GAMMA (epochs), invsqrt[:OFFSET] (lr/sqrt(t+OFFSET), t = update), plateau:FACTOR (on the test loss), cosine[:FLOOR] (per update down to FLOOR at the end), onecycle[:PCT[:DIV[:FINALDIV]]][:three][:linear] (peak -lr), any but plateau preceded by warmup:EPOCHS[:START]+ (linear from START·lr, default 1/3); auto: multistep at 1/2 and 5/6 of -epochs, const for proxquant and bc, invsqrt:4 (Prox-SGD's ε_t) for proxsgd")
 
 	fs.BoolVar(&c.NoCoupleBN, "no-couple-bn", c.NoCoupleBN, "gl0/gl21 over output filters group each convolution filter with the γ and β of the batch norm after it (a zero group is a zero channel); this flag groups the filter alone")
 
-	fs.StringVar(&c.BinScale, "bin-scale", c.BinScale, "binary regularizers: 1 pulls the binarised weights to ±1; mean pulls each tensor to ±s, s its mean |w| at the start of each epoch (prox.BinaryWAt: the prox of z is s·prox₁(z/s)), so that a warm start trains at its own weight scale (momentum SGD's step sizes) and hard quantisation sets ±s")
+	fs.StringVar(&c.BinScale, "bin-scale", c.BinScale, "binary regularizers: 1 pulls the binarised weights to ±1; mean pulls each tensor to ±s, s its mean |w| at the start of each epoch (prox.BinaryWAt: the prox of z is s·prox₁(z/s)), so that a warm start trains at its own weight scale (momentum SGD's step sizes) and hard quantisation sets ±s; with -optimizer bc or bc-sgd, mean binarises each tensor to ±(the mean |w| of its real weights) after every step")
 	fs.StringVar(&c.Homotopy, "homotopy", c.Homotopy, "on: ProxQuant homotopy λ_t = λ·epoch (epoch counted from 0); off; auto: on for binary regularizers")
 	fs.Var(cli.OptionalInt{P: &c.Recalibrate, Unset: -1}, "recalibrate", "re-estimate the batch-norm running statistics over this many training batches with the current weights (cumulative average, as PyTorch's momentum=None): after hard quantisation and after -prune-filters/-prune-flops in a training run, and before evaluating with -eval-only; 0: never (default: 200 for training runs, 0 for -eval-only)")
 	fs.Var(cli.OptionalInt{P: &c.HardQuantEpoch, Unset: -2}, "hard-quant-epoch", "after this many epochs set binarised weights to sign(w) and freeze them (0: never; default: 2/3 of -epochs for binary runs, never otherwise)")
@@ -251,7 +251,11 @@ func (c *config) binaryLevels() string {
 
 // binary reports whether the run trains a binary network (its metrics
 // include the fraction of weights at ±1).
-func (c *config) binary() bool { return c.binaryReg() || c.Optimizer == "bc" }
+func (c *config) binary() bool { return c.binaryReg() || c.binaryConnect() }
+
+// binaryConnect reports whether the optimizer is one of the BinaryConnect
+// methods (bc over Adam, bc-sgd over momentum SGD).
+func (c *config) binaryConnect() bool { return c.Optimizer == "bc" || c.Optimizer == "bc-sgd" }
 
 // usesReg reports whether the optimizer takes a regularizer.
 func (c *config) usesReg() bool {
@@ -404,7 +408,7 @@ func (c *config) resolve() error {
 	// Step size and weight decay.
 	if math.IsNaN(c.LR) {
 		switch c.Optimizer {
-		case "sgd", "proxgen-sgd":
+		case "sgd", "proxgen-sgd", "bc-sgd":
 			c.LR = 0.1
 		case "proxsgd":
 			c.LR = 0.06
@@ -492,11 +496,8 @@ func (c *config) resolve() error {
 	case "", "1":
 		c.BinScale = ""
 	case "mean":
-		if !c.binaryReg() {
-			return fmt.Errorf("-bin-scale mean needs a binary regularizer (-reg bin-...), not -reg %s", c.Reg)
-		}
-		if c.Optimizer == "bc" {
-			return errors.New("-bin-scale mean: BinaryConnect binarises to ±1")
+		if !c.binary() {
+			return fmt.Errorf("-bin-scale mean needs a binary regularizer (-reg bin-...) or BinaryConnect, not -reg %s with -optimizer %s", c.Reg, c.Optimizer)
 		}
 	default:
 		return fmt.Errorf("-bin-scale %q: want 1 or mean", c.BinScale)
@@ -614,7 +615,7 @@ func (c *config) checkPrune() error {
 	if c.pruning() && (c.EvalOnly || c.Compact != "") {
 		return errors.New("-eval-only and -compact do not prune; prune with a training run")
 	}
-	if c.pruning() && (c.Optimizer == "l0hc" || c.Optimizer == "bc" || c.binaryReg()) {
+	if c.pruning() && (c.Optimizer == "l0hc" || c.binary()) {
 		return errors.New("-prune-filters and -prune-flops do not combine with ℓ0 hard-concrete gates or binary weights")
 	}
 	return nil

@@ -60,6 +60,9 @@ func TestConfigMethodDefaults(t *testing.T) {
 			return c.Lambda == 5e-8 && c.LambdaScale == "1" && c.Homotopy == "on" && c.HardQuantEpoch == 6 && c.Schedule == "multistep:4,7"
 		}},
 		{[]string{"-optimizer", "bc"}, func(c *config) bool { return c.Reg == "none" && c.LR == 0.01 && c.HardQuantEpoch == 0 && c.binary() }},
+		{[]string{"-optimizer", "bc-sgd", "-bin-scale", "mean"}, func(c *config) bool {
+			return c.Reg == "none" && c.LR == 0.1 && c.HardQuantEpoch == 0 && c.binary() && c.BinScale == "mean"
+		}},
 		{[]string{"-reg", "lq:0.3", "-lambda", "2", "-lambda-scale", "1"}, func(c *config) bool { return c.Lambda == 2 && c.LambdaScale == "1" }},
 		{[]string{"-epochs", "3"}, func(c *config) bool { return c.Schedule == "const" }},
 		{[]string{"-shortcut", "b"}, func(c *config) bool { return c.Shortcut == "B" }},
@@ -138,6 +141,8 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"-prune-filters", "0.5", "-prune-flops", "0.5"}, "exclude each other"},
 		{[]string{"-prune-residual"}, "needs -prune-filters"},
 		{[]string{"-prune-filters", "0.5", "-optimizer", "bc"}, "binary weights"},
+		{[]string{"-prune-filters", "0.5", "-optimizer", "bc-sgd"}, "binary weights"},
+		{[]string{"-bin-scale", "mean", "-optimizer", "sgd"}, "-bin-scale mean needs a binary regularizer"},
 		{[]string{"-prune-filters", "0.5", "-eval-only", "-weights", "w"}, "do not prune"},
 		{[]string{"-compact", "x"}, "-compact needs -weights"},
 		{[]string{"-compact", "x", "-weights", "w", "-resume"}, "-compact excludes"},

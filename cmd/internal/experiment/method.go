@@ -51,7 +51,9 @@ type MethodConfig struct {
 	// the tensor's mean |w| at the start of each epoch, so that a network
 	// trained at its own weight scale (a warm start, SGD's step sizes)
 	// is pulled to ±s per tensor and hard quantisation sets ±s. It needs
-	// a W-shaped Reg.
+	// a W-shaped Reg, except for BinaryConnect methods, which it makes
+	// binarise each tensor to ±(the mean |w| of its real weights)
+	// (optim.NewScaledBinaryConnect).
 	ScaleBinary bool
 }
 
@@ -81,6 +83,7 @@ type Method struct {
 	binQ     float64   // the exponent of the W-shaped regularizer, with scaleBinary
 	// scaleBinary: each of Regs holds one tensor, pulled to ±(its mean |w|).
 	scaleBinary bool
+	bc          *optim.BinaryConnect // Opt, for BinaryConnect methods
 }
 
 // NewMethod builds the method c over the parameters of model.
@@ -90,7 +93,7 @@ func NewMethod(model nn.Module, c MethodConfig) (*Method, error) {
 		return nil, err
 	}
 	m := &Method{Schedule: c.Schedule, lambda: c.Lambda, homotopy: c.Homotopy, scaleBinary: c.ScaleBinary}
-	if c.ScaleBinary {
+	if c.ScaleBinary && desc.Kind != BinaryConnectKind {
 		if !prox.IsBinary(c.Reg) {
 			return nil, fmt.Errorf("binary weights at ±(mean |w|) need a W-shaped binary regularizer, not %v", c.Reg)
 		}
@@ -111,7 +114,7 @@ func NewMethod(model nn.Module, c MethodConfig) (*Method, error) {
 		if len(g.Params) > 0 && c.Regularized(g.Names[0], g.Params[0]) {
 			// The group of the regularized (binarised) weights.
 			m.Regs, m.weights = splitByWeight(g, c.LambdaWeight)
-			if c.ScaleBinary {
+			if c.ScaleBinary && desc.Kind != BinaryConnectKind {
 				m.Regs, m.weights = splitPerTensor(m.Regs, m.weights)
 			}
 			groups = slices.Replace(groups, i, i+1, m.Regs...)
@@ -146,7 +149,12 @@ func NewMethod(model nn.Module, c MethodConfig) (*Method, error) {
 		if len(m.Regs) != 1 {
 			return nil, fmt.Errorf("-optimizer %s: want one group of weights to binarise, have %d", c.Optimizer, len(m.Regs))
 		}
-		m.Opt = optim.NewBinaryConnect(optim.New(groups, cfg), m.Regs[0])
+		if c.ScaleBinary {
+			m.bc = optim.NewScaledBinaryConnect(optim.New(groups, cfg), m.Regs[0])
+		} else {
+			m.bc = optim.NewBinaryConnect(optim.New(groups, cfg), m.Regs[0])
+		}
+		m.Opt = m.bc
 	default:
 		m.Opt = optim.New(groups, cfg)
 	}
@@ -183,9 +191,16 @@ func (m *Method) SetEpoch(epoch int) {
 }
 
 // BinaryScale returns the magnitude s that the binarised weight named name
-// is pulled to (±s): its group's W-shaped regularizer's scale, 1 for
-// weights that are not binarised.
+// is pulled to (±s): its group's W-shaped regularizer's scale, or
+// BinaryConnect's current scale of the tensor; 1 for weights that are not
+// binarised.
 func (m *Method) BinaryScale(name string) float32 {
+	if m.bc != nil {
+		if i, ok := m.bc.Binarised(name); ok {
+			return m.bc.Scale(i)
+		}
+		return 1
+	}
 	for _, g := range m.Regs {
 		if slices.Contains(g.Names, name) {
 			if s, ok := prox.BinaryScale(g.Reg); ok {

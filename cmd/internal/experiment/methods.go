@@ -64,6 +64,7 @@ func (m MethodInfo) Config(h Hyper) optim.Config {
 func methodAdam(h Hyper) optim.Config    { return optim.AdamConfig(h.Beta1, h.Beta2, h.Eps) }
 func methodAdamW(h Hyper) optim.Config   { return optim.AdamWConfig(h.Beta1, h.Beta2, h.Eps) }
 func methodProxGen(h Hyper) optim.Config { return optim.ProxGenAdam(h.Beta1, h.Beta2, h.Eps) }
+func methodSGD(h Hyper) optim.Config     { return optim.SGDConfig(h.Momentum, false) }
 
 // methods is the table LookupMethod reads; it is never modified.
 var methods = [...]MethodInfo{
@@ -71,9 +72,9 @@ var methods = [...]MethodInfo{
 	{Name: "proxgenw", TakesReg: true, Adam: true, Doc: "ProxGen with decoupled weight decay", config: methodProxGen},
 	{Name: "adam", Adam: true, Doc: "torch.optim.Adam (coupled weight decay)", config: methodAdam},
 	{Name: "adamw", Adam: true, Doc: "torch.optim.AdamW (decoupled weight decay)", config: methodAdamW},
-	{Name: "sgd", Doc: "torch.optim.SGD with heavy-ball momentum", config: func(h Hyper) optim.Config { return optim.SGDConfig(h.Momentum, false) }},
+	{Name: "sgd", Doc: "torch.optim.SGD with heavy-ball momentum", config: methodSGD},
 	{Name: "proxgen-sgd", TakesReg: true, Doc: "ProxGen with heavy-ball momentum and the identity preconditioner: torch.optim.SGD's step (coupled weight decay), then the proximal map of the regularizer", config: func(h Hyper) optim.Config {
-		c := optim.SGDConfig(h.Momentum, false)
+		c := methodSGD(h)
 		c.RegMode = optim.RegProx
 		return c
 	}},
@@ -87,6 +88,7 @@ var methods = [...]MethodInfo{
 		return optim.ProxQuantConfig(h.Beta1, h.Beta2, h.Eps)
 	}},
 	{Name: "bc", Kind: BinaryConnectKind, Adam: true, Doc: "BinaryConnect over Adam", config: methodAdam},
+	{Name: "bc-sgd", Kind: BinaryConnectKind, Doc: "BinaryConnect over torch.optim.SGD with heavy-ball momentum", config: methodSGD},
 	{Name: "l0hc", Kind: GatedKind, Adam: true, Doc: "ℓ0 hard-concrete gates (Louizos et al. 2018) trained with Adam", config: methodAdam},
 }
 
