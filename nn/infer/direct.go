@@ -648,20 +648,32 @@ func (d *directResNet) image(a directActs, parts int) *nchwc.Act {
 func (d *directResNet) features(out *nchwc.Act, dst []float32) {
 	ho, wo := (out.H-d.pool)/d.pool+1, (out.W-d.pool)/d.pool+1
 	div := float32(d.pool * d.pool)
-	for c := range out.C {
-		oc := c // the channel's place among the features
-		if d.order != nil {
-			oc = d.order[c]
-		}
+	cb, rs, bs := out.CB, out.RowStride(), out.BlockStride()
+	var sums [16]float32
+	for b := 0; b*cb < out.C; b++ {
+		lanes := min(cb, out.C-b*cb) // the block's channels
 		for oh := range ho {
 			for ow := range wo {
-				var sum float32
+				// Each channel's window summed in the order y, then x, as
+				// a lane of the block's pixel vectors.
+				acc := sums[:lanes]
+				clear(acc)
 				for y := oh * d.pool; y < (oh+1)*d.pool; y++ {
+					row := out.Data[b*bs+(y+1)*rs:]
 					for x := ow * d.pool; x < (ow+1)*d.pool; x++ {
-						sum += out.At(c, y, x)
+						px := row[(x+1)*cb:][:lanes]
+						for l, v := range px {
+							acc[l] += v
+						}
 					}
 				}
-				dst[(oc*ho+oh)*wo+ow] = sum / div
+				for l, v := range acc {
+					oc := b*cb + l // the channel's place among the features
+					if d.order != nil {
+						oc = d.order[oc]
+					}
+					dst[(oc*ho+oh)*wo+ow] = v / div
+				}
 			}
 		}
 	}

@@ -85,3 +85,22 @@ func BenchmarkDirectLayers(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkResNetFeatures times the final average pooling of the shipped
+// resnet20-dense's direct plan (64 channels of 8×8 pixels) on one image.
+func BenchmarkResNetFeatures(b *testing.B) {
+	r := shippedResNet(b, "dense")
+	p := newDirectPlan(r, nil, map[string]bool{})
+	if p == nil {
+		b.Skip("resnet20-dense does not compile to the direct plan here")
+	}
+	d := p.net.(*directResNet)
+	out := nchwc.NewAct(64, 8, 8)
+	for k := range out.Data {
+		out.Data[k] = float32(k%13) * 0.25
+	}
+	dst := make([]float32, 64)
+	for b.Loop() {
+		d.features(out, dst)
+	}
+}
