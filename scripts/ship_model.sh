@@ -50,7 +50,7 @@ card = f"""# {name}
 | network | ResNet-20 (option-B shortcuts), {ev['params']:,} parameters ({rem['params_total']:,} before compaction) |
 | test accuracy (10,000 CIFAR-10 test images) | {100*ev['test_acc']:.2f} % |
 | exact zeros (convolution and linear weights) | {100*w['zero_ratio']:.2f} % |
-| weights at ±1 | {100*w.get('binary_ratio', 0):.2f} % |
+| binary weights (±s, one s per tensor) | {100*w.get('binary_ratio', 0):.2f} % |
 | FLOPs and parameters left after compaction | {100*rem['flops']/rem['flops_total']:.2f} % and {100*rem['params']/rem['params_total']:.2f} % |
 | file size | {size:,} bytes |
 | trained | {summ['epochs']} epochs in {hours:.2f} h on 2 cores, at commit {commit} |

@@ -72,7 +72,7 @@ func curves(recs []EpochRecord, title string, binary bool) []train.Chart {
 		{Name: "|w| < 1e-2", X: x, Y: col(func(r *EpochRecord) float64 { return 100 * r.Below1e2 })},
 	}
 	if binary {
-		sparsity = append(sparsity, train.Series{Name: "at ±1", X: x, Y: col(func(r *EpochRecord) float64 {
+		sparsity = append(sparsity, train.Series{Name: "binary (±s)", X: x, Y: col(func(r *EpochRecord) float64 {
 			if r.Binary == nil {
 				return math.NaN()
 			}

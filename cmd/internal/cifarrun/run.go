@@ -303,7 +303,7 @@ func evalOnly(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s (%s, %d parameters) on %d test images: accuracy %.2f%%, loss %.4f (%.1f s)\n",
 		c.Weights, c.Model, r.Params, r.Images, 100*acc, loss, r.Seconds)
-	fmt.Fprintf(stdout, "weights: %.2f%% exactly zero, %.2f%% below 1e-3, %.2f%% below 1e-2, %.2f%% at ±1\n",
+	fmt.Fprintf(stdout, "weights: %.2f%% exactly zero, %.2f%% below 1e-3, %.2f%% below 1e-2, %.2f%% binary (±s, one s per tensor)\n",
 		100*r.Weight.Zero, 100*r.Weight.Small, 100*r.Weight.Below1e2, 100*r.Weight.PM1)
 	fmt.Fprintf(stdout, "compacted: %d of %d channels, %.2f%% of the parameters, %.2f%% of the FLOPs\n",
 		r.Remaining.Channels, r.Remaining.ChannelsTotal, 100*r.Remaining.ParamsRatio(), 100*r.Remaining.FLOPsRatio())
