@@ -20,6 +20,13 @@ type Options struct {
 	// fraction (the same in every space) whose pruned network has at most
 	// KeepFLOPs times the FLOPs of the dense network (Count.FLOPsTotal).
 	KeepFLOPs float64
+	// Multiple, when positive, replaces Fraction and KeepFLOPs: in every
+	// channel space the channels with the smallest norms are zeroed until
+	// the number left with nonzero filters is a multiple of Multiple (a
+	// space with fewer than Multiple of them is left as it is), so that a
+	// compacted network's widths fill whole SIMD blocks (8: the half
+	// blocks of nn/infer's kernels).
+	Multiple int
 	// Residual also prunes the channels of residual streams, the spaces
 	// that several convolutions write (the stem and the second
 	// convolution of every block of a ResNet stage, the option-B
@@ -133,6 +140,9 @@ func Filters(m nn.Module, opt Options) (*Mask, error) {
 	if !(opt.KeepFLOPs >= 0 && opt.KeepFLOPs <= 1) {
 		return nil, fmt.Errorf("prune.Filters: FLOPs target %v outside (0, 1]", opt.KeepFLOPs)
 	}
+	if opt.Multiple < 0 {
+		return nil, fmt.Errorf("prune.Filters: multiple %d is negative", opt.Multiple)
+	}
 	if opt.Height == 0 && opt.Width == 0 {
 		opt.Height, opt.Width = 32, 32
 	}
@@ -141,6 +151,11 @@ func Filters(m nn.Module, opt Options) (*Mask, error) {
 		return nil, err
 	}
 	units := g.units(opt.Residual)
+	if opt.Multiple > 0 {
+		mask := selectMultiple(units, opt.Multiple)
+		mask.Apply()
+		return mask, nil
+	}
 	if opt.KeepFLOPs == 0 {
 		mask := selectUnits(units, opt.Fraction)
 		mask.Apply()
@@ -259,6 +274,33 @@ func (g *Graph) units(residual bool) []*unit {
 // family with the smallest norms (ties: the first), at least one unit of
 // each family left.
 func selectUnits(units []*unit, f float64) *Mask {
+	return selectSmallest(units, func(us []*unit) int {
+		return min(int(math.Floor(f*float64(len(us))+1e-9)), len(us)-1)
+	})
+}
+
+// selectMultiple returns the mask of the units of every family with the
+// smallest norms that leave a multiple of k units of nonzero norm, when
+// the family has at least k of them (ties: the first).
+func selectMultiple(units []*unit, k int) *Mask {
+	return selectSmallest(units, func(us []*unit) int {
+		live := 0
+		for _, u := range us {
+			if u.norm > 0 {
+				live++
+			}
+		}
+		if live < k {
+			return len(us) - live
+		}
+		return len(us) - live + live%k
+	})
+}
+
+// selectSmallest returns the mask of the count(us) units of smallest
+// norm of every family us (ties: the first), the families in the order
+// of units.
+func selectSmallest(units []*unit, count func(us []*unit) int) *Mask {
 	fam := map[int][]*unit{}
 	var ids []int
 	for _, u := range units {
@@ -271,8 +313,7 @@ func selectUnits(units []*unit, f float64) *Mask {
 	for _, id := range ids {
 		us := slices.Clone(fam[id])
 		slices.SortStableFunc(us, func(a, b *unit) int { return cmp.Compare(a.norm, b.norm) })
-		k := min(int(math.Floor(f*float64(len(us))+1e-9)), len(us)-1)
-		for _, u := range us[:k] {
+		for _, u := range us[:count(us)] {
 			m.filters = append(m.filters, u.filters...)
 		}
 	}

@@ -227,6 +227,65 @@ func TestFiltersFraction(t *testing.T) {
 	}
 }
 
+// TestFiltersMultiple prunes each channel space down to a multiple of 8
+// live channels: the smallest filters go, spaces already at a multiple
+// or with fewer than 8 live channels keep theirs.
+func TestFiltersMultiple(t *testing.T) {
+	m := newModel(t, "resnet20")
+	zero := func(layer string, n int) {
+		w := graphNode(t, m, layer).Conv.Weight
+		k := w.Numel() / w.Dim(0)
+		clear(w.Data[:n*k]) // the first n filters
+	}
+	zero("layer1.1.conv1", 3)  // 13 live of 16: down to 8
+	zero("layer1.2.conv1", 11) // 5 live: kept
+	zero("layer2.0.conv1", 6)  // 26 live of 32: down to 24
+	w := graphNode(t, m, "layer1.1.conv1").Conv.Weight
+	k := w.Numel() / w.Dim(0)
+	norms := make([]float64, w.Dim(0))
+	for o := range norms {
+		for _, v := range w.Data[o*k : (o+1)*k] {
+			norms[o] += float64(v) * float64(v)
+		}
+	}
+	mask, err := Filters(m, Options{Multiple: 8, Residual: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := mask.Filters()
+	want := map[string]int{"layer1.1.conv1": 8, "layer1.2.conv1": 11, "layer2.0.conv1": 8}
+	for name, n := range want {
+		if len(got[name]) != n {
+			t.Errorf("%s: pruned %d filters %v, want %d", name, len(got[name]), got[name], n)
+		}
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			t.Errorf("%s pruned (%v): its space had a multiple of 8 live channels", name, got[name])
+		}
+	}
+	// layer1.1.conv1: the 3 zero filters and the 5 smallest live ones.
+	pruned := map[int]bool{}
+	for _, o := range got["layer1.1.conv1"] {
+		pruned[o] = true
+	}
+	for o := range norms {
+		for p := range norms {
+			if pruned[o] && !pruned[p] && norms[o] > norms[p] {
+				t.Fatalf("layer1.1.conv1: pruned filter %d (norm² %g) kept %d (%g)", o, norms[o], p, norms[p])
+			}
+		}
+	}
+	c, _ := CountModel(m, 32, 32)
+	// The trunks (the stem writes layer1's), then the blocks' inner spaces.
+	if want := 16 + 32 + 64 + (16 + 8 + 5) + (24 + 32 + 32) + 3*64; c.Channels != want {
+		t.Errorf("%d channels left, want %d", c.Channels, want)
+	}
+	if _, err := Filters(m, Options{Multiple: -1}); err == nil {
+		t.Error("a negative multiple accepted")
+	}
+}
+
 // TestFiltersFLOPs prunes to a FLOPs target, with and without the
 // residual streams.
 func TestFiltersFLOPs(t *testing.T) {

@@ -48,9 +48,12 @@ type config struct {
 	// PruneFilters and PruneFLOPs select one-shot magnitude filter
 	// pruning of the -weights before training (prune.Options Fraction
 	// and KeepFLOPs); PruneResidual includes the residual streams.
-	PruneFilters  float64 `json:"prune_filters,omitempty"`
-	PruneFLOPs    float64 `json:"prune_flops,omitempty"`
-	PruneResidual bool    `json:"prune_residual,omitempty"`
+	PruneFilters float64 `json:"prune_filters,omitempty"`
+	PruneFLOPs   float64 `json:"prune_flops,omitempty"`
+	// PruneMultiple prunes each layer's smallest filters down to a
+	// multiple of this many live channels instead (prune.Options.Multiple).
+	PruneMultiple int  `json:"prune_multiple,omitempty"`
+	PruneResidual bool `json:"prune_residual,omitempty"`
 
 	// GMP is the final fraction of zero weights of gradual magnitude
 	// pruning (0: none); GMPBegin and GMPEnd are the epochs after which
@@ -167,7 +170,8 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 
 	fs.Float64Var(&c.PruneFilters, "prune-filters", c.PruneFilters, "before training, zero this fraction of the output filters (smallest ℓ2 norm) in every layer, with their batch-norm γ and β, and keep them zero (magnitude-pruning baseline; fine-tunes -weights)")
 	fs.Float64Var(&c.PruneFLOPs, "prune-flops", c.PruneFLOPs, "like -prune-filters, with the fraction (the same in every layer) that leaves at most this fraction of the dense network's FLOPs")
-	fs.BoolVar(&c.PruneResidual, "prune-residual", c.PruneResidual, "with -prune-filters or -prune-flops, also prune residual-stream channels (all filters writing a channel together); default: only the channels inside residual blocks")
+	fs.IntVar(&c.PruneMultiple, "prune-multiple", c.PruneMultiple, "like -prune-filters, zeroing in every layer the fewest filters of smallest ℓ2 norm that leave a multiple of this many live channels (a layer with fewer keeps them), so that the compacted network's widths fill whole SIMD blocks (8: nn/infer's half blocks); for fine-tuning a compacted file")
+	fs.BoolVar(&c.PruneResidual, "prune-residual", c.PruneResidual, "with -prune-filters, -prune-flops or -prune-multiple, also prune residual-stream channels (all filters writing a channel together); default: only the channels inside residual blocks")
 
 	fs.Float64Var(&c.GMP, "gmp", c.GMP, "gradual magnitude pruning (Zhu & Gupta 2017, as torch.nn.utils.prune's global_unstructured): prune the conv and linear weights with the smallest magnitudes, over all layers together, to this final fraction of zeros along the cubic schedule from -gmp-begin to -gmp-end, keeping them zero (0: off)")
 	fs.IntVar(&c.GMPBegin, "gmp-begin", c.GMPBegin, "-gmp: the epoch after which pruning starts")
@@ -596,7 +600,7 @@ func (c *config) checkGMP() error {
 }
 
 // pruning reports whether the run prunes filters before training.
-func (c *config) pruning() bool { return c.PruneFilters > 0 || c.PruneFLOPs > 0 }
+func (c *config) pruning() bool { return c.PruneFilters > 0 || c.PruneFLOPs > 0 || c.PruneMultiple > 0 }
 
 // checkPrune checks the pruning flags.
 func (c *config) checkPrune() error {
@@ -606,17 +610,20 @@ func (c *config) checkPrune() error {
 	if !(c.PruneFLOPs >= 0 && c.PruneFLOPs <= 1) {
 		return fmt.Errorf("-prune-flops %v: want a fraction in (0, 1]", c.PruneFLOPs)
 	}
-	if c.PruneFilters > 0 && c.PruneFLOPs > 0 {
-		return errors.New("-prune-filters and -prune-flops exclude each other")
+	if c.PruneMultiple < 0 {
+		return fmt.Errorf("-prune-multiple %d must not be negative", c.PruneMultiple)
+	}
+	if n := btoi(c.PruneFilters > 0) + btoi(c.PruneFLOPs > 0) + btoi(c.PruneMultiple > 0); n > 1 {
+		return errors.New("-prune-filters, -prune-flops and -prune-multiple exclude each other")
 	}
 	if c.PruneResidual && !c.pruning() {
-		return errors.New("-prune-residual needs -prune-filters or -prune-flops")
+		return errors.New("-prune-residual needs -prune-filters, -prune-flops or -prune-multiple")
 	}
 	if c.pruning() && (c.EvalOnly || c.Compact != "") {
 		return errors.New("-eval-only and -compact do not prune; prune with a training run")
 	}
 	if c.pruning() && (c.Optimizer == "l0hc" || c.binary()) {
-		return errors.New("-prune-filters and -prune-flops do not combine with ℓ0 hard-concrete gates or binary weights")
+		return errors.New("-prune-filters, -prune-flops and -prune-multiple do not combine with ℓ0 hard-concrete gates or binary weights")
 	}
 	return nil
 }
@@ -660,4 +667,12 @@ func (c *config) precision() (autograd.Precision, error) {
 		return p, fmt.Errorf("-precision: %w", err)
 	}
 	return p, nil
+}
+
+// btoi is 1 for true, 0 for false.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -175,11 +175,11 @@ func (t *trainer) update() error {
 	return nil
 }
 
-// prune zeroes the filters -prune-filters or -prune-flops select, once,
+// prune zeroes the filters -prune-filters, -prune-flops or -prune-multiple select, once,
 // before the first step of a new run (a resumed run restores the mask).
 func (t *trainer) prune() error {
 	c := t.cfg
-	mask, err := prune.Filters(t.model, prune.Options{Fraction: c.PruneFilters, KeepFLOPs: c.PruneFLOPs, Residual: c.PruneResidual})
+	mask, err := prune.Filters(t.model, prune.Options{Fraction: c.PruneFilters, KeepFLOPs: c.PruneFLOPs, Multiple: c.PruneMultiple, Residual: c.PruneResidual})
 	if err != nil {
 		return fmt.Errorf("pruning: %w", err)
 	}
