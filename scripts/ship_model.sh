@@ -17,18 +17,25 @@ mkdir -p "$dir"
 bin=$(mktemp -d)/cifar
 go build -o "$bin" ./cmd/cifar
 compact_json=$("$bin" -weights "$run/model.safetensors" -compact "$file" -json)
+# The dense network's totals, for runs that started from a compacted file.
+dense_json=$("$bin" -weights "${DENSE:-$dir/resnet20-dense.safetensors}" -compact "$(mktemp -d)/dense.safetensors" -json)
 eval_cmd="go run ./cmd/cifar -eval-only -weights $file -data $DATA"
 eval_json=$("$bin" -eval-only -weights "$file" -data "$DATA" -json -progress none)
 "$bin" -eval-only -weights "$file" -data "$DATA" -progress none >"$run/eval-only.txt"
-python3 - "$name" "$run" "$what" "$file" "$eval_cmd" "$eval_json" "$compact_json" "$(git rev-parse --short=12 HEAD)" <<'PY'
+python3 - "$name" "$run" "$what" "$file" "$eval_cmd" "$eval_json" "$compact_json" "$(git rev-parse --short=12 HEAD)" "$dense_json" <<'PY'
 import json, os, sys
-name, run, what, path, eval_cmd, eval_json, compact_json, head = sys.argv[1:]
+name, run, what, path, eval_cmd, eval_json, compact_json, head, dense_json = sys.argv[1:]
 ev = json.loads(eval_json)
 summ = json.load(open(os.path.join(run, "summary.json")))
 cmd = open(os.path.join(run, "command.txt")).read().strip()
 commit = open(os.path.join(run, "commit.txt")).read().strip()
 size = os.path.getsize(path)
-rem = json.loads(compact_json)["remaining"]  # against the dense network
+rem = json.loads(compact_json)["remaining"]  # against the network the run trained
+dense = json.loads(dense_json)["remaining"]
+left = f"{100*rem['flops']/dense['flops_total']:.2f} % and {100*rem['params']/dense['params_total']:.2f} %"
+if (rem['flops_total'], rem['params_total']) != (dense['flops_total'], dense['params_total']):
+    # Trained from a compacted file: also against that network.
+    left += f" of the dense network ({100*rem['flops']/rem['flops_total']:.2f} % and {100*rem['params']/rem['params_total']:.2f} % of the compacted one it was fine-tuned from)"
 w = ev["weights_stats"]
 eval_txt = open(os.path.join(run, "eval-only.txt")).read().rstrip()
 hours = summ["train_seconds"] / 3600
@@ -47,11 +54,11 @@ card = f"""# {name}
 
 | | |
 |---|---|
-| network | ResNet-20 (option-B shortcuts), {ev['params']:,} parameters ({rem['params_total']:,} before compaction) |
+| network | ResNet-20 (option-B shortcuts), {ev['params']:,} parameters ({dense['params_total']:,} dense) |
 | test accuracy (10,000 CIFAR-10 test images) | {100*ev['test_acc']:.2f} % |
 | exact zeros (convolution and linear weights) | {100*w['zero_ratio']:.2f} % |
 | binary weights (±s, one s per tensor) | {100*w.get('binary_ratio', 0):.2f} % |
-| FLOPs and parameters left after compaction | {100*rem['flops']/rem['flops_total']:.2f} % and {100*rem['params']/rem['params_total']:.2f} % |
+| FLOPs and parameters left after compaction | {left} |
 | file size | {size:,} bytes |
 | trained | {summ['epochs']} epochs in {hours:.2f} h on 2 cores, at commit {commit} |
 {started}{recal}
