@@ -32,6 +32,7 @@ commit = open(os.path.join(run, "commit.txt")).read().strip()
 size = os.path.getsize(path)
 rem = json.loads(compact_json)["remaining"]  # against the network the run trained
 dense = json.loads(dense_json)["remaining"]
+dense_params = f" ({dense['params_total']:,} dense)" if ev['params'] != dense['params_total'] else ""
 left = f"{100*rem['flops']/dense['flops_total']:.2f} % and {100*rem['params']/dense['params_total']:.2f} %"
 if (rem['flops_total'], rem['params_total']) != (dense['flops_total'], dense['params_total']):
     # Trained from a compacted file: also against that network.
@@ -54,7 +55,7 @@ card = f"""# {name}
 
 | | |
 |---|---|
-| network | ResNet-20 (option-B shortcuts), {ev['params']:,} parameters ({dense['params_total']:,} dense) |
+| network | ResNet-20 (option-B shortcuts), {ev['params']:,} parameters{dense_params} |
 | test accuracy (10,000 CIFAR-10 test images) | {100*ev['test_acc']:.2f} % |
 | exact zeros (convolution and linear weights) | {100*w['zero_ratio']:.2f} % |
 | binary weights (±s, one s per tensor) | {100*w.get('binary_ratio', 0):.2f} % |
