@@ -106,20 +106,27 @@ func (b *BinaryConnect) binarize() {
 	for i, p := range b.params {
 		r := b.real[i]
 		s := float32(1)
-		if b.scaled {
-			sum := 0.0
-			for _, v := range r {
-				sum += math.Abs(float64(v))
-			}
-			if sum > 0 {
-				s = float32(sum / float64(len(r)))
-			}
+		if m := MeanAbs(r); b.scaled && m > 0 {
+			s = float32(m)
 		}
 		b.scale[i] = s
 		for j, v := range r {
 			p.Data[j] = s * Sign(v)
 		}
 	}
+}
+
+// MeanAbs returns the mean magnitude of x (0 for no values), summed in
+// order in float64: the scale s of a tensor binarised to ±s.
+func MeanAbs(x []float32) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	var s float64
+	for _, v := range x {
+		s += math.Abs(float64(v))
+	}
+	return s / float64(len(x))
 }
 
 // Real returns the real-valued weights of the i-th binarised parameter.

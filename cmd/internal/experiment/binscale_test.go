@@ -56,7 +56,7 @@ func TestScaleBinary(t *testing.T) {
 		m.SetEpoch(epoch)
 		for i, g := range m.Regs {
 			s, ok := prox.BinaryScale(g.Reg)
-			if want := meanAbs(g.Params[0].Data); !ok || s != want {
+			if want := optim.MeanAbs(g.Params[0].Data); !ok || s != want {
 				t.Fatalf("epoch %d group %d: scale %v (binary %v), want the mean |w| %v", epoch, i, s, ok, want)
 			}
 			if got := m.BinaryScale(g.Names[0]); got != float32(s) {

@@ -183,7 +183,7 @@ func (m *Method) SetEpoch(epoch int) {
 		}
 		g.Lambda = m.LambdaAt(epoch) * m.weights[i]
 		if m.scaleBinary && !g.Frozen {
-			if s := meanAbs(g.Params[0].Data); s > 0 && !math.IsInf(s, 0) {
+			if s := optim.MeanAbs(g.Params[0].Data); s > 0 && !math.IsInf(s, 0) {
 				g.Reg = prox.BinaryWAt(m.binQ, s)
 			}
 		}
@@ -209,18 +209,6 @@ func (m *Method) BinaryScale(name string) float32 {
 		}
 	}
 	return 1
-}
-
-// meanAbs returns the mean magnitude of x, summed in order in float64.
-func meanAbs(x []float32) float64 {
-	if len(x) == 0 {
-		return 0
-	}
-	var s float64
-	for _, v := range x {
-		s += math.Abs(float64(v))
-	}
-	return s / float64(len(x))
 }
 
 // LR returns the step size of the first group's next update.
