@@ -485,6 +485,16 @@ func optCases() []optCase {
 			gs := DefaultGroups(names, ps, nil, 0, 5e-4, 1e-2)
 			return NewScaledBinaryConnect(New(gs, SGDConfig(0.9, false)), gs[0])
 		}},
+		{"lazy-proxgen-sgd-binw", func(ps []*autograd.Tensor) Optimizer {
+			c := SGDConfig(0.9, false)
+			c.RegMode = RegProx
+			gs := DefaultGroups(names, ps, prox.BinaryWAt(1, 0.3), 2, 5e-4, 1e-2)
+			return NewLazyProx(New(gs, c), gs[0])
+		}},
+		{"lazy-proxgen-adam-l12", func(ps []*autograd.Tensor) Optimizer {
+			gs := DefaultGroups(names, ps, prox.Lq(0.5), 0.5, 1e-3, 1e-2)
+			return NewLazyProx(New(gs, ProxGenAdam(0.9, 0.999, 1e-8)), gs[0])
+		}},
 	}
 }
 

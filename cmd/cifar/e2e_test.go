@@ -140,6 +140,15 @@ func TestEndToEndResume(t *testing.T) {
 	t.Run("l0hc", func(t *testing.T) { checkResume(t, 0.1/20, "-optimizer", "l0hc") })
 	t.Run("bc", func(t *testing.T) { checkResume(t, 0, "-optimizer", "bc", "-lr", "1e-3") })
 	t.Run("bc-sgd-mean", func(t *testing.T) { checkResume(t, 0, "-optimizer", "bc-sgd", "-bin-scale", "mean", "-lr", "1e-3") })
+	// The scales s of the epoch's start come back from the checkpoint.
+	t.Run("binary-mean", func(t *testing.T) {
+		checkResume(t, 0.3, "-optimizer", "proxgen-sgd", "-reg", "bin-l1", "-bin-scale", "mean",
+			"-lambda", "0.3", "-homotopy", "off", "-hard-quant-epoch", "0", "-lr", "1e-3")
+	})
+	t.Run("lazy-binary-mean", func(t *testing.T) {
+		checkResume(t, 0.3, "-optimizer", "proxgen-sgd", "-reg", "bin-l1", "-bin-scale", "mean", "-prox", "lazy",
+			"-lambda", "0.3", "-homotopy", "off", "-hard-quant-epoch", "0", "-lr", "1e-3")
+	})
 	// In bfloat16: resumed with another thread count, bit for bit.
 	t.Run("bf16", func(t *testing.T) { checkResume(t, 0.1/20, "-precision", "bf16") })
 	t.Run("proxsgd", func(t *testing.T) {
@@ -304,6 +313,7 @@ func TestBinaryRuns(t *testing.T) {
 		{"proxquant", []string{"-optimizer", "proxquant", "-epochs", "2", "-hard-quant-epoch", "1", "-shortcut", "B"}},
 		{"bc", []string{"-optimizer", "bc", "-epochs", "1"}},
 		{"bc-sgd-mean", []string{"-optimizer", "bc-sgd", "-bin-scale", "mean", "-epochs", "1"}},
+		{"lazy-mean", []string{"-optimizer", "proxgen-sgd", "-reg", "bin-l1", "-bin-scale", "mean", "-prox", "lazy", "-epochs", "2", "-hard-quant-epoch", "2", "-lambda", "0.5"}},
 	} {
 		out := filepath.Join(base, tc.name)
 		code, _, stderr := runCmd(context.Background(), tinyArgs(data, out, tc.args...)...)
@@ -327,7 +337,7 @@ func TestBinaryRuns(t *testing.T) {
 			}
 			pm1 := !strings.Contains(n, "shortcut")
 			scale := float32(1)
-			if tc.name == "bc-sgd-mean" && pm1 {
+			if (tc.name == "bc-sgd-mean" || tc.name == "lazy-mean") && pm1 {
 				scale = float32(math.Abs(float64(v[0]))) // ±(the tensor's mean |w|)
 			}
 			for _, x := range v {

@@ -87,6 +87,10 @@ type config struct {
 	// epoch) (experiment.MethodConfig.ScaleBinary). Checkpoints written
 	// before it existed read as "", which is "1".
 	BinScale string `json:"bin_scale,omitempty"`
+	// Prox is when the regularizer's prox is applied: "" after every step
+	// (ProxGen), or "lazy" to the accumulated real-valued iterate
+	// (optim.LazyProx). Checkpoints written before it existed read as "".
+	Prox string `json:"prox,omitempty"`
 	// Recalibrate is the number of training batches over which the
 	// batch-norm running statistics are re-estimated with the current
 	// weights (nn.RecalibrateBatchNorm): after hard quantisation and
@@ -194,6 +198,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.NoCoupleBN, "no-couple-bn", c.NoCoupleBN, "gl0/gl21 over output filters group each convolution filter with the γ and β of the batch norm after it (a zero group is a zero channel); this flag groups the filter alone")
 
 	fs.StringVar(&c.BinScale, "bin-scale", c.BinScale, "binary regularizers: 1 pulls the binarised weights to ±1; mean pulls each tensor to ±s, s its mean |w| at the start of each epoch (prox.BinaryWAt: the prox of z is s·prox₁(z/s)), so that a warm start trains at its own weight scale (momentum SGD's step sizes) and hard quantisation sets ±s; with -optimizer bc or bc-sgd, mean binarises each tensor to ±(the mean |w| of its real weights) after every step")
+	fs.StringVar(&c.Prox, "prox", c.Prox, "step: the regularizer's proximal map after every step (ProxGen); lazy: the optimizer steps a real-valued iterate z and the network computes with the prox of λR at z under the step sizes summed so far (optim.LazyProx: a weight the prox holds at ±s or 0 leaves it when its accumulated gradient outweighs the pull; BinaryConnect is the binary limit λ → ∞); with -bin-scale mean each tensor's wells are at ±(the mean |z|)")
 	fs.StringVar(&c.Homotopy, "homotopy", c.Homotopy, "on: ProxQuant homotopy λ_t = λ·epoch (epoch counted from 0); off; auto: on for binary regularizers")
 	fs.Var(cli.OptionalInt{P: &c.Recalibrate, Unset: -1}, "recalibrate", "re-estimate the batch-norm running statistics over this many training batches with the current weights (cumulative average, as PyTorch's momentum=None): after hard quantisation and after -prune-filters/-prune-flops in a training run, and before evaluating with -eval-only; 0: never (default: 200 for training runs, 0 for -eval-only)")
 	fs.Var(cli.OptionalInt{P: &c.HardQuantEpoch, Unset: -2}, "hard-quant-epoch", "after this many epochs set binarised weights to sign(w) and freeze them (0: never; default: 2/3 of -epochs for binary runs, never otherwise)")
@@ -251,6 +256,24 @@ func (c *config) binaryLevels() string {
 		return "±s"
 	}
 	return "±1"
+}
+
+// checkLazy checks that -prox lazy has a proximal method and a
+// coordinate-wise regularizer.
+func (c *config) checkLazy() error {
+	switch c.Optimizer {
+	case "proxgen", "proxgenw", "proxgen-sgd", "proxquant":
+	default:
+		return fmt.Errorf("-prox lazy needs a proximal method (proxgen, proxgenw, proxgen-sgd or proxquant), not -optimizer %s", c.Optimizer)
+	}
+	r, err := prox.Parse(c.Reg)
+	if err != nil || r == nil {
+		return fmt.Errorf("-prox lazy needs a regularizer, not -reg %s", c.Reg)
+	}
+	if _, ok := r.(prox.GroupRegularizer); ok {
+		return fmt.Errorf("-prox lazy takes coordinate-wise regularizers, not the group regularizer -reg %s", c.Reg)
+	}
+	return nil
 }
 
 // binary reports whether the run trains a binary network (its metrics
@@ -505,6 +528,16 @@ func (c *config) resolve() error {
 		}
 	default:
 		return fmt.Errorf("-bin-scale %q: want 1 or mean", c.BinScale)
+	}
+	switch c.Prox {
+	case "", "step":
+		c.Prox = ""
+	case "lazy":
+		if err := c.checkLazy(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("-prox %q: want step or lazy", c.Prox)
 	}
 	switch c.Homotopy {
 	case "auto":

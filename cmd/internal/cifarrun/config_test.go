@@ -63,6 +63,8 @@ func TestConfigMethodDefaults(t *testing.T) {
 		{[]string{"-optimizer", "bc-sgd", "-bin-scale", "mean"}, func(c *config) bool {
 			return c.Reg == "none" && c.LR == 0.1 && c.HardQuantEpoch == 0 && c.binary() && c.BinScale == "mean"
 		}},
+		{[]string{"-optimizer", "proxgen-sgd", "-reg", "bin-l1", "-prox", "lazy"}, func(c *config) bool { return c.Prox == "lazy" && c.Homotopy == "on" }},
+		{[]string{"-prox", "step"}, func(c *config) bool { return c.Prox == "" }},
 		{[]string{"-reg", "lq:0.3", "-lambda", "2", "-lambda-scale", "1"}, func(c *config) bool { return c.Lambda == 2 && c.LambdaScale == "1" }},
 		{[]string{"-epochs", "3"}, func(c *config) bool { return c.Schedule == "const" }},
 		{[]string{"-shortcut", "b"}, func(c *config) bool { return c.Shortcut == "B" }},
@@ -130,6 +132,11 @@ func TestConfigErrors(t *testing.T) {
 		{[]string{"-schedule", "plateau:1.2"}, "factor"},
 		{[]string{"-schedule", "const:1"}, "takes no arguments"},
 		{[]string{"-homotopy", "yes"}, "-homotopy"},
+		{[]string{"-prox", "later"}, "want step or lazy"},
+		{[]string{"-optimizer", "bc-sgd", "-prox", "lazy"}, "needs a proximal method"},
+		{[]string{"-optimizer", "adam", "-prox", "lazy"}, "needs a proximal method"},
+		{[]string{"-optimizer", "proxgen-sgd", "-reg", "none", "-prox", "lazy"}, "needs a regularizer"},
+		{[]string{"-reg", "gl0", "-prox", "lazy"}, "coordinate-wise"},
 		{[]string{"-optimizer", "adam", "-homotopy", "on"}, "needs a regularizer"},
 		{[]string{"-hard-quant-epoch", "5"}, "needs a binary regularizer"},
 		{[]string{"-reg", "binw:1", "-hard-quant-epoch", "-3"}, "must not be negative"},

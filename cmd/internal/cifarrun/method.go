@@ -65,15 +65,20 @@ func newMethod(c *config, model nn.Module, nTrain, perEpoch int) (*experiment.Me
 		CoupleBN:     !c.NoCoupleBN,
 		Seed:         c.Seed,
 		ScaleBinary:  c.BinScale == "mean",
+		Lazy:         c.Prox == "lazy",
 	})
 }
 
-// regCostNote describes -reg-cost for the run's first line.
-func regCostNote(c *config) string {
-	if c.RegCost == "" {
-		return ""
+// regNote describes -reg-cost and -prox lazy for the run's first line.
+func regNote(c *config) string {
+	var note string
+	if c.RegCost != "" {
+		note = " weighted by each layer's output " + c.RegCost
 	}
-	return " weighted by each layer's output " + c.RegCost
+	if c.Prox == "lazy" {
+		note += ", prox applied lazily to the accumulated iterate"
+	}
+	return note
 }
 
 // lambdaWeights returns the λ multiplier of each regularized weight that

@@ -177,7 +177,7 @@ func trainRun(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 		}
 	} else {
 		t.prog.Logf("training %s (%s) with %s, -reg %s, per-step λ %.3g%s, lr %g on %s (%s of %d per epoch), %s%s; run folder %s",
-			c.Model, cli.Count(nn.NumParams(model), "parameter"), c.Optimizer, c.Reg, perStepLambda(c, ds.Train.Len()), regCostNote(c), c.LR, cli.Count(ds.Train.Len(), "image"),
+			c.Model, cli.Count(nn.NumParams(model), "parameter"), c.Optimizer, c.Reg, perStepLambda(c, ds.Train.Len()), regNote(c), c.LR, cli.Count(ds.Train.Len(), "image"),
 			cli.Count(perEpoch, "batch"), c.Batch, cli.Count(parallel.Workers(), "thread"), precisionNote(prec), c.Out)
 	}
 	res, err := l.Run(ctx)

@@ -25,6 +25,10 @@ type runState struct {
 	Config *config `json:"config"`
 	// Frozen records that the binarised weights were hard-quantised.
 	Frozen bool `json:"frozen"`
+	// BinScales are the binarised tensors' scales s with -bin-scale mean
+	// for a W-shaped regularizer (experiment.Method.BinaryScales), set at
+	// the start of each epoch; absent in checkpoints written before them.
+	BinScales []float64 `json:"bin_scales,omitempty"`
 	// Correct counts the correctly classified training images of the
 	// current epoch.
 	Correct int `json:"correct"`
@@ -57,12 +61,15 @@ type trainer struct {
 	model nn.Module
 	// evalNet computes model's evaluation-mode outputs in evaluate when
 	// not nil (-eval-only: infer.Prepare's sparse layers).
-	evalNet     nn.Module
-	meth        *experiment.Method
-	train, test *cifar10.Split
-	perEpoch    int
-	prog        *train.Progress
-	stdout      io.Writer
+	evalNet nn.Module
+	meth    *experiment.Method
+	// scalesRestored is set when a resumed run's checkpoint held the
+	// binary scales of the epoch it stopped in.
+	scalesRestored bool
+	train, test    *cifar10.Split
+	perEpoch       int
+	prog           *train.Progress
+	stdout         io.Writer
 	// trainCtx and evalCtx are the contexts of training steps and of
 	// evaluation (NoGrad); each has an arena reset before every batch.
 	trainCtx, evalCtx *autograd.Context
@@ -107,7 +114,11 @@ func (t *trainer) loop() *train.Loop {
 // the start batches already done.
 func (t *trainer) beginEpoch(ctx context.Context, epoch, start int) error {
 	c := t.cfg
-	t.meth.SetEpoch(epoch)
+	if start > 0 && t.scalesRestored {
+		t.meth.ResumeEpoch(epoch) // the scales of the epoch's start, from the checkpoint
+	} else {
+		t.meth.SetEpoch(epoch)
+	}
 	t.lambda = t.meth.LambdaAt(epoch)
 	t.lr = t.meth.LRAt(epoch * t.perEpoch)
 	t.model.SetTraining(true)
@@ -294,7 +305,7 @@ func (t *trainer) saveState() (train.State, error) {
 	if err != nil {
 		return train.State{}, fmt.Errorf("saving the random state: %w", err)
 	}
-	st := &runState{Config: t.cfg, Frozen: t.frozen, Correct: t.correct, RNG: rng, BestEpoch: t.bestEpoch, BestAcc: t.bestAcc, RecalPruned: t.recalPruned}
+	st := &runState{Config: t.cfg, Frozen: t.frozen, BinScales: t.meth.BinaryScales(), Correct: t.correct, RNG: rng, BestEpoch: t.bestEpoch, BestAcc: t.bestAcc, RecalPruned: t.recalPruned}
 	if t.mask != nil {
 		st.Pruned = t.mask.Filters()
 	}
@@ -333,6 +344,12 @@ func (t *trainer) loadState(s train.State) error {
 	t.best, t.bestEpoch, t.bestAcc = best, st.BestEpoch, st.BestAcc
 	if err := t.meth.SetRNGState(st.RNG); err != nil {
 		return err
+	}
+	if st.BinScales != nil {
+		if err := t.meth.SetBinaryScales(st.BinScales); err != nil {
+			return fmt.Errorf("bad run state: %w", err)
+		}
+		t.scalesRestored = true
 	}
 	t.frozen, t.correct, t.recalPruned = st.Frozen, st.Correct, st.RecalPruned
 	if t.cfg.pruning() {

@@ -55,6 +55,13 @@ type MethodConfig struct {
 	// binarise each tensor to ±(the mean |w| of its real weights)
 	// (optim.NewScaledBinaryConnect).
 	ScaleBinary bool
+	// Lazy applies the regularizer's prox lazily (optim.LazyProx): the
+	// optimizer steps a real-valued iterate z and the network computes
+	// with the prox of λR at z under the step sizes summed so far. It
+	// needs a Plain method with a coordinate-wise regularizer; with
+	// ScaleBinary each tensor's wells are at ±(the mean |z| of its real
+	// iterate).
+	Lazy bool
 }
 
 // Method is a training method over one model: the optimizer with its
@@ -84,6 +91,7 @@ type Method struct {
 	// scaleBinary: each of Regs holds one tensor, pulled to ±(its mean |w|).
 	scaleBinary bool
 	bc          *optim.BinaryConnect // Opt, for BinaryConnect methods
+	lazy        *optim.LazyProx      // Opt, for lazy proximal methods
 }
 
 // NewMethod builds the method c over the parameters of model.
@@ -142,6 +150,12 @@ func NewMethod(model nn.Module, c MethodConfig) (*Method, error) {
 	}
 	cfg := desc.Config(c.Hyper)
 	cfg.Schedule = c.Schedule
+	if c.Lazy && (desc.Kind != Plain || !desc.TakesReg || cfg.RegMode != optim.RegProx) {
+		return nil, fmt.Errorf("-optimizer %s: a lazy prox needs a proximal method (proxgen, proxgenw, proxgen-sgd, proxquant)", c.Optimizer)
+	}
+	if _, ok := c.Reg.(prox.GroupRegularizer); ok && c.Lazy {
+		return nil, fmt.Errorf("a lazy prox takes coordinate-wise regularizers, not the group regularizer %v", c.Reg)
+	}
 	switch desc.Kind {
 	case ProxSGDKind:
 		m.Opt = optim.NewProxSGD(groups, optim.ProxSGDConfig{Eps: c.Schedule})
@@ -157,6 +171,10 @@ func NewMethod(model nn.Module, c MethodConfig) (*Method, error) {
 		m.Opt = m.bc
 	default:
 		m.Opt = optim.New(groups, cfg)
+		if c.Lazy {
+			m.lazy = optim.NewLazyProx(m.Opt.(*optim.ProxGen), m.Regs...)
+			m.Opt = m.lazy
+		}
 	}
 	if c.Reg == nil && desc.Kind != BinaryConnectKind {
 		m.Regs, m.weights = nil, nil // no regularizer: nothing to anneal or quantise
@@ -173,21 +191,65 @@ func (m *Method) LambdaAt(epoch int) float64 {
 	return m.lambda
 }
 
-// SetEpoch sets the hyperparameters of epoch (counted from 0): λ, times
-// each group's multiplier, and with ScaleBinary each binarised tensor's
-// wells at ±(its mean |w| now).
+// SetEpoch sets the hyperparameters of epoch (counted from 0) as it
+// starts: λ, times each group's multiplier, and with ScaleBinary each
+// binarised tensor's wells at ±(its mean |w| now; with Lazy, the mean |z|
+// of its real iterate).
 func (m *Method) SetEpoch(epoch int) {
-	for i, g := range m.Regs {
-		if g.Reg == nil {
+	m.ResumeEpoch(epoch)
+	for _, g := range m.Regs {
+		if g.Reg == nil || !m.scaleBinary || g.Frozen {
 			continue
 		}
-		g.Lambda = m.LambdaAt(epoch) * m.weights[i]
-		if m.scaleBinary && !g.Frozen {
-			if s := optim.MeanAbs(g.Params[0].Data); s > 0 && !math.IsInf(s, 0) {
-				g.Reg = prox.BinaryWAt(m.binQ, s)
+		w := g.Params[0].Data
+		if m.lazy != nil {
+			if j, ok := m.lazy.Lazy(g.Names[0]); ok {
+				w = m.lazy.Real(j)
 			}
 		}
+		if s := optim.MeanAbs(w); s > 0 && !math.IsInf(s, 0) {
+			g.Reg = prox.BinaryWAt(m.binQ, s)
+		}
 	}
+}
+
+// ResumeEpoch sets λ of epoch as SetEpoch does but keeps the binary
+// scales, for a run resumed inside the epoch: they are those of the
+// epoch's start, restored with SetBinaryScales.
+func (m *Method) ResumeEpoch(epoch int) {
+	for i, g := range m.Regs {
+		if g.Reg != nil {
+			g.Lambda = m.LambdaAt(epoch) * m.weights[i]
+		}
+	}
+}
+
+// BinaryScales returns, with ScaleBinary, the scale s of each binarised
+// tensor's W-shaped regularizer (in the order of Regs), for a checkpoint;
+// nil otherwise.
+func (m *Method) BinaryScales() []float64 {
+	if !m.scaleBinary || m.bc != nil {
+		return nil
+	}
+	s := make([]float64, len(m.Regs))
+	for i, g := range m.Regs {
+		s[i], _ = prox.BinaryScale(g.Reg)
+	}
+	return s
+}
+
+// SetBinaryScales restores scales returned by BinaryScales.
+func (m *Method) SetBinaryScales(s []float64) error {
+	if want := len(m.BinaryScales()); len(s) != want {
+		return fmt.Errorf("%d binary scales for %d binarised tensors", len(s), want)
+	}
+	for i, v := range s {
+		if !(v > 0) || math.IsInf(v, 0) {
+			return fmt.Errorf("binary scale %v of tensor %d is not a positive finite number", v, i)
+		}
+		m.Regs[i].Reg = prox.BinaryWAt(m.binQ, v)
+	}
+	return nil
 }
 
 // BinaryScale returns the magnitude s that the binarised weight named name

@@ -1,0 +1,192 @@
+package optim
+
+import (
+	"fmt"
+
+	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/optim/prox"
+)
+
+// LazyProx is the lazy (dual-averaging) form of the proximal update for
+// some of a ProxGen optimizer's groups. The optimizer's momentum and
+// preconditioner step a real-valued iterate z without the prox, from the
+// gradient at the parameters the network computes with, which are
+//
+//	θ_t = prox_{η_t λ R}(z_t),  η_t = α_1 + … + α_t,
+//
+// the proximal map of λR at z_t under the step sizes summed so far
+// (Euclidean metric: every coordinate takes η_t). With R = 0 it is the
+// inner optimizer; where ProxGen pulls θ a step's worth towards R's
+// minimisers after every step and keeps it there, the lazy form pulls the
+// whole accumulated iterate at once, so a coordinate that the pull holds
+// (a binary weight at ±s, a zero of ℓ1) leaves as soon as its accumulated
+// gradient outweighs the pull. With a W-shaped regularizer and λ → ∞ it
+// is BinaryConnect without the clipping; it is the regularized dual
+// averaging of Xiao (2010) with the inner optimizer's step.
+//
+// A lazy group's Lambda, Reg and Frozen may change between steps as for
+// any group (a homotopy, HardQuantize); a frozen group keeps its Data and
+// its real iterate. Lazy groups take coordinate-wise regularizers, not
+// group regularizers.
+type LazyProx struct {
+	inner  *ProxGen
+	groups []int // indices of the lazy groups among inner's groups
+	// params, names and real are per lazy parameter; owner is the index
+	// into groups of each one's group.
+	params []*autograd.Tensor
+	names  []string
+	real   [][]float32
+	owner  []int
+	eta    []float64 // η_t of each lazy group
+	lambda []float64 // the lazy groups' λ, saved while the inner step runs
+	etaBuf []float32
+}
+
+// NewLazyProx applies the regularizers of groups (each one of inner's
+// groups, with a coordinate-wise regularizer or none) lazily. It copies
+// the parameters' Data as the real iterate z_0 (η_0 = 0, so θ_0 = z_0).
+// It panics if a group is not inner's or has a group regularizer.
+func NewLazyProx(inner *ProxGen, groups ...*Group) *LazyProx {
+	l := &LazyProx{inner: inner}
+	for k, g := range groups {
+		gi := -1
+		for i, h := range inner.Groups() {
+			if h == g {
+				gi = i
+			}
+		}
+		if gi < 0 {
+			panic("optim.NewLazyProx: group is not one of the inner optimizer's groups")
+		}
+		if _, ok := g.Reg.(prox.GroupRegularizer); ok {
+			panic(fmt.Sprintf("optim.NewLazyProx: group %d has the group regularizer %v; lazy groups take coordinate-wise ones", gi, g.Reg))
+		}
+		l.groups = append(l.groups, gi)
+		for j, p := range g.Params {
+			l.params = append(l.params, p)
+			l.names = append(l.names, g.name(gi, j))
+			l.real = append(l.real, append([]float32(nil), p.Data...))
+			l.owner = append(l.owner, k)
+		}
+	}
+	l.eta = make([]float64, len(groups))
+	l.lambda = make([]float64, len(groups))
+	return l
+}
+
+// Real returns the real-valued iterate z of the i-th lazy parameter (in
+// the order of the groups given to NewLazyProx, then of their Params).
+func (l *LazyProx) Real(i int) []float32 { return l.real[i] }
+
+// Lazy reports the index of the parameter called name among the lazy ones
+// (for Real), and whether it is one of them.
+func (l *LazyProx) Lazy(name string) (int, bool) {
+	for i, n := range l.names {
+		if n == name {
+			return i, true
+		}
+	}
+	return -1, false
+}
+
+// Eta returns η_t, the step sizes summed so far, of the k-th lazy group.
+func (l *LazyProx) Eta(k int) float64 { return l.eta[k] }
+
+// Step implements Optimizer: the inner step on z with the lazy groups' λ
+// set to 0, then θ = prox_{η_t λ R}(z).
+func (l *LazyProx) Step() {
+	gs := l.inner.Groups()
+	for k, gi := range l.groups {
+		l.lambda[k] = gs[gi].Lambda
+		gs[gi].Lambda = 0
+		if !gs[gi].Frozen {
+			l.eta[k] += l.inner.LR(gi)
+		}
+	}
+	for i, p := range l.params {
+		if !gs[l.groups[l.owner[i]]].Frozen {
+			copy(p.Data, l.real[i])
+		}
+	}
+	l.inner.Step()
+	for k, gi := range l.groups {
+		gs[gi].Lambda = l.lambda[k]
+	}
+	for i, p := range l.params {
+		if !gs[l.groups[l.owner[i]]].Frozen {
+			copy(l.real[i], p.Data)
+			l.apply(i)
+		}
+	}
+}
+
+// apply writes θ = prox_{η λ R}(z) of the i-th lazy parameter into its Data.
+func (l *LazyProx) apply(i int) {
+	k := l.owner[i]
+	g := l.inner.Groups()[l.groups[k]]
+	p := l.params[i]
+	if g.Reg == nil || g.Lambda == 0 || l.eta[k] == 0 {
+		copy(p.Data, l.real[i])
+		return
+	}
+	if cap(l.etaBuf) < len(p.Data) {
+		l.etaBuf = make([]float32, len(p.Data))
+	}
+	eta := l.etaBuf[:len(p.Data)]
+	for j := range eta {
+		eta[j] = float32(l.eta[k])
+	}
+	g.Reg.Prox(p.Data, l.real[i], eta, float32(g.Lambda))
+}
+
+// ZeroGrad implements Optimizer.
+func (l *LazyProx) ZeroGrad() { l.inner.ZeroGrad() }
+
+// Groups implements Optimizer.
+func (l *LazyProx) Groups() []*Group { return l.inner.Groups() }
+
+// Steps implements Optimizer.
+func (l *LazyProx) Steps() int { return l.inner.Steps() }
+
+// State implements Optimizer: the inner state plus the real iterates as
+// "<name>.real" and each lazy group's η_t as "lazy.eta.<group index>".
+func (l *LazyProx) State() *State {
+	st := l.inner.State()
+	for i, r := range l.real {
+		st.Tensors[l.names[i]+".real"] = append([]float32(nil), r...)
+	}
+	for k, gi := range l.groups {
+		st.SetFloat64(fmt.Sprintf("lazy.eta.%d", gi), l.eta[k])
+	}
+	return st
+}
+
+// LoadState implements Optimizer. It restores the real iterates and η_t;
+// the parameters' Data (θ) are the caller's to restore, as for ProxGen.
+// It changes nothing when it returns an error.
+func (l *LazyProx) LoadState(st *State) error {
+	var loads []func()
+	for i, r := range l.real {
+		f, err := st.checked(r, l.names[i]+".real")
+		if err != nil {
+			return fmt.Errorf("lazy prox: %w", err)
+		}
+		loads = append(loads, f)
+	}
+	eta := make([]float64, len(l.eta))
+	for k, gi := range l.groups {
+		v, err := st.Float64(fmt.Sprintf("lazy.eta.%d", gi))
+		if err != nil {
+			return fmt.Errorf("lazy prox: %w", err)
+		}
+		eta[k] = v
+	}
+	if err := l.inner.LoadState(st); err != nil {
+		return err
+	}
+	for _, f := range loads {
+		f()
+	}
+	copy(l.eta, eta)
+	return nil
+}

@@ -1,0 +1,148 @@
+package optim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/proxgen/proxgen/autograd"
+	"github.com/proxgen/proxgen/optim/internal/opttest"
+	"github.com/proxgen/proxgen/optim/prox"
+	"github.com/proxgen/proxgen/optim/schedule"
+)
+
+// TestLazyProxByHand follows two plain SGD steps (α = 0.1, then 0.05 by
+// the schedule) with the ℓ1 prox applied lazily: θ = soft(z, λ·Σα).
+func TestLazyProxByHand(t *testing.T) {
+	w := param(0.5, -0.2, 0.04, 1)
+	g := &Group{Names: []string{"w"}, Params: []*autograd.Tensor{w}, Reg: prox.L1(), Lambda: 1, LR: 0.1}
+	c := SGDConfig(0, false)
+	c.RegMode = RegProx
+	c.Schedule = schedule.MultiStep{Milestones: []int{1}, Gamma: 0.5}
+	l := NewLazyProx(New([]*Group{g}, c), g)
+	if fmt.Sprint(w.Data) != "[0.5 -0.2 0.04 1]" {
+		t.Fatalf("θ_0 = %v, want z_0", w.Data)
+	}
+	check := func(step string, got, want []float32) {
+		t.Helper()
+		for i := range want {
+			if !opttest.Near(float64(got[i]), float64(want[i]), 1e-6, 0) {
+				t.Fatalf("%s: %v, want %v", step, got, want)
+			}
+		}
+	}
+	w.Grad = []float32{1, -1, 0, 2}
+	l.Step()
+	// z = 0.4, −0.1, 0.04, 0.8; soft threshold 0.1.
+	check("z_1", l.Real(0), []float32{0.4, -0.1, 0.04, 0.8})
+	check("θ_1", w.Data, []float32{0.3, 0, 0, 0.7})
+	// The gradient at θ moves z; the coordinate held at 0 moves with it.
+	w.Grad = []float32{0, -2, -2, 0}
+	l.Step()
+	// α_2 = 0.05: z = 0.4, 0, 0.14, 0.8; threshold 0.15.
+	check("z_2", l.Real(0), []float32{0.4, 0, 0.14, 0.8})
+	check("θ_2", w.Data, []float32{0.25, 0, 0, 0.65})
+	if !opttest.Near(l.Eta(0), 0.15, 1e-15, 0) {
+		t.Fatalf("η_2 = %v, want 0.15", l.Eta(0))
+	}
+	if i, ok := l.Lazy("w"); !ok || i != 0 {
+		t.Fatalf(`Lazy("w") = %d, %v`, i, ok)
+	}
+	if g.Lambda != 1 {
+		t.Fatalf("λ after the step %v, want 1 restored", g.Lambda)
+	}
+}
+
+// TestLazyProxZeroLambdaIsInner checks that with λ = 0 the lazy form is
+// the inner optimizer, bit for bit, and that a group left out of the
+// lazy set keeps its eager prox.
+func TestLazyProxZeroLambdaIsInner(t *testing.T) {
+	names := []string{"conv.weight", "conv.bias", "fc.weight", "fc.bias"}
+	for _, lambda := range []float64{0, 0.3} {
+		ps1, ps2 := bigParams(1), bigParams(1)
+		mk := func(ps []*autograd.Tensor) ([]*Group, *ProxGen) {
+			gs := DefaultGroups(names, ps, prox.L1(), lambda, 1e-3, 1e-2)
+			return gs, New(gs, ProxGenAdam(0.9, 0.999, 1e-8))
+		}
+		_, plain := mk(ps1)
+		gs2, inner := mk(ps2)
+		var o Optimizer = inner
+		if lambda == 0 {
+			o = NewLazyProx(inner, gs2[0])
+		} else {
+			o = NewLazyProx(inner) // no lazy group: ProxGen as it is
+		}
+		r1, r2 := rand.New(rand.NewPCG(4, 5)), rand.New(rand.NewPCG(4, 5))
+		for range 4 {
+			setGrads(ps1, r1)
+			setGrads(ps2, r2)
+			plain.Step()
+			o.Step()
+		}
+		sameBits(t, fmt.Sprintf("λ %v", lambda), snapshot(ps1), snapshot(ps2))
+	}
+}
+
+// TestLazyProxSignsChange contrasts the two forms on a binary weight held
+// at +s by the W-shaped ℓ1: with a gradient of constant sign smaller than
+// the pull, ProxGen keeps it at +s for ever, while the lazy form's
+// iterate crosses zero and the weight goes to −s.
+func TestLazyProxSignsChange(t *testing.T) {
+	const s, lambda, lr = 0.5, 1.0, 0.1
+	run := func(lazy bool) []float32 {
+		w := param(s)
+		g := &Group{Params: []*autograd.Tensor{w}, Reg: prox.BinaryWAt(1, s), Lambda: lambda, LR: lr}
+		c := SGDConfig(0, false)
+		c.RegMode = RegProx
+		var o Optimizer = New([]*Group{g}, c)
+		if lazy {
+			o = NewLazyProx(o.(*ProxGen), g)
+		}
+		for range 20 {
+			// A step of 0.04 = 0.08·s, under each step's pull of αλ = 0.1
+			// (in units of s).
+			w.Grad = []float32{0.4}
+			o.Step()
+		}
+		return w.Data
+	}
+	if got := run(false); got[0] != s {
+		t.Fatalf("eager ProxGen: %v, want the weight held at +%v", got, s)
+	}
+	// z after 20 steps: 0.5 − 20·0.04 = −0.3, within ηλ = 2 (units of s) of −s.
+	if got := run(true); got[0] != -s {
+		t.Fatalf("lazy: %v, want −%v", got, s)
+	}
+}
+
+// TestLazyProxFrozen checks that a frozen lazy group (after HardQuantize)
+// keeps its Data and real iterate.
+func TestLazyProxFrozen(t *testing.T) {
+	w := param(0.3, -0.7)
+	g := &Group{Names: []string{"w"}, Params: []*autograd.Tensor{w}, Reg: prox.BinaryWAt(1, 0.5), Lambda: 0.1, LR: 0.1}
+	c := SGDConfig(0, false)
+	c.RegMode = RegProx
+	l := NewLazyProx(New([]*Group{g}, c), g)
+	w.Grad = []float32{1, 1}
+	l.Step()
+	HardQuantize(g)
+	z := append([]float32(nil), l.Real(0)...)
+	for range 3 {
+		w.Grad = []float32{-5, 5}
+		l.Step()
+	}
+	if fmt.Sprint(w.Data) != "[0.5 -0.5]" || fmt.Sprint(l.Real(0)) != fmt.Sprint(z) {
+		t.Fatalf("frozen: data %v real %v, want [0.5 -0.5] and %v", w.Data, l.Real(0), z)
+	}
+}
+
+func TestLazyProxRejectsGroupRegularizer(t *testing.T) {
+	w := autograd.FromSlice([]float32{1, 2, 3, 4}, 2, 2)
+	g := &Group{Params: []*autograd.Tensor{w}, Reg: prox.GroupLasso(prox.ByFilter), Lambda: 0.1, LR: 0.1}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("no panic for a group regularizer")
+		}
+	}()
+	NewLazyProx(New([]*Group{g}, ProxGenAdam(0.9, 0.999, 1e-8)), g)
+}
