@@ -146,3 +146,42 @@ func TestLazyProxRejectsGroupRegularizer(t *testing.T) {
 	}()
 	NewLazyProx(New([]*Group{g}, ProxGenAdam(0.9, 0.999, 1e-8)), g)
 }
+
+// TestLazyProxBinaryLimitIsBinaryConnect checks the W-shaped limit λ → ∞:
+// the lazy form computes with sign(z) and steps z with that gradient,
+// which is BinaryConnect at ±1 (bit for bit while no clipping happens).
+func TestLazyProxBinaryLimitIsBinaryConnect(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	init := make([]float32, 64)
+	for i := range init {
+		init[i] = float32(rng.Float64() - 0.5)
+	}
+	w1, w2 := param(init...), param(init...)
+	g1 := &Group{Names: []string{"w"}, Params: []*autograd.Tensor{w1}, LR: 0.05}
+	g2 := &Group{Names: []string{"w"}, Params: []*autograd.Tensor{w2}, Reg: prox.BinaryW(1), Lambda: 1e12, LR: 0.05}
+	bc := NewBinaryConnect(New([]*Group{g1}, SGDConfig(0.9, false)), g1)
+	c := SGDConfig(0.9, false)
+	c.RegMode = RegProx
+	lazy := NewLazyProx(New([]*Group{g2}, c), g2)
+	flips := 0
+	for step := range 30 {
+		grad := make([]float32, len(init))
+		for i := range grad {
+			grad[i] = float32(0.02 * rng.NormFloat64()) // small: no real weight reaches the clip at ±1
+		}
+		before := append([]float32(nil), w1.Data...)
+		w1.Grad, w2.Grad = grad, append([]float32(nil), grad...)
+		bc.Step()
+		lazy.Step()
+		sameBits(t, fmt.Sprintf("step %d data", step), [][]float32{w1.Data}, [][]float32{w2.Data})
+		sameBits(t, fmt.Sprintf("step %d real", step), [][]float32{bc.Real(0)}, [][]float32{lazy.Real(0)})
+		for i := range before {
+			if before[i] != w1.Data[i] {
+				flips++
+			}
+		}
+	}
+	if flips == 0 {
+		t.Fatal("no sign changed: the test checks nothing")
+	}
+}
