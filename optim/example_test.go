@@ -51,3 +51,43 @@ func Example() {
 	// w = [+1.49 +0.00 +0.00 -1.99 -0.00 +0.00 +0.49 +0.00]
 	// exactly zero: [1 2 4 5 7]
 }
+
+// ExampleNewLazyProx fits binary weights ±0.5 to data made by binary
+// weights, from a start at ±0.5 with three signs wrong, under a W-shaped ℓ1
+// pull stronger than one step's gradient. The eager ProxGen update holds
+// every weight at the well it starts in, whatever its gradient says; the
+// lazy form steps the real-valued iterate and computes with its prox, so a
+// wrong sign changes once the accumulated gradient has carried the iterate
+// across zero.
+func ExampleNewLazyProx() {
+	const n, d, s = 64, 8, 0.5
+	truth := []float32{s, -s, s, s, -s, s, -s, -s}
+	start := []float32{s, s, s, s, s, s, s, -s} // signs 1, 4 and 6 wrong
+	rng := rand.New(rand.NewPCG(3, 3))
+	x := autograd.RandN(rng, n, d)
+	y := autograd.Linear(x, autograd.FromSlice(truth, 1, d), nil)
+	for _, lazy := range []bool{false, true} {
+		w := autograd.FromSlice(append([]float32(nil), start...), 1, d).RequireGrad()
+		g := &optim.Group{Params: []*autograd.Tensor{w}, Reg: prox.BinaryWAt(1, s), Lambda: 5, LR: 0.01}
+		cfg := optim.SGDConfig(0, false)
+		cfg.RegMode = optim.RegProx
+		inner := optim.New([]*optim.Group{g}, cfg)
+		var opt optim.Optimizer = inner
+		if lazy {
+			opt = optim.NewLazyProx(inner, g)
+		}
+		var loss float32
+		for range 100 {
+			opt.ZeroGrad()
+			r := autograd.Sub(autograd.Linear(x, w, nil), y)
+			l := autograd.Mean(autograd.Mul(r, r))
+			l.Backward()
+			opt.Step()
+			loss = l.Item()
+		}
+		fmt.Printf("lazy %-5v w = %+.1f, loss %.3f\n", lazy, w.Data, loss)
+	}
+	// Output:
+	// lazy false w = [+0.5 +0.5 +0.5 +0.5 +0.5 +0.5 +0.5 -0.5], loss 2.690
+	// lazy true  w = [+0.5 -0.5 +0.5 +0.5 -0.5 +0.5 -0.5 -0.5], loss 0.000
+}
