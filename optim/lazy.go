@@ -26,8 +26,8 @@ import (
 //
 // A lazy group's Lambda, Reg and Frozen may change between steps as for
 // any group (a homotopy, HardQuantize); a frozen group keeps its Data and
-// its real iterate. Lazy groups take coordinate-wise regularizers, not
-// group regularizers.
+// its real iterate. A group regularizer acts on each tensor's groups
+// (prox.GroupProx); lazy groups take no Couplings.
 type LazyProx struct {
 	inner  *ProxGen
 	groups []int // indices of the lazy groups among inner's groups
@@ -43,9 +43,9 @@ type LazyProx struct {
 }
 
 // NewLazyProx applies the regularizers of groups (each one of inner's
-// groups, with a coordinate-wise regularizer or none) lazily. It copies
-// the parameters' Data as the real iterate z_0 (η_0 = 0, so θ_0 = z_0).
-// It panics if a group is not inner's or has a group regularizer.
+// groups) lazily. It copies the parameters' Data as the real iterate z_0
+// (η_0 = 0, so θ_0 = z_0). It panics if a group is not inner's or has
+// Couplings.
 func NewLazyProx(inner *ProxGen, groups ...*Group) *LazyProx {
 	l := &LazyProx{inner: inner}
 	for k, g := range groups {
@@ -58,8 +58,8 @@ func NewLazyProx(inner *ProxGen, groups ...*Group) *LazyProx {
 		if gi < 0 {
 			panic("optim.NewLazyProx: group is not one of the inner optimizer's groups")
 		}
-		if _, ok := g.Reg.(prox.GroupRegularizer); ok {
-			panic(fmt.Sprintf("optim.NewLazyProx: group %d has the group regularizer %v; lazy groups take coordinate-wise ones", gi, g.Reg))
+		if len(g.Couplings) > 0 {
+			panic(fmt.Sprintf("optim.NewLazyProx: group %d has couplings; lazy groups take none", gi))
 		}
 		l.groups = append(l.groups, gi)
 		for j, p := range g.Params {
@@ -127,6 +127,10 @@ func (l *LazyProx) apply(i int) {
 	p := l.params[i]
 	if g.Reg == nil || g.Lambda == 0 || l.eta[k] == 0 {
 		copy(p.Data, l.real[i])
+		return
+	}
+	if gr, ok := g.Reg.(prox.GroupRegularizer); ok {
+		prox.GroupProx(gr, p.Data, l.real[i], p.Shape(), float32(l.eta[k]), float32(g.Lambda))
 		return
 	}
 	if cap(l.etaBuf) < len(p.Data) {

@@ -136,15 +136,46 @@ func TestLazyProxFrozen(t *testing.T) {
 	}
 }
 
-func TestLazyProxRejectsGroupRegularizer(t *testing.T) {
+// TestLazyProxGroups checks a group regularizer applied lazily: θ is the
+// group prox of z under η = Σα, and a zeroed group comes back when its
+// iterate grows.
+func TestLazyProxGroups(t *testing.T) {
+	w := autograd.FromSlice([]float32{1, 1, 0.1, -0.1}, 2, 2) // filters (1, 1) and (0.1, −0.1)
+	g := &Group{Params: []*autograd.Tensor{w}, Reg: prox.GroupL0(prox.ByFilter), Lambda: 0.5, LR: 0.1}
+	c := SGDConfig(0, false)
+	c.RegMode = RegProx
+	l := NewLazyProx(New([]*Group{g}, c), g)
+	// Zero a group when Σz²/(2η) ≤ λ: η = 0.1 after one step, so Σz² ≤ 0.1.
+	w.Grad = []float32{0, 0, 0, 0}
+	l.Step()
+	if fmt.Sprint(w.Data) != "[1 1 0 0]" {
+		t.Fatalf("after one step %v, want the small filter zeroed", w.Data)
+	}
+	// Its iterate grows by 0.1 a step while η does: after k more steps
+	// z = (0.1 + 0.1k, −0.1) is zeroed while Σz² ≤ η = 0.1(1 + k) (k = 5:
+	// 0.37 ≤ 0.6) and back from k = 9 on (1.01 > 1.0; k = 10: 1.22 > 1.1).
+	for range 10 {
+		w.Grad = []float32{0, 0, -1, 0}
+		l.Step()
+	}
+	if w.Data[2] == 0 || w.Data[3] == 0 {
+		t.Fatalf("after eleven steps %v, want the grown filter back", w.Data)
+	}
+}
+
+func TestLazyProxRejectsCouplings(t *testing.T) {
 	w := autograd.FromSlice([]float32{1, 2, 3, 4}, 2, 2)
+	gamma := param(1, 1)
 	g := &Group{Params: []*autograd.Tensor{w}, Reg: prox.GroupLasso(prox.ByFilter), Lambda: 0.1, LR: 0.1}
+	other := &Group{Params: []*autograd.Tensor{gamma}, LR: 0.1}
+	Couple([]*Group{g, other}, w, gamma)
+	opt := New([]*Group{g, other}, ProxGenAdam(0.9, 0.999, 1e-8))
 	defer func() {
 		if recover() == nil {
-			t.Fatal("no panic for a group regularizer")
+			t.Fatal("no panic for a group with couplings")
 		}
 	}()
-	NewLazyProx(New([]*Group{g}, ProxGenAdam(0.9, 0.999, 1e-8)), g)
+	NewLazyProx(opt, g)
 }
 
 // TestLazyProxBinaryLimitIsBinaryConnect checks the W-shaped limit λ → ∞:
@@ -183,5 +214,49 @@ func TestLazyProxBinaryLimitIsBinaryConnect(t *testing.T) {
 	}
 	if flips == 0 {
 		t.Fatal("no sign changed: the test checks nothing")
+	}
+}
+
+// TestGroupProxMatchesOptimizer checks prox.GroupProx against the
+// optimizer's own group maps: a ProxGen step without momentum, gradient
+// or preconditioner is the prox of αλR alone.
+func TestGroupProxMatchesOptimizer(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	shape := []int{20, 8, 3, 3} // 20 filters: a partial last block
+	// λ near each kind's typical group (Σz²/2α for ℓ0, ‖z‖/α for the
+	// lasso), so that some groups go and some stay.
+	for _, tc := range []struct {
+		r      prox.GroupRegularizer
+		lambda float32
+	}{
+		{prox.GroupL0(prox.ByFilter), 32}, {prox.GroupL0(prox.ByInputChannel), 81}, {prox.GroupL0(prox.ByBlock), 6},
+		{prox.GroupLasso(prox.ByFilter), 25}, {prox.GroupLasso(prox.ByInputChannel), 40}, {prox.GroupLasso(prox.ByBlock), 10},
+	} {
+		r, lambda := tc.r, tc.lambda
+		z := make([]float32, 20*72)
+		for i := range z {
+			z[i] = float32(0.3 * rng.NormFloat64())
+		}
+		w := autograd.FromSlice(append([]float32(nil), z...), shape...)
+		w.Grad = make([]float32, len(z))
+		const lr = 0.1
+		g := &Group{Params: []*autograd.Tensor{w}, Reg: r, Lambda: float64(lambda), LR: lr}
+		c := SGDConfig(0, false)
+		c.RegMode = RegProx
+		New([]*Group{g}, c).Step()
+		got := make([]float32, len(z))
+		prox.GroupProx(r, got, z, shape, lr, lambda)
+		zeros := 0
+		for i := range got {
+			if !opttest.Near(float64(got[i]), float64(w.Data[i]), 1e-6, 1e-7) {
+				t.Fatalf("%v: element %d: GroupProx %v, optimizer %v", r, i, got[i], w.Data[i])
+			}
+			if got[i] == 0 {
+				zeros++
+			}
+		}
+		if zeros == 0 || zeros == len(z) {
+			t.Fatalf("%v: %d of %d zero: the test checks nothing", r, zeros, len(z))
+		}
 	}
 }

@@ -145,6 +145,9 @@ func TestEndToEndResume(t *testing.T) {
 		checkResume(t, 0.3, "-optimizer", "proxgen-sgd", "-reg", "bin-l1", "-bin-scale", "mean",
 			"-lambda", "0.3", "-homotopy", "off", "-hard-quant-epoch", "0", "-lr", "1e-3")
 	})
+	t.Run("lazy-gl0-block", func(t *testing.T) {
+		checkResume(t, 2.0/20, "-optimizer", "proxgen-sgd", "-reg", "gl0:block", "-prox", "lazy", "-lambda", "2", "-lr", "1e-3")
+	})
 	t.Run("lazy-binary-mean", func(t *testing.T) {
 		checkResume(t, 0.3, "-optimizer", "proxgen-sgd", "-reg", "bin-l1", "-bin-scale", "mean", "-prox", "lazy",
 			"-lambda", "0.3", "-homotopy", "off", "-hard-quant-epoch", "0", "-lr", "1e-3")

@@ -85,6 +85,34 @@ func GroupPenalty(r GroupRegularizer, theta []float32, shape []int, companions .
 	return s
 }
 
+// GroupProx sets dst to the proximal map of λR at z for a tensor of the
+// given shape, every coordinate with step eta: r's map applied to each of
+// its groups (the optimizers' fused paths compute the same maps with a
+// per-coordinate η). dst may alias z; the padding of a last, partial
+// ByBlock group is zero, as the optimizers pad it.
+func GroupProx(r GroupRegularizer, dst, z []float32, shape []int, eta, lambda float32) {
+	l := checkGroupArgs("prox.GroupProx", r.GroupBy(), z, shape, nil)
+	if len(dst) != len(z) {
+		panic(fmt.Sprintf("prox.GroupProx: dst of %d elements for %d", len(dst), len(z)))
+	}
+	etas := make([]float32, l.Size)
+	for i := range etas {
+		etas[i] = eta
+	}
+	if l.Contiguous() {
+		for g := range l.Count {
+			r.Prox(dst[g*l.Size:(g+1)*l.Size], z[g*l.Size:(g+1)*l.Size], etas, lambda)
+		}
+		return
+	}
+	buf := make([]float32, l.Size)
+	for g := range l.Count {
+		l.Gather(buf, z, g)
+		r.Prox(buf, buf, etas, lambda)
+		l.Scatter(dst, buf, g)
+	}
+}
+
 // GroupNonZero returns the number of groups of a tensor of the given shape
 // that hold a non-zero coordinate, and the number of groups. Coordinate g
 // of each of companions (one element per group; by must be ByFilter) joins

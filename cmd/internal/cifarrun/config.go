@@ -258,8 +258,8 @@ func (c *config) binaryLevels() string {
 	return "±1"
 }
 
-// checkLazy checks that -prox lazy has a proximal method and a
-// coordinate-wise regularizer.
+// checkLazy checks that -prox lazy has a proximal method, a regularizer
+// and, for filter groups, no batch-norm coupling.
 func (c *config) checkLazy() error {
 	switch c.Optimizer {
 	case "proxgen", "proxgenw", "proxgen-sgd", "proxquant":
@@ -270,8 +270,8 @@ func (c *config) checkLazy() error {
 	if err != nil || r == nil {
 		return fmt.Errorf("-prox lazy needs a regularizer, not -reg %s", c.Reg)
 	}
-	if _, ok := r.(prox.GroupRegularizer); ok {
-		return fmt.Errorf("-prox lazy takes coordinate-wise regularizers, not the group regularizer -reg %s", c.Reg)
+	if gr, ok := r.(prox.GroupRegularizer); ok && gr.GroupBy() == prox.ByFilter && !c.NoCoupleBN {
+		return fmt.Errorf("-prox lazy takes no batch-norm couplings: with -reg %s add -no-couple-bn", c.Reg)
 	}
 	return nil
 }

@@ -58,7 +58,7 @@ type MethodConfig struct {
 	// Lazy applies the regularizer's prox lazily (optim.LazyProx): the
 	// optimizer steps a real-valued iterate z and the network computes
 	// with the prox of λR at z under the step sizes summed so far. It
-	// needs a Plain method with a coordinate-wise regularizer; with
+	// needs a Plain method and no CoupleBN for filter groups; with
 	// ScaleBinary each tensor's wells are at ±(the mean |z| of its real
 	// iterate).
 	Lazy bool
@@ -153,8 +153,10 @@ func NewMethod(model nn.Module, c MethodConfig) (*Method, error) {
 	if c.Lazy && (desc.Kind != Plain || !desc.TakesReg || cfg.RegMode != optim.RegProx) {
 		return nil, fmt.Errorf("-optimizer %s: a lazy prox needs a proximal method (proxgen, proxgenw, proxgen-sgd, proxquant)", c.Optimizer)
 	}
-	if _, ok := c.Reg.(prox.GroupRegularizer); ok && c.Lazy {
-		return nil, fmt.Errorf("a lazy prox takes coordinate-wise regularizers, not the group regularizer %v", c.Reg)
+	for _, g := range m.Regs {
+		if c.Lazy && len(g.Couplings) > 0 {
+			return nil, fmt.Errorf("a lazy prox takes no batch-norm couplings (the filters of %v are coupled with their γ and β)", c.Reg)
+		}
 	}
 	switch desc.Kind {
 	case ProxSGDKind:
