@@ -1,11 +1,8 @@
 package optim
 
 import (
-	"fmt"
 	"math"
-	"slices"
 
-	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/optim/prox"
 )
 
@@ -56,10 +53,7 @@ func HardQuantize(g *Group) {
 // NewScaledBinaryConnect each tensor's mean |w| over its real weights at
 // that moment (the binary-weight networks of Rastegari et al. 2016).
 type BinaryConnect struct {
-	inner  Optimizer
-	params []*autograd.Tensor
-	names  []string
-	real   [][]float32
+	shadowed
 	scaled bool
 	scale  []float32 // each parameter's current s
 }
@@ -81,21 +75,11 @@ func NewScaledBinaryConnect(inner Optimizer, g *Group) *BinaryConnect {
 }
 
 func newBinaryConnect(inner Optimizer, g *Group, scaled bool) *BinaryConnect {
-	gi := -1
-	for i, h := range inner.Groups() {
-		if h == g {
-			gi = i
-		}
-	}
-	if gi < 0 {
-		panic("optim.NewBinaryConnect: group is not one of the inner optimizer's groups")
-	}
-	b := &BinaryConnect{inner: inner, params: g.Params, scaled: scaled, scale: make([]float32, len(g.Params))}
-	for j, p := range g.Params {
-		r := append([]float32(nil), p.Data...)
+	gi := groupIndex("optim.NewBinaryConnect", inner, g)
+	b := &BinaryConnect{shadowed: shadowed{inner: inner}, scaled: scaled, scale: make([]float32, len(g.Params))}
+	b.shadow(gi, g)
+	for _, r := range b.real {
 		clip(r, 1)
-		b.real = append(b.real, r)
-		b.names = append(b.names, g.name(gi, j))
 	}
 	b.binarize()
 	return b
@@ -140,7 +124,7 @@ func (b *BinaryConnect) Scale(i int) float32 { return b.scale[i] }
 // Binarised reports the index of the parameter called name among the
 // binarised ones, and whether it is one of them.
 func (b *BinaryConnect) Binarised(name string) (int, bool) {
-	i := slices.Index(b.names, name)
+	i := b.index(name)
 	return i, i >= 0
 }
 
@@ -157,41 +141,15 @@ func (b *BinaryConnect) Step() {
 	b.binarize()
 }
 
-// ZeroGrad implements Optimizer.
-func (b *BinaryConnect) ZeroGrad() { b.inner.ZeroGrad() }
-
-// Groups implements Optimizer.
-func (b *BinaryConnect) Groups() []*Group { return b.inner.Groups() }
-
-// Steps implements Optimizer.
-func (b *BinaryConnect) Steps() int { return b.inner.Steps() }
-
 // State implements Optimizer: the inner state plus the real weights as
 // "<name>.real".
-func (b *BinaryConnect) State() *State {
-	st := b.inner.State()
-	for i, r := range b.real {
-		st.Tensors[b.names[i]+".real"] = append([]float32(nil), r...)
-	}
-	return st
-}
+func (b *BinaryConnect) State() *State { return b.state() }
 
 // LoadState implements Optimizer. It restores the real weights and
 // rewrites the parameters' Data with their signs.
 func (b *BinaryConnect) LoadState(st *State) error {
-	var loads []func()
-	for i, r := range b.real {
-		f, err := st.checked(r, b.names[i]+".real")
-		if err != nil {
-			return fmt.Errorf("binary connect: %w", err)
-		}
-		loads = append(loads, f)
-	}
-	if err := b.inner.LoadState(st); err != nil {
+	if err := b.loadState(st, "binary connect", nil); err != nil {
 		return err
-	}
-	for _, f := range loads {
-		f()
 	}
 	b.binarize()
 	return nil

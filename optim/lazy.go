@@ -3,7 +3,6 @@ package optim
 import (
 	"fmt"
 
-	"github.com/proxgen/proxgen/autograd"
 	"github.com/proxgen/proxgen/optim/prox"
 )
 
@@ -29,17 +28,13 @@ import (
 // its real iterate. A group regularizer acts on each tensor's groups
 // (prox.GroupProx); lazy groups take no Couplings.
 type LazyProx struct {
-	inner  *ProxGen
-	groups []int // indices of the lazy groups among inner's groups
-	// params, names and real are per lazy parameter; owner is the index
-	// into groups of each one's group.
-	params []*autograd.Tensor
-	names  []string
-	real   [][]float32
-	owner  []int
-	eta    []float64 // η_t of each lazy group
-	lambda []float64 // the lazy groups' λ, saved while the inner step runs
-	etaBuf []float32
+	shadowed // the lazy parameters, whose real weights are z
+	inner    *ProxGen
+	groups   []int     // indices of the lazy groups among inner's groups
+	owner    []int     // index into groups of each lazy parameter's group
+	eta      []float64 // η_t of each lazy group
+	lambda   []float64 // the lazy groups' λ, saved while the inner step runs
+	etaBuf   []float32
 }
 
 // NewLazyProx applies the regularizers of groups (each one of inner's
@@ -47,25 +42,15 @@ type LazyProx struct {
 // (η_0 = 0, so θ_0 = z_0). It panics if a group is not inner's or has
 // Couplings.
 func NewLazyProx(inner *ProxGen, groups ...*Group) *LazyProx {
-	l := &LazyProx{inner: inner}
+	l := &LazyProx{shadowed: shadowed{inner: inner}, inner: inner}
 	for k, g := range groups {
-		gi := -1
-		for i, h := range inner.Groups() {
-			if h == g {
-				gi = i
-			}
-		}
-		if gi < 0 {
-			panic("optim.NewLazyProx: group is not one of the inner optimizer's groups")
-		}
+		gi := groupIndex("optim.NewLazyProx", inner, g)
 		if len(g.Couplings) > 0 {
 			panic(fmt.Sprintf("optim.NewLazyProx: group %d has couplings; lazy groups take none", gi))
 		}
 		l.groups = append(l.groups, gi)
-		for j, p := range g.Params {
-			l.params = append(l.params, p)
-			l.names = append(l.names, g.name(gi, j))
-			l.real = append(l.real, append([]float32(nil), p.Data...))
+		l.shadow(gi, g)
+		for range g.Params {
 			l.owner = append(l.owner, k)
 		}
 	}
@@ -81,12 +66,8 @@ func (l *LazyProx) Real(i int) []float32 { return l.real[i] }
 // Lazy reports the index of the parameter called name among the lazy ones
 // (for Real), and whether it is one of them.
 func (l *LazyProx) Lazy(name string) (int, bool) {
-	for i, n := range l.names {
-		if n == name {
-			return i, true
-		}
-	}
-	return -1, false
+	i := l.index(name)
+	return i, i >= 0
 }
 
 // Eta returns η_t, the step sizes summed so far, of the k-th lazy group.
@@ -130,7 +111,7 @@ func (l *LazyProx) apply(i int) {
 		return
 	}
 	if gr, ok := g.Reg.(prox.GroupRegularizer); ok {
-		prox.GroupProx(gr, p.Data, l.real[i], p.Shape(), float32(l.eta[k]), float32(g.Lambda))
+		l.etaBuf = prox.GroupProx(gr, p.Data, l.real[i], p.Shape(), float32(l.eta[k]), float32(g.Lambda), l.etaBuf)
 		return
 	}
 	if cap(l.etaBuf) < len(p.Data) {
@@ -143,22 +124,10 @@ func (l *LazyProx) apply(i int) {
 	g.Reg.Prox(p.Data, l.real[i], eta, float32(g.Lambda))
 }
 
-// ZeroGrad implements Optimizer.
-func (l *LazyProx) ZeroGrad() { l.inner.ZeroGrad() }
-
-// Groups implements Optimizer.
-func (l *LazyProx) Groups() []*Group { return l.inner.Groups() }
-
-// Steps implements Optimizer.
-func (l *LazyProx) Steps() int { return l.inner.Steps() }
-
 // State implements Optimizer: the inner state plus the real iterates as
 // "<name>.real" and each lazy group's η_t as "lazy.eta.<group index>".
 func (l *LazyProx) State() *State {
-	st := l.inner.State()
-	for i, r := range l.real {
-		st.Tensors[l.names[i]+".real"] = append([]float32(nil), r...)
-	}
+	st := l.state()
 	for k, gi := range l.groups {
 		st.SetFloat64(fmt.Sprintf("lazy.eta.%d", gi), l.eta[k])
 	}
@@ -169,27 +138,19 @@ func (l *LazyProx) State() *State {
 // the parameters' Data (θ) are the caller's to restore, as for ProxGen.
 // It changes nothing when it returns an error.
 func (l *LazyProx) LoadState(st *State) error {
-	var loads []func()
-	for i, r := range l.real {
-		f, err := st.checked(r, l.names[i]+".real")
-		if err != nil {
-			return fmt.Errorf("lazy prox: %w", err)
-		}
-		loads = append(loads, f)
-	}
 	eta := make([]float64, len(l.eta))
-	for k, gi := range l.groups {
-		v, err := st.Float64(fmt.Sprintf("lazy.eta.%d", gi))
-		if err != nil {
-			return fmt.Errorf("lazy prox: %w", err)
+	err := l.loadState(st, "lazy prox", func() error {
+		for k, gi := range l.groups {
+			v, err := st.Float64(fmt.Sprintf("lazy.eta.%d", gi))
+			if err != nil {
+				return err
+			}
+			eta[k] = v
 		}
-		eta[k] = v
-	}
-	if err := l.inner.LoadState(st); err != nil {
+		return nil
+	})
+	if err != nil {
 		return err
-	}
-	for _, f := range loads {
-		f()
 	}
 	copy(l.eta, eta)
 	return nil

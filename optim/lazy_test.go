@@ -245,7 +245,7 @@ func TestGroupProxMatchesOptimizer(t *testing.T) {
 		c.RegMode = RegProx
 		New([]*Group{g}, c).Step()
 		got := make([]float32, len(z))
-		prox.GroupProx(r, got, z, shape, lr, lambda)
+		prox.GroupProx(r, got, z, shape, lr, lambda, nil)
 		zeros := 0
 		for i := range got {
 			if !opttest.Near(float64(got[i]), float64(w.Data[i]), 1e-6, 1e-7) {
@@ -257,6 +257,10 @@ func TestGroupProxMatchesOptimizer(t *testing.T) {
 		}
 		if zeros == 0 || zeros == len(z) {
 			t.Fatalf("%v: %d of %d zero: the test checks nothing", r, zeros, len(z))
+		}
+		scratch := prox.GroupProx(r, got, z, shape, lr, lambda, nil)
+		if a := testing.AllocsPerRun(10, func() { scratch = prox.GroupProx(r, got, z, shape, lr, lambda, scratch) }); a != 0 {
+			t.Errorf("%v: GroupProx with its returned scratch allocates %v times a call", r, a)
 		}
 	}
 }

@@ -89,28 +89,31 @@ func GroupPenalty(r GroupRegularizer, theta []float32, shape []int, companions .
 // given shape, every coordinate with step eta: r's map applied to each of
 // its groups (the optimizers' fused paths compute the same maps with a
 // per-coordinate η). dst may alias z; the padding of a last, partial
-// ByBlock group is zero, as the optimizers pad it.
-func GroupProx(r GroupRegularizer, dst, z []float32, shape []int, eta, lambda float32) {
+// ByBlock group is zero, as the optimizers pad it. scratch may be nil; the
+// returned slice is scratch grown as needed, for the next call to reuse so
+// that a caller stepping every iteration allocates nothing.
+func GroupProx(r GroupRegularizer, dst, z []float32, shape []int, eta, lambda float32, scratch []float32) []float32 {
 	l := checkGroupArgs("prox.GroupProx", r.GroupBy(), z, shape, nil)
 	if len(dst) != len(z) {
 		panic(fmt.Sprintf("prox.GroupProx: dst of %d elements for %d", len(dst), len(z)))
 	}
-	etas := make([]float32, l.Size)
+	if cap(scratch) < 2*l.Size {
+		scratch = make([]float32, 2*l.Size)
+	}
+	etas, buf := scratch[:l.Size], scratch[l.Size:2*l.Size]
 	for i := range etas {
 		etas[i] = eta
 	}
-	if l.Contiguous() {
-		for g := range l.Count {
-			r.Prox(dst[g*l.Size:(g+1)*l.Size], z[g*l.Size:(g+1)*l.Size], etas, lambda)
-		}
-		return
-	}
-	buf := make([]float32, l.Size)
 	for g := range l.Count {
+		if l.Contiguous() {
+			r.Prox(dst[g*l.Size:(g+1)*l.Size], z[g*l.Size:(g+1)*l.Size], etas, lambda)
+			continue
+		}
 		l.Gather(buf, z, g)
 		r.Prox(buf, buf, etas, lambda)
 		l.Scatter(dst, buf, g)
 	}
+	return scratch
 }
 
 // GroupNonZero returns the number of groups of a tensor of the given shape
