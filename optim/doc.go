@@ -56,8 +56,9 @@
 //
 // LazyProx applies the regularizers of some groups lazily: the update above
 // without the prox steps a real-valued iterate z, and the network computes
-// with θ_t = prox_{η_t λ R}(z_t), η_t the step sizes summed so far (the
-// regularized dual averaging form). Where the eager map holds a weight at
+// with θ_t = prox_{η_t λ R}(z_t), η_t the step sizes summed so far, per
+// coordinate under the preconditioned metric (the regularized dual
+// averaging form). Where the eager map holds a weight at
 // a minimiser of R (a zero, a binary well ±s) until one step's gradient
 // outweighs the pull, the lazy one lets it go as soon as the accumulated
 // gradient does; BinaryConnect is its W-shaped limit λ → ∞.

@@ -51,10 +51,7 @@ func adamEMA(th, g, m, v, d []float32, sc *proxk.Scratch, h *stepScalars, ad Ada
 		panic(fmt.Sprintf("optim.AdamPrecond: Beta = %v must be in [0, 1)", ad.Beta))
 	}
 	b, omb, delta := ad.Beta, 1-ad.Beta, ad.Delta
-	isbc := float32(1)
-	if ad.BiasCorrection {
-		isbc = float32(1 / math.Sqrt(1-math.Pow(float64(ad.Beta), float64(t+ad.StepOffset))))
-	}
+	isbc := adamInvCorrection(ad, t)
 	rho, omr, lr, lrm, decay := h.rho, h.omr, h.lr, h.lrm, h.decay
 	lam2 := 2 * float64(h.lambda)
 	n := len(th)
@@ -135,5 +132,24 @@ func adamEMA(th, g, m, v, d []float32, sc *proxk.Scratch, h *stepScalars, ad Ada
 		}
 	default:
 		panic("optim: unknown fused kernel")
+	}
+}
+
+// adamInvCorrection returns 1/sqrt(1 − β^(t+StepOffset)), the factor of
+// sqrt(v) in the fused Adam denominator (1 without bias correction).
+func adamInvCorrection(ad AdamPrecond, t int) float32 {
+	if !ad.BiasCorrection {
+		return 1
+	}
+	return float32(1 / math.Sqrt(1-math.Pow(float64(ad.Beta), float64(t+ad.StepOffset))))
+}
+
+// adamSumEta adds η = α/(C_t + δ) of the step adamEMA just took, from its
+// second moments v, to acc: the denominator as the fused step computes it.
+func adamSumEta(acc, v []float32, lr float32, ad AdamPrecond, t int) {
+	isbc, delta := adamInvCorrection(ad, t), ad.Delta
+	v = v[:len(acc)]
+	for i, vi := range v {
+		acc[i] += lr * (1 / (float32(float32(math.Sqrt(float64(vi)))*isbc) + delta))
 	}
 }

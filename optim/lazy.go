@@ -2,6 +2,7 @@ package optim
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/proxgen/proxgen/optim/prox"
 )
@@ -13,8 +14,13 @@ import (
 //
 //	θ_t = prox_{η_t λ R}(z_t),  η_t = α_1 + … + α_t,
 //
-// the proximal map of λR at z_t under the step sizes summed so far
-// (Euclidean metric: every coordinate takes η_t). With R = 0 it is the
+// the proximal map of λR at z_t under the step sizes summed so far. Under
+// the inner optimizer's Preconditioned metric with a stateful
+// preconditioner (Adam, AdaGrad, RMSprop) each coordinate takes the sum
+// of the steps it took, η_t,i = Σ_s α_s/(C_s,i + δ), as ProxGen's prox
+// takes α_t/(C_t,i + δ) at each step; under the Euclidean metric (ProxQuant)
+// or a stateless preconditioner (proximal SGD) every coordinate takes
+// η_t = α_1 + … + α_t. With R = 0 it is the
 // inner optimizer; where ProxGen pulls θ a step's worth towards R's
 // minimisers after every step and keeps it there, the lazy form pulls the
 // whole accumulated iterate at once, so a coordinate that the pull holds
@@ -32,9 +38,13 @@ type LazyProx struct {
 	inner    *ProxGen
 	groups   []int     // indices of the lazy groups among inner's groups
 	owner    []int     // index into groups of each lazy parameter's group
-	eta      []float64 // η_t of each lazy group
-	lambda   []float64 // the lazy groups' λ, saved while the inner step runs
-	etaBuf   []float32
+	eta      []float64 // Σ α_s of each lazy group
+	// etas holds each lazy parameter's per-coordinate η_t,i (the inner
+	// slot's lazyEta) under a per-coordinate metric, else nil.
+	etas    [][]float32
+	lambda  []float64 // the lazy groups' λ, saved while the inner step runs
+	etaBuf  []float32
+	scratch []float32 // prox.GroupProx's
 }
 
 // NewLazyProx applies the regularizers of groups (each one of inner's
@@ -56,6 +66,16 @@ func NewLazyProx(inner *ProxGen, groups ...*Group) *LazyProx {
 	}
 	l.eta = make([]float64, len(groups))
 	l.lambda = make([]float64, len(groups))
+	l.etas = make([][]float32, len(l.params))
+	if cfg := inner.Config(); cfg.Metric == Preconditioned && cfg.Precond.Stateful() {
+		for i := range inner.slots {
+			sl := &inner.slots[i]
+			if j := slices.Index(l.params, sl.p); j >= 0 {
+				sl.lazyEta = make([]float32, sl.n)
+				l.etas[j] = sl.lazyEta
+			}
+		}
+	}
 	return l
 }
 
@@ -110,35 +130,46 @@ func (l *LazyProx) apply(i int) {
 		copy(p.Data, l.real[i])
 		return
 	}
+	eta := l.etas[i]
+	if eta == nil {
+		if cap(l.etaBuf) < len(p.Data) {
+			l.etaBuf = make([]float32, len(p.Data))
+		}
+		eta = l.etaBuf[:len(p.Data)]
+		for j := range eta {
+			eta[j] = float32(l.eta[k])
+		}
+	}
 	if gr, ok := g.Reg.(prox.GroupRegularizer); ok {
-		l.etaBuf = prox.GroupProx(gr, p.Data, l.real[i], p.Shape(), float32(l.eta[k]), float32(g.Lambda), l.etaBuf)
+		l.scratch = prox.GroupProx(gr, p.Data, l.real[i], p.Shape(), eta, float32(g.Lambda), l.scratch)
 		return
-	}
-	if cap(l.etaBuf) < len(p.Data) {
-		l.etaBuf = make([]float32, len(p.Data))
-	}
-	eta := l.etaBuf[:len(p.Data)]
-	for j := range eta {
-		eta[j] = float32(l.eta[k])
 	}
 	g.Reg.Prox(p.Data, l.real[i], eta, float32(g.Lambda))
 }
 
 // State implements Optimizer: the inner state plus the real iterates as
-// "<name>.real" and each lazy group's η_t as "lazy.eta.<group index>".
+// "<name>.real", each lazy group's Σ α_s as "lazy.eta.<group index>" and,
+// under a per-coordinate metric, each parameter's η_t,i as
+// "<name>.lazy_eta".
 func (l *LazyProx) State() *State {
 	st := l.state()
 	for k, gi := range l.groups {
 		st.SetFloat64(fmt.Sprintf("lazy.eta.%d", gi), l.eta[k])
 	}
+	for i, e := range l.etas {
+		if e != nil {
+			st.Tensors[l.names[i]+".lazy_eta"] = append([]float32(nil), e...)
+		}
+	}
 	return st
 }
 
-// LoadState implements Optimizer. It restores the real iterates and η_t;
-// the parameters' Data (θ) are the caller's to restore, as for ProxGen.
-// It changes nothing when it returns an error.
+// LoadState implements Optimizer. It restores the real iterates and the
+// step sizes η; the parameters' Data (θ) are the caller's to restore, as
+// for ProxGen. It changes nothing when it returns an error.
 func (l *LazyProx) LoadState(st *State) error {
 	eta := make([]float64, len(l.eta))
+	var loads []func()
 	err := l.loadState(st, "lazy prox", func() error {
 		for k, gi := range l.groups {
 			v, err := st.Float64(fmt.Sprintf("lazy.eta.%d", gi))
@@ -147,11 +178,24 @@ func (l *LazyProx) LoadState(st *State) error {
 			}
 			eta[k] = v
 		}
+		for i, e := range l.etas {
+			if e == nil {
+				continue
+			}
+			f, err := st.checked(e, l.names[i]+".lazy_eta")
+			if err != nil {
+				return err
+			}
+			loads = append(loads, f)
+		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
 	copy(l.eta, eta)
+	for _, f := range loads {
+		f()
+	}
 	return nil
 }

@@ -2,6 +2,7 @@ package optim
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -245,7 +246,11 @@ func TestGroupProxMatchesOptimizer(t *testing.T) {
 		c.RegMode = RegProx
 		New([]*Group{g}, c).Step()
 		got := make([]float32, len(z))
-		prox.GroupProx(r, got, z, shape, lr, lambda, nil)
+		etas := make([]float32, len(z))
+		for i := range etas {
+			etas[i] = lr
+		}
+		prox.GroupProx(r, got, z, shape, etas, lambda, nil)
 		zeros := 0
 		for i := range got {
 			if !opttest.Near(float64(got[i]), float64(w.Data[i]), 1e-6, 1e-7) {
@@ -258,9 +263,111 @@ func TestGroupProxMatchesOptimizer(t *testing.T) {
 		if zeros == 0 || zeros == len(z) {
 			t.Fatalf("%v: %d of %d zero: the test checks nothing", r, zeros, len(z))
 		}
-		scratch := prox.GroupProx(r, got, z, shape, lr, lambda, nil)
-		if a := testing.AllocsPerRun(10, func() { scratch = prox.GroupProx(r, got, z, shape, lr, lambda, scratch) }); a != 0 {
+		scratch := prox.GroupProx(r, got, z, shape, etas, lambda, nil)
+		if a := testing.AllocsPerRun(10, func() { scratch = prox.GroupProx(r, got, z, shape, etas, lambda, scratch) }); a != 0 {
 			t.Errorf("%v: GroupProx with its returned scratch allocates %v times a call", r, a)
 		}
+	}
+}
+
+// TestLazyProxFirstStepIsEager checks the lazy form against ProxGen's own
+// (eager) step: from θ_0 = z_0 the first lazy step maps z_1 = θ_0 − η_1 m_1
+// under η_1, which is the eager update, for every metric — Adam's
+// per-coordinate η = α/(C + δ), the identity's and ProxQuant's Euclidean
+// α — and for element-wise and group regularizers.
+func TestLazyProxFirstStepIsEager(t *testing.T) {
+	shape := []int{20, 8, 3, 3}
+	configs := map[string]func() Config{
+		"proxgen-adam": func() Config { return ProxGenAdam(0.9, 0.999, 1e-8) },
+		"proxgen-sgd": func() Config {
+			c := SGDConfig(0.9, false)
+			c.RegMode = RegProx
+			return c
+		},
+		"proxquant": func() Config { return ProxQuantConfig(0.9, 0.999, 1e-8) },
+		"adagrad": func() Config {
+			c := AdaGradConfig(1e-10)
+			c.RegMode = RegProx
+			return c
+		},
+	}
+	regs := []struct {
+		r      prox.Regularizer
+		lambda float64
+	}{
+		{prox.L1(), 3}, {prox.GroupL0(prox.ByBlock), 2}, {prox.GroupLasso(prox.ByFilter), 40},
+	}
+	for name, cfg := range configs {
+		for _, rc := range regs {
+			rng := rand.New(rand.NewPCG(5, 6))
+			theta := make([]float32, 20*72)
+			grad := make([]float32, len(theta))
+			for i := range theta {
+				theta[i] = float32(0.05 * rng.NormFloat64())
+				grad[i] = float32(rng.NormFloat64())
+			}
+			run := func(lazy bool) []float32 {
+				w := autograd.FromSlice(append([]float32(nil), theta...), shape...)
+				w.Grad = append([]float32(nil), grad...)
+				g := &Group{Params: []*autograd.Tensor{w}, Reg: rc.r, Lambda: rc.lambda, LR: 0.01}
+				o := New([]*Group{g}, cfg())
+				if lazy {
+					NewLazyProx(o, g).Step()
+				} else {
+					o.Step()
+				}
+				return w.Data
+			}
+			eager, lazy := run(false), run(true)
+			zeros := 0
+			for i := range eager {
+				if !opttest.Near(float64(lazy[i]), float64(eager[i]), 1e-5, 1e-7) {
+					t.Fatalf("%s, %v: element %d: lazy %v, eager %v", name, rc.r, i, lazy[i], eager[i])
+				}
+				if eager[i] == 0 {
+					zeros++
+				}
+			}
+			if zeros == 0 || zeros == len(eager) {
+				t.Fatalf("%s, %v: %d of %d zero: the test checks nothing", name, rc.r, zeros, len(eager))
+			}
+		}
+	}
+}
+
+// TestLazyProxAdamByHand follows two Adam steps (no momentum, β2 = 0.5,
+// bias-corrected) of one coordinate with the ℓ1 prox applied lazily: each
+// coordinate's threshold is λ·Σ α/(C_t + δ), the sum of its own steps.
+func TestLazyProxAdamByHand(t *testing.T) {
+	w := param(0.3, 0.3)
+	g := &Group{Names: []string{"w"}, Params: []*autograd.Tensor{w}, Reg: prox.L1(), Lambda: 1, LR: 0.1}
+	c := ProxGenAdam(0, 0.5, 0)
+	l := NewLazyProx(New([]*Group{g}, c), g)
+	// Step 1: v = 0.5·g², v̂ = g², C = |g|: z moves by α·sign(g), η = α/|g|.
+	w.Grad = []float32{1, 4}
+	l.Step()
+	// z = 0.2, 0.2; η = 0.1, 0.025: θ = 0.1, 0.175.
+	want := func(step string, got []float32, v ...float64) {
+		t.Helper()
+		for i := range v {
+			if !opttest.Near(float64(got[i]), v[i], 1e-6, 1e-7) {
+				t.Fatalf("%s: %v, want %v", step, got, v)
+			}
+		}
+	}
+	want("z_1", l.Real(0), 0.2, 0.2)
+	want("θ_1", w.Data, 0.1, 0.175)
+	// Step 2, gradient 2 for both: v = 0.25·g1² + 0.5·4, v̂ = v/0.75.
+	w.Grad = []float32{2, 2}
+	l.Step()
+	c1 := math.Sqrt((0.25*1 + 0.5*4) / 0.75)  // √3
+	c2 := math.Sqrt((0.25*16 + 0.5*4) / 0.75) // √8
+	z1, z2 := 0.2-0.1*2/c1, 0.2-0.1*2/c2
+	e1, e2 := 0.1+0.1/c1, 0.025+0.1/c2
+	soft := func(z, e float64) float64 { return math.Copysign(math.Max(math.Abs(z)-e, 0), z) }
+	want("z_2", l.Real(0), z1, z2)
+	want("θ_2", w.Data, soft(z1, e1), soft(z2, e2))
+	if w.Data[0] != 0 || w.Data[1] == 0 {
+		t.Fatalf("θ_2 = %v: want the first coordinate at zero and the second not (the test's premise)", w.Data)
 	}
 }

@@ -495,6 +495,10 @@ func optCases() []optCase {
 			gs := DefaultGroups(names, ps, prox.Lq(0.5), 0.5, 1e-3, 1e-2)
 			return NewLazyProx(New(gs, ProxGenAdam(0.9, 0.999, 1e-8)), gs[0])
 		}},
+		{"lazy-proxgen-adam-gl21-input", func(ps []*autograd.Tensor) Optimizer {
+			gs := DefaultGroups(names, ps, prox.GroupLasso(prox.ByInputChannel), 0.05, 1e-3, 1e-2)
+			return NewLazyProx(New(gs, ProxGenAdam(0.9, 0.999, 1e-8)), gs[0])
+		}},
 	}
 }
 

@@ -145,6 +145,9 @@ type slot struct {
 	// ones.
 	strided bool
 	sp      *stridedPass
+	// lazyEta, set by NewLazyProx under a per-coordinate metric, sums
+	// the step sizes η = α_t/(C_t + δ) the slot's coordinates take.
+	lazyEta []float32
 }
 
 // segment is a chunk [lo, hi) of one slot.
@@ -429,6 +432,8 @@ func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *proxk.Scratch, e
 		st = sl.s[lo:hi:hi]
 	}
 	needEta := doProx && o.cfg.Metric == Preconditioned
+	// A lazy slot's step is the plain one; its η is summed after it.
+	lazy := sl.lazyEta != nil && !doProx
 	proxDone := false
 	lr := h.lr
 	mo := o.cfg.Momentum
@@ -444,9 +449,18 @@ func (o *ProxGen) stepSegment(sg segment, hs []stepScalars, sc *proxk.Scratch, e
 		}
 		adamEMA(th, g, sl.m[lo:hi:hi], st, d, sc, h, ad, o.t, kind)
 		proxDone = kind == fusedL12
+		if lazy {
+			adamSumEta(sl.lazyEta[lo:hi:hi], st, h.lr, ad, o.t)
+		}
 	} else {
 		o.cfg.Precond.Denom(d, st, g, o.t)
 		o.momentumStep(sl, lo, hi, th, g, d, h, needEta)
+		if lazy {
+			acc := sl.lazyEta[lo:hi:hi]
+			for i, di := range d {
+				acc[i] += h.lr / di
+			}
+		}
 	}
 	if doProx && !proxDone {
 		if o.cfg.Metric == Euclidean {

@@ -86,32 +86,35 @@ func GroupPenalty(r GroupRegularizer, theta []float32, shape []int, companions .
 }
 
 // GroupProx sets dst to the proximal map of λR at z for a tensor of the
-// given shape, every coordinate with step eta: r's map applied to each of
-// its groups (the optimizers' fused paths compute the same maps with a
-// per-coordinate η). dst may alias z; the padding of a last, partial
-// ByBlock group is zero, as the optimizers pad it. scratch may be nil; the
-// returned slice is scratch grown as needed, for the next call to reuse so
-// that a caller stepping every iteration allocates nothing.
-func GroupProx(r GroupRegularizer, dst, z []float32, shape []int, eta, lambda float32, scratch []float32) []float32 {
+// given shape under the step sizes eta, one per coordinate (len(z)): r's
+// map applied to each of its groups, as the optimizers' fused paths apply
+// it. dst may alias z; the padding of a last, partial ByBlock group is
+// zero in z and takes a step size of its group in eta, as the optimizers
+// pad them. scratch may be nil; the returned slice is scratch grown as
+// needed, for the next call to reuse so that a caller stepping every
+// iteration allocates nothing.
+func GroupProx(r GroupRegularizer, dst, z []float32, shape []int, eta []float32, lambda float32, scratch []float32) []float32 {
 	l := checkGroupArgs("prox.GroupProx", r.GroupBy(), z, shape, nil)
-	if len(dst) != len(z) {
-		panic(fmt.Sprintf("prox.GroupProx: dst of %d elements for %d", len(dst), len(z)))
+	if len(dst) != len(z) || len(eta) != len(z) {
+		panic(fmt.Sprintf("prox.GroupProx: dst of %d elements and eta of %d for %d", len(dst), len(eta), len(z)))
+	}
+	if l.Contiguous() {
+		for g := range l.Count {
+			lo, hi := g*l.Size, (g+1)*l.Size
+			r.Prox(dst[lo:hi], z[lo:hi], eta[lo:hi], lambda)
+		}
+		return scratch
 	}
 	if cap(scratch) < 2*l.Size {
 		scratch = make([]float32, 2*l.Size)
 	}
-	etas, buf := scratch[:l.Size], scratch[l.Size:2*l.Size]
-	for i := range etas {
-		etas[i] = eta
-	}
+	zb, eb := scratch[:l.Size], scratch[l.Size:2*l.Size]
 	for g := range l.Count {
-		if l.Contiguous() {
-			r.Prox(dst[g*l.Size:(g+1)*l.Size], z[g*l.Size:(g+1)*l.Size], etas, lambda)
-			continue
-		}
-		l.Gather(buf, z, g)
-		r.Prox(buf, buf, etas, lambda)
-		l.Scatter(dst, buf, g)
+		l.Gather(zb, z, g)
+		l.Gather(eb, eta, g)
+		l.PadLike(eb, g)
+		r.Prox(zb, zb, eb, lambda)
+		l.Scatter(dst, zb, g)
 	}
 	return scratch
 }
