@@ -148,6 +148,8 @@ func TestEndToEndResume(t *testing.T) {
 	t.Run("lazy-gl0-block", func(t *testing.T) {
 		checkResume(t, 2.0/20, "-optimizer", "proxgen-sgd", "-reg", "gl0:block", "-prox", "lazy", "-lambda", "2", "-lr", "1e-3")
 	})
+	// ProxGen's Adam metric: each coordinate's summed steps in the checkpoint.
+	t.Run("lazy-proxgen", func(t *testing.T) { checkResume(t, 0.1/20, "-prox", "lazy") })
 	t.Run("lazy-binary-mean", func(t *testing.T) {
 		checkResume(t, 0.3, "-optimizer", "proxgen-sgd", "-reg", "bin-l1", "-bin-scale", "mean", "-prox", "lazy",
 			"-lambda", "0.3", "-homotopy", "off", "-hard-quant-epoch", "0", "-lr", "1e-3")
