@@ -90,8 +90,15 @@ func (l *LazyProx) Lazy(name string) (int, bool) {
 	return i, i >= 0
 }
 
-// Eta returns η_t, the step sizes summed so far, of the k-th lazy group.
+// Eta returns α_1 + … + α_t, the step sizes summed so far, of the k-th
+// lazy group: every coordinate's η_t unless the metric is per coordinate
+// (see Etas).
 func (l *LazyProx) Eta(k int) float64 { return l.eta[k] }
+
+// Etas returns the per-coordinate η_t,i = Σ_s α_s/(C_s,i + δ) of the i-th
+// lazy parameter under a per-coordinate metric, and nil otherwise. The
+// slice is the optimizer's: it changes with each Step.
+func (l *LazyProx) Etas(i int) []float32 { return l.etas[i] }
 
 // Step implements Optimizer: the inner step on z with the lazy groups' λ
 // set to 0, then θ = prox_{η_t λ R}(z).

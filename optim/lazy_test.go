@@ -365,6 +365,7 @@ func TestLazyProxAdamByHand(t *testing.T) {
 	z1, z2 := 0.2-0.1*2/c1, 0.2-0.1*2/c2
 	e1, e2 := 0.1+0.1/c1, 0.025+0.1/c2
 	soft := func(z, e float64) float64 { return math.Copysign(math.Max(math.Abs(z)-e, 0), z) }
+	want("η_2", l.Etas(0), e1, e2)
 	want("z_2", l.Real(0), z1, z2)
 	want("θ_2", w.Data, soft(z1, e1), soft(z2, e2))
 	if w.Data[0] != 0 || w.Data[1] == 0 {
