@@ -50,7 +50,9 @@ type LazyProx struct {
 // NewLazyProx applies the regularizers of groups (each one of inner's
 // groups) lazily. It copies the parameters' Data as the real iterate z_0
 // (η_0 = 0, so θ_0 = z_0). It panics if a group is not inner's or has
-// Couplings.
+// Couplings. Under a per-coordinate metric inner then sums the lazy
+// coordinates' steps as it takes them, for this LazyProx alone: step inner
+// only through it, and wrap it in one LazyProx.
 func NewLazyProx(inner *ProxGen, groups ...*Group) *LazyProx {
 	l := &LazyProx{shadowed: shadowed{inner: inner}, inner: inner}
 	for k, g := range groups {
