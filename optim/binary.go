@@ -113,9 +113,6 @@ func MeanAbs(x []float32) float64 {
 	return s / float64(len(x))
 }
 
-// Real returns the real-valued weights of the i-th binarised parameter.
-func (b *BinaryConnect) Real(i int) []float32 { return b.real[i] }
-
 // Scale returns the magnitude s of the i-th binarised parameter's weights
 // (its Data holds ±s): 1 unless the optimizer was made by
 // NewScaledBinaryConnect.

@@ -35,15 +35,19 @@ import (
 // (prox.GroupProx); lazy groups take no Couplings.
 type LazyProx struct {
 	shadowed // the lazy parameters, whose real weights are z
-	inner    *ProxGen
+	inner    *ProxGen // shadowed.inner, as the ProxGen it is
 	groups   []int     // indices of the lazy groups among inner's groups
 	owner    []int     // index into groups of each lazy parameter's group
 	eta      []float64 // Σ α_s of each lazy group
 	// etas holds each lazy parameter's per-coordinate η_t,i (the inner
 	// slot's lazyEta) under a per-coordinate metric, else nil.
-	etas    [][]float32
-	lambda  []float64 // the lazy groups' λ, saved while the inner step runs
+	etas   [][]float32
+	lambda []float64 // the lazy groups' λ, saved while the inner step runs
+	// etaBuf holds etaFill in every element under the identity or
+	// Euclidean metric, refilled only when Σ α changes or a longer
+	// tensor needs it.
 	etaBuf  []float32
+	etaFill float32
 	scratch []float32 // prox.GroupProx's
 }
 
@@ -80,10 +84,6 @@ func NewLazyProx(inner *ProxGen, groups ...*Group) *LazyProx {
 	}
 	return l
 }
-
-// Real returns the real-valued iterate z of the i-th lazy parameter (in
-// the order of the groups given to NewLazyProx, then of their Params).
-func (l *LazyProx) Real(i int) []float32 { return l.real[i] }
 
 // Lazy reports the index of the parameter called name among the lazy ones
 // (for Real), and whether it is one of them.
@@ -141,19 +141,32 @@ func (l *LazyProx) apply(i int) {
 	}
 	eta := l.etas[i]
 	if eta == nil {
-		if cap(l.etaBuf) < len(p.Data) {
-			l.etaBuf = make([]float32, len(p.Data))
+		e := float32(l.eta[k])
+		if len(l.etaBuf) < len(p.Data) || l.etaFill != e {
+			if len(l.etaBuf) < len(p.Data) {
+				l.etaBuf = make([]float32, l.maxLen())
+			}
+			for j := range l.etaBuf {
+				l.etaBuf[j] = e
+			}
+			l.etaFill = e
 		}
 		eta = l.etaBuf[:len(p.Data)]
-		for j := range eta {
-			eta[j] = float32(l.eta[k])
-		}
 	}
 	if gr, ok := g.Reg.(prox.GroupRegularizer); ok {
 		l.scratch = prox.GroupProx(gr, p.Data, l.real[i], p.Shape(), eta, float32(g.Lambda), l.scratch)
 		return
 	}
 	g.Reg.Prox(p.Data, l.real[i], eta, float32(g.Lambda))
+}
+
+// maxLen returns the length of the largest lazy parameter.
+func (l *LazyProx) maxLen() int {
+	n := 0
+	for _, p := range l.params {
+		n = max(n, len(p.Data))
+	}
+	return n
 }
 
 // State implements Optimizer: the inner state plus the real iterates as

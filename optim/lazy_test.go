@@ -372,3 +372,55 @@ func TestLazyProxAdamByHand(t *testing.T) {
 		t.Fatalf("θ_2 = %v: want the first coordinate at zero and the second not (the test's premise)", w.Data)
 	}
 }
+
+// TestLazyProxGroupsOwnEta checks that under the identity metric each lazy
+// group's parameters take their own group's Σ α over steps and schedules:
+// θ = soft(z, λ·Σα) with α the group's step, for tensors of unequal sizes
+// stepped alternately, so that a step size left over from another group
+// would show.
+func TestLazyProxGroupsOwnEta(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	mk := func(n int) *autograd.Tensor {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		return autograd.FromSlice(x, n)
+	}
+	a, b, c := mk(3), mk(17), mk(5)
+	ga := &Group{Params: []*autograd.Tensor{a, b}, Reg: prox.L1(), Lambda: 0.5, LR: 0.1}
+	gb := &Group{Params: []*autograd.Tensor{c}, Reg: prox.L1(), Lambda: 2, LR: 0.01}
+	cfg := SGDConfig(0, false)
+	cfg.RegMode = RegProx
+	cfg.Schedule = schedule.MultiStep{Milestones: []int{2}, Gamma: 0.5}
+	l := NewLazyProx(New([]*Group{ga, gb}, cfg), ga, gb)
+	sums := []float64{0, 0}
+	for step := range 4 {
+		for _, p := range []*autograd.Tensor{a, b, c} {
+			p.Grad = make([]float32, len(p.Data))
+			for i := range p.Grad {
+				p.Grad[i] = float32(rng.NormFloat64())
+			}
+		}
+		l.Step()
+		scale := 1.0
+		if step >= 2 {
+			scale = 0.5
+		}
+		sums[0] += 0.1 * scale
+		sums[1] += 0.01 * scale
+		for i, p := range []*autograd.Tensor{a, b, c} {
+			k, lambda := 0, 0.5
+			if i == 2 {
+				k, lambda = 1, 2
+			}
+			th := lambda * sums[k]
+			for j, z := range l.Real(i) {
+				want := math.Copysign(max(0, math.Abs(float64(z))-th), float64(z))
+				if !opttest.Near(float64(p.Data[j]), want, 1e-6, 1e-7) {
+					t.Fatalf("step %d, parameter %d[%d]: θ %v, want soft(%v, %v) = %v", step, i, j, p.Data[j], z, th, want)
+				}
+			}
+		}
+	}
+}

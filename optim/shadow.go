@@ -42,6 +42,12 @@ func (s *shadowed) shadow(gi int, g *Group) {
 // ones, or −1.
 func (s *shadowed) index(name string) int { return slices.Index(s.names, name) }
 
+// Real returns the real-valued shadow weights of the i-th shadowed
+// parameter, in the order of the groups given to the constructor, then of
+// their Params: BinaryConnect's real weights, LazyProx's real iterate z.
+// The slice is the optimizer's: it changes with each Step.
+func (s *shadowed) Real(i int) []float32 { return s.real[i] }
+
 // ZeroGrad implements Optimizer.
 func (s *shadowed) ZeroGrad() { s.inner.ZeroGrad() }
 
