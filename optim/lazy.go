@@ -34,8 +34,8 @@ import (
 // its real iterate. A group regularizer acts on each tensor's groups
 // (prox.GroupProx); lazy groups take no Couplings.
 type LazyProx struct {
-	shadowed // the lazy parameters, whose real weights are z
-	inner    *ProxGen // shadowed.inner, as the ProxGen it is
+	shadowed           // the lazy parameters, whose real weights are z
+	inner    *ProxGen  // shadowed.inner, as the ProxGen it is
 	groups   []int     // indices of the lazy groups among inner's groups
 	owner    []int     // index into groups of each lazy parameter's group
 	eta      []float64 // Σ α_s of each lazy group
