@@ -4,7 +4,7 @@
 //
 // A Go service needs a few lines:
 //
-//	m, err := infer.Load("run/model.safetensors", models.models.Spec{})
+//	m, err := infer.Load("run/model.safetensors", models.Spec{})
 //	...
 //	img, _, err := image.Decode(r) // PNG or JPEG of any size
 //	...
