@@ -48,8 +48,9 @@
 // can be exported as named float32 vectors plus integers and restored
 // exactly, so a resumed run continues bit-identically.
 //
-// Group regularizers (prox.GroupL0, prox.GroupLasso) couple the coordinates of a
-// weight's output filters or input channels; a Coupling adds
+// Group regularizers (prox.GroupL0, prox.GroupHalf, prox.GroupLasso) couple
+// the coordinates of a weight's output filters, input channels or SIMD
+// blocks; a Coupling adds
 // per-output-channel tensors of other groups (the batch-norm γ and β after
 // a convolution, see Couple and nn.ConvNorms) to the filter groups, so a
 // zero group is a zero channel.

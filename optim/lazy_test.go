@@ -232,6 +232,7 @@ func TestGroupProxMatchesOptimizer(t *testing.T) {
 	}{
 		{prox.GroupL0(prox.ByFilter), 32}, {prox.GroupL0(prox.ByInputChannel), 81}, {prox.GroupL0(prox.ByBlock), 6},
 		{prox.GroupLasso(prox.ByFilter), 25}, {prox.GroupLasso(prox.ByInputChannel), 40}, {prox.GroupLasso(prox.ByBlock), 10},
+		{prox.GroupHalf(prox.ByFilter), 20}, {prox.GroupHalf(prox.ByInputChannel), 46}, {prox.GroupHalf(prox.ByBlock), 7},
 	} {
 		r, lambda := tc.r, tc.lambda
 		z := make([]float32, 20*72)
@@ -295,7 +296,7 @@ func TestLazyProxFirstStepIsEager(t *testing.T) {
 		r      prox.Regularizer
 		lambda float64
 	}{
-		{prox.L1(), 3}, {prox.GroupL0(prox.ByBlock), 2}, {prox.GroupLasso(prox.ByFilter), 40},
+		{prox.L1(), 3}, {prox.GroupL0(prox.ByBlock), 2}, {prox.GroupLasso(prox.ByFilter), 40}, {prox.GroupHalf(prox.ByBlock), 4},
 	}
 	for name, cfg := range configs {
 		for _, rc := range regs {

@@ -439,6 +439,7 @@ func TestGroupSparsityRun(t *testing.T) {
 	}{
 		{"proxgen-gl21", []string{"-optimizer", "proxgen", "-reg", "gl21", "-lambda", "1000"}},
 		{"proxgen-gl0", []string{"-optimizer", "proxgen", "-reg", "gl0", "-lambda", "1000"}},
+		{"proxgen-gl12", []string{"-optimizer", "proxgen", "-reg", "gl1/2", "-lambda", "1000"}},
 	} {
 		out := filepath.Join(base, tc.name)
 		code, _, stderr := runCmd(context.Background(), tinyArgs(data, out, append(tc.args, "-epochs", "1", "-json")...)...)

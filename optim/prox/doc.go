@@ -4,8 +4,8 @@
 // numerical solve for any other q) and the W-shaped binary regularizers
 // of the revised ProxQuant (BinaryW), each with its map under a diagonal
 // metric, argmin_x (x − z)²/(2η) + λ r(x); and the group regularizers
-// (GroupL0, GroupLasso) that couple the coordinates of a weight's output
-// filters or input channels. Parse reads the programs' spellings (Syntax).
+// (GroupL0, GroupHalf, GroupLasso) that couple the coordinates of a
+// weight's output filters, input channels or SIMD blocks. Parse reads the programs' spellings (Syntax).
 //
 // The maps run in float32 where that is exact to about an ulp and fall
 // back to float64 elsewhere, so no finite input gives NaN or Inf; on

@@ -319,13 +319,13 @@ func (r *binaryW) AddSubgradient(g, theta []float32, scale, eps float32) {
 
 // Syntax lists the names Parse accepts, for flag
 // help texts.
-const Syntax = "none, l0, l1/2 (also l12), l2/3 (also l23), l1, lq:Q (Q in [0, 1]), any of those prefixed bin- for the W-shaped binary regularizer (bin-l1, bin-lq:0.3), or the group regularizers gl0, gl21 over output filters (suffixed :in for input channels, :block for blocks of 16 output channels at one input position)"
+const Syntax = "none, l0, l1/2 (also l12), l2/3 (also l23), l1, lq:Q (Q in [0, 1]), any of those prefixed bin- for the W-shaped binary regularizer (bin-l1, bin-lq:0.3), or the group regularizers gl0, gl1/2 (also gl12), gl21 over output filters (suffixed :in for input channels, :block for blocks of 16 output channels at one input position)"
 
 // Parse returns the regularizer named by s (Syntax):
 // "none" (nil), "l0", "l1/2", "l2/3", "l1", "lq:Q" for any Q in [0, 1], or
 // any of those prefixed with "bin-" for the W-shaped binary regularizer
 // (for example "bin-l1", "bin-lq:0.3"), or a group regularizer over output
-// filters, "gl0" (GroupL0) and "gl21" (GroupLasso), suffixed ":in" for
+// filters, "gl0" (GroupL0), "gl1/2" or "gl12" (GroupHalf) and "gl21" (GroupLasso), suffixed ":in" for
 // input channels ("gl21:in") or ":block" for blocks of 16 output channels
 // at one input position ("gl0:block", ByBlock). "l12" and "l23" are the short spellings of
 // "l1/2" and "l2/3" (usable in file names).
@@ -345,8 +345,10 @@ func Parse(s string) (Regularizer, error) {
 			return GroupL0(by), nil
 		case "gl21":
 			return GroupLasso(by), nil
+		case "gl1/2", "gl12":
+			return GroupHalf(by), nil
 		}
-		return nil, fmt.Errorf("optim: unknown group regularizer %q (want gl0 or gl21, optionally suffixed :in or :block)", s)
+		return nil, fmt.Errorf("optim: unknown group regularizer %q (want gl0, gl1/2 or gl21, optionally suffixed :in or :block)", s)
 	}
 	binary := strings.HasPrefix(name, "bin-")
 	name = strings.TrimPrefix(name, "bin-")

@@ -19,6 +19,7 @@ func TestCoupleBN(t *testing.T) {
 		{[]string{"-reg", "gl0", "-optimizer", "proxsgd"}, 19},
 		{[]string{"-reg", "gl21", "-no-couple-bn"}, 0},
 		{[]string{"-reg", "gl21:in"}, 0},
+		{[]string{"-reg", "gl1/2"}, 19},
 		{[]string{"-reg", "l1"}, 0},
 	} {
 		c := mustParse(t, append([]string{"-model", "resnet20", "-width", "0.25"}, tc.args...)...)
