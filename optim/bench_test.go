@@ -188,7 +188,7 @@ func BenchmarkStepRatio(b *testing.B) {
 	for _, rc := range []struct {
 		name string
 		reg  prox.Regularizer
-	}{{"l1", prox.L1()}, {"l1/2", prox.Lq(0.5)}, {"l2/3", prox.Lq(2.0 / 3)}, {"l0", prox.L0()}, {"gl0", prox.GroupL0(prox.ByFilter)}, {"gl21", prox.GroupLasso(prox.ByFilter)}, {"gl1/2", prox.GroupHalf(prox.ByFilter)}, {"gl0:in", prox.GroupL0(prox.ByInputChannel)}, {"gl21:in", prox.GroupLasso(prox.ByInputChannel)}} {
+	}{{"l1", prox.L1()}, {"l1/2", prox.Lq(0.5)}, {"l2/3", prox.Lq(2.0 / 3)}, {"l0", prox.L0()}, {"gl0", prox.GroupL0(prox.ByFilter)}, {"gl21", prox.GroupLasso(prox.ByFilter)}, {"gl1/2", prox.GroupHalf(prox.ByFilter)}, {"gl0:in", prox.GroupL0(prox.ByInputChannel)}, {"gl21:in", prox.GroupLasso(prox.ByInputChannel)}, {"gl1/2:in", prox.GroupHalf(prox.ByInputChannel)}} {
 		b.Run(rc.name, func(b *testing.B) {
 			adam, _ := benchOpt(plainAdam(), nil, 0)
 			prox, _ := benchOpt(proxGenAdam(), rc.reg, 0)

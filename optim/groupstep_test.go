@@ -179,7 +179,7 @@ type hiddenDecider struct{ prox.GroupRegularizer }
 // the sums in the first-order factor.
 func TestProxStridedMatchesGather(t *testing.T) {
 	for _, shape := range [][]int{{70, 40, 3, 3}, {50, 300}, {9, 20, 5, 5}, {3, 17, 1, 1}} {
-		for _, reg := range []prox.GroupRegularizer{prox.GroupL0(prox.ByInputChannel), prox.GroupLasso(prox.ByInputChannel)} {
+		for _, reg := range []prox.GroupRegularizer{prox.GroupL0(prox.ByInputChannel), prox.GroupLasso(prox.ByInputChannel), prox.GroupHalf(prox.ByInputChannel)} {
 			mixed := false
 			for _, lam := range []float64{1e-5, 0.3, 3, 10} {
 				name := fmt.Sprintf("%v/%v/%g", shape, reg, lam)

@@ -26,7 +26,7 @@ func TestStridedStepMatchesGo(t *testing.T) {
 		t.Skip("no AVX2 on this machine (or built with purego)")
 	}
 	defer impl.Reset("optim")
-	for _, reg := range []prox.GroupRegularizer{prox.GroupL0(prox.ByInputChannel), prox.GroupLasso(prox.ByInputChannel)} {
+	for _, reg := range []prox.GroupRegularizer{prox.GroupL0(prox.ByInputChannel), prox.GroupLasso(prox.ByInputChannel), prox.GroupHalf(prox.ByInputChannel)} {
 		for _, lam := range []float64{1e-5, 0.3} {
 			run := func(asm bool) [][]float32 {
 				selectAsm(asm)

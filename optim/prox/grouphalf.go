@@ -41,6 +41,32 @@ func (r *groupHalf) GroupBy() GroupBy { return r.by }
 // String names the regularizer as Parse accepts it.
 func (r *groupHalf) String() string { return groupName("gl1/2", r.by) }
 
+// halfZero reports whether GroupHalf's map of a group of norm zn is 0 for
+// want of a crossing: k(μ) ≤ 2μ(‖z‖/(1 + μ min η))^{3/2}, whose peak (at
+// μ = 2/min η) is 4/min η·(‖z‖/3)^{3/2}, is below λ.
+func halfZero(zn, emin, lam float64) bool {
+	return 4/emin*math.Pow(zn/3, 1.5) < lam
+}
+
+// Decide32 implements Decider: zero when halfZero holds for the largest
+// norm the sums allow, the first-order scaling (Prox) when μ0·max η ≤
+// 2⁻¹³ for the smallest, each with the sums' error bound.
+func (r *groupHalf) Decide32(z2, ze, emin, emax, tol float64, lambda float32) (act int, c float32) {
+	lam := float64(lambda)
+	if halfZero(math.Sqrt(z2*(1+tol)), emin, lam) {
+		return proxk.DecideZero, 0
+	}
+	if tol > 0x1p-13 {
+		return proxk.DecideUndecided, 0
+	}
+	mu0 := func(z2 float64) float64 { zn := math.Sqrt(z2); return lam / (2 * zn * math.Sqrt(zn)) }
+	if mu0(z2*(1-tol))*emax <= 0x1p-13 {
+		m := mu0(z2)
+		return proxk.DecideScale, float32(m * (1 + 1.5*m*ze/z2))
+	}
+	return proxk.DecideUndecided, 0
+}
+
 // Penalty implements Regularizer for one group: ‖θ‖₂^½.
 func (r *groupHalf) Penalty(theta []float32) float64 {
 	return math.Sqrt(proxk.Norm2(theta))
@@ -52,6 +78,16 @@ func (r *groupHalf) Prox(dst, z, eta []float32, lambda float32) {
 	if lambda == 0 {
 		copy(dst, z)
 		return
+	}
+	if z2, ze, emin, emax, tol, ok := proxk.GroupSums32(z, eta); ok {
+		switch act, c := r.Decide32(z2, ze, emin, emax, tol, lambda); act {
+		case proxk.DecideScale:
+			proxk.ScaleFirstOrder(dst, z, eta, c)
+			return
+		case proxk.DecideZero:
+			clear(dst)
+			return
+		}
 	}
 	z2, ze, _, emin, emax := proxk.GroupSums(z, eta)
 	if z2 == 0 {
@@ -70,6 +106,10 @@ func (r *groupHalf) Prox(dst, z, eta []float32, lambda float32) {
 	// ≥ 0.49‖z‖²/max η, and F(0) ≥ ‖z‖²/(2 max η).
 	if mu0 := lam / (2 * zn * math.Sqrt(zn)); mu0*emax <= 0x1p-12 {
 		proxk.ScaleFirstOrder(dst, z, eta, float32(mu0*(1+1.5*mu0*ze/z2)))
+		return
+	}
+	if halfZero(zn, emin, lam) {
+		clear(dst)
 		return
 	}
 	if emin == emax {
@@ -122,12 +162,7 @@ func (h halfCurve) at(nu float64) point {
 // group's least and largest step sizes.
 func (h halfCurve) minimiser(zn, emin, emax float64) (mu float64, keep bool) {
 	lz, ll := math.Log(zn), math.Log(h.lam)
-	// k(μ) ≤ 2μ(‖z‖/(1 + μ min η))^{3/2}, whose peak (at μ = 2/min η) is
-	// 4/min η·(‖z‖/3)^{3/2}: below λ, no crossing, and x = 0.
-	if math.Log(4/emin)+1.5*(lz-math.Log(3)) < ll {
-		return 0, false
-	}
-	// The same bound, k ≤ 2μ‖z‖^{3/2} and ≤ 2‖z‖^{3/2}/(μ^½ min η^{3/2}),
+	// The bound of halfZero, k ≤ 2μ‖z‖^{3/2} and ≤ 2‖z‖^{3/2}/(μ^½ min η^{3/2}),
 	// puts every crossing in [lo, hi].
 	lo := ll - math.Ln2 - 1.5*lz
 	hi := 2 * (math.Ln2 - ll + 1.5*(lz-math.Log(emin)))
