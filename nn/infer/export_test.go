@@ -17,7 +17,7 @@ func NewPlanar(net nn.Module, spec models.Spec, whole bool) (*Model, bool) {
 	if r == nil {
 		return nil, false
 	}
-	p := newPlanarPlan(r, false)
+	p := newPlanarPlan(r, false, planarDefaults())
 	if p == nil {
 		return nil, false
 	}

@@ -39,7 +39,7 @@ func newPlan(net nn.Module, rep Report) plan {
 	}
 	if r != nil {
 		if allConvSparse(rep) {
-			if p := newPlanarPlan(r, sparse[r.linearName]); p != nil {
+			if p := newPlanarPlan(r, sparse[r.linearName], planarDefaults()); p != nil {
 				return p
 			}
 		}

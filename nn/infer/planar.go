@@ -119,7 +119,7 @@ type planarBuf struct {
 // newPlanarPlan compiles r with every convolution sparse, or returns nil
 // when one of its layers does not fit (filters other than 1×1 or 3×3 with
 // stride 1 or 2 and padding (k−1)/2).
-func newPlanarPlan(r *resnetNet, sparseLinear bool) *planarPlan {
+func newPlanarPlan(r *resnetNet, sparseLinear bool, opt planarOptions) *planarPlan {
 	p := &planarPlan{classifier: r.linear, pool: r.pool}
 	if sparseLinear {
 		w := r.linear.Weight
@@ -168,11 +168,11 @@ func newPlanarPlan(r *resnetNet, sparseLinear bool) *planarPlan {
 			return nil
 		}
 		// The input's buffer, in the layout conv1 (and the shortcut) read:
-		// with pingPong, not the previous block's input, so that an
+		// with opt.pingPong, not the previous block's input, so that an
 		// identity block's output does not overwrite its input (else
 		// Store reads each residual value before it writes it).
 		in := p.buffer(planarBuf{cur.c, cur.h, cur.w, inL}, avoid, prevIn)
-		if pingPong {
+		if opt.pingPong {
 			prevIn = in
 		}
 		producer.out = in
@@ -195,9 +195,9 @@ func newPlanarPlan(r *resnetNet, sparseLinear bool) *planarPlan {
 		// Exchange rows at the block's input where its resolution
 		// changes (a band of a strided layer reads twice the rows, so
 		// recomputing them would double at every stage) or after
-		// exchangeEvery blocks.
+		// opt.exchangeEvery blocks.
 		since++
-		ex := b.conv1.f.S != 1 || b.conv1.single() != producer.single() || since >= exchangeEvery
+		ex := b.conv1.f.S != 1 || b.conv1.single() != producer.single() || since >= opt.exchangeEvery
 		if ex {
 			since = 0
 		}
@@ -543,18 +543,25 @@ func (p *planarPlan) chans(c *planarConv, k, parts int) (lo, hi int) {
 // 0.6× (docs/benchmarks.md).
 const minBandImage = 256
 
-// pingPong gives each block's input a buffer other than the previous
-// block's input, so that an identity block writes its output next to its
-// input instead of over it: a split image ran 3.5 % faster (167–168
-// against 173–174 µs an image on the shared Zen 4, the same run), an
-// image on one worker 0.5 % slower (docs/benchmarks.md). A variable for
-// BenchmarkPlanarSplit.
-var pingPong = true
+// planarOptions are two choices of newPlanarPlan's buffers and exchanges,
+// settled by measurement (planarDefaults); BenchmarkPlanarSplit compiles
+// plans with the others.
+type planarOptions struct {
+	// pingPong gives each block's input a buffer other than the previous
+	// block's input, so that an identity block writes its output next to
+	// its input instead of over it: a split image ran 3.5 % faster
+	// (167–168 against 173–174 µs an image on the shared Zen 4, the same
+	// run), an image on one worker 0.5 % slower (docs/benchmarks.md).
+	pingPong bool
+	// exchangeEvery is the most blocks between two exchanges
+	// (planarStep): every block's input, against every 2, 3 or only at
+	// the strided blocks, was 1–4 % faster on the shipped sparse file
+	// (docs/benchmarks.md).
+	exchangeEvery int
+}
 
-// exchangeEvery is the most blocks between two exchanges (planarStep):
-// every block's input, against every 2, 3 or only at the strided blocks,
-// was 1–4 % faster on the shipped sparse file (docs/benchmarks.md).
-var exchangeEvery = 1
+// planarDefaults are the planarOptions that the product uses.
+func planarDefaults() planarOptions { return planarOptions{pingPong: true, exchangeEvery: 1} }
 
 // head is the average pooling with window and stride p.pool of out's
 // image (avgPool).

@@ -20,14 +20,17 @@ import (
 // planarSparseFile returns the planar plan of the shipped resnet20-sparse,
 // or of the model file named by $PLANAR_FILE (a ResNet-20 safetensors
 // file, as for infer.Load) when it is set.
-func planarSparseFile(b *testing.B) *planarPlan {
+func planarSparseFile(b *testing.B) *planarPlan { return planarSparseFileWith(b, planarDefaults()) }
+
+// planarSparseFileWith is planarSparseFile compiled with opt.
+func planarSparseFileWith(b *testing.B, opt planarOptions) *planarPlan {
 	var r *resnetNet
 	if path := os.Getenv("PLANAR_FILE"); path != "" {
 		r = resNetFile(b, path)
 	} else {
 		r = shippedResNet(b, "sparse")
 	}
-	p := newPlanarPlan(r, false)
+	p := newPlanarPlan(r, false, opt)
 	if p == nil {
 		b.Fatal("the sparse file does not compile to the planar plan")
 	}
@@ -82,7 +85,7 @@ func medianUs(t []float64) float64 {
 // on both alike: the 10th percentile and the median µs per image of
 // each (logged), and the split's speed-up by the medians (reported).
 // With -v it adds controls and the split with other exchange intervals
-// and with and without pingPong.
+// and with and without ping-pong buffers (planarOptions).
 func BenchmarkPlanarSplit(b *testing.B) {
 	p, x := planarSparseFile(b), planarImage()
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
@@ -96,23 +99,23 @@ func BenchmarkPlanarSplit(b *testing.B) {
 	}
 	bandOnly := *p
 	bandOnly.bandOnly = true
-	vs := []variant{{"whole", p, 1, &scratch{}}, {fmt.Sprintf("split, exchange every %d blocks", exchangeEvery), p, 2, &scratch{}},
+	vs := []variant{{"whole", p, 1, &scratch{}}, {fmt.Sprintf("split, exchange every %d blocks", planarDefaults().exchangeEvery), p, 2, &scratch{}},
 		{"split, 8×8 layers on band 0 alone", &bandOnly, 2, &scratch{}}}
 	if testing.Verbose() {
 		// Controls: the split's work on one worker; two images at once,
 		// one per worker (µs per pair: the second core's state).
 		vs = append(vs, variant{"split, on one worker", p, -2, &scratch{}}, variant{"two images, one per worker", p, 0, &scratch{}})
-		// Other exchange intervals, for the choice of exchangeEvery.
-		defer func(e int, pp bool) { exchangeEvery, pingPong = e, pp }(exchangeEvery, pingPong)
+		// Other exchange intervals and buffers, for planarDefaults.
 		for _, e := range []int{1, 2, 3, 100} {
-			exchangeEvery = e
-			vs = append(vs, variant{fmt.Sprintf("split, exchange every %d blocks", e), planarSparseFile(b), 2, &scratch{}})
+			opt := planarDefaults()
+			opt.exchangeEvery = e
+			vs = append(vs, variant{fmt.Sprintf("split, exchange every %d blocks", e), planarSparseFileWith(b, opt), 2, &scratch{}})
 		}
-		exchangeEvery = 1
 		for _, pp := range []bool{false, true} {
-			pingPong = pp
-			vs = append(vs, variant{fmt.Sprintf("split, ping-pong %v", pp), planarSparseFile(b), 2, &scratch{}})
-			vs = append(vs, variant{fmt.Sprintf("whole, ping-pong %v", pp), planarSparseFile(b), 1, &scratch{}})
+			opt := planarDefaults()
+			opt.pingPong = pp
+			vs = append(vs, variant{fmt.Sprintf("split, ping-pong %v", pp), planarSparseFileWith(b, opt), 2, &scratch{}})
+			vs = append(vs, variant{fmt.Sprintf("whole, ping-pong %v", pp), planarSparseFileWith(b, opt), 1, &scratch{}})
 		}
 	}
 	const rounds, per = 60, 50
