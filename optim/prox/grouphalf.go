@@ -152,28 +152,46 @@ func (h halfCurve) at(nu float64) point {
 		x2 := x * x
 		r2 += x2
 		ws += x2 * t / (1 + t)
-		q += x2 * t * t / (2 * e) // x − z = −x·t
+		if e > 0 {
+			q += x2 * t * t / (2 * e) // x − z = −x·t
+		}
 	}
 	return point{math.Ln2 + nu + 0.75*math.Log(r2) - math.Log(h.lam), 1 - 1.5*ws/r2, q, r2}
 }
 
 // minimiser returns the μ of the minimiser of F on the curve and true, or
 // false when x = 0 is the minimiser. zn is ‖z‖ > 0, emin < emax the
-// group's least and largest step sizes.
+// group's least and largest step sizes. A coordinate with η_i = 0 stays
+// at z_i (x = 0 is then no candidate unless each such z_i is 0).
 func (h halfCurve) minimiser(zn, emin, emax float64) (mu float64, keep bool) {
+	var f0, zf2 float64 // F(0) over the coordinates with η_i > 0; ‖z‖² over the others
+	epos := emax
+	for i, v := range h.z {
+		zi, e := float64(v), float64(h.eta[i])
+		if e > 0 {
+			f0 += zi * zi / (2 * e)
+			epos = min(epos, e)
+		} else {
+			zf2 += zi * zi
+		}
+	}
 	lz, ll := math.Log(zn), math.Log(h.lam)
 	// The bound of halfZero, k ≤ 2μ‖z‖^{3/2} and ≤ 2‖z‖^{3/2}/(μ^½ min η^{3/2}),
-	// puts every crossing in [lo, hi].
+	// puts every crossing in [lo, hi]; φ rises below rise and falls above
+	// fall. Coordinates with η_i = 0 and z_i = 0 stay 0 and change
+	// nothing; with z_i ≠ 0 they keep k ≥ 2μ‖z_f‖^{3/2}, above λ beyond
+	// hi = log(λ/(2‖z_f‖^{3/2})), and k need not fall.
+	emin = epos
 	lo := ll - math.Ln2 - 1.5*lz
 	hi := 2 * (math.Ln2 - ll + 1.5*(lz-math.Log(emin)))
-	// φ rises below rise and falls above fall.
 	rise, fall := math.Log(2/emax), math.Log(2/emin)
-	var f0 float64 // F(0)
-	for i, v := range h.z {
-		f0 += float64(v) * float64(v) / (2 * float64(h.eta[i]))
-	}
 	// best is the least F − F(0) found: 0 for x = 0, which wins ties.
 	best := 0.0
+	slow := emin // the least η_i whose s_i weighs in the slope bounds
+	if zf2 > 0 {
+		hi, fall, slow = ll-math.Ln2-0.75*math.Log(zf2), math.Inf(1), 0
+		best = math.Inf(1)
+	}
 	consider := func(nu float64) {
 		p := h.at(nu)
 		if f := p.q + h.lam*math.Sqrt(math.Sqrt(p.r2)) - f0; f < best {
@@ -207,9 +225,9 @@ func (h halfCurve) minimiser(zn, emin, emax float64) (mu float64, keep bool) {
 			continue
 		}
 		// Slope bounds on the piece: the weights w average s_i =
-		// μη_i/(1 + μη_i), which lie in [s(a, min η), s(b, max η)].
+		// μη_i/(1 + μη_i), which lie in [s(a, slow), s(b, max η)].
 		dmin := 1 - 1.5*sat(p.b, emax)
-		dmax := 1 - 1.5*sat(p.a, emin)
+		dmax := 1 - 1.5*sat(p.a, slow)
 		if dmax <= 0 {
 			continue // falling: no upward crossing
 		}

@@ -184,3 +184,48 @@ func TestGroupHalfPenaltyAndName(t *testing.T) {
 		t.Fatalf(`Parse("gl12:in") = %v, %v`, p, err)
 	}
 }
+
+// TestGroupHalfZeroSteps checks coordinates whose step size is 0 (a
+// schedule's last step): they keep z, whether the others are mapped or
+// the whole group has η = 0, and the map ends.
+func TestGroupHalfZeroSteps(t *testing.T) {
+	r := GroupHalf(ByFilter)
+	z := []float32{0.3, -0.4, 0.05, 0}
+	for _, tc := range []struct {
+		eta    []float32
+		lambda float32
+	}{
+		{[]float32{0, 0, 0, 0}, 5},
+		{[]float32{0, 0.5, 2, 1}, 0.2},
+		{[]float32{0, 0.5, 2, 1}, 50},
+		{[]float32{1, 0.5, 2, 0}, 50},
+	} {
+		got := make([]float32, len(z))
+		r.Prox(got, z, tc.eta, tc.lambda)
+		// F over the coordinates that can move (the others cost 0 at z).
+		var fGot, r2 float64
+		for i, e := range tc.eta {
+			d := float64(got[i] - z[i])
+			r2 += float64(got[i]) * float64(got[i])
+			if e == 0 {
+				if d != 0 {
+					t.Fatalf("η %v, λ %v: x_%d = %v moved from z %v", tc.eta, tc.lambda, i, got[i], z[i])
+				}
+				continue
+			}
+			fGot += d * d / (2 * float64(e))
+		}
+		fGot += float64(tc.lambda) * math.Sqrt(math.Sqrt(r2))
+		// The moving coordinates are stationary: x_i = z_i/(1 + μη_i),
+		// μ = λ/(2‖x‖^{3/2}).
+		mu := float64(tc.lambda) / (2 * math.Pow(r2, 0.75))
+		for i, e := range tc.eta {
+			if want := float64(z[i]) / (1 + mu*float64(e)); r2 > 0 && math.Abs(float64(got[i])-want) > 1e-6 {
+				t.Fatalf("η %v, λ %v: x_%d = %v, stationarity wants %v", tc.eta, tc.lambda, i, got[i], want)
+			}
+		}
+		if math.IsNaN(fGot) || math.IsInf(fGot, 0) {
+			t.Fatalf("η %v, λ %v: map %v with objective %v", tc.eta, tc.lambda, got, fGot)
+		}
+	}
+}
