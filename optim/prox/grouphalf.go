@@ -14,25 +14,12 @@ type groupHalf struct{ by GroupBy }
 // it zeroes whole groups; like ℓ½ it shrinks the groups it keeps by less
 // the larger they are.
 //
-// Its proximal map under the metric diag(1/η), the minimiser of
-//
-//	F(x) = Σ_i (x_i − z_i)²/(2η_i) + λ‖x‖₂^½,
-//
-// is exact. With one step size η for the whole group (the identity and
-// Euclidean metrics: momentum SGD, the lazy prox) it is radial: x =
-// z·ρ/‖z‖ with ρ the scalar ℓ½ map of ‖z‖ (Xu et al. 2012's closed form).
-// In general a non-zero minimiser satisfies (x_i − z_i)/η_i +
-// λx_i/(2‖x‖^{3/2}) = 0, so it lies on the curve x_i(μ) = z_i/(1 + μη_i),
-// μ > 0, at a μ with k(μ) = 2μ‖x(μ)‖^{3/2} = λ; along the curve F
-// decreases where k < λ and increases where k > λ, so the candidates
-// are x = 0 and the points where k crosses λ upwards. In ν = log μ,
-// log k has slope 1 − (3/2)·Σ_i w_i·μη_i/(1 + μη_i) (w the weights
-// x_i²/‖x‖²), between −½ and 1: it rises for μ < 2/max η and falls for μ >
-// 2/min η, and in between, where a group whose η spread is wide can
-// rise and fall more than once, a subdivision with those slope bounds
-// finds every upward crossing (to 2⁻⁴⁰ in ν); each is refined by a
-// safeguarded Newton iteration and the candidate with the least F is
-// returned (0 on a tie, as the scalar maps do).
+// Its Prox is the exact proximal map under the metric diag(1/η), the
+// global minimiser of Σ_i (x_i − z_i)²/(2η_i) + λ‖x‖₂^½ to float32
+// precision: with one η for the whole group (the identity and Euclidean
+// metrics) z·ρ/‖z‖ with ρ the scalar ℓ½ map of ‖z‖, in general the
+// best stationary point or 0 (0 on a tie, as the scalar maps); a
+// coordinate with η_i = 0 stays at z_i.
 func GroupHalf(by GroupBy) GroupRegularizer { return &groupHalf{by} }
 
 // GroupBy implements GroupRegularizer.
@@ -129,6 +116,18 @@ func (r *groupHalf) Prox(dst, z, eta []float32, lambda float32) {
 		dst[i] = float32(float64(v) / (1 + mu*float64(eta[i])))
 	}
 }
+
+// GroupHalf's map in general (η not constant over the group): a non-zero
+// minimiser satisfies (x_i − z_i)/η_i + λx_i/(2‖x‖^{3/2}) = 0, so it lies
+// on the curve x_i(μ) = z_i/(1 + μη_i), μ > 0, at a μ with k(μ) =
+// 2μ‖x(μ)‖^{3/2} = λ. Along the curve dF/dμ has the sign of k − λ, so the
+// candidates are x = 0 and the points where k crosses λ upwards. In
+// ν = log μ, log k has slope 1 − (3/2)·Σ_i w_i·μη_i/(1 + μη_i) (w the
+// weights x_i²/‖x‖²), between −½ and 1: it rises for μ < 2/max η and
+// falls for μ > 2/min η, and in between, where a group whose η spread is
+// wide can rise and fall more than once, a subdivision with those slope
+// bounds finds every upward crossing (to 2⁻⁴⁰ in ν); each is refined by a
+// safeguarded Newton iteration, and the candidate with the least F wins.
 
 // halfCurve evaluates the curve x(μ) = z/(1 + μη) of GroupHalf's map.
 type halfCurve struct {
