@@ -66,15 +66,8 @@ func (r *groupHalf) Prox(dst, z, eta []float32, lambda float32) {
 		copy(dst, z)
 		return
 	}
-	if z2, ze, emin, emax, tol, ok := proxk.GroupSums32(z, eta); ok {
-		switch act, c := r.Decide32(z2, ze, emin, emax, tol, lambda); act {
-		case proxk.DecideScale:
-			proxk.ScaleFirstOrder(dst, z, eta, c)
-			return
-		case proxk.DecideZero:
-			clear(dst)
-			return
-		}
+	if decided(r, dst, z, eta, lambda) {
+		return
 	}
 	z2, ze, _, emin, emax := proxk.GroupSums(z, eta)
 	if z2 == 0 {

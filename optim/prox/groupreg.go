@@ -162,6 +162,29 @@ func gatherCoupled(buf, theta []float32, companions [][]float32, l proxk.Layout,
 	}
 }
 
+// decided applies d's decision for the group z taken from its float32
+// sums (proxk.GroupSums32, with their error bound) and reports whether d
+// decided; an undecided group is left to the caller's full map.
+func decided(d proxk.Decider, dst, z, eta []float32, lambda float32) bool {
+	z2, ze, emin, emax, tol, ok := proxk.GroupSums32(z, eta)
+	if !ok {
+		return false
+	}
+	switch act, c := d.Decide32(z2, ze, emin, emax, tol, lambda); act {
+	case proxk.DecideKeep:
+		if len(z) > 0 && &dst[0] != &z[0] { // in place: nothing to copy
+			copy(dst, z)
+		}
+	case proxk.DecideZero:
+		clear(dst)
+	case proxk.DecideScale:
+		proxk.ScaleFirstOrder(dst, z, eta, c)
+	default:
+		return false
+	}
+	return true
+}
+
 // groupL0 is r(x) = [x ≠ 0] over a group: the count of non-zero groups.
 type groupL0 struct{ by GroupBy }
 
@@ -188,17 +211,8 @@ func (r *groupL0) Prox(dst, z, eta []float32, lambda float32) {
 	// Σ z²/max η ≤ Σ z²/η ≤ Σ z²/min η decides most groups without a
 	// division per coordinate, and most of those from the float32 sums
 	// and their error bound.
-	if z2, ze, emin, emax, tol, ok := proxk.GroupSums32(z, eta); ok {
-		switch act, _ := r.Decide32(z2, ze, emin, emax, tol, lambda); act {
-		case proxk.DecideKeep:
-			if len(z) > 0 && &dst[0] != &z[0] { // in place: nothing to copy
-				copy(dst, z)
-			}
-			return
-		case proxk.DecideZero:
-			clear(dst)
-			return
-		}
+	if decided(r, dst, z, eta, lambda) {
+		return
 	}
 	lam2 := 2 * float64(lambda)
 	z2, _, _, emin, emax := proxk.GroupSums(z, eta)
@@ -287,15 +301,8 @@ func (r *groupLasso) Prox(dst, z, eta []float32, lambda float32) {
 	// float32 sums then suffice: with relative error tol ≤ 2⁻¹³ they give
 	// r to about tol/2, which moves x_i by at most ε_i·tol/2 ≤ 2⁻²⁶
 	// relative. Elsewhere the float64 sums decide.
-	if z2, ze, emin, emax, tol, ok := proxk.GroupSums32(z, eta); ok {
-		switch act, c := r.Decide32(z2, ze, emin, emax, tol, lambda); act {
-		case proxk.DecideScale:
-			proxk.ScaleFirstOrder(dst, z, eta, c)
-			return
-		case proxk.DecideZero:
-			clear(dst)
-			return
-		}
+	if decided(r, dst, z, eta, lambda) {
+		return
 	}
 	// Squares and quotients of float32 values neither overflow nor
 	// underflow in float64, so no scaling is needed.
