@@ -43,9 +43,9 @@ type LazyProx struct {
 	// slot's lazyEta) under a per-coordinate metric, else nil.
 	etas   [][]float32
 	lambda []float64 // the lazy groups' λ, saved while the inner step runs
-	// etaBuf holds etaFill in every element under the identity or
-	// Euclidean metric, refilled only when Σ α changes or a longer
-	// tensor needs it.
+	// etaBuf, as long as the largest lazy parameter, holds etaFill in
+	// every element under the identity or Euclidean metric, refilled only
+	// when Σ α changes.
 	etaBuf  []float32
 	etaFill float32
 	scratch []float32 // prox.GroupProx's
@@ -73,6 +73,11 @@ func NewLazyProx(inner *ProxGen, groups ...*Group) *LazyProx {
 	l.eta = make([]float64, len(groups))
 	l.lambda = make([]float64, len(groups))
 	l.etas = make([][]float32, len(l.params))
+	n := 0 // the largest lazy parameter, whose length etaBuf takes
+	for _, p := range l.params {
+		n = max(n, len(p.Data))
+	}
+	l.etaBuf = make([]float32, n)
 	if cfg := inner.Config(); cfg.Metric == Preconditioned && cfg.Precond.Stateful() {
 		for i := range inner.slots {
 			sl := &inner.slots[i]
@@ -141,11 +146,7 @@ func (l *LazyProx) apply(i int) {
 	}
 	eta := l.etas[i]
 	if eta == nil {
-		e := float32(l.eta[k])
-		if len(l.etaBuf) < len(p.Data) || l.etaFill != e {
-			if len(l.etaBuf) < len(p.Data) {
-				l.etaBuf = make([]float32, l.maxLen())
-			}
+		if e := float32(l.eta[k]); l.etaFill != e {
 			for j := range l.etaBuf {
 				l.etaBuf[j] = e
 			}
@@ -158,15 +159,6 @@ func (l *LazyProx) apply(i int) {
 		return
 	}
 	g.Reg.Prox(p.Data, l.real[i], eta, float32(g.Lambda))
-}
-
-// maxLen returns the length of the largest lazy parameter.
-func (l *LazyProx) maxLen() int {
-	n := 0
-	for _, p := range l.params {
-		n = max(n, len(p.Data))
-	}
-	return n
 }
 
 // State implements Optimizer: the inner state plus the real iterates as
